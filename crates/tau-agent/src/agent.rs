@@ -1,0 +1,669 @@
+//! The agent: the loop that calls the model, runs the tools it asks for, and repeats.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::assemble::{Assembled, Assembler};
+use crate::control::{CancelHandle, Limits, RetryPolicy};
+use crate::conversation::{SlidingWindow, repair_message};
+use crate::events::{EventSink, TurnEvent};
+use crate::executor::{Batch, CallOutcome, Executor};
+use crate::hooks::{
+    AfterInvocationEvent, AfterModelCallEvent, BeforeInvocationEvent, BeforeModelCallEvent,
+    HookRegistry, MessageAddedEvent,
+};
+use crate::interrupt::{Interrupt, InterruptResponse, InterruptState};
+use crate::message::{ContentBlock, Message, Role, ToolResult};
+use crate::model::{Model, ModelError, ModelRequest, StopReason, Usage};
+use crate::session::{AgentState, SessionError, SessionId, SessionRepository};
+use crate::tool::SharedTool;
+use crate::tool_registry::{ToolRegistry, ToolRegistryError};
+
+/// The assistant message stored when the caller cancels while the model streams.
+pub const CANCELLED_BY_USER_TEXT: &str = "Cancelled by user";
+
+/// What an invocation starts from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// A new user message.
+    Prompt(Vec<ContentBlock>),
+    /// Answers to the interrupts the last invocation stopped on.
+    Resume(Vec<InterruptResponse>),
+}
+
+impl From<&str> for Input {
+    fn from(text: &str) -> Self {
+        Self::Prompt(vec![ContentBlock::Text(text.to_owned())])
+    }
+}
+
+impl From<String> for Input {
+    fn from(text: String) -> Self {
+        Self::Prompt(vec![ContentBlock::Text(text)])
+    }
+}
+
+/// How an invocation ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentResult {
+    pub stop_reason: StopReason,
+    /// The last assistant message of this invocation, if the model answered.
+    pub message: Option<Message>,
+    pub usage: Usage,
+    pub model_calls: u32,
+    /// The questions waiting for an answer when `stop_reason` is `interrupt`.
+    pub interrupts: Vec<Interrupt>,
+}
+
+/// Why an invocation could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Tools(#[from] ToolRegistryError),
+    #[error("the agent is waiting for answers to interrupts ({pending}); resume with responses")]
+    MustResume { pending: String },
+    #[error("there is no interrupt to resume")]
+    NothingToResume,
+    #[error("no pending interrupt has the id '{id}'")]
+    UnknownInterrupt { id: String },
+    #[error("after-model-call hooks asked for more than {max} retries")]
+    TooManyRetries { max: u32 },
+}
+
+struct Store {
+    repository: Arc<dyn SessionRepository>,
+    id: SessionId,
+    /// Messages stored so far for this session, the dropped ones included.
+    stored: u64,
+}
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    model: Arc<dyn Model>,
+    tools: Vec<SharedTool>,
+    hooks: HookRegistry,
+    system_prompt: Option<String>,
+    executor: Executor,
+    limits: Limits,
+    retry: RetryPolicy,
+    window: SlidingWindow,
+    messages: Vec<Message>,
+    session: Option<(Arc<dyn SessionRepository>, SessionId)>,
+}
+
+impl AgentBuilder {
+    pub fn tool(mut self, tool: SharedTool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    pub fn tools(mut self, tools: impl IntoIterator<Item = SharedTool>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    pub fn hooks(mut self, hooks: HookRegistry) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    pub fn executor(mut self, executor: Executor) -> Self {
+        self.executor = executor;
+        self
+    }
+
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    pub fn window(mut self, window: SlidingWindow) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// Starts from these messages (ignored when a stored session already has some).
+    pub fn messages(mut self, messages: Vec<Message>) -> Self {
+        self.messages = messages;
+        self
+    }
+
+    /// Stores the conversation in `repository` under `id`, restoring what is there.
+    pub fn session(mut self, repository: Arc<dyn SessionRepository>, id: SessionId) -> Self {
+        self.session = Some((repository, id));
+        self
+    }
+
+    /// Registers the tools, restores the session and repairs its history.
+    pub async fn build(self) -> Result<Agent, AgentError> {
+        let mut tools = ToolRegistry::new();
+        tools.register_all(self.tools)?;
+        let mut agent = Agent {
+            model: self.model,
+            tools,
+            hooks: self.hooks,
+            system_prompt: self.system_prompt,
+            executor: self.executor,
+            limits: self.limits,
+            retry: self.retry,
+            window: self.window,
+            messages: Vec::new(),
+            state: AgentState::default(),
+            store: None,
+            cancel: CancelHandle::default(),
+        };
+        let initial = self.messages;
+        match self.session {
+            Some((repository, id)) => {
+                repository.ensure_session(&id)?;
+                let state = repository.load_state(&id)?.unwrap_or_default();
+                let stored = repository.message_count(&id)?;
+                agent.messages = repository.messages(&id, state.removed_count)?;
+                agent.state = state;
+                agent.store = Some(Store {
+                    repository,
+                    id,
+                    stored,
+                });
+                if stored == 0 {
+                    for message in initial {
+                        agent.append(message).await?;
+                    }
+                }
+            }
+            None => agent.messages = initial,
+        }
+        if !agent.state.interrupt_state.activated {
+            agent.repair_history().await?;
+        }
+        Ok(agent)
+    }
+}
+
+/// A conversation with a model and its tools.
+pub struct Agent {
+    model: Arc<dyn Model>,
+    tools: ToolRegistry,
+    hooks: HookRegistry,
+    system_prompt: Option<String>,
+    executor: Executor,
+    limits: Limits,
+    retry: RetryPolicy,
+    window: SlidingWindow,
+    messages: Vec<Message>,
+    state: AgentState,
+    store: Option<Store>,
+    cancel: CancelHandle,
+}
+
+enum ModelOutcome {
+    Answered(Assembled),
+    Cancelled,
+}
+
+impl Agent {
+    pub fn builder(model: Arc<dyn Model>) -> AgentBuilder {
+        AgentBuilder {
+            model,
+            tools: Vec::new(),
+            hooks: HookRegistry::new(),
+            system_prompt: None,
+            executor: Executor::default(),
+            limits: Limits::default(),
+            retry: RetryPolicy::default(),
+            window: SlidingWindow::default(),
+            messages: Vec::new(),
+            session: None,
+        }
+    }
+
+    /// The live history, as the model is sent it.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    pub fn state(&self) -> &AgentState {
+        &self.state
+    }
+
+    pub fn interrupt_state(&self) -> &InterruptState {
+        &self.state.interrupt_state
+    }
+
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    pub fn hooks(&self) -> &HookRegistry {
+        &self.hooks
+    }
+
+    /// Hooks added here after the agent was built are not audited by whoever built it.
+    pub fn hooks_mut(&mut self) -> &mut HookRegistry {
+        &mut self.hooks
+    }
+
+    pub fn system_prompt(&self) -> Option<&str> {
+        self.system_prompt.as_deref()
+    }
+
+    pub fn executor(&self) -> Executor {
+        self.executor
+    }
+
+    pub fn set_executor(&mut self, executor: Executor) {
+        self.executor = executor;
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Budgets for the next invocations.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    pub fn session_id(&self) -> Option<&SessionId> {
+        self.store.as_ref().map(|s| &s.id)
+    }
+
+    /// A handle that cancels the running invocation from another task.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.cancel.clone()
+    }
+
+    /// Stores a free value in the agent state (saved with the session).
+    pub fn set_state_value(
+        &mut self,
+        key: impl Into<String>,
+        value: serde_json::Value,
+    ) -> Result<(), AgentError> {
+        self.state.values.insert(key.into(), value);
+        self.save_state()
+    }
+
+    /// Leaves the interrupt state without answering: the pending questions are dropped and
+    /// the history ends on the unanswered tool uses, repaired by the next prompt.
+    pub fn deactivate_interrupts(&mut self) -> Result<(), AgentError> {
+        self.state.interrupt_state.deactivate();
+        self.save_state()
+    }
+
+    /// Answers every unanswered tool use at the end of the history with
+    /// `Tool was interrupted.`; true when something was repaired.
+    pub async fn repair_history(&mut self) -> Result<bool, AgentError> {
+        match repair_message(&self.messages) {
+            Some(message) => {
+                self.append(message).await?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Runs one invocation: a prompt, or the answers to pending interrupts.
+    pub async fn invoke(
+        &mut self,
+        input: impl Into<Input>,
+        events: Option<&EventSink>,
+    ) -> Result<AgentResult, AgentError> {
+        let token = self.cancel.begin();
+        let input = input.into();
+        let resuming = matches!(input, Input::Resume(_));
+        self.accept_input_state(&input)?;
+        let mut before = BeforeInvocationEvent {
+            system_prompt: self.system_prompt.clone(),
+            resuming,
+        };
+        self.hooks.invoke(&mut before).await;
+        let outcome = match input {
+            Input::Prompt(content) => match self.repair_history().await {
+                Ok(_) => {
+                    self.append(Message {
+                        role: Role::User,
+                        content,
+                    })
+                    .await
+                }
+                Err(error) => Err(error),
+            },
+            Input::Resume(_) => Ok(()),
+        };
+        let outcome = match outcome {
+            Ok(()) => self.run(&token, events, before.system_prompt).await,
+            Err(error) => Err(error),
+        };
+        let mut after = AfterInvocationEvent {
+            stop_reason: outcome.as_ref().ok().map(|r| r.stop_reason),
+            error: outcome.as_ref().err().map(ToString::to_string),
+        };
+        self.hooks.invoke(&mut after).await;
+        let removed = self.window.apply(&mut self.messages);
+        if removed > 0 {
+            self.state.removed_count += removed as u64;
+            self.save_state()?;
+        }
+        if let (Ok(result), Some(events)) = (&outcome, events) {
+            events.send(TurnEvent::Stop {
+                reason: result.stop_reason,
+                usage: result.usage,
+            });
+        }
+        outcome
+    }
+
+    /// Checks the input fits the interrupt state and records the answers.
+    fn accept_input_state(&mut self, input: &Input) -> Result<(), AgentError> {
+        let interrupts = &mut self.state.interrupt_state;
+        match input {
+            Input::Prompt(_) if interrupts.activated => {
+                let pending = interrupts
+                    .pending()
+                    .iter()
+                    .map(|i| i.id.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                Err(AgentError::MustResume { pending })
+            }
+            Input::Prompt(_) => Ok(()),
+            Input::Resume(_) if !interrupts.activated => Err(AgentError::NothingToResume),
+            Input::Resume(responses) => {
+                if let Some(unknown) = responses
+                    .iter()
+                    .find(|r| !interrupts.interrupts.contains_key(&r.interrupt_id))
+                {
+                    return Err(AgentError::UnknownInterrupt {
+                        id: unknown.interrupt_id.clone(),
+                    });
+                }
+                for response in responses {
+                    if let Some(interrupt) = interrupts.interrupts.get_mut(&response.interrupt_id) {
+                        interrupt.response = Some(response.response.clone());
+                    }
+                }
+                self.save_state()
+            }
+        }
+    }
+
+    async fn run(
+        &mut self,
+        token: &CancellationToken,
+        events: Option<&EventSink>,
+        system_prompt: Option<String>,
+    ) -> Result<AgentResult, AgentError> {
+        let mut calls = 0u32;
+        let mut usage = Usage::default();
+        let mut last = None;
+        let stop = |reason, last: Option<Message>, calls, usage, interrupts| AgentResult {
+            stop_reason: reason,
+            message: last,
+            usage,
+            model_calls: calls,
+            interrupts,
+        };
+        loop {
+            let (tool_message, invalid_inputs) = if self.state.interrupt_state.activated {
+                let resumed = self.state.interrupt_state.tool_use_message.clone();
+                let message = resumed
+                    .or_else(|| self.messages.last().cloned())
+                    .unwrap_or_else(|| Message::assistant_text(""));
+                (message, BTreeMap::new())
+            } else {
+                if let Some(reason) = self.limits.exceeded(calls, usage) {
+                    return Ok(stop(reason, last, calls, usage, Vec::new()));
+                }
+                if token.is_cancelled() {
+                    self.append(Message::assistant_text(CANCELLED_BY_USER_TEXT))
+                        .await?;
+                    return Ok(stop(StopReason::Cancelled, last, calls, usage, Vec::new()));
+                }
+                calls += 1;
+                match self
+                    .call_model(token, events, &system_prompt, calls - 1, &mut usage)
+                    .await?
+                {
+                    ModelOutcome::Cancelled => {
+                        let message = Message::assistant_text(CANCELLED_BY_USER_TEXT);
+                        self.append(message.clone()).await?;
+                        return Ok(stop(
+                            StopReason::Cancelled,
+                            Some(message),
+                            calls,
+                            usage,
+                            Vec::new(),
+                        ));
+                    }
+                    ModelOutcome::Answered(assembled) => {
+                        self.append(assembled.message.clone()).await?;
+                        last = Some(assembled.message.clone());
+                        if assembled.stop_reason != StopReason::ToolUse {
+                            return Ok(stop(assembled.stop_reason, last, calls, usage, Vec::new()));
+                        }
+                        (assembled.message, assembled.invalid_inputs)
+                    }
+                }
+            };
+            let pending = self
+                .run_tools(token, events, &tool_message, &invalid_inputs)
+                .await?;
+            if !pending.is_empty() {
+                return Ok(stop(StopReason::Interrupt, last, calls, usage, pending));
+            }
+            if token.is_cancelled() {
+                return Ok(stop(StopReason::Cancelled, last, calls, usage, Vec::new()));
+            }
+        }
+    }
+
+    /// Runs the tool uses of `message` that have no result yet. Appends the results and
+    /// returns no interrupts, or stores the interrupt state and returns the pending ones.
+    async fn run_tools(
+        &mut self,
+        token: &CancellationToken,
+        events: Option<&EventSink>,
+        message: &Message,
+        invalid_inputs: &BTreeMap<String, String>,
+    ) -> Result<Vec<Interrupt>, AgentError> {
+        let mut done: BTreeMap<String, ToolResult> =
+            std::mem::take(&mut self.state.interrupt_state.tool_results)
+                .into_iter()
+                .map(|r| (r.tool_use_id.clone(), r))
+                .collect();
+        let waiting: Vec<_> = message
+            .tool_uses()
+            .filter(|u| !done.contains_key(&u.tool_use_id))
+            .cloned()
+            .collect();
+        let batch = Batch {
+            tools: &self.tools,
+            hooks: &self.hooks,
+            events,
+            cancel: token,
+            responses: Arc::new(self.state.interrupt_state.responses()),
+            invalid_inputs,
+        };
+        let mut raised = Vec::new();
+        for outcome in batch.run(self.executor, waiting).await {
+            match outcome {
+                CallOutcome::Done(result) => {
+                    done.insert(result.tool_use_id.clone(), result);
+                }
+                CallOutcome::Interrupted(interrupts) => raised.extend(interrupts),
+            }
+        }
+        if !raised.is_empty() {
+            let state = &mut self.state.interrupt_state;
+            state.activated = true;
+            for interrupt in raised {
+                state
+                    .interrupts
+                    .entry(interrupt.id.clone())
+                    .or_insert(interrupt);
+            }
+            state.tool_use_message = Some(message.clone());
+            state.tool_results = done.into_values().collect();
+            let pending = state.pending();
+            self.save_state()?;
+            return Ok(pending);
+        }
+        let was_interrupted = self.state.interrupt_state.activated;
+        self.state.interrupt_state.deactivate();
+        if was_interrupted {
+            self.save_state()?;
+        }
+        let content = message
+            .tool_uses()
+            .filter_map(|u| done.remove(&u.tool_use_id))
+            .map(ContentBlock::ToolResult)
+            .collect();
+        self.append(Message {
+            role: Role::User,
+            content,
+        })
+        .await?;
+        Ok(Vec::new())
+    }
+
+    async fn call_model(
+        &mut self,
+        token: &CancellationToken,
+        events: Option<&EventSink>,
+        system_prompt: &Option<String>,
+        calls_before: u32,
+        usage: &mut Usage,
+    ) -> Result<ModelOutcome, AgentError> {
+        let mut throttled = 0u32;
+        let mut hook_retries = 0u32;
+        loop {
+            let mut before = BeforeModelCallEvent {
+                system_prompt: system_prompt.clone(),
+                calls_before,
+            };
+            self.hooks.invoke(&mut before).await;
+            let request = ModelRequest {
+                system_prompt: before.system_prompt,
+                messages: self.messages.clone(),
+                tool_specs: self.tools.specs(),
+            };
+            let attempt = tokio::select! {
+                () = token.cancelled() => return Ok(ModelOutcome::Cancelled),
+                attempt = stream_message(self.model.as_ref(), request, events) => attempt,
+            };
+            let mut after = match &attempt {
+                Ok(assembled) => {
+                    usage.add(assembled.usage);
+                    AfterModelCallEvent::new(
+                        Some(assembled.message.clone()),
+                        Some(assembled.stop_reason),
+                        None,
+                    )
+                }
+                Err(error) => AfterModelCallEvent::new(None, None, Some(error.clone())),
+            };
+            self.hooks.invoke(&mut after).await;
+            if after.retry_requested() {
+                hook_retries += 1;
+                if hook_retries >= self.retry.max_attempts {
+                    return Err(AgentError::TooManyRetries {
+                        max: self.retry.max_attempts,
+                    });
+                }
+                continue;
+            }
+            let error = match attempt {
+                Ok(assembled) => return Ok(ModelOutcome::Answered(assembled)),
+                Err(error) => error,
+            };
+            match error {
+                ModelError::Throttled { retry_after, .. }
+                    if throttled + 1 < self.retry.max_attempts =>
+                {
+                    throttled += 1;
+                    let delay = self.retry.delay(throttled, retry_after);
+                    tracing::warn!(
+                        attempt = throttled,
+                        delay_ms = delay.as_millis(),
+                        "model throttled; retrying"
+                    );
+                    if let Some(events) = events {
+                        events.send(TurnEvent::Throttled {
+                            attempt: throttled,
+                            delay,
+                        });
+                    }
+                    tokio::select! {
+                        () = token.cancelled() => return Ok(ModelOutcome::Cancelled),
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
+                ModelError::ContextWindowOverflow { .. } => {
+                    let Ok(removed) = self.window.reduce(&mut self.messages) else {
+                        return Err(error.into());
+                    };
+                    tracing::warn!(
+                        removed,
+                        "context window overflow; dropped the oldest messages"
+                    );
+                    self.state.removed_count += removed as u64;
+                    self.save_state()?;
+                    if let Some(events) = events {
+                        events.send(TurnEvent::ContextReduced { removed });
+                    }
+                }
+                other => return Err(other.into()),
+            }
+        }
+    }
+
+    /// Appends to the history, stores it, then tells the message-added hooks.
+    async fn append(&mut self, message: Message) -> Result<(), AgentError> {
+        if let Some(store) = &mut self.store {
+            store
+                .repository
+                .append_message(&store.id, store.stored, &message)?;
+            store.stored += 1;
+        }
+        self.messages.push(message.clone());
+        self.hooks.invoke(&mut MessageAddedEvent { message }).await;
+        Ok(())
+    }
+
+    fn save_state(&self) -> Result<(), AgentError> {
+        if let Some(store) = &self.store {
+            store.repository.save_state(&store.id, &self.state)?;
+        }
+        Ok(())
+    }
+}
+
+async fn stream_message(
+    model: &dyn Model,
+    request: ModelRequest,
+    events: Option<&EventSink>,
+) -> Result<Assembled, ModelError> {
+    let mut stream = model.stream(request).await?;
+    let mut assembler = Assembler::default();
+    while let Some(chunk) = stream.next().await {
+        assembler.push(chunk?, events)?;
+    }
+    assembler.finish(events)
+}

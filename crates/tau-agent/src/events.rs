@@ -1,0 +1,76 @@
+//! Turn events: what the loop streams to its caller while an invocation runs.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::message::{ToolResult, ToolUse};
+use crate::model::{StopReason, Usage};
+
+/// One thing that happened during a turn, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TurnEvent {
+    /// A piece of the model's answer text.
+    TextDelta { text: String },
+    /// The model asked for a tool; sent once its input is complete.
+    ToolUse { tool_use: ToolUse },
+    /// A running tool's own progress message.
+    ToolProgress {
+        tool_use_id: String,
+        name: String,
+        message: String,
+    },
+    /// The result the model will read for one tool use.
+    ToolResult { result: ToolResult },
+    /// The provider throttled us; the call is retried after `delay`.
+    Throttled {
+        attempt: u32,
+        #[serde(with = "duration_ms")]
+        delay: Duration,
+    },
+    /// The conversation was too long; the oldest `removed` messages were dropped.
+    ContextReduced { removed: usize },
+    /// The invocation ended.
+    Stop { reason: StopReason, usage: Usage },
+}
+
+/// Where turn events go. Sending never blocks and never fails the turn: a caller that
+/// stopped listening only misses events.
+#[derive(Debug, Clone)]
+pub struct EventSink {
+    sender: mpsc::UnboundedSender<TurnEvent>,
+}
+
+impl EventSink {
+    /// A sink and the receiver that reads it.
+    pub fn channel() -> (Self, mpsc::UnboundedReceiver<TurnEvent>) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        (Self { sender }, receiver)
+    }
+
+    pub fn send(&self, event: TurnEvent) {
+        // A closed receiver means nobody watches this turn any more; the turn goes on.
+        let _ = self.sender.send(event);
+    }
+}
+
+pub(crate) mod duration_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        value: &Duration,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(u64::try_from(value.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(deserializer)?))
+    }
+}

@@ -1,0 +1,183 @@
+//! Runs the tool uses of one assistant message through the tool-call hooks.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::assemble::invalid_input_text;
+use crate::events::{EventSink, TurnEvent};
+use crate::hooks::{AfterToolCallEvent, BeforeToolCallEvent, HookRegistry};
+use crate::interrupt::Interrupt;
+use crate::message::{ToolResult, ToolUse};
+use crate::tool::{ToolContext, invalid_name_text, is_valid_tool_name};
+use crate::tool_registry::ToolRegistry;
+
+/// The result every pending tool use gets when the invocation is cancelled before it ran.
+pub const TOOL_CANCELLED_TEXT: &str = "Tool execution cancelled";
+/// What the model reads when a before-tool-call hook panicked: the call fails closed.
+pub const HOOK_FAILED_TEXT: &str = "Error: a tool-call hook failed, so the tool was not run.";
+/// What the model reads when a tool panicked.
+pub const TOOL_PANICKED_TEXT: &str = "Error: the tool failed unexpectedly.";
+
+/// How the tool uses of one message are run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Executor {
+    /// All at once; results still reach the model in the order of the tool uses.
+    #[default]
+    Concurrent,
+    /// One after another, in order.
+    Sequential,
+}
+
+/// The text a call to an unregistered tool receives when no hook cancelled it.
+pub fn unknown_tool_text(name: &str) -> String {
+    format!("Unknown tool: {name}")
+}
+
+fn mismatch_text(named: &str, selected: &str) -> String {
+    format!(
+        "Error: the tool use names '{named}' but the selected tool is '{selected}'; it was not run."
+    )
+}
+
+/// One tool use's fate.
+pub(crate) enum CallOutcome {
+    Done(ToolResult),
+    Interrupted(Vec<Interrupt>),
+}
+
+pub(crate) struct Batch<'a> {
+    pub tools: &'a ToolRegistry,
+    pub hooks: &'a HookRegistry,
+    pub events: Option<&'a EventSink>,
+    pub cancel: &'a CancellationToken,
+    pub responses: Arc<BTreeMap<String, Value>>,
+    pub invalid_inputs: &'a BTreeMap<String, String>,
+}
+
+impl Batch<'_> {
+    pub(crate) async fn run(
+        &self,
+        executor: Executor,
+        tool_uses: Vec<ToolUse>,
+    ) -> Vec<CallOutcome> {
+        match executor {
+            Executor::Concurrent => {
+                futures::future::join_all(tool_uses.into_iter().map(|u| self.run_one(u))).await
+            }
+            Executor::Sequential => {
+                let mut outcomes = Vec::with_capacity(tool_uses.len());
+                for tool_use in tool_uses {
+                    outcomes.push(self.run_one(tool_use).await);
+                }
+                outcomes
+            }
+        }
+    }
+
+    async fn run_one(&self, tool_use: ToolUse) -> CallOutcome {
+        let result = match self.refuse_before_hooks(&tool_use) {
+            Some(result) => result,
+            None => match self.call_through_hooks(tool_use).await {
+                Ok(result) => result,
+                Err(interrupts) => return CallOutcome::Interrupted(interrupts),
+            },
+        };
+        if let Some(events) = self.events {
+            events.send(TurnEvent::ToolResult {
+                result: result.clone(),
+            });
+        }
+        CallOutcome::Done(result)
+    }
+
+    /// Calls that never reach a hook: nothing about them can run.
+    fn refuse_before_hooks(&self, tool_use: &ToolUse) -> Option<ToolResult> {
+        let id = &tool_use.tool_use_id;
+        if !is_valid_tool_name(&tool_use.name) {
+            return Some(ToolResult::error_text(
+                id,
+                invalid_name_text(&tool_use.name),
+            ));
+        }
+        if let Some(reason) = self.invalid_inputs.get(id) {
+            return Some(ToolResult::error_text(id, invalid_input_text(reason)));
+        }
+        if self.cancel.is_cancelled() {
+            return Some(ToolResult::error_text(id, TOOL_CANCELLED_TEXT));
+        }
+        None
+    }
+
+    async fn call_through_hooks(&self, tool_use: ToolUse) -> Result<ToolResult, Vec<Interrupt>> {
+        let original_id = tool_use.tool_use_id.clone();
+        let selected = self.tools.get(&tool_use.name);
+        let mut before = BeforeToolCallEvent::new(tool_use, selected, Arc::clone(&self.responses));
+        let invoked = self.hooks.invoke(&mut before).await;
+        if !invoked.panicked.is_empty() {
+            before.cancel_tool(HOOK_FAILED_TEXT);
+        }
+        if !invoked.interrupts.is_empty() {
+            return Err(invoked.interrupts);
+        }
+        let BeforeToolCallEvent {
+            tool_use,
+            selected_tool,
+            ..
+        } = &before;
+        let cancel_message = before.cancel_message().map(str::to_owned);
+        let started = Instant::now();
+        let mut error = None;
+        let mut ran = false;
+        let mut result = match (&cancel_message, selected_tool) {
+            (Some(text), _) => ToolResult::error_text(&original_id, text),
+            (None, None) => ToolResult::error_text(&original_id, unknown_tool_text(&tool_use.name)),
+            (None, Some(tool)) if tool.spec().name != tool_use.name => ToolResult::error_text(
+                &original_id,
+                mismatch_text(&tool_use.name, &tool.spec().name),
+            ),
+            (None, Some(tool)) => {
+                ran = true;
+                let context = ToolContext::new(&original_id, &tool_use.name, self.events.cloned());
+                let input = tool_use.input.clone();
+                let run = async { tool.run(input, context).await };
+                match AssertUnwindSafe(run).catch_unwind().await {
+                    Ok(Ok(output)) => ToolResult {
+                        tool_use_id: original_id.clone(),
+                        status: output.status,
+                        content: output.content,
+                    },
+                    Ok(Err(tool_error)) => {
+                        let text = format!("Error: {tool_error}");
+                        error = Some(tool_error.message);
+                        ToolResult::error_text(&original_id, text)
+                    }
+                    Err(_) => {
+                        tracing::error!(tool = %tool_use.name, "tool panicked");
+                        error = Some("the tool panicked".to_owned());
+                        ToolResult::error_text(&original_id, TOOL_PANICKED_TEXT)
+                    }
+                }
+            }
+        };
+        let mut after = AfterToolCallEvent {
+            tool_use: before.tool_use.clone(),
+            selected_tool: before.selected_tool.as_ref().map(|t| t.spec().name.clone()),
+            result,
+            error,
+            cancel_message,
+            ran,
+            duration: started.elapsed(),
+        };
+        self.hooks.invoke(&mut after).await;
+        result = after.result;
+        // A replaced result still answers the model's own tool use.
+        result.tool_use_id = original_id;
+        Ok(result)
+    }
+}

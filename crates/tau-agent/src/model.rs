@@ -1,0 +1,159 @@
+//! The `Model` trait: what a provider streams back for one request.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+
+use crate::message::{Message, Role};
+use crate::tool::ToolSpec;
+
+/// Everything a model is asked in one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    pub messages: Vec<Message>,
+    #[serde(default)]
+    pub tool_specs: Vec<ToolSpec>,
+}
+
+/// Why a model stopped, or why an invocation of the agent stopped.
+///
+/// The model itself only reports the first group; the loop adds the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    StopSequence,
+    ContentFiltered,
+    GuardrailIntervened,
+    /// A before-tool-call hook raised an interrupt; resume with responses.
+    Interrupt,
+    /// The caller cancelled the invocation.
+    Cancelled,
+    LimitTurns,
+    LimitOutputTokens,
+    LimitTotalTokens,
+}
+
+impl StopReason {
+    /// The snake_case name, as written in events and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::ToolUse => "tool_use",
+            Self::MaxTokens => "max_tokens",
+            Self::StopSequence => "stop_sequence",
+            Self::ContentFiltered => "content_filtered",
+            Self::GuardrailIntervened => "guardrail_intervened",
+            Self::Interrupt => "interrupt",
+            Self::Cancelled => "cancelled",
+            Self::LimitTurns => "limit_turns",
+            Self::LimitOutputTokens => "limit_output_tokens",
+            Self::LimitTotalTokens => "limit_total_tokens",
+        }
+    }
+}
+
+/// Token counts of one model call, or summed over an invocation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another call's counts, saturating rather than wrapping on absurd input.
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
+    }
+}
+
+/// How a content block begins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BlockStart {
+    Text,
+    ToolUse { tool_use_id: String, name: String },
+}
+
+/// A piece of a content block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BlockDelta {
+    Text {
+        text: String,
+    },
+    /// A fragment of the tool input's JSON text; fragments concatenate.
+    ToolUseInput {
+        json: String,
+    },
+}
+
+/// One chunk of a model's streamed answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamChunk {
+    MessageStart { role: Role },
+    ContentBlockStart { start: BlockStart },
+    ContentBlockDelta { delta: BlockDelta },
+    ContentBlockStop,
+    MessageStop { stop_reason: StopReason },
+    Metadata { usage: Usage },
+}
+
+/// What can go wrong in a model call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// The conversation no longer fits the model's context window.
+    #[error("the conversation is too long for the model's context window: {message}")]
+    ContextWindowOverflow { message: String },
+    /// The provider asks us to slow down.
+    #[error("the model provider is throttling requests: {message}")]
+    Throttled {
+        retry_after: Option<Duration>,
+        message: String,
+    },
+    /// The stream ended or broke before the message was complete.
+    #[error("the model stream ended early: {message}")]
+    Incomplete { message: String },
+    /// Anything else, with the provider's own message.
+    #[error("model error: {message}")]
+    Other { message: String },
+}
+
+impl ModelError {
+    pub fn other(message: impl Into<String>) -> Self {
+        Self::Other {
+            message: message.into(),
+        }
+    }
+
+    pub fn incomplete(message: impl Into<String>) -> Self {
+        Self::Incomplete {
+            message: message.into(),
+        }
+    }
+}
+
+/// The chunks of one streamed answer.
+pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<StreamChunk, ModelError>> + Send>>;
+
+/// A language model that streams its answer as [`StreamChunk`]s.
+///
+/// An error before anything was streamed (a refused HTTP request) is returned directly; an
+/// error after that arrives as an item of the stream.
+#[async_trait]
+pub trait Model: Send + Sync {
+    async fn stream(&self, request: ModelRequest) -> Result<ChunkStream, ModelError>;
+}
