@@ -1,0 +1,413 @@
+//! `TierGate`: the one place that decides whether a tool call may run.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::Value;
+
+use super::approver::{ApprovalRequest, Approver};
+use super::texts::{refusal_text, unknown_tool_text};
+use crate::events::{AgentEvent, Approval, CallStatus, Decision, ErrorSite, EventBus};
+use crate::tier::Tier;
+
+/// What the gate knows about a tool name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    Unknown,
+    Known {
+        tier: Tier,
+        effect: String,
+    },
+    /// Registered, but its tier can no longer be trusted.
+    Invalid {
+        reason: String,
+    },
+}
+
+/// Where the gate looks tools up; the catalog implements it.
+pub trait TierLookup: Send + Sync {
+    fn standing(&self, tool: &str) -> Standing;
+}
+
+/// The gate's answer: `(allowed, refusal_text, approval)`, and the tier it used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub allowed: bool,
+    /// The text the model reads instead of a result; set exactly when not allowed.
+    pub refusal_text: Option<String>,
+    pub approval: Approval,
+    pub tier: Option<Tier>,
+}
+
+impl Check {
+    fn allow(tier: Tier, approval: Approval) -> Self {
+        Self {
+            allowed: true,
+            refusal_text: None,
+            approval,
+            tier: Some(tier),
+        }
+    }
+
+    fn refuse(text: String, approval: Approval, tier: Option<Tier>) -> Self {
+        Self {
+            allowed: false,
+            refusal_text: Some(text),
+            approval,
+            tier,
+        }
+    }
+}
+
+/// An exemption that could not decide; it counts as "not exempt".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ExemptionError {
+    pub message: String,
+}
+
+/// Lets a registered routine skip the per-call question for calls it owns. Consulted only
+/// for tier-2 calls to known tools; exempts only on `Ok(true)`.
+pub trait Exemption: Send + Sync {
+    fn exempts(&self, tool: &str, arguments: &Value) -> Result<bool, ExemptionError>;
+}
+
+impl<F: Fn(&str, &Value) -> bool + Send + Sync> Exemption for F {
+    fn exempts(&self, tool: &str, arguments: &Value) -> Result<bool, ExemptionError> {
+        Ok(self(tool, arguments))
+    }
+}
+
+type Exemptions = Mutex<Vec<(u64, Arc<dyn Exemption>)>>;
+
+/// Removes its exemption again with [`ExemptionHandle::undo`]. Dropping it keeps the
+/// exemption in place.
+#[derive(Debug)]
+pub struct ExemptionHandle {
+    id: u64,
+    exemptions: Weak<Exemptions>,
+}
+
+impl ExemptionHandle {
+    pub fn undo(self) {
+        if let Some(exemptions) = self.exemptions.upgrade() {
+            exemptions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|(id, _)| *id != self.id);
+        }
+    }
+}
+
+/// What happened to a call, for [`TierGate::record`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallRecord {
+    pub tool: String,
+    pub tier: Option<Tier>,
+    pub tool_use_id: String,
+    pub arguments: Value,
+    pub status: CallStatus,
+    pub approval: Approval,
+    pub result_summary: Option<String>,
+    pub duration: Option<Duration>,
+}
+
+/// The policy: tier 0 and 1 run, tier 2 runs only on a person's yes, and nothing that
+/// fails ever approves.
+pub struct TierGate {
+    tiers: Arc<dyn TierLookup>,
+    approver: Arc<dyn Approver>,
+    timeout: Option<Duration>,
+    channel: String,
+    events: EventBus,
+    exemptions: Arc<Exemptions>,
+    next_exemption: AtomicU64,
+    /// One question at a time per gate: parallel calls queue here.
+    prompt_lock: tokio::sync::Mutex<()>,
+}
+
+const SUMMARY_CHARS: usize = 200;
+
+impl TierGate {
+    pub fn new(tiers: Arc<dyn TierLookup>, approver: Arc<dyn Approver>, events: EventBus) -> Self {
+        let channel = approver.name().to_owned();
+        Self {
+            tiers,
+            approver,
+            timeout: None,
+            channel,
+            events,
+            exemptions: Arc::default(),
+            next_exemption: AtomicU64::new(0),
+            prompt_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Bounds every question; wins over the approver's own timeout.
+    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The channel named in approval requests (the approver's name by default).
+    pub fn with_channel(mut self, channel: impl Into<String>) -> Self {
+        self.channel = channel.into();
+        self
+    }
+
+    pub fn events(&self) -> &EventBus {
+        &self.events
+    }
+
+    pub fn approver_name(&self) -> &str {
+        self.approver.name()
+    }
+
+    /// The wait that applies to a question: the gate's, else the approver's, else none.
+    pub fn effective_timeout(&self) -> Option<Duration> {
+        self.timeout.or_else(|| self.approver.timeout())
+    }
+
+    pub fn standing(&self, tool: &str) -> Standing {
+        self.tiers.standing(tool)
+    }
+
+    /// Adds an exemption; the handle takes it away again.
+    pub fn add_exemption(&self, exemption: Arc<dyn Exemption>) -> ExemptionHandle {
+        let id = self.next_exemption.fetch_add(1, Ordering::Relaxed);
+        self.exemptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((id, exemption));
+        ExemptionHandle {
+            id,
+            exemptions: Arc::downgrade(&self.exemptions),
+        }
+    }
+
+    /// Decides whether `tool` may run with `arguments`. A bug inside the gate refuses.
+    pub async fn check(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Check {
+        match AssertUnwindSafe(async { self.ladder(tool, arguments, tool_use_id).await })
+            .catch_unwind()
+            .await
+        {
+            Ok(check) => check,
+            Err(_) => {
+                tracing::error!(tool, tool_use_id, "the tier gate failed; refusing the call");
+                self.emit_error(
+                    ErrorSite::TierGate,
+                    "the tier gate failed; the call was refused",
+                    tool,
+                    tool_use_id,
+                );
+                Check::refuse(refusal_text(tool), Approval::Failed, None)
+            }
+        }
+    }
+
+    async fn ladder(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Check {
+        // 1. unknown tool -> refuse
+        // 2. invalid tier -> refuse
+        let (tier, effect) = match self.tiers.standing(tool) {
+            Standing::Unknown => {
+                tracing::warn!(tool, tool_use_id, "call to an unknown tool refused");
+                self.emit_error(
+                    ErrorSite::TierGate,
+                    format!("unknown tool '{tool}' refused"),
+                    tool,
+                    tool_use_id,
+                );
+                return Check::refuse(unknown_tool_text(tool), Approval::Refused, None);
+            }
+            Standing::Invalid { reason } => {
+                tracing::error!(tool, tool_use_id, %reason, "tool with an invalid tier refused");
+                self.emit_error(ErrorSite::TierGate, reason, tool, tool_use_id);
+                return Check::refuse(refusal_text(tool), Approval::Refused, None);
+            }
+            Standing::Known { tier, effect } => (tier, effect),
+        };
+        // 3. tier 0 or 1 -> allow
+        if tier != Tier::Physical {
+            return Check::allow(tier, Approval::NotRequired);
+        }
+        // 4. exempt (exactly Ok(true)) -> allow, recorded "exempt"
+        if self.is_exempt(tool, arguments, tool_use_id) {
+            return Check::allow(tier, Approval::Exempt);
+        }
+        // 5. ask the approver, one question at a time, bounded by the timeout
+        let request = ApprovalRequest {
+            tool: tool.to_owned(),
+            tier,
+            effect,
+            arguments: arguments.clone(),
+            tool_use_id: tool_use_id.to_owned(),
+            channel: self.channel.clone(),
+        };
+        match self.ask(request.clone()).await {
+            Ok(Decision::Approved) => {
+                self.emit_approval(&request, Decision::Approved);
+                Check::allow(tier, Approval::Approved)
+            }
+            Ok(Decision::Rejected) => {
+                self.emit_approval(&request, Decision::Rejected);
+                Check::refuse(refusal_text(tool), Approval::Rejected, Some(tier))
+            }
+            Ok(Decision::Timeout) => {
+                self.emit_approval(&request, Decision::Timeout);
+                self.emit_error(
+                    ErrorSite::Approver,
+                    "no answer before the approval timeout",
+                    tool,
+                    tool_use_id,
+                );
+                Check::refuse(refusal_text(tool), Approval::Timeout, Some(tier))
+            }
+            // anything that fails on the way -> refuse
+            Err(message) => {
+                tracing::error!(tool, tool_use_id, approver = self.approver.name(), %message, "approver failed; call refused");
+                self.emit_error(ErrorSite::Approver, message, tool, tool_use_id);
+                Check::refuse(refusal_text(tool), Approval::Failed, Some(tier))
+            }
+        }
+    }
+
+    fn is_exempt(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> bool {
+        let exemptions: Vec<_> = self
+            .exemptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(_, e)| Arc::clone(e))
+            .collect();
+        for exemption in exemptions {
+            // Each exemption sees its own copy, so none can change what another one, the
+            // approver or the tool sees.
+            let copy = arguments.clone();
+            match std::panic::catch_unwind(AssertUnwindSafe(|| exemption.exempts(tool, &copy))) {
+                Ok(Ok(true)) => return true,
+                Ok(Ok(false)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(tool, %error, "exemption failed; counted as not exempt");
+                    self.emit_error(ErrorSite::Exemption, error.message, tool, tool_use_id);
+                }
+                Err(_) => {
+                    tracing::warn!(tool, "exemption panicked; counted as not exempt");
+                    self.emit_error(
+                        ErrorSite::Exemption,
+                        "an exemption panicked",
+                        tool,
+                        tool_use_id,
+                    );
+                }
+            }
+        }
+        false
+    }
+
+    /// The approver's decision, or the reason there is none.
+    async fn ask(&self, request: ApprovalRequest) -> Result<Decision, String> {
+        let _turn = self.prompt_lock.lock().await;
+        let (tool, id) = (request.tool.clone(), request.tool_use_id.clone());
+        let decide = AssertUnwindSafe(async { self.approver.decide(request).await }).catch_unwind();
+        let answered = match self.effective_timeout() {
+            Some(limit) => match tokio::time::timeout(limit, decide).await {
+                Ok(answered) => answered,
+                Err(_elapsed) => {
+                    tracing::warn!(tool = %tool, tool_use_id = %id, seconds = limit.as_secs_f64(), "approval timed out");
+                    return Ok(Decision::Timeout);
+                }
+            },
+            None => decide.await,
+        };
+        match answered {
+            Ok(Ok(decision)) => {
+                if decision == Decision::Timeout {
+                    tracing::warn!(tool = %tool, tool_use_id = %id, "approval timed out");
+                } else {
+                    tracing::info!(tool = %tool, tool_use_id = %id, ?decision, approver = self.approver.name(), "approval decided");
+                }
+                Ok(decision)
+            }
+            Ok(Err(error)) => Err(format!(
+                "approver '{}' failed: {error}",
+                self.approver.name()
+            )),
+            Err(_) => Err(format!("approver '{}' panicked", self.approver.name())),
+        }
+    }
+
+    /// Records a call, whatever its tier: a `tool_call` event and a log line.
+    pub fn record(&self, record: ToolCallRecord) {
+        let ToolCallRecord {
+            tool,
+            tier,
+            tool_use_id,
+            arguments,
+            status,
+            approval,
+            result_summary,
+            duration,
+        } = record;
+        let result_summary = result_summary.map(|s| summarize(&s));
+        let duration_ms = duration.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        match tier {
+            None => {
+                tracing::warn!(%tool, %tool_use_id, %arguments, ?status, ?approval, "tool_call to an unknown tool")
+            }
+            Some(Tier::Read) => {
+                tracing::debug!(%tool, %tool_use_id, %arguments, ?status, ?approval, summary = ?result_summary, "tool_call")
+            }
+            Some(Tier::Write | Tier::Physical) => {
+                tracing::info!(%tool, tier = tier.map(Tier::number), %tool_use_id, %arguments, ?status, ?approval, summary = ?result_summary, "tool_call")
+            }
+        }
+        self.events.emit(&AgentEvent::ToolCall {
+            tool,
+            tier,
+            tool_use_id,
+            arguments,
+            status,
+            approval,
+            result_summary,
+            duration_ms,
+        });
+    }
+
+    pub(crate) fn emit_error(
+        &self,
+        site: ErrorSite,
+        message: impl Into<String>,
+        tool: &str,
+        tool_use_id: &str,
+    ) {
+        self.events.emit(&AgentEvent::error(
+            site,
+            message,
+            Some(tool),
+            Some(tool_use_id),
+        ));
+    }
+
+    fn emit_approval(&self, request: &ApprovalRequest, decision: Decision) {
+        self.events.emit(&AgentEvent::Approval {
+            tool: request.tool.clone(),
+            tier: request.tier,
+            tool_use_id: request.tool_use_id.clone(),
+            arguments: request.arguments.clone(),
+            decision,
+            approver: self.approver.name().to_owned(),
+            channel: request.channel.clone(),
+        });
+    }
+}
+
+/// At most 200 characters of a result, for logs and events.
+fn summarize(text: &str) -> String {
+    match text.char_indices().nth(SUMMARY_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

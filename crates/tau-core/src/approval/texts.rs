@@ -1,0 +1,34 @@
+//! Texts the model reads. Fixed English, byte-exact, whatever the UI language.
+
+/// What the model reads when a call was not approved (rejected, timed out, or failed).
+pub fn refusal_text(tool: &str) -> String {
+    format!(
+        "The user did not approve this action: {tool}. Do not perform it; tell the user briefly."
+    )
+}
+
+/// What the model reads when it called a tool tau does not know.
+pub fn unknown_tool_text(tool: &str) -> String {
+    format!("Tool '{tool}' is not registered; it was not run.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_text_is_byte_exact() {
+        assert_eq!(
+            refusal_text("mqtt_publish"),
+            "The user did not approve this action: mqtt_publish. Do not perform it; tell the user briefly."
+        );
+    }
+
+    #[test]
+    fn unknown_tool_text_is_byte_exact() {
+        assert_eq!(
+            unknown_tool_text("open_door"),
+            "Tool 'open_door' is not registered; it was not run."
+        );
+    }
+}
