@@ -344,8 +344,10 @@ impl HookRegistry {
             .collect()
     }
 
-    /// Runs every callback for `event` in order. A panic in one callback is caught and
-    /// reported; the others still run. Interrupts are collected, one per name.
+    /// Runs the callbacks for `event` in order. A panic in one callback is caught and
+    /// reported; the others still run. An interrupt ends the run: the call will not go
+    /// ahead now, so no later callback (a policy gate above all) is consulted about it
+    /// until the caller answers and the callbacks run again.
     pub(crate) async fn invoke<E: HookEvent>(&self, event: &mut E) -> Invoked {
         let mut invoked = Invoked::default();
         for entry in &E::slot(self).0 {
@@ -355,11 +357,8 @@ impl HookRegistry {
             {
                 Ok(Ok(())) => {}
                 Ok(Err(InterruptRaised(interrupt))) => {
-                    if invoked.interrupts.iter().any(|i| i.name == interrupt.name) {
-                        tracing::warn!(hook = %entry.name, interrupt = %interrupt.name, "interrupt name raised twice for one tool call; keeping the first");
-                    } else {
-                        invoked.interrupts.push(interrupt);
-                    }
+                    invoked.interrupts.push(interrupt);
+                    break;
                 }
                 Err(_) => {
                     tracing::error!(hook = %entry.name, event = ?E::KIND, "hook panicked");

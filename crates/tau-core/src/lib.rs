@@ -24,6 +24,10 @@ mod i18n;
 mod tier;
 mod turn;
 
+pub use approval::{
+    ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
+    TierGate, ToolCallRecord, refusal_text, unknown_tool_text,
+};
 pub use build::{
     AgentParts, BuildError, HookProvider, PERSONA_HOOK, Plugin, build_agent, hooks_behind_gate,
 };

@@ -119,6 +119,12 @@ impl TauAgent {
         &self.agent
     }
 
+    /// The loop itself. Hooks added through it are not audited by `build_agent`; the
+    /// gate's after-call check still records a call that ran differently from what it decided.
+    pub fn agent_mut(&mut self) -> &mut Agent {
+        &mut self.agent
+    }
+
     pub fn messages(&self) -> &[Message] {
         self.agent.messages()
     }
@@ -234,7 +240,7 @@ impl TauAgent {
                         });
                     }
                     TurnEvent::ContextReduced { removed } => {
-                        turn.notice(Notice::ContextReduced { removed: *removed })
+                        turn.notice(Notice::ContextReduced { removed: *removed });
                     }
                     TurnEvent::TextDelta { .. }
                     | TurnEvent::ToolUse { .. }
@@ -286,7 +292,7 @@ impl TauAgent {
                 });
             }
             StopReason::LimitOutputTokens | StopReason::LimitTotalTokens => {
-                turn.notice(Notice::TokenLimit)
+                turn.notice(Notice::TokenLimit);
             }
             StopReason::MaxTokens => turn.notice(Notice::MaxTokens),
             StopReason::Cancelled => turn.notice(Notice::Cancelled),

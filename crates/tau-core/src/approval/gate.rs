@@ -267,7 +267,7 @@ impl TierGate {
             }
             // anything that fails on the way -> refuse
             Err(message) => {
-                tracing::error!(tool, tool_use_id, approver = self.approver.name(), %message, "approver failed; call refused");
+                tracing::error!(tool, tool_use_id, approver = self.approver.name(), reason = %message, "approver failed; call refused");
                 self.emit_error(ErrorSite::Approver, message, tool, tool_use_id);
                 Check::refuse(refusal_text(tool), Approval::Failed, Some(tier))
             }
@@ -355,13 +355,13 @@ impl TierGate {
         let duration_ms = duration.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         match tier {
             None => {
-                tracing::warn!(%tool, %tool_use_id, %arguments, ?status, ?approval, "tool_call to an unknown tool")
+                tracing::warn!(%tool, %tool_use_id, %arguments, ?status, ?approval, "tool_call to an unknown tool");
             }
             Some(Tier::Read) => {
-                tracing::debug!(%tool, %tool_use_id, %arguments, ?status, ?approval, summary = ?result_summary, "tool_call")
+                tracing::debug!(%tool, %tool_use_id, %arguments, ?status, ?approval, summary = ?result_summary, "tool_call");
             }
             Some(Tier::Write | Tier::Physical) => {
-                tracing::info!(%tool, tier = tier.map(Tier::number), %tool_use_id, %arguments, ?status, ?approval, summary = ?result_summary, "tool_call")
+                tracing::info!(%tool, tier = tier.map(Tier::number), %tool_use_id, %arguments, ?status, ?approval, summary = ?result_summary, "tool_call");
             }
         }
         self.events.emit(&AgentEvent::ToolCall {
