@@ -1,5 +1,6 @@
 //! Turn events: what the loop streams to its caller while an invocation runs.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -36,23 +37,41 @@ pub enum TurnEvent {
     Stop { reason: StopReason, usage: Usage },
 }
 
-/// Where turn events go. Sending never blocks and never fails the turn: a caller that
-/// stopped listening only misses events.
-#[derive(Debug, Clone)]
+/// Where turn events go: a channel, or a callback that runs in the loop's own task, so
+/// what it prints is in order with everything else the turn does (an approval prompt
+/// never overtakes the tool call it is about). Sending never blocks and never fails the
+/// turn; a callback must return quickly.
+#[derive(Clone)]
 pub struct EventSink {
-    sender: mpsc::UnboundedSender<TurnEvent>,
+    deliver: Arc<dyn Fn(TurnEvent) + Send + Sync>,
 }
 
 impl EventSink {
     /// A sink and the receiver that reads it.
     pub fn channel() -> (Self, mpsc::UnboundedReceiver<TurnEvent>) {
         let (sender, receiver) = mpsc::unbounded_channel();
-        (Self { sender }, receiver)
+        // A closed receiver means nobody watches this turn any more; the turn goes on.
+        let sink = Self::from_fn(move |event| {
+            let _ = sender.send(event);
+        });
+        (sink, receiver)
+    }
+
+    /// A sink that calls `deliver` for every event, in the loop's task.
+    pub fn from_fn(deliver: impl Fn(TurnEvent) + Send + Sync + 'static) -> Self {
+        Self {
+            deliver: Arc::new(deliver),
+        }
     }
 
     pub fn send(&self, event: TurnEvent) {
-        // A closed receiver means nobody watches this turn any more; the turn goes on.
-        let _ = self.sender.send(event);
+        (self.deliver)(event);
+    }
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventSink")
     }
 }
 

@@ -1,7 +1,7 @@
 //! `TauAgent`: one conversation, turn by turn, with the loop guard, notices in the UI
 //! language and every interrupt refused inside the turn.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -32,21 +32,38 @@ pub enum ChatEvent {
     Notice { notice: Notice, text: String },
 }
 
-/// Where a channel reads its turn from.
-#[derive(Debug, Clone)]
+/// Where a channel reads its turn from: a channel, or a callback called in the turn's own
+/// task, in the order things happen.
+#[derive(Clone)]
 pub struct ChatSink {
-    sender: mpsc::UnboundedSender<ChatEvent>,
+    deliver: Arc<dyn Fn(ChatEvent) + Send + Sync>,
 }
 
 impl ChatSink {
     pub fn channel() -> (Self, mpsc::UnboundedReceiver<ChatEvent>) {
         let (sender, receiver) = mpsc::unbounded_channel();
-        (Self { sender }, receiver)
+        // A channel that stopped reading only misses the rest of the turn.
+        let sink = Self::from_fn(move |event| {
+            let _ = sender.send(event);
+        });
+        (sink, receiver)
+    }
+
+    /// A sink that calls `deliver` for every event; it must return quickly.
+    pub fn from_fn(deliver: impl Fn(ChatEvent) + Send + Sync + 'static) -> Self {
+        Self {
+            deliver: Arc::new(deliver),
+        }
     }
 
     pub fn send(&self, event: ChatEvent) {
-        // A channel that stopped reading only misses the rest of the turn.
-        let _ = self.sender.send(event);
+        (self.deliver)(event);
+    }
+}
+
+impl std::fmt::Debug for ChatSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChatSink")
     }
 }
 
@@ -79,21 +96,59 @@ pub struct TauAgent {
     events: EventBus,
 }
 
-struct Turn<'a> {
-    sink: Option<&'a ChatSink>,
+/// What one user turn collects: its sink, its language and the notices shown so far.
+#[derive(Clone)]
+struct Turn {
+    sink: Option<ChatSink>,
     language: Language,
-    notices: Vec<Notice>,
+    notices: Arc<Mutex<Vec<Notice>>>,
 }
 
-impl Turn<'_> {
-    fn notice(&mut self, notice: Notice) {
-        if let Some(sink) = self.sink {
+impl Turn {
+    fn notice(&self, notice: Notice) {
+        if let Some(sink) = &self.sink {
             sink.send(ChatEvent::Notice {
                 text: notice.text(self.language),
                 notice: notice.clone(),
             });
         }
-        self.notices.push(notice);
+        self.notices
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(notice);
+    }
+
+    fn notices(&self) -> Vec<Notice> {
+        self.notices
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The loop's events, forwarded to the channel as they happen.
+    fn events(&self) -> EventSink {
+        let turn = self.clone();
+        EventSink::from_fn(move |event| {
+            match &event {
+                TurnEvent::Throttled { attempt, delay } => {
+                    turn.notice(Notice::Throttled {
+                        attempt: *attempt,
+                        seconds: delay.as_secs(),
+                    });
+                }
+                TurnEvent::ContextReduced { removed } => {
+                    turn.notice(Notice::ContextReduced { removed: *removed });
+                }
+                TurnEvent::TextDelta { .. }
+                | TurnEvent::ToolUse { .. }
+                | TurnEvent::ToolProgress { .. }
+                | TurnEvent::ToolResult { .. }
+                | TurnEvent::Stop { .. } => {}
+            }
+            if let Some(sink) = &turn.sink {
+                sink.send(ChatEvent::Turn { event });
+            }
+        })
     }
 }
 
@@ -155,14 +210,14 @@ impl TauAgent {
         prompt: &str,
         sink: Option<&ChatSink>,
     ) -> Result<TurnOutcome, TurnError> {
-        let mut turn = Turn {
-            sink,
+        let turn = Turn {
+            sink: sink.cloned(),
             language: self.language,
-            notices: Vec::new(),
+            notices: Arc::default(),
         };
         if self.agent.interrupt_state().activated {
             // Restored mid-interrupt (the process died before refusing it): clear it first.
-            self.refuse_pending(&mut turn, &self.agent.interrupt_state().pending());
+            self.refuse_pending(&turn, &self.agent.interrupt_state().pending());
             self.agent
                 .deactivate_interrupts()
                 .map_err(|source| TurnError {
@@ -181,18 +236,18 @@ impl TauAgent {
                 ..self.agent.limits()
             };
             self.agent.set_limits(limits);
-            let result = self.invoke(input, &mut turn).await;
+            let result = self.agent.invoke(input, Some(&turn.events())).await;
             let result = match result {
                 Ok(result) => result,
-                Err(source) => return Err(self.fail(&mut turn, source)),
+                Err(source) => return Err(self.fail(&turn, source)),
             };
             usage.add(result.usage);
             calls = calls.saturating_add(result.model_calls);
             budget = budget.saturating_sub(result.model_calls);
             if result.stop_reason != StopReason::Interrupt {
-                return Ok(self.finish(turn, result, usage, calls));
+                return Ok(self.finish(&turn, result, usage, calls));
             }
-            self.refuse_pending(&mut turn, &result.interrupts);
+            self.refuse_pending(&turn, &result.interrupts);
             refusals += 1;
             if refusals > self.max_turns || budget == 0 {
                 // The refusals did not clear it: leave the interrupt state; the next turn repairs the history.
@@ -202,7 +257,7 @@ impl TauAgent {
                         notice: None,
                         source,
                     })?;
-                return Ok(self.finish(turn, result, usage, calls));
+                return Ok(self.finish(&turn, result, usage, calls));
             }
             input = Input::Resume(
                 result
@@ -217,47 +272,7 @@ impl TauAgent {
         }
     }
 
-    /// One invocation, with the loop's events forwarded to the channel as they come.
-    async fn invoke(
-        &mut self,
-        input: Input,
-        turn: &mut Turn<'_>,
-    ) -> Result<AgentResult, AgentError> {
-        let (events, mut receiver) = EventSink::channel();
-        let agent = &mut self.agent;
-        let run = async move {
-            let result = agent.invoke(input, Some(&events)).await;
-            drop(events);
-            result
-        };
-        let forward = async {
-            while let Some(event) = receiver.recv().await {
-                match &event {
-                    TurnEvent::Throttled { attempt, delay } => {
-                        turn.notice(Notice::Throttled {
-                            attempt: *attempt,
-                            seconds: delay.as_secs(),
-                        });
-                    }
-                    TurnEvent::ContextReduced { removed } => {
-                        turn.notice(Notice::ContextReduced { removed: *removed });
-                    }
-                    TurnEvent::TextDelta { .. }
-                    | TurnEvent::ToolUse { .. }
-                    | TurnEvent::ToolProgress { .. }
-                    | TurnEvent::ToolResult { .. }
-                    | TurnEvent::Stop { .. } => {}
-                }
-                if let Some(sink) = turn.sink {
-                    sink.send(ChatEvent::Turn { event });
-                }
-            }
-        };
-        let (result, ()) = tokio::join!(run, forward);
-        result
-    }
-
-    fn refuse_pending(&self, turn: &mut Turn<'_>, interrupts: &[tau_agent::Interrupt]) {
+    fn refuse_pending(&self, turn: &Turn, interrupts: &[tau_agent::Interrupt]) {
         for interrupt in interrupts {
             tracing::warn!(interrupt = %interrupt.name, id = %interrupt.id, "interrupt refused");
             self.events.emit(&AgentEvent::error(
@@ -275,13 +290,7 @@ impl TauAgent {
         }
     }
 
-    fn finish(
-        &self,
-        mut turn: Turn<'_>,
-        result: AgentResult,
-        usage: Usage,
-        calls: u32,
-    ) -> TurnOutcome {
+    fn finish(&self, turn: &Turn, result: AgentResult, usage: Usage, calls: u32) -> TurnOutcome {
         match result.stop_reason {
             StopReason::LimitTurns => {
                 self.events.emit(&AgentEvent::TurnLimit {
@@ -314,11 +323,11 @@ impl TauAgent {
             message: result.message,
             usage,
             model_calls: calls,
-            notices: turn.notices,
+            notices: turn.notices(),
         }
     }
 
-    fn fail(&self, turn: &mut Turn<'_>, source: AgentError) -> TurnError {
+    fn fail(&self, turn: &Turn, source: AgentError) -> TurnError {
         let (site, notice) = match &source {
             AgentError::Model(ModelError::ContextWindowOverflow { .. }) => {
                 (ErrorSite::Model, Some(Notice::ContextOverflow))

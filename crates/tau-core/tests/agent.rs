@@ -710,3 +710,72 @@ async fn after_tool_call_sees_the_refusal_as_the_cancel_message() {
         vec![(Some(refusal_text("lights")), false)]
     );
 }
+
+#[tokio::test]
+async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
+    use tau_agent::{Agent, ScriptedModel, SessionId, SessionRepository, SqliteSessions};
+    let house = House::new();
+    let repository: Arc<dyn SessionRepository> = Arc::new(SqliteSessions::in_memory().unwrap());
+    let id = SessionId::parse("kitchen").unwrap();
+    // A process that stopped on an interrupt and died before refusing it.
+    {
+        let mut hooks = HookRegistry::new();
+        Interrupter { renaming: false }
+            .register_hooks(&mut hooks)
+            .unwrap();
+        let model = ScriptedModel::new(vec![calls(vec![tool_use("t1", "lights", json!({}))])]);
+        let mut agent = Agent::builder(Arc::new(model))
+            .tool(house.lights.clone())
+            .hooks(hooks)
+            .session(Arc::clone(&repository), id.clone())
+            .build()
+            .await
+            .unwrap();
+        let result = agent.invoke("lights on", None).await.unwrap();
+        assert_eq!(result.stop_reason, StopReason::Interrupt);
+    }
+    let model = ScriptedModel::new(vec![text("Which lights?")]);
+    let bus = tau_core::EventBus::new();
+    let events = tau_core::RecordedEvents::subscribed_to(&bus);
+    let mut agent = tau_core::build_agent(tau_core::AgentParts {
+        config: CoreConfig::default(),
+        model: Arc::new(model.clone()),
+        catalog: house.catalog(),
+        approver: Arc::new(ScriptedApprover::new([])),
+        hooks: Vec::new(),
+        plugins: Vec::new(),
+        session: Some((repository, id)),
+        events: bus,
+    })
+    .await
+    .unwrap();
+    assert!(agent.agent().interrupt_state().activated);
+    let outcome = agent.stream("hello again", None).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(
+        outcome.notices,
+        vec![Notice::InterruptRefused {
+            name: "confirm".into()
+        }]
+    );
+    assert_eq!(
+        events.events()[0],
+        AgentEvent::error(
+            ErrorSite::Interrupt,
+            "interrupt 'confirm' refused: tau does not pause turns",
+            None,
+            None
+        )
+    );
+    assert_eq!(house.lights.runs(), 0);
+    let sent = &model.requests()[0].messages;
+    assert_eq!(
+        serde_json::to_value(sent).unwrap(),
+        json!([
+            {"role": "user", "content": [{"text": "lights on"}]},
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "lights", "input": {}}}]},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "status": "error", "content": [{"text": "Tool was interrupted."}]}}]},
+            {"role": "user", "content": [{"text": "hello again"}]},
+        ])
+    );
+}
