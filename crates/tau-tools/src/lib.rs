@@ -19,6 +19,7 @@ mod clock;
 mod config;
 mod list_dir;
 mod read_file;
+mod run_command;
 mod workspace;
 mod write_file;
 
@@ -32,6 +33,7 @@ use crate::append_note::AppendNote;
 use crate::clock::{Clock, TimeSource};
 use crate::list_dir::ListDir;
 use crate::read_file::ReadFile;
+use crate::run_command::RunCommand;
 use crate::workspace::Workspace;
 use crate::write_file::WriteFile;
 
@@ -44,12 +46,16 @@ pub fn builtin_tools(
     config.validate()?;
     let workspace = Workspace::open(&config.workspace)?;
     let time = TimeSource::from_config(&config.clock)?;
-    let _ = env;
     Ok(vec![
         Arc::new(Clock::new(time.clone())),
         Arc::new(ReadFile::new(workspace.clone())),
         Arc::new(ListDir::new(workspace.clone())),
         Arc::new(WriteFile::new(workspace.clone())),
-        Arc::new(AppendNote::new(workspace, time)),
+        Arc::new(AppendNote::new(workspace.clone(), time)),
+        Arc::new(RunCommand::new(
+            workspace,
+            config.command.clone(),
+            config.mqtt.password_env.iter().cloned().collect(),
+        )),
     ])
 }
