@@ -274,7 +274,8 @@ mod tests {
 
     #[test]
     fn out_of_range_values_name_their_key() {
-        let cases: Vec<(fn(&mut ToolsConfig), &str)> = vec![
+        type Change = fn(&mut ToolsConfig);
+        let cases: Vec<(Change, &str)> = vec![
             (
                 |c| c.command.max_timeout_seconds = 0,
                 "tools.command.max_timeout_seconds: must be between 1 and 86400, got 0",

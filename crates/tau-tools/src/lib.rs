@@ -18,6 +18,7 @@ mod args;
 mod clock;
 mod config;
 mod list_dir;
+mod mqtt_publish;
 mod read_file;
 mod run_command;
 mod workspace;
@@ -32,6 +33,7 @@ pub use config::{ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfi
 use crate::append_note::AppendNote;
 use crate::clock::{Clock, TimeSource};
 use crate::list_dir::ListDir;
+use crate::mqtt_publish::{Broker, MqttPublish};
 use crate::read_file::ReadFile;
 use crate::run_command::RunCommand;
 use crate::workspace::Workspace;
@@ -46,6 +48,7 @@ pub fn builtin_tools(
     config.validate()?;
     let workspace = Workspace::open(&config.workspace)?;
     let time = TimeSource::from_config(&config.clock)?;
+    let broker = Broker::from_config(&config.mqtt, env)?;
     Ok(vec![
         Arc::new(Clock::new(time.clone())),
         Arc::new(ReadFile::new(workspace.clone())),
@@ -57,5 +60,6 @@ pub fn builtin_tools(
             config.command.clone(),
             config.mqtt.password_env.iter().cloned().collect(),
         )),
+        Arc::new(MqttPublish::new(broker)),
     ])
 }

@@ -323,23 +323,24 @@ mod tests {
         while let Ok(event) = events.try_recv() {
             messages.push(event);
         }
-        let first = messages.first().cloned();
-        assert_eq!(
-            first,
-            Some(TurnEvent::ToolProgress {
-                tool_use_id: "t7".into(),
-                name: "run_command".into(),
-                message: "one".into()
-            })
-        );
-        // The two streams interleave as the scheduler pleases; each keeps its order.
         let texts: Vec<String> = messages
-            .into_iter()
-            .map(|event| match event {
-                TurnEvent::ToolProgress { message, .. } => message,
-                other => panic!("unexpected {other:?}"),
+            .iter()
+            .filter_map(|event| match event {
+                TurnEvent::ToolProgress { message, .. } => Some(message.clone()),
+                _ => None,
             })
             .collect();
+        // Every event is progress of this call.
+        let expected: Vec<TurnEvent> = texts
+            .iter()
+            .map(|message| TurnEvent::ToolProgress {
+                tool_use_id: "t7".into(),
+                name: "run_command".into(),
+                message: message.clone(),
+            })
+            .collect();
+        assert_eq!(messages, expected);
+        // The two streams interleave as the scheduler pleases; each keeps its order.
         let (stderr, stdout): (Vec<_>, Vec<_>) =
             texts.into_iter().partition(|m| m.starts_with("stderr: "));
         assert_eq!(stdout, vec!["one", "two", "three"]);

@@ -148,15 +148,6 @@ impl Workspace {
         // 6. the parts that do not exist yet are plain names under an existing directory
         Ok(rest.iter().fold(existing, |dir, part| dir.join(part)))
     }
-
-    /// The path relative to the root, as the tools show it back.
-    pub(crate) fn relative<'a>(&self, resolved: &'a Path) -> &'a Path {
-        match resolved.strip_prefix(&self.root) {
-            Ok(relative) if relative.as_os_str().is_empty() => Path::new("."),
-            Ok(relative) => relative,
-            Err(_) => resolved,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -239,8 +230,6 @@ mod tests {
         ] {
             assert_eq!(workspace.resolve(path), Ok(expected), "{path:?}");
         }
-        assert_eq!(workspace.relative(&root.join("a/x")), Path::new("a/x"));
-        assert_eq!(workspace.relative(&root), Path::new("."));
     }
 
     #[test]
