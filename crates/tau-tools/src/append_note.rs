@@ -87,6 +87,15 @@ impl Tool for AppendNote {
 
 /// Appends `line` and a newline, first ending a last line someone left unterminated.
 fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
+    // Checked before opening: opening a FIFO would wait for a reader forever.
+    match std::fs::metadata(path) {
+        Ok(metadata) if !metadata.is_file() => {
+            return Err(std::io::Error::other("it is not a regular file"));
+        }
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(error),
+    }
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .append(true)
@@ -151,6 +160,18 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(dir.path().join("notes.md")).unwrap(),
             "# Notes\n- 2026-05-01T14:03:07+03:00 first\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn refuses_a_notes_md_that_is_no_file() {
+        let (dir, tool) = setup();
+        std::fs::create_dir(dir.path().join("notes.md")).unwrap();
+        assert_eq!(
+            note(&tool, "x").await,
+            Err(ToolError::new(
+                "notes.md cannot be written: it is not a regular file"
+            ))
         );
     }
 

@@ -62,13 +62,19 @@ impl Tool for ReadFile {
             std::io::ErrorKind::NotFound => ToolError::new(format!("file {shown} does not exist")),
             _ => ToolError::new(format!("file {shown} cannot be read: {error}")),
         };
-        let file = tokio::fs::File::open(&resolved).await.map_err(cannot)?;
-        let metadata = file.metadata().await.map_err(cannot)?;
+        // Checked before opening: opening a FIFO would wait for a writer forever.
+        let metadata = tokio::fs::metadata(&resolved).await.map_err(cannot)?;
         if metadata.is_dir() {
             return Err(ToolError::new(format!(
                 "path {shown} is a directory; list it with list_dir"
             )));
         }
+        if !metadata.is_file() {
+            return Err(ToolError::new(format!(
+                "path {shown} is not a regular file"
+            )));
+        }
+        let file = tokio::fs::File::open(&resolved).await.map_err(cannot)?;
         // Read one byte past the cap rather than trusting the size: the file may grow.
         let mut bytes = Vec::new();
         file.take(READ_LIMIT_BYTES + 1)
@@ -125,7 +131,13 @@ mod tests {
         std::fs::write(dir.path().join("bin"), [0xff, 0xfe, 0x00]).unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", dir.path().join("passwd")).unwrap();
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("fifo"))
+            .status()
+            .unwrap();
+        assert!(fifo.success());
         for (path, expected) in [
+            ("fifo", "path 'fifo' is not a regular file"),
             (
                 "big.txt",
                 "file 'big.txt' is 300000 bytes; read_file reads at most 262144 bytes (256 KiB)",

@@ -8,6 +8,8 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -132,10 +134,18 @@ impl Tool for RunCommand {
             .command(&command)
             .spawn()
             .map_err(|error| ToolError::new(format!("could not start sh: {error}")))?;
+        let mut group = ProcessGroup::of(&child);
         let limit = self.limits.output_limit_bytes;
         let mut stdout = Capture::new(Stream::Stdout, limit);
         let mut stderr = Capture::new(Stream::Stderr, limit);
-        let finished = supervise(&mut child, &mut stdout, &mut stderr, timeout, &context).await;
+        let finished = supervise(
+            &mut child,
+            &mut group,
+            [&mut stdout, &mut stderr],
+            timeout,
+            &context,
+        )
+        .await;
         let timed_out = finished.is_none();
         if timed_out {
             context.progress(format!(
@@ -157,12 +167,11 @@ impl Tool for RunCommand {
 /// command started outlives the call.
 async fn supervise(
     child: &mut Child,
-    stdout: &mut Capture,
-    stderr: &mut Capture,
+    group: &mut ProcessGroup,
+    [stdout, stderr]: [&mut Capture; 2],
     timeout: Duration,
     context: &ToolContext,
 ) -> Option<std::io::Result<ExitStatus>> {
-    let group = child.id();
     let mut out_pipe = child.stdout.take();
     let mut err_pipe = child.stderr.take();
     let finished = {
@@ -181,7 +190,7 @@ async fn supervise(
         .await
         .ok()
     };
-    kill_group(group);
+    group.kill();
     // Output written just before the end is still in the pipes; a process that left the
     // group may hold them open, so the wait is short.
     let _ = tokio::time::timeout(DRAIN_GRACE, async {
@@ -204,13 +213,37 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
     }
 }
 
-fn kill_group(group: Option<u32>) {
-    let pid = group
-        .and_then(|id| i32::try_from(id).ok())
-        .and_then(rustix::process::Pid::from_raw);
-    if let Some(pid) = pid {
-        // ESRCH: the group is already empty, which is the goal.
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+/// The command's process group, killed once: when the command ends, or when the call is
+/// dropped first (a cancelled turn), since `kill_on_drop` alone would stop only `sh`.
+struct ProcessGroup(Option<Pid>);
+
+impl ProcessGroup {
+    fn of(child: &Child) -> Self {
+        // `process_group(0)` made the shell the leader: the group id is its pid.
+        let leader = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw);
+        Self(leader)
+    }
+
+    fn kill(&mut self) {
+        let Some(group) = self.0.take() else {
+            return;
+        };
+        match rustix::process::kill_process_group(group, Signal::KILL) {
+            // SRCH: the group is already empty, which is the goal.
+            Ok(()) | Err(Errno::SRCH) => {}
+            Err(error) => {
+                tracing::warn!(%error, group = group.as_raw_nonzero().get(), "could not stop a command's process group");
+            }
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -389,6 +422,35 @@ mod tests {
         assert!(
             dies_soon(&pid).await,
             "background sleep {pid} outlived the command"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_stops_the_whole_process_group() {
+        let (dir, tool) = default_setup();
+        let input = json!({"command": "sleep 30 & echo $! > bg.pid; sleep 30"});
+        let call = run(&tool, input);
+        let pid_file = dir.path().join("bg.pid");
+        let cancelled = tokio::time::timeout(Duration::from_secs(5), async {
+            tokio::pin!(call);
+            // Poll the call until the command has written its pid, then drop it.
+            loop {
+                tokio::select! {
+                    _ = &mut call => return false,
+                    () = tokio::time::sleep(Duration::from_millis(20)) => {
+                        if std::fs::read_to_string(&pid_file).is_ok_and(|pid| pid.ends_with('\n')) {
+                            return true;
+                        }
+                    }
+                }
+            }
+        })
+        .await;
+        assert_eq!(cancelled, Ok(true));
+        let pid = read_pid(dir.path());
+        assert!(
+            dies_soon(&pid).await,
+            "background sleep {pid} survived the cancelled call"
         );
     }
 
