@@ -2,27 +2,24 @@
 //! group stopped when it ends.
 
 mod output;
+mod process;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rustix::io::Errno;
-use rustix::process::{Pid, Signal};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::{TauToolSpec, Tier};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 use crate::args;
 use crate::config::CommandConfig;
 use crate::workspace::Workspace;
 use output::{Capture, Stream};
-
-/// How long output still held by a process outside the group may keep the result waiting.
-const DRAIN_GRACE: Duration = Duration::from_millis(500);
+use process::{ProcessGroup, supervise};
 
 pub(crate) struct RunCommand {
     spec: ToolSpec,
@@ -159,91 +156,6 @@ impl Tool for RunCommand {
         }
         .map_err(|error| ToolError::new(format!("lost track of the command: {error}")))?;
         Ok(report(status, timed_out, &stdout, &stderr))
-    }
-}
-
-/// Runs the child to its end or the timeout, reading both streams meanwhile; None when the
-/// timeout stopped it. Either way the process group is killed afterwards, so nothing the
-/// command started outlives the call.
-async fn supervise(
-    child: &mut Child,
-    group: &mut ProcessGroup,
-    [stdout, stderr]: [&mut Capture; 2],
-    timeout: Duration,
-    context: &ToolContext,
-) -> Option<std::io::Result<ExitStatus>> {
-    let mut out_pipe = child.stdout.take();
-    let mut err_pipe = child.stderr.take();
-    let finished = {
-        let reading = async {
-            tokio::join!(
-                drain(stdout, out_pipe.as_mut(), context),
-                drain(stderr, err_pipe.as_mut(), context)
-            )
-        };
-        tokio::time::timeout(timeout, async {
-            tokio::select! {
-                status = child.wait() => status,
-                _ = reading => child.wait().await,
-            }
-        })
-        .await
-        .ok()
-    };
-    group.kill();
-    // Output written just before the end is still in the pipes; a process that left the
-    // group may hold them open, so the wait is short.
-    let _ = tokio::time::timeout(DRAIN_GRACE, async {
-        tokio::join!(
-            drain(stdout, out_pipe.as_mut(), context),
-            drain(stderr, err_pipe.as_mut(), context)
-        )
-    })
-    .await;
-    finished
-}
-
-async fn drain<R: tokio::io::AsyncRead + Unpin>(
-    capture: &mut Capture,
-    pipe: Option<&mut R>,
-    context: &ToolContext,
-) {
-    if let Some(pipe) = pipe {
-        capture.drain(pipe, context).await;
-    }
-}
-
-/// The command's process group, killed once: when the command ends, or when the call is
-/// dropped first (a cancelled turn), since `kill_on_drop` alone would stop only `sh`.
-struct ProcessGroup(Option<Pid>);
-
-impl ProcessGroup {
-    fn of(child: &Child) -> Self {
-        // `process_group(0)` made the shell the leader: the group id is its pid.
-        let leader = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(Pid::from_raw);
-        Self(leader)
-    }
-
-    fn kill(&mut self) {
-        let Some(group) = self.0.take() else {
-            return;
-        };
-        match rustix::process::kill_process_group(group, Signal::KILL) {
-            // SRCH: the group is already empty, which is the goal.
-            Ok(()) | Err(Errno::SRCH) => {}
-            Err(error) => {
-                tracing::warn!(%error, group = group.as_raw_nonzero().get(), "could not stop a command's process group");
-            }
-        }
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
