@@ -1,7 +1,7 @@
 //! The built-in tools as tau's catalog and a person see them: names, tiers, effects and
 //! schemas, and the config errors that stop them from being built.
 
-// Helpers here are test code too; clippy only sees that inside `#[test]` functions.
+// Every function in this file is test code; clippy only knows that of `#[test]` functions.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::path::Path;

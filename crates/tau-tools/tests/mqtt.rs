@@ -1,7 +1,7 @@
 //! `mqtt_publish` against a real Mosquitto broker started by each test on a free loopback
 //! port. Without a `mosquitto` binary the broker tests say so and return; CI installs it.
 
-// Helpers here are test code too; clippy only sees that inside `#[test]` functions.
+// Every function in this file is test code; clippy only knows that of `#[test]` functions.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout)]
 
 use std::net::TcpListener;
