@@ -1,0 +1,65 @@
+//! tau-tools: the tools built into tau.
+//!
+//! Owns the built-in tools (clock, files, notes, shell commands, MQTT), each declaring its
+//! tier and the one-line effect a person reads before approving it, and workspace
+//! containment: every path a tool touches, and every command's working directory, stays
+//! inside one configured directory. Knows nothing of approvals, channels or models: a tool
+//! declares its tier and runs when called; whether it may run is decided above it.
+//!
+//! Layout
+//! - `config.rs`: the `[tools]` section and its errors
+//! - `workspace.rs`: containment, the one place paths from the model are resolved
+//! - `args.rs`: strict argument parsing shared by every tool
+//! - one file per tool: `clock.rs`, `read_file.rs`, `list_dir.rs`, `write_file.rs`,
+//!   `append_note.rs`, `run_command.rs` (with `run_command/`), `mqtt_publish.rs`
+
+mod append_note;
+mod args;
+mod clock;
+mod config;
+mod list_dir;
+mod mqtt_publish;
+mod read_file;
+mod run_command;
+mod workspace;
+mod write_file;
+
+use std::sync::Arc;
+
+use tau_agent::SharedTool;
+
+pub use config::{ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError};
+
+use crate::append_note::AppendNote;
+use crate::clock::{Clock, TimeSource};
+use crate::list_dir::ListDir;
+use crate::mqtt_publish::{Broker, MqttPublish};
+use crate::read_file::ReadFile;
+use crate::run_command::RunCommand;
+use crate::workspace::Workspace;
+use crate::write_file::WriteFile;
+
+/// Every built-in tool, configured. `env` looks up environment variables (the MQTT
+/// password); pass `&|name| std::env::var(name).ok()` in the binary and a map in tests.
+pub fn builtin_tools(
+    config: &ToolsConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<SharedTool>, ToolsConfigError> {
+    config.validate()?;
+    let workspace = Workspace::open(&config.workspace)?;
+    let time = TimeSource::from_config(&config.clock)?;
+    let broker = Broker::from_config(&config.mqtt, env)?;
+    Ok(vec![
+        Arc::new(Clock::new(time.clone())),
+        Arc::new(ReadFile::new(workspace.clone())),
+        Arc::new(ListDir::new(workspace.clone())),
+        Arc::new(WriteFile::new(workspace.clone())),
+        Arc::new(AppendNote::new(workspace.clone(), time)),
+        Arc::new(RunCommand::new(
+            workspace,
+            config.command.clone(),
+            config.mqtt.password_env.iter().cloned().collect(),
+        )),
+        Arc::new(MqttPublish::new(broker)),
+    ])
+}

@@ -1,0 +1,160 @@
+//! The built-in tools as tau's catalog and a person see them: names, tiers, effects and
+//! schemas, and the config errors that stop them from being built.
+
+// Every function in this file is test code; clippy only knows that of `#[test]` functions.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tau_agent::SharedTool;
+use tau_core::{Tier, ToolCatalog};
+use tau_tools::{
+    ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError, builtin_tools,
+};
+
+fn config(workspace: &Path) -> ToolsConfig {
+    ToolsConfig {
+        workspace: workspace.to_path_buf(),
+        ..ToolsConfig::default()
+    }
+}
+
+fn default_tools() -> (tempfile::TempDir, Vec<SharedTool>) {
+    let workspace = tempfile::tempdir().unwrap();
+    let tools = builtin_tools(&config(workspace.path()), &|_| None).unwrap();
+    (workspace, tools)
+}
+
+#[test]
+fn every_tool_declares_its_tier_and_effect() {
+    let (_workspace, tools) = default_tools();
+    let mut catalog = ToolCatalog::new();
+    catalog.extend(tools).unwrap();
+    let entries: Vec<(String, Tier, String)> = catalog
+        .entries()
+        .map(|entry| {
+            (
+                entry.tool.spec().name.clone(),
+                entry.tier,
+                entry.effect.clone(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("append_note", Tier::Write, "appends a timestamped line to notes.md in the workspace"),
+        ("clock", Tier::Read, "reads the current date and time"),
+        ("list_dir", Tier::Read, "lists a directory in the workspace"),
+        (
+            "mqtt_publish",
+            Tier::Physical,
+            "publishes an MQTT message to the broker at 127.0.0.1:1883 — this can switch real devices",
+        ),
+        ("read_file", Tier::Read, "reads a text file in the workspace"),
+        (
+            "run_command",
+            Tier::Physical,
+            "runs a shell command in the workspace — code the agent wrote",
+        ),
+        ("write_file", Tier::Write, "creates or replaces a file in the workspace"),
+    ]
+    .map(|(name, tier, effect)| (name.to_owned(), tier, effect.to_owned()));
+    assert_eq!(entries, expected);
+}
+
+#[test]
+fn every_schema_is_closed_and_names_what_it_requires() {
+    let (_workspace, tools) = default_tools();
+    let shapes: Vec<(String, Value, Value, Value)> = tools
+        .iter()
+        .map(|tool| {
+            let spec = tool.spec();
+            let schema = &spec.input_schema;
+            (
+                spec.name.clone(),
+                schema["type"].clone(),
+                schema["required"].clone(),
+                schema["additionalProperties"].clone(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("clock", json!([])),
+        ("read_file", json!(["path"])),
+        ("list_dir", json!(["path"])),
+        ("write_file", json!(["path", "content"])),
+        ("append_note", json!(["text"])),
+        ("run_command", json!(["command"])),
+        ("mqtt_publish", json!(["topic", "payload"])),
+    ]
+    .map(|(name, required)| (name.to_owned(), json!("object"), required, json!(false)));
+    assert_eq!(shapes, expected);
+}
+
+#[test]
+fn specs_as_the_model_reads_them() {
+    let (_workspace, tools) = default_tools();
+    let specs: Vec<Value> = tools
+        .iter()
+        .map(|tool| serde_json::to_value(tool.spec()).unwrap())
+        .collect();
+    insta::assert_json_snapshot!("builtin_specs", specs);
+}
+
+#[test]
+fn config_that_cannot_work_stops_the_build() {
+    let workspace = tempfile::tempdir().unwrap();
+    let missing = workspace.path().join("missing");
+    let cases = [
+        (
+            ToolsConfig {
+                workspace: missing.clone(),
+                ..ToolsConfig::default()
+            },
+            ToolsConfigError::WorkspaceMissing {
+                path: missing.display().to_string(),
+            },
+        ),
+        (
+            ToolsConfig {
+                clock: ClockConfig {
+                    zone: Some("Atlantis/Capital".into()),
+                },
+                ..config(workspace.path())
+            },
+            ToolsConfigError::UnknownZone {
+                zone: "Atlantis/Capital".into(),
+            },
+        ),
+        (
+            ToolsConfig {
+                command: CommandConfig {
+                    default_timeout_seconds: 0,
+                    ..CommandConfig::default()
+                },
+                ..config(workspace.path())
+            },
+            ToolsConfigError::Invalid {
+                key: "tools.command.default_timeout_seconds".into(),
+                message: "must be between 1 and max_timeout_seconds (300), got 0".into(),
+            },
+        ),
+        (
+            ToolsConfig {
+                mqtt: MqttConfig {
+                    username: Some("tau".into()),
+                    password_env: Some("TAU_MQTT_PASSWORD".into()),
+                    ..MqttConfig::default()
+                },
+                ..config(workspace.path())
+            },
+            ToolsConfigError::MissingPassword {
+                var: "TAU_MQTT_PASSWORD".into(),
+            },
+        ),
+    ];
+    for (config, expected) in cases {
+        assert_eq!(builtin_tools(&config, &|_| None).err(), Some(expected));
+    }
+}
