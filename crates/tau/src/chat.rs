@@ -1,0 +1,152 @@
+//! `tau chat`: the line chat in the terminal (and `tau demo`, which is the same chat with
+//! a replay model).
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use tau_agent::{Model, SessionId, SessionRepository, SqliteSessions};
+use tau_core::{AgentParts, EventBus, ToolCatalog, build_agent};
+use tau_terminal::{Console, TerminalApprover, start_input, texts};
+use tokio::io::BufReader;
+
+use crate::audit::AuditLog;
+use crate::context::Context;
+use crate::lock::SessionLock;
+use crate::signals::Interrupts;
+
+/// A chat about to start.
+pub(crate) struct Chat {
+    pub session: Option<SessionId>,
+    pub model: Arc<dyn Model>,
+    pub catalog: ToolCatalog,
+    /// Prompts to send instead of reading them (the demo); answers still come from stdin.
+    pub prompts: Option<Vec<String>>,
+}
+
+/// A new session id: the start time and a few random characters.
+fn new_session_id() -> anyhow::Result<SessionId> {
+    let now = jiff::ZonedDateTime::now();
+    let nanos = jiff::Timestamp::now().subsec_nanosecond().unsigned_abs();
+    let suffix =
+        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), nanos)
+            % 0x10000;
+    let text = format!("{}-{suffix:04x}", now.strftime("%Y%m%d-%H%M%S"));
+    Ok(SessionId::parse(&text)?)
+}
+
+pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
+    let Chat {
+        session,
+        model,
+        catalog,
+        prompts: scripted,
+    } = chat;
+    let mut scripted = scripted.map(std::collections::VecDeque::from);
+    let config = &ctx.loaded.config;
+    let language = config.ui.language();
+    let repository: Arc<dyn SessionRepository> =
+        Arc::new(SqliteSessions::open(&ctx.home.state_db())?);
+    let id = match session {
+        Some(id) => id,
+        None => new_session_id()?,
+    };
+    let _lock = SessionLock::acquire(&ctx.home, &id)?;
+    let stored = repository.message_count(&id)?;
+
+    let events = EventBus::new();
+    events.subscribe(Arc::new(AuditLog::open(
+        &ctx.home.audit_log(),
+        id.as_str(),
+    )?));
+
+    let stdout_tty = std::io::stdout().is_terminal();
+    let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());
+    let tiers: BTreeMap<_, _> = catalog
+        .entries()
+        .map(|e| (e.tool.spec().name.clone(), e.tier))
+        .collect();
+    let console = Console::new(
+        Box::new(std::io::stdout()),
+        stdout_tty,
+        color,
+        language,
+        tiers,
+    );
+    let stdin_tty = std::io::stdin().is_terminal();
+    let (mut prompts, questions) = start_input(BufReader::new(tokio::io::stdin()), stdin_tty);
+    let approver = Arc::new(TerminalApprover::new(
+        Arc::clone(&console),
+        questions.clone(),
+    ));
+
+    let mut agent = build_agent(AgentParts {
+        config: config.core(),
+        model,
+        catalog,
+        approver,
+        hooks: Vec::new(),
+        plugins: Vec::new(),
+        session: Some((repository, id.clone())),
+        events,
+    })
+    .await?;
+    let t = texts(language);
+    if stored == 0 {
+        console.print(&format!("{} {id}\n", t.new_session));
+    } else {
+        console.print(&format!("{} {id} ({stored})\n", t.resumed_session));
+    }
+
+    let sink = console.sink();
+    let mut interrupts = Interrupts::listen()?;
+    loop {
+        let prompt = match &mut scripted {
+            Some(queue) => queue.pop_front(),
+            None => {
+                if stdin_tty {
+                    console.print("you> ");
+                }
+                tokio::select! {
+                    prompt = prompts.next() => prompt,
+                    () = interrupts.next() => None,
+                }
+            }
+        };
+        let Some(prompt) = prompt else { break };
+        if !stdin_tty || scripted.is_some() {
+            console.print(&format!(
+                "you> {}\n",
+                tau_terminal::escape_for_terminal(&prompt)
+            ));
+        }
+        if prompt.trim().is_empty() {
+            continue;
+        }
+        let cancel = agent.cancel_handle();
+        let turn = agent.stream(&prompt, Some(&sink));
+        tokio::pin!(turn);
+        let mut cancelled = false;
+        let result = loop {
+            tokio::select! {
+                result = &mut turn => break result,
+                () = interrupts.next() => {
+                    if cancelled {
+                        // A second Ctrl-C while the turn winds down: leave now.
+                        console.print("\n");
+                        return Ok(());
+                    }
+                    cancelled = true;
+                    cancel.cancel();
+                    questions.close();
+                }
+            }
+        };
+        if let Err(error) = result
+            && error.notice.is_none()
+        {
+            console.notice(&error.to_string());
+        }
+    }
+    Ok(())
+}

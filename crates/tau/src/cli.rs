@@ -1,0 +1,82 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// tau: a personal agent hub. Tier-2 tools (physical actions, self-written code) run only
+/// after you say yes.
+#[derive(Debug, Parser)]
+#[command(name = "tau", version, about, propagate_version = true)]
+pub(crate) struct Cli {
+    /// Where tau keeps state.db, audit.jsonl, logs/ and workspace/ [env: TAU_HOME]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// The config file (default: tau.toml in the XDG config directory; none is needed)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The model, overriding [model] spec: ollama:MODEL, openai:MODEL, anthropic:MODEL,
+    /// bedrock:MODEL, openai-compatible:MODEL@URL or replay:FILE
+    #[arg(long, global = true, value_name = "SPEC")]
+    pub model: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Chat in the terminal; prompts come line by line from the terminal or a pipe
+    Chat {
+        /// Resume this conversation, or start it under this name
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+    },
+    /// A scripted conversation, offline, with real approval prompts
+    Demo,
+    /// Stored conversations
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
+    /// Every tool with its tier and effect
+    Tools,
+    /// The audit log
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+    /// The configuration
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Shell completions
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionsCommand {
+    /// Every session, most recent first
+    List,
+    /// One session's messages
+    Show {
+        name: String,
+        /// The messages as a JSON array in the Converse shape (the replay format)
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deletes a session and its messages
+    Delete { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuditCommand {
+    /// Checks that no line of audit.jsonl was edited, dropped or reordered
+    Verify,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Prints the effective config, or the first error with its key
+    Check,
+}

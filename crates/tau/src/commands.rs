@@ -1,0 +1,143 @@
+//! The small commands: sessions, tools, audit, config.
+
+use std::fmt::Write;
+
+use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, SqliteSessions};
+use tau_terminal::escape_for_terminal;
+
+use crate::audit::{Verdict, verify};
+use crate::context::Context;
+use crate::errors::usage;
+use crate::lock::SessionLock;
+
+/// A session name from the command line; names with path characters exit 2.
+pub(crate) fn session_id(name: &str) -> anyhow::Result<SessionId> {
+    SessionId::parse(name).map_err(|e| usage(e.to_string()))
+}
+
+fn open_store(ctx: &Context) -> anyhow::Result<Option<SqliteSessions>> {
+    let path = ctx.home.state_db();
+    if !path.exists() {
+        return Ok(None);
+    }
+    Ok(Some(SqliteSessions::open(&path)?))
+}
+
+pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
+    let Some(store) = open_store(ctx)? else {
+        return Ok("no sessions yet\n".to_owned());
+    };
+    let sessions = store.list_sessions()?;
+    if sessions.is_empty() {
+        return Ok("no sessions yet\n".to_owned());
+    }
+    let mut out = format!("{:<28} {:>8}  {}\n", "SESSION", "MESSAGES", "UPDATED");
+    for s in sessions {
+        let updated = jiff::Timestamp::from_second(s.updated_at)
+            .map_or_else(|_| s.updated_at.to_string(), |t| t.to_string());
+        let _ = writeln!(
+            out,
+            "{:<28} {:>8}  {updated}",
+            s.id.as_str(),
+            s.message_count
+        );
+    }
+    Ok(out)
+}
+
+fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
+    let id = session_id(name)?;
+    let store = open_store(ctx)?.ok_or_else(|| usage(format!("no session named '{id}'")))?;
+    if store.message_count(&id)? == 0 && !store.list_sessions()?.iter().any(|s| s.id == id) {
+        return Err(usage(format!("no session named '{id}'")));
+    }
+    Ok(store.messages(&id, 0)?)
+}
+
+pub(crate) fn sessions_show(ctx: &Context, name: &str, json: bool) -> anyhow::Result<String> {
+    let messages = stored_messages(ctx, name)?;
+    if json {
+        return Ok(format!("{}\n", serde_json::to_string_pretty(&messages)?));
+    }
+    let mut out = String::new();
+    for message in &messages {
+        let who = match message.role {
+            Role::User => "you",
+            Role::Assistant => "tau",
+        };
+        for block in &message.content {
+            let line = match block {
+                ContentBlock::Text(text) => format!("{who}> {}", escape_for_terminal(text)),
+                ContentBlock::ToolUse(u) => {
+                    format!("  · {} {}", u.name, tau_terminal::sorted_json(&u.input))
+                }
+                ContentBlock::ToolResult(r) => {
+                    format!("  = {:?}: {}", r.status, escape_for_terminal(&r.text()))
+                        .replace("Success", "success")
+                        .replace("Error", "error")
+                }
+            };
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn sessions_delete(ctx: &Context, name: &str) -> anyhow::Result<String> {
+    let id = session_id(name)?;
+    let store = open_store(ctx)?.ok_or_else(|| usage(format!("no session named '{id}'")))?;
+    std::fs::create_dir_all(ctx.home.locks())?;
+    let _lock = SessionLock::acquire(&ctx.home, &id)?;
+    if store.delete_session(&id)? {
+        let _ = std::fs::remove_file(ctx.home.locks().join(format!("{id}.lock")));
+        Ok(format!("deleted session {id}\n"))
+    } else {
+        Err(usage(format!("no session named '{id}'")))
+    }
+}
+
+pub(crate) fn tools(ctx: &Context) -> anyhow::Result<String> {
+    let catalog = ctx.catalog()?;
+    let width = catalog
+        .entries()
+        .map(|e| e.tool.spec().name.len())
+        .max()
+        .unwrap_or(0);
+    let mut out = format!("{:<width$}  TIER  EFFECT\n", "TOOL");
+    for entry in catalog.entries() {
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>4}  {}",
+            entry.tool.spec().name,
+            entry.tier.number(),
+            entry.effect
+        );
+    }
+    Ok(out)
+}
+
+pub(crate) fn audit_verify(ctx: &Context) -> anyhow::Result<(String, bool)> {
+    let path = ctx.home.audit_log();
+    if !path.exists() {
+        return Ok((format!("no audit log yet at {}\n", path.display()), true));
+    }
+    match verify(&path)? {
+        Verdict::Intact { lines } => Ok((format!("audit log intact: {lines} lines\n"), true)),
+        Verdict::Broken { line, reason } => Ok((
+            format!("audit log broken at line {line}: {reason}\n"),
+            false,
+        )),
+    }
+}
+
+pub(crate) fn config_check(ctx: &Context) -> anyhow::Result<String> {
+    let source = ctx.loaded.path.as_ref().map_or_else(
+        || "no config file; defaults".to_owned(),
+        |p| format!("from {}", p.display()),
+    );
+    Ok(format!(
+        "# effective config ({source})\n{}",
+        toml::to_string_pretty(&ctx.loaded.config)?
+    ))
+}

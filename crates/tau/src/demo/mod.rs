@@ -1,0 +1,69 @@
+//! `tau demo`: `tau chat` on a replay shipped in the binary, offline. The model reads a
+//! note, switches a lamp through `mqtt_publish` and writes a script and asks to run it;
+//! the person answers the real approval prompts. Only the model is scripted: the tools,
+//! the gate, the prompts and the audit log are the ones `tau chat` uses.
+
+mod lamp;
+
+use std::sync::Arc;
+
+use tau_agent::{ScriptedModel, SessionId};
+
+use crate::chat::{self, Chat};
+use crate::context::Context;
+use crate::paths::Home;
+use crate::settings::Loaded;
+
+const REPLAY: &str = include_str!("replay.json");
+const PROMPT: &str = "Please do the evening routine from my note.";
+const NOTE: &str = "# Evening routine\n\n- At sunset, turn on the living-room lamp.\n- Write a small script that counts the files in the workspace, and run it.\n";
+
+const INTRO: &str = "\
+tau demo: a scripted model with real tools and real approval prompts, all offline.
+The lamp is a small MQTT device inside this process; the workspace is a temporary folder.
+Answer y (or e/evet) to run a tier-2 call; anything else refuses it.
+
+";
+
+pub(crate) async fn run(ctx: &Context) -> anyhow::Result<()> {
+    let dir = tempfile::Builder::new().prefix("tau-demo-").tempdir()?;
+    let home = Home::at(dir.path());
+    home.create()?;
+    std::fs::write(home.workspace().join("note.md"), NOTE)?;
+    crate::logging::init(&home, &*ctx.env)?;
+    let lamp = lamp::start().await?;
+
+    let mut config = ctx.loaded.config.clone();
+    config.tools.workspace = home.workspace();
+    config.tools.mqtt.host = "127.0.0.1".to_owned();
+    config.tools.mqtt.port = lamp.port();
+    config.tools.mqtt.username = None;
+    config.tools.mqtt.password_env = None;
+    let demo = Context {
+        home,
+        loaded: Loaded {
+            config,
+            path: None,
+            model_configured: true,
+        },
+        env: Box::new(|name| std::env::var(name).ok()),
+    };
+    let model = Arc::new(ScriptedModel::from_json(REPLAY)?);
+    let catalog = demo.catalog()?;
+    print!("{INTRO}");
+    chat::run(
+        &demo,
+        Chat {
+            session: Some(SessionId::parse("demo")?),
+            model,
+            catalog,
+            prompts: Some(vec![PROMPT.to_owned()]),
+        },
+    )
+    .await?;
+    lamp.stop();
+    let audit = std::fs::read_to_string(demo.home.audit_log())?;
+    println!("\naudit.jsonl (each line carries the SHA-256 of the line before it):");
+    print!("{audit}");
+    Ok(())
+}

@@ -1,0 +1,36 @@
+//! One `tau chat` per session: an exclusive lock on `locks/NAME.lock`, released by the
+//! operating system when the process ends, however it ends.
+
+use std::fs::{File, OpenOptions, TryLockError};
+
+use tau_agent::SessionId;
+
+use crate::errors::usage;
+use crate::paths::Home;
+
+/// Held while a chat has the session open.
+#[derive(Debug)]
+pub(crate) struct SessionLock {
+    _file: File,
+}
+
+impl SessionLock {
+    pub(crate) fn acquire(home: &Home, id: &SessionId) -> anyhow::Result<Self> {
+        let path = home.locks().join(format!("{id}.lock"));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Self { _file: file }),
+            Err(TryLockError::WouldBlock) => Err(usage(format!(
+                "session '{id}' is already open in another tau chat; close that one first"
+            ))),
+            Err(TryLockError::Error(error)) => {
+                Err(anyhow::anyhow!("cannot lock {}: {error}", path.display()))
+            }
+        }
+    }
+}

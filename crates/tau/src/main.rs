@@ -1,0 +1,114 @@
+//! tau: the command line. Parses arguments, loads the config, and runs a command.
+//!
+//! Owns the home directory layout, the audit log, the file log, session locks and the
+//! commands; the chat itself is tau-terminal's, the policy tau-core's. Exit codes: 0 done,
+//! 1 failed, 2 a usage or configuration mistake.
+
+mod audit;
+mod chat;
+mod cli;
+mod commands;
+mod context;
+mod demo;
+mod errors;
+mod lock;
+mod logging;
+mod paths;
+mod settings;
+mod signals;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+
+use crate::cli::{AuditCommand, Cli, Command, ConfigCommand, SessionsCommand};
+use crate::context::Context;
+use crate::errors::exit_code;
+use crate::paths::Home;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("tau: cannot start: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    // stdin is read on a blocking thread that cannot be interrupted; do not wait for it.
+    runtime.shutdown_background();
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("tau: {error:#}");
+            ExitCode::from(exit_code(&error))
+        }
+    }
+}
+
+fn print(text: &str) {
+    let mut stdout = std::io::stdout();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let env: Box<dyn Fn(&str) -> Option<String>> = Box::new(|name| std::env::var(name).ok());
+    if let Command::Completions { shell } = cli.command {
+        clap_complete::generate(shell, &mut Cli::command(), "tau", &mut std::io::stdout());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let home = Home::resolve(cli.home.as_deref(), &*env)?;
+    let loaded = settings::load(cli.config.as_deref(), &*env, &home, cli.model.as_deref())?;
+    let ctx = Context { home, loaded, env };
+    match cli.command {
+        Command::Chat { session } => {
+            let session = session.as_deref().map(commands::session_id).transpose()?;
+            let model = ctx.model()?;
+            ctx.home.create()?;
+            logging::init(&ctx.home, &*ctx.env)?;
+            let catalog = ctx.catalog()?;
+            chat::run(
+                &ctx,
+                chat::Chat {
+                    session,
+                    model,
+                    catalog,
+                    prompts: None,
+                },
+            )
+            .await?;
+        }
+        Command::Demo => demo::run(&ctx).await?,
+        Command::Sessions { command } => match command {
+            SessionsCommand::List => print(&commands::sessions_list(&ctx)?),
+            SessionsCommand::Show { name, json } => {
+                print(&commands::sessions_show(&ctx, &name, json)?)
+            }
+            SessionsCommand::Delete { name } => print(&commands::sessions_delete(&ctx, &name)?),
+        },
+        Command::Tools => {
+            ctx.home.create()?;
+            print(&commands::tools(&ctx)?);
+        }
+        Command::Audit {
+            command: AuditCommand::Verify,
+        } => {
+            let (report, intact) = commands::audit_verify(&ctx)?;
+            print(&report);
+            if !intact {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Command::Config {
+            command: ConfigCommand::Check,
+        } => print(&commands::config_check(&ctx)?),
+        Command::Completions { .. } => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}

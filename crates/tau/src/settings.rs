@@ -1,0 +1,109 @@
+//! `tau.toml`: every section tau reads, with defaults, so tau runs with no file.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tau_core::{AgentConfig, ApprovalConfig, CoreConfig, UiConfig, toml_error};
+use tau_models::ModelConfig;
+use tau_tools::ToolsConfig;
+
+use crate::errors::usage;
+use crate::paths::{Env, Home, config_path};
+
+/// The whole config file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct TauConfig {
+    pub model: ModelConfig,
+    pub agent: AgentConfig,
+    pub ui: UiConfig,
+    pub approval: ApprovalConfig,
+    pub tools: ToolsConfig,
+}
+
+/// The config as loaded, with what was set explicitly.
+#[derive(Debug, Clone)]
+pub(crate) struct Loaded {
+    pub config: TauConfig,
+    /// The file read, if any.
+    pub path: Option<PathBuf>,
+    /// False when neither the file nor `--model` names a model.
+    pub model_configured: bool,
+}
+
+impl TauConfig {
+    pub(crate) fn core(&self) -> CoreConfig {
+        CoreConfig {
+            agent: self.agent.clone(),
+            ui: self.ui.clone(),
+            approval: self.approval.clone(),
+        }
+    }
+}
+
+/// Reads the config (or the defaults), applies `--model`, puts the workspace under the
+/// home unless the file sets one, and checks every value. Errors name the file and key.
+pub(crate) fn load(
+    flag: Option<&Path>,
+    env: Env<'_>,
+    home: &Home,
+    model: Option<&str>,
+) -> anyhow::Result<Loaded> {
+    let (text, path) = match config_path(flag, env) {
+        Some((path, required)) => match std::fs::read_to_string(&path) {
+            Ok(text) => (text, Some(path)),
+            Err(error) if !required && error.kind() == std::io::ErrorKind::NotFound => {
+                (String::new(), None)
+            }
+            Err(error) => {
+                return Err(usage(format!(
+                    "cannot read config {}: {error}",
+                    path.display()
+                )));
+            }
+        },
+        None => (String::new(), None),
+    };
+    let shown = path
+        .as_ref()
+        .map_or_else(|| "tau.toml".to_owned(), |p| p.display().to_string());
+    let mut config: TauConfig =
+        toml::from_str(&text).map_err(|e| usage(format!("{shown}: {}", toml_error(&text, &e))))?;
+    let raw: toml::Table = toml::from_str(&text).unwrap_or_default();
+    let set = |table: &str, key: &str| raw.get(table).and_then(|t| t.get(key)).is_some();
+    let mut model_configured = set("model", "spec");
+    if let Some(spec) = model {
+        config.model.spec = spec.to_owned();
+        model_configured = true;
+    }
+    if !set("tools", "workspace") {
+        config.tools.workspace = home.workspace();
+    } else if !config.tools.workspace.is_dir() {
+        return Err(usage(format!(
+            "{shown}: tools.workspace: '{}' does not exist or is not a directory",
+            config.tools.workspace.display()
+        )));
+    }
+    config
+        .core()
+        .validate()
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    config
+        .tools
+        .validate()
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    Ok(Loaded {
+        config,
+        path,
+        model_configured,
+    })
+}
+
+/// What `tau chat` says when no model is configured.
+pub(crate) const NO_MODEL_HELP: &str = "\
+tau needs a language model. Pick one with --model SPEC or put it in tau.toml under [model] spec = \"...\": \
+`ollama:llama3.2` for a local Ollama (it listens on 127.0.0.1:11434), \
+`openai-compatible:MODEL@http://127.0.0.1:8080/v1` for llama.cpp's llama-server, vLLM or LM Studio, \
+`openai:gpt-4o-mini` with OPENAI_API_KEY set, `anthropic:claude-sonnet-4-5` with ANTHROPIC_API_KEY set, \
+or `bedrock:MODEL_ID` with AWS_BEARER_TOKEN_BEDROCK and AWS_REGION set. \
+To try tau without any model, run `tau demo`.";

@@ -1,0 +1,279 @@
+//! `tau chat` end to end: the real binary, a replay model, piped stdin.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::Tau;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+fn tool_call(id: &str, name: &str, input: Value) -> Value {
+    json!({"role": "assistant", "content": [{"toolUse": {"toolUseId": id, "name": name, "input": input}}]})
+}
+
+fn answer(text: &str) -> Value {
+    json!({"role": "assistant", "content": [{"text": text}]})
+}
+
+const REFUSAL: &str =
+    "The user did not approve this action: run_command. Do not perform it; tell the user briefly.";
+
+#[test]
+fn a_refused_tier_2_call_leaves_no_trace_but_its_events() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", json!({"command": "touch proof.txt"})),
+        answer("OK, I did not run it.")
+    ]));
+    let run = tau.run(
+        &["--model", &model, "chat", "--session", "s1"],
+        "make a file\nn\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!(run.stdout);
+    assert!(!tau.workspace().join("proof.txt").exists());
+    assert_eq!(
+        tau.audit_events(),
+        vec![
+            json!({"type": "approval", "tool": "run_command", "tier": 2, "tool_use_id": "t1", "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "approver": "terminal", "channel": "terminal"}),
+            json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": "t1", "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "rejected", "result_summary": REFUSAL}),
+            json!({"type": "turn_end", "stop_reason": "end_turn", "model_calls": 2, "input_tokens": 0, "output_tokens": 0}),
+        ]
+    );
+    let messages = tau.session_json("s1");
+    assert_eq!(
+        messages[2],
+        json!({"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "status": "error", "content": [{"text": REFUSAL}]}}]})
+    );
+}
+
+#[test]
+fn an_approved_tier_2_call_runs() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            json!({"command": "echo made > proof.txt"})
+        ),
+        answer("Done.")
+    ]));
+    let run = tau.run(
+        &["--model", &model, "chat", "--session", "s1"],
+        "make a file\n  YES \n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(tau.workspace().join("proof.txt")).unwrap(),
+        "made\n"
+    );
+    let events = tau.audit_events();
+    assert_eq!(
+        (events[1]["status"].as_str(), events[1]["approval"].as_str()),
+        (Some("success"), Some("approved"))
+    );
+}
+
+#[test]
+fn an_unknown_tool_gets_the_exact_text() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call("t1", "open_door", json!({})),
+        answer("I cannot do that.")
+    ]));
+    let run = tau.run(
+        &["--model", &model, "chat", "--session", "s1"],
+        "open the door\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        tau.session_json("s1")[2]["content"][0]["toolResult"]["content"][0]["text"],
+        json!("Tool 'open_door' is not registered; it was not run.")
+    );
+    assert!(
+        run.stdout.contains("  ✗ open_door refused\n"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn the_loop_guard_fires_with_the_notice_in_turkish() {
+    let tau = Tau::new();
+    let config = tau.config("[agent]\nmax_turns = 1\n[ui]\nlanguage = \"tr\"\n");
+    let model = tau.replay(&json!([
+        tool_call("t1", "clock", json!({})),
+        answer("never sent")
+    ]));
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "chat",
+            "--session",
+            "s1",
+        ],
+        "saat kaç?\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("  ! Durduruldu: bu tur 1 model çağrısı sınırına ulaştı. Devam etmek için yeni bir mesaj gönderin.\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        tau.audit_events()[1],
+        json!({"type": "turn_limit", "max_turns": 1})
+    );
+}
+
+#[test]
+fn escaping_holds_for_esc_csi_bidi_and_zero_width_characters() {
+    let tau = Tau::new();
+    let sneaky =
+        json!({"command": "echo \u{1b}[2J\u{1b}[1;1Hall clear \u{9b}31m \u{202e}txt.exe\u{200b}"});
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", sneaky),
+        answer("ok")
+    ]));
+    let run = tau.run(&["--model", &model, "chat", "--session", "s1"], "go\nn\n");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for raw in ['\u{1b}', '\u{9b}', '\u{202e}', '\u{200b}'] {
+        assert!(
+            !run.stdout.contains(raw),
+            "raw {raw:?} reached the terminal"
+        );
+    }
+    insta::assert_snapshot!(run.stdout);
+}
+
+#[test]
+fn an_answer_never_swallows_a_prompt() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", json!({"command": "true"})),
+        answer("Not run."),
+        tool_call("t2", "clock", json!({})),
+        answer("It is late."),
+    ]));
+    let run = tau.run(
+        &["--model", &model, "chat", "--session", "s1"],
+        "run it\nno\nwhat time is it?\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let messages = tau.session_json("s1");
+    let prompts: Vec<&Value> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" && m["content"][0].get("text").is_some())
+        .map(|m| &m["content"][0]["text"])
+        .collect();
+    assert_eq!(prompts, vec![&json!("run it"), &json!("what time is it?")]);
+}
+
+#[test]
+fn end_of_input_during_a_question_rejects() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", json!({"command": "touch proof.txt"})),
+        answer("Not run.")
+    ]));
+    let run = tau.run(&["--model", &model, "chat", "--session", "s1"], "go\n");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!tau.workspace().join("proof.txt").exists());
+    assert_eq!(tau.audit_events()[0]["decision"], json!("rejected"));
+}
+
+#[test]
+fn a_session_resumes_under_its_name() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("One."), answer("Two.")]));
+    assert_eq!(
+        tau.run(
+            &["--model", &model, "chat", "--session", "kitchen"],
+            "first\n"
+        )
+        .code,
+        0
+    );
+    let model = tau.replay(&json!([answer("Two.")]));
+    let run = tau.run(
+        &["--model", &model, "chat", "--session", "kitchen"],
+        "second\n",
+    );
+    assert!(
+        run.stdout.starts_with("resumed session kitchen (2)\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(tau.session_json("kitchen").as_array().unwrap().len(), 4);
+    let list = tau.run(&["sessions", "list"], "");
+    assert!(list.stdout.contains("kitchen"), "{}", list.stdout);
+    let deleted = tau.run(&["sessions", "delete", "kitchen"], "");
+    assert_eq!(
+        (deleted.code, deleted.stdout.as_str()),
+        (0, "deleted session kitchen\n")
+    );
+    assert_eq!(tau.run(&["sessions", "show", "kitchen"], "").code, 2);
+}
+
+#[test]
+fn a_second_chat_on_an_open_session_is_refused() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("Hi.")]));
+    let mut first = tau
+        .command(&["--model", &model, "chat", "--session", "busy"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first chat holds the session.
+    let mut line = String::new();
+    let mut reader = std::io::BufReader::new(first.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+    assert_eq!(line, "new session busy\n");
+    let second = tau.run(&["--model", &model, "chat", "--session", "busy"], "hello\n");
+    assert_eq!(second.code, 2);
+    assert_eq!(
+        second.stderr,
+        "tau: session 'busy' is already open in another tau chat; close that one first\n"
+    );
+    drop(first.stdin.take());
+    assert!(first.wait().unwrap().success());
+}
+
+#[test]
+fn the_audit_log_verifies_and_reports_an_edit() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call("t1", "clock", json!({})),
+        answer("Noon.")
+    ]));
+    tau.run(&["--model", &model, "chat", "--session", "s1"], "time?\n");
+    let verified = tau.run(&["audit", "verify"], "");
+    assert_eq!(
+        (verified.code, verified.stdout.as_str()),
+        (0, "audit log intact: 2 lines\n")
+    );
+    let path = tau.home().join("audit.jsonl");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replacen("\"clock\"", "\"lamp\"", 1);
+    std::fs::write(&path, text).unwrap();
+    let broken = tau.run(&["audit", "verify"], "");
+    assert_eq!(
+        (broken.code, broken.stdout.as_str()),
+        (
+            1,
+            "audit log broken at line 2: it does not follow line 1: line 1 was edited\n"
+        )
+    );
+}

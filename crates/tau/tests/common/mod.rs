@@ -1,0 +1,120 @@
+//! Runs the real `tau` binary in a fresh home with a replay model and piped stdin.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+pub struct Tau {
+    pub dir: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Tau {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.home().join("workspace")
+    }
+
+    /// Writes `tau.toml` next to the home and returns its path.
+    pub fn config(&self, text: &str) -> PathBuf {
+        let path = self.dir.path().join("tau.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Writes a replay script and returns the `--model` spec for it.
+    pub fn replay(&self, script: &Value) -> String {
+        let path = self.dir.path().join("replay.json");
+        std::fs::write(&path, serde_json::to_string_pretty(script).unwrap()).unwrap();
+        format!("replay:{}", path.display())
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tau"));
+        command
+            .args(["--home", self.home().to_str().unwrap()])
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("LANG", "C.UTF-8");
+        command
+    }
+
+    /// Runs tau with `stdin` piped in and waits for it.
+    pub fn run(&self, args: &[&str], stdin: &str) -> Run {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        Run::from(output)
+    }
+
+    pub fn audit(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.home().join("audit.jsonl")).unwrap_or_default();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The audit events without the fields that change from run to run.
+    pub fn audit_events(&self) -> Vec<Value> {
+        self.audit()
+            .into_iter()
+            .map(|mut line| {
+                let object = line.as_object_mut().unwrap();
+                for key in ["at", "prev", "seq", "duration_ms", "session"] {
+                    object.remove(key);
+                }
+                line
+            })
+            .collect()
+    }
+
+    pub fn session_json(&self, name: &str) -> Value {
+        let run = self.run(&["sessions", "show", name, "--json"], "");
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        serde_json::from_str(&run.stdout).unwrap()
+    }
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Self {
+        Self {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+pub fn exists(path: &Path) -> bool {
+    path.exists()
+}
