@@ -30,7 +30,7 @@ pub enum Executor {
     /// All at once; results still reach the model in the order of the tool uses.
     #[default]
     Concurrent,
-    /// One after another, in order.
+    /// One after another, in order; an interrupt leaves the later calls for the resume.
     Sequential,
 }
 
@@ -73,7 +73,13 @@ impl Batch<'_> {
             Executor::Sequential => {
                 let mut outcomes = Vec::with_capacity(tool_uses.len());
                 for tool_use in tool_uses {
-                    outcomes.push(self.run_one(tool_use).await);
+                    let outcome = self.run_one(tool_use).await;
+                    let interrupted = matches!(outcome, CallOutcome::Interrupted(_));
+                    outcomes.push(outcome);
+                    // Later calls wait for the answer: they run, in order, on resume.
+                    if interrupted {
+                        break;
+                    }
                 }
                 outcomes
             }
