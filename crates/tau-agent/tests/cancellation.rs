@@ -1,6 +1,8 @@
 //! Cancellation: a `CancelHandle` stops the running invocation, while the model streams or
 //! before the tools run, and leaves a history the model can read.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! Whole conversations with the scripted model: the history the person builds up, what the
 //! model is sent each time, its Converse JSON shape, and the repair of unanswered calls.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::Arc;

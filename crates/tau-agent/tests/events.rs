@@ -1,5 +1,7 @@
 //! Turn events: what a caller watching an invocation sees, in the order it happened.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::Arc;

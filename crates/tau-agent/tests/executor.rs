@@ -1,6 +1,8 @@
 //! Executors: concurrent calls keep the model's order in their results; sequential calls
 //! never overlap.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::Arc;

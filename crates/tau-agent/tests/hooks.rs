@@ -1,6 +1,8 @@
 //! Hooks: their order, what before-tool-call and after-tool-call callbacks may change,
 //! and what the model and the tools then see.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::{Arc, Mutex};

@@ -1,6 +1,8 @@
 //! Interrupts: a before-tool-call callback asks the person; the invocation stops and is
 //! resumed with the answers, running only what has no result yet.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::{Arc, Mutex};

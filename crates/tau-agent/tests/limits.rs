@@ -1,6 +1,8 @@
 //! Limits per invocation: checked before each model call. The last allowed call's tool uses
 //! still run, its answer is kept whole, and the next invocation has a fresh budget.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::Arc;

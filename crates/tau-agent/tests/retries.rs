@@ -1,6 +1,8 @@
 //! Model calls that fail and are tried again: throttling with backoff, and a context window
 //! overflow answered by trimming old turns.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::Arc;

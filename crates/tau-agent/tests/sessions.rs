@@ -1,6 +1,8 @@
 //! Sessions in SQLite: a conversation and the agent's state survive a new agent, and a
 //! process killed in the middle of a turn loses nothing it had written.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::Path;

@@ -245,8 +245,10 @@ mod tests {
                 error.to_string(),
                 "session 'kitchen' expected message 2 next but was given 5"
             );
-            let mut state = AgentState::default();
-            state.removed_count = 1;
+            let state = AgentState {
+                removed_count: 1,
+                ..AgentState::default()
+            };
             store.save_state(&id, &state).unwrap();
         }
         let store = SqliteSessions::open(&path).unwrap();

@@ -2,6 +2,7 @@
 //! test models that stream raw chunks, and builders for the messages a test expects.
 //!
 //! Each test binary uses only part of this module.
+#![cfg(test)]
 #![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
