@@ -72,14 +72,18 @@ impl Batch<'_> {
             }
             Executor::Sequential => {
                 let mut outcomes = Vec::with_capacity(tool_uses.len());
+                let mut waiting = false;
                 for tool_use in tool_uses {
-                    let outcome = self.run_one(tool_use).await;
-                    let interrupted = matches!(outcome, CallOutcome::Interrupted(_));
-                    outcomes.push(outcome);
-                    // Later calls wait for the answer: they run, in order, on resume.
-                    if interrupted {
-                        break;
+                    if !waiting {
+                        let outcome = self.run_one(tool_use).await;
+                        waiting = matches!(outcome, CallOutcome::Interrupted(_));
+                        outcomes.push(outcome);
+                    } else if let Some(result) = self.refuse_before_hooks(&tool_use) {
+                        // Refused before any hook, so nothing runs out of order; answered now
+                        // because a resume no longer knows why.
+                        outcomes.push(self.done(result));
                     }
+                    // Any other later call waits for the answer and runs, in order, on resume.
                 }
                 outcomes
             }
@@ -94,6 +98,11 @@ impl Batch<'_> {
                 Err(interrupts) => return CallOutcome::Interrupted(interrupts),
             },
         };
+        self.done(result)
+    }
+
+    /// A finished call, announced to whoever watches the turn.
+    fn done(&self, result: ToolResult) -> CallOutcome {
         if let Some(events) = self.events {
             events.send(TurnEvent::ToolResult {
                 result: result.clone(),

@@ -7,13 +7,14 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::{Counter, assistant, results, text, tool_use};
+use common::{Counter, RawModel, RawReply, assistant, results, text, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, AgentResult, BeforeToolCallEvent, Executor, HookOrder, HookRegistry, Input, Interrupt,
-    InterruptResponse, InterruptState, Message, ScriptedModel, SessionId, SqliteSessions,
-    StopReason, SyncHook, TOOL_INTERRUPTED_TEXT, ToolResult, Usage,
+    Agent, AgentResult, BeforeToolCallEvent, BlockDelta, BlockStart, Executor, HookOrder,
+    HookRegistry, Input, Interrupt, InterruptResponse, InterruptState, Message, ScriptedModel,
+    SessionId, SqliteSessions, StopReason, StreamChunk, SyncHook, TOOL_INTERRUPTED_TEXT,
+    ToolResult, Usage,
 };
 
 const APPROVE_G1: &str = "v1:before_tool_call:g1:approve";
@@ -424,4 +425,56 @@ async fn sequential_executor_runs_no_later_call_while_an_earlier_one_waits_for_a
             ToolResult::success_text("f1", "call 1"),
         ])
     );
+}
+
+#[tokio::test]
+async fn a_call_refused_for_its_input_stays_refused_after_a_sequential_resume() {
+    let tool_start = |id: &str, name: &str| StreamChunk::ContentBlockStart {
+        start: BlockStart::ToolUse {
+            tool_use_id: id.into(),
+            name: name.into(),
+        },
+    };
+    let input = |json: &str| StreamChunk::ContentBlockDelta {
+        delta: BlockDelta::ToolUseInput { json: json.into() },
+    };
+    let model = RawModel::new(vec![RawReply::ends(vec![
+        tool_start("g1", "guarded"),
+        input(r#"{"door": "front"}"#),
+        StreamChunk::ContentBlockStop,
+        tool_start("f1", "free"),
+        input("{broken"),
+        StreamChunk::ContentBlockStop,
+        StreamChunk::MessageStop {
+            stop_reason: StopReason::ToolUse,
+        },
+    ])]);
+    let guarded = Counter::named("guarded");
+    let free = Counter::named("free");
+    let answers = Arc::default();
+    let mut agent = Agent::builder(Arc::new(model))
+        .tools([guarded.clone() as _, free.clone() as _])
+        .hooks(approval_hook(&answers))
+        .executor(Executor::Sequential)
+        .build()
+        .await
+        .unwrap();
+    agent.invoke("open up", None).await.unwrap();
+
+    let _ = agent.invoke(answer(APPROVE_G1, json!("yes")), None).await;
+
+    let parse_error = serde_json::from_str::<Value>("{broken").unwrap_err();
+    assert_eq!(
+        agent.messages()[2],
+        results(vec![
+            ToolResult::success_text("g1", "call 1"),
+            ToolResult::error_text(
+                "f1",
+                format!(
+                    "Error: the tool input is not valid JSON ({parse_error}). The tool was not run."
+                )
+            ),
+        ])
+    );
+    assert_eq!(free.calls.count(), 0);
 }
