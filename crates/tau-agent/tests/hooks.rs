@@ -20,8 +20,8 @@ use tau_agent::{
 };
 use tau_agent::{
     AfterModelCallEvent, Agent, AgentResult, BeforeToolCallEvent, HOOK_FAILED_TEXT, HookEvent,
-    HookEventKind, HookOrder, HookRegistry, Message, Registration, StopReason, SyncHook,
-    ToolResult, ToolUse, Usage,
+    HookEventKind, HookOrder, HookRegistry, Message, Registration, RetryPolicy, StopReason,
+    SyncHook, ToolResult, ToolUse, Usage,
 };
 
 type Log = Arc<Mutex<Vec<String>>>;
@@ -573,4 +573,38 @@ async fn after_model_call_may_ask_for_a_retry_and_the_first_answer_is_discarded(
             vec![Message::user_text("question")]
         ]
     );
+}
+
+#[tokio::test]
+async fn after_model_call_retries_are_bounded_by_the_retry_policy() {
+    let mut hooks = HookRegistry::new();
+    hooks
+        .add(
+            "never-satisfied",
+            HookOrder::DEFAULT,
+            SyncHook(|event: &mut AfterModelCallEvent| {
+                event.request_retry();
+                Ok(())
+            }),
+        )
+        .unwrap();
+    let model = ScriptedModel::new(vec![Message::assistant_text("again?"); 5]);
+    let mut agent = Agent::builder(Arc::new(model.clone()))
+        .hooks(hooks)
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            ..RetryPolicy::default()
+        })
+        .build()
+        .await
+        .unwrap();
+
+    let error = agent.invoke("question", None).await.unwrap_err();
+
+    assert_eq!(
+        error.to_string(),
+        "after-model-call hooks asked for a retry on every one of the 3 attempts"
+    );
+    assert_eq!(model.requests().len(), 3);
+    assert_eq!(agent.messages(), [Message::user_text("question")]);
 }
