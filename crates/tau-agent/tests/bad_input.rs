@@ -6,15 +6,18 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use common::{AfterToolCallSeen, tool_use};
-use common::{Echo, Panicker, RawModel, RawReply, assistant, record_after_tool_calls, results};
+use common::{
+    AfterToolCallSeen, Counter, Echo, Panicker, RawModel, RawReply, assistant,
+    record_after_tool_calls, results, tool_use,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, AgentError, AgentResult, BlockDelta, BlockStart, HookRegistry, Limits, Message,
-    ModelError, Role, ScriptedModel, StopReason, StreamChunk, TOOL_PANICKED_TEXT, ToolResult,
-    ToolUse, Usage,
+    Agent, AgentError, AgentResult, BeforeToolCallEvent, BlockDelta, BlockStart, HOOK_FAILED_TEXT,
+    HookOrder, HookRegistry, Limits, Message, ModelError, Role, ScriptedModel, StopReason,
+    StreamChunk, SyncHook, TOOL_PANICKED_TEXT, ToolResult, ToolUse, Usage,
 };
 
 fn message_start() -> StreamChunk {
@@ -237,7 +240,7 @@ async fn a_panicking_tool_gives_an_error_result() {
             error: Some("the tool panicked".into()),
             cancel_message: None,
             ran: true,
-            duration: std::time::Duration::ZERO,
+            duration: Duration::ZERO,
         }]
     );
     assert_eq!(result.stop_reason, StopReason::EndTurn);
@@ -412,4 +415,54 @@ async fn nothing_panics_on_model_output() {
             }
         }
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_before_tool_call_hook_cancels_the_call() {
+    let counter = Counter::named("counter");
+    let mut hooks = HookRegistry::new();
+    hooks
+        .add(
+            "buggy-policy",
+            HookOrder::DEFAULT,
+            SyncHook(|_: &mut BeforeToolCallEvent| -> tau_agent::HookResult {
+                panic!("a bug in the policy")
+            }),
+        )
+        .unwrap();
+    let seen = record_after_tool_calls(&mut hooks);
+    let model = ScriptedModel::new([
+        assistant(vec![tool_use("t1", "counter", json!({}))]),
+        Message::assistant_text("ok"),
+    ]);
+    let mut agent = Agent::builder(Arc::new(model.clone()))
+        .tool(counter.clone())
+        .hooks(hooks)
+        .build()
+        .await
+        .unwrap();
+
+    agent.invoke("count", None).await.unwrap();
+
+    assert_eq!(counter.calls.count(), 0);
+    assert_eq!(
+        model.requests()[1].messages[2],
+        results(vec![ToolResult::error_text("t1", HOOK_FAILED_TEXT)])
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![AfterToolCallSeen {
+            tool_use: ToolUse {
+                tool_use_id: "t1".into(),
+                name: "counter".into(),
+                input: json!({}),
+            },
+            selected_tool: Some("counter".into()),
+            result: ToolResult::error_text("t1", HOOK_FAILED_TEXT),
+            error: None,
+            cancel_message: Some(HOOK_FAILED_TEXT.into()),
+            ran: false,
+            duration: Duration::ZERO,
+        }]
+    );
 }

@@ -1,19 +1,20 @@
-//! Model calls that fail and are tried again: throttling with backoff, and a context window
-//! overflow answered by trimming old turns.
+//! Model calls made again: throttling with backoff, a context window overflow answered by
+//! trimming old turns, and retries an after-model-call hook asks for.
 
 #![cfg(test)]
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{assistant, drain, results, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
-    Agent, AgentError, AgentResult, EventSink, Message, ModelError, RetryPolicy, ScriptedModel,
-    StopReason, ToolResult, TurnEvent, Usage,
+    AfterModelCallEvent, Agent, AgentError, AgentResult, EventSink, HookOrder, HookRegistry,
+    Message, ModelError, RetryPolicy, ScriptedModel, StopReason, SyncHook, ToolResult, TurnEvent,
+    Usage,
 };
 
 fn policy(max_attempts: u32) -> RetryPolicy {
@@ -210,4 +211,95 @@ async fn context_overflow_that_cannot_be_trimmed_is_an_error() {
         agent.messages(),
         [Message::user_text("a very long question")]
     );
+}
+
+#[tokio::test]
+async fn after_model_call_may_ask_for_a_retry_and_the_first_answer_is_discarded() {
+    let mut hooks = HookRegistry::new();
+    let asked = Arc::new(Mutex::new(false));
+    hooks
+        .add(
+            "retry-once",
+            HookOrder::DEFAULT,
+            SyncHook(move |event: &mut AfterModelCallEvent| {
+                let mut asked = asked.lock().unwrap();
+                if !*asked {
+                    *asked = true;
+                    event.request_retry();
+                }
+                Ok(())
+            }),
+        )
+        .unwrap();
+    let model = ScriptedModel::new([
+        Message::assistant_text("a first draft"),
+        Message::assistant_text("the answer"),
+    ]);
+    let mut agent = Agent::builder(Arc::new(model.clone()))
+        .hooks(hooks)
+        .build()
+        .await
+        .unwrap();
+
+    let result = agent.invoke("question", None).await.unwrap();
+
+    assert_eq!(
+        result,
+        AgentResult {
+            stop_reason: StopReason::EndTurn,
+            message: Some(Message::assistant_text("the answer")),
+            usage: Usage::default(),
+            model_calls: 1,
+            interrupts: vec![],
+        }
+    );
+    assert_eq!(
+        agent.messages(),
+        [
+            Message::user_text("question"),
+            Message::assistant_text("the answer")
+        ]
+    );
+    let asked_with: Vec<_> = model.requests().into_iter().map(|r| r.messages).collect();
+    assert_eq!(
+        asked_with,
+        vec![
+            vec![Message::user_text("question")],
+            vec![Message::user_text("question")]
+        ]
+    );
+}
+
+#[tokio::test]
+async fn after_model_call_retries_are_bounded_by_the_retry_policy() {
+    let mut hooks = HookRegistry::new();
+    hooks
+        .add(
+            "never-satisfied",
+            HookOrder::DEFAULT,
+            SyncHook(|event: &mut AfterModelCallEvent| {
+                event.request_retry();
+                Ok(())
+            }),
+        )
+        .unwrap();
+    let model = ScriptedModel::new(vec![Message::assistant_text("again?"); 5]);
+    let mut agent = Agent::builder(Arc::new(model.clone()))
+        .hooks(hooks)
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            ..RetryPolicy::default()
+        })
+        .build()
+        .await
+        .unwrap();
+
+    let error = agent.invoke("question", None).await.unwrap_err();
+
+    assert_eq!(
+        error.to_string(),
+        "after-model-call hooks asked for a retry on every one of the 3 attempts"
+    );
+    assert_eq!(model.requests().len(), 3);
+    assert_eq!(agent.messages(), [Message::user_text("question")]);
 }

@@ -1,7 +1,9 @@
 //! What the integration tests share: small test tools that record what they received,
 //! test models that stream raw chunks, and builders for the messages a test expects.
 //!
-//! Each test binary uses only part of this module.
+//! Each test binary uses only part of this module. Every test file, and this module, opens
+//! with `#![cfg(test)]`: that lets the workspace's allowances for test code (unwrap, expect,
+//! panic, indexing) cover helper functions as well as `#[test]` functions.
 #![cfg(test)]
 #![allow(dead_code)]
 
