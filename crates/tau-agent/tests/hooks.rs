@@ -249,6 +249,44 @@ async fn before_tool_call_may_replace_the_selected_tool() {
     );
 }
 
+#[tokio::test]
+async fn a_tool_use_renamed_away_from_the_selected_tool_runs_nothing() {
+    let echo = Echo::named("echo");
+    let counter = Counter::named("counter");
+    let mut hooks = HookRegistry::new();
+    hooks
+        .add(
+            "rename-only",
+            HookOrder::DEFAULT,
+            SyncHook(|event: &mut BeforeToolCallEvent| {
+                event.tool_use.name = "counter".into();
+                Ok(())
+            }),
+        )
+        .unwrap();
+    let model = ScriptedModel::new([
+        assistant(vec![tool_use("t1", "echo", json!({}))]),
+        Message::assistant_text("ok"),
+    ]);
+    let mut agent = Agent::builder(Arc::new(model.clone()))
+        .tools([echo.clone() as _, counter.clone() as _])
+        .hooks(hooks)
+        .build()
+        .await
+        .unwrap();
+
+    agent.invoke("go", None).await.unwrap();
+
+    assert_eq!((echo.calls.count(), counter.calls.count()), (0, 0));
+    assert_eq!(
+        model.requests()[1].messages[2],
+        results(vec![ToolResult::error_text(
+            "t1",
+            "Error: the tool use names 'counter' but the selected tool is 'echo'; it was not run."
+        )])
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn cancelled_call_does_not_run_and_the_model_reads_exactly_the_cancel_text() {
     let counter = Counter::named("counter");

@@ -14,8 +14,8 @@ use common::{Blocker, Echo, assistant, results, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
-    Agent, AgentBuilder, Message, ScriptedModel, SessionId, SessionRepository, SqliteSessions,
-    TOOL_INTERRUPTED_TEXT, ToolResult, ToolResultContent, ToolResultStatus,
+    Agent, AgentBuilder, Message, ScriptedModel, SessionId, SessionRepository, SlidingWindow,
+    SqliteSessions, TOOL_INTERRUPTED_TEXT, ToolResult, ToolResultContent, ToolResultStatus,
 };
 
 /// How the parent test tells its child process where the database is.
@@ -86,6 +86,44 @@ async fn session_round_trip_restores_messages_and_state() {
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .unwrap();
     assert_eq!(journal_mode, "wal");
+}
+
+#[tokio::test]
+async fn a_restored_session_starts_where_the_window_left_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let window = SlidingWindow { window_size: 4 };
+    let turns = ["one", "two", "three"];
+    {
+        let model = ScriptedModel::new(turns.map(|t| Message::assistant_text(format!("{t}!"))));
+        let mut agent = on_session(&db, model).window(window).build().await.unwrap();
+        for turn in turns {
+            agent.invoke(turn, None).await.unwrap();
+        }
+    }
+
+    let restored = on_session(&db, ScriptedModel::new([]))
+        .window(window)
+        .build()
+        .await
+        .unwrap();
+
+    assert_eq!(
+        restored.messages(),
+        [
+            Message::user_text("two"),
+            Message::assistant_text("two!"),
+            Message::user_text("three"),
+            Message::assistant_text("three!"),
+        ]
+    );
+    assert_eq!(restored.state().removed_count, 2);
+    let store = SqliteSessions::open(&db).unwrap();
+    assert_eq!(
+        store.message_count(&kitchen()).unwrap(),
+        6,
+        "the store keeps all"
+    );
 }
 
 #[test]
