@@ -3,7 +3,7 @@
 //!
 //! Each test binary uses only part of this module. Every test file, and this module, opens
 //! with `#![cfg(test)]`: that lets the workspace's allowances for test code (unwrap, expect,
-//! panic, indexing) cover helper functions as well as `#[test]` functions.
+//! panic, indexing) cover plain functions as well as `#[test]` functions.
 #![cfg(test)]
 #![allow(dead_code)]
 
