@@ -1,1 +1,102 @@
-fn main() {}
+//! Tool calls per second through the agent loop.
+//!
+//! One invocation whose scripted model asks for 64 calls of a no-op tool, one call per model
+//! turn (64 turns) or 8 parallel calls per turn (8 turns), then answers. What is measured is
+//! the loop's own cost per call: assembling the streamed message, the tool-call hooks, the
+//! executor, the results message and the next request.
+#![allow(
+    clippy::expect_used,
+    reason = "a benchmark that cannot set up has nothing to measure"
+)]
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use tau_agent::{
+    Agent, ContentBlock, Message, Role, ScriptedModel, SharedTool, Tool, ToolContext, ToolError,
+    ToolOutput, ToolSpec, ToolUse,
+};
+
+const CALLS: usize = 64;
+
+struct Noop {
+    spec: ToolSpec,
+}
+
+#[async_trait]
+impl Tool for Noop {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn run(&self, _input: Value, _context: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("ok"))
+    }
+}
+
+/// `CALLS / batch` turns of `batch` parallel calls each, then a final answer.
+fn script(batch: usize) -> Vec<Message> {
+    let turns = (0..CALLS / batch).map(|turn| Message {
+        role: Role::Assistant,
+        content: (0..batch)
+            .map(|i| {
+                ContentBlock::ToolUse(ToolUse {
+                    tool_use_id: format!("t{turn}-{i}"),
+                    name: "noop".into(),
+                    input: json!({"turn": turn}),
+                })
+            })
+            .collect(),
+    });
+    turns
+        .chain(std::iter::once(Message::assistant_text("done")))
+        .collect()
+}
+
+fn tool_calls(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a tokio runtime");
+    let noop: SharedTool = Arc::new(Noop {
+        spec: ToolSpec {
+            name: "noop".into(),
+            description: "does nothing".into(),
+            input_schema: json!({"type": "object"}),
+            annotations: serde_json::Map::new(),
+        },
+    });
+    let mut group = c.benchmark_group("tool_calls");
+    group.throughput(Throughput::Elements(CALLS as u64));
+    // Building each iteration's agent is not measured but takes time: allow for it.
+    group.measurement_time(Duration::from_secs(10));
+    for batch in [1, 8] {
+        let script = script(batch);
+        group.bench_function(format!("{CALLS}_calls_in_batches_of_{batch}"), |b| {
+            b.iter_batched(
+                || {
+                    let model = Arc::new(ScriptedModel::new(script.clone()));
+                    runtime
+                        .block_on(Agent::builder(model).tool(noop.clone()).build())
+                        .expect("an agent")
+                },
+                |mut agent| {
+                    let result = runtime
+                        .block_on(agent.invoke("go", None))
+                        .expect("the script plays to its end");
+                    // Dropped after the measurement, not in it.
+                    (agent, black_box(result))
+                },
+                BatchSize::SmallInput,
+            );
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, tool_calls);
+criterion_main!(benches);

@@ -73,7 +73,7 @@ pub enum AgentError {
     NothingToResume,
     #[error("no pending interrupt has the id '{id}'")]
     UnknownInterrupt { id: String },
-    #[error("after-model-call hooks asked for more than {max} retries")]
+    #[error("after-model-call hooks asked for a retry on every one of the {max} attempts")]
     TooManyRetries { max: u32 },
 }
 

@@ -109,6 +109,28 @@ impl Assembler {
                 "the stream ended before the message stopped",
             ));
         };
+        // Only the loop stops for an interrupt, a cancel or a limit; a model claiming one of
+        // those is read as ending its turn, so the caller never waits on a question nobody
+        // asked.
+        let reported = match reported {
+            StopReason::Interrupt
+            | StopReason::Cancelled
+            | StopReason::LimitTurns
+            | StopReason::LimitOutputTokens
+            | StopReason::LimitTotalTokens => {
+                tracing::warn!(
+                    reported = reported.as_str(),
+                    "the model reported a stop reason only the loop gives"
+                );
+                StopReason::EndTurn
+            }
+            StopReason::EndTurn
+            | StopReason::ToolUse
+            | StopReason::MaxTokens
+            | StopReason::StopSequence
+            | StopReason::ContentFiltered
+            | StopReason::GuardrailIntervened => reported,
+        };
         let has_tool_uses = self
             .blocks
             .iter()

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::FutureExt;
 use serde_json::Value;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::assemble::invalid_input_text;
@@ -30,7 +30,7 @@ pub enum Executor {
     /// All at once; results still reach the model in the order of the tool uses.
     #[default]
     Concurrent,
-    /// One after another, in order.
+    /// One after another, in order; an interrupt leaves the later calls for the resume.
     Sequential,
 }
 
@@ -72,8 +72,18 @@ impl Batch<'_> {
             }
             Executor::Sequential => {
                 let mut outcomes = Vec::with_capacity(tool_uses.len());
+                let mut waiting = false;
                 for tool_use in tool_uses {
-                    outcomes.push(self.run_one(tool_use).await);
+                    if !waiting {
+                        let outcome = self.run_one(tool_use).await;
+                        waiting = matches!(outcome, CallOutcome::Interrupted(_));
+                        outcomes.push(outcome);
+                    } else if let Some(result) = self.refuse_before_hooks(&tool_use) {
+                        // Refused before any hook, so nothing runs out of order; answered now
+                        // because a resume no longer knows why.
+                        outcomes.push(self.done(result));
+                    }
+                    // Any other later call waits for the answer and runs, in order, on resume.
                 }
                 outcomes
             }
@@ -88,6 +98,11 @@ impl Batch<'_> {
                 Err(interrupts) => return CallOutcome::Interrupted(interrupts),
             },
         };
+        self.done(result)
+    }
+
+    /// A finished call, announced to whoever watches the turn.
+    fn done(&self, result: ToolResult) -> CallOutcome {
         if let Some(events) = self.events {
             events.send(TurnEvent::ToolResult {
                 result: result.clone(),
