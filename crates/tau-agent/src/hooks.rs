@@ -194,12 +194,12 @@ impl BeforeToolCallEvent {
         let id = interrupt_id(&self.original_tool_use_id, name);
         match self.responses.get(&id) {
             Some(response) => Ok(response.clone()),
-            None => Err(InterruptRaised(Interrupt {
+            None => Err(InterruptRaised(Box::new(Interrupt {
                 id,
                 name: name.to_owned(),
                 reason,
                 response: None,
-            })),
+            }))),
         }
     }
 }
@@ -357,7 +357,7 @@ impl HookRegistry {
             {
                 Ok(Ok(())) => {}
                 Ok(Err(InterruptRaised(interrupt))) => {
-                    invoked.interrupts.push(interrupt);
+                    invoked.interrupts.push(*interrupt);
                     break;
                 }
                 Err(_) => {

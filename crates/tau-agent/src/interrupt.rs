@@ -20,7 +20,7 @@ pub struct Interrupt {
 /// Returned by [`crate::BeforeToolCallEvent::interrupt`] when no answer exists yet; a hook
 /// hands it back with `?`. Only the loop can make one.
 #[derive(Debug)]
-pub struct InterruptRaised(pub(crate) Interrupt);
+pub struct InterruptRaised(pub(crate) Box<Interrupt>);
 
 /// The caller's answer to one interrupt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
