@@ -1,0 +1,221 @@
+//! `tau chat` and `tau demo` as a person drives them: Ctrl-C, a question nobody answers,
+//! the demo with real answers.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::Tau;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+/// A running tau whose stdout is collected as it comes.
+struct Live {
+    child: Child,
+    out: Arc<Mutex<String>>,
+}
+
+impl Live {
+    fn start(tau: &Tau, args: &[&str]) -> Self {
+        let mut child = tau
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let out = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&out);
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buffer[..n]));
+            }
+        });
+        Self { child, out }
+    }
+
+    fn send(&mut self, text: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Waits (up to a generous bound, so a slow machine does not fail it) for `text`.
+    fn wait_for(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.out.lock().unwrap().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "never saw {text:?} in:\n{}",
+                self.out.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn interrupt(&self) {
+        let status = std::process::Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn finish(mut self) -> (i32, String) {
+        drop(self.child.stdin.take());
+        let status = self.child.wait().unwrap();
+        let out = self.out.lock().unwrap().clone();
+        (status.code().unwrap_or(-1), out)
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_the_turn_and_eof_then_exits_0() {
+    let tau = Tau::new();
+    let slow = json!({"role": "assistant", "content": [{"text": "This answer streams slowly and will be cut."}], "delayMs": 2000});
+    let model = tau.replay(&json!([slow]));
+    let mut live = Live::start(&tau, &["--model", &model, "chat", "--session", "s1"]);
+    live.send("tell me a story\n");
+    live.wait_for("you> tell me a story\n");
+    std::thread::sleep(Duration::from_millis(300));
+    live.interrupt();
+    live.wait_for("  ! Cancelled.\n");
+    let (code, _) = live.finish();
+    assert_eq!(code, 0);
+    assert_eq!(
+        tau.session_json("s1"),
+        json!([
+            {"role": "user", "content": [{"text": "tell me a story"}]},
+            {"role": "assistant", "content": [{"text": "Cancelled by user"}]},
+        ])
+    );
+}
+
+#[test]
+fn a_second_ctrl_c_at_the_prompt_exits_0() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([{"role": "assistant", "content": [{"text": "Hi."}]}]));
+    let mut live = Live::start(&tau, &["--model", &model, "chat", "--session", "s1"]);
+    live.send("hello\n");
+    live.wait_for("tau> Hi.\n");
+    std::thread::sleep(Duration::from_millis(100));
+    live.interrupt();
+    let status = live.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_question_nobody_answers_is_withdrawn_at_the_gate_timeout() {
+    let tau = Tau::new();
+    let config = tau.config("[approval]\ntimeout_seconds = 0.5\n");
+    let model = tau.replay(&json!([
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "run_command", "input": {"command": "touch proof.txt"}}}]},
+        {"role": "assistant", "content": [{"text": "Not run."}]},
+        {"role": "assistant", "content": [{"text": "Still here."}]},
+    ]));
+    let mut live = Live::start(
+        &tau,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "chat",
+            "--session",
+            "s1",
+        ],
+    );
+    live.send("make a file\n");
+    live.wait_for("  ! No answer in time: run_command was not run.\n");
+    live.wait_for("tau> Not run.\n");
+    // The line typed after the withdrawal is a prompt, not a late answer.
+    live.send("y\n");
+    live.wait_for("tau> Still here.\n");
+    let (code, out) = live.finish();
+    assert_eq!(code, 0, "{out}");
+    assert!(!tau.workspace().join("proof.txt").exists());
+    let events = tau.audit_events();
+    assert_eq!(
+        (events[0]["type"].as_str(), events[0]["decision"].as_str()),
+        (Some("approval"), Some("timeout"))
+    );
+    assert_eq!(
+        (events[2]["status"].as_str(), events[2]["approval"].as_str()),
+        (Some("refused"), Some("timeout"))
+    );
+    assert_eq!(
+        tau.session_json("s1")[4],
+        json!({"role": "user", "content": [{"text": "y"}]})
+    );
+}
+
+#[test]
+fn the_demo_runs_offline_with_real_answers_and_prints_the_audit_log() {
+    let tau = Tau::new();
+    let run = tau.run(&["demo"], "y\nn\n");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (chat, audit) = run.stdout.split_once("\naudit.jsonl").unwrap();
+    let port = regex_port(chat);
+    insta::assert_snapshot!(chat.replace(&port, "PORT"));
+    let lines: Vec<serde_json::Value> = audit
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary: Vec<(String, String)> = lines
+        .iter()
+        .map(|l| {
+            let kind = l["type"].as_str().unwrap().to_owned();
+            let what = l
+                .get("approval")
+                .or(l.get("decision"))
+                .or(l.get("stop_reason"))
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_owned();
+            (kind, what)
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("tool_call", "not_required"),
+        ("approval", "approved"),
+        ("tool_call", "approved"),
+        ("tool_call", "not_required"),
+        ("approval", "rejected"),
+        ("tool_call", "rejected"),
+        ("turn_end", "end_turn"),
+    ]
+    .iter()
+    .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+    .collect();
+    assert_eq!(summary, expected);
+    assert!(
+        !tau.home().exists(),
+        "the demo keeps its files in a temporary folder"
+    );
+}
+
+/// The lamp's port, as the effect line shows it.
+fn regex_port(text: &str) -> String {
+    let start = text.find("127.0.0.1:").unwrap() + "127.0.0.1:".len();
+    text[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect()
+}
