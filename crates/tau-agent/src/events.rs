@@ -37,18 +37,20 @@ pub enum TurnEvent {
     Stop { reason: StopReason, usage: Usage },
 }
 
-/// Where turn events go: a channel, or a callback that runs in the loop's own task, so
-/// what it prints is in order with everything else the turn does (an approval prompt
+/// Where a turn's events go: a channel, or a callback that runs in the loop's own task,
+/// so what it prints is in order with everything else the turn does (an approval prompt
 /// never overtakes the tool call it is about). Sending never blocks and never fails the
 /// turn; a callback must return quickly.
-#[derive(Clone)]
-pub struct EventSink {
-    deliver: Arc<dyn Fn(TurnEvent) + Send + Sync>,
+pub struct Sink<T> {
+    deliver: Arc<dyn Fn(T) + Send + Sync>,
 }
 
-impl EventSink {
+/// Where turn events go.
+pub type EventSink = Sink<TurnEvent>;
+
+impl<T: Send + 'static> Sink<T> {
     /// A sink and the receiver that reads it.
-    pub fn channel() -> (Self, mpsc::UnboundedReceiver<TurnEvent>) {
+    pub fn channel() -> (Self, mpsc::UnboundedReceiver<T>) {
         let (sender, receiver) = mpsc::unbounded_channel();
         // A closed receiver means nobody watches this turn any more; the turn goes on.
         let sink = Self::from_fn(move |event| {
@@ -58,20 +60,28 @@ impl EventSink {
     }
 
     /// A sink that calls `deliver` for every event, in the loop's task.
-    pub fn from_fn(deliver: impl Fn(TurnEvent) + Send + Sync + 'static) -> Self {
+    pub fn from_fn(deliver: impl Fn(T) + Send + Sync + 'static) -> Self {
         Self {
             deliver: Arc::new(deliver),
         }
     }
 
-    pub fn send(&self, event: TurnEvent) {
+    pub fn send(&self, event: T) {
         (self.deliver)(event);
     }
 }
 
-impl std::fmt::Debug for EventSink {
+impl<T> Clone for Sink<T> {
+    fn clone(&self) -> Self {
+        Self {
+            deliver: Arc::clone(&self.deliver),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Sink<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("EventSink")
+        f.write_str("Sink")
     }
 }
 

@@ -9,7 +9,6 @@ use tau_agent::{
     Agent, AgentError, AgentResult, CancelHandle, EventSink, Input, InterruptResponse, Limits,
     Message, ModelError, StopReason, TurnEvent, Usage,
 };
-use tokio::sync::mpsc;
 
 use crate::approval::TierGate;
 use crate::catalog::ToolCatalog;
@@ -32,40 +31,8 @@ pub enum ChatEvent {
     Notice { notice: Notice, text: String },
 }
 
-/// Where a channel reads its turn from: a channel, or a callback called in the turn's own
-/// task, in the order things happen.
-#[derive(Clone)]
-pub struct ChatSink {
-    deliver: Arc<dyn Fn(ChatEvent) + Send + Sync>,
-}
-
-impl ChatSink {
-    pub fn channel() -> (Self, mpsc::UnboundedReceiver<ChatEvent>) {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        // A channel that stopped reading only misses the rest of the turn.
-        let sink = Self::from_fn(move |event| {
-            let _ = sender.send(event);
-        });
-        (sink, receiver)
-    }
-
-    /// A sink that calls `deliver` for every event; it must return quickly.
-    pub fn from_fn(deliver: impl Fn(ChatEvent) + Send + Sync + 'static) -> Self {
-        Self {
-            deliver: Arc::new(deliver),
-        }
-    }
-
-    pub fn send(&self, event: ChatEvent) {
-        (self.deliver)(event);
-    }
-}
-
-impl std::fmt::Debug for ChatSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ChatSink")
-    }
-}
+/// Where a channel reads its turn from.
+pub type ChatSink = tau_agent::Sink<ChatEvent>;
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]

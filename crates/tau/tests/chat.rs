@@ -281,10 +281,24 @@ fn the_audit_log_verifies_and_reports_an_edit() {
 #[test]
 fn a_running_tool_shows_its_progress_as_plain_lines_when_not_a_terminal() {
     let tau = Tau::new();
-    let model = tau.replay(&json!([tool_call("t1", "run_command", json!({"command": "echo one; sleep 0.3; echo two >&2"})), answer("Done.")]));
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            json!({"command": "echo one; sleep 0.3; echo two >&2"})
+        ),
+        answer("Done.")
+    ]));
     let run = tau.run(&["--model", &model, "chat", "--session", "s1"], "go\ny\n");
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let progress: Vec<&str> = run.stdout.lines().filter(|l| l.starts_with("  … ")).collect();
+    let progress: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("  … "))
+        .collect();
     assert_eq!(progress, vec!["  … one", "  … stderr: two"]);
-    assert!(!run.stdout.contains('\u{1b}'), "no colour or spinner when stdout is not a terminal");
+    assert!(
+        !run.stdout.contains('\u{1b}'),
+        "no colour or spinner when stdout is not a terminal"
+    );
 }
