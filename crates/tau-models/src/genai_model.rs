@@ -135,6 +135,10 @@ pub(crate) fn map_error(ctx: &ErrorContext, error: genai::Error) -> ModelError {
             webc(ctx, webc_error)
         }
         E::ChatResponse { body, .. } => stream_error_event(ctx, &body),
+        // JSON that ends early is an event cut off, typically by a server that went away.
+        E::StreamParse { serde_error, .. } if serde_error.is_eof() => {
+            ModelError::incomplete(format!("{} cut an event short: {serde_error}", ctx.server))
+        }
         E::StreamParse { serde_error, .. } => ctx.malformed(&serde_error.to_string()),
         E::JsonValueExt(error) => ctx.malformed(&error.to_string()),
         E::SerdeJson(error) => ctx.malformed(&error.to_string()),
