@@ -119,13 +119,10 @@ fn build_bedrock(
         .clone()
         .unwrap_or_else(|| BEDROCK_KEY_ENV.to_owned());
     let key = read_key(env, &key_env, &checked.spec.to_string())?;
-    let base_url = checked.base_url.clone().unwrap_or_else(|| {
-        let region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
-            .into_iter()
-            .find_map(|name| env(name).filter(|r| is_region(r)))
-            .unwrap_or_else(|| BEDROCK_DEFAULT_REGION.to_owned());
-        default_base_url(&region)
-    });
+    let base_url = checked
+        .base_url
+        .clone()
+        .unwrap_or_else(|| default_base_url(&bedrock_region(env)));
     Ok(Arc::new(BedrockModel {
         model: model.to_owned(),
         http: http_client(&base_url, checked.timeout)?,
@@ -159,6 +156,14 @@ fn read_key(
     }
 }
 
+/// `AWS_REGION`, else `AWS_DEFAULT_REGION`, else us-east-1, as the AWS tools do.
+fn bedrock_region(env: &dyn Fn(&str) -> Option<String>) -> String {
+    ["AWS_REGION", "AWS_DEFAULT_REGION"]
+        .into_iter()
+        .find_map(|name| env(name).filter(|r| is_region(r)))
+        .unwrap_or_else(|| BEDROCK_DEFAULT_REGION.to_owned())
+}
+
 /// A region becomes part of a host name; only `[a-z0-9-]` may.
 fn is_region(region: &str) -> bool {
     !region.is_empty()
@@ -183,4 +188,74 @@ fn http_client(base_url: &str, timeout: Duration) -> Result<reqwest::Client, Mod
     builder
         .build()
         .map_err(|e| ModelBuildError::Client(error_chain(&e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn bedrock_region_comes_from_the_environment_and_must_be_a_host_label() {
+        assert_eq!(bedrock_region(&env_of(&[])), "us-east-1");
+        assert_eq!(
+            bedrock_region(&env_of(&[
+                ("AWS_REGION", "eu-west-1"),
+                ("AWS_DEFAULT_REGION", "us-west-2")
+            ])),
+            "eu-west-1"
+        );
+        assert_eq!(
+            bedrock_region(&env_of(&[("AWS_DEFAULT_REGION", "us-west-2")])),
+            "us-west-2"
+        );
+        assert_eq!(
+            bedrock_region(&env_of(&[("AWS_REGION", "evil.example/x")])),
+            "us-east-1"
+        );
+        assert_eq!(
+            default_base_url("eu-west-1"),
+            "https://bedrock-runtime.eu-west-1.amazonaws.com/"
+        );
+    }
+
+    #[test]
+    fn only_the_key_variable_is_read() {
+        let asked = std::sync::Mutex::new(Vec::new());
+        let env = |name: &str| {
+            asked.lock().unwrap().push(name.to_owned());
+            Some("k-123456".to_owned())
+        };
+        let config = ModelConfig {
+            spec: "anthropic:claude-haiku-4-5".into(),
+            ..Default::default()
+        };
+        build_model(&config, &env).unwrap();
+        assert_eq!(*asked.lock().unwrap(), vec!["ANTHROPIC_API_KEY".to_owned()]);
+    }
+
+    #[test]
+    fn an_empty_key_counts_as_missing() {
+        let config = ModelConfig {
+            spec: "openai:gpt-4o".into(),
+            api_key_env: Some("MY_KEY".into()),
+            ..Default::default()
+        };
+        let Err(error) = build_model(&config, &env_of(&[("MY_KEY", "  ")])) else {
+            panic!("expected an error");
+        };
+        assert_eq!(
+            error.to_string(),
+            "openai:gpt-4o needs an API key: set the environment variable MY_KEY"
+        );
+    }
 }

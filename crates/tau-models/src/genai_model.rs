@@ -224,3 +224,35 @@ fn stream_error_event(ctx: &ErrorContext, body: &Value) -> ModelError {
     let message = text(inner.get("message")).unwrap_or_else(|| body.to_string());
     ctx.stream_event(&kind, &message)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_names_the_variable_not_the_key() {
+        let model = GenaiModel::new(GenaiSettings {
+            wire: Wire::OpenAi,
+            model: "gpt-4o".into(),
+            base_url: "http://127.0.0.1:9/v1/".into(),
+            key: ApiKey::new("sk-very-secret-1"),
+            errors: ErrorContext {
+                server: "OpenAI".into(),
+                key_env: Some("OPENAI_API_KEY".into()),
+                key: Some(ApiKey::new("sk-very-secret-1")),
+            },
+            temperature: None,
+            max_tokens: 10,
+            tool_choice: None,
+            timeout: Duration::from_secs(1),
+            http: reqwest::Client::new(),
+        })
+        .unwrap();
+        let debug = format!("{model:?}");
+        assert_eq!(
+            debug,
+            "GenaiModel { wire: OpenAi, model: \"gpt-4o\", endpoint: \"http://127.0.0.1:9/v1/\", key_env: Some(\"OPENAI_API_KEY\"), .. }"
+        );
+        assert!(!format!("{:?}", model.target).contains("sk-very-secret-1"));
+    }
+}

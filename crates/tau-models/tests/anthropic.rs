@@ -1,5 +1,6 @@
 //! Anthropic Messages against an in-test server: streaming, tool input split across
 //! deltas, usage, errors, and tool results carrying `is_error`.
+#![cfg(test)]
 
 mod common;
 
@@ -27,21 +28,21 @@ fn anthropic(server: &TestServer) -> Arc<dyn Model> {
     build_model(&config, &env_with(ENV)).unwrap()
 }
 
-fn event(kind: &str, data: Value) -> String {
+fn event(kind: &str, data: &Value) -> String {
     format!("event: {kind}\ndata: {data}")
 }
 
-fn delta(index: u32, delta: Value) -> String {
+fn delta(index: u32, delta: &Value) -> String {
     event(
         "content_block_delta",
-        json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        &json!({"type": "content_block_delta", "index": index, "delta": delta}),
     )
 }
 
 fn message_start_event(input_tokens: u32) -> String {
     event(
         "message_start",
-        json!({"type": "message_start", "message": {
+        &json!({"type": "message_start", "message": {
             "id": "msg_1", "type": "message", "role": "assistant", "content": [],
             "model": "claude-haiku-4-5", "stop_reason": null,
             "usage": {"input_tokens": input_tokens, "output_tokens": 1}
@@ -53,9 +54,9 @@ fn message_end(stop_reason: &str, output_tokens: u32) -> [String; 2] {
     [
         event(
             "message_delta",
-            json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
+            &json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
         ),
-        event("message_stop", json!({"type": "message_stop"})),
+        event("message_stop", &json!({"type": "message_stop"})),
     ]
 }
 
@@ -65,31 +66,31 @@ async fn streams_text_and_tool_input_and_sends_results_with_is_error() {
         message_start_event(25),
         event(
             "content_block_start",
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         ),
-        event("ping", json!({"type": "ping"})),
-        delta(0, json!({"type": "text_delta", "text": "Let me "})),
-        delta(0, json!({"type": "text_delta", "text": "check."})),
+        event("ping", &json!({"type": "ping"})),
+        delta(0, &json!({"type": "text_delta", "text": "Let me "})),
+        delta(0, &json!({"type": "text_delta", "text": "check."})),
         event(
             "content_block_stop",
-            json!({"type": "content_block_stop", "index": 0}),
+            &json!({"type": "content_block_stop", "index": 0}),
         ),
         event(
             "content_block_start",
-            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "clock", "input": {}}}),
+            &json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "clock", "input": {}}}),
         ),
-        delta(1, json!({"type": "input_json_delta", "partial_json": ""})),
+        delta(1, &json!({"type": "input_json_delta", "partial_json": ""})),
         delta(
             1,
-            json!({"type": "input_json_delta", "partial_json": "{\"zone\": "}),
+            &json!({"type": "input_json_delta", "partial_json": "{\"zone\": "}),
         ),
         delta(
             1,
-            json!({"type": "input_json_delta", "partial_json": "\"UTC\"}"}),
+            &json!({"type": "input_json_delta", "partial_json": "\"UTC\"}"}),
         ),
         event(
             "content_block_stop",
-            json!({"type": "content_block_stop", "index": 1}),
+            &json!({"type": "content_block_stop", "index": 1}),
         ),
     ];
     events.extend(message_end("tool_use", 30));
@@ -171,13 +172,13 @@ async fn throttling_statuses_and_overload_events_are_throttled() {
     let server = TestServer::start(vec![
         Reply::json(
             429,
-            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "Number of request tokens has exceeded your per-minute rate limit"}}),
+            &json!({"type": "error", "error": {"type": "rate_limit_error", "message": "Number of request tokens has exceeded your per-minute rate limit"}}),
         )
         .header("retry-after", "12"),
-        Reply::json(529, overloaded.clone()),
+        Reply::json(529, &overloaded),
         Reply::sse([
             message_start_event(5),
-            event("error", overloaded),
+            event("error", &overloaded),
         ]),
     ])
     .await;
@@ -222,7 +223,7 @@ async fn prompt_too_long_is_an_overflow() {
     let message = "prompt is too long: 215000 tokens > 200000 maximum";
     let server = TestServer::start(vec![Reply::json(
         400,
-        json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
+        &json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
     )])
     .await;
     assert_eq!(
@@ -237,7 +238,7 @@ async fn prompt_too_long_is_an_overflow() {
 async fn a_bad_key_names_the_variable_and_never_shows_the_key() {
     let server = TestServer::start(vec![Reply::json(
         401,
-        json!({"type": "error", "error": {"type": "authentication_error", "message": format!("invalid x-api-key {KEY}")}}),
+        &json!({"type": "error", "error": {"type": "authentication_error", "message": format!("invalid x-api-key {KEY}")}}),
     )])
     .await;
     let error = run_err(anthropic(&server).as_ref(), hello_request()).await;
@@ -258,9 +259,9 @@ async fn a_stream_without_message_stop_is_incomplete() {
             message_start_event(5),
             event(
                 "content_block_start",
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
             ),
-            delta(0, json!({"type": "text_delta", "text": "Hel"})),
+            delta(0, &json!({"type": "text_delta", "text": "Hel"})),
         ])
         .cut(),
     ])

@@ -1,5 +1,6 @@
 //! OpenAI chat completions against an in-test server: streaming, tool calls split across
 //! deltas, usage, errors, and the exact request bodies tau sends.
+#![cfg(test)]
 
 mod common;
 
@@ -32,7 +33,9 @@ fn openai(server: &TestServer) -> Arc<dyn Model> {
 }
 
 fn chunk(delta: Value) -> String {
-    json!({"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]}).to_string()
+    let mut event = json!({"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "finish_reason": null}]});
+    event["choices"][0]["delta"] = delta;
+    event.to_string()
 }
 
 fn tool_delta(index: u32, id: Option<&str>, name: Option<&str>, arguments: &str) -> String {
@@ -193,7 +196,7 @@ async fn max_tokens_stop_is_reported() {
         .await
         .unwrap();
     assert_eq!(
-        chunks.get(chunks.len() - 1),
+        chunks.last(),
         Some(&StreamChunk::MessageStop {
             stop_reason: StopReason::MaxTokens
         })
@@ -205,7 +208,7 @@ async fn http_429_is_throttled_with_retry_after() {
     let server = TestServer::start(vec![
         Reply::json(
             429,
-            json!({"error": {"message": "Rate limit reached for gpt-4o-mini", "type": "requests"}}),
+            &json!({"error": {"message": "Rate limit reached for gpt-4o-mini", "type": "requests"}}),
         )
         .header("retry-after", "3"),
     ])
@@ -231,7 +234,7 @@ async fn context_length_error_is_an_overflow() {
     let message = "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.";
     let server = TestServer::start(vec![Reply::json(
         400,
-        json!({"error": {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}}),
+        &json!({"error": {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}}),
     )])
     .await;
     assert_eq!(
@@ -246,7 +249,7 @@ async fn context_length_error_is_an_overflow() {
 async fn a_bad_key_names_the_variable_and_never_shows_the_key() {
     let server = TestServer::start(vec![Reply::json(
         401,
-        json!({"error": {"message": format!("Incorrect API key provided: {KEY}."), "code": "invalid_api_key"}}),
+        &json!({"error": {"message": format!("Incorrect API key provided: {KEY}."), "code": "invalid_api_key"}}),
     )])
     .await;
     let error = run_err(openai(&server).as_ref(), hello_request()).await;
@@ -264,7 +267,7 @@ async fn a_bad_key_names_the_variable_and_never_shows_the_key() {
 async fn server_errors_carry_the_provider_message() {
     let server = TestServer::start(vec![Reply::json(
         500,
-        json!({"error": {"message": "The server had an error while processing your request."}}),
+        &json!({"error": {"message": "The server had an error while processing your request."}}),
     )])
     .await;
     assert_eq!(

@@ -118,3 +118,33 @@ where
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_names_the_variable_not_the_key() {
+        let model = BedrockModel {
+            model: "amazon.nova-lite-v1:0".into(),
+            base_url: "http://127.0.0.1:9/".into(),
+            key: ApiKey::new("bedrock-secret-1"),
+            errors: ErrorContext {
+                server: "Bedrock".into(),
+                key_env: Some("AWS_BEARER_TOKEN_BEDROCK".into()),
+                key: Some(ApiKey::new("bedrock-secret-1")),
+            },
+            inference: Inference {
+                max_tokens: 10,
+                temperature: None,
+                tool_choice: None,
+            },
+            timeout: Duration::from_secs(1),
+            http: reqwest::Client::new(),
+        };
+        assert_eq!(
+            format!("{model:?}"),
+            "BedrockModel { model: \"amazon.nova-lite-v1:0\", endpoint: \"http://127.0.0.1:9/\", key_env: Some(\"AWS_BEARER_TOKEN_BEDROCK\"), .. }"
+        );
+    }
+}

@@ -1,5 +1,6 @@
 //! A scripted HTTP/1.1 server on 127.0.0.1:0 that plays one reply per request and records
 //! what it was sent, plus helpers to run a model against it.
+#![cfg(test)]
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
@@ -61,7 +62,7 @@ impl Reply {
         Self::new(200, "text/event-stream", pieces)
     }
 
-    pub fn json(status: u16, body: Value) -> Self {
+    pub fn json(status: u16, body: &Value) -> Self {
         Self::new(
             status,
             "application/json",
@@ -165,7 +166,7 @@ async fn serve(
     };
     recorded.lock().unwrap().push(request);
     let reply = replies.lock().unwrap().pop_front();
-    let reply = reply.unwrap_or_else(|| Reply::json(500, json!({"error": "no scripted reply"})));
+    let reply = reply.unwrap_or_else(|| Reply::json(500, &json!({"error": "no scripted reply"})));
     let mut head = format!("HTTP/1.1 {} Scripted\r\n", reply.status);
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
