@@ -55,7 +55,7 @@ impl Default for ModelConfig {
 
 /// Which tool the model must call, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolChoice {
+pub(crate) enum ToolChoice {
     Auto,
     None,
     /// Some tool, the model picks which.

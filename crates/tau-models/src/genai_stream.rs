@@ -204,3 +204,126 @@ fn usage(usage: &Usage) -> tau_agent::Usage {
         total_tokens,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use genai::chat::{MessageContent, StreamChunk as GenaiChunk, ToolChunk};
+    use pretty_assertions::assert_eq;
+
+    fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
+        ToolCall {
+            call_id: id.into(),
+            fn_name: name.into(),
+            fn_arguments: arguments,
+            thought_signatures: None,
+        }
+    }
+
+    fn chunk(id: &str, name: &str, so_far: &str) -> genai::Result<ChatStreamEvent> {
+        Ok(ChatStreamEvent::ToolCallChunk(ToolChunk {
+            tool_call: call(id, name, Value::String(so_far.into())),
+        }))
+    }
+
+    fn translate_all(events: Vec<genai::Result<ChatStreamEvent>>) -> Vec<StreamChunk> {
+        let mut translator = GenaiTranslator::new(ErrorContext {
+            server: "test".into(),
+            key_env: None,
+            key: None,
+        });
+        let mut out = VecDeque::new();
+        for event in events {
+            translator.item(event, &mut out).unwrap();
+        }
+        out.into_iter().collect()
+    }
+
+    fn tool_block(id: &str, name: &str, json: &str) -> [StreamChunk; 3] {
+        [
+            StreamChunk::ContentBlockStart {
+                start: BlockStart::ToolUse {
+                    tool_use_id: id.into(),
+                    name: name.into(),
+                },
+            },
+            StreamChunk::ContentBlockDelta {
+                delta: BlockDelta::ToolUseInput { json: json.into() },
+            },
+            StreamChunk::ContentBlockStop,
+        ]
+    }
+
+    #[test]
+    fn interleaved_and_end_only_tool_calls_come_out_whole_without_duplicated_prefixes() {
+        let end = StreamEnd {
+            captured_stop_reason: Some(GenaiStop::ToolCall("tool_calls".into())),
+            captured_content: Some(MessageContent::from_tool_calls(vec![
+                call("a", "x", serde_json::json!({"n": 1})),
+                call("b", "y", serde_json::json!({})),
+                call("c", "z", serde_json::json!({"only": "at the end"})),
+            ])),
+            ..Default::default()
+        };
+        let chunks = translate_all(vec![
+            Ok(ChatStreamEvent::Start),
+            Ok(ChatStreamEvent::Chunk(GenaiChunk {
+                content: "ok".into(),
+            })),
+            chunk("a", "x", ""),
+            chunk("a", "", "{\"n\""),
+            chunk("b", "y", "{}"),
+            chunk("a", "", "{\"n\": 1}"),
+            Ok(ChatStreamEvent::End(end)),
+        ]);
+        let mut expected = vec![
+            StreamChunk::MessageStart {
+                role: Role::Assistant,
+            },
+            StreamChunk::ContentBlockStart {
+                start: BlockStart::Text,
+            },
+            StreamChunk::ContentBlockDelta {
+                delta: BlockDelta::Text { text: "ok".into() },
+            },
+            StreamChunk::ContentBlockStop,
+        ];
+        expected.extend(tool_block("a", "x", "{\"n\": 1}"));
+        expected.extend(tool_block("b", "y", "{}"));
+        expected.extend(tool_block("c", "z", "{\"only\":\"at the end\"}"));
+        expected.push(StreamChunk::MessageStop {
+            stop_reason: StopReason::ToolUse,
+        });
+        assert_eq!(chunks, expected);
+    }
+
+    #[test]
+    fn stop_reasons_and_usage_map() {
+        assert_eq!(
+            stop_reason(&GenaiStop::MaxTokens("length".into())),
+            StopReason::MaxTokens
+        );
+        assert_eq!(
+            stop_reason(&GenaiStop::ContentFilter("content_filter".into())),
+            StopReason::ContentFiltered
+        );
+        assert_eq!(
+            stop_reason(&GenaiStop::Other("pause_turn".into())),
+            StopReason::EndTurn
+        );
+        let usage = usage(&Usage {
+            prompt_tokens: Some(10),
+            completion_tokens: Some(-3),
+            total_tokens: None,
+            ..Default::default()
+        });
+        assert_eq!(
+            usage,
+            tau_agent::Usage {
+                input_tokens: 10,
+                output_tokens: 0,
+                total_tokens: 10
+            }
+        );
+    }
+}

@@ -39,6 +39,10 @@ pub use builder::{
 };
 pub use config::{
     ConfigError, DEFAULT_MAX_TOKENS, DEFAULT_REQUEST_TIMEOUT_SECONDS, DEFAULT_SPEC, ModelConfig,
-    ToolChoice,
 };
 pub use spec::{ModelSpec, OLLAMA_DEFAULT_BASE_URL, SpecError};
+
+/// Log filter directives for the binary's subscriber. genai logs failed response bodies
+/// itself, unscrubbed, under its own target; tau-models reports every failure as a
+/// `ModelError` with API keys scrubbed, so genai's own lines are switched off.
+pub const LOG_DIRECTIVES: &str = "genai=off";
