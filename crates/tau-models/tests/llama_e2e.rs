@@ -17,6 +17,7 @@ mod common;
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use common::*;
@@ -26,6 +27,10 @@ use tau_agent::{
     ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 use tau_models::{ModelConfig, build_model};
+
+/// llama-cpp-python's server interrupts a running stream when the next request arrives,
+/// so these tests take turns.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn server_url() -> Option<String> {
     let url = std::env::var("TAU_LLAMA_SERVER_URL")
@@ -87,6 +92,7 @@ impl Tool for Clock {
 #[tokio::test]
 async fn llama_cpp_streams_a_text_answer_through_the_agent_loop() {
     let Some(url) = server_url() else { return };
+    let _turn = ONE_AT_A_TIME.lock().await;
     let mut agent = Agent::builder(model(&url, None))
         .system_prompt("Answer in one short sentence.")
         .build()
@@ -101,21 +107,28 @@ async fn llama_cpp_streams_a_text_answer_through_the_agent_loop() {
         "{result:?}"
     );
     let text = result.message.map(|m| m.text()).unwrap_or_default();
+    // llama-cpp-python sends no usage in a stream, so none is asserted.
     assert!(!text.trim().is_empty(), "{text:?}");
-    assert!(result.usage.output_tokens > 0, "{:?}", result.usage);
 }
 
 #[tokio::test]
 async fn llama_cpp_streams_a_forced_tool_call_with_json_input() {
     let Some(url) = server_url() else { return };
+    let _turn = ONE_AT_A_TIME.lock().await;
     let request = ModelRequest {
         system_prompt: Some("You can use tools.".into()),
         messages: vec![tau_agent::Message::user_text("What time is it in UTC?")],
         tool_specs: vec![clock_spec()],
     };
-    let chunks = run(model(&url, Some("tool:clock")).as_ref(), request)
-        .await
-        .unwrap();
+    // Grammar-constrained sampling over Gemma's 262k-token vocabulary takes seconds per
+    // token on two cores.
+    let chunks = run_within(
+        Duration::from_secs(300),
+        model(&url, Some("tool:clock")).as_ref(),
+        request,
+    )
+    .await
+    .unwrap();
     let names: Vec<&str> = chunks
         .iter()
         .filter_map(|c| match c {
@@ -148,6 +161,7 @@ async fn llama_cpp_streams_a_forced_tool_call_with_json_input() {
 #[tokio::test]
 async fn llama_cpp_accepts_tool_results_in_the_loop() {
     let Some(url) = server_url() else { return };
+    let _turn = ONE_AT_A_TIME.lock().await;
     let calls = Arc::new(AtomicU32::new(0));
     let clock = Clock {
         spec: clock_spec(),

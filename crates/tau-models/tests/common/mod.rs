@@ -251,7 +251,16 @@ pub fn env_with(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str)
 
 /// Every chunk until the end or the first error; never waits more than 20 s.
 pub async fn run(model: &dyn Model, request: ModelRequest) -> Result<Vec<StreamChunk>, ModelError> {
-    tokio::time::timeout(Duration::from_secs(20), async {
+    run_within(Duration::from_secs(20), model, request).await
+}
+
+/// [`run`] with another bound, for a real model on a slow machine.
+pub async fn run_within(
+    bound: Duration,
+    model: &dyn Model,
+    request: ModelRequest,
+) -> Result<Vec<StreamChunk>, ModelError> {
+    tokio::time::timeout(bound, async {
         let mut stream = model.stream(request).await?;
         let mut chunks = Vec::new();
         while let Some(chunk) = stream.next().await {
