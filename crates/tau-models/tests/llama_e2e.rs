@@ -1,6 +1,7 @@
 //! End to end against a real OpenAI-compatible server: llama.cpp (llama-cpp-python's
 //! server) running Gemma 3 270M. Skipped, with the reason printed, unless
-//! `TAU_LLAMA_SERVER_URL` names a running server:
+//! `TAU_LLAMA_SERVER_URL` names a running server (`TAU_LLAMA_REQUIRED=1` makes a missing
+//! one a failure, for a CI job that means to run them):
 //!
 //! ```sh
 //! scripts/llama-server.sh start        # prints the URL
@@ -37,6 +38,10 @@ fn server_url() -> Option<String> {
         .ok()
         .filter(|u| !u.is_empty());
     if url.is_none() {
+        assert!(
+            std::env::var_os("TAU_LLAMA_REQUIRED").is_none(),
+            "TAU_LLAMA_REQUIRED is set but TAU_LLAMA_SERVER_URL is not"
+        );
         // Written past the test harness's capture, so the skip shows in a normal run.
         let _ = writeln!(
             std::io::stderr(),
