@@ -1,0 +1,48 @@
+//! tau-models: the model providers behind tau-agent's `Model` trait.
+//!
+//! Owns the wire formats (OpenAI chat completions, which also covers Ollama, llama.cpp,
+//! vLLM and LM Studio through a base URL; Anthropic Messages; Bedrock Converse), the
+//! `provider:model` spec string, the `[model]` config table, API keys read from the
+//! environment, and the mapping of every provider failure into `ModelError`. It knows
+//! nothing of tiers, approvals or channels: a refusal reaches it as an ordinary error tool
+//! result and leaves it as that provider's error form.
+//!
+//! Why genai, and where not: genai 0.7.2 already streams OpenAI-compatible and Anthropic
+//! answers, tool calls and usage, so those two go through it, always with an explicit
+//! `ServiceTarget` so its model-name guessing never picks an adapter or URL. It falls short
+//! in two places, handled here: Anthropic tool results carry no `is_error`, so they are sent
+//! as raw `tool_result` blocks; and its Bedrock adapter drops `toolResult.status`, so Bedrock
+//! Converse is a small native adapter (tau's messages already have the Converse shape).
+//! Bedrock authenticates with a Bedrock API key (bearer token), not AWS SigV4 credentials.
+//!
+//! Layout
+//! - `spec.rs`: [`ModelSpec`]; `config.rs`: [`ModelConfig`]; `builder.rs`: [`build_model`]
+//! - `genai_request.rs`, `genai_stream.rs`, `genai_model.rs`: OpenAI and Anthropic via genai
+//! - `bedrock/`: ConverseStream, its event-stream framing and its events
+//! - `drive.rs`: translation with an idle timeout; `errors.rs`: failures into `ModelError`
+//! - `secret.rs`: the API key, which never shows in Debug output or messages
+
+mod bedrock;
+mod builder;
+mod config;
+mod drive;
+mod errors;
+mod genai_model;
+mod genai_request;
+mod genai_stream;
+mod secret;
+mod spec;
+
+pub use builder::{
+    ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_KEY_ENV, BEDROCK_KEY_ENV, ModelBuildError,
+    OPENAI_DEFAULT_BASE_URL, OPENAI_KEY_ENV, build_model,
+};
+pub use config::{
+    ConfigError, DEFAULT_MAX_TOKENS, DEFAULT_REQUEST_TIMEOUT_SECONDS, DEFAULT_SPEC, ModelConfig,
+};
+pub use spec::{ModelSpec, OLLAMA_DEFAULT_BASE_URL, SpecError};
+
+/// Log filter directives for the binary's subscriber. genai logs failed response bodies
+/// itself, unscrubbed, under its own target; tau-models reports every failure as a
+/// `ModelError` with API keys scrubbed, so genai's own lines are switched off.
+pub const LOG_DIRECTIVES: &str = "genai=off";
