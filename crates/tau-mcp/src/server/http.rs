@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Connection, McpServer};
 use crate::error::McpError;
+use crate::server::stdio::{INVALID_REQUEST, PARSE_ERROR};
 
 /// The one path tau serves.
 pub const MCP_PATH: &str = "/mcp";
@@ -52,6 +53,7 @@ pub fn check_exposure(options: &HttpOptions) -> Result<(), McpError> {
 
 struct Front {
     token: Option<String>,
+    max_message_bytes: usize,
     mcp: StreamableHttpService<Connection, LocalSessionManager>,
 }
 
@@ -70,8 +72,55 @@ impl Front {
             );
             return response;
         }
-        self.mcp.handle(request).await
+        if request.method() != http::Method::POST {
+            return self.mcp.handle(request).await;
+        }
+        // A body that is too large or not JSON gets a JSON-RPC error, as on stdio; the SDK
+        // answers everything else, malformed requests and unknown methods included.
+        let (parts, body) = request.into_parts();
+        let bytes = match Limited::new(body, self.max_message_bytes).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(error) if error.is::<LengthLimitError>() => {
+                return rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    INVALID_REQUEST,
+                    &format!(
+                        "Invalid request: a message may have at most {} bytes",
+                        self.max_message_bytes
+                    ),
+                );
+            }
+            Err(error) => {
+                tracing::debug!(%error, "cannot read an MCP request body");
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    INVALID_REQUEST,
+                    "Invalid request: the body could not be read",
+                );
+            }
+        };
+        if let Err(error) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                &format!("Parse error: {error}"),
+            );
+        }
+        self.mcp
+            .handle(Request::from_parts(parts, Full::new(bytes)))
+            .await
     }
+}
+
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// Compares in time independent of where the first difference is.
@@ -126,6 +175,7 @@ pub async fn serve_http(
     );
     let front = Arc::new(Front {
         token: options.token,
+        max_message_bytes: options.max_message_bytes,
         mcp,
     });
     ready(bound);

@@ -15,8 +15,8 @@ use tokio::sync::mpsc;
 use super::McpServer;
 use crate::error::McpError;
 
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
 const PIPE_BYTES: usize = 64 * 1024;
 
 /// Serves one client on stdin and stdout until stdin ends.
