@@ -72,8 +72,10 @@ pub struct ServerEntry {
     pub tools: BTreeMap<String, Value>,
     /// The tier of every tool the manifest does not name.
     pub default_tier: Value,
-    /// How long tau waits for the server to start, list its tools or answer a call.
+    /// How long tau waits for the server to answer a call.
     pub timeout_seconds: f64,
+    /// How long tau waits for the server to start and list its tools.
+    pub startup_timeout_seconds: f64,
 }
 
 impl Default for ServerEntry {
@@ -87,6 +89,7 @@ impl Default for ServerEntry {
             tools: BTreeMap::new(),
             default_tier: Value::from(2),
             timeout_seconds: 30.0,
+            startup_timeout_seconds: 30.0,
         }
     }
 }
@@ -123,6 +126,10 @@ impl Manifest {
 impl ServerEntry {
     pub fn timeout(&self) -> Duration {
         Duration::try_from_secs_f64(self.timeout_seconds).unwrap_or(Duration::from_secs(30))
+    }
+
+    pub fn startup_timeout(&self) -> Duration {
+        Duration::try_from_secs_f64(self.startup_timeout_seconds).unwrap_or(Duration::from_secs(30))
     }
 
     pub fn endpoint(&self, name: &str) -> Result<Endpoint, ConfigError> {
@@ -213,6 +220,10 @@ impl McpConfig {
                 &format!("mcp.servers.{name}.timeout_seconds"),
                 entry.timeout_seconds,
             )?;
+            seconds(
+                &format!("mcp.servers.{name}.startup_timeout_seconds"),
+                entry.startup_timeout_seconds,
+            )?;
         }
         Ok(())
     }
@@ -271,6 +282,7 @@ mod tests {
             }
         );
         assert_eq!(server.timeout(), Duration::from_secs(30));
+        assert_eq!(server.startup_timeout(), Duration::from_secs(30));
         assert_eq!(
             ServeConfig::default().elicitation_timeout(),
             Duration::from_secs(300)

@@ -39,10 +39,6 @@ impl Connection {
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
     }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.service.is_closed()
-    }
 }
 
 /// Connects to `server` and lists its tools, all within `timeout`.

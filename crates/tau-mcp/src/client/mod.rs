@@ -64,10 +64,12 @@ pub async fn connect_servers(
 ) -> McpTools {
     let attempts = config.servers.iter().map(|(name, entry)| async move {
         let result = match (entry.endpoint(name), entry.manifest(name)) {
-            (Ok(endpoint), Ok(manifest)) => connect::connect(name, &endpoint, entry.timeout(), env)
-                .await
-                .map(|(connection, listed)| (connection, listed, manifest))
-                .map_err(|e| e.to_string()),
+            (Ok(endpoint), Ok(manifest)) => {
+                connect::connect(name, &endpoint, entry.startup_timeout(), env)
+                    .await
+                    .map(|(connection, listed)| (connection, listed, manifest))
+                    .map_err(|e| e.to_string())
+            }
             (Err(e), _) | (_, Err(e)) => Err(format!("MCP server '{name}' is misconfigured: {e}")),
         };
         (name.as_str(), entry, result)

@@ -60,12 +60,6 @@ impl Tool for McpTool {
             Value::Null => Map::new(),
             _ => return Err(ToolError::new("the arguments must be a JSON object")),
         };
-        if self.connection.is_closed() {
-            return Err(self.fail(
-                &context,
-                format!("the MCP server '{server}' is not running; the tool was not run"),
-            ));
-        }
         let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(arguments);
         match tokio::time::timeout(self.timeout, self.connection.peer().call_tool(params)).await {
             Ok(Ok(result)) => Ok(output(result)),
