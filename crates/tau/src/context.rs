@@ -7,13 +7,13 @@ use tau_agent::Model;
 use tau_core::{AgentEvent, EventBus, ToolCatalog};
 
 use crate::errors::usage;
-use crate::paths::Home;
+use crate::paths::{EnvFn, Home};
 use crate::settings::{Loaded, NO_MODEL_HELP};
 
 pub(crate) struct Context {
     pub home: Home,
     pub loaded: Loaded,
-    pub env: Box<dyn Fn(&str) -> Option<String> + Sync>,
+    pub env: Box<EnvFn>,
     /// Every event of this run; the command subscribes the audit log to it.
     pub events: EventBus,
 }

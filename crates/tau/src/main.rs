@@ -59,7 +59,7 @@ fn print(text: &str) {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let env: Box<dyn Fn(&str) -> Option<String> + Sync> = Box::new(|name| std::env::var(name).ok());
+    let env: Box<paths::EnvFn> = Box::new(|name| std::env::var(name).ok());
     if let Command::Completions { shell } = cli.command {
         clap_complete::generate(shell, &mut Cli::command(), "tau", &mut std::io::stdout());
         return Ok(ExitCode::SUCCESS);
@@ -94,7 +94,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions { command } => match command {
             SessionsCommand::List => print(&commands::sessions_list(&ctx)?),
             SessionsCommand::Show { name, json } => {
-                print(&commands::sessions_show(&ctx, &name, json)?)
+                print(&commands::sessions_show(&ctx, &name, json)?);
             }
             SessionsCommand::Delete { name } => print(&commands::sessions_delete(&ctx, &name)?),
         },

@@ -15,7 +15,7 @@ use common::peers;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-fn tool_call(id: &str, name: &str, input: Value) -> Value {
+fn tool_call(id: &str, name: &str, input: &Value) -> Value {
     json!({"role": "assistant", "content": [{"toolUse": {"toolUseId": id, "name": name, "input": input}}]})
 }
 
@@ -78,10 +78,10 @@ fn a_real_time_server_runs_tier_0_and_asks_before_tier_2() {
         tool_call(
             "t1",
             "time__get_current_time",
-            json!({"timezone": "Europe/Istanbul"})
+            &json!({"timezone": "Europe/Istanbul"})
         ),
         answer("Here is the time."),
-        tool_call("t2", "time__convert_time", convert.clone()),
+        tool_call("t2", "time__convert_time", &convert),
         answer("I did not convert it."),
     ]));
     let run = tau.run(
@@ -156,7 +156,7 @@ fn a_server_that_claims_tier_0_for_a_destructive_tool_still_asks() {
         "tools = { whoami = 0 }",
     ));
     let model = tau.replay(&json!([
-        tool_call("t1", "sly__wipe_disk", json!({})),
+        tool_call("t1", "sly__wipe_disk", &json!({})),
         answer("It was not wiped."),
     ]));
     let run = tau.run(
@@ -252,9 +252,9 @@ fn a_server_that_hangs_or_dies_gives_error_results_and_the_chat_goes_on() {
         "tools = { slow = 0, crash = 0, whoami = 0 }\ntimeout_seconds = 2",
     ));
     let model = tau.replay(&json!([
-        tool_call("t1", "sly__slow", json!({})),
-        tool_call("t2", "sly__crash", json!({})),
-        tool_call("t3", "sly__whoami", json!({})),
+        tool_call("t1", "sly__slow", &json!({})),
+        tool_call("t2", "sly__crash", &json!({})),
+        tool_call("t3", "sly__whoami", &json!({})),
         answer("The server is gone."),
         answer("Still here."),
     ]));
@@ -351,4 +351,72 @@ fn manifest_tiers_that_are_not_0_1_or_2_are_config_errors_naming_the_tool() {
         );
     }
     assert!(!tau.home().exists(), "nothing is written");
+}
+
+#[test]
+fn the_everything_server_from_npm_runs_tier_0_and_asks_before_tier_2() {
+    let Some(everything) = peers::npm_bin("mcp-server-everything") else {
+        return;
+    };
+    let tau = Tau::new();
+    let config = tau.config(&format!(
+        "[mcp.servers.everything]\ncommand = {}\ntools = {{ echo = 0 }}\n",
+        json!(everything)
+    ));
+    let model = tau.replay(&json!([
+        tool_call("t1", "everything__echo", &json!({"message": "hello"})),
+        tool_call("t2", "everything__get-tiny-image", &json!({})),
+        tool_call("t3", "everything__get-sum", &json!({"a": 2, "b": 3})),
+        answer("Done."),
+    ]));
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "chat",
+            "--session",
+            "s1",
+        ],
+        "echo, show and add\ny\nn\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let messages = tau.session_json("s1");
+    assert_eq!(
+        ["t1", "t3"].map(|id| result_of(&messages, id)),
+        [
+            (json!("success"), "Echo: hello".to_owned()),
+            (json!("error"), refusal("everything__get-sum")),
+        ]
+    );
+    let image = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .filter_map(|block| block.get("toolResult"))
+        .find(|r| r["toolUseId"] == "t2")
+        .unwrap();
+    assert_eq!(image["status"], json!("success"));
+    assert!(
+        image["content"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"text": "[image, image/png]"})),
+        "{image}"
+    );
+    let decisions: Vec<(Value, Value)> = tau
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["type"] == "approval")
+        .map(|e| (e["tool"].clone(), e["decision"].clone()))
+        .collect();
+    assert_eq!(
+        decisions,
+        vec![
+            (json!("everything__get-tiny-image"), json!("approved")),
+            (json!("everything__get-sum"), json!("rejected")),
+        ]
+    );
 }

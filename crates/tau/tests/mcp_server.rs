@@ -285,3 +285,67 @@ fn an_address_off_loopback_needs_a_token_and_a_named_token_must_be_set() {
     );
     assert!(!tau.home().exists(), "nothing is written");
 }
+
+#[test]
+fn the_mcp_inspector_cli_calls_tier_0_and_is_refused_tier_2() {
+    let Some(inspector) = peers::npm_bin("mcp-inspector") else {
+        return;
+    };
+    let tau = Tau::new();
+    let inspect = |args: &[&str]| {
+        let output = std::process::Command::new(&inspector)
+            .args([
+                "--cli",
+                env!("CARGO_BIN_EXE_tau"),
+                "--home",
+                tau.home().to_str().unwrap(),
+                "mcp",
+            ])
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", tau.dir.path())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let listed = inspect(&["--method", "tools/list"]);
+    let listed: Value = serde_json::from_str(&listed).unwrap_or_else(|e| panic!("{e}: {listed}"));
+    assert_eq!(listed_hints(&listed), expected_hints());
+
+    let clock = inspect(&["--method", "tools/call", "--tool-name", "clock"]);
+    let clock: Value = serde_json::from_str(&clock).unwrap_or_else(|e| panic!("{e}: {clock}"));
+    assert_eq!(clock["isError"], json!(false));
+
+    let refused = inspect(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "run_command",
+        "--tool-arg",
+        "command=touch proof.txt",
+    ]);
+    let refused: Value = serde_json::Deserializer::from_str(&refused)
+        .into_iter::<Value>()
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        refused,
+        json!({"content": [{"type": "text", "text": REFUSAL}], "isError": true})
+    );
+    assert!(!tau.workspace().join("proof.txt").exists());
+    let calls: Vec<(Value, Value)> = tau
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| (e["tool"].clone(), e["status"].clone()))
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            (json!("clock"), json!("success")),
+            (json!("run_command"), json!("refused"))
+        ]
+    );
+}

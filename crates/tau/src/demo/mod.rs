@@ -53,7 +53,7 @@ pub(crate) async fn run(ctx: &Context) -> anyhow::Result<()> {
     };
     let model = Arc::new(ScriptedModel::from_json(REPLAY)?);
     let tools = demo.catalog().await?;
-    print!("{INTRO}");
+    crate::print(INTRO);
     chat::run(
         &demo,
         Chat {
@@ -66,7 +66,7 @@ pub(crate) async fn run(ctx: &Context) -> anyhow::Result<()> {
     .await?;
     lamp.stop();
     let audit = std::fs::read_to_string(demo.home.audit_log())?;
-    println!("\naudit.jsonl (each line carries the SHA-256 of the line before it):");
-    print!("{audit}");
+    crate::print("\naudit.jsonl (each line carries the SHA-256 of the line before it):\n");
+    crate::print(&audit);
     Ok(())
 }

@@ -50,6 +50,24 @@ pub fn python() -> Option<String> {
     found.clone()
 }
 
+/// An npm peer's executable (`TAU_TEST_NPM_BIN`, else `.npm-peers/node_modules/.bin` at
+/// the repository root, which `scripts/test` fills), or `None` after saying why not.
+pub fn npm_bin(name: &str) -> Option<String> {
+    let dir = std::env::var("TAU_TEST_NPM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join(".npm-peers/node_modules/.bin"));
+    let path = dir.join(name);
+    if path.exists() && Command::new("node").arg("--version").output().is_ok() {
+        Some(path.to_str().unwrap().to_owned())
+    } else {
+        eprintln!(
+            "skipped: no npm peer {name} (and node) in {}; set TAU_TEST_NPM_BIN or run scripts/test, which installs it",
+            dir.display()
+        );
+        None
+    }
+}
+
 /// Runs the Python MCP client (`client.py`) with `args` and returns what it printed.
 pub fn client(python: &str, tau: &Tau, args: &[&str]) -> Value {
     let output = Command::new(python)
@@ -90,6 +108,8 @@ pub struct HttpTau {
 
 impl HttpTau {
     /// Starts `tau [args] mcp --http 127.0.0.1:0` and waits for the address it serves.
+    // The child is waited for by `Drop`, or right here when it ends before serving.
+    #[allow(clippy::zombie_processes)]
     pub fn start(tau: &Tau, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut command = tau.command(args);
         command.args(["mcp", "--http", "127.0.0.1:0"]);
@@ -106,10 +126,10 @@ impl HttpTau {
         let mut line = String::new();
         loop {
             line.clear();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "tau mcp --http ended before serving"
-            );
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                let _ = child.wait();
+                panic!("tau mcp --http ended before serving");
+            }
             if let Some(url) = line.trim().strip_prefix("tau mcp: serving ") {
                 let addr = url
                     .trim_start_matches("http://")
