@@ -349,3 +349,39 @@ fn the_mcp_inspector_cli_calls_tier_0_and_is_refused_tier_2() {
         ]
     );
 }
+
+#[test]
+fn an_unanswered_question_times_out_and_refuses() {
+    let Some(python) = peers::python() else {
+        return;
+    };
+    let tau = Tau::new();
+    let config = tau.config("[approval]\ntimeout_seconds = 1\n");
+    let mut args: Vec<String> = [
+        "--elicit",
+        "silent",
+        "--call",
+        "run_command",
+        r#"{"command": "touch proof.txt"}"#,
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(peers::stdio_args(&tau, Some(&config)));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = peers::client(&python, &tau, &args);
+    assert_eq!(out["questions"], json!([question("touch proof.txt")]));
+    assert_eq!(
+        out["calls"],
+        json!([{"tool": "run_command", "isError": true, "text": [REFUSAL]}])
+    );
+    assert!(!tau.workspace().join("proof.txt").exists());
+    let arguments = json!({"command": "touch proof.txt"});
+    assert_eq!(
+        tau.audit_events(),
+        vec![
+            json!({"type": "approval", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "decision": "timeout", "approver": "mcp_elicitation", "channel": "mcp"}),
+            json!({"type": "error", "where": "approver", "message": "no answer before the approval timeout", "tool": "run_command", "tool_use_id": "mcp-1-4"}),
+            json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "status": "refused", "approval": "timeout", "result_summary": REFUSAL}),
+        ]
+    );
+}

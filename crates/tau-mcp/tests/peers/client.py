@@ -4,7 +4,7 @@ Connects to an MCP server over stdio or streamable HTTP, lists its tools, makes 
 it is given and prints one JSON document: the tools, each call's result (or its error)
 and every elicitation question the server asked, with the answer given.
 
-    client.py [--elicit accept|accept-false|decline|cancel|none] [--call NAME JSON]...
+    client.py [--elicit accept|accept-false|decline|cancel|silent|none] [--call NAME JSON]...
               (--stdio COMMAND ARG... | --http URL [--token TOKEN])
 """
 
@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 def parse_args():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--elicit", default="none", choices=["accept", "accept-false", "decline", "cancel", "none"])
+    parser.add_argument("--elicit", default="none", choices=["accept", "accept-false", "decline", "cancel", "silent", "none"])
     parser.add_argument("--call", nargs=2, action="append", default=[], metavar=("NAME", "JSON"))
     parser.add_argument("--http")
     parser.add_argument("--token")
@@ -41,6 +41,8 @@ async def run(args):
         questions.append({"message": params.message, "requestedSchema": params.requested_schema})
         if args.elicit == "accept":
             return types.ElicitResult(action="accept", content={"approve": True})
+        if args.elicit == "silent":
+            await asyncio.sleep(3600)
         if args.elicit == "accept-false":
             return types.ElicitResult(action="accept", content={"approve": False})
         return types.ElicitResult(action=args.elicit)
