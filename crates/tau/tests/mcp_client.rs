@@ -420,3 +420,79 @@ fn the_everything_server_from_npm_runs_tier_0_and_asks_before_tier_2() {
         ]
     );
 }
+
+#[test]
+fn a_server_over_http_with_a_token_is_used_like_any_other() {
+    // The server is another tau, served over streamable HTTP: its own gate still decides.
+    let remote = Tau::new();
+    let remote_config = remote.config("[mcp.server]\ntoken_env = \"TAU_MCP_TOKEN\"\n");
+    let server = peers::HttpTau::start(
+        &remote,
+        &["--config", remote_config.to_str().unwrap()],
+        &[("TAU_MCP_TOKEN", "s3cret")],
+    );
+    let tau = Tau::new();
+    let config = tau.config(&format!(
+        "[mcp.servers.other]\nurl = {}\ntoken_env = \"OTHER_TOKEN\"\ntools = {{ clock = 0 }}\n",
+        json!(server.url)
+    ));
+    let model = tau.replay(&json!([
+        tool_call("t1", "other__clock", &json!({})),
+        tool_call(
+            "t2",
+            "other__run_command",
+            &json!({"command": "touch proof.txt"})
+        ),
+        answer("Done."),
+    ]));
+    let mut child = tau
+        .command(&[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "chat",
+            "--session",
+            "s1",
+        ])
+        .env("OTHER_TOKEN", "s3cret")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"time and a file\ny\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let messages = tau.session_json("s1");
+    let (status, text) = result_of(&messages, "t1");
+    assert_eq!(status, json!("success"));
+    assert!(
+        serde_json::from_str::<Value>(&text).unwrap()["rfc3339"].is_string(),
+        "{text}"
+    );
+    // Approved here, refused there: the remote tau's client (this tau) cannot be asked.
+    assert_eq!(
+        result_of(&messages, "t2"),
+        (json!("error"), refusal("run_command"))
+    );
+    assert!(!remote.workspace().join("proof.txt").exists());
+    let remote_calls: Vec<(Value, Value)> = remote
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| (e["tool"].clone(), e["status"].clone()))
+        .collect();
+    assert_eq!(
+        remote_calls,
+        vec![
+            (json!("clock"), json!("success")),
+            (json!("run_command"), json!("refused"))
+        ]
+    );
+}
