@@ -58,6 +58,8 @@ pub enum ErrorSite {
     Model,
     Session,
     Agent,
+    /// An MCP server tau uses: it did not start, died or did not answer in time.
+    McpServer,
 }
 
 /// One thing the hub did that a person may want to audit.

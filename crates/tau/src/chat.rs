@@ -6,12 +6,12 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use tau_agent::{Model, SessionId, SessionRepository, SqliteSessions};
-use tau_core::{AgentParts, EventBus, ToolCatalog, build_agent};
+use tau_core::{AgentParts, build_agent};
 use tau_terminal::{Console, TerminalApprover, start_input, texts};
 use tokio::io::BufReader;
 
 use crate::audit::AuditLog;
-use crate::context::Context;
+use crate::context::{Context, Tools};
 use crate::lock::SessionLock;
 use crate::signals::Interrupts;
 
@@ -19,7 +19,7 @@ use crate::signals::Interrupts;
 pub(crate) struct Chat {
     pub session: Option<SessionId>,
     pub model: Arc<dyn Model>,
-    pub catalog: ToolCatalog,
+    pub tools: Tools,
     /// Prompts to send instead of reading them (the demo); answers still come from stdin.
     pub prompts: Option<Vec<String>>,
 }
@@ -39,7 +39,10 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
     let Chat {
         session,
         model,
-        catalog,
+        tools: Tools {
+            catalog,
+            startup_errors,
+        },
         prompts: scripted,
     } = chat;
     let mut scripted = scripted.map(std::collections::VecDeque::from);
@@ -54,11 +57,14 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
     let _lock = SessionLock::acquire(&ctx.home, &id)?;
     let stored = repository.message_count(&id)?;
 
-    let events = EventBus::new();
+    let events = ctx.events.clone();
     events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         id.as_str(),
     )?));
+    for event in &startup_errors {
+        events.emit(event);
+    }
 
     let stdout_tty = std::io::stdout().is_terminal();
     let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());

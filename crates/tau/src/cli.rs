@@ -40,6 +40,14 @@ pub(crate) enum Command {
     },
     /// Every tool with its tier and effect
     Tools,
+    /// Serve tau's tools to an MCP client, on stdio or (with --http) streamable HTTP;
+    /// tier-2 calls are asked back to the client's user or refused
+    Mcp {
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (loopback unless
+        /// [mcp.server] token_env names a bearer token)
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+    },
     /// The audit log
     Audit {
         #[command(subcommand)]

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, SqliteSessions};
+use tau_core::ToolCatalog;
 use tau_terminal::escape_for_terminal;
 
 use crate::audit::{Verdict, verify};
@@ -97,8 +98,9 @@ pub(crate) fn sessions_delete(ctx: &Context, name: &str) -> anyhow::Result<Strin
     }
 }
 
-pub(crate) fn tools(ctx: &Context) -> anyhow::Result<String> {
-    let catalog = ctx.catalog()?;
+/// Every tool with its tier and effect, and the hints an MCP server gave for its tools
+/// (shown, never used for the tier).
+pub(crate) fn tools(catalog: &ToolCatalog) -> String {
     let width = catalog
         .entries()
         .map(|e| e.tool.spec().name.len())
@@ -106,15 +108,28 @@ pub(crate) fn tools(ctx: &Context) -> anyhow::Result<String> {
         .unwrap_or(0);
     let mut out = format!("{:<width$}  TIER  EFFECT\n", "TOOL");
     for entry in catalog.entries() {
+        let spec = entry.tool.spec();
+        let mut hints: Vec<String> = spec
+            .annotations
+            .iter()
+            .filter(|(key, _)| key.ends_with("Hint"))
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect();
+        hints.sort();
+        let hints = if hints.is_empty() {
+            String::new()
+        } else {
+            format!(" (server hints: {})", hints.join(", "))
+        };
         let _ = writeln!(
             out,
-            "{:<width$}  {:>4}  {}",
-            entry.tool.spec().name,
+            "{:<width$}  {:>4}  {}{hints}",
+            spec.name,
             entry.tier.number(),
             entry.effect
         );
     }
-    Ok(out)
+    out
 }
 
 pub(crate) fn audit_verify(ctx: &Context) -> anyhow::Result<(String, bool)> {

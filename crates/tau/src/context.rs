@@ -1,18 +1,28 @@
-//! What every command starts from: the home, the config and the environment.
+//! What every command starts from: the home, the config, the environment and the event
+//! bus the audit log listens on.
 
 use std::sync::Arc;
 
 use tau_agent::Model;
-use tau_core::ToolCatalog;
+use tau_core::{AgentEvent, EventBus, ToolCatalog};
 
 use crate::errors::usage;
-use crate::paths::Home;
+use crate::paths::{EnvFn, Home};
 use crate::settings::{Loaded, NO_MODEL_HELP};
 
 pub(crate) struct Context {
     pub home: Home,
     pub loaded: Loaded,
-    pub env: Box<dyn Fn(&str) -> Option<String>>,
+    pub env: Box<EnvFn>,
+    /// Every event of this run; the command subscribes the audit log to it.
+    pub events: EventBus,
+}
+
+/// The tools of this run, and the error events of MCP servers that could not be used
+/// (emitted once the audit log listens).
+pub(crate) struct Tools {
+    pub catalog: ToolCatalog,
+    pub startup_errors: Vec<AgentEvent>,
 }
 
 impl Context {
@@ -25,12 +35,26 @@ impl Context {
             .map_err(|e| usage(e.to_string()))
     }
 
-    /// Every tool tau runs: the built-in ones.
-    pub(crate) fn catalog(&self) -> anyhow::Result<ToolCatalog> {
+    /// Every tool tau runs: the built-in ones and those of the configured MCP servers,
+    /// with the tiers tau's manifest gives them. A server that cannot be used is skipped
+    /// with a warning on stderr; the rest go on.
+    pub(crate) async fn catalog(&self) -> anyhow::Result<Tools> {
         let tools = tau_tools::builtin_tools(&self.loaded.config.tools, &*self.env)
             .map_err(|e| usage(e.to_string()))?;
         let mut catalog = ToolCatalog::new();
         catalog.extend(tools)?;
-        Ok(catalog)
+        let mcp = tau_mcp::connect_servers(&self.loaded.config.mcp, &self.events, &*self.env).await;
+        for warning in &mcp.warnings {
+            eprintln!("tau: warning: {warning}");
+        }
+        catalog.extend(mcp.tools)?;
+        Ok(Tools {
+            catalog,
+            startup_errors: mcp
+                .warnings
+                .iter()
+                .filter_map(tau_mcp::McpWarning::event)
+                .collect(),
+        })
     }
 }

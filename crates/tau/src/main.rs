@@ -13,6 +13,7 @@ mod demo;
 mod errors;
 mod lock;
 mod logging;
+mod mcp;
 mod paths;
 mod settings;
 mod signals;
@@ -58,27 +59,32 @@ fn print(text: &str) {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let env: Box<dyn Fn(&str) -> Option<String>> = Box::new(|name| std::env::var(name).ok());
+    let env: Box<paths::EnvFn> = Box::new(|name| std::env::var(name).ok());
     if let Command::Completions { shell } = cli.command {
         clap_complete::generate(shell, &mut Cli::command(), "tau", &mut std::io::stdout());
         return Ok(ExitCode::SUCCESS);
     }
     let home = Home::resolve(cli.home.as_deref(), &*env)?;
     let loaded = settings::load(cli.config.as_deref(), &*env, &home, cli.model.as_deref())?;
-    let ctx = Context { home, loaded, env };
+    let ctx = Context {
+        home,
+        loaded,
+        env,
+        events: tau_core::EventBus::new(),
+    };
     match cli.command {
         Command::Chat { session } => {
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.home.create()?;
             logging::init(&ctx.home, &*ctx.env)?;
-            let catalog = ctx.catalog()?;
+            let tools = ctx.catalog().await?;
             chat::run(
                 &ctx,
                 chat::Chat {
                     session,
                     model,
-                    catalog,
+                    tools,
                     prompts: None,
                 },
             )
@@ -88,14 +94,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions { command } => match command {
             SessionsCommand::List => print(&commands::sessions_list(&ctx)?),
             SessionsCommand::Show { name, json } => {
-                print(&commands::sessions_show(&ctx, &name, json)?)
+                print(&commands::sessions_show(&ctx, &name, json)?);
             }
             SessionsCommand::Delete { name } => print(&commands::sessions_delete(&ctx, &name)?),
         },
         Command::Tools => {
             ctx.home.create()?;
-            print(&commands::tools(&ctx)?);
+            let tools = ctx.catalog().await?;
+            print(&commands::tools(&tools.catalog));
         }
+        Command::Mcp { http } => mcp::run(&ctx, http).await?,
         Command::Audit {
             command: AuditCommand::Verify,
         } => {

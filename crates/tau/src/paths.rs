@@ -13,6 +13,9 @@ pub(crate) struct Home {
 /// Reads an environment variable; the binary passes the real environment, tests a map.
 pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
+/// The environment a command owns; `Sync` so MCP servers can be started concurrently.
+pub(crate) type EnvFn = dyn Fn(&str) -> Option<String> + Sync;
+
 impl Home {
     /// `--home`, else `TAU_HOME`, else `$XDG_DATA_HOME/tau`, else `~/.local/share/tau`.
     pub(crate) fn resolve(flag: Option<&Path>, env: Env<'_>) -> anyhow::Result<Self> {

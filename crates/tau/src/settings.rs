@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tau_core::{AgentConfig, ApprovalConfig, CoreConfig, UiConfig, toml_error};
+use tau_mcp::McpConfig;
 use tau_models::ModelConfig;
 use tau_tools::ToolsConfig;
 
@@ -19,6 +20,7 @@ pub(crate) struct TauConfig {
     pub ui: UiConfig,
     pub approval: ApprovalConfig,
     pub tools: ToolsConfig,
+    pub mcp: McpConfig,
 }
 
 /// The config as loaded, with what was set explicitly.
@@ -90,6 +92,10 @@ pub(crate) fn load(
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     config
         .tools
+        .validate()
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    config
+        .mcp
         .validate()
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     Ok(Loaded {

@@ -12,7 +12,7 @@ use common::Tau;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-fn tool_call(id: &str, name: &str, input: Value) -> Value {
+fn tool_call(id: &str, name: &str, input: &Value) -> Value {
     json!({"role": "assistant", "content": [{"toolUse": {"toolUseId": id, "name": name, "input": input}}]})
 }
 
@@ -27,7 +27,7 @@ const REFUSAL: &str =
 fn a_refused_tier_2_call_leaves_no_trace_but_its_events() {
     let tau = Tau::new();
     let model = tau.replay(&json!([
-        tool_call("t1", "run_command", json!({"command": "touch proof.txt"})),
+        tool_call("t1", "run_command", &json!({"command": "touch proof.txt"})),
         answer("OK, I did not run it.")
     ]));
     let run = tau.run(
@@ -59,7 +59,7 @@ fn an_approved_tier_2_call_runs() {
         tool_call(
             "t1",
             "run_command",
-            json!({"command": "echo made > proof.txt"})
+            &json!({"command": "echo made > proof.txt"})
         ),
         answer("Done.")
     ]));
@@ -83,7 +83,7 @@ fn an_approved_tier_2_call_runs() {
 fn an_unknown_tool_gets_the_exact_text() {
     let tau = Tau::new();
     let model = tau.replay(&json!([
-        tool_call("t1", "open_door", json!({})),
+        tool_call("t1", "open_door", &json!({})),
         answer("I cannot do that.")
     ]));
     let run = tau.run(
@@ -107,7 +107,7 @@ fn the_loop_guard_fires_with_the_notice_in_turkish() {
     let tau = Tau::new();
     let config = tau.config("[agent]\nmax_turns = 1\n[ui]\nlanguage = \"tr\"\n");
     let model = tau.replay(&json!([
-        tool_call("t1", "clock", json!({})),
+        tool_call("t1", "clock", &json!({})),
         answer("never sent")
     ]));
     let run = tau.run(
@@ -140,7 +140,7 @@ fn escaping_holds_for_esc_csi_bidi_and_zero_width_characters() {
     let sneaky =
         json!({"command": "echo \u{1b}[2J\u{1b}[1;1Hall clear \u{9b}31m \u{202e}txt.exe\u{200b}"});
     let model = tau.replay(&json!([
-        tool_call("t1", "run_command", sneaky),
+        tool_call("t1", "run_command", &sneaky),
         answer("ok")
     ]));
     let run = tau.run(&["--model", &model, "chat", "--session", "s1"], "go\nn\n");
@@ -158,9 +158,9 @@ fn escaping_holds_for_esc_csi_bidi_and_zero_width_characters() {
 fn an_answer_never_swallows_a_prompt() {
     let tau = Tau::new();
     let model = tau.replay(&json!([
-        tool_call("t1", "run_command", json!({"command": "true"})),
+        tool_call("t1", "run_command", &json!({"command": "true"})),
         answer("Not run."),
-        tool_call("t2", "clock", json!({})),
+        tool_call("t2", "clock", &json!({})),
         answer("It is late."),
     ]));
     let run = tau.run(
@@ -183,7 +183,7 @@ fn an_answer_never_swallows_a_prompt() {
 fn end_of_input_during_a_question_rejects() {
     let tau = Tau::new();
     let model = tau.replay(&json!([
-        tool_call("t1", "run_command", json!({"command": "touch proof.txt"})),
+        tool_call("t1", "run_command", &json!({"command": "touch proof.txt"})),
         answer("Not run.")
     ]));
     let run = tau.run(&["--model", &model, "chat", "--session", "s1"], "go\n");
@@ -254,7 +254,7 @@ fn a_second_chat_on_an_open_session_is_refused() {
 fn the_audit_log_verifies_and_reports_an_edit() {
     let tau = Tau::new();
     let model = tau.replay(&json!([
-        tool_call("t1", "clock", json!({})),
+        tool_call("t1", "clock", &json!({})),
         answer("Noon.")
     ]));
     tau.run(&["--model", &model, "chat", "--session", "s1"], "time?\n");

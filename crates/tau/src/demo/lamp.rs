@@ -62,10 +62,10 @@ async fn serve(mut stream: TcpStream) {
                     other => format!("set to {other:?}"),
                 };
                 let topic = tau_terminal::escape_for_terminal(&publish.topic);
-                println!(
-                    "  [demo lamp] {topic} is now {}",
+                crate::print(&format!(
+                    "  [demo lamp] {topic} is now {}\n",
                     tau_terminal::escape_for_terminal(&state)
-                );
+                ));
                 (publish.qos != QoS::AtMostOnce).then(|| Packet::PubAck(PubAck::new(publish.pkid)))
             }
             Packet::PingReq => Some(Packet::PingResp),

@@ -39,6 +39,8 @@ pub(crate) async fn run(ctx: &Context) -> anyhow::Result<()> {
     config.tools.mqtt.port = lamp.port();
     config.tools.mqtt.username = None;
     config.tools.mqtt.password_env = None;
+    // The demo stays offline and the same every time: no MCP servers.
+    config.mcp.servers.clear();
     let demo = Context {
         home,
         loaded: Loaded {
@@ -47,23 +49,24 @@ pub(crate) async fn run(ctx: &Context) -> anyhow::Result<()> {
             model_configured: true,
         },
         env: Box::new(|name| std::env::var(name).ok()),
+        events: tau_core::EventBus::new(),
     };
     let model = Arc::new(ScriptedModel::from_json(REPLAY)?);
-    let catalog = demo.catalog()?;
-    print!("{INTRO}");
+    let tools = demo.catalog().await?;
+    crate::print(INTRO);
     chat::run(
         &demo,
         Chat {
             session: Some(SessionId::parse("demo")?),
             model,
-            catalog,
+            tools,
             prompts: Some(vec![PROMPT.to_owned()]),
         },
     )
     .await?;
     lamp.stop();
     let audit = std::fs::read_to_string(demo.home.audit_log())?;
-    println!("\naudit.jsonl (each line carries the SHA-256 of the line before it):");
-    print!("{audit}");
+    crate::print("\naudit.jsonl (each line carries the SHA-256 of the line before it):\n");
+    crate::print(&audit);
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! Runs the real `tau` binary in a fresh home with a replay model and piped stdin.
 #![allow(dead_code)]
 
+pub mod peers;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

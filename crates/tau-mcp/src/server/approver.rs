@@ -1,0 +1,179 @@
+//! The approver of a client that supports elicitation: the question goes back over the
+//! same connection as `elicitation/create`, and the client's user answers it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use rmcp::{Peer, RoleServer};
+use serde_json::{Map, Value, json};
+use tau_core::{ApprovalRequest, Approver, ApproverError, Decision};
+
+/// The field the client's user must set to `true` to approve.
+const APPROVE_FIELD: &str = "approve";
+
+pub(crate) struct ElicitationApprover {
+    peer: Peer<RoleServer>,
+    timeout: Duration,
+}
+
+impl ElicitationApprover {
+    pub(crate) fn new(peer: Peer<RoleServer>, timeout: Duration) -> Self {
+        Self { peer, timeout }
+    }
+}
+
+#[async_trait]
+impl Approver for ElicitationApprover {
+    fn name(&self) -> &str {
+        "mcp_elicitation"
+    }
+
+    async fn decide(&self, request: ApprovalRequest) -> Result<Decision, ApproverError> {
+        let answer = self
+            .peer
+            .create_elicitation(question(&request)?)
+            .await
+            .map_err(|e| ApproverError::new(format!("the client did not answer: {e}")))?;
+        Ok(decision(&answer))
+    }
+
+    /// The client's natural wait; `[approval] timeout_seconds` wins when set.
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.timeout)
+    }
+}
+
+/// Only an accepted answer whose field is exactly `true` approves; declining, cancelling,
+/// or accepting without it rejects.
+pub(crate) fn decision(answer: &ElicitResult) -> Decision {
+    let approved = answer
+        .content
+        .as_ref()
+        .and_then(|c| c.get(APPROVE_FIELD))
+        .is_some_and(|v| *v == Value::Bool(true));
+    // The action enum is the SDK's and may grow; anything but an accepted `true` rejects.
+    if answer.action == ElicitationAction::Accept && approved {
+        Decision::Approved
+    } else {
+        Decision::Rejected
+    }
+}
+
+/// The form the client shows: what runs, what it does, with which arguments, and one
+/// yes/no field that defaults to no.
+pub(crate) fn question(request: &ApprovalRequest) -> Result<ElicitRequestParams, ApproverError> {
+    let message = format!(
+        "tau asks before it runs a tier-{} tool.\nTool: {}\nEffect: {}\nArguments: {}",
+        request.tier,
+        request.tool,
+        request.effect,
+        sorted(&request.arguments)
+    );
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                APPROVE_FIELD: {
+                    "type": "boolean",
+                    "title": "Run it?",
+                    "description": "Set to true to run this call once.",
+                    "default": false
+                }
+            },
+            "required": [APPROVE_FIELD]
+        }
+    }))
+    .map_err(|e| ApproverError::new(format!("cannot build the approval question: {e}")))
+}
+
+/// JSON with sorted keys, so the person reads the same text for the same arguments.
+fn sorted(value: &Value) -> String {
+    fn sort(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let sorted: BTreeMap<&String, Value> =
+                    map.iter().map(|(k, v)| (k, sort(v))).collect();
+                Value::Object(
+                    sorted
+                        .into_iter()
+                        .map(|(k, v)| (k.clone(), v))
+                        .collect::<Map<_, _>>(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    sort(value).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use tau_core::Tier;
+
+    fn answer(value: Value) -> ElicitResult {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn only_an_accepted_true_approves() {
+        let cases = [
+            (
+                json!({"action": "accept", "content": {"approve": true}}),
+                Decision::Approved,
+            ),
+            (
+                json!({"action": "accept", "content": {"approve": false}}),
+                Decision::Rejected,
+            ),
+            (
+                json!({"action": "accept", "content": {"approve": "true"}}),
+                Decision::Rejected,
+            ),
+            (
+                json!({"action": "accept", "content": {}}),
+                Decision::Rejected,
+            ),
+            (json!({"action": "accept"}), Decision::Rejected),
+            (json!({"action": "decline"}), Decision::Rejected),
+            (
+                json!({"action": "cancel", "content": {"approve": true}}),
+                Decision::Rejected,
+            ),
+        ];
+        for (wire, expected) in cases {
+            assert_eq!(decision(&answer(wire.clone())), expected, "{wire}");
+        }
+    }
+
+    #[test]
+    fn the_question_names_the_call_and_asks_for_one_boolean() {
+        let request = ApprovalRequest {
+            tool: "run_command".into(),
+            tier: Tier::Physical,
+            effect: "runs a shell command in the workspace".into(),
+            arguments: json!({"timeout": 5, "command": "ls"}),
+            tool_use_id: "mcp-1-2".into(),
+            channel: "mcp".into(),
+        };
+        let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
+        assert_eq!(
+            wire,
+            json!({
+                "mode": "form",
+                "message": "tau asks before it runs a tier-2 tool.\nTool: run_command\nEffect: runs a shell command in the workspace\nArguments: {\"command\":\"ls\",\"timeout\":5}",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"approve": {"type": "boolean", "title": "Run it?", "description": "Set to true to run this call once.", "default": false}},
+                    "required": ["approve"]
+                }
+            })
+        );
+    }
+}

@@ -1,0 +1,182 @@
+//! The real MCP peers the end-to-end tests talk to: the Python `mcp` SDK's client, the
+//! `mcp-server-time` server and a small lying server, all from one Python with those
+//! packages (`TAU_TEST_PYTHON`, else `.venv/bin/python` at the repository root, which
+//! `scripts/test` creates). Without it the tests say so and return early.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::Tau;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A peer script under `crates/tau-mcp/tests/peers/`.
+pub fn script(name: &str) -> String {
+    let path = repo_root().join("crates/tau-mcp/tests/peers").join(name);
+    path.to_str().unwrap().to_owned()
+}
+
+/// The Python with `mcp` and `mcp-server-time`, or `None` after saying why not.
+pub fn python() -> Option<String> {
+    static FOUND: OnceLock<Option<String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let candidate = std::env::var("TAU_TEST_PYTHON").ok().unwrap_or_else(|| {
+            repo_root()
+                .join(".venv/bin/python")
+                .to_str()
+                .unwrap()
+                .to_owned()
+        });
+        let usable = Command::new(&candidate)
+            .args(["-c", "import mcp, mcp_server_time"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        usable.then_some(candidate)
+    });
+    if found.is_none() {
+        eprintln!(
+            "skipped: no Python with the `mcp` and `mcp-server-time` packages; set TAU_TEST_PYTHON or run scripts/test, which creates .venv"
+        );
+    }
+    found.clone()
+}
+
+/// An npm peer's executable (`TAU_TEST_NPM_BIN`, else `.npm-peers/node_modules/.bin` at
+/// the repository root, which `scripts/test` fills), or `None` after saying why not.
+pub fn npm_bin(name: &str) -> Option<String> {
+    let dir = std::env::var("TAU_TEST_NPM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join(".npm-peers/node_modules/.bin"));
+    let path = dir.join(name);
+    if path.exists() && Command::new("node").arg("--version").output().is_ok() {
+        Some(path.to_str().unwrap().to_owned())
+    } else {
+        eprintln!(
+            "skipped: no npm peer {name} (and node) in {}; set TAU_TEST_NPM_BIN or run scripts/test, which installs it",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// Runs the Python MCP client (`client.py`) with `args` and returns what it printed.
+pub fn client(python: &str, tau: &Tau, args: &[&str]) -> Value {
+    let output = Command::new(python)
+        .arg(script("client.py"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", tau.dir.path())
+        .env("LANG", "C.UTF-8")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "client failed: {stderr}");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+}
+
+/// The arguments that make `client.py` start `tau mcp` on stdio in this home.
+pub fn stdio_args(tau: &Tau, config: Option<&Path>) -> Vec<String> {
+    let mut args = vec![
+        "--stdio".to_owned(),
+        env!("CARGO_BIN_EXE_tau").to_owned(),
+        "--home".to_owned(),
+        tau.home().to_str().unwrap().to_owned(),
+    ];
+    if let Some(config) = config {
+        args.extend(["--config".to_owned(), config.to_str().unwrap().to_owned()]);
+    }
+    args.push("mcp".to_owned());
+    args
+}
+
+/// A `tau mcp --http` process, stopped when dropped.
+pub struct HttpTau {
+    child: Child,
+    pub url: String,
+    pub addr: String,
+}
+
+impl HttpTau {
+    /// Starts `tau [args] mcp --http 127.0.0.1:0` and waits for the address it serves.
+    // The child is waited for by `Drop`, or right here when it ends before serving.
+    #[allow(clippy::zombie_processes)]
+    pub fn start(tau: &Tau, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = tau.command(args);
+        command.args(["mcp", "--http", "127.0.0.1:0"]);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                let _ = child.wait();
+                panic!("tau mcp --http ended before serving");
+            }
+            if let Some(url) = line.trim().strip_prefix("tau mcp: serving ") {
+                let addr = url
+                    .trim_start_matches("http://")
+                    .trim_end_matches("/mcp")
+                    .to_owned();
+                return Self {
+                    child,
+                    url: url.to_owned(),
+                    addr,
+                };
+            }
+        }
+    }
+}
+
+impl Drop for HttpTau {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One raw HTTP POST to `addr`'s `/mcp`: the status and the body.
+pub fn post(addr: &str, body: &[u8], headers: &[(&str, &str)]) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    // The server may answer before it read everything; the answer is what counts.
+    let _ = stream.write_all(body);
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {response:?}"));
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
