@@ -285,7 +285,7 @@ fn a_running_tool_shows_its_progress_as_plain_lines_when_not_a_terminal() {
         tool_call(
             "t1",
             "run_command",
-            json!({"command": "echo one; sleep 0.3; echo two >&2"})
+            &json!({"command": "echo one; sleep 0.3; echo two >&2"})
         ),
         answer("Done.")
     ]));
