@@ -13,7 +13,7 @@
 //! - `assemble.rs`: streamed chunks into one assistant message
 //! - `hooks.rs`: events and the ordered registry
 //! - `executor.rs`: one message's tool uses through the tool-call hooks
-//! - `agent.rs`: the loop itself; `control.rs`: limits, retries, cancellation
+//! - `agent/`: the loop itself and its builder; `control.rs`: limits, retries, cancellation
 //! - `conversation.rs`: sliding window and repair; `session/`: the SQLite store
 //! - `scripted.rs`: the scripted model
 
