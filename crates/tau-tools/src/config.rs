@@ -24,6 +24,10 @@ pub enum ToolsConfigError {
         "tools.mqtt.password_env: the environment variable '{var}' is not set; set it or remove password_env"
     )]
     MissingPassword { var: String },
+    #[error(
+        "tools.disabled: there is no built-in tool named '{name}' (the built-in tools are {known})"
+    )]
+    UnknownTool { name: String, known: String },
     #[error("{key}: {message}")]
     Invalid { key: String, message: String },
 }
@@ -44,6 +48,8 @@ pub struct ToolsConfig {
     /// The one directory the file tools see and commands run in. A relative path is taken
     /// from the process's current directory. It must exist.
     pub workspace: PathBuf,
+    /// Built-in tools left out of the catalog, by name (e.g. `["run_command"]`).
+    pub disabled: Vec<String>,
     pub clock: ClockConfig,
     pub command: CommandConfig,
     pub mqtt: MqttConfig,
@@ -53,6 +59,7 @@ impl Default for ToolsConfig {
     fn default() -> Self {
         Self {
             workspace: PathBuf::from("workspace"),
+            disabled: Vec::new(),
             clock: ClockConfig::default(),
             command: CommandConfig::default(),
             mqtt: MqttConfig::default(),
@@ -125,6 +132,16 @@ const MAX_CLIENT_ID_BYTES: usize = 23;
 impl ToolsConfig {
     /// Checks the values serde cannot: ranges and one-line names.
     pub fn validate(&self) -> Result<(), ToolsConfigError> {
+        if let Some(name) = self
+            .disabled
+            .iter()
+            .find(|n| !crate::BUILTIN_TOOL_NAMES.contains(&n.as_str()))
+        {
+            return Err(ToolsConfigError::UnknownTool {
+                name: name.clone(),
+                known: crate::BUILTIN_TOOL_NAMES.join(", "),
+            });
+        }
         self.command.validate()?;
         self.mqtt.validate()
     }

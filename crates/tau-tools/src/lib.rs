@@ -39,7 +39,18 @@ use crate::run_command::RunCommand;
 use crate::workspace::Workspace;
 use crate::write_file::WriteFile;
 
-/// Every built-in tool, configured. `env` looks up environment variables (the MQTT
+/// The names of the built-in tools, as `[tools] disabled` may name them.
+pub const BUILTIN_TOOL_NAMES: [&str; 7] = [
+    "clock",
+    "read_file",
+    "list_dir",
+    "write_file",
+    "append_note",
+    "run_command",
+    "mqtt_publish",
+];
+
+/// Every built-in tool, configured, but those `[tools] disabled` names. `env` looks up environment variables (the MQTT
 /// password); pass `&|name| std::env::var(name).ok()` in the binary and a map in tests.
 pub fn builtin_tools(
     config: &ToolsConfig,
@@ -49,7 +60,7 @@ pub fn builtin_tools(
     let workspace = Workspace::open(&config.workspace)?;
     let time = TimeSource::from_config(&config.clock)?;
     let broker = Broker::from_config(&config.mqtt, env)?;
-    Ok(vec![
+    let tools: Vec<SharedTool> = vec![
         Arc::new(Clock::new(time.clone())),
         Arc::new(ReadFile::new(workspace.clone())),
         Arc::new(ListDir::new(workspace.clone())),
@@ -61,5 +72,9 @@ pub fn builtin_tools(
             config.mqtt.password_env.iter().cloned().collect(),
         )),
         Arc::new(MqttPublish::new(broker)),
-    ])
+    ];
+    Ok(tools
+        .into_iter()
+        .filter(|t| !config.disabled.contains(&t.spec().name))
+        .collect())
 }

@@ -161,3 +161,44 @@ fn config_that_cannot_work_stops_the_build() {
         assert_eq!(builtin_tools(&config, &|_| None).err(), Some(expected));
     }
 }
+
+#[test]
+fn disabled_tools_are_left_out_and_unknown_names_are_refused() {
+    let workspace = tempfile::tempdir().unwrap();
+    let all: Vec<String> = tau_tools::builtin_tools(&config(workspace.path()), &|_| None)
+        .unwrap()
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    assert_eq!(
+        all,
+        tau_tools::BUILTIN_TOOL_NAMES.map(str::to_owned).to_vec()
+    );
+    let without_commands = ToolsConfig {
+        disabled: vec!["run_command".into(), "mqtt_publish".into()],
+        ..config(workspace.path())
+    };
+    let names: Vec<String> = tau_tools::builtin_tools(&without_commands, &|_| None)
+        .unwrap()
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            "clock",
+            "read_file",
+            "list_dir",
+            "write_file",
+            "append_note"
+        ]
+    );
+    let unknown = ToolsConfig {
+        disabled: vec!["teleport".into()],
+        ..config(workspace.path())
+    };
+    assert_eq!(
+        unknown.validate().unwrap_err().to_string(),
+        "tools.disabled: there is no built-in tool named 'teleport' (the built-in tools are clock, read_file, list_dir, write_file, append_note, run_command, mqtt_publish)"
+    );
+}

@@ -37,6 +37,11 @@ fn bad_input_is_one_clear_line_exit_2_and_nothing_written() {
         ),
         ("[tool]\nx = 1\n", vec!["tools"], "unknown field `tool`"),
         (
+            "[tools]\ndisabled = [\"teleport\"]\n",
+            vec!["chat"],
+            "tools.disabled: there is no built-in tool named 'teleport'",
+        ),
+        (
             "",
             vec!["chat", "--session", "../etc"],
             "session name \"../etc\" is invalid",
