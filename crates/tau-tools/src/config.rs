@@ -223,6 +223,7 @@ mod tests {
             config,
             ToolsConfig {
                 workspace: PathBuf::from("workspace"),
+                disabled: Vec::new(),
                 clock: ClockConfig { zone: None },
                 command: CommandConfig {
                     default_timeout_seconds: 30,
