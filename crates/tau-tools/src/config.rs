@@ -262,6 +262,7 @@ mod tests {
             config,
             ToolsConfig {
                 workspace: PathBuf::from("ws"),
+                disabled: Vec::new(),
                 clock: ClockConfig {
                     zone: Some("Europe/Istanbul".into())
                 },
