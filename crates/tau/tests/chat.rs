@@ -8,17 +8,9 @@
 
 mod common;
 
-use common::Tau;
+use common::{Tau, answer, tool_call};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-
-fn tool_call(id: &str, name: &str, input: &Value) -> Value {
-    json!({"role": "assistant", "content": [{"toolUse": {"toolUseId": id, "name": name, "input": input}}]})
-}
-
-fn answer(text: &str) -> Value {
-    json!({"role": "assistant", "content": [{"text": text}]})
-}
 
 const REFUSAL: &str =
     "The user did not approve this action: run_command. Do not perform it; tell the user briefly.";

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 pub struct Tau {
     pub dir: tempfile::TempDir,
@@ -119,4 +119,14 @@ impl From<Output> for Run {
 
 pub fn exists(path: &Path) -> bool {
     path.exists()
+}
+
+/// A replay entry: the model calls one tool.
+pub fn tool_call(id: &str, name: &str, input: &Value) -> Value {
+    json!({"role": "assistant", "content": [{"toolUse": {"toolUseId": id, "name": name, "input": input}}]})
+}
+
+/// A replay entry: the model answers with text.
+pub fn answer(text: &str) -> Value {
+    json!({"role": "assistant", "content": [{"text": text}]})
 }
