@@ -11,10 +11,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::assemble::invalid_input_text;
 use crate::events::{EventSink, TurnEvent};
-use crate::hooks::{AfterToolCallEvent, BeforeToolCallEvent, HookRegistry};
+use crate::hooks::{
+    AfterToolCallEvent, BeforeToolCallEvent, HookRegistry, SkipReason, ToolCallSkippedEvent,
+};
 use crate::interrupt::Interrupt;
 use crate::message::{ToolResult, ToolUse};
-use crate::tool::{ToolContext, invalid_name_text, is_valid_tool_name};
+use crate::tool::{SharedTool, ToolContext, invalid_name_text, is_valid_tool_name};
 use crate::tool_registry::ToolRegistry;
 
 /// The result every pending tool use gets when the invocation is cancelled before it ran.
@@ -78,9 +80,10 @@ impl Batch<'_> {
                         let outcome = self.run_one(tool_use).await;
                         waiting = matches!(outcome, CallOutcome::Interrupted(_));
                         outcomes.push(outcome);
-                    } else if let Some(result) = self.refuse_before_hooks(&tool_use) {
+                    } else if let Some(reason) = self.refuse_before_hooks(&tool_use) {
                         // Refused before any hook, so nothing runs out of order; answered now
                         // because a resume no longer knows why.
+                        let result = self.skip(tool_use, reason).await;
                         outcomes.push(self.done(result));
                     }
                     // Any other later call waits for the answer and runs, in order, on resume.
@@ -92,7 +95,7 @@ impl Batch<'_> {
 
     async fn run_one(&self, tool_use: ToolUse) -> CallOutcome {
         let result = match self.refuse_before_hooks(&tool_use) {
-            Some(result) => result,
+            Some(reason) => self.skip(tool_use, reason).await,
             None => match self.call_through_hooks(tool_use).await {
                 Ok(result) => result,
                 Err(interrupts) => return CallOutcome::Interrupted(interrupts),
@@ -112,21 +115,38 @@ impl Batch<'_> {
     }
 
     /// Calls that never reach a hook: nothing about them can run.
-    fn refuse_before_hooks(&self, tool_use: &ToolUse) -> Option<ToolResult> {
-        let id = &tool_use.tool_use_id;
+    fn refuse_before_hooks(&self, tool_use: &ToolUse) -> Option<SkipReason> {
         if !is_valid_tool_name(&tool_use.name) {
-            return Some(ToolResult::error_text(
-                id,
-                invalid_name_text(&tool_use.name),
-            ));
+            return Some(SkipReason::InvalidName);
         }
-        if let Some(reason) = self.invalid_inputs.get(id) {
-            return Some(ToolResult::error_text(id, invalid_input_text(reason)));
+        if let Some(reason) = self.invalid_inputs.get(&tool_use.tool_use_id) {
+            return Some(SkipReason::InvalidInput {
+                reason: reason.clone(),
+            });
         }
         if self.cancel.is_cancelled() {
-            return Some(ToolResult::error_text(id, TOOL_CANCELLED_TEXT));
+            return Some(SkipReason::Cancelled);
         }
         None
+    }
+
+    /// The result of a call refused before the hooks; observers are told about it.
+    async fn skip(&self, tool_use: ToolUse, reason: SkipReason) -> ToolResult {
+        let id = &tool_use.tool_use_id;
+        let result = match &reason {
+            SkipReason::InvalidName => ToolResult::error_text(id, invalid_name_text(&tool_use.name)),
+            SkipReason::InvalidInput { reason } => {
+                ToolResult::error_text(id, invalid_input_text(reason))
+            }
+            SkipReason::Cancelled => ToolResult::error_text(id, TOOL_CANCELLED_TEXT),
+        };
+        let mut event = ToolCallSkippedEvent {
+            tool_use,
+            reason,
+            result,
+        };
+        self.hooks.invoke(&mut event).await;
+        event.result
     }
 
     async fn call_through_hooks(&self, tool_use: ToolUse) -> Result<ToolResult, Vec<Interrupt>> {
@@ -159,25 +179,9 @@ impl Batch<'_> {
             (None, Some(tool)) => {
                 ran = true;
                 let context = ToolContext::new(&original_id, &tool_use.name, self.events.cloned());
-                let input = tool_use.input.clone();
-                let run = async { tool.run(input, context).await };
-                match AssertUnwindSafe(run).catch_unwind().await {
-                    Ok(Ok(output)) => ToolResult {
-                        tool_use_id: original_id.clone(),
-                        status: output.status,
-                        content: output.content,
-                    },
-                    Ok(Err(tool_error)) => {
-                        let text = format!("Error: {tool_error}");
-                        error = Some(tool_error.message);
-                        ToolResult::error_text(&original_id, text)
-                    }
-                    Err(_) => {
-                        tracing::error!(tool = %tool_use.name, "tool panicked");
-                        error = Some("the tool panicked".to_owned());
-                        ToolResult::error_text(&original_id, TOOL_PANICKED_TEXT)
-                    }
-                }
+                let run = run_tool(tool, &original_id, tool_use.input.clone(), context).await;
+                error = run.error;
+                run.result
             }
         };
         let mut after = AfterToolCallEvent {
@@ -187,6 +191,7 @@ impl Batch<'_> {
             error,
             cancel_message,
             ran,
+            cancelled: ran && self.cancel.is_cancelled(),
             duration: started.elapsed(),
         };
         self.hooks.invoke(&mut after).await;
@@ -194,5 +199,47 @@ impl Batch<'_> {
         // A replaced result still answers the model's own tool use.
         result.tool_use_id = original_id;
         Ok(result)
+    }
+}
+
+/// What one run of a tool produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolRun {
+    /// What the model reads.
+    pub result: ToolResult,
+    /// The tool's own error or panic, when it failed that way.
+    pub error: Option<String>,
+}
+
+/// Runs `tool` once with `input`: its output, its error as `Error: {message}`, or
+/// [`TOOL_PANICKED_TEXT`] when it panicked. The one way tau runs a tool, inside the loop or
+/// outside it.
+pub async fn run_tool(
+    tool: &SharedTool,
+    tool_use_id: &str,
+    input: Value,
+    context: ToolContext,
+) -> ToolRun {
+    let run = async { tool.run(input, context).await };
+    match AssertUnwindSafe(run).catch_unwind().await {
+        Ok(Ok(output)) => ToolRun {
+            result: ToolResult {
+                tool_use_id: tool_use_id.to_owned(),
+                status: output.status,
+                content: output.content,
+            },
+            error: None,
+        },
+        Ok(Err(tool_error)) => ToolRun {
+            result: ToolResult::error_text(tool_use_id, format!("Error: {tool_error}")),
+            error: Some(tool_error.message),
+        },
+        Err(_) => {
+            tracing::error!(tool = %tool.spec().name, "tool panicked");
+            ToolRun {
+                result: ToolResult::error_text(tool_use_id, TOOL_PANICKED_TEXT),
+                error: Some("the tool panicked".to_owned()),
+            }
+        }
     }
 }

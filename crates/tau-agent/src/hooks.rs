@@ -80,6 +80,7 @@ pub enum HookEventKind {
     AfterModelCall,
     BeforeToolCall,
     AfterToolCall,
+    ToolCallSkipped,
     MessageAdded,
     AfterInvocation,
 }
@@ -217,7 +218,31 @@ pub struct AfterToolCallEvent {
     pub cancel_message: Option<String>,
     /// True when the tool's `run` was entered.
     pub ran: bool,
+    /// True when the invocation was cancelled before the call finished (a running tool
+    /// was told to stop).
+    pub cancelled: bool,
     pub duration: Duration,
+}
+
+/// Why a tool use never reached the tool-call hooks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The name fails the tool name pattern; no tool can have it.
+    InvalidName,
+    /// The input is not a JSON object.
+    InvalidInput { reason: String },
+    /// The invocation was cancelled before the call started.
+    Cancelled,
+}
+
+/// Fired for a tool use that never reached the tool-call hooks: nothing ran, nothing can
+/// change it. Observers record it; the model reads `result`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallSkippedEvent {
+    pub tool_use: ToolUse,
+    pub reason: SkipReason,
+    pub result: ToolResult,
 }
 
 /// Fired whenever a message is appended to the conversation.
@@ -293,6 +318,7 @@ hook_events! {
     AfterModelCallEvent => AfterModelCall, after_model_call;
     BeforeToolCallEvent => BeforeToolCall, before_tool_call;
     AfterToolCallEvent => AfterToolCall, after_tool_call;
+    ToolCallSkippedEvent => ToolCallSkipped, tool_call_skipped;
     MessageAddedEvent => MessageAdded, message_added;
     AfterInvocationEvent => AfterInvocation, after_invocation;
 }

@@ -37,13 +37,14 @@ pub use control::{CancelHandle, Limits, RetryPolicy};
 pub use conversation::{CannotReduce, SlidingWindow, TOOL_INTERRUPTED_TEXT, repair_message};
 pub use events::{EventSink, Sink, TurnEvent};
 pub use executor::{
-    Executor, HOOK_FAILED_TEXT, TOOL_CANCELLED_TEXT, TOOL_PANICKED_TEXT, unknown_tool_text,
+    Executor, HOOK_FAILED_TEXT, TOOL_CANCELLED_TEXT, TOOL_PANICKED_TEXT, ToolRun, run_tool,
+    unknown_tool_text,
 };
 pub use hooks::{
     AfterInvocationEvent, AfterModelCallEvent, AfterToolCallEvent, AsyncHook,
     BeforeInvocationEvent, BeforeModelCallEvent, BeforeToolCallEvent, Hook, HookError, HookEvent,
     HookEventKind, HookFuture, HookOrder, HookRegistry, HookResult, MessageAddedEvent,
-    Registration, SyncHook, async_hook,
+    Registration, SkipReason, SyncHook, ToolCallSkippedEvent, async_hook,
 };
 pub use interrupt::{Interrupt, InterruptRaised, InterruptResponse, InterruptState, interrupt_id};
 pub use message::{

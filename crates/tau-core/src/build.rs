@@ -12,9 +12,9 @@ use tau_agent::{
 use crate::approval::{Approver, TierGate};
 use crate::catalog::ToolCatalog;
 use crate::config::{ConfigError, CoreConfig};
-use crate::events::EventBus;
+use crate::audit::EventBus;
 use crate::hook::{TIER_GATE_HOOK, TierHook};
-use crate::turn::TauAgent;
+use crate::turn::{TauAgent, TurnForwarder};
 
 /// The name of the persona callback.
 pub const PERSONA_HOOK: &str = "tau.persona";
@@ -68,6 +68,11 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
         events,
     } = parts;
     config.validate()?;
+    // The conversation's own bus: its turn's listener hears only this conversation, the
+    // caller's subscribers (the audit log) still hear everything.
+    let events = EventBus::child_of(&events);
+    let forwarder = Arc::new(TurnForwarder::default());
+    events.subscribe(Arc::clone(&forwarder) as _);
     let catalog = Arc::new(catalog);
     let gate = Arc::new(
         TierGate::new(Arc::clone(&catalog) as _, approver, events.clone())
@@ -134,7 +139,9 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
         builder = builder.session(repository, id);
     }
     let agent = builder.build().await?;
-    Ok(TauAgent::new(agent, gate, catalog, &config, events))
+    Ok(TauAgent::new(
+        agent, gate, catalog, &config, events, forwarder,
+    ))
 }
 
 /// Before-tool-call callbacks that run after the gate: above `SDK_LAST`, or at it but

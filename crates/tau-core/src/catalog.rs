@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tau_agent::{SharedTool, ToolSpec, is_valid_tool_name};
 
 use crate::approval::{Standing, TierLookup};
-use crate::tier::{Tier, TierError};
+use tau_protocol::{Tier, TierError};
 
 /// The annotation key tau owns.
 pub const TAU_ANNOTATION: &str = "tau";

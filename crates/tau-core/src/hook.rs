@@ -1,44 +1,39 @@
 //! `TierHook`: puts the gate into the agent loop, last of all before-tool-call callbacks.
+//! The before callback checks, the loop runs (or does not run) the tool, the after
+//! callback records; the [`CallRecord`] in between is the one `gated_call` uses.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
-use serde_json::Value;
 use tau_agent::{
     AfterToolCallEvent, BeforeToolCallEvent, Hook, HookError, HookFuture, HookOrder, HookRegistry,
-    SharedTool, ToolResultStatus,
+    SharedTool, SkipReason, ToolCallSkippedEvent,
 };
+use tau_protocol::{Approval, CallStatus, DecidedBy};
 
-use crate::approval::{Check, TierGate, ToolCallRecord, refusal_text, unknown_tool_text};
+use crate::approval::{Check, TierGate, ToolCallRecord, summarize, unknown_tool_text};
+use crate::audit::ErrorSite;
 use crate::catalog::ToolCatalog;
-use crate::events::{Approval, CallStatus, ErrorSite};
-use crate::tier::Tier;
+use crate::gated::CallRecord;
 
 /// The name both TierHook callbacks are registered under; the build audit looks for it.
 pub const TIER_GATE_HOOK: &str = "tau.tier_gate";
-
-/// What the gate decided for one tool use, kept until the call is recorded.
-struct Decided {
-    allowed: bool,
-    approval: Approval,
-    tier: Option<Tier>,
-    tool: String,
-    arguments: Value,
-}
 
 /// The gate as a hook: asks before each call, records after it.
 pub struct TierHook {
     gate: Arc<TierGate>,
     catalog: Arc<ToolCatalog>,
-    decided: Mutex<HashMap<String, Decided>>,
+    decided: Mutex<HashMap<String, CallRecord>>,
 }
 
 /// The before-tool-call half.
 struct GateBefore(Arc<TierHook>);
 /// The after-tool-call half.
 struct GateAfter(Arc<TierHook>);
+/// Calls refused before any hook.
+struct GateSkipped(Arc<TierHook>);
 
 impl TierHook {
     pub fn new(gate: Arc<TierGate>, catalog: Arc<ToolCatalog>) -> Arc<Self> {
@@ -49,7 +44,7 @@ impl TierHook {
         })
     }
 
-    /// Registers both callbacks at `SDK_LAST`.
+    /// Registers the callbacks at `SDK_LAST`.
     pub fn register(self: &Arc<Self>, registry: &mut HookRegistry) -> Result<(), HookError> {
         registry.add::<BeforeToolCallEvent>(
             TIER_GATE_HOOK,
@@ -60,10 +55,15 @@ impl TierHook {
             TIER_GATE_HOOK,
             HookOrder::SDK_LAST,
             GateAfter(Arc::clone(self)),
+        )?;
+        registry.add::<ToolCallSkippedEvent>(
+            TIER_GATE_HOOK,
+            HookOrder::SDK_LAST,
+            GateSkipped(Arc::clone(self)),
         )
     }
 
-    fn decided(&self) -> std::sync::MutexGuard<'_, HashMap<String, Decided>> {
+    fn decided(&self) -> std::sync::MutexGuard<'_, HashMap<String, CallRecord>> {
         self.decided.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -71,14 +71,9 @@ impl TierHook {
         let name = event.tool_use.name.clone();
         let id = event.tool_use.tool_use_id.clone();
         let arguments = event.tool_use.input.clone();
-        let check = if event.cancel_message().is_some() {
+        let check = if let Some(text) = event.cancel_message() {
             // An earlier callback already stopped it: nobody is asked about a call that will not run.
-            Check {
-                allowed: false,
-                refusal_text: None,
-                approval: Approval::Refused,
-                tier: None,
-            }
+            Check::refuse(text.to_owned(), Approval::Refused, None, DecidedBy::Policy)
         } else if !self.is_catalog_tool(&name, event.selected_tool.as_ref()) {
             self.gate.emit_error(
                 ErrorSite::TierGate,
@@ -86,12 +81,12 @@ impl TierHook {
                 &name,
                 &id,
             );
-            Check {
-                allowed: false,
-                refusal_text: Some(unknown_tool_text(&name)),
-                approval: Approval::Refused,
-                tier: None,
-            }
+            Check::refuse(
+                unknown_tool_text(&name),
+                Approval::Refused,
+                None,
+                DecidedBy::Policy,
+            )
         } else {
             match AssertUnwindSafe(self.gate.check(&name, &arguments, &id))
                 .catch_unwind()
@@ -105,33 +100,20 @@ impl TierHook {
                         &name,
                         &id,
                     );
-                    Check {
-                        allowed: false,
-                        refusal_text: None,
-                        approval: Approval::Failed,
-                        tier: None,
-                    }
+                    Check::refuse(
+                        crate::approval::refusal_text(&name),
+                        Approval::Failed,
+                        None,
+                        DecidedBy::ApproverFailed,
+                    )
                 }
             }
         };
-        if !check.allowed {
-            event.cancel_tool(
-                check
-                    .refusal_text
-                    .clone()
-                    .unwrap_or_else(|| refusal_text(&name)),
-            );
+        let call = CallRecord::new(check, &name, &id, arguments);
+        if !call.check.allowed {
+            event.cancel_tool(call.refusal_text());
         }
-        self.decided().insert(
-            id,
-            Decided {
-                allowed: check.allowed,
-                approval: check.approval,
-                tier: check.tier,
-                tool: name,
-                arguments,
-            },
-        );
+        self.decided().insert(id, call);
     }
 
     /// The selected tool must be the very object the catalog holds under that name; a
@@ -149,55 +131,91 @@ impl TierHook {
     fn after(&self, event: &AfterToolCallEvent) {
         let tool = event.tool_use.name.clone();
         let id = event.tool_use.tool_use_id.clone();
-        let decided = self.decided().remove(&id);
-        let tier = decided
-            .as_ref()
-            .and_then(|d| d.tier)
-            .or_else(|| self.catalog.get(&tool).map(|e| e.tier));
-        let (status, approval) = match decided {
-            None if event.ran => {
-                self.gate.emit_error(
-                    ErrorSite::TierGate,
-                    "a tool call ran that the gate never checked",
-                    &tool,
-                    &id,
-                );
-                (CallStatus::Error, Approval::Failed)
-            }
-            None => (CallStatus::Refused, Approval::Refused),
-            Some(d) if !d.allowed && event.ran => {
-                self.gate.emit_error(
-                    ErrorSite::TierGate,
-                    "a call the gate refused ran anyway",
-                    &tool,
-                    &id,
-                );
-                (CallStatus::Error, d.approval)
-            }
-            Some(d) if event.ran && (d.arguments != event.tool_use.input || d.tool != tool) => {
-                self.gate.emit_error(
-                    ErrorSite::TierGate,
-                    "the call that ran differs from the call the gate decided on",
-                    &tool,
-                    &id,
-                );
-                (CallStatus::Error, d.approval)
-            }
-            Some(d) if !d.allowed => (CallStatus::Refused, d.approval),
-            Some(d) if event.ran && event.result.status == ToolResultStatus::Success => {
-                (CallStatus::Success, d.approval)
-            }
-            Some(d) => (CallStatus::Error, d.approval),
+        let Some(call) = self.decided().remove(&id) else {
+            self.record_unchecked(event);
+            return;
+        };
+        let changed = call.arguments() != &event.tool_use.input || call.tool() != tool;
+        if event.ran && (!call.check.allowed || changed) {
+            let message = if call.check.allowed {
+                "the call that ran differs from the call the gate decided on"
+            } else {
+                "a call the gate refused ran anyway"
+            };
+            self.gate
+                .emit_error(ErrorSite::TierGate, message, &tool, &id);
+            call.finished(
+                &self.gate,
+                CallStatus::Error,
+                event.tool_use.input.clone(),
+                &event.result,
+                event.duration,
+            );
+        } else if !call.check.allowed {
+            call.refused(&self.gate, Some(event.duration));
+        } else if event.ran {
+            call.ran(&self.gate, &event.result, event.cancelled, event.duration);
+        } else {
+            // Allowed, yet a later part of the loop did not run it: it failed.
+            call.finished(
+                &self.gate,
+                CallStatus::Error,
+                event.tool_use.input.clone(),
+                &event.result,
+                event.duration,
+            );
+        }
+    }
+
+    /// A call that reached the after callback without passing the before one.
+    fn record_unchecked(&self, event: &AfterToolCallEvent) {
+        let tool = event.tool_use.name.clone();
+        let id = event.tool_use.tool_use_id.clone();
+        let (status, approval, decided_by) = if event.ran {
+            self.gate.emit_error(
+                ErrorSite::TierGate,
+                "a tool call ran that the gate never checked",
+                &tool,
+                &id,
+            );
+            (CallStatus::Error, Approval::Failed, DecidedBy::ApproverFailed)
+        } else {
+            (CallStatus::Refused, Approval::Refused, DecidedBy::Policy)
         };
         self.gate.record(ToolCallRecord {
+            tier: self.catalog.get(&tool).map(|e| e.tier),
             tool,
-            tier,
             tool_use_id: id,
             arguments: event.tool_use.input.clone(),
             status,
             approval,
+            decided_by,
+            approval_id: None,
             result_summary: Some(event.result.text()),
             duration: Some(event.duration),
+        });
+    }
+
+    fn skipped(&self, event: &ToolCallSkippedEvent) {
+        let (status, decided_by) = match event.reason {
+            SkipReason::InvalidName | SkipReason::InvalidInput { .. } => {
+                (CallStatus::Invalid, DecidedBy::Policy)
+            }
+            SkipReason::Cancelled => (CallStatus::Cancelled, DecidedBy::Cancelled),
+        };
+        let tool = &event.tool_use.name;
+        self.gate.record(ToolCallRecord {
+            tier: self.catalog.get(tool).map(|e| e.tier),
+            // A name no tool can have may be anything the model wrote: keep it short.
+            tool: summarize(tool),
+            tool_use_id: event.tool_use.tool_use_id.clone(),
+            arguments: event.tool_use.input.clone(),
+            status,
+            approval: Approval::Refused,
+            decided_by,
+            approval_id: None,
+            result_summary: Some(event.result.text()),
+            duration: None,
         });
     }
 }
@@ -214,6 +232,13 @@ impl Hook<BeforeToolCallEvent> for GateBefore {
 impl Hook<AfterToolCallEvent> for GateAfter {
     fn call<'a>(&'a self, event: &'a mut AfterToolCallEvent) -> HookFuture<'a> {
         self.0.after(event);
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+impl Hook<ToolCallSkippedEvent> for GateSkipped {
+    fn call<'a>(&'a self, event: &'a mut ToolCallSkippedEvent) -> HookFuture<'a> {
+        self.0.skipped(event);
         Box::pin(std::future::ready(Ok(())))
     }
 }

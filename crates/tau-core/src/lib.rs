@@ -7,27 +7,32 @@
 //!
 //! Layout
 //! - `approval/`: `TierGate`, `Approver`, exemptions, the texts the model reads (imports
-//!   nothing from the agent loop, so the reflex engine and the MCP server call it directly)
-//! - `tier.rs`, `catalog.rs`: tiers, `ToolCatalog`, tier and effect annotations
-//! - `events.rs`: `AgentEvent` and the `EventBus` the audit log and UIs subscribe to
-//! - `hook.rs`: `TierHook`, the adapter at `SDK_LAST`
-//! - `build.rs`: `build_agent`, the registry audit; `turn.rs`: `TauAgent`
-//! - `i18n.rs`: notices; `config.rs`: config sections
+//!   nothing from the agent loop, so the MCP server and routines call it directly)
+//! - `catalog.rs`: `ToolCatalog`, tier and effect annotations (tiers themselves are
+//!   `tau-protocol`'s, re-exported here)
+//! - `audit.rs`: `AuditEvent` (a line of the audit log) and the `EventBus` it travels on
+//! - `gated.rs`: the one gated call (check -> run or refuse -> record)
+//! - `hook.rs`: `TierHook`, the gated call split across the loop's tool-call hooks
+//! - `build.rs`: `build_agent`, the registry audit; `turn/`: `TauAgent`, which runs a turn
+//!   and projects it into the `ChannelEvent`s every channel renders
+//! - `i18n.rs`: notices; `config.rs`: config sections; `ids.rs`: unguessable ids
 
 pub mod approval;
+mod audit;
 mod build;
 mod catalog;
 mod config;
-mod events;
+mod gated;
 mod hook;
 mod i18n;
-mod tier;
+mod ids;
 mod turn;
 
 pub use approval::{
-    ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
-    TierGate, ToolCallRecord, refusal_text, unknown_tool_text,
+    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check,
+    ScriptedApprover, TierGate, ToolCallRecord, refusal_text, unknown_tool_text,
 };
+pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents};
 pub use build::{
     AgentParts, BuildError, HookProvider, PERSONA_HOOK, Plugin, build_agent, hooks_behind_gate,
 };
@@ -39,11 +44,12 @@ pub use config::{
     AgentConfig, ApprovalConfig, ConfigError, CoreConfig, DEFAULT_SYSTEM_PROMPT, UiConfig,
     toml_error,
 };
-pub use events::{
-    AgentEvent, Approval, CallStatus, Decision, ErrorSite, EventBus, EventSubscriber,
-    RecordedEvents,
-};
+pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
-pub use tier::{Tier, TierError};
-pub use turn::{ChatEvent, ChatSink, TauAgent, TurnError, TurnOutcome, interrupt_rejection};
+pub use ids::{NoRandomness, random_id};
+pub use tau_protocol::{
+    Approval, CallStatus, ChannelEvent, DecidedBy, Decision, NoticeKind, StopReason, Tier,
+    TierError, TurnUsage,
+};
+pub use turn::{ChannelSink, TauAgent, TurnError, TurnOutcome, interrupt_rejection};

@@ -11,7 +11,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{House, Recording, Setup, calls, last_results, text, tool_use};
+use common::{House, Recording, Setup, calls, last_results, stable_ids, text, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{
@@ -19,32 +19,38 @@ use tau_agent::{
     SharedTool, StopReason, SyncHook,
 };
 use tau_core::{
-    AgentEvent, Approval, ApprovalRequest, BuildError, CallStatus, CoreConfig, Decision, ErrorSite,
-    HookProvider, Language, Notice, Plugin, ScriptedApprover, Tier, refusal_text,
+    Approval, ApprovalRequest, AuditEvent, BuildError, CallStatus, ChannelEvent, CoreConfig,
+    DecidedBy, Decision, ErrorSite, HookProvider, Language, Notice, Plugin, ScriptedApprover, Tier,
+    refusal_text,
 };
 
-fn without_durations(events: Vec<AgentEvent>) -> Vec<AgentEvent> {
-    events
+/// Events without durations, with stable approval ids (`ap_1`, ...).
+fn without_durations(events: Vec<AuditEvent>) -> Vec<AuditEvent> {
+    stable_ids(events)
         .into_iter()
         .map(|event| match event {
-            AgentEvent::ToolCall {
+            AuditEvent::ToolCall {
                 tool,
                 tier,
                 tool_use_id,
                 arguments,
                 status,
                 approval,
+                decided_by,
+                approval_id,
                 result_summary,
                 duration_ms,
             } => {
                 assert!(duration_ms.is_some(), "tool_call events carry a duration");
-                AgentEvent::ToolCall {
+                AuditEvent::ToolCall {
                     tool,
                     tier,
                     tool_use_id,
                     arguments,
                     status,
                     approval,
+                    decided_by,
+                    approval_id,
                     result_summary,
                     duration_ms: None,
                 }
@@ -52,6 +58,44 @@ fn without_durations(events: Vec<AgentEvent>) -> Vec<AgentEvent> {
             other => other,
         })
         .collect()
+}
+
+/// Who decided a call with this approval in these tests: the scripted person for the
+/// questions they answered, tau's policy for the rest.
+fn decided_by_for(approval: Approval) -> DecidedBy {
+    match approval {
+        Approval::Approved | Approval::Rejected => DecidedBy::person("scripted"),
+        Approval::Timeout => DecidedBy::Timeout,
+        Approval::Failed => DecidedBy::ApproverFailed,
+        Approval::NotRequired | Approval::Refused | Approval::Exempt => DecidedBy::Policy,
+    }
+}
+
+fn question(n: u32, tool: &str, id: &str, arguments: Value) -> AuditEvent {
+    AuditEvent::ApprovalRequested {
+        approval_id: format!("ap_{n}"),
+        tool: tool.into(),
+        tier: Tier::Physical,
+        effect: format!("switches {tool} in the house"),
+        tool_use_id: id.into(),
+        arguments,
+        channel: "scripted".into(),
+        deadline: None,
+    }
+}
+
+fn answer(n: u32, tool: &str, id: &str, arguments: Value, decision: Decision) -> AuditEvent {
+    AuditEvent::Approval {
+        approval_id: format!("ap_{n}"),
+        tool: tool.into(),
+        tier: Tier::Physical,
+        tool_use_id: id.into(),
+        arguments,
+        decision,
+        decided_by: DecidedBy::person("scripted"),
+        approver: "scripted".into(),
+        channel: "scripted".into(),
+    }
 }
 
 fn tool_call(
@@ -62,21 +106,27 @@ fn tool_call(
     status: CallStatus,
     approval: Approval,
     summary: &str,
-) -> AgentEvent {
-    AgentEvent::ToolCall {
+) -> AuditEvent {
+    AuditEvent::ToolCall {
         tool: tool.into(),
         tier,
         tool_use_id: id.into(),
         arguments,
         status,
         approval,
+        decided_by: decided_by_for(approval),
+        approval_id: matches!(
+            approval,
+            Approval::Approved | Approval::Rejected | Approval::Timeout
+        )
+        .then(|| "ap_1".to_owned()),
         result_summary: Some(summary.into()),
         duration_ms: None,
     }
 }
 
-fn turn_end(stop_reason: &str, model_calls: u32) -> AgentEvent {
-    AgentEvent::TurnEnd {
+fn turn_end(stop_reason: &str, model_calls: u32) -> AuditEvent {
+    AuditEvent::TurnEnd {
         stop_reason: stop_reason.into(),
         model_calls,
         input_tokens: 0,
@@ -122,15 +172,14 @@ async fn an_approved_tier_2_call_runs_and_every_tier_is_recorded() {
                 Approval::NotRequired,
                 r#"notes done with {"text":"milk"}"#
             ),
-            AgentEvent::Approval {
-                tool: "lights".into(),
-                tier: Tier::Physical,
-                tool_use_id: "t3".into(),
-                arguments: json!({"room": "kitchen"}),
-                decision: Decision::Approved,
-                approver: "scripted".into(),
-                channel: "scripted".into(),
-            },
+            question(1, "lights", "t3", json!({"room": "kitchen"})),
+            answer(
+                1,
+                "lights",
+                "t3",
+                json!({"room": "kitchen"}),
+                Decision::Approved
+            ),
             tool_call(
                 "lights",
                 Some(Tier::Physical),
@@ -166,7 +215,7 @@ async fn a_refused_tier_2_call_never_runs_and_the_model_reads_the_refusal() {
     );
     let recorded = without_durations(built.events.events());
     assert_eq!(
-        recorded[1],
+        recorded[2],
         tool_call(
             "lights",
             Some(Tier::Physical),
@@ -200,7 +249,7 @@ async fn an_unknown_tool_is_refused_with_the_exact_text() {
     assert_eq!(
         without_durations(built.events.events()),
         vec![
-            AgentEvent::error(
+            AuditEvent::error(
                 ErrorSite::TierGate,
                 "unknown tool 'open_door' refused",
                 Some("open_door"),
@@ -211,7 +260,7 @@ async fn an_unknown_tool_is_refused_with_the_exact_text() {
                 None,
                 "t1",
                 json!({}),
-                CallStatus::Refused,
+                CallStatus::UnknownTool,
                 Approval::Refused,
                 "Tool 'open_door' is not registered; it was not run."
             ),
@@ -401,9 +450,9 @@ async fn a_hook_added_after_the_build_that_changes_the_call_is_recorded_as_an_er
     assert_eq!(house.lights.inputs(), vec![json!({"room": "garage"})]);
     let recorded = without_durations(built.events.events());
     assert_eq!(
-        recorded[1..3].to_vec(),
+        recorded[2..4].to_vec(),
         vec![
-            AgentEvent::error(
+            AuditEvent::error(
                 ErrorSite::TierGate,
                 "the call that ran differs from the call the gate decided on",
                 Some("lights"),
@@ -502,7 +551,7 @@ async fn the_loop_guard_ends_the_turn_with_a_notice_in_the_ui_language() {
             text("Saat 10."),
         ])
         .await;
-    let (sink, mut receiver) = tau_core::ChatSink::channel();
+    let (sink, mut receiver) = tau_core::ChannelSink::channel();
     let outcome = built.agent.stream("saat kaç?", Some(&sink)).await.unwrap();
     assert_eq!(outcome.stop_reason, StopReason::LimitTurns);
     assert_eq!(outcome.notices, vec![Notice::TurnLimit { max_turns: 2 }]);
@@ -510,7 +559,7 @@ async fn the_loop_guard_ends_the_turn_with_a_notice_in_the_ui_language() {
     assert_eq!(house.clock.runs(), 2);
     let mut notices = Vec::new();
     while let Ok(event) = receiver.try_recv() {
-        if let tau_core::ChatEvent::Notice { text, .. } = event {
+        if let ChannelEvent::Notice { text, .. } = event {
             notices.push(text);
         }
     }
@@ -519,7 +568,7 @@ async fn the_loop_guard_ends_the_turn_with_a_notice_in_the_ui_language() {
     assert_eq!(
         recorded[recorded.len() - 2..].to_vec(),
         vec![
-            AgentEvent::TurnLimit { max_turns: 2 },
+            AuditEvent::TurnLimit { max_turns: 2 },
             turn_end("limit_turns", 2)
         ]
     );
@@ -599,7 +648,7 @@ async fn an_interrupt_is_refused_inside_the_turn() {
     );
     assert_eq!(
         built.events.events()[0],
-        AgentEvent::error(
+        AuditEvent::error(
             ErrorSite::Interrupt,
             "interrupt 'confirm' refused: tau does not pause turns",
             None,
@@ -665,12 +714,15 @@ async fn a_model_error_ends_the_turn_with_a_notice_and_an_error_event() {
     );
     assert_eq!(
         built.events.events(),
-        vec![AgentEvent::error(
-            ErrorSite::Model,
-            "model error: the replay script has no more responses (all 0 were played)",
-            None,
-            None
-        )]
+        vec![
+            AuditEvent::error(
+                ErrorSite::Model,
+                "model error: the replay script has no more responses (all 0 were played)",
+                None,
+                None
+            ),
+            turn_end("failed", 0),
+        ]
     );
 }
 
@@ -760,7 +812,7 @@ async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
     );
     assert_eq!(
         events.events()[0],
-        AgentEvent::error(
+        AuditEvent::error(
             ErrorSite::Interrupt,
             "interrupt 'confirm' refused: tau does not pause turns",
             None,

@@ -14,17 +14,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::House;
+use common::{House, stable_check, stable_ids};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
-    ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check, ExemptionError,
-    ScriptedApprover, Standing, TierGate, TierLookup, refusal_text, unknown_tool_text,
+    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check,
+    ExemptionError, ScriptedApprover, Standing, TierGate, TierLookup, refusal_text,
+    unknown_tool_text,
 };
 use tau_core::{
-    AgentEvent, Approval, Decision, ErrorSite, EventBus, RecordedEvents, TauToolSpec, Tier,
-    ToolCatalog,
+    Approval, AuditEvent, DecidedBy, Decision, ErrorSite, EventBus, RecordedEvents,
+    TauToolSpec, Tier, ToolCatalog,
 };
 
 fn gate_with(approver: Arc<dyn Approver>) -> (TierGate, RecordedEvents) {
@@ -36,29 +37,79 @@ fn gate_with(approver: Arc<dyn Approver>) -> (TierGate, RecordedEvents) {
     )
 }
 
-fn refused(tool: &str, approval: Approval, tier: Option<Tier>) -> Check {
+/// A refusal; `asked` when a question (`ap_1`) was put to the approver first.
+fn refused(
+    tool: &str,
+    approval: Approval,
+    tier: Option<Tier>,
+    decided_by: DecidedBy,
+    asked: bool,
+) -> Check {
     Check {
         allowed: false,
         refusal_text: Some(refusal_text(tool)),
         approval,
         tier,
+        decided_by,
+        approval_id: asked.then(|| "ap_1".to_owned()),
+        unknown_tool: false,
     }
 }
 
-fn approval_event(decision: Decision, approver: &str) -> AgentEvent {
-    AgentEvent::Approval {
+fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -> Check {
+    Check {
+        allowed: true,
+        refusal_text: None,
+        approval,
+        tier: Some(tier),
+        decided_by,
+        approval_id: asked.then(|| "ap_1".to_owned()),
+        unknown_tool: false,
+    }
+}
+
+/// The question about `lights` in the kitchen, as the audit log records it.
+fn requested(channel: &str) -> AuditEvent {
+    AuditEvent::ApprovalRequested {
+        approval_id: "ap_1".into(),
+        tool: "lights".into(),
+        tier: Tier::Physical,
+        effect: "switches lights in the house".into(),
+        tool_use_id: "t1".into(),
+        arguments: json!({"room": "kitchen"}),
+        channel: channel.into(),
+        deadline: None,
+    }
+}
+
+fn requested_with_deadline(channel: &str) -> AuditEvent {
+    let mut event = requested(channel);
+    if let AuditEvent::ApprovalRequested { deadline, .. } = &mut event {
+        *deadline = Some("<deadline>".into());
+    }
+    event
+}
+
+fn approval_event(decision: Decision, decided_by: DecidedBy, approver: &str) -> AuditEvent {
+    AuditEvent::Approval {
+        approval_id: "ap_1".into(),
         tool: "lights".into(),
         tier: Tier::Physical,
         tool_use_id: "t1".into(),
         arguments: json!({"room": "kitchen"}),
         decision,
+        decided_by,
         approver: approver.into(),
         channel: approver.into(),
     }
 }
 
-fn error_event(site: ErrorSite, message: &str, tool: &str) -> AgentEvent {
-    AgentEvent::error(site, message, Some(tool), Some("t1"))
+fn error_event(site: ErrorSite, message: &str, tool: &str) -> AuditEvent {
+    AuditEvent::error(site, message, Some(tool), Some("t1"))
+}
+
+fn scripted_person() -> DecidedBy {
+    DecidedBy::person("scripted")
 }
 
 #[tokio::test]
@@ -69,12 +120,7 @@ async fn tier_0_and_1_run_without_asking() {
         let check = gate.check(tool, &json!({}), "t1").await;
         assert_eq!(
             check,
-            Check {
-                allowed: true,
-                refusal_text: None,
-                approval: Approval::NotRequired,
-                tier: Some(tier)
-            }
+            allowed(tier, Approval::NotRequired, DecidedBy::Policy, false)
         );
     }
     assert_eq!(approver.requests(), vec![]);
@@ -89,17 +135,15 @@ async fn tier_2_runs_only_on_an_explicit_yes() {
         .check("lights", &json!({"room": "kitchen"}), "t1")
         .await;
     assert_eq!(
-        check,
-        Check {
-            allowed: true,
-            refusal_text: None,
-            approval: Approval::Approved,
-            tier: Some(Tier::Physical)
-        }
+        stable_check(check),
+        allowed(Tier::Physical, Approval::Approved, scripted_person(), true)
     );
     assert_eq!(
-        events.events(),
-        vec![approval_event(Decision::Approved, "scripted")]
+        stable_ids(events.events()),
+        vec![
+            requested("scripted"),
+            approval_event(Decision::Approved, scripted_person(), "scripted")
+        ]
     );
 }
 
@@ -108,17 +152,22 @@ async fn approval_request_carries_tool_tier_effect_arguments_id_and_channel() {
     let approver = ScriptedApprover::new([Decision::Rejected]);
     let (gate, _) = gate_with(Arc::new(approver.clone()));
     let gate = gate.with_channel("terminal");
-    gate.check("lights", &json!({"room": "kitchen"}), "t1")
+    let check = gate
+        .check("lights", &json!({"room": "kitchen"}), "t1")
         .await;
+    let requests = approver.requests();
+    assert_eq!(check.approval_id.as_ref(), Some(&requests[0].approval_id));
     assert_eq!(
-        approver.requests(),
+        requests,
         vec![ApprovalRequest {
+            approval_id: requests[0].approval_id.clone(),
             tool: "lights".into(),
             tier: Tier::Physical,
             effect: "switches lights in the house".into(),
             arguments: json!({"room": "kitchen"}),
             tool_use_id: "t1".into(),
             channel: "terminal".into(),
+            deadline: None,
         }]
     );
 }
@@ -130,18 +179,27 @@ async fn a_rejection_refuses_with_the_refusal_text() {
         .check("lights", &json!({"room": "kitchen"}), "t1")
         .await;
     assert_eq!(
-        check,
-        refused("lights", Approval::Rejected, Some(Tier::Physical))
-    );
-    assert_eq!(
         check.refusal_text.as_deref(),
         Some(
             "The user did not approve this action: lights. Do not perform it; tell the user briefly."
         )
     );
     assert_eq!(
-        events.events(),
-        vec![approval_event(Decision::Rejected, "scripted")]
+        stable_check(check),
+        refused(
+            "lights",
+            Approval::Rejected,
+            Some(Tier::Physical),
+            scripted_person(),
+            true
+        )
+    );
+    assert_eq!(
+        stable_ids(events.events()),
+        vec![
+            requested("scripted"),
+            approval_event(Decision::Rejected, scripted_person(), "scripted")
+        ]
     );
 }
 
@@ -149,8 +207,14 @@ async fn a_rejection_refuses_with_the_refusal_text() {
 async fn the_default_approver_rejects_every_tier_2_call() {
     let (gate, _) = gate_with(Arc::new(AutoRejectApprover));
     assert_eq!(
-        gate.check("lights", &json!({}), "t1").await,
-        refused("lights", Approval::Rejected, Some(Tier::Physical))
+        stable_check(gate.check("lights", &json!({}), "t1").await),
+        refused(
+            "lights",
+            Approval::Rejected,
+            Some(Tier::Physical),
+            DecidedBy::Policy,
+            true
+        )
     );
     assert_eq!(gate.check("clock", &json!({}), "t2").await.allowed, true);
 }
@@ -166,7 +230,10 @@ async fn an_unknown_tool_is_refused_with_the_unknown_tool_text() {
             allowed: false,
             refusal_text: Some("Tool 'open_door' is not registered; it was not run.".into()),
             approval: Approval::Refused,
-            tier: None
+            tier: None,
+            decided_by: DecidedBy::Policy,
+            approval_id: None,
+            unknown_tool: true,
         }
     );
     assert_eq!(check.refusal_text, Some(unknown_tool_text("open_door")));
@@ -231,17 +298,12 @@ async fn a_tool_whose_tier_became_invalid_or_changed_is_refused() {
         tool.shifted.store(true, Ordering::SeqCst);
         assert_eq!(
             gate.check("door", &json!({}), "t1").await,
-            Check {
-                allowed: false,
-                refusal_text: Some(refusal_text("door")),
-                approval: Approval::Refused,
-                tier: None
-            }
+            refused("door", Approval::Refused, None, DecidedBy::Policy, false)
         );
         assert_eq!(approver.requests(), vec![]);
         assert_eq!(
             events.events(),
-            vec![AgentEvent::error(
+            vec![AuditEvent::error(
                 ErrorSite::TierGate,
                 reason,
                 Some("door"),
@@ -258,7 +320,7 @@ impl Approver for Failing {
     fn name(&self) -> &str {
         "failing"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Decision, ApproverError> {
+    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
         Err(ApproverError::new("the terminal is gone"))
     }
 }
@@ -270,59 +332,77 @@ impl Approver for Panicking {
     fn name(&self) -> &str {
         "panicking"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Decision, ApproverError> {
+    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
         panic!("approver bug")
     }
 }
 
 #[tokio::test]
 async fn an_approver_that_fails_or_panics_refuses() {
-    let (gate, events) = gate_with(Arc::new(Failing));
-    assert_eq!(
-        gate.check("lights", &json!({"room": "kitchen"}), "t1")
-            .await,
-        refused("lights", Approval::Failed, Some(Tier::Physical))
-    );
-    assert_eq!(
-        events.events(),
-        vec![error_event(
-            ErrorSite::Approver,
+    for (approver, name, message) in [
+        (
+            Arc::new(Failing) as Arc<dyn Approver>,
+            "failing",
             "approver 'failing' failed: the terminal is gone",
-            "lights"
-        )]
-    );
-
-    let (gate, events) = gate_with(Arc::new(Panicking));
-    assert_eq!(
-        gate.check("lights", &json!({"room": "kitchen"}), "t1")
-            .await,
-        refused("lights", Approval::Failed, Some(Tier::Physical))
-    );
-    assert_eq!(
-        events.events(),
-        vec![error_event(
-            ErrorSite::Approver,
+        ),
+        (
+            Arc::new(Panicking),
+            "panicking",
             "approver 'panicking' panicked",
-            "lights"
-        )]
-    );
+        ),
+    ] {
+        let (gate, events) = gate_with(approver);
+        assert_eq!(
+            stable_check(
+                gate.check("lights", &json!({"room": "kitchen"}), "t1")
+                    .await
+            ),
+            refused(
+                "lights",
+                Approval::Failed,
+                Some(Tier::Physical),
+                DecidedBy::ApproverFailed,
+                true
+            )
+        );
+        assert_eq!(
+            stable_ids(events.events()),
+            vec![
+                requested(name),
+                error_event(ErrorSite::Approver, message, "lights"),
+                approval_event(Decision::Rejected, DecidedBy::ApproverFailed, name),
+            ]
+        );
+    }
 }
 
 #[tokio::test]
 async fn a_scripted_approver_that_ran_out_refuses() {
     let (gate, events) = gate_with(Arc::new(ScriptedApprover::new([])));
     assert_eq!(
-        gate.check("lights", &json!({"room": "kitchen"}), "t1")
-            .await,
-        refused("lights", Approval::Failed, Some(Tier::Physical))
+        stable_check(
+            gate.check("lights", &json!({"room": "kitchen"}), "t1")
+                .await
+        ),
+        refused(
+            "lights",
+            Approval::Failed,
+            Some(Tier::Physical),
+            DecidedBy::ApproverFailed,
+            true
+        )
     );
     assert_eq!(
-        events.events(),
-        vec![error_event(
-            ErrorSite::Approver,
-            "approver 'scripted' failed: the scripted approver has no decision left",
-            "lights"
-        )]
+        stable_ids(events.events()),
+        vec![
+            requested("scripted"),
+            error_event(
+                ErrorSite::Approver,
+                "approver 'scripted' failed: the scripted approver has no decision left",
+                "lights"
+            ),
+            approval_event(Decision::Rejected, DecidedBy::ApproverFailed, "scripted"),
+        ]
     );
 }
 
@@ -342,7 +422,13 @@ async fn a_failure_inside_the_gate_refuses() {
     let gate = TierGate::new(Arc::new(PanickingLookup), Arc::new(approver.clone()), bus);
     assert_eq!(
         gate.check("lights", &json!({}), "t1").await,
-        refused("lights", Approval::Failed, None)
+        refused(
+            "lights",
+            Approval::Failed,
+            None,
+            DecidedBy::ApproverFailed,
+            false
+        )
     );
     assert_eq!(
         events.events(),
@@ -375,11 +461,11 @@ impl Approver for Silent {
     fn name(&self) -> &str {
         "silent"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Decision, ApproverError> {
+    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
         self.open.fetch_add(1, Ordering::SeqCst);
         let _question = OpenQuestion(Arc::clone(&self.open));
         std::future::pending::<()>().await;
-        Ok(Decision::Approved)
+        Ok(Answer::approved_by("silent"))
     }
     fn timeout(&self) -> Option<Duration> {
         self.natural
@@ -400,18 +486,34 @@ async fn a_silent_approver_times_out_refuses_and_leaves_nothing_running() {
         .await;
     assert_eq!(started.elapsed(), Duration::from_secs(30));
     assert_eq!(
-        check,
-        refused("lights", Approval::Timeout, Some(Tier::Physical))
+        stable_check(check),
+        refused(
+            "lights",
+            Approval::Timeout,
+            Some(Tier::Physical),
+            DecidedBy::Timeout,
+            true
+        )
     );
     assert_eq!(
         open.load(Ordering::SeqCst),
         0,
         "the question's future was dropped"
     );
+    let events = events.events();
+    let AuditEvent::ApprovalRequested {
+        deadline: Some(deadline),
+        ..
+    } = &events[0]
+    else {
+        panic!("no deadline in {:?}", events[0]);
+    };
+    assert!(deadline.parse::<jiff::Timestamp>().is_ok(), "{deadline}");
     assert_eq!(
-        events.events(),
+        stable_ids(events),
         vec![
-            approval_event(Decision::Timeout, "silent"),
+            requested_with_deadline("silent"),
+            approval_event(Decision::Timeout, DecidedBy::Timeout, "silent"),
             error_event(
                 ErrorSite::Approver,
                 "no answer before the approval timeout",
@@ -456,18 +558,21 @@ async fn there_is_no_timeout_by_default() {
 async fn an_exemption_lets_a_routine_through_without_asking() {
     let approver = ScriptedApprover::new([Decision::Rejected]);
     let (gate, events) = gate_with(Arc::new(approver.clone()));
-    gate.add_exemption(Arc::new(|tool: &str, args: &Value| {
-        tool == "lights" && args["room"] == "hall"
-    }));
+    gate.add_exemption(
+        "hall lights at dusk",
+        Arc::new(|tool: &str, args: &Value| tool == "lights" && args["room"] == "hall"),
+    );
     let check = gate.check("lights", &json!({"room": "hall"}), "t1").await;
     assert_eq!(
         check,
-        Check {
-            allowed: true,
-            refusal_text: None,
-            approval: Approval::Exempt,
-            tier: Some(Tier::Physical)
-        }
+        allowed(
+            Tier::Physical,
+            Approval::Exempt,
+            DecidedBy::Exemption {
+                name: "hall lights at dusk".into()
+            },
+            false
+        )
     );
     assert_eq!(
         events.events(),
@@ -488,7 +593,7 @@ async fn an_exemption_lets_a_routine_through_without_asking() {
 async fn undoing_an_exemption_asks_again() {
     let approver = ScriptedApprover::new([Decision::Rejected]);
     let (gate, _) = gate_with(Arc::new(approver.clone()));
-    let handle = gate.add_exemption(Arc::new(|_: &str, _: &Value| true));
+    let handle = gate.add_exemption("everything", Arc::new(|_: &str, _: &Value| true));
     assert_eq!(
         gate.check("lights", &json!({}), "t1").await.approval,
         Approval::Exempt
@@ -506,10 +611,13 @@ async fn exemptions_are_consulted_only_for_tier_2_calls_to_known_tools() {
     let consulted = Arc::new(Mutex::new(Vec::new()));
     let (gate, _) = gate_with(Arc::new(ScriptedApprover::new([Decision::Rejected])));
     let seen = Arc::clone(&consulted);
-    gate.add_exemption(Arc::new(move |tool: &str, _: &Value| {
-        seen.lock().unwrap().push(tool.to_owned());
-        true
-    }));
+    gate.add_exemption(
+        "recorder",
+        Arc::new(move |tool: &str, _: &Value| {
+            seen.lock().unwrap().push(tool.to_owned());
+            true
+        }),
+    );
     gate.check("clock", &json!({}), "t1").await;
     gate.check("notes", &json!({}), "t2").await;
     assert_eq!(
@@ -536,21 +644,31 @@ impl tau_core::approval::Exemption for Erring {
 async fn an_exemption_that_errors_or_panics_is_not_an_exemption() {
     let approver = ScriptedApprover::new([Decision::Rejected, Decision::Rejected]);
     let (gate, events) = gate_with(Arc::new(approver.clone()));
-    gate.add_exemption(Arc::new(Erring));
-    gate.add_exemption(Arc::new(|_: &str, _: &Value| -> bool {
-        panic!("exemption bug")
-    }));
-    assert_eq!(
-        gate.check("lights", &json!({"room": "kitchen"}), "t1")
-            .await,
-        refused("lights", Approval::Rejected, Some(Tier::Physical))
+    gate.add_exemption("erring", Arc::new(Erring));
+    gate.add_exemption(
+        "panicking",
+        Arc::new(|_: &str, _: &Value| -> bool { panic!("exemption bug") }),
     );
     assert_eq!(
-        events.events(),
+        stable_check(
+            gate.check("lights", &json!({"room": "kitchen"}), "t1")
+                .await
+        ),
+        refused(
+            "lights",
+            Approval::Rejected,
+            Some(Tier::Physical),
+            scripted_person(),
+            true
+        )
+    );
+    assert_eq!(
+        stable_ids(events.events()),
         vec![
             error_event(ErrorSite::Exemption, "routine store unreadable", "lights"),
             error_event(ErrorSite::Exemption, "an exemption panicked", "lights"),
-            approval_event(Decision::Rejected, "scripted"),
+            requested("scripted"),
+            approval_event(Decision::Rejected, scripted_person(), "scripted"),
         ]
     );
 }
@@ -567,12 +685,12 @@ impl Approver for Overlap {
     fn name(&self) -> &str {
         "overlap"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Decision, ApproverError> {
+    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
         let now = self.open.fetch_add(1, Ordering::SeqCst) + 1;
         self.most.fetch_max(now, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(10)).await;
         self.open.fetch_sub(1, Ordering::SeqCst);
-        Ok(Decision::Approved)
+        Ok(Answer::approved_by("overlap"))
     }
 }
 
@@ -590,4 +708,85 @@ async fn parallel_calls_are_asked_one_at_a_time() {
     .await;
     assert!(checks.iter().all(|c| c.allowed));
     assert_eq!(approver.most.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_yes_that_no_person_gave_is_a_failed_approver_not_an_approval() {
+    for decided_by in [
+        DecidedBy::EndOfInput,
+        DecidedBy::Timeout,
+        DecidedBy::Cancelled,
+        DecidedBy::Policy,
+        DecidedBy::Superseded,
+        DecidedBy::ApproverFailed,
+        DecidedBy::Exemption {
+            name: "forged".into(),
+        },
+    ] {
+        let approver = ScriptedApprover::answers([Answer {
+            decision: Decision::Approved,
+            decided_by: decided_by.clone(),
+        }]);
+        let (gate, events) = gate_with(Arc::new(approver));
+        let check = gate
+            .check("lights", &json!({"room": "kitchen"}), "t1")
+            .await;
+        assert_eq!(
+            stable_check(check),
+            refused(
+                "lights",
+                Approval::Failed,
+                Some(Tier::Physical),
+                DecidedBy::ApproverFailed,
+                true
+            ),
+            "{decided_by:?}"
+        );
+        let events = stable_ids(events.events());
+        assert_eq!(
+            events.last(),
+            Some(&approval_event(
+                Decision::Rejected,
+                DecidedBy::ApproverFailed,
+                "scripted"
+            ))
+        );
+    }
+}
+
+#[tokio::test]
+async fn how_a_wait_ended_is_recorded_as_who_decided() {
+    for decided_by in [DecidedBy::EndOfInput, DecidedBy::Cancelled] {
+        let approver = ScriptedApprover::answers([Answer::rejected(decided_by.clone())]);
+        let (gate, events) = gate_with(Arc::new(approver));
+        let check = gate
+            .check("lights", &json!({"room": "kitchen"}), "t1")
+            .await;
+        assert_eq!(check.decided_by, decided_by);
+        assert_eq!(
+            stable_ids(events.events()),
+            vec![
+                requested("scripted"),
+                approval_event(Decision::Rejected, decided_by, "scripted")
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_question_has_its_own_unguessable_id() {
+    let approver = ScriptedApprover::new([Decision::Rejected, Decision::Rejected]);
+    let (gate, _) = gate_with(Arc::new(approver.clone()));
+    let first = gate.check("lights", &json!({}), "t1").await;
+    let second = gate.check("lights", &json!({}), "t1").await;
+    let ids: Vec<_> = approver
+        .requests()
+        .into_iter()
+        .map(|r| r.approval_id)
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1], "the same call asked twice gets two ids");
+    assert_eq!(first.approval_id.as_ref(), Some(&ids[0]));
+    assert_eq!(second.approval_id.as_ref(), Some(&ids[1]));
+    assert!(ids.iter().all(|id| id.len() == 35 && id.starts_with("ap_")));
 }

@@ -18,7 +18,7 @@ use tau_core::{
     Approval, ApprovalRequest, Approver, ApproverError, Decision, EventBus, ScriptedApprover, Tier,
     TierGate,
 };
-use tau_core::{CallStatus, ToolCallRecord};
+use tau_core::{Answer, CallStatus, DecidedBy, ToolCallRecord};
 use tracing::Level;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -77,6 +77,8 @@ fn record(tool: &str, tier: Option<Tier>) -> ToolCallRecord {
         arguments: json!({}),
         status: CallStatus::Success,
         approval: Approval::NotRequired,
+        decided_by: DecidedBy::Policy,
+        approval_id: None,
         result_summary: None,
         duration: None,
     }
@@ -109,7 +111,7 @@ impl Approver for Silent {
     fn name(&self) -> &str {
         "silent"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Decision, ApproverError> {
+    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
         std::future::pending().await
     }
 }
@@ -121,7 +123,7 @@ impl Approver for Broken {
     fn name(&self) -> &str {
         "broken"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Decision, ApproverError> {
+    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
         Err(ApproverError::new("gone"))
     }
 }

@@ -8,12 +8,13 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::events::Decision;
-use crate::tier::Tier;
+use tau_protocol::{DecidedBy, Decision, Tier};
 
 /// The question put to a person.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
+    /// Names this question; an answer to another id is not an answer to it.
+    pub approval_id: String,
     pub tool: String,
     pub tier: Tier,
     /// One line a person reads: what the call will do.
@@ -22,6 +23,34 @@ pub struct ApprovalRequest {
     pub arguments: Value,
     pub tool_use_id: String,
     pub channel: String,
+    /// When the gate withdraws the question (RFC 3339), if it does.
+    pub deadline: Option<String>,
+}
+
+/// What an approver says, and who said it. Only a person's yes approves: the gate refuses
+/// an `Approved` from anyone else as a failed approver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    pub decision: Decision,
+    pub decided_by: DecidedBy,
+}
+
+impl Answer {
+    /// A person on `channel` said yes.
+    pub fn approved_by(channel: impl Into<String>) -> Self {
+        Self {
+            decision: Decision::Approved,
+            decided_by: DecidedBy::person(channel),
+        }
+    }
+
+    /// The call is refused; `decided_by` says by whom or why.
+    pub fn rejected(decided_by: DecidedBy) -> Self {
+        Self {
+            decision: Decision::Rejected,
+            decided_by,
+        }
+    }
 }
 
 /// An approver that could not produce an answer. The gate refuses the call.
@@ -45,7 +74,7 @@ impl ApproverError {
 pub trait Approver: Send + Sync {
     fn name(&self) -> &str;
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Decision, ApproverError>;
+    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError>;
 
     /// How long this channel naturally waits for an answer; the gate's own timeout wins.
     fn timeout(&self) -> Option<Duration> {
@@ -63,23 +92,32 @@ impl Approver for AutoRejectApprover {
         "auto_reject"
     }
 
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Decision, ApproverError> {
-        Ok(Decision::Rejected)
+    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
+        Ok(Answer::rejected(DecidedBy::Policy))
     }
 }
 
-/// Plays scripted decisions in order and records every request, for tests. When the
+/// Plays scripted answers in order and records every request, for tests. When the
 /// script runs out it fails, and the gate refuses.
 #[derive(Clone, Default)]
 pub struct ScriptedApprover {
-    decisions: Arc<Mutex<VecDeque<Decision>>>,
+    answers: Arc<Mutex<VecDeque<Answer>>>,
     requests: Arc<Mutex<Vec<ApprovalRequest>>>,
 }
 
 impl ScriptedApprover {
+    /// Decisions a person on the `scripted` channel makes.
     pub fn new(decisions: impl IntoIterator<Item = Decision>) -> Self {
+        Self::answers(decisions.into_iter().map(|decision| Answer {
+            decision,
+            decided_by: DecidedBy::person("scripted"),
+        }))
+    }
+
+    /// Whole answers, for a wait that ends without a person (`end_of_input`, ...).
+    pub fn answers(answers: impl IntoIterator<Item = Answer>) -> Self {
         Self {
-            decisions: Arc::new(Mutex::new(decisions.into_iter().collect())),
+            answers: Arc::new(Mutex::new(answers.into_iter().collect())),
             requests: Arc::default(),
         }
     }
@@ -99,12 +137,12 @@ impl Approver for ScriptedApprover {
         "scripted"
     }
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Decision, ApproverError> {
+    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(request);
-        self.decisions
+        self.answers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop_front()

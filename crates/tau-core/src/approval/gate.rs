@@ -8,10 +8,12 @@ use std::time::Duration;
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::approver::{ApprovalRequest, Approver};
+use tau_protocol::{Approval, CallStatus, DecidedBy, Decision, Tier};
+
+use super::approver::{Answer, ApprovalRequest, Approver};
 use super::texts::{refusal_text, unknown_tool_text};
-use crate::events::{AgentEvent, Approval, CallStatus, Decision, ErrorSite, EventBus};
-use crate::tier::Tier;
+use crate::audit::{AuditEvent, ErrorSite, EventBus};
+use crate::ids::random_id;
 
 /// What the gate knows about a tool name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +34,8 @@ pub trait TierLookup: Send + Sync {
     fn standing(&self, tool: &str) -> Standing;
 }
 
-/// The gate's answer: `(allowed, refusal_text, approval)`, and the tier it used.
+/// The gate's answer: `(allowed, refusal_text, approval)`, the tier it used, and who or
+/// what decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
     pub allowed: bool,
@@ -40,24 +43,55 @@ pub struct Check {
     pub refusal_text: Option<String>,
     pub approval: Approval,
     pub tier: Option<Tier>,
+    pub decided_by: DecidedBy,
+    /// The question asked about this call, if one was.
+    pub approval_id: Option<String>,
+    /// No tool of that name is registered.
+    pub unknown_tool: bool,
 }
 
 impl Check {
-    fn allow(tier: Tier, approval: Approval) -> Self {
+    fn allow(tier: Tier, approval: Approval, decided_by: DecidedBy) -> Self {
         Self {
             allowed: true,
             refusal_text: None,
             approval,
             tier: Some(tier),
+            decided_by,
+            approval_id: None,
+            unknown_tool: false,
         }
     }
 
-    fn refuse(text: String, approval: Approval, tier: Option<Tier>) -> Self {
+    /// A refusal decided by `decided_by`.
+    pub fn refuse(
+        text: String,
+        approval: Approval,
+        tier: Option<Tier>,
+        decided_by: DecidedBy,
+    ) -> Self {
         Self {
             allowed: false,
             refusal_text: Some(text),
             approval,
             tier,
+            decided_by,
+            approval_id: None,
+            unknown_tool: false,
+        }
+    }
+
+    fn asked(mut self, approval_id: &str) -> Self {
+        self.approval_id = Some(approval_id.to_owned());
+        self
+    }
+
+    /// The status a refused call is recorded with.
+    pub fn refused_status(&self) -> CallStatus {
+        if self.unknown_tool {
+            CallStatus::UnknownTool
+        } else {
+            CallStatus::Refused
         }
     }
 }
@@ -81,7 +115,7 @@ impl<F: Fn(&str, &Value) -> bool + Send + Sync> Exemption for F {
     }
 }
 
-type Exemptions = Mutex<Vec<(u64, Arc<dyn Exemption>)>>;
+type Exemptions = Mutex<Vec<(u64, String, Arc<dyn Exemption>)>>;
 
 /// Removes its exemption again with [`ExemptionHandle::undo`]. Dropping it keeps the
 /// exemption in place.
@@ -97,7 +131,7 @@ impl ExemptionHandle {
             exemptions
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .retain(|(id, _)| *id != self.id);
+                .retain(|(id, _, _)| *id != self.id);
         }
     }
 }
@@ -111,8 +145,32 @@ pub struct ToolCallRecord {
     pub arguments: Value,
     pub status: CallStatus,
     pub approval: Approval,
+    pub decided_by: DecidedBy,
+    pub approval_id: Option<String>,
     pub result_summary: Option<String>,
     pub duration: Option<Duration>,
+}
+
+impl ToolCallRecord {
+    /// The record of a call the gate decided on, before anything about its run is known.
+    pub fn decided(check: &Check, tool: &str, tool_use_id: &str, arguments: Value) -> Self {
+        Self {
+            tool: tool.to_owned(),
+            tier: check.tier,
+            tool_use_id: tool_use_id.to_owned(),
+            arguments,
+            status: if check.allowed {
+                CallStatus::Success
+            } else {
+                check.refused_status()
+            },
+            approval: check.approval,
+            decided_by: check.decided_by.clone(),
+            approval_id: check.approval_id.clone(),
+            result_summary: None,
+            duration: None,
+        }
+    }
 }
 
 /// The policy: tier 0 and 1 run, tier 2 runs only on a person's yes, and nothing that
@@ -175,13 +233,18 @@ impl TierGate {
         self.tiers.standing(tool)
     }
 
-    /// Adds an exemption; the handle takes it away again.
-    pub fn add_exemption(&self, exemption: Arc<dyn Exemption>) -> ExemptionHandle {
+    /// Adds an exemption under `name` (what the audit log says decided an exempt call);
+    /// the handle takes it away again.
+    pub fn add_exemption(
+        &self,
+        name: impl Into<String>,
+        exemption: Arc<dyn Exemption>,
+    ) -> ExemptionHandle {
         let id = self.next_exemption.fetch_add(1, Ordering::Relaxed);
         self.exemptions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((id, exemption));
+            .push((id, name.into(), exemption));
         ExemptionHandle {
             id,
             exemptions: Arc::downgrade(&self.exemptions),
@@ -203,7 +266,12 @@ impl TierGate {
                     tool,
                     tool_use_id,
                 );
-                Check::refuse(refusal_text(tool), Approval::Failed, None)
+                Check::refuse(
+                    refusal_text(tool),
+                    Approval::Failed,
+                    None,
+                    DecidedBy::ApproverFailed,
+                )
             }
         }
     }
@@ -220,81 +288,141 @@ impl TierGate {
                     tool,
                     tool_use_id,
                 );
-                return Check::refuse(unknown_tool_text(tool), Approval::Refused, None);
+                let mut check = Check::refuse(
+                    unknown_tool_text(tool),
+                    Approval::Refused,
+                    None,
+                    DecidedBy::Policy,
+                );
+                check.unknown_tool = true;
+                return check;
             }
             Standing::Invalid { reason } => {
                 tracing::error!(tool, tool_use_id, %reason, "tool with an invalid tier refused");
                 self.emit_error(ErrorSite::TierGate, reason, tool, tool_use_id);
-                return Check::refuse(refusal_text(tool), Approval::Refused, None);
+                return Check::refuse(
+                    refusal_text(tool),
+                    Approval::Refused,
+                    None,
+                    DecidedBy::Policy,
+                );
             }
             Standing::Known { tier, effect } => (tier, effect),
         };
         // 3. tier 0 or 1 -> allow
         if tier != Tier::Physical {
-            return Check::allow(tier, Approval::NotRequired);
+            return Check::allow(tier, Approval::NotRequired, DecidedBy::Policy);
         }
         // 4. exempt (exactly Ok(true)) -> allow, recorded "exempt"
-        if self.is_exempt(tool, arguments, tool_use_id) {
-            return Check::allow(tier, Approval::Exempt);
+        if let Some(name) = self.exempting(tool, arguments, tool_use_id) {
+            return Check::allow(tier, Approval::Exempt, DecidedBy::Exemption { name });
         }
         // 5. ask the approver, one question at a time, bounded by the timeout
+        // anything that fails on the way -> refuse
+        let _turn = self.prompt_lock.lock().await;
+        let Ok(approval_id) = random_id("ap") else {
+            self.emit_error(
+                ErrorSite::TierGate,
+                "no randomness for an approval id; the call was refused",
+                tool,
+                tool_use_id,
+            );
+            return Check::refuse(
+                refusal_text(tool),
+                Approval::Failed,
+                Some(tier),
+                DecidedBy::ApproverFailed,
+            );
+        };
+        let timeout = self.effective_timeout();
         let request = ApprovalRequest {
+            approval_id: approval_id.clone(),
             tool: tool.to_owned(),
             tier,
             effect,
             arguments: arguments.clone(),
             tool_use_id: tool_use_id.to_owned(),
             channel: self.channel.clone(),
+            deadline: timeout.and_then(deadline_after),
         };
-        match self.ask(request.clone()).await {
-            Ok(Decision::Approved) => {
-                self.emit_approval(&request, Decision::Approved);
-                Check::allow(tier, Approval::Approved)
+        self.emit_approval_requested(&request);
+        let answer = self.ask(request.clone(), timeout).await;
+        let refuse = |approval, decided_by| {
+            Check::refuse(refusal_text(tool), approval, Some(tier), decided_by).asked(&approval_id)
+        };
+        match answer {
+            Ok(Answer {
+                decision: Decision::Approved,
+                decided_by: decided_by @ DecidedBy::Person { .. },
+            }) => {
+                self.emit_approval(&request, Decision::Approved, decided_by.clone());
+                Check::allow(tier, Approval::Approved, decided_by).asked(&approval_id)
             }
-            Ok(Decision::Rejected) => {
-                self.emit_approval(&request, Decision::Rejected);
-                Check::refuse(refusal_text(tool), Approval::Rejected, Some(tier))
+            Ok(Answer {
+                decision: Decision::Approved,
+                decided_by,
+            }) => {
+                // A yes that no person gave is a broken approver, never an approval.
+                let message = format!(
+                    "approver '{}' answered approved without a person ({decided_by:?}); the call was refused",
+                    self.approver.name()
+                );
+                tracing::error!(tool, tool_use_id, "{message}");
+                self.emit_error(ErrorSite::Approver, message, tool, tool_use_id);
+                self.emit_approval(&request, Decision::Rejected, DecidedBy::ApproverFailed);
+                refuse(Approval::Failed, DecidedBy::ApproverFailed)
             }
-            Ok(Decision::Timeout) => {
-                self.emit_approval(&request, Decision::Timeout);
+            Ok(Answer {
+                decision: Decision::Rejected,
+                decided_by,
+            }) => {
+                self.emit_approval(&request, Decision::Rejected, decided_by.clone());
+                refuse(Approval::Rejected, decided_by)
+            }
+            Ok(Answer {
+                decision: Decision::Timeout,
+                ..
+            }) => {
+                self.emit_approval(&request, Decision::Timeout, DecidedBy::Timeout);
                 self.emit_error(
                     ErrorSite::Approver,
                     "no answer before the approval timeout",
                     tool,
                     tool_use_id,
                 );
-                Check::refuse(refusal_text(tool), Approval::Timeout, Some(tier))
+                refuse(Approval::Timeout, DecidedBy::Timeout)
             }
-            // anything that fails on the way -> refuse
             Err(message) => {
                 tracing::error!(tool, tool_use_id, approver = self.approver.name(), reason = %message, "approver failed; call refused");
                 self.emit_error(ErrorSite::Approver, message, tool, tool_use_id);
-                Check::refuse(refusal_text(tool), Approval::Failed, Some(tier))
+                self.emit_approval(&request, Decision::Rejected, DecidedBy::ApproverFailed);
+                refuse(Approval::Failed, DecidedBy::ApproverFailed)
             }
         }
     }
 
-    fn is_exempt(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> bool {
+    /// The name of the first exemption that returns exactly `Ok(true)`.
+    fn exempting(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Option<String> {
         let exemptions: Vec<_> = self
             .exemptions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|(_, e)| Arc::clone(e))
+            .map(|(_, name, e)| (name.clone(), Arc::clone(e)))
             .collect();
-        for exemption in exemptions {
+        for (name, exemption) in exemptions {
             // Each exemption sees its own copy, so none can change what another one, the
             // approver or the tool sees.
             let copy = arguments.clone();
             match std::panic::catch_unwind(AssertUnwindSafe(|| exemption.exempts(tool, &copy))) {
-                Ok(Ok(true)) => return true,
+                Ok(Ok(true)) => return Some(name),
                 Ok(Ok(false)) => {}
                 Ok(Err(error)) => {
-                    tracing::warn!(tool, %error, "exemption failed; counted as not exempt");
+                    tracing::warn!(tool, exemption = %name, %error, "exemption failed; counted as not exempt");
                     self.emit_error(ErrorSite::Exemption, error.message, tool, tool_use_id);
                 }
                 Err(_) => {
-                    tracing::warn!(tool, "exemption panicked; counted as not exempt");
+                    tracing::warn!(tool, exemption = %name, "exemption panicked; counted as not exempt");
                     self.emit_error(
                         ErrorSite::Exemption,
                         "an exemption panicked",
@@ -304,32 +432,39 @@ impl TierGate {
                 }
             }
         }
-        false
+        None
     }
 
-    /// The approver's decision, or the reason there is none.
-    async fn ask(&self, request: ApprovalRequest) -> Result<Decision, String> {
-        let _turn = self.prompt_lock.lock().await;
+    /// The approver's answer (a gate timeout answers `Timeout`), or the reason there is
+    /// none. The caller holds the prompt lock.
+    async fn ask(
+        &self,
+        request: ApprovalRequest,
+        timeout: Option<Duration>,
+    ) -> Result<Answer, String> {
         let (tool, id) = (request.tool.clone(), request.tool_use_id.clone());
         let decide = AssertUnwindSafe(async { self.approver.decide(request).await }).catch_unwind();
-        let answered = match self.effective_timeout() {
+        let answered = match timeout {
             Some(limit) => match tokio::time::timeout(limit, decide).await {
                 Ok(answered) => answered,
                 Err(_elapsed) => {
                     tracing::warn!(tool = %tool, tool_use_id = %id, seconds = limit.as_secs_f64(), "approval timed out");
-                    return Ok(Decision::Timeout);
+                    return Ok(Answer {
+                        decision: Decision::Timeout,
+                        decided_by: DecidedBy::Timeout,
+                    });
                 }
             },
             None => decide.await,
         };
         match answered {
-            Ok(Ok(decision)) => {
-                if decision == Decision::Timeout {
+            Ok(Ok(answer)) => {
+                if answer.decision == Decision::Timeout {
                     tracing::warn!(tool = %tool, tool_use_id = %id, "approval timed out");
                 } else {
-                    tracing::info!(tool = %tool, tool_use_id = %id, ?decision, approver = self.approver.name(), "approval decided");
+                    tracing::info!(tool = %tool, tool_use_id = %id, decision = ?answer.decision, decided_by = ?answer.decided_by, approver = self.approver.name(), "approval decided");
                 }
-                Ok(decision)
+                Ok(answer)
             }
             Ok(Err(error)) => Err(format!(
                 "approver '{}' failed: {error}",
@@ -348,6 +483,8 @@ impl TierGate {
             arguments,
             status,
             approval,
+            decided_by,
+            approval_id,
             result_summary,
             duration,
         } = record;
@@ -364,13 +501,15 @@ impl TierGate {
                 tracing::info!(%tool, tier = tier.map(Tier::number), %tool_use_id, %arguments, ?status, ?approval, summary = ?result_summary, "tool_call");
             }
         }
-        self.events.emit(&AgentEvent::ToolCall {
+        self.events.emit(&AuditEvent::ToolCall {
             tool,
             tier,
             tool_use_id,
             arguments,
             status,
             approval,
+            decided_by,
+            approval_id,
             result_summary,
             duration_ms,
         });
@@ -383,7 +522,7 @@ impl TierGate {
         tool: &str,
         tool_use_id: &str,
     ) {
-        self.events.emit(&AgentEvent::error(
+        self.events.emit(&AuditEvent::error(
             site,
             message,
             Some(tool),
@@ -391,21 +530,45 @@ impl TierGate {
         ));
     }
 
-    fn emit_approval(&self, request: &ApprovalRequest, decision: Decision) {
-        self.events.emit(&AgentEvent::Approval {
+    fn emit_approval_requested(&self, request: &ApprovalRequest) {
+        self.events.emit(&AuditEvent::ApprovalRequested {
+            approval_id: request.approval_id.clone(),
+            tool: request.tool.clone(),
+            tier: request.tier,
+            effect: request.effect.clone(),
+            tool_use_id: request.tool_use_id.clone(),
+            arguments: request.arguments.clone(),
+            channel: request.channel.clone(),
+            deadline: request.deadline.clone(),
+        });
+    }
+
+    fn emit_approval(&self, request: &ApprovalRequest, decision: Decision, decided_by: DecidedBy) {
+        self.events.emit(&AuditEvent::Approval {
+            approval_id: request.approval_id.clone(),
             tool: request.tool.clone(),
             tier: request.tier,
             tool_use_id: request.tool_use_id.clone(),
             arguments: request.arguments.clone(),
             decision,
+            decided_by,
             approver: self.approver.name().to_owned(),
             channel: request.channel.clone(),
         });
     }
 }
 
+/// `timeout` from now, in RFC 3339.
+fn deadline_after(timeout: Duration) -> Option<String> {
+    let span = jiff::SignedDuration::try_from(timeout).ok()?;
+    jiff::Timestamp::now()
+        .checked_add(span)
+        .ok()
+        .map(|t| t.to_string())
+}
+
 /// At most 200 characters of a result, for logs and events.
-fn summarize(text: &str) -> String {
+pub(crate) fn summarize(text: &str) -> String {
     match text.char_indices().nth(SUMMARY_CHARS) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),

@@ -10,10 +10,11 @@ mod gate;
 mod texts;
 
 pub use approver::{
-    ApprovalRequest, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
+    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
 };
 pub use gate::{
     Check, Exemption, ExemptionError, ExemptionHandle, Standing, TierGate, TierLookup,
     ToolCallRecord,
 };
+pub(crate) use gate::summarize;
 pub use texts::{refusal_text, unknown_tool_text};

@@ -1,5 +1,7 @@
-//! Agent events: one serde enum for the audit log and every UI, and the bus that fans
-//! them out. Imports nothing from the agent loop, so the gate can emit them anywhere.
+//! Audit events: one serde enum for what the hub did (each a line of `audit.jsonl`), and
+//! the bus that fans them out. Imports nothing from the agent loop, so the gate can emit
+//! them anywhere. Channels do not read these: they read the `ChannelEvent`s a turn
+//! projects from them (`turn/`).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -7,45 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tier::Tier;
-
-/// What the person decided about one tier-2 call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Approved,
-    #[default]
-    Rejected,
-    /// The wait ended; never a person's answer.
-    Timeout,
-}
-
-/// How a tool call got past (or did not get past) the gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Approval {
-    /// Tier 0 or 1: nobody is asked.
-    NotRequired,
-    Approved,
-    Rejected,
-    Timeout,
-    /// A registered routine's exemption let it through without asking.
-    Exempt,
-    /// Refused without asking: the tool is unknown or its tier is invalid.
-    Refused,
-    /// The approver or the gate failed; the call was refused.
-    Failed,
-}
-
-/// What happened to a call, as recorded after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallStatus {
-    Success,
-    Error,
-    /// The gate refused it; it did not run.
-    Refused,
-}
+use tau_protocol::{Approval, CallStatus, DecidedBy, Decision, Tier};
 
 /// Where an error event comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +29,7 @@ pub enum ErrorSite {
 /// One thing the hub did that a person may want to audit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum AgentEvent {
+pub enum AuditEvent {
     /// A tool call, whatever its tier and fate.
     ToolCall {
         tool: String,
@@ -75,18 +39,37 @@ pub enum AgentEvent {
         arguments: Value,
         status: CallStatus,
         approval: Approval,
+        decided_by: DecidedBy,
+        /// The question that was asked about it, if one was.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval_id: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result_summary: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
     },
-    /// An approver's answer, or the end of its wait.
+    /// A tier-2 question was put to a channel.
+    ApprovalRequested {
+        approval_id: String,
+        tool: String,
+        tier: Tier,
+        effect: String,
+        tool_use_id: String,
+        arguments: Value,
+        channel: String,
+        /// RFC 3339; absent when the question waits as long as the channel does.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline: Option<String>,
+    },
+    /// The question's answer, or the end of its wait.
     Approval {
+        approval_id: String,
         tool: String,
         tier: Tier,
         tool_use_id: String,
         arguments: Value,
         decision: Decision,
+        decided_by: DecidedBy,
         approver: String,
         channel: String,
     },
@@ -111,7 +94,7 @@ pub enum AgentEvent {
     },
 }
 
-impl AgentEvent {
+impl AuditEvent {
     pub fn error(
         site: ErrorSite,
         message: impl Into<String>,
@@ -129,11 +112,11 @@ impl AgentEvent {
 
 /// Receives every event; must be quick (the audit log appends and flushes a line).
 pub trait EventSubscriber: Send + Sync {
-    fn on_event(&self, event: &AgentEvent);
+    fn on_event(&self, event: &AuditEvent);
 }
 
-impl<F: Fn(&AgentEvent) + Send + Sync> EventSubscriber for F {
-    fn on_event(&self, event: &AgentEvent) {
+impl<F: Fn(&AuditEvent) + Send + Sync> EventSubscriber for F {
+    fn on_event(&self, event: &AuditEvent) {
         self(event);
     }
 }
@@ -149,6 +132,14 @@ impl EventBus {
         Self::default()
     }
 
+    /// A bus of its own whose events also reach every subscriber of `parent`: one
+    /// conversation's listeners stay its own, the audit log still hears everything.
+    pub fn child_of(parent: &EventBus) -> Self {
+        let child = Self::new();
+        child.subscribe(Arc::new(parent.clone()));
+        child
+    }
+
     pub fn subscribe(&self, subscriber: Arc<dyn EventSubscriber>) {
         self.subscribers
             .write()
@@ -158,7 +149,7 @@ impl EventBus {
 
     /// Delivers `event` to every subscriber. A subscriber that panics is skipped, so it
     /// cannot take the gate down with it.
-    pub fn emit(&self, event: &AgentEvent) {
+    pub fn emit(&self, event: &AuditEvent) {
         let subscribers = self
             .subscribers
             .read()
@@ -172,10 +163,16 @@ impl EventBus {
     }
 }
 
+impl EventSubscriber for EventBus {
+    fn on_event(&self, event: &AuditEvent) {
+        self.emit(event);
+    }
+}
+
 /// Keeps every event it receives, for tests and for showing a turn's events afterwards.
 #[derive(Clone, Default)]
 pub struct RecordedEvents {
-    events: Arc<Mutex<Vec<AgentEvent>>>,
+    events: Arc<Mutex<Vec<AuditEvent>>>,
 }
 
 impl RecordedEvents {
@@ -186,20 +183,20 @@ impl RecordedEvents {
         recorder
     }
 
-    pub fn events(&self) -> Vec<AgentEvent> {
+    pub fn events(&self) -> Vec<AuditEvent> {
         self.events
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
-    pub fn take(&self) -> Vec<AgentEvent> {
+    pub fn take(&self) -> Vec<AuditEvent> {
         std::mem::take(&mut *self.events.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 
 impl EventSubscriber for RecordedEvents {
-    fn on_event(&self, event: &AgentEvent) {
+    fn on_event(&self, event: &AuditEvent) {
         self.events
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -214,26 +211,28 @@ mod tests {
 
     #[test]
     fn events_serialize_as_tagged_lines() {
-        let event = AgentEvent::ToolCall {
+        let event = AuditEvent::ToolCall {
             tool: "mqtt_publish".into(),
             tier: Some(Tier::Physical),
             tool_use_id: "t1".into(),
             arguments: json!({"payload": "on", "topic": "home/light"}),
             status: CallStatus::Refused,
             approval: Approval::Rejected,
+            decided_by: DecidedBy::person("terminal"),
+            approval_id: Some("ap_1".into()),
             result_summary: None,
             duration_ms: Some(3),
         };
         assert_eq!(
             serde_json::to_string(&event).unwrap(),
-            r#"{"type":"tool_call","tool":"mqtt_publish","tier":2,"tool_use_id":"t1","arguments":{"payload":"on","topic":"home/light"},"status":"refused","approval":"rejected","duration_ms":3}"#
+            r#"{"type":"tool_call","tool":"mqtt_publish","tier":2,"tool_use_id":"t1","arguments":{"payload":"on","topic":"home/light"},"status":"refused","approval":"rejected","decided_by":{"kind":"person","channel":"terminal"},"approval_id":"ap_1","duration_ms":3}"#
         );
-        let error = AgentEvent::error(ErrorSite::TierGate, "boom", Some("x"), None);
+        let error = AuditEvent::error(ErrorSite::TierGate, "boom", Some("x"), None);
         assert_eq!(
             serde_json::to_string(&error).unwrap(),
             r#"{"type":"error","where":"tier_gate","message":"boom","tool":"x"}"#
         );
-        let back: AgentEvent =
+        let back: AuditEvent =
             serde_json::from_str(&serde_json::to_string(&event).unwrap()).unwrap();
         assert_eq!(back, event);
     }
@@ -241,12 +240,12 @@ mod tests {
     #[test]
     fn a_panicking_subscriber_does_not_stop_the_others() {
         let bus = EventBus::new();
-        bus.subscribe(Arc::new(|_: &AgentEvent| panic!("subscriber bug")));
+        bus.subscribe(Arc::new(|_: &AuditEvent| panic!("subscriber bug")));
         let recorded = RecordedEvents::subscribed_to(&bus);
-        bus.emit(&AgentEvent::TurnLimit { max_turns: 3 });
+        bus.emit(&AuditEvent::TurnLimit { max_turns: 3 });
         assert_eq!(
             recorded.events(),
-            vec![AgentEvent::TurnLimit { max_turns: 3 }]
+            vec![AuditEvent::TurnLimit { max_turns: 3 }]
         );
     }
 }

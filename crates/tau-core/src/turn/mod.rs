@@ -1,38 +1,31 @@
 //! `TauAgent`: one conversation, turn by turn, with the loop guard, notices in the UI
-//! language and every interrupt refused inside the turn.
+//! language and every interrupt refused inside the turn. `TauAgent::stream` runs a turn
+//! and streams it to the channel as `ChannelEvent`s (`project.rs`).
+
+mod project;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tau_agent::{
     Agent, AgentError, AgentResult, CancelHandle, EventSink, Input, InterruptResponse, Limits,
     Message, ModelError, StopReason, TurnEvent, Usage,
 };
+use tau_protocol::{ChannelEvent, TurnUsage};
 
 use crate::approval::TierGate;
+use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::catalog::ToolCatalog;
 use crate::config::CoreConfig;
-use crate::events::{AgentEvent, ErrorSite, EventBus};
 use crate::i18n::{Language, Notice};
+
+pub use project::ChannelSink;
+pub(crate) use project::TurnForwarder;
 
 /// The answer tau gives every interrupt a hook raises: nobody is asked.
 pub fn interrupt_rejection() -> serde_json::Value {
     json!({"tau": "rejected"})
 }
-
-/// What a channel receives during a turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ChatEvent {
-    /// Something the loop streamed.
-    Turn { event: TurnEvent },
-    /// A notice for the person, already in the UI language.
-    Notice { notice: Notice, text: String },
-}
-
-/// Where a channel reads its turn from.
-pub type ChatSink = tau_agent::Sink<ChatEvent>;
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,24 +54,30 @@ pub struct TauAgent {
     language: Language,
     max_turns: u32,
     events: EventBus,
+    forwarder: Arc<TurnForwarder>,
 }
 
 /// What one user turn collects: its sink, its language and the notices shown so far.
 #[derive(Clone)]
 struct Turn {
-    sink: Option<ChatSink>,
+    sink: Option<ChannelSink>,
+    gate: Arc<TierGate>,
     language: Language,
     notices: Arc<Mutex<Vec<Notice>>>,
 }
 
 impl Turn {
-    fn notice(&self, notice: Notice) {
+    fn send(&self, event: ChannelEvent) {
         if let Some(sink) = &self.sink {
-            sink.send(ChatEvent::Notice {
-                text: notice.text(self.language),
-                notice: notice.clone(),
-            });
+            sink.send(event);
         }
+    }
+
+    fn notice(&self, notice: Notice) {
+        self.send(ChannelEvent::Notice {
+            kind: project::notice_kind(&notice),
+            text: notice.text(self.language),
+        });
         self.notices
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -112,8 +111,8 @@ impl Turn {
                 | TurnEvent::ToolResult { .. }
                 | TurnEvent::Stop { .. } => {}
             }
-            if let Some(sink) = &turn.sink {
-                sink.send(ChatEvent::Turn { event });
+            if let Some(event) = project::from_loop(event, &turn.gate) {
+                turn.send(event);
             }
         })
     }
@@ -126,6 +125,7 @@ impl TauAgent {
         catalog: Arc<ToolCatalog>,
         config: &CoreConfig,
         events: EventBus,
+        forwarder: Arc<TurnForwarder>,
     ) -> Self {
         Self {
             agent,
@@ -134,6 +134,7 @@ impl TauAgent {
             language: config.ui.language(),
             max_turns: config.agent.max_turns,
             events,
+            forwarder,
         }
     }
 
@@ -171,26 +172,26 @@ impl TauAgent {
         self.agent.cancel_handle()
     }
 
-    /// Runs one user turn, streaming to `sink`. Interrupts never outlive the turn.
+    /// Runs one user turn, streaming it to `sink` as channel events, the last of them
+    /// `turn_ended`. Interrupts never outlive the turn.
     pub async fn stream(
         &mut self,
         prompt: &str,
-        sink: Option<&ChatSink>,
+        sink: Option<&ChannelSink>,
     ) -> Result<TurnOutcome, TurnError> {
         let turn = Turn {
             sink: sink.cloned(),
+            gate: Arc::clone(&self.gate),
             language: self.language,
             notices: Arc::default(),
         };
+        let _attached = self.forwarder.attach(sink.cloned());
         if self.agent.interrupt_state().activated {
             // Restored mid-interrupt (the process died before refusing it): clear it first.
             self.refuse_pending(&turn, &self.agent.interrupt_state().pending());
-            self.agent
-                .deactivate_interrupts()
-                .map_err(|source| TurnError {
-                    notice: None,
-                    source,
-                })?;
+            if let Err(source) = self.agent.deactivate_interrupts() {
+                return Err(self.fail(&turn, source, 0, Usage::default()));
+            }
         }
         let mut budget = self.max_turns;
         let mut refusals = 0u32;
@@ -206,7 +207,7 @@ impl TauAgent {
             let result = self.agent.invoke(input, Some(&turn.events())).await;
             let result = match result {
                 Ok(result) => result,
-                Err(source) => return Err(self.fail(&turn, source)),
+                Err(source) => return Err(self.fail(&turn, source, calls, usage)),
             };
             usage.add(result.usage);
             calls = calls.saturating_add(result.model_calls);
@@ -218,12 +219,9 @@ impl TauAgent {
             refusals += 1;
             if refusals > self.max_turns || budget == 0 {
                 // The refusals did not clear it: leave the interrupt state; the next turn repairs the history.
-                self.agent
-                    .deactivate_interrupts()
-                    .map_err(|source| TurnError {
-                        notice: None,
-                        source,
-                    })?;
+                if let Err(source) = self.agent.deactivate_interrupts() {
+                    return Err(self.fail(&turn, source, calls, usage));
+                }
                 return Ok(self.finish(&turn, result, usage, calls));
             }
             input = Input::Resume(
@@ -242,7 +240,7 @@ impl TauAgent {
     fn refuse_pending(&self, turn: &Turn, interrupts: &[tau_agent::Interrupt]) {
         for interrupt in interrupts {
             tracing::warn!(interrupt = %interrupt.name, id = %interrupt.id, "interrupt refused");
-            self.events.emit(&AgentEvent::error(
+            self.events.emit(&AuditEvent::error(
                 ErrorSite::Interrupt,
                 format!(
                     "interrupt '{}' refused: tau does not pause turns",
@@ -260,7 +258,7 @@ impl TauAgent {
     fn finish(&self, turn: &Turn, result: AgentResult, usage: Usage, calls: u32) -> TurnOutcome {
         match result.stop_reason {
             StopReason::LimitTurns => {
-                self.events.emit(&AgentEvent::TurnLimit {
+                self.events.emit(&AuditEvent::TurnLimit {
                     max_turns: self.max_turns,
                 });
                 turn.notice(Notice::TurnLimit {
@@ -279,11 +277,19 @@ impl TauAgent {
             | StopReason::GuardrailIntervened
             | StopReason::Interrupt => {}
         }
-        self.events.emit(&AgentEvent::TurnEnd {
+        self.events.emit(&AuditEvent::TurnEnd {
             stop_reason: result.stop_reason.as_str().to_owned(),
             model_calls: calls,
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
+        });
+        turn.send(ChannelEvent::TurnEnded {
+            stop_reason: project::stop_reason(result.stop_reason),
+            usage: TurnUsage {
+                model_calls: calls,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+            },
         });
         TurnOutcome {
             stop_reason: result.stop_reason,
@@ -294,7 +300,9 @@ impl TauAgent {
         }
     }
 
-    fn fail(&self, turn: &Turn, source: AgentError) -> TurnError {
+    /// Ends a turn that could not finish; `calls` and `usage` are what it is known to
+    /// have spent.
+    fn fail(&self, turn: &Turn, source: AgentError, calls: u32, usage: Usage) -> TurnError {
         let (site, notice) = match &source {
             AgentError::Model(ModelError::ContextWindowOverflow { .. }) => {
                 (ErrorSite::Model, Some(Notice::ContextOverflow))
@@ -319,10 +327,24 @@ impl TauAgent {
         };
         tracing::error!(error = %source, "turn failed");
         self.events
-            .emit(&AgentEvent::error(site, source.to_string(), None, None));
+            .emit(&AuditEvent::error(site, source.to_string(), None, None));
         if let Some(notice) = &notice {
             turn.notice(notice.clone());
         }
+        self.events.emit(&AuditEvent::TurnEnd {
+            stop_reason: "failed".to_owned(),
+            model_calls: calls,
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+        });
+        turn.send(ChannelEvent::TurnEnded {
+            stop_reason: tau_protocol::StopReason::Failed,
+            usage: TurnUsage {
+                model_calls: calls,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+            },
+        });
         TurnError { notice, source }
     }
 }

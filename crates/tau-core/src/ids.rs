@@ -1,0 +1,37 @@
+//! Ids nobody can guess: an approval id is what an answer names, so it must not be
+//! predictable from the outside.
+
+use std::fmt::Write;
+
+/// No randomness could be had from the operating system.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the operating system gave no randomness: {0}")]
+pub struct NoRandomness(String);
+
+/// `{prefix}_` and 128 random bits as 32 lowercase hex digits.
+pub fn random_id(prefix: &str) -> Result<String, NoRandomness> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| NoRandomness(e.to_string()))?;
+    let mut id = String::with_capacity(prefix.len() + 33);
+    id.push_str(prefix);
+    id.push('_');
+    for byte in bytes {
+        let _ = write!(id, "{byte:02x}");
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_have_the_prefix_and_128_bits_and_differ() {
+        let a = random_id("ap").unwrap();
+        let b = random_id("ap").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 35);
+        assert!(a.starts_with("ap_"));
+        assert!(a[3..].bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    }
+}

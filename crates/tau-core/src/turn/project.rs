@@ -1,0 +1,178 @@
+//! How a turn becomes [`ChannelEvent`]s: the loop's events and the gate's audit events,
+//! projected in the order they happen. Everything a channel shows about a call's state
+//! comes from a field set here, never from a text.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tau_agent::TurnEvent;
+use tau_protocol::{ChannelEvent, NoticeKind, StopReason};
+
+use crate::approval::{Standing, TierGate};
+use crate::audit::{AuditEvent, EventSubscriber};
+use crate::i18n::Notice;
+
+/// Where a channel reads its turn from.
+pub type ChannelSink = tau_agent::Sink<ChannelEvent>;
+
+/// The audit events that a channel sees, as channel events.
+pub(crate) fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
+    match event {
+        AuditEvent::ToolCall {
+            tool,
+            tool_use_id,
+            status,
+            approval,
+            decided_by,
+            result_summary,
+            duration_ms,
+            ..
+        } => Some(ChannelEvent::ToolCallFinished {
+            call_id: tool_use_id.clone(),
+            tool: tool.clone(),
+            status: *status,
+            approval: *approval,
+            decided_by: decided_by.clone(),
+            duration_ms: *duration_ms,
+            result_summary: result_summary.clone(),
+        }),
+        AuditEvent::ApprovalRequested {
+            approval_id,
+            tool,
+            tier,
+            effect,
+            tool_use_id,
+            arguments,
+            channel,
+            deadline,
+        } => Some(ChannelEvent::ApprovalRequested {
+            approval_id: approval_id.clone(),
+            call_id: tool_use_id.clone(),
+            tool: tool.clone(),
+            tier: *tier,
+            effect: effect.clone(),
+            arguments: arguments.clone(),
+            channel: channel.clone(),
+            deadline: deadline.clone(),
+        }),
+        AuditEvent::Approval {
+            approval_id,
+            tool,
+            tool_use_id,
+            decision,
+            decided_by,
+            ..
+        } => Some(ChannelEvent::ApprovalDecided {
+            approval_id: approval_id.clone(),
+            call_id: tool_use_id.clone(),
+            tool: tool.clone(),
+            decision: *decision,
+            decided_by: decided_by.clone(),
+        }),
+        // Errors reach a person as notices where they matter; the turn's end is sent by
+        // the turn itself with its typed stop reason.
+        AuditEvent::Error { .. } | AuditEvent::TurnLimit { .. } | AuditEvent::TurnEnd { .. } => {
+            None
+        }
+    }
+}
+
+/// A loop event as a channel event; `None` for what the channel learns elsewhere (a
+/// result's state comes from the gate's record) or from a notice.
+pub(crate) fn from_loop(event: TurnEvent, gate: &TierGate) -> Option<ChannelEvent> {
+    match event {
+        TurnEvent::TextDelta { text } => Some(ChannelEvent::TextDelta { text }),
+        TurnEvent::ToolUse { tool_use } => {
+            let (tier, effect) = match gate.standing(&tool_use.name) {
+                Standing::Known { tier, effect } => (Some(tier), Some(effect)),
+                Standing::Unknown | Standing::Invalid { .. } => (None, None),
+            };
+            Some(ChannelEvent::ToolCallStarted {
+                call_id: tool_use.tool_use_id,
+                tool: tool_use.name,
+                tier,
+                effect,
+                arguments: tool_use.input,
+            })
+        }
+        TurnEvent::ToolProgress {
+            tool_use_id,
+            message,
+            ..
+        } => Some(ChannelEvent::ToolProgress {
+            call_id: tool_use_id,
+            message,
+        }),
+        TurnEvent::ToolResult { .. }
+        | TurnEvent::Throttled { .. }
+        | TurnEvent::ContextReduced { .. }
+        | TurnEvent::Stop { .. } => None,
+    }
+}
+
+pub(crate) fn stop_reason(reason: tau_agent::StopReason) -> StopReason {
+    use tau_agent::StopReason as Loop;
+    match reason {
+        Loop::EndTurn => StopReason::EndTurn,
+        Loop::ToolUse => StopReason::ToolUse,
+        Loop::MaxTokens => StopReason::MaxTokens,
+        Loop::StopSequence => StopReason::StopSequence,
+        Loop::ContentFiltered => StopReason::ContentFiltered,
+        Loop::GuardrailIntervened => StopReason::GuardrailIntervened,
+        Loop::Interrupt => StopReason::Interrupt,
+        Loop::Cancelled => StopReason::Cancelled,
+        Loop::LimitTurns => StopReason::LimitTurns,
+        Loop::LimitOutputTokens => StopReason::LimitOutputTokens,
+        Loop::LimitTotalTokens => StopReason::LimitTotalTokens,
+    }
+}
+
+pub(crate) fn notice_kind(notice: &Notice) -> NoticeKind {
+    match notice {
+        Notice::TurnLimit { .. } => NoticeKind::TurnLimit,
+        Notice::TokenLimit => NoticeKind::TokenLimit,
+        Notice::ModelError { .. } => NoticeKind::ModelError,
+        Notice::MaxTokens => NoticeKind::MaxTokens,
+        Notice::Cancelled => NoticeKind::Cancelled,
+        Notice::Throttled { .. } => NoticeKind::Throttled,
+        Notice::ContextReduced { .. } => NoticeKind::ContextReduced,
+        Notice::ContextOverflow => NoticeKind::ContextOverflow,
+        Notice::InterruptRefused { .. } => NoticeKind::InterruptRefused,
+        Notice::ApprovalTimedOut { .. } => NoticeKind::ApprovalTimedOut,
+    }
+}
+
+/// Forwards one conversation's audit events to the sink of the turn that is running, in
+/// the task that emits them, so a question never overtakes the call it is about.
+#[derive(Default)]
+pub(crate) struct TurnForwarder {
+    current: Mutex<Option<ChannelSink>>,
+}
+
+impl TurnForwarder {
+    pub(crate) fn attach(self: &Arc<Self>, sink: Option<ChannelSink>) -> Attached {
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = sink;
+        Attached(Arc::clone(self))
+    }
+}
+
+/// Detaches the turn's sink when the turn ends, however it ends.
+pub(crate) struct Attached(Arc<TurnForwarder>);
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        *self.0.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
+impl EventSubscriber for TurnForwarder {
+    fn on_event(&self, event: &AuditEvent) {
+        let sink = self
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let (Some(sink), Some(event)) = (sink, from_audit(event)) {
+            sink.send(event);
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! [`ChannelEvent`]: one turn as a channel sees it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tier::Tier;
+use crate::vocabulary::{Approval, CallStatus, DecidedBy, Decision};
+
+/// One thing that happened during a turn, in the order it happened. Every channel renders
+/// from these alone: the state is in the fields, texts are only shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ChannelEvent {
+    /// A piece of the model's answer. Untrusted: show it through the display function.
+    TextDelta { text: String },
+    /// The model asked for a tool; its input is complete.
+    ToolCallStarted {
+        call_id: String,
+        tool: String,
+        /// `None` when no tool of that name is registered.
+        tier: Option<Tier>,
+        /// tau's own one-line text of what the tool does; `None` for an unknown tool.
+        effect: Option<String>,
+        /// The arguments as the model sent them.
+        arguments: Value,
+    },
+    /// A running tool's own progress line. Untrusted.
+    ToolProgress { call_id: String, message: String },
+    /// A tier-2 call waits for a person's answer on `channel`.
+    ApprovalRequested {
+        approval_id: String,
+        call_id: String,
+        tool: String,
+        tier: Tier,
+        effect: String,
+        arguments: Value,
+        channel: String,
+        /// When the question is withdrawn unanswered (RFC 3339), if it ever is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline: Option<String>,
+    },
+    /// The question was answered, timed out, withdrawn or superseded.
+    ApprovalDecided {
+        approval_id: String,
+        call_id: String,
+        tool: String,
+        decision: Decision,
+        decided_by: DecidedBy,
+    },
+    /// A call's fate, whatever its tier.
+    ToolCallFinished {
+        call_id: String,
+        tool: String,
+        status: CallStatus,
+        approval: Approval,
+        decided_by: DecidedBy,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        /// The start of what the model reads (at most 200 characters). Untrusted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result_summary: Option<String>,
+    },
+    /// Something the person should know, already in the UI language.
+    Notice { kind: NoticeKind, text: String },
+    /// The turn is over.
+    TurnEnded {
+        stop_reason: StopReason,
+        usage: TurnUsage,
+    },
+}
+
+/// Which notice a [`ChannelEvent::Notice`] carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeKind {
+    TurnLimit,
+    TokenLimit,
+    ModelError,
+    MaxTokens,
+    Cancelled,
+    Throttled,
+    ContextReduced,
+    ContextOverflow,
+    InterruptRefused,
+    ApprovalTimedOut,
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    StopSequence,
+    MaxTokens,
+    ContentFiltered,
+    GuardrailIntervened,
+    /// The turn waits for answers (a question that outlives the process).
+    Interrupt,
+    LimitTurns,
+    LimitOutputTokens,
+    LimitTotalTokens,
+    Cancelled,
+    /// The turn could not finish: the model or the store failed (a notice says why).
+    Failed,
+}
+
+/// What a turn cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnUsage {
+    pub model_calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn events_are_tagged_by_type() {
+        let event = ChannelEvent::ToolCallFinished {
+            call_id: "t1".into(),
+            tool: "mqtt_publish".into(),
+            status: CallStatus::Refused,
+            approval: Approval::Rejected,
+            decided_by: DecidedBy::EndOfInput,
+            duration_ms: Some(2),
+            result_summary: None,
+        };
+        let value = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            value,
+            json!({
+                "type": "tool_call_finished", "call_id": "t1", "tool": "mqtt_publish",
+                "status": "refused", "approval": "rejected",
+                "decided_by": {"kind": "end_of_input"}, "duration_ms": 2
+            })
+        );
+        assert_eq!(serde_json::from_value::<ChannelEvent>(value).unwrap(), event);
+    }
+
+    #[test]
+    fn an_unknown_type_or_a_state_outside_the_vocabulary_is_refused() {
+        for bad in [
+            json!({"type": "tool_call_approved_by_model", "call_id": "t1"}),
+            json!({"type": "approval_decided", "approval_id": "a", "call_id": "t1",
+                   "tool": "x", "decision": "approved_by_default",
+                   "decided_by": {"kind": "policy"}}),
+            json!({"type": "approval_decided", "approval_id": "a", "call_id": "t1",
+                   "tool": "x", "decision": "approved", "decided_by": {"kind": "model"}}),
+            json!({"type": "tool_call_started", "call_id": "t1", "tool": "x",
+                   "tier": true, "effect": null, "arguments": {}}),
+        ] {
+            assert!(
+                serde_json::from_value::<ChannelEvent>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+}
