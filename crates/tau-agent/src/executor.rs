@@ -134,7 +134,9 @@ impl Batch<'_> {
     async fn skip(&self, tool_use: ToolUse, reason: SkipReason) -> ToolResult {
         let id = &tool_use.tool_use_id;
         let result = match &reason {
-            SkipReason::InvalidName => ToolResult::error_text(id, invalid_name_text(&tool_use.name)),
+            SkipReason::InvalidName => {
+                ToolResult::error_text(id, invalid_name_text(&tool_use.name))
+            }
             SkipReason::InvalidInput { reason } => {
                 ToolResult::error_text(id, invalid_input_text(reason))
             }

@@ -10,9 +10,9 @@ use tau_agent::{
 };
 
 use crate::approval::{Approver, TierGate};
+use crate::audit::EventBus;
 use crate::catalog::ToolCatalog;
 use crate::config::{ConfigError, CoreConfig};
-use crate::audit::EventBus;
 use crate::hook::{TIER_GATE_HOOK, TierHook};
 use crate::turn::{TauAgent, TurnForwarder};
 

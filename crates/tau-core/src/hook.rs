@@ -178,7 +178,11 @@ impl TierHook {
                 &tool,
                 &id,
             );
-            (CallStatus::Error, Approval::Failed, DecidedBy::ApproverFailed)
+            (
+                CallStatus::Error,
+                Approval::Failed,
+                DecidedBy::ApproverFailed,
+            )
         } else {
             (CallStatus::Refused, Approval::Refused, DecidedBy::Policy)
         };

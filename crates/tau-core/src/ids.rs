@@ -32,6 +32,10 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.len(), 35);
         assert!(a.starts_with("ap_"));
-        assert!(a[3..].bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            a[3..]
+                .bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
     }
 }

@@ -29,8 +29,8 @@ mod ids;
 mod turn;
 
 pub use approval::{
-    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check,
-    ScriptedApprover, TierGate, ToolCallRecord, refusal_text, unknown_tool_text,
+    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
+    TierGate, ToolCallRecord, refusal_text, unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents};
 pub use build::{

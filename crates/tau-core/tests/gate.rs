@@ -19,13 +19,12 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
-    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check,
-    ExemptionError, ScriptedApprover, Standing, TierGate, TierLookup, refusal_text,
-    unknown_tool_text,
+    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check, ExemptionError,
+    ScriptedApprover, Standing, TierGate, TierLookup, refusal_text, unknown_tool_text,
 };
 use tau_core::{
-    Approval, AuditEvent, DecidedBy, Decision, ErrorSite, EventBus, RecordedEvents,
-    TauToolSpec, Tier, ToolCatalog,
+    Approval, AuditEvent, DecidedBy, Decision, ErrorSite, EventBus, RecordedEvents, TauToolSpec,
+    Tier, ToolCatalog,
 };
 
 fn gate_with(approver: Arc<dyn Approver>) -> (TierGate, RecordedEvents) {

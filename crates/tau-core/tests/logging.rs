@@ -14,11 +14,11 @@ use std::time::Duration;
 use common::House;
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use tau_core::{Answer, CallStatus, DecidedBy, ToolCallRecord};
 use tau_core::{
     Approval, ApprovalRequest, Approver, ApproverError, Decision, EventBus, ScriptedApprover, Tier,
     TierGate,
 };
-use tau_core::{Answer, CallStatus, DecidedBy, ToolCallRecord};
 use tracing::Level;
 use tracing_subscriber::layer::SubscriberExt;
 

@@ -139,7 +139,10 @@ mod tests {
                 "decided_by": {"kind": "end_of_input"}, "duration_ms": 2
             })
         );
-        assert_eq!(serde_json::from_value::<ChannelEvent>(value).unwrap(), event);
+        assert_eq!(
+            serde_json::from_value::<ChannelEvent>(value).unwrap(),
+            event
+        );
     }
 
     #[test]

@@ -115,7 +115,10 @@ mod tests {
             (DecidedBy::Timeout, json!({"kind": "timeout"})),
             (DecidedBy::EndOfInput, json!({"kind": "end_of_input"})),
             (DecidedBy::Cancelled, json!({"kind": "cancelled"})),
-            (DecidedBy::ApproverFailed, json!({"kind": "approver_failed"})),
+            (
+                DecidedBy::ApproverFailed,
+                json!({"kind": "approver_failed"}),
+            ),
             (
                 DecidedBy::Exemption {
                     name: "sunset lamp".into(),

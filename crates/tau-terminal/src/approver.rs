@@ -1,17 +1,21 @@
-//! `TerminalApprover`: asks on the terminal, withdraws the question when the gate's
-//! timeout ends the wait.
+//! `TerminalApprover`: waits for the person's answer line. The prompt itself is drawn by
+//! the console from the `approval_requested` event, and the outcome from
+//! `approval_decided`; this only reads the answer and says who gave it.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_core::{ApprovalRequest, Approver, ApproverError, Decision, Notice};
+use tau_core::{Answer, ApprovalRequest, Approver, ApproverError, DecidedBy};
 
 use crate::console::Console;
-use crate::input::Questions;
-use crate::prompt::{parse_answer, render_decision, render_prompt};
+use crate::input::{Questions, Reply};
+use crate::prompt::parse_answer;
 
-/// Asks the person at the terminal. Cancel-safe: when the future is dropped the question
-/// is withdrawn, a notice says so, and the next line is a prompt again.
+/// The channel name in approval requests and `decided_by`.
+pub const TERMINAL_CHANNEL: &str = "terminal";
+
+/// Asks the person at the terminal. Cancel-safe: when the future is dropped (the gate's
+/// timeout) the question is withdrawn and the next line is a prompt again.
 pub struct TerminalApprover {
     console: Arc<Console>,
     questions: Questions,
@@ -23,53 +27,30 @@ impl TerminalApprover {
     }
 }
 
-/// Prints the withdrawal notice unless an answer arrived.
-struct Pending<'a> {
-    console: &'a Console,
-    tool: &'a str,
-    answered: bool,
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        if !self.answered {
-            self.console.print("\n");
-            self.console.notice(
-                &Notice::ApprovalTimedOut {
-                    tool: self.tool.to_owned(),
-                }
-                .text(self.console.language()),
-            );
-        }
-    }
-}
-
 #[async_trait]
 impl Approver for TerminalApprover {
     fn name(&self) -> &str {
-        "terminal"
+        TERMINAL_CHANNEL
     }
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Decision, ApproverError> {
-        let language = self.console.language();
-        self.console.print(&render_prompt(&request, language));
-        let mut pending = Pending {
-            console: &self.console,
-            tool: &request.tool,
-            answered: false,
-        };
-        let line = self.questions.ask().await;
-        pending.answered = true;
-        if !self.console.is_tty() {
-            // A piped answer is not echoed by the terminal; show it so the transcript reads whole.
-            self.console.print(&format!(
-                "{}\n",
-                line.as_deref()
-                    .map_or_else(String::new, crate::escape::escape_for_terminal)
-            ));
-        }
-        let decision = parse_answer(line.as_deref());
-        self.console.print(&render_decision(decision, language));
-        Ok(decision)
+    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
+        let reply = self.questions.ask().await;
+        Ok(match reply {
+            Reply::Line(line) => {
+                self.console.answered(Some(&line));
+                Answer {
+                    decision: parse_answer(Some(&line)),
+                    decided_by: DecidedBy::person(TERMINAL_CHANNEL),
+                }
+            }
+            Reply::EndOfInput => {
+                self.console.answered(None);
+                Answer::rejected(DecidedBy::EndOfInput)
+            }
+            Reply::Closed => {
+                self.console.answered(None);
+                Answer::rejected(DecidedBy::Cancelled)
+            }
+        })
     }
 }

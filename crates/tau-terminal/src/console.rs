@@ -1,17 +1,20 @@
-//! Renders a turn in the terminal: the streamed answer, one line per tool call and its
-//! result, progress, notices and the approval prompts, all in the order they happen.
+//! Renders a turn in the terminal from its channel events alone: the streamed answer,
+//! one line per tool call and its fate, progress, notices and the approval prompts, all in
+//! the order they happen. The state of a call is read from the event's fields, never from
+//! the text the model reads.
 
-use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tau_agent::{ToolResultStatus, TurnEvent};
-use tau_core::{ChatEvent, ChatSink, Language, Tier, refusal_text, unknown_tool_text};
+use tau_core::{
+    ApprovalRequest, CallStatus, ChannelEvent, ChannelSink, DecidedBy, Decision, Language, Notice,
+};
 
 use crate::escape::{escape_for_terminal, sorted_json};
-use crate::texts::texts;
+use crate::prompt::render_prompt;
+use crate::texts::{Texts, texts};
 
 const SHORT_ARGUMENTS: usize = 80;
 const SHORT_ERROR: usize = 100;
@@ -54,7 +57,8 @@ impl Style {
 struct State {
     out: Box<dyn Write + Send>,
     in_text: bool,
-    names: HashMap<String, String>,
+    /// A prompt is on screen and no answer line has ended it yet.
+    question_open: bool,
     spinner: Option<ProgressBar>,
 }
 
@@ -64,29 +68,26 @@ pub struct Console {
     language: Language,
     style: Style,
     tty: bool,
-    tiers: BTreeMap<String, Tier>,
 }
 
 impl Console {
-    /// `tty` draws spinners; `color` adds ANSI colours. `tiers` labels tool lines.
+    /// `tty` draws spinners; `color` adds ANSI colours.
     pub fn new(
         out: Box<dyn Write + Send>,
         tty: bool,
         color: bool,
         language: Language,
-        tiers: BTreeMap<String, Tier>,
     ) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State {
                 out,
                 in_text: false,
-                names: HashMap::new(),
+                question_open: false,
                 spinner: None,
             }),
             language,
             style: Style::new(color),
             tty,
-            tiers,
         })
     }
 
@@ -102,10 +103,10 @@ impl Console {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A chat sink that renders every event as it happens.
-    pub fn sink(self: &Arc<Self>) -> ChatSink {
+    /// A channel sink that renders every event as it happens.
+    pub fn sink(self: &Arc<Self>) -> ChannelSink {
         let console = Arc::clone(self);
-        ChatSink::from_fn(move |event| console.render(&event))
+        ChannelSink::from_fn(move |event| console.render(&event))
     }
 
     /// Prints text as is (ending a streamed answer first).
@@ -126,110 +127,185 @@ impl Console {
         ));
     }
 
-    pub fn render(&self, event: &ChatEvent) {
+    /// The person's answer line ended the open prompt. On a pipe nothing echoes it, so the
+    /// line is shown to keep the transcript whole.
+    pub fn answered(&self, line: Option<&str>) {
+        let mut state = self.lock();
+        state.question_open = false;
+        if !self.tty {
+            let shown = line.map_or_else(String::new, escape_for_terminal);
+            write(&mut state, &format!("{shown}\n"));
+        }
+    }
+
+    pub fn render(&self, event: &ChannelEvent) {
         let s = self.style;
         let t = texts(self.language);
         let mut state = self.lock();
         match event {
-            ChatEvent::Notice { text, .. } => {
+            ChannelEvent::TextDelta { text } => {
+                if !state.in_text {
+                    write(&mut state, &format!("{}tau>{} ", s.bold, s.reset));
+                    state.in_text = true;
+                }
+                write(&mut state, &escape_answer(text));
+            }
+            ChannelEvent::ToolCallStarted {
+                tool,
+                tier,
+                arguments,
+                ..
+            } => {
+                end_text(&mut state);
+                let tier = tier.map_or_else(|| "?".to_owned(), |t| t.to_string());
+                let arguments = shorten(&sorted_json(arguments), SHORT_ARGUMENTS);
+                let name = escape_for_terminal(tool);
+                write(
+                    &mut state,
+                    &format!(
+                        "  {}· [{} {tier}] {name} {arguments}{}\n",
+                        s.dim, t.tier, s.reset
+                    ),
+                );
+            }
+            ChannelEvent::ToolProgress { message, .. } => {
+                let message = escape_for_terminal(message);
+                if self.tty {
+                    let spinner = state.spinner.get_or_insert_with(spinner);
+                    spinner.set_message(message);
+                } else {
+                    write(&mut state, &format!("  {}… {message}{}\n", s.dim, s.reset));
+                }
+            }
+            ChannelEvent::ApprovalRequested {
+                approval_id,
+                call_id,
+                tool,
+                tier,
+                effect,
+                arguments,
+                channel,
+                deadline,
+            } => {
+                end_text(&mut state);
+                let request = ApprovalRequest {
+                    approval_id: approval_id.clone(),
+                    tool: tool.clone(),
+                    tier: *tier,
+                    effect: effect.clone(),
+                    arguments: arguments.clone(),
+                    tool_use_id: call_id.clone(),
+                    channel: channel.clone(),
+                    deadline: deadline.clone(),
+                };
+                write(&mut state, &render_prompt(&request, self.language));
+                state.question_open = true;
+            }
+            ChannelEvent::ApprovalDecided {
+                tool,
+                decision,
+                decided_by,
+                ..
+            } => {
+                if std::mem::take(&mut state.question_open) {
+                    // Nobody ended the prompt's line: the wait ended without an answer.
+                    write(&mut state, "\n");
+                }
+                let line = decision_line(t, s, self.language, tool, *decision, decided_by);
+                write(&mut state, &line);
+            }
+            ChannelEvent::ToolCallFinished {
+                tool,
+                status,
+                result_summary,
+                ..
+            } => {
+                if let Some(spinner) = state.spinner.take() {
+                    spinner.finish_and_clear();
+                }
+                let name = escape_for_terminal(tool);
+                let line = match status {
+                    CallStatus::Success => {
+                        format!("  {}✓ {name} {}{}\n", s.green, t.result_ok, s.reset)
+                    }
+                    CallStatus::Error => {
+                        let summary = result_summary.as_deref().unwrap_or_default();
+                        let first = summary.lines().next().unwrap_or_default();
+                        let detail = shorten(&escape_for_terminal(first), SHORT_ERROR);
+                        format!(
+                            "  {}✗ {name} {}: {detail}{}\n",
+                            s.red, t.result_error, s.reset
+                        )
+                    }
+                    CallStatus::Refused => {
+                        format!("  {}✗ {name} {}{}\n", s.red, t.result_refused, s.reset)
+                    }
+                    CallStatus::UnknownTool => {
+                        format!("  {}✗ {name} {}{}\n", s.red, t.result_unknown_tool, s.reset)
+                    }
+                    CallStatus::Invalid => {
+                        format!("  {}✗ {name} {}{}\n", s.red, t.result_invalid, s.reset)
+                    }
+                    CallStatus::Cancelled => {
+                        format!("  {}✗ {name} {}{}\n", s.red, t.result_cancelled, s.reset)
+                    }
+                };
+                write(&mut state, &line);
+            }
+            ChannelEvent::Notice { text, .. } => {
                 end_text(&mut state);
                 write(
                     &mut state,
                     &format!("  {}! {}{}\n", s.yellow, escape_for_terminal(text), s.reset),
                 );
             }
-            ChatEvent::Turn { event } => match event {
-                TurnEvent::TextDelta { text } => {
-                    if !state.in_text {
-                        write(&mut state, &format!("{}tau>{} ", s.bold, s.reset));
-                        state.in_text = true;
-                    }
-                    write(&mut state, &escape_answer(text));
-                }
-                TurnEvent::ToolUse { tool_use } => {
-                    end_text(&mut state);
-                    state
-                        .names
-                        .insert(tool_use.tool_use_id.clone(), tool_use.name.clone());
-                    let tier = self
-                        .tiers
-                        .get(&tool_use.name)
-                        .map_or_else(|| "?".to_owned(), ToString::to_string);
-                    let arguments = shorten(&sorted_json(&tool_use.input), SHORT_ARGUMENTS);
-                    let name = escape_for_terminal(&tool_use.name);
-                    write(
-                        &mut state,
-                        &format!(
-                            "  {}· [{} {tier}] {name} {arguments}{}\n",
-                            s.dim, t.tier, s.reset
-                        ),
-                    );
-                }
-                TurnEvent::ToolProgress { name, message, .. } => {
-                    let message = escape_for_terminal(message);
-                    if self.tty {
-                        let spinner = state.spinner.get_or_insert_with(|| spinner(name));
-                        spinner.set_message(message);
-                    } else {
-                        write(&mut state, &format!("  {}… {message}{}\n", s.dim, s.reset));
-                    }
-                }
-                TurnEvent::ToolResult { result } => {
-                    if let Some(spinner) = state.spinner.take() {
-                        spinner.finish_and_clear();
-                    }
-                    let name = state
-                        .names
-                        .get(&result.tool_use_id)
-                        .cloned()
-                        .unwrap_or_else(|| result.tool_use_id.clone());
-                    let text = result.text();
-                    let line = match result.status {
-                        ToolResultStatus::Success => format!(
-                            "  {}✓ {} {}{}\n",
-                            s.green,
-                            escape_for_terminal(&name),
-                            t.result_ok,
-                            s.reset
-                        ),
-                        ToolResultStatus::Error
-                            if text == refusal_text(&name) || text == unknown_tool_text(&name) =>
-                        {
-                            format!(
-                                "  {}✗ {} {}{}\n",
-                                s.red,
-                                escape_for_terminal(&name),
-                                t.result_refused,
-                                s.reset
-                            )
-                        }
-                        ToolResultStatus::Error => {
-                            let first = text.lines().next().unwrap_or_default();
-                            let detail = shorten(&escape_for_terminal(first), SHORT_ERROR);
-                            format!(
-                                "  {}✗ {} {}: {detail}{}\n",
-                                s.red,
-                                escape_for_terminal(&name),
-                                t.result_error,
-                                s.reset
-                            )
-                        }
-                    };
-                    write(&mut state, &line);
-                }
-                TurnEvent::Stop { .. } => end_text(&mut state),
-                TurnEvent::Throttled { .. } | TurnEvent::ContextReduced { .. } => {}
-            },
+            ChannelEvent::TurnEnded { .. } => end_text(&mut state),
         }
     }
 }
 
-fn spinner(name: &str) -> ProgressBar {
+/// The line that closes a question: who decided, and what.
+fn decision_line(
+    t: &Texts,
+    s: Style,
+    language: Language,
+    tool: &str,
+    decision: Decision,
+    decided_by: &DecidedBy,
+) -> String {
+    let refused = |why: &str| format!("  {}✗ {why}{}\n", s.red, s.reset);
+    match (decision, decided_by) {
+        (Decision::Approved, DecidedBy::Person { .. }) => {
+            format!("  {}✓ {}{}\n", s.green, t.approved, s.reset)
+        }
+        (Decision::Timeout, _) | (_, DecidedBy::Timeout) => format!(
+            "  {}! {}{}\n",
+            s.yellow,
+            escape_for_terminal(
+                &Notice::ApprovalTimedOut {
+                    tool: tool.to_owned()
+                }
+                .text(language)
+            ),
+            s.reset
+        ),
+        (_, DecidedBy::EndOfInput) => refused(t.refused_end_of_input),
+        (_, DecidedBy::Cancelled) => refused(t.refused_cancelled),
+        (_, DecidedBy::ApproverFailed) => refused(t.refused_approver_failed),
+        (_, DecidedBy::Superseded) => refused(t.refused_superseded),
+        (Decision::Rejected, DecidedBy::Person { .. })
+        | (
+            Decision::Approved | Decision::Rejected,
+            DecidedBy::Policy | DecidedBy::Exemption { .. },
+        ) => refused(t.refused),
+    }
+}
+
+fn spinner() -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
-    if let Ok(style) = ProgressStyle::with_template("  {spinner} {prefix} {wide_msg}") {
+    if let Ok(style) = ProgressStyle::with_template("  {spinner} {wide_msg}") {
         bar.set_style(style);
     }
-    bar.set_prefix(escape_for_terminal(name));
     bar.enable_steady_tick(Duration::from_millis(100));
     bar
 }
@@ -275,5 +351,234 @@ fn shorten(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tau_core::{Approval, NoticeKind, StopReason, Tier, TurnUsage};
+
+    /// Everything written, shared with the console under test.
+    #[derive(Clone, Default)]
+    struct Screen(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Screen {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What a pipe shows for these events, the approver's answer line included.
+    fn shown(language: Language, answer: Option<&str>, events: &[ChannelEvent]) -> String {
+        let screen = Screen::default();
+        let console = Console::new(Box::new(screen.clone()), false, false, language);
+        for event in events {
+            console.render(event);
+            if matches!(event, ChannelEvent::ApprovalRequested { .. })
+                && let Some(answer) = answer
+            {
+                console.answered(Some(answer));
+            }
+        }
+        String::from_utf8(screen.0.lock().unwrap().clone()).unwrap()
+    }
+
+    fn started() -> ChannelEvent {
+        ChannelEvent::ToolCallStarted {
+            call_id: "t1".into(),
+            tool: "mqtt_publish".into(),
+            tier: Some(Tier::Physical),
+            effect: Some("publishes an MQTT message".into()),
+            arguments: json!({"topic": "home/light", "payload": "on"}),
+        }
+    }
+
+    fn requested() -> ChannelEvent {
+        ChannelEvent::ApprovalRequested {
+            approval_id: "ap_1".into(),
+            call_id: "t1".into(),
+            tool: "mqtt_publish".into(),
+            tier: Tier::Physical,
+            effect: "publishes an MQTT message".into(),
+            arguments: json!({"topic": "home/light", "payload": "on"}),
+            channel: "terminal".into(),
+            deadline: None,
+        }
+    }
+
+    fn decided(decision: Decision, decided_by: DecidedBy) -> ChannelEvent {
+        ChannelEvent::ApprovalDecided {
+            approval_id: "ap_1".into(),
+            call_id: "t1".into(),
+            tool: "mqtt_publish".into(),
+            decision,
+            decided_by,
+        }
+    }
+
+    fn finished(status: CallStatus, approval: Approval, summary: &str) -> ChannelEvent {
+        ChannelEvent::ToolCallFinished {
+            call_id: "t1".into(),
+            tool: "mqtt_publish".into(),
+            status,
+            approval,
+            decided_by: DecidedBy::person("terminal"),
+            duration_ms: Some(3),
+            result_summary: Some(summary.into()),
+        }
+    }
+
+    fn ended() -> ChannelEvent {
+        ChannelEvent::TurnEnded {
+            stop_reason: StopReason::EndTurn,
+            usage: TurnUsage::default(),
+        }
+    }
+
+    fn refusal() -> String {
+        tau_core::refusal_text("mqtt_publish")
+    }
+
+    #[test]
+    fn an_approved_call() {
+        let events = [
+            started(),
+            requested(),
+            decided(Decision::Approved, DecidedBy::person("terminal")),
+            finished(CallStatus::Success, Approval::Approved, "published"),
+            ChannelEvent::TextDelta {
+                text: "The light is on.".into(),
+            },
+            ended(),
+        ];
+        insta::assert_snapshot!(shown(Language::En, Some("y"), &events));
+    }
+
+    #[test]
+    fn a_refused_call_in_each_language() {
+        let events = [
+            started(),
+            requested(),
+            decided(Decision::Rejected, DecidedBy::person("terminal")),
+            finished(CallStatus::Refused, Approval::Rejected, &refusal()),
+            ended(),
+        ];
+        let both = format!(
+            "{}---\n{}",
+            shown(Language::En, Some("n"), &events),
+            shown(Language::Tr, Some("h"), &events)
+        );
+        insta::assert_snapshot!(both);
+    }
+
+    #[test]
+    fn a_timed_out_call() {
+        let events = [
+            started(),
+            requested(),
+            decided(Decision::Timeout, DecidedBy::Timeout),
+            finished(CallStatus::Refused, Approval::Timeout, &refusal()),
+            ended(),
+        ];
+        insta::assert_snapshot!(shown(Language::En, None, &events));
+    }
+
+    #[test]
+    fn an_end_of_input_and_a_cancel_are_not_a_persons_no() {
+        let eof = [
+            started(),
+            requested(),
+            decided(Decision::Rejected, DecidedBy::EndOfInput),
+            finished(CallStatus::Refused, Approval::Rejected, &refusal()),
+        ];
+        let cancelled = [
+            started(),
+            requested(),
+            decided(Decision::Rejected, DecidedBy::Cancelled),
+            finished(CallStatus::Refused, Approval::Rejected, &refusal()),
+            ChannelEvent::Notice {
+                kind: NoticeKind::Cancelled,
+                text: "Cancelled.".into(),
+            },
+        ];
+        let both = format!(
+            "{}---\n{}",
+            shown(Language::En, Some(""), &eof),
+            shown(Language::En, Some(""), &cancelled)
+        );
+        insta::assert_snapshot!(both);
+    }
+
+    #[test]
+    fn unknown_invalid_cancelled_and_failed_calls() {
+        let events = [
+            ChannelEvent::ToolCallStarted {
+                call_id: "t1".into(),
+                tool: "open_door".into(),
+                tier: None,
+                effect: None,
+                arguments: json!({}),
+            },
+            ChannelEvent::ToolCallFinished {
+                call_id: "t1".into(),
+                tool: "open_door".into(),
+                status: CallStatus::UnknownTool,
+                approval: Approval::Refused,
+                decided_by: DecidedBy::Policy,
+                duration_ms: None,
+                result_summary: Some(tau_core::unknown_tool_text("open_door")),
+            },
+            ChannelEvent::ToolCallFinished {
+                call_id: "t2".into(),
+                tool: "clock".into(),
+                status: CallStatus::Invalid,
+                approval: Approval::Refused,
+                decided_by: DecidedBy::Policy,
+                duration_ms: None,
+                result_summary: Some("Error: input is not a JSON object".into()),
+            },
+            ChannelEvent::ToolCallFinished {
+                call_id: "t3".into(),
+                tool: "run_command".into(),
+                status: CallStatus::Cancelled,
+                approval: Approval::Approved,
+                decided_by: DecidedBy::person("terminal"),
+                duration_ms: Some(1200),
+                result_summary: Some("Error: stopped".into()),
+            },
+            ChannelEvent::ToolCallFinished {
+                call_id: "t4".into(),
+                tool: "read_file".into(),
+                status: CallStatus::Error,
+                approval: Approval::NotRequired,
+                decided_by: DecidedBy::Policy,
+                duration_ms: Some(1),
+                result_summary: Some("Error: no such file\nsecond line".into()),
+            },
+        ];
+        insta::assert_snapshot!(shown(Language::En, None, &events));
+    }
+
+    #[test]
+    fn the_state_comes_from_the_status_never_from_the_text() {
+        // A tool whose own output reads exactly like tau's refusal still ran: it shows as ok.
+        let lying = [finished(
+            CallStatus::Success,
+            Approval::NotRequired,
+            &refusal(),
+        )];
+        assert_eq!(shown(Language::En, None, &lying), "  ✓ mqtt_publish ok\n");
+        // And a refusal shows as refused whatever the summary says.
+        let refused = [finished(CallStatus::Refused, Approval::Rejected, "done!")];
+        assert_eq!(
+            shown(Language::En, None, &refused),
+            "  ✗ mqtt_publish refused\n"
+        );
     }
 }

@@ -14,11 +14,22 @@ use tokio::sync::{Notify, mpsc, oneshot};
 /// Longest line kept; the rest of a longer line is dropped.
 const MAX_LINE_BYTES: usize = 1 << 20;
 
+/// How an open question ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// The person typed this line.
+    Line(String),
+    /// The input ended (a closed pipe, Ctrl-D).
+    EndOfInput,
+    /// The question was closed from outside (Ctrl-C).
+    Closed,
+}
+
 #[derive(Default)]
 struct State {
     eager: bool,
     prompt_wanted: bool,
-    question: Option<(u64, oneshot::Sender<Option<String>>)>,
+    question: Option<(u64, oneshot::Sender<Reply>)>,
     eof: bool,
 }
 
@@ -94,7 +105,7 @@ async fn read_lines<R: AsyncBufRead + Unpin>(
         let mut state = shared.lock();
         match state.question.take() {
             Some((_, answer)) => {
-                let _ = answer.send(Some(line));
+                let _ = answer.send(Reply::Line(line));
             }
             None => {
                 state.prompt_wanted = false;
@@ -105,7 +116,7 @@ async fn read_lines<R: AsyncBufRead + Unpin>(
     let mut state = shared.lock();
     state.eof = true;
     if let Some((_, answer)) = state.question.take() {
-        let _ = answer.send(None);
+        let _ = answer.send(Reply::EndOfInput);
     }
     // Dropping `prompts` closes the prompt stream.
 }
@@ -155,19 +166,19 @@ impl Drop for OpenQuestion<'_> {
 }
 
 impl Questions {
-    /// Waits for the answer line; `None` at the end of input or when the question is
-    /// closed. Cancel-safe: dropping the future withdraws the question.
-    pub async fn ask(&self) -> Option<String> {
+    /// Waits for the answer line, the end of input, or the question being closed.
+    /// Cancel-safe: dropping the future withdraws the question.
+    pub async fn ask(&self) -> Reply {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = oneshot::channel();
         {
             let mut state = self.shared.lock();
             if state.eof {
-                return None;
+                return Reply::EndOfInput;
             }
             // A newer question replaces an older one that was never withdrawn.
             if let Some((_, old)) = state.question.replace((id, sender)) {
-                let _ = old.send(None);
+                let _ = old.send(Reply::Closed);
             }
         }
         let _open = OpenQuestion {
@@ -175,13 +186,13 @@ impl Questions {
             id,
         };
         self.shared.wake.notify_one();
-        receiver.await.ok().flatten()
+        receiver.await.unwrap_or(Reply::Closed)
     }
 
-    /// Answers the open question with "no answer" (Ctrl-C), so it refuses.
+    /// Closes the open question without an answer (Ctrl-C), so it refuses.
     pub fn close(&self) {
         if let Some((_, answer)) = self.shared.lock().question.take() {
-            let _ = answer.send(None);
+            let _ = answer.send(Reply::Closed);
         }
     }
 
@@ -201,12 +212,12 @@ mod tests {
         let input = &b"lights on\ny\nwhat time is it?\n"[..];
         let (mut prompts, questions) = start(BufReader::new(input), false);
         assert_eq!(prompts.next().await.as_deref(), Some("lights on"));
-        assert_eq!(questions.ask().await.as_deref(), Some("y"));
+        assert_eq!(questions.ask().await, Reply::Line("y".into()));
         assert_eq!(prompts.next().await.as_deref(), Some("what time is it?"));
         assert_eq!(prompts.next().await, None);
         assert_eq!(
             questions.ask().await,
-            None,
+            Reply::EndOfInput,
             "at the end of input a question gets no answer"
         );
     }
@@ -227,7 +238,7 @@ mod tests {
             tokio::task::yield_now().await;
         }
         writer.write_all(b"yes\n").await.unwrap();
-        assert_eq!(answer.await.unwrap().as_deref(), Some("yes"));
+        assert_eq!(answer.await.unwrap(), Reply::Line("yes".into()));
         assert_eq!(prompts.next().await.as_deref(), Some("second prompt"));
     }
 
@@ -243,7 +254,7 @@ mod tests {
             tokio::task::yield_now().await;
         }
         drop(writer);
-        assert_eq!(answer.await.unwrap(), None);
+        assert_eq!(answer.await.unwrap(), Reply::EndOfInput);
     }
 
     #[tokio::test]
@@ -269,6 +280,6 @@ mod tests {
             tokio::task::yield_now().await;
         }
         questions.close();
-        assert_eq!(answer.await.unwrap(), None);
+        assert_eq!(answer.await.unwrap(), Reply::Closed);
     }
 }

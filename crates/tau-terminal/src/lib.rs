@@ -12,9 +12,9 @@ mod input;
 mod prompt;
 mod texts;
 
-pub use approver::TerminalApprover;
+pub use approver::{TERMINAL_CHANNEL, TerminalApprover};
 pub use console::Console;
 pub use escape::{escape_for_terminal, sorted_json};
-pub use input::{Prompts, Questions, start as start_input};
-pub use prompt::{parse_answer, render_decision, render_prompt};
+pub use input::{Prompts, Questions, Reply, start as start_input};
+pub use prompt::{parse_answer, render_prompt};
 pub use texts::{Texts, texts};

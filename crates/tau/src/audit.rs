@@ -9,7 +9,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use tau_core::{AgentEvent, EventSubscriber};
+use tau_core::{AuditEvent, EventSubscriber};
 
 /// The `prev` of the first line.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -44,7 +44,7 @@ impl AuditLog {
         })
     }
 
-    pub(crate) fn append(&self, event: &AgentEvent) -> std::io::Result<()> {
+    pub(crate) fn append(&self, event: &AuditEvent) -> std::io::Result<()> {
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         file.lock()?;
         let result = append_locked(&mut file, &self.session, event);
@@ -53,7 +53,7 @@ impl AuditLog {
     }
 }
 
-fn append_locked(file: &mut File, session: &str, event: &AgentEvent) -> std::io::Result<()> {
+fn append_locked(file: &mut File, session: &str, event: &AuditEvent) -> std::io::Result<()> {
     let (last, ends_with_newline) = last_line(file)?;
     let (seq, prev) = match &last {
         None => (1, GENESIS.to_owned()),
@@ -113,7 +113,7 @@ fn last_line(file: &mut File) -> std::io::Result<(Option<Vec<u8>>, bool)> {
 }
 
 impl EventSubscriber for AuditLog {
-    fn on_event(&self, event: &AgentEvent) {
+    fn on_event(&self, event: &AuditEvent) {
         if let Err(error) = self.append(event) {
             tracing::error!(path = %self.path.display(), %error, "cannot append to the audit log");
         }
@@ -179,7 +179,7 @@ mod tests {
     fn write_events(path: &Path, n: u32) {
         let log = AuditLog::open(path, "s").unwrap();
         for max_turns in 0..n {
-            log.append(&AgentEvent::TurnLimit { max_turns }).unwrap();
+            log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
         }
     }
 

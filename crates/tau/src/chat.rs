@@ -1,7 +1,6 @@
 //! `tau chat`: the line chat in the terminal (and `tau demo`, which is the same chat with
 //! a replay model).
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
@@ -68,17 +67,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
 
     let stdout_tty = std::io::stdout().is_terminal();
     let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());
-    let tiers: BTreeMap<_, _> = catalog
-        .entries()
-        .map(|e| (e.tool.spec().name.clone(), e.tier))
-        .collect();
-    let console = Console::new(
-        Box::new(std::io::stdout()),
-        stdout_tty,
-        color,
-        language,
-        tiers,
-    );
+    let console = Console::new(Box::new(std::io::stdout()), stdout_tty, color, language);
     let stdin_tty = std::io::stdin().is_terminal();
     let (mut prompts, questions) = start_input(BufReader::new(tokio::io::stdin()), stdin_tty);
     let approver = Arc::new(TerminalApprover::new(

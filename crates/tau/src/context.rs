@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use tau_agent::Model;
-use tau_core::{AgentEvent, EventBus, ToolCatalog};
+use tau_core::{AuditEvent, EventBus, ToolCatalog};
 
 use crate::errors::usage;
 use crate::paths::{EnvFn, Home};
@@ -22,7 +22,7 @@ pub(crate) struct Context {
 /// (emitted once the audit log listens).
 pub(crate) struct Tools {
     pub catalog: ToolCatalog,
-    pub startup_errors: Vec<AgentEvent>,
+    pub startup_errors: Vec<AuditEvent>,
 }
 
 impl Context {

@@ -12,6 +12,7 @@ use common::{Tau, answer, tool_call};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+const EFFECT: &str = "runs a shell command in the workspace — code the agent wrote";
 const REFUSAL: &str =
     "The user did not approve this action: run_command. Do not perform it; tell the user briefly.";
 
@@ -32,8 +33,9 @@ fn a_refused_tier_2_call_leaves_no_trace_but_its_events() {
     assert_eq!(
         tau.audit_events(),
         vec![
-            json!({"type": "approval", "tool": "run_command", "tier": 2, "tool_use_id": "t1", "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "approver": "terminal", "channel": "terminal"}),
-            json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": "t1", "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "rejected", "result_summary": REFUSAL}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "tool_use_id": "t1", "arguments": {"command": "touch proof.txt"}, "channel": "terminal"}),
+            json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": "t1", "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approver": "terminal", "channel": "terminal"}),
+            json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": "t1", "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approval_id": "ap_1", "result_summary": REFUSAL}),
             json!({"type": "turn_end", "stop_reason": "end_turn", "model_calls": 2, "input_tokens": 0, "output_tokens": 0}),
         ]
     );
@@ -66,8 +68,16 @@ fn an_approved_tier_2_call_runs() {
     );
     let events = tau.audit_events();
     assert_eq!(
-        (events[1]["status"].as_str(), events[1]["approval"].as_str()),
-        (Some("success"), Some("approved"))
+        (
+            events[2]["status"].as_str(),
+            events[2]["approval"].as_str(),
+            &events[2]["decided_by"]
+        ),
+        (
+            Some("success"),
+            Some("approved"),
+            &json!({"kind": "person", "channel": "terminal"})
+        )
     );
 }
 
@@ -88,9 +98,16 @@ fn an_unknown_tool_gets_the_exact_text() {
         json!("Tool 'open_door' is not registered; it was not run.")
     );
     assert!(
-        run.stdout.contains("  ✗ open_door refused\n"),
+        run.stdout.contains("  ✗ open_door unknown tool, not run\n"),
         "{}",
         run.stdout
+    );
+    assert_eq!(
+        (
+            &tau.audit_events()[1]["status"],
+            &tau.audit_events()[1]["decided_by"]
+        ),
+        (&json!("unknown_tool"), &json!({"kind": "policy"}))
     );
 }
 
@@ -181,7 +198,13 @@ fn end_of_input_during_a_question_rejects() {
     let run = tau.run(&["--model", &model, "chat", "--session", "s1"], "go\n");
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!tau.workspace().join("proof.txt").exists());
-    assert_eq!(tau.audit_events()[0]["decision"], json!("rejected"));
+    let events = tau.audit_events();
+    assert_eq!(
+        (&events[1]["decision"], &events[1]["decided_by"]),
+        (&json!("rejected"), &json!({"kind": "end_of_input"})),
+        "an end of input is not a person's no"
+    );
+    assert_eq!(events[2]["decided_by"], json!({"kind": "end_of_input"}));
 }
 
 #[test]

@@ -152,12 +152,32 @@ fn a_question_nobody_answers_is_withdrawn_at_the_gate_timeout() {
     assert!(!tau.workspace().join("proof.txt").exists());
     let events = tau.audit_events();
     assert_eq!(
-        (events[0]["type"].as_str(), events[0]["decision"].as_str()),
-        (Some("approval"), Some("timeout"))
+        (
+            events[0]["type"].as_str(),
+            events[0]["deadline"].as_str(),
+            events[1]["type"].as_str(),
+            events[1]["decision"].as_str(),
+            &events[1]["decided_by"]
+        ),
+        (
+            Some("approval_requested"),
+            Some("<deadline>"),
+            Some("approval"),
+            Some("timeout"),
+            &json!({"kind": "timeout"})
+        )
     );
     assert_eq!(
-        (events[2]["status"].as_str(), events[2]["approval"].as_str()),
-        (Some("refused"), Some("timeout"))
+        (
+            events[3]["status"].as_str(),
+            events[3]["approval"].as_str(),
+            &events[3]["decided_by"]
+        ),
+        (
+            Some("refused"),
+            Some("timeout"),
+            &json!({"kind": "timeout"})
+        )
     );
     assert_eq!(
         tau.session_json("s1")[4],
@@ -194,9 +214,11 @@ fn the_demo_runs_offline_with_real_answers_and_prints_the_audit_log() {
         .collect();
     let expected: Vec<(String, String)> = [
         ("tool_call", "not_required"),
+        ("approval_requested", ""),
         ("approval", "approved"),
         ("tool_call", "approved"),
         ("tool_call", "not_required"),
+        ("approval_requested", ""),
         ("approval", "rejected"),
         ("tool_call", "rejected"),
         ("turn_end", "end_turn"),

@@ -117,7 +117,7 @@ fn stdio_answers_every_bad_line_and_keeps_serving() {
     let mut refused: Vec<String> = tau
         .audit_events()
         .into_iter()
-        .filter(|e| e["type"] == "tool_call" && e["status"] == "refused")
+        .filter(|e| e["type"] == "tool_call" && e["status"] == "unknown_tool")
         .map(|e| e["tool"].as_str().unwrap().to_owned())
         .collect();
     refused.sort();

@@ -14,6 +14,7 @@ use common::peers::{self, HttpTau};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+const EFFECT: &str = "runs a shell command in the workspace — code the agent wrote";
 const REFUSAL: &str =
     "The user did not approve this action: run_command. Do not perform it; tell the user briefly.";
 
@@ -104,9 +105,10 @@ fn assert_refused_session(out: &Value, tau: &Tau, ids: [&str; 2]) {
     assert_eq!(
         pin_clock_events(tau.audit_events()),
         vec![
-            json!({"type": "tool_call", "tool": "clock", "tier": 0, "tool_use_id": ids[0], "arguments": {}, "status": "success", "approval": "not_required", "result_summary": "<clock>"}),
-            json!({"type": "approval", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "approver": "auto_reject", "channel": "mcp"}),
-            json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "rejected", "result_summary": REFUSAL}),
+            json!({"type": "tool_call", "tool": "clock", "tier": 0, "tool_use_id": ids[0], "arguments": {}, "status": "success", "approval": "not_required", "decided_by": {"kind": "policy"}, "result_summary": "<clock>"}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "channel": "mcp"}),
+            json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "decided_by": {"kind": "policy"}, "approver": "auto_reject", "channel": "mcp"}),
+            json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "rejected", "decided_by": {"kind": "policy"}, "approval_id": "ap_1", "result_summary": REFUSAL}),
         ]
     );
     assert!(!tau.workspace().join("proof.txt").exists());
@@ -379,9 +381,10 @@ fn an_unanswered_question_times_out_and_refuses() {
     assert_eq!(
         tau.audit_events(),
         vec![
-            json!({"type": "approval", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "decision": "timeout", "approver": "mcp_elicitation", "channel": "mcp"}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "tool_use_id": "mcp-1-4", "arguments": arguments, "channel": "mcp", "deadline": "<deadline>"}),
+            json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "decision": "timeout", "decided_by": {"kind": "timeout"}, "approver": "mcp_elicitation", "channel": "mcp"}),
             json!({"type": "error", "where": "approver", "message": "no answer before the approval timeout", "tool": "run_command", "tool_use_id": "mcp-1-4"}),
-            json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "status": "refused", "approval": "timeout", "result_summary": REFUSAL}),
+            json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "status": "refused", "approval": "timeout", "decided_by": {"kind": "timeout"}, "approval_id": "ap_1", "result_summary": REFUSAL}),
         ]
     );
 }

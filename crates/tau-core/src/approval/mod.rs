@@ -12,9 +12,9 @@ mod texts;
 pub use approver::{
     Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
 };
+pub(crate) use gate::summarize;
 pub use gate::{
     Check, Exemption, ExemptionError, ExemptionHandle, Standing, TierGate, TierLookup,
     ToolCallRecord,
 };
-pub(crate) use gate::summarize;
 pub use texts::{refusal_text, unknown_tool_text};

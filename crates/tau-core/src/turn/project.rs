@@ -160,7 +160,11 @@ pub(crate) struct Attached(Arc<TurnForwarder>);
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        *self.0.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        *self
+            .0
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
     }
 }
 

@@ -174,40 +174,13 @@ pub fn last_results(messages: &[Message]) -> Vec<(String, String, String)> {
         .unwrap_or_default()
 }
 
-/// Events with their random approval ids replaced by `ap_1`, `ap_2`, ... in order of first
-/// appearance, and deadlines by `<deadline>`, so whole sequences compare exactly.
+/// Events with their random approval ids replaced by `ap_1`, `ap_2`, ... and deadlines by
+/// `<deadline>`, so whole sequences compare exactly.
 pub fn stable_ids(events: Vec<tau_core::AuditEvent>) -> Vec<tau_core::AuditEvent> {
+    #![allow(clippy::needless_pass_by_value)]
     let mut value = serde_json::to_value(&events).unwrap();
-    stabilize(&mut value, &mut Vec::new());
+    tau_test_support::stable_ids(&mut value);
     serde_json::from_value(value).unwrap()
-}
-
-/// The same for any JSON value (channel events, checks shown as JSON).
-pub fn stabilize(value: &mut Value, seen: &mut Vec<String>) {
-    match value {
-        Value::Object(map) => {
-            for (key, inner) in map.iter_mut() {
-                match (key.as_str(), &*inner) {
-                    ("approval_id", Value::String(id)) => {
-                        let n = match seen.iter().position(|s| s == id) {
-                            Some(n) => n + 1,
-                            None => {
-                                seen.push(id.clone());
-                                seen.len()
-                            }
-                        };
-                        *inner = Value::String(format!("ap_{n}"));
-                    }
-                    ("deadline", Value::String(_)) => {
-                        *inner = Value::String("<deadline>".into());
-                    }
-                    _ => stabilize(inner, seen),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| stabilize(v, seen)),
-        _ => {}
-    }
 }
 
 /// A check with its random approval id replaced by `ap_1`.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rmcp::model::Tool as RemoteTool;
 use serde_json::Value;
 use tau_agent::{SharedTool, ToolSpec};
-use tau_core::{AgentEvent, ErrorSite, EventBus, adopt_external_spec};
+use tau_core::{AuditEvent, ErrorSite, EventBus, adopt_external_spec};
 
 use crate::config::{Manifest, McpConfig, ServerEntry};
 use crate::names;
@@ -49,9 +49,9 @@ impl fmt::Display for McpWarning {
 
 impl McpWarning {
     /// The error event for a server that was skipped, for the audit log.
-    pub fn event(&self) -> Option<AgentEvent> {
+    pub fn event(&self) -> Option<AuditEvent> {
         self.skipped
-            .then(|| AgentEvent::error(ErrorSite::McpServer, self.message.clone(), None, None))
+            .then(|| AuditEvent::error(ErrorSite::McpServer, self.message.clone(), None, None))
     }
 }
 

@@ -9,7 +9,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceC
 use serde_json::{Map, Value};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_agent::{ToolResultContent, ToolResultStatus};
-use tau_core::{AgentEvent, ErrorSite, EventBus};
+use tau_core::{AuditEvent, ErrorSite, EventBus};
 
 use super::connect::Connection;
 
@@ -37,7 +37,7 @@ pub(crate) fn seconds(duration: Duration) -> String {
 impl McpTool {
     fn fail(&self, context: &ToolContext, message: String) -> ToolError {
         tracing::warn!(tool = %self.spec.name, %message, "MCP call failed");
-        self.events.emit(&AgentEvent::error(
+        self.events.emit(&AuditEvent::error(
             ErrorSite::McpServer,
             message.clone(),
             Some(&self.spec.name),

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
-use tau_core::{ApprovalRequest, Approver, ApproverError, Decision};
+use tau_core::{Answer, ApprovalRequest, Approver, ApproverError, DecidedBy, Decision};
 
 /// The field the client's user must set to `true` to approve.
 const APPROVE_FIELD: &str = "approve";
@@ -30,7 +30,7 @@ impl Approver for ElicitationApprover {
         "mcp_elicitation"
     }
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Decision, ApproverError> {
+    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
         let answer = self
             .peer
             .create_elicitation(question(&request)?)
@@ -45,19 +45,26 @@ impl Approver for ElicitationApprover {
     }
 }
 
-/// Only an accepted answer whose field is exactly `true` approves; declining, cancelling,
-/// or accepting without it rejects.
-pub(crate) fn decision(answer: &ElicitResult) -> Decision {
+/// The channel name of a person answering through their MCP client.
+pub(crate) const MCP_CHANNEL: &str = "mcp";
+
+/// Only an accepted answer whose field is exactly `true` approves; declining or accepting
+/// without it is the client's user saying no; cancelling (dismissing the form) is no
+/// answer at all.
+pub(crate) fn decision(answer: &ElicitResult) -> Answer {
     let approved = answer
         .content
         .as_ref()
         .and_then(|c| c.get(APPROVE_FIELD))
         .is_some_and(|v| *v == Value::Bool(true));
     // The action enum is the SDK's and may grow; anything but an accepted `true` rejects.
-    if answer.action == ElicitationAction::Accept && approved {
-        Decision::Approved
-    } else {
-        Decision::Rejected
+    match answer.action {
+        ElicitationAction::Accept if approved => Answer::approved_by(MCP_CHANNEL),
+        ElicitationAction::Accept | ElicitationAction::Decline => Answer {
+            decision: Decision::Rejected,
+            decided_by: DecidedBy::person(MCP_CHANNEL),
+        },
+        _ => Answer::rejected(DecidedBy::Cancelled),
     }
 }
 
@@ -123,28 +130,32 @@ mod tests {
 
     #[test]
     fn only_an_accepted_true_approves() {
+        let person_no = Answer {
+            decision: Decision::Rejected,
+            decided_by: DecidedBy::person("mcp"),
+        };
         let cases = [
             (
                 json!({"action": "accept", "content": {"approve": true}}),
-                Decision::Approved,
+                Answer::approved_by("mcp"),
             ),
             (
                 json!({"action": "accept", "content": {"approve": false}}),
-                Decision::Rejected,
+                person_no.clone(),
             ),
             (
                 json!({"action": "accept", "content": {"approve": "true"}}),
-                Decision::Rejected,
+                person_no.clone(),
             ),
             (
                 json!({"action": "accept", "content": {}}),
-                Decision::Rejected,
+                person_no.clone(),
             ),
-            (json!({"action": "accept"}), Decision::Rejected),
-            (json!({"action": "decline"}), Decision::Rejected),
+            (json!({"action": "accept"}), person_no.clone()),
+            (json!({"action": "decline"}), person_no),
             (
                 json!({"action": "cancel", "content": {"approve": true}}),
-                Decision::Rejected,
+                Answer::rejected(DecidedBy::Cancelled),
             ),
         ];
         for (wire, expected) in cases {
@@ -161,6 +172,8 @@ mod tests {
             arguments: json!({"timeout": 5, "command": "ls"}),
             tool_use_id: "mcp-1-2".into(),
             channel: "mcp".into(),
+            approval_id: "ap_1".into(),
+            deadline: None,
         };
         let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
         assert_eq!(

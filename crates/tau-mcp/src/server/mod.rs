@@ -9,12 +9,10 @@ pub(crate) mod http;
 pub(crate) mod stdio;
 
 use std::borrow::Cow;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::FutureExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
@@ -25,9 +23,7 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tau_agent::{ToolContext, ToolResultContent, ToolResultStatus, is_valid_tool_name};
 use tau_core::approval::TierLookup;
-use tau_core::{
-    Approver, AutoRejectApprover, CallStatus, EventBus, Tier, TierGate, ToolCallRecord, ToolCatalog,
-};
+use tau_core::{Approver, AutoRejectApprover, EventBus, Tier, TierGate, ToolCatalog, gated_call};
 
 use crate::names::shown as shown_name;
 use approver::ElicitationApprover;
@@ -99,15 +95,15 @@ impl Connection {
                 Arc::new(
                     TierGate::new(tiers, approver, shared.events.clone())
                         .with_timeout(shared.approval_timeout)
-                        .with_channel("mcp"),
+                        .with_channel(approver::MCP_CHANNEL),
                 )
             })
             .await;
         Arc::clone(gate)
     }
 
-    /// Check, run, record: the gate's ladder decides, the tool runs only when allowed, and
-    /// every call ends in a `tool_call` event.
+    /// The one gated call: the gate's ladder decides, the tool runs only when allowed,
+    /// and every call ends in a `tool_call` event.
     async fn call(
         &self,
         params: CallToolRequestParams,
@@ -122,53 +118,22 @@ impl Connection {
         let arguments = Value::Object(params.arguments.unwrap_or_default());
         let id = format!("mcp-{}-{}", self.number, context.id);
         let gate = self.gate(&context.peer).await;
-        let check = gate.check(&name, &arguments, &id).await;
-        let entry = self.shared.catalog.get(&name).filter(|_| check.allowed);
-        let Some(entry) = entry else {
-            let text = check
-                .refusal_text
-                .unwrap_or_else(|| tau_core::refusal_text(&name));
-            gate.record(ToolCallRecord {
-                tool: name,
-                tier: check.tier,
-                tool_use_id: id,
-                arguments,
-                status: CallStatus::Refused,
-                approval: check.approval,
-                result_summary: Some(text.clone()),
-                duration: None,
-            });
-            return CallToolResult::error(vec![ContentBlock::text(text)]);
-        };
-        let started = Instant::now();
-        let run = entry.tool.run(
-            arguments.clone(),
-            ToolContext::new(id.clone(), name.clone(), None),
-        );
-        let (failed, texts) = match AssertUnwindSafe(run).catch_unwind().await {
-            Ok(Ok(output)) => (
-                output.status == ToolResultStatus::Error,
-                output.content.iter().map(text_of).collect(),
-            ),
-            Ok(Err(error)) => (true, vec![format!("Error: {error}")]),
-            Err(_) => (true, vec!["Error: the tool failed unexpectedly".to_owned()]),
-        };
-        gate.record(ToolCallRecord {
-            tool: name,
-            tier: check.tier,
-            tool_use_id: id,
+        let outcome = gated_call(
+            &gate,
+            &self.shared.catalog,
+            &name,
+            &id,
             arguments,
-            status: if failed {
-                CallStatus::Error
-            } else {
-                CallStatus::Success
-            },
-            approval: check.approval,
-            result_summary: Some(texts.join("\n")),
-            duration: Some(started.elapsed()),
-        });
-        let content = texts.into_iter().map(ContentBlock::text).collect();
-        if failed {
+            ToolContext::new(id.clone(), name.clone(), None),
+        )
+        .await;
+        let content = outcome
+            .result
+            .content
+            .iter()
+            .map(|c| ContentBlock::text(text_of(c)))
+            .collect();
+        if outcome.result.status == ToolResultStatus::Error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)

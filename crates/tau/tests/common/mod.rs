@@ -87,8 +87,11 @@ impl Tau {
     }
 
     /// The audit events without the fields that change from run to run.
+    /// The audit log's events without what differs between runs: the chain, times,
+    /// durations, and random approval ids (numbered `ap_1`, ... by first appearance).
     pub fn audit_events(&self) -> Vec<Value> {
-        self.audit()
+        let mut events: Vec<Value> = self
+            .audit()
             .into_iter()
             .map(|mut line| {
                 let object = line.as_object_mut().unwrap();
@@ -97,7 +100,11 @@ impl Tau {
                 }
                 line
             })
-            .collect()
+            .collect();
+        let mut all = Value::Array(events);
+        tau_test_support::stable_ids(&mut all);
+        events = serde_json::from_value(all).unwrap();
+        events
     }
 
     pub fn session_json(&self, name: &str) -> Value {
