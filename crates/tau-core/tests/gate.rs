@@ -1,5 +1,5 @@
-//! The gate on its own, as the reflex engine and the MCP server call it: every rule of
-//! ADR 0001 that does not need the agent loop.
+//! The gate on its own, as the MCP server and anything else outside the loop call it:
+//! every rule of ADR 0001 that does not need the agent loop.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -119,7 +119,7 @@ impl Model for GenaiModel {
     }
 }
 
-/// genai's error shapes into tau's. An HTTP failure hides in three places (see DESIGN.md):
+/// genai's error shapes into tau's. An HTTP failure hides in three places (genai 0.7.2):
 /// a boxed `HttpError` inside `WebStream`, `HttpError` itself, or a webc status error.
 pub(crate) fn map_error(ctx: &ErrorContext, error: genai::Error) -> ModelError {
     use genai::Error as E;

@@ -1,5 +1,5 @@
-//! The tier-2 approval policy. Imports nothing from the agent loop: the hook, the reflex
-//! engine and the MCP server all call [`TierGate`] directly.
+//! The tier-2 approval policy. Imports nothing from the agent loop: the hook, the MCP
+//! server and `gated_call` all call [`TierGate`] directly.
 //!
 //! - `approver.rs`: the [`Approver`] trait, [`AutoRejectApprover`], [`ScriptedApprover`]
 //! - `gate.rs`: [`TierGate`], its decision ladder, exemptions and records
