@@ -5,6 +5,7 @@
 //! 1 failed, 2 a usage or configuration mistake.
 
 mod audit;
+mod boundary;
 mod chat;
 mod cli;
 mod commands;
@@ -15,6 +16,7 @@ mod lock;
 mod logging;
 mod mcp;
 mod paths;
+mod private;
 mod settings;
 mod signals;
 
