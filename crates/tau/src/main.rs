@@ -19,6 +19,7 @@ mod paths;
 mod private;
 mod settings;
 mod signals;
+mod token_file;
 
 use std::io::Write;
 use std::process::ExitCode;
