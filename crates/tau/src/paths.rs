@@ -217,7 +217,8 @@ mod tests {
                 dir.path().display()
             )
         );
-        assert_eq!(mode(dir.path()), 0o1777 & 0o777);
+        let untouched = std::fs::metadata(dir.path()).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(untouched, 0o1777);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::path::Path;
 use common::{Tau, answer, mode, tool_call};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use sha2::Digest;
 
 /// One chat with a clock call: two audit lines (the call, the end of the turn).
 fn chat(tau: &Tau, session: &str) {
@@ -172,6 +173,45 @@ fn a_log_without_an_anchor_is_not_called_intact() {
         (
             1,
             "audit log chain intact for 2 lines, but state.db holds no anchor for it: lines dropped from its end would not show\n".to_owned()
+        )
+    );
+}
+
+/// Moves the anchor in `state.db` back to `seq`, as a tau that stopped between writing
+/// lines and anchoring them would leave it.
+fn anchor_back_to(tau: &Tau, seq: usize) {
+    let line = audit_lines(tau)[seq - 1].trim_end().to_owned();
+    let hash: String = sha2::Sha256::digest(line.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
+    db.execute(
+        "UPDATE audit_anchor SET seq = ?1, hash = ?2",
+        rusqlite::params![seq as i64, hash],
+    )
+    .unwrap();
+}
+
+#[test]
+fn one_line_past_the_anchor_is_accepted_and_said_two_are_not() {
+    let tau = Tau::new();
+    chat(&tau, "s1");
+    chat(&tau, "s2");
+    anchor_back_to(&tau, 3);
+    assert_eq!(
+        verify(&tau),
+        (
+            0,
+            "audit log intact: 4 lines; the last one is not anchored in state.db yet (tau stopped between writing and anchoring it; the next entry anchors it)\n".to_owned()
+        )
+    );
+    anchor_back_to(&tau, 2);
+    assert_eq!(
+        verify(&tau),
+        (
+            1,
+            "audit log broken after line 2: state.db's anchor says it is the last: 2 lines were added behind tau's back\n".to_owned()
         )
     );
 }
