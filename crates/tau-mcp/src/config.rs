@@ -25,7 +25,7 @@ pub struct McpConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct ServeConfig {
     /// The environment variable holding the bearer token `tau mcp --http` requires. Without
-    /// it, tau serves HTTP on loopback addresses only.
+    /// it, tau generates a token into its home and serves HTTP on loopback addresses only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_env: Option<String>,
     /// How long a client's user has to answer an approval question; `[approval]

@@ -24,5 +24,5 @@ pub use client::{McpTools, McpWarning, connect_servers};
 pub use config::{Endpoint, Manifest, McpConfig, ServeConfig, ServerEntry};
 pub use error::McpError;
 pub use server::McpServer;
-pub use server::http::{HttpOptions, MCP_PATH, check_exposure, serve_http};
+pub use server::http::{HttpOptions, MCP_PATH, serve_http};
 pub use server::stdio::{serve, serve_stdio};

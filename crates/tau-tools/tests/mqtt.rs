@@ -1,5 +1,7 @@
 //! `mqtt_publish` against a real Mosquitto broker started by each test on a free loopback
-//! port. Without a `mosquitto` binary the broker tests say so and return; CI installs it.
+//! port (`TAU_TEST_MOSQUITTO` names the binary, else `mosquitto` on PATH or in /usr/sbin).
+//! Without one the broker tests say so and return, unless `TAU_PEERS_REQUIRED=1` (set by
+//! `scripts/test`): then a missing broker fails them.
 
 // Every function in this file is test code; clippy only knows that of `#[test]` functions.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout)]
@@ -30,13 +32,24 @@ impl Drop for Mosquitto {
     }
 }
 
-fn find_mosquitto() -> Option<PathBuf> {
+fn find_mosquitto() -> Result<PathBuf, String> {
+    if let Some(binary) = std::env::var_os("TAU_TEST_MOSQUITTO") {
+        let binary = PathBuf::from(binary);
+        return if binary.is_file() {
+            Ok(binary)
+        } else {
+            Err(format!("there is no `mosquitto` at {}", binary.display()))
+        };
+    }
     let path = std::env::var_os("PATH").unwrap_or_default();
     // Debian installs the broker in sbin, which a non-root PATH may lack.
     std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/sbin")])
         .map(|dir| dir.join("mosquitto"))
         .find(|candidate| candidate.is_file())
+        .ok_or_else(|| {
+            "there is no `mosquitto` binary on PATH (Debian package `mosquitto`)".to_owned()
+        })
 }
 
 fn free_port() -> u16 {
@@ -45,11 +58,16 @@ fn free_port() -> u16 {
 }
 
 /// Starts Mosquitto with `extra` config lines, or None (with the reason printed) when it is
-/// not installed.
+/// not installed; a failure instead when `TAU_PEERS_REQUIRED=1`.
 fn start_broker(extra: &str, files: &[(&str, &str)]) -> Option<Mosquitto> {
-    let Some(binary) = find_mosquitto() else {
-        println!("skipped: no `mosquitto` binary on PATH (Debian package `mosquitto`)");
-        return None;
+    let binary = match find_mosquitto() {
+        Ok(binary) => binary,
+        Err(reason) => {
+            let required = std::env::var_os("TAU_PEERS_REQUIRED").is_some_and(|v| v == "1");
+            assert!(!required, "TAU_PEERS_REQUIRED is set, but {reason}");
+            println!("skipped: {reason}");
+            return None;
+        }
     };
     let dir = tempfile::tempdir().unwrap();
     // Run as root, Mosquitto drops to its own user before reading password files.
@@ -249,4 +267,50 @@ async fn a_broker_that_is_down_is_a_clear_error() {
             "could not reach the MQTT broker at 127.0.0.1:{port} (Connection refused (os error 111)); the message was not published"
         )))
     );
+}
+
+/// Runs the ignored test `name` of this binary in a child process with `env`.
+fn child(name: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", name, "--ignored", "--test-threads=1"])
+        .env_remove("TAU_PEERS_REQUIRED")
+        .env_remove("TAU_TEST_MOSQUITTO");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn a_missing_broker_fails_when_peers_are_required() {
+    let missing = ("TAU_TEST_MOSQUITTO", "/nonexistent/mosquitto");
+    let skipped = child("child_wants_a_broker", &[missing]);
+    assert!(
+        skipped.status.success(),
+        "without the variable the test skips: {}",
+        String::from_utf8_lossy(&skipped.stdout)
+    );
+    let failed = child(
+        "child_wants_a_broker",
+        &[missing, ("TAU_PEERS_REQUIRED", "1")],
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&failed.stdout),
+        String::from_utf8_lossy(&failed.stderr)
+    );
+    assert!(!failed.status.success(), "a missing broker passed: {said}");
+    assert!(
+        said.contains(
+            "TAU_PEERS_REQUIRED is set, but there is no `mosquitto` at /nonexistent/mosquitto"
+        ),
+        "{said}"
+    );
+}
+
+#[test]
+#[ignore = "child process of a_missing_broker_fails_when_peers_are_required; run by it"]
+fn child_wants_a_broker() {
+    let _ = start_broker("allow_anonymous true", &[]);
 }

@@ -21,6 +21,7 @@ fn open_store(ctx: &Context) -> anyhow::Result<Option<SqliteSessions>> {
     if !path.exists() {
         return Ok(None);
     }
+    ctx.home.prepare_state_db()?;
     Ok(Some(SqliteSessions::open(&path)?))
 }
 
@@ -132,21 +133,72 @@ pub(crate) fn tools(catalog: &ToolCatalog) -> String {
     out
 }
 
-pub(crate) fn audit_verify(ctx: &Context) -> anyhow::Result<(String, bool)> {
-    let path = ctx.home.audit_log();
-    if !path.exists() {
-        return Ok((format!("no audit log yet at {}\n", path.display()), true));
-    }
-    match verify(&path)? {
-        Verdict::Intact { lines } => Ok((format!("audit log intact: {lines} lines\n"), true)),
-        Verdict::Broken { line, reason } => Ok((
-            format!("audit log broken at line {line}: {reason}\n"),
-            false,
-        )),
+fn lines_were(n: u64) -> String {
+    if n == 1 {
+        "1 line was".to_owned()
+    } else {
+        format!("{n} lines were")
     }
 }
 
+/// The report of `tau audit verify`, and whether it vouches for the whole log.
+pub(crate) fn audit_verify(ctx: &Context) -> anyhow::Result<(String, bool)> {
+    let path = ctx.home.audit_log();
+    let report = match verify(&path)? {
+        Verdict::NoLog => (format!("no audit log yet at {}\n", path.display()), true),
+        Verdict::Intact { lines } => (format!("audit log intact: {lines} lines\n"), true),
+        Verdict::IntactLastNotAnchored { lines } => (
+            format!(
+                "audit log intact: {lines} lines; the last one is not anchored in state.db yet (tau stopped between writing and anchoring it; the next entry anchors it)\n"
+            ),
+            true,
+        ),
+        Verdict::Unanchored { lines } => (
+            format!(
+                "audit log chain intact for {lines} lines, but state.db holds no anchor for it: lines dropped from its end would not show\n"
+            ),
+            false,
+        ),
+        Verdict::Broken { line, reason } => (
+            format!("audit log broken at line {line}: {reason}\n"),
+            false,
+        ),
+        Verdict::Dropped { lines: 0, anchored } => (
+            format!(
+                "audit log broken: it is empty, but state.db's anchor says entry {anchored} was written: it was emptied\n"
+            ),
+            false,
+        ),
+        Verdict::Dropped { lines: n, anchored } => (
+            format!(
+                "audit log broken after line {n}: state.db's anchor says entry {anchored} was written: the last {} dropped\n",
+                lines_were(anchored - n)
+            ),
+            false,
+        ),
+        Verdict::Added { lines: n, anchored } => (
+            format!(
+                "audit log broken after line {anchored}: state.db's anchor says it is the last: {} added behind tau's back\n",
+                lines_were(n - anchored)
+            ),
+            false,
+        ),
+        Verdict::Missing { anchored } => (
+            format!(
+                "audit log missing at {}, but state.db's anchor says entry {anchored} was written: it was deleted\n",
+                path.display()
+            ),
+            false,
+        ),
+    };
+    Ok(report)
+}
+
+/// The effective config, once everything `tau chat` would check holds: the workspace
+/// boundary and the model, its key included (nothing is connected).
 pub(crate) fn config_check(ctx: &Context) -> anyhow::Result<String> {
+    ctx.check_workspace()?;
+    ctx.build_model()?;
     let source = ctx.loaded.path.as_ref().map_or_else(
         || "no config file; defaults".to_owned(),
         |p| format!("from {}", p.display()),

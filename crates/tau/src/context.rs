@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use tau_agent::Model;
 use tau_core::{AuditEvent, EventBus, ToolCatalog};
+use tau_models::ModelBuildError;
 
 use crate::errors::usage;
 use crate::paths::{EnvFn, Home};
@@ -31,14 +32,38 @@ impl Context {
         if !self.loaded.model_configured {
             return Err(usage(NO_MODEL_HELP));
         }
-        tau_models::build_model(&self.loaded.config.model, &*self.env)
-            .map_err(|e| usage(e.to_string()))
+        self.build_model()
+    }
+
+    /// The model `[model]` (or `--model`) names, checked and built without connecting; a
+    /// bad value names its key and the file, a missing API key its variable. Exit 2.
+    pub(crate) fn build_model(&self) -> anyhow::Result<Arc<dyn Model>> {
+        tau_models::build_model(&self.loaded.config.model, &*self.env).map_err(|error| {
+            match (&error, &self.loaded.path) {
+                (ModelBuildError::Config(_), Some(path)) => {
+                    usage(format!("{}: {error}", path.display()))
+                }
+                _ => usage(error.to_string()),
+            }
+        })
+    }
+
+    /// Refuses a workspace that holds what tau trusts (see `boundary`).
+    pub(crate) fn check_workspace(&self) -> anyhow::Result<()> {
+        crate::boundary::check_workspace(
+            &self.loaded.config.tools.workspace,
+            &self.home,
+            self.loaded.path.as_deref(),
+            &*self.env,
+        )
     }
 
     /// Every tool tau runs: the built-in ones and those of the configured MCP servers,
     /// with the tiers tau's manifest gives them. A server that cannot be used is skipped
-    /// with a warning on stderr; the rest go on.
+    /// with a warning on stderr; the rest go on. A workspace across a trust boundary is
+    /// refused first.
     pub(crate) async fn catalog(&self) -> anyhow::Result<Tools> {
+        self.check_workspace()?;
         let tools = tau_tools::builtin_tools(&self.loaded.config.tools, &*self.env)
             .map_err(|e| usage(e.to_string()))?;
         let mut catalog = ToolCatalog::new();

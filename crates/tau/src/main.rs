@@ -5,6 +5,7 @@
 //! 1 failed, 2 a usage or configuration mistake.
 
 mod audit;
+mod boundary;
 mod chat;
 mod cli;
 mod commands;
@@ -15,8 +16,10 @@ mod lock;
 mod logging;
 mod mcp;
 mod paths;
+mod private;
 mod settings;
 mod signals;
+mod token_file;
 
 use std::io::Write;
 use std::process::ExitCode;

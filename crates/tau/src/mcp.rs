@@ -1,10 +1,14 @@
 //! `tau mcp`: tau's tools for an MCP client, on stdio or streamable HTTP, with the same
 //! home, config and audit log as `tau chat`. Nothing but protocol goes to stdout.
+//!
+//! HTTP always needs a bearer token: the one `[mcp.server] token_env` names, or else one
+//! tau generates into `mcp-token` in the home (loopback only: an address others can reach
+//! needs a token the person chose).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tau_mcp::{HttpOptions, MCP_PATH, McpServer, check_exposure, serve_http, serve_stdio};
+use tau_mcp::{HttpOptions, MCP_PATH, McpServer, serve_http, serve_stdio};
 
 use crate::audit::AuditLog;
 use crate::context::Context;
@@ -16,17 +20,9 @@ const AUDIT_SESSION: &str = "mcp";
 pub(crate) async fn run(ctx: &Context, http: Option<SocketAddr>) -> anyhow::Result<()> {
     let config = &ctx.loaded.config;
     let max_message_bytes = config.mcp.server.max_message_bytes;
-    // Refuse an exposed address before anything starts.
-    let http = match http {
-        Some(addr) => {
-            let options = HttpOptions {
-                addr,
-                token: token(ctx)?,
-                max_message_bytes,
-            };
-            check_exposure(&options).map_err(|e| usage(e.to_string()))?;
-            Some(options)
-        }
+    // Refuse an exposed address or a missing token before anything starts.
+    let configured = match http {
+        Some(addr) => Some((addr, configured_token(ctx, addr)?)),
         None => None,
     };
     ctx.home.create()?;
@@ -39,6 +35,25 @@ pub(crate) async fn run(ctx: &Context, http: Option<SocketAddr>) -> anyhow::Resu
     for event in &tools.startup_errors {
         ctx.events.emit(event);
     }
+    let http = match configured {
+        Some((addr, token)) => {
+            let token = match token {
+                Some(token) => token,
+                None => {
+                    let path = ctx.home.mcp_token();
+                    let token = crate::token_file::load_or_create(&path)?;
+                    eprintln!("tau mcp: the bearer token is in {}", path.display());
+                    token
+                }
+            };
+            Some(HttpOptions {
+                addr,
+                token,
+                max_message_bytes,
+            })
+        }
+        None => None,
+    };
     let server = McpServer::new(
         tools.catalog,
         ctx.events.clone(),
@@ -58,11 +73,15 @@ pub(crate) async fn run(ctx: &Context, http: Option<SocketAddr>) -> anyhow::Resu
     Ok(())
 }
 
-/// The bearer token named by `[mcp.server] token_env`. A variable that is named but unset
-/// is a mistake, not a reason to serve without one.
-fn token(ctx: &Context) -> anyhow::Result<Option<String>> {
+/// The bearer token named by `[mcp.server] token_env`, or `None` to use the generated one.
+/// A variable that is named but unset is a mistake, not a reason to fall back; an address
+/// off loopback needs a token the person chose.
+fn configured_token(ctx: &Context, addr: SocketAddr) -> anyhow::Result<Option<String>> {
     match &ctx.loaded.config.mcp.server.token_env {
-        None => Ok(None),
+        None if addr.ip().is_loopback() => Ok(None),
+        None => Err(usage(format!(
+            "refusing to serve MCP on {addr}, which is not a loopback address, with a generated token: set [mcp.server] token_env to an environment variable holding a token of your own"
+        ))),
         Some(var) => (ctx.env)(var)
             .filter(|t| !t.trim().is_empty())
             .map(Some)

@@ -1,10 +1,13 @@
 //! Where tau keeps its state and finds its config.
 
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::errors::usage;
+use crate::private;
 
-/// The home directory: `state.db`, `audit.jsonl`, `logs/tau.log`, `workspace/`, `locks/`.
+/// The home directory: `state.db`, `audit.jsonl`, `logs/tau.log`, `workspace/`, `locks/`,
+/// `mcp-token`. The home and its folders are 0700, its files 0600.
 #[derive(Debug, Clone)]
 pub(crate) struct Home {
     root: PathBuf,
@@ -70,18 +73,52 @@ impl Home {
         self.root.join("locks")
     }
 
-    /// Creates the directories a chat writes into.
+    /// The bearer token `tau mcp --http` generates when the config names none.
+    pub(crate) fn mcp_token(&self) -> PathBuf {
+        self.root.join("mcp-token")
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Creates the home and what a run writes into, private: the folders 0700, `state.db`
+    /// 0600 (SQLite gives its `-wal` and `-shm` files the database's mode). What exists
+    /// with looser modes is tightened; the workspace, the person's folder, only when new.
     pub(crate) fn create(&self) -> anyhow::Result<()> {
-        for dir in [
-            self.root.clone(),
-            self.log_dir(),
-            self.workspace(),
-            self.locks(),
-        ] {
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        if let Ok(meta) = std::fs::metadata(&self.root)
+            && meta.permissions().mode() & 0o1000 != 0
+        {
+            return Err(usage(format!(
+                "cannot keep tau's state in {}: it is a shared folder (sticky bit); pass --home with a folder of your own",
+                self.root.display()
+            )));
         }
+        for dir in [self.root.clone(), self.log_dir(), self.locks()] {
+            private::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {e}"))?;
+        }
+        let workspace = self.workspace();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(private::DIR_MODE)
+            .create(&workspace)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", workspace.display()))?;
+        self.prepare_state_db()?;
         Ok(())
+    }
+
+    /// Makes `state.db` a private file before SQLite opens it, and tightens its `-wal` and
+    /// `-shm` files, which SQLite creates with the database's own mode.
+    pub(crate) fn prepare_state_db(&self) -> anyhow::Result<PathBuf> {
+        let db = self.state_db();
+        private::ensure_file(&db).map_err(|e| anyhow::anyhow!("cannot create {e}"))?;
+        for suffix in ["-wal", "-shm"] {
+            let mut name = db.clone().into_os_string();
+            name.push(suffix);
+            private::tighten_file(Path::new(&name))
+                .map_err(|e| anyhow::anyhow!("cannot protect {e}"))?;
+        }
+        Ok(db)
     }
 }
 
@@ -134,6 +171,54 @@ mod tests {
             Path::new("/h/.local/share/tau")
         );
         assert!(Home::resolve(None, &env(&[])).is_err());
+    }
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn sqlite_gives_its_wal_and_shm_files_the_private_mode_of_state_db() {
+        use tau_agent::{SessionId, SessionRepository, SqliteSessions};
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(&dir.path().join("home"));
+        home.create().unwrap();
+        let store = SqliteSessions::open(&home.state_db()).unwrap();
+        store
+            .ensure_session(&SessionId::parse("s1").unwrap())
+            .unwrap();
+        let files = ["state.db", "state.db-wal", "state.db-shm"];
+        assert_eq!(
+            files.map(|f| mode(&home.root.join(f))),
+            [0o600, 0o600, 0o600]
+        );
+        // A second start tightens what a looser umask or a copy left behind.
+        for file in files {
+            std::fs::set_permissions(home.root.join(file), std::fs::Permissions::from_mode(0o644))
+                .unwrap();
+        }
+        home.create().unwrap();
+        assert_eq!(
+            files.map(|f| mode(&home.root.join(f))),
+            [0o600, 0o600, 0o600]
+        );
+        drop(store);
+    }
+
+    #[test]
+    fn a_shared_folder_is_not_made_a_home() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let error = Home::at(dir.path()).create().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "cannot keep tau's state in {}: it is a shared folder (sticky bit); pass --home with a folder of your own",
+                dir.path().display()
+            )
+        );
+        let untouched = std::fs::metadata(dir.path()).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(untouched, 0o1777);
     }
 
     #[test]

@@ -156,8 +156,12 @@ fn http_answers_garbage_and_other_clients_are_still_served() {
             ),
         ),
     ];
+    let bearer = format!("Bearer {}", server.token.as_deref().unwrap());
     for (body, expected) in cases {
-        assert_eq!(peers::post(&server.addr, body, &[]), expected);
+        assert_eq!(
+            peers::post(&server.addr, body, &[("Authorization", &bearer)]),
+            expected
+        );
     }
     let Some(python) = peers::python() else {
         return;
@@ -174,6 +178,8 @@ fn http_answers_garbage_and_other_clients_are_still_served() {
             "{}",
             "--http",
             &server.url,
+            "--token",
+            server.token.as_deref().unwrap(),
         ],
     );
     assert_eq!(

@@ -147,8 +147,9 @@ fn a_python_client_over_http_lists_calls_tier_0_and_is_refused_tier_2() {
     };
     let tau = Tau::new();
     let server = HttpTau::start(&tau, &[], &[]);
+    let token = server.token.clone().unwrap();
     let mut args = CALLS.to_vec();
-    args.extend(["--http", &server.url]);
+    args.extend(["--http", &server.url, "--token", &token]);
     let out = peers::client(&python, &tau, &args);
     drop(server);
     // The client first probes with a discover request, answered by a connection of its own.
@@ -226,14 +227,18 @@ fn http_with_a_token_turns_away_requests_without_it() {
     let config = tau.config("[mcp.server]\ntoken_env = \"TAU_MCP_TOKEN\"\n");
     let args = ["--config", config.to_str().unwrap()];
     let server = HttpTau::start(&tau, &args, &[("TAU_MCP_TOKEN", "s3cret")]);
-    let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    assert_eq!(
+        server.token, None,
+        "a configured token is not written to the home"
+    );
+    assert!(!tau.home().join("mcp-token").exists());
     for headers in [
         vec![],
         vec![("Authorization", "Bearer wrong")],
         vec![("Authorization", "s3cret")],
     ] {
         assert_eq!(
-            peers::post(&server.addr, init, &headers),
+            peers::post(&server.addr, INIT, &headers),
             (401, "a bearer token is required\n".to_owned()),
             "{headers:?}"
         );
@@ -260,14 +265,85 @@ fn http_with_a_token_turns_away_requests_without_it() {
     );
 }
 
+const INIT: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
+
 #[test]
-fn an_address_off_loopback_needs_a_token_and_a_named_token_must_be_set() {
+fn http_on_loopback_without_a_configured_token_still_needs_one() {
+    // Any local process can reach a loopback port. Without a token it could declare
+    // elicitation, answer its own question with approve: true and run tier-2 tools.
+    let tau = Tau::new();
+    let server = HttpTau::start(&tau, &[], &[]);
+    let path = tau.home().join("mcp-token");
+    assert_eq!(
+        server.said,
+        format!(
+            "tau mcp: the bearer token is in {}\ntau mcp: serving {}\n",
+            path.display(),
+            server.url
+        )
+    );
+    let token = server.token.clone().unwrap();
+    assert_eq!(token.len(), 64, "{token}");
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
+    assert_eq!(common::mode(&path), 0o600);
+    for headers in [
+        vec![],
+        vec![("Authorization", "Bearer ")],
+        vec![("Authorization", "Bearer wrong")],
+    ] {
+        assert_eq!(
+            peers::post(&server.addr, INIT, &headers),
+            (401, "a bearer token is required\n".to_owned()),
+            "{headers:?}"
+        );
+    }
+    let bearer = format!("Bearer {token}");
+    let (status, _) = peers::post(&server.addr, INIT, &[("Authorization", &bearer)]);
+    assert_eq!(status, 200);
+
+    // The next start serves with the same token.
+    drop(server);
+    let again = HttpTau::start(&tau, &[], &[]);
+    assert_eq!(again.token, Some(token));
+
+    let Some(python) = peers::python() else {
+        return;
+    };
+    let output = peers::client_output(
+        &python,
+        &tau,
+        &[
+            "--elicit",
+            "accept",
+            "--call",
+            "run_command",
+            r#"{"command": "touch proof.txt"}"#,
+            "--http",
+            &again.url,
+        ],
+    );
+    assert!(
+        !output.status.success(),
+        "a client without the token got in"
+    );
+    assert!(!tau.workspace().join("proof.txt").exists());
+    assert!(
+        tau.audit_events()
+            .iter()
+            .all(|e| e["tool"] != "run_command"),
+        "{:?}",
+        tau.audit_events()
+    );
+}
+
+#[test]
+fn an_address_off_loopback_needs_a_token_of_its_own_and_a_named_token_must_be_set() {
     let tau = Tau::new();
     let run = tau.run(&["mcp", "--http", "0.0.0.0:0"], "");
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(
         run.stderr,
-        "tau: refusing to serve MCP on 0.0.0.0:0, which is not a loopback address, without a token: set [mcp.server] token_env to an environment variable holding one\n"
+        "tau: refusing to serve MCP on 0.0.0.0:0, which is not a loopback address, with a generated token: set [mcp.server] token_env to an environment variable holding a token of your own\n"
     );
     let config = tau.config("[mcp.server]\ntoken_env = \"TAU_MCP_TOKEN\"\n");
     let run = tau.run(

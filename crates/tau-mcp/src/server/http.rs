@@ -1,7 +1,9 @@
 //! `tau mcp --http ADDR`: streamable HTTP at `/mcp`, one gate per MCP session.
 //!
-//! Loopback by default. Any other address needs a bearer token, and with a token every
-//! request without `Authorization: Bearer <token>` gets 401 before the MCP layer sees it.
+//! There is no way to serve without a bearer token: every request without
+//! `Authorization: Bearer <token>` gets 401 before the MCP layer sees it, on loopback too,
+//! where any local process could otherwise connect, answer its own elicitation and run
+//! tier-2 tools. Where the token comes from is the caller's business.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -34,25 +36,13 @@ type Body = BoxBody<Bytes, Infallible>;
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     pub addr: SocketAddr,
-    /// The bearer token clients must send; required on a non-loopback address.
-    pub token: Option<String>,
+    /// The bearer token every request must carry.
+    pub token: String,
     pub max_message_bytes: usize,
 }
 
-/// Refuses what would expose tau's tools without a token.
-pub fn check_exposure(options: &HttpOptions) -> Result<(), McpError> {
-    if options.addr.ip().is_loopback() || options.token.is_some() {
-        Ok(())
-    } else {
-        Err(McpError::Serve(format!(
-            "refusing to serve MCP on {}, which is not a loopback address, without a token: set [mcp.server] token_env to an environment variable holding one",
-            options.addr
-        )))
-    }
-}
-
 struct Front {
-    token: Option<String>,
+    token: String,
     max_message_bytes: usize,
     mcp: StreamableHttpService<Connection, LocalSessionManager>,
 }
@@ -62,9 +52,7 @@ impl Front {
         if request.uri().path() != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, "tau serves MCP at /mcp\n");
         }
-        if let Some(token) = &self.token
-            && !bearer_matches(request.headers().get(header::AUTHORIZATION), token)
-        {
+        if !bearer_matches(request.headers().get(header::AUTHORIZATION), &self.token) {
             let mut response = plain(StatusCode::UNAUTHORIZED, "a bearer token is required\n");
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -123,6 +111,17 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
     response
 }
 
+/// An empty token would let `Authorization: Bearer ` in.
+fn check_token(token: &str) -> Result<(), McpError> {
+    if token.trim().is_empty() {
+        Err(McpError::Serve(
+            "an empty bearer token protects nothing; refusing to serve".into(),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// Compares in time independent of where the first difference is.
 fn bearer_matches(header: Option<&http::HeaderValue>, token: &str) -> bool {
     let Some(given) = header
@@ -152,7 +151,7 @@ pub async fn serve_http(
     ready: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), McpError> {
-    check_exposure(&options)?;
+    check_token(&options.token)?;
     let listener = TcpListener::bind(options.addr)
         .await
         .map_err(|e| McpError::Serve(format!("cannot listen on {}: {e}", options.addr)))?;
@@ -216,23 +215,19 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    fn options(addr: &str, token: Option<&str>) -> HttpOptions {
-        HttpOptions {
-            addr: addr.parse().unwrap(),
-            token: token.map(str::to_owned),
-            max_message_bytes: 1024,
-        }
-    }
-
     #[test]
-    fn only_loopback_goes_without_a_token() {
-        assert_eq!(check_exposure(&options("127.0.0.1:0", None)), Ok(()));
-        assert_eq!(check_exposure(&options("[::1]:0", None)), Ok(()));
-        assert_eq!(check_exposure(&options("0.0.0.0:7777", Some("t"))), Ok(()));
-        assert_eq!(
-            check_exposure(&options("0.0.0.0:7777", None)),
-            Err(McpError::Serve("refusing to serve MCP on 0.0.0.0:7777, which is not a loopback address, without a token: set [mcp.server] token_env to an environment variable holding one".into()))
-        );
+    fn an_empty_token_is_refused() {
+        assert_eq!(check_token("s3cret"), Ok(()));
+        for empty in ["", " "] {
+            assert_eq!(
+                check_token(empty),
+                Err(McpError::Serve(
+                    "an empty bearer token protects nothing; refusing to serve".into()
+                ))
+            );
+        }
+        let header = http::HeaderValue::from_static("Bearer ");
+        assert!(bearer_matches(Some(&header), ""), "why the check exists");
     }
 
     #[test]

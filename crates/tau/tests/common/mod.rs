@@ -62,8 +62,21 @@ impl Tau {
 
     /// Runs tau with `stdin` piped in and waits for it.
     pub fn run(&self, args: &[&str], stdin: &str) -> Run {
-        let mut child = self
-            .command(args)
+        self.run_with(self.command(args), stdin)
+    }
+
+    /// Runs tau with these extra environment variables.
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)], stdin: &str) -> Run {
+        let mut command = self.command(args);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        self.run_with(command, stdin)
+    }
+
+    /// Runs a prepared command with `stdin` piped in and waits for it.
+    pub fn run_with(&self, mut command: Command, stdin: &str) -> Run {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -126,6 +139,16 @@ impl From<Output> for Run {
 
 pub fn exists(path: &Path) -> bool {
     path.exists()
+}
+
+/// The permission bits of a file or directory (symlinks not followed).
+pub fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
 }
 
 /// A replay entry: the model calls one tool.

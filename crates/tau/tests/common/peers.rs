@@ -1,7 +1,8 @@
 //! The real MCP peers the end-to-end tests talk to: the Python `mcp` SDK's client, the
 //! `mcp-server-time` server and a small lying server, all from one Python with those
 //! packages (`TAU_TEST_PYTHON`, else `.venv/bin/python` at the repository root, which
-//! `scripts/test` creates). Without it the tests say so and return early.
+//! `scripts/test` creates). Without it the tests say so and return early, unless
+//! `TAU_PEERS_REQUIRED=1` (set by `scripts/test`): then a missing peer fails the test.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -23,6 +24,18 @@ pub fn script(name: &str) -> String {
     path.to_str().unwrap().to_owned()
 }
 
+/// Whether a missing peer fails the test (`TAU_PEERS_REQUIRED=1`) instead of skipping it.
+pub fn required() -> bool {
+    std::env::var_os("TAU_PEERS_REQUIRED").is_some_and(|v| v == "1")
+}
+
+/// Skips (`None`, with the reason on stderr), or fails when peers are required.
+fn missing<T>(reason: &str) -> Option<T> {
+    assert!(!required(), "TAU_PEERS_REQUIRED is set, but {reason}");
+    eprintln!("skipped: {reason}");
+    None
+}
+
 /// The Python with `mcp` and `mcp-server-time`, or `None` after saying why not.
 pub fn python() -> Option<String> {
     static FOUND: OnceLock<Option<String>> = OnceLock::new();
@@ -42,12 +55,12 @@ pub fn python() -> Option<String> {
             .is_ok_and(|s| s.success());
         usable.then_some(candidate)
     });
-    if found.is_none() {
-        eprintln!(
-            "skipped: no Python with the `mcp` and `mcp-server-time` packages; set TAU_TEST_PYTHON or run scripts/test, which creates .venv"
-        );
+    match found {
+        Some(python) => Some(python.clone()),
+        None => missing(
+            "there is no Python with the `mcp` and `mcp-server-time` packages; set TAU_TEST_PYTHON or run scripts/test, which creates .venv",
+        ),
     }
-    found.clone()
 }
 
 /// An npm peer's executable (`TAU_TEST_NPM_BIN`, else `.npm-peers/node_modules/.bin` at
@@ -60,17 +73,16 @@ pub fn npm_bin(name: &str) -> Option<String> {
     if path.exists() && Command::new("node").arg("--version").output().is_ok() {
         Some(path.to_str().unwrap().to_owned())
     } else {
-        eprintln!(
-            "skipped: no npm peer {name} (and node) in {}; set TAU_TEST_NPM_BIN or run scripts/test, which installs it",
+        missing(&format!(
+            "there is no npm peer {name} (and node) in {}; set TAU_TEST_NPM_BIN or run scripts/test, which installs it",
             dir.display()
-        );
-        None
+        ))
     }
 }
 
-/// Runs the Python MCP client (`client.py`) with `args` and returns what it printed.
-pub fn client(python: &str, tau: &Tau, args: &[&str]) -> Value {
-    let output = Command::new(python)
+/// Runs the Python MCP client (`client.py`) with `args`, whatever becomes of it.
+pub fn client_output(python: &str, tau: &Tau, args: &[&str]) -> std::process::Output {
+    Command::new(python)
         .arg(script("client.py"))
         .args(args)
         .env_clear()
@@ -78,7 +90,12 @@ pub fn client(python: &str, tau: &Tau, args: &[&str]) -> Value {
         .env("HOME", tau.dir.path())
         .env("LANG", "C.UTF-8")
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs the Python MCP client (`client.py`) with `args` and returns what it printed.
+pub fn client(python: &str, tau: &Tau, args: &[&str]) -> Value {
+    let output = client_output(python, tau, args);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "client failed: {stderr}");
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
@@ -104,6 +121,11 @@ pub struct HttpTau {
     child: Child,
     pub url: String,
     pub addr: String,
+    /// The token tau generated, read from the file it named on stderr; `None` when the
+    /// config names a token of its own.
+    pub token: Option<String>,
+    /// What tau said on stderr before it served.
+    pub said: String,
 }
 
 impl HttpTau {
@@ -124,11 +146,18 @@ impl HttpTau {
             .unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
+        let mut said = String::new();
+        let mut token = None;
         loop {
             line.clear();
             if stderr.read_line(&mut line).unwrap() == 0 {
                 let _ = child.wait();
-                panic!("tau mcp --http ended before serving");
+                panic!("tau mcp --http ended before serving: {said}");
+            }
+            said.push_str(&line);
+            if let Some(path) = line.trim().strip_prefix("tau mcp: the bearer token is in ") {
+                let text = std::fs::read_to_string(path).unwrap();
+                token = Some(text.trim().to_owned());
             }
             if let Some(url) = line.trim().strip_prefix("tau mcp: serving ") {
                 let addr = url
@@ -139,6 +168,8 @@ impl HttpTau {
                     child,
                     url: url.to_owned(),
                     addr,
+                    token,
+                    said,
                 };
             }
         }

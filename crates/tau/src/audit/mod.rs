@@ -1,0 +1,346 @@
+//! `audit.jsonl`: every agent event, one JSON object a line, appended and flushed as it
+//! happens. Each line carries its number (`seq`) and the SHA-256 of the line before it
+//! (`prev`), so `tau audit verify` finds the first line that was edited, dropped or moved;
+//! the chain's head is also anchored in `state.db`, so a dropped tail, an edited last line
+//! or an emptied file show too.
+//!
+//! Several processes append to one log (a `tau chat` per session, `tau mcp`): an append
+//! holds an exclusive lock on the file while it writes the line, syncs it and then moves
+//! the anchor. A process that dies between the two leaves the anchor exactly one line
+//! behind; `verify` accepts that one line and says it is not anchored yet, and the next
+//! append anchors it. Anything else that disagrees with the anchor is reported.
+//!
+//! Layout: `mod.rs` the appender, `anchor.rs` the head in `state.db`, `verify.rs` the check.
+
+mod anchor;
+mod verify;
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use tau_core::{AuditEvent, EventSubscriber};
+
+use self::anchor::{Anchor, Head};
+pub(crate) use self::verify::{Verdict, verify};
+
+/// The `prev` of the first line.
+pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// The database beside the log that holds the anchor.
+pub(crate) const ANCHOR_DB: &str = "state.db";
+const TAIL_CHUNK: u64 = 4096;
+
+pub(crate) fn line_hash(line: &[u8]) -> String {
+    Sha256::digest(line)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The `state.db` that anchors the log at `path`: the one beside it.
+pub(crate) fn anchor_db(path: &Path) -> PathBuf {
+    path.with_file_name(ANCHOR_DB)
+}
+
+/// Appends events for one session; safe to share between threads and processes.
+pub(crate) struct AuditLog {
+    path: PathBuf,
+    session: String,
+    open: Mutex<Open>,
+}
+
+struct Open {
+    file: File,
+    anchor: Anchor,
+}
+
+impl AuditLog {
+    /// Opens (creating, 0600) the log at `path`, anchored in the `state.db` beside it.
+    pub(crate) fn open(path: &Path, session: &str) -> io::Result<Self> {
+        let file = crate::private::open(
+            path,
+            OpenOptions::new().create(true).read(true).append(true),
+        )?;
+        let db = anchor_db(path);
+        crate::private::ensure_file(&db)?;
+        let anchor = Anchor::open(&db).map_err(|e| sqlite_error(&db, &e))?;
+        Ok(Self {
+            path: path.to_owned(),
+            session: session.to_owned(),
+            open: Mutex::new(Open { file, anchor }),
+        })
+    }
+
+    pub(crate) fn append(&self, event: &AuditEvent) -> io::Result<()> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let Open { file, anchor } = &mut *open;
+        file.lock()?;
+        let result = self.append_locked(file, anchor, event);
+        let unlocked = file.unlock();
+        result.and(unlocked)
+    }
+
+    fn append_locked(
+        &self,
+        file: &mut File,
+        anchor: &Anchor,
+        event: &AuditEvent,
+    ) -> io::Result<()> {
+        let db = anchor_db(&self.path);
+        let (last, ends_with_newline) = last_line(file)?;
+        let head = anchor.head().map_err(|e| sqlite_error(&db, &e))?;
+        let (seq, prev) = continue_from(head.as_ref(), last.as_deref());
+        let mut object = Map::new();
+        object.insert("seq".into(), Value::from(seq));
+        object.insert("at".into(), Value::from(jiff::Timestamp::now().to_string()));
+        object.insert("session".into(), Value::from(self.session.as_str()));
+        object.insert("prev".into(), Value::from(prev));
+        if let Ok(Value::Object(fields)) = serde_json::to_value(event) {
+            object.extend(fields);
+        }
+        let body = serde_json::to_vec(&Value::Object(object))?;
+        let mut line = if ends_with_newline {
+            Vec::new()
+        } else {
+            b"\n".to_vec()
+        };
+        line.extend_from_slice(&body);
+        line.push(b'\n');
+        file.write_all(&line)?;
+        // The line is on disk before the anchor moves past it.
+        file.sync_data()?;
+        anchor
+            .set(&Head {
+                seq,
+                hash: line_hash(&body),
+            })
+            .map_err(|e| sqlite_error(&db, &e))
+    }
+}
+
+fn sqlite_error(db: &Path, error: &rusqlite::Error) -> io::Error {
+    io::Error::other(format!("{}: {error}", db.display()))
+}
+
+/// The `seq` and `prev` of the next line, from the anchored head and the file's last line.
+fn continue_from(head: Option<&Head>, last: Option<&[u8]>) -> (u64, String) {
+    let from_file = || match last {
+        None => (1, GENESIS.to_owned()),
+        Some(line) => (
+            field(line, "seq").and_then(|v| v.as_u64()).unwrap_or(0) + 1,
+            line_hash(line),
+        ),
+    };
+    // 1. nothing anchored yet: a new log, or one written before anchoring -> the file
+    let Some(head) = head else {
+        return from_file();
+    };
+    let last_seq = last.and_then(|line| field(line, "seq")?.as_u64());
+    let last_hash = last.map(line_hash);
+    // 2. the file ends at the anchor -> the file
+    if last_seq == Some(head.seq) && last_hash.as_deref() == Some(head.hash.as_str()) {
+        return from_file();
+    }
+    // 3. one line past the anchor that follows it: a process stopped between writing and
+    //    anchoring -> the file
+    let last_prev = last.and_then(|line| field(line, "prev")?.as_str().map(str::to_owned));
+    if last_seq == Some(head.seq + 1) && last_prev.as_deref() == Some(head.hash.as_str()) {
+        return from_file();
+    }
+    // 4. anything else (lines dropped, edited, emptied, added): the anchor, so the gap stays
+    //    in the chain for `verify` to find instead of being papered over
+    tracing::warn!(
+        anchored = head.seq,
+        "the audit log does not end where state.db's anchor says; continuing from the anchor"
+    );
+    (head.seq + 1, head.hash.clone())
+}
+
+fn field(line: &[u8], name: &str) -> Option<Value> {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(Value::Object(mut object)) => object.remove(name),
+        _ => None,
+    }
+}
+
+/// The last line's bytes (without its newline) and whether the file ends with a newline.
+fn last_line(file: &mut File) -> io::Result<(Option<Vec<u8>>, bool)> {
+    let len = file.seek(SeekFrom::End(0))?;
+    if len == 0 {
+        return Ok((None, true));
+    }
+    let mut tail = Vec::new();
+    let mut start = len;
+    loop {
+        let step = TAIL_CHUNK.min(start);
+        start -= step;
+        file.seek(SeekFrom::Start(start))?;
+        let mut chunk = vec![0; usize::try_from(step).unwrap_or(0)];
+        file.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
+        let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
+        if let Some(cut) = body.iter().rposition(|b| *b == b'\n') {
+            let ends = tail.ends_with(b"\n");
+            return Ok((body.get(cut + 1..).map(<[u8]>::to_vec), ends));
+        }
+        if start == 0 {
+            let ends = tail.ends_with(b"\n");
+            return Ok((Some(body.to_vec()), ends));
+        }
+    }
+}
+
+impl EventSubscriber for AuditLog {
+    fn on_event(&self, event: &AuditEvent) {
+        if let Err(error) = self.append(event) {
+            tracing::error!(path = %self.path.display(), %error, "cannot append to the audit log");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn write_events(path: &Path, n: u32) {
+        let log = AuditLog::open(path, "s").unwrap();
+        for max_turns in 0..n {
+            log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
+        }
+    }
+
+    fn lines(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn head(path: &Path) -> Option<Head> {
+        Anchor::open(&anchor_db(path)).unwrap().head().unwrap()
+    }
+
+    #[test]
+    fn each_line_chains_to_the_one_before_and_the_last_is_anchored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        write_events(&path, 3);
+        // A second writer continues the same chain.
+        write_events(&path, 1);
+        let all = lines(&path);
+        assert_eq!(all.len(), 4);
+        let first: Value = serde_json::from_str(&all[0]).unwrap();
+        assert_eq!(
+            (
+                first["seq"].as_u64(),
+                first["prev"].as_str(),
+                first["type"].as_str()
+            ),
+            (Some(1), Some(GENESIS), Some("turn_limit"))
+        );
+        let fourth: Value = serde_json::from_str(&all[3]).unwrap();
+        assert_eq!(
+            fourth["prev"].as_str().unwrap(),
+            line_hash(all[2].as_bytes())
+        );
+        assert_eq!(
+            head(&path),
+            Some(Head {
+                seq: 4,
+                hash: line_hash(all[3].as_bytes())
+            })
+        );
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 4 });
+    }
+
+    #[test]
+    fn writers_with_their_own_handles_never_interleave_or_fork_the_chain() {
+        // Each writer opens the log and the database itself, as separate processes do;
+        // the file lock is per open file, so threads stand in for processes here.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| write_events(&path, 25));
+            }
+        });
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 100 });
+    }
+
+    #[test]
+    fn where_the_next_line_continues_from() {
+        let line = |seq: u64, prev: &str| format!(r#"{{"seq":{seq},"prev":"{prev}"}}"#);
+        let l3 = line(3, "h2");
+        let h3 = line_hash(l3.as_bytes());
+        let l4 = line(4, &h3);
+        let anchored = |seq: u64, hash: &str| Head {
+            seq,
+            hash: hash.to_owned(),
+        };
+        // (what, the anchored head, the file's last line, the next seq and prev)
+        type Case<'a> = (&'a str, Option<Head>, Option<&'a str>, (u64, String));
+        let cases: Vec<Case<'_>> = vec![
+            ("a new log", None, None, (1, GENESIS.to_owned())),
+            (
+                "a log from before anchoring",
+                None,
+                Some(&l3),
+                (4, h3.clone()),
+            ),
+            (
+                "at the anchor",
+                Some(anchored(3, &h3)),
+                Some(&l3),
+                (4, h3.clone()),
+            ),
+            (
+                "one line past it",
+                Some(anchored(3, &h3)),
+                Some(&l4),
+                (5, line_hash(l4.as_bytes())),
+            ),
+            ("emptied", Some(anchored(3, &h3)), None, (4, h3.clone())),
+            (
+                "tail dropped",
+                Some(anchored(9, "h9")),
+                Some(&l3),
+                (10, "h9".to_owned()),
+            ),
+            (
+                "last line edited",
+                Some(anchored(3, "other")),
+                Some(&l3),
+                (4, "other".to_owned()),
+            ),
+            (
+                "a cut line",
+                Some(anchored(3, &h3)),
+                Some("{\"seq\":4,"),
+                (4, h3.clone()),
+            ),
+        ];
+        for (what, head, last, expected) in cases {
+            assert_eq!(
+                continue_from(head.as_ref(), last.map(str::as_bytes)),
+                expected,
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_log_and_state_db_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        write_events(&path, 1);
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&path), mode(&anchor_db(&path))), (0o600, 0o600));
+    }
+}

@@ -1,0 +1,372 @@
+//! `tau audit verify`: the chain line by line, then its end against the anchor.
+//!
+//! The rule: every line up to the anchored one must chain and the anchored one must hash
+//! to the anchor; at most one line may follow it (written by a process that stopped
+//! before anchoring it), and that line is reported as not anchored. A log shorter than
+//! the anchor, a last line that is not the anchored one, or a log without an anchor is
+//! never called intact.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, ErrorKind};
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::anchor::{Anchor, Head};
+use super::{GENESIS, anchor_db, line_hash};
+
+/// What `tau audit verify` found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// No log and no anchor: nothing was ever written.
+    NoLog,
+    Intact {
+        lines: u64,
+    },
+    /// Intact up to the anchor, and one line after it that is not anchored yet.
+    IntactLastNotAnchored {
+        lines: u64,
+    },
+    /// The chain holds, but nothing anchors its end.
+    Unanchored {
+        lines: u64,
+    },
+    Broken {
+        line: u64,
+        reason: String,
+    },
+    /// The log ends at `lines` (0: it is empty), the anchor at entry `anchored`.
+    Dropped {
+        lines: u64,
+        anchored: u64,
+    },
+    /// More than one line after the anchored one.
+    Added {
+        lines: u64,
+        anchored: u64,
+    },
+    /// The file is gone, the anchor says entry `anchored` was written.
+    Missing {
+        anchored: u64,
+    },
+}
+
+/// Checks the log at `path` against the anchor in the `state.db` beside it. Holds a shared
+/// lock on the log, so no append is half done while it reads.
+pub(crate) fn verify(path: &Path) -> io::Result<Verdict> {
+    let file = match File::open(path) {
+        Ok(file) => Some(file),
+        Err(error) if error.kind() == ErrorKind::NotFound => None,
+        Err(error) => return Err(error),
+    };
+    if let Some(file) = &file {
+        file.lock_shared()?;
+    }
+    let head = read_head(path)?;
+    let Some(file) = file else {
+        return Ok(match head {
+            Some(head) => Verdict::Missing { anchored: head.seq },
+            None => Verdict::NoLog,
+        });
+    };
+    let chain = match walk(&file, head.as_ref().map(|h| h.seq))? {
+        Ok(chain) => chain,
+        Err(broken) => return Ok(broken),
+    };
+    Ok(judge(&chain, head.as_ref()))
+}
+
+fn read_head(path: &Path) -> io::Result<Option<Head>> {
+    let db = anchor_db(path);
+    let sqlite = |e: rusqlite::Error| io::Error::other(format!("{}: {e}", db.display()));
+    match Anchor::open_existing(&db).map_err(sqlite)? {
+        Some(anchor) => anchor.head().map_err(sqlite),
+        None => Ok(None),
+    }
+}
+
+/// What the walk saw of a chain that held.
+struct Chain {
+    lines: u64,
+    /// The hash of the line whose number is the anchor's `seq`, when there is one.
+    at_anchor: Option<String>,
+}
+
+/// Walks the chain; `Err` is the first broken line.
+fn walk(file: &File, anchored: Option<u64>) -> io::Result<Result<Chain, Verdict>> {
+    let mut prev_hash = GENESIS.to_owned();
+    let mut lines = 0u64;
+    let mut at_anchor = None;
+    for (index, line) in BufReader::new(file).split(b'\n').enumerate() {
+        let line = line?;
+        let number = index as u64 + 1;
+        lines = number;
+        let broken = |reason: String| {
+            Ok(Err(Verdict::Broken {
+                line: number,
+                reason,
+            }))
+        };
+        let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(&line) else {
+            return broken("not a JSON object: the line was edited or cut".into());
+        };
+        let seq = object.get("seq").and_then(Value::as_u64);
+        if seq != Some(number) {
+            let found = seq.map_or_else(|| "none".to_owned(), |s| s.to_string());
+            return broken(format!(
+                "expected entry {number}, found entry {found}: lines were dropped or reordered"
+            ));
+        }
+        if object.get("prev").and_then(Value::as_str) != Some(prev_hash.as_str()) {
+            return broken(if number == 1 {
+                "the first line does not start the chain: lines were dropped before it or it was edited".to_owned()
+            } else {
+                format!(
+                    "it does not follow line {}: line {} was edited",
+                    number - 1,
+                    number - 1
+                )
+            });
+        }
+        prev_hash = line_hash(&line);
+        if anchored == Some(number) {
+            at_anchor = Some(prev_hash.clone());
+        }
+    }
+    Ok(Ok(Chain { lines, at_anchor }))
+}
+
+/// The end of a chain that held, against the anchor.
+fn judge(chain: &Chain, head: Option<&Head>) -> Verdict {
+    let lines = chain.lines;
+    // 1. no anchor: an empty log is intact, any other cannot be vouched for
+    let Some(head) = head else {
+        return if lines == 0 {
+            Verdict::Intact { lines }
+        } else {
+            Verdict::Unanchored { lines }
+        };
+    };
+    // 2. shorter than the anchor: its end was dropped (or all of it)
+    if lines < head.seq {
+        return Verdict::Dropped {
+            lines,
+            anchored: head.seq,
+        };
+    }
+    // 3. the anchored line is not the one anchored: edited
+    if chain.at_anchor.as_deref() != Some(head.hash.as_str()) {
+        return Verdict::Broken {
+            line: head.seq,
+            reason: format!(
+                "it does not match the anchor in state.db: line {} was edited",
+                head.seq
+            ),
+        };
+    }
+    // 4. it ends at the anchor, or one line after it (a process stopped before anchoring)
+    match lines - head.seq {
+        0 => Verdict::Intact { lines },
+        1 => Verdict::IntactLastNotAnchored { lines },
+        _ => Verdict::Added {
+            lines,
+            anchored: head.seq,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::AuditLog;
+    use pretty_assertions::assert_eq;
+    use std::path::PathBuf;
+    use tau_core::AuditEvent;
+
+    fn log() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        (dir, path)
+    }
+
+    fn write_events(path: &Path, n: u32) {
+        let log = AuditLog::open(path, "s").unwrap();
+        for max_turns in 0..n {
+            log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
+        }
+    }
+
+    fn lines(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn rewrite(path: &Path, lines: &[String]) {
+        std::fs::write(
+            path,
+            lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+        )
+        .unwrap();
+    }
+
+    fn anchor(path: &Path) -> Anchor {
+        Anchor::open(&anchor_db(path)).unwrap()
+    }
+
+    #[test]
+    fn an_edited_line_is_found() {
+        let (_dir, path) = log();
+        write_events(&path, 4);
+        let mut all = lines(&path);
+        all[1] = all[1].replace("\"max_turns\":1", "\"max_turns\":9");
+        rewrite(&path, &all);
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Broken {
+                line: 3,
+                reason: "it does not follow line 2: line 2 was edited".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_dropped_or_reordered_line_is_found() {
+        let (_dir, path) = log();
+        write_events(&path, 4);
+        let mut all = lines(&path);
+        all.remove(1);
+        rewrite(&path, &all);
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Broken {
+                line: 2,
+                reason: "expected entry 2, found entry 3: lines were dropped or reordered".into()
+            }
+        );
+        let mut all = lines(&path);
+        all.swap(0, 1);
+        rewrite(&path, &all);
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Broken {
+                line: 1,
+                reason: "expected entry 1, found entry 3: lines were dropped or reordered".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_cut_last_line_is_found_and_appending_after_it_starts_a_new_line() {
+        let (_dir, path) = log();
+        write_events(&path, 2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, &text[..text.len() - 10]).unwrap();
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Broken {
+                line: 2,
+                reason: "not a JSON object: the line was edited or cut".into()
+            }
+        );
+        write_events(&path, 1);
+        assert_eq!(lines(&path).len(), 3);
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Broken {
+                line: 2,
+                reason: "not a JSON object: the line was edited or cut".into()
+            }
+        );
+    }
+
+    #[test]
+    fn the_end_of_the_log_is_checked_against_the_anchor() {
+        let (_dir, path) = log();
+        assert_eq!(verify(&path).unwrap(), Verdict::NoLog);
+        write_events(&path, 4);
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 4 });
+        let all = lines(&path);
+
+        rewrite(&path, &all[..3]);
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Dropped {
+                lines: 3,
+                anchored: 4
+            }
+        );
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Dropped {
+                lines: 0,
+                anchored: 4
+            }
+        );
+        let mut edited = all.clone();
+        edited[3] = edited[3].replace("\"max_turns\":3", "\"max_turns\":0");
+        rewrite(&path, &edited);
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Broken {
+                line: 4,
+                reason: "it does not match the anchor in state.db: line 4 was edited".into()
+            }
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(verify(&path).unwrap(), Verdict::Missing { anchored: 4 });
+    }
+
+    #[test]
+    fn one_line_past_the_anchor_is_a_stop_before_anchoring_and_the_next_append_anchors_it() {
+        let (_dir, path) = log();
+        write_events(&path, 3);
+        let behind = anchor(&path).head().unwrap().unwrap();
+        write_events(&path, 1);
+        // The process stopped after writing line 4 and before anchoring it.
+        anchor(&path).set(&behind).unwrap();
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::IntactLastNotAnchored { lines: 4 }
+        );
+        write_events(&path, 1);
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 5 });
+
+        // Two lines past it are not a stopped process; an edited anchored line never passes.
+        let behind = anchor(&path).head().unwrap().unwrap();
+        write_events(&path, 2);
+        anchor(&path).set(&behind).unwrap();
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Added {
+                lines: 7,
+                anchored: 5
+            }
+        );
+        let mut all = lines(&path);
+        all.truncate(5);
+        all[4] = all[4].replace("\"max_turns\":0", "\"max_turns\":7");
+        rewrite(&path, &all);
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Broken {
+                line: 5,
+                reason: "it does not match the anchor in state.db: line 5 was edited".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_log_without_an_anchor_is_not_vouched_for() {
+        let (_dir, path) = log();
+        write_events(&path, 2);
+        std::fs::remove_file(anchor_db(&path)).unwrap();
+        assert_eq!(verify(&path).unwrap(), Verdict::Unanchored { lines: 2 });
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 0 });
+        assert!(!anchor_db(&path).exists(), "verify creates nothing");
+    }
+}

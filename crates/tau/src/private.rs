@@ -1,0 +1,112 @@
+//! Files and folders only the person running tau may read: the home and its folders 0700,
+//! its files 0600. Modes are set explicitly after creating, so the umask never loosens
+//! them, and an existing file or folder with a looser mode is tightened.
+
+use std::fs::{DirBuilder, File, OpenOptions, Permissions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+pub(crate) const DIR_MODE: u32 = 0o700;
+pub(crate) const FILE_MODE: u32 = 0o600;
+
+fn with_path(path: &Path, error: &io::Error) -> io::Error {
+    io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+}
+
+/// Creates `path` (and missing parents) as private folders; an existing one is tightened.
+pub(crate) fn create_dir(path: &Path) -> io::Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(path)
+        .map_err(|e| with_path(path, &e))?;
+    set_mode(path, DIR_MODE)
+}
+
+/// Opens `path` with `options`, creating it 0600; an existing file is tightened to 0600.
+pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    let file = options
+        .mode(FILE_MODE)
+        .open(path)
+        .map_err(|e| with_path(path, &e))?;
+    let mode = file.metadata()?.permissions().mode() & 0o777;
+    if mode != FILE_MODE {
+        file.set_permissions(Permissions::from_mode(FILE_MODE))
+            .map_err(|e| with_path(path, &e))?;
+    }
+    Ok(file)
+}
+
+/// Makes sure `path` exists as a private file, without touching what it holds.
+pub(crate) fn ensure_file(path: &Path) -> io::Result<()> {
+    open(path, OpenOptions::new().create(true).append(true)).map(drop)
+}
+
+/// Tightens `path` to 0600 when it exists; a missing file is fine.
+pub(crate) fn tighten_file(path: &Path) -> io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(_) => set_mode(path, FILE_MODE),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(with_path(path, &error)),
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    let current = std::fs::metadata(path)
+        .map_err(|e| with_path(path, &e))?
+        .permissions()
+        .mode()
+        & 0o777;
+    if current == mode {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, Permissions::from_mode(mode)).map_err(|e| with_path(path, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn new_files_and_folders_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("a/b");
+        create_dir(&folder).unwrap();
+        let file = folder.join("f");
+        ensure_file(&file).unwrap();
+        assert_eq!(
+            (mode(&dir.path().join("a")), mode(&folder), mode(&file)),
+            (DIR_MODE, DIR_MODE, FILE_MODE)
+        );
+    }
+
+    #[test]
+    fn looser_modes_are_tightened_and_contents_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("home");
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::set_permissions(&folder, Permissions::from_mode(0o755)).unwrap();
+        let file = folder.join("f");
+        std::fs::write(&file, "kept").unwrap();
+        std::fs::set_permissions(&file, Permissions::from_mode(0o644)).unwrap();
+        let other = folder.join("g");
+        std::fs::write(&other, "").unwrap();
+        std::fs::set_permissions(&other, Permissions::from_mode(0o666)).unwrap();
+        create_dir(&folder).unwrap();
+        ensure_file(&file).unwrap();
+        tighten_file(&other).unwrap();
+        tighten_file(&folder.join("missing")).unwrap();
+        assert_eq!(
+            (mode(&folder), mode(&file), mode(&other)),
+            (DIR_MODE, FILE_MODE, FILE_MODE)
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept");
+        assert!(!folder.join("missing").exists());
+    }
+}

@@ -1,0 +1,76 @@
+//! `TAU_PEERS_REQUIRED=1` turns a missing peer into a failure, so a suite run with it can
+//! never pass by skipping. Each case runs this test binary again, in a child process with
+//! the variables set, on a peer that does not exist.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::peers;
+
+/// Runs the ignored test `name` of this binary with `env` and nothing else of ours.
+fn child(name: &str, env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", name, "--ignored", "--test-threads=1"])
+        .env_remove("TAU_PEERS_REQUIRED")
+        .env_remove("TAU_TEST_PYTHON")
+        .env_remove("TAU_TEST_NPM_BIN");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().unwrap()
+}
+
+fn assert_required(name: &str, missing: (&str, &str), reason: &str) {
+    let skipped = child(name, &[missing]);
+    assert!(
+        skipped.status.success(),
+        "without the variable the test skips: {}",
+        String::from_utf8_lossy(&skipped.stderr)
+    );
+    let failed = child(name, &[missing, ("TAU_PEERS_REQUIRED", "1")]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&failed.stdout),
+        String::from_utf8_lossy(&failed.stderr)
+    );
+    assert!(!failed.status.success(), "a missing peer passed: {said}");
+    assert!(said.contains(reason), "{said}");
+}
+
+#[test]
+fn a_missing_python_fails_when_peers_are_required() {
+    assert_required(
+        "child_wants_python",
+        ("TAU_TEST_PYTHON", "/nonexistent/python"),
+        "TAU_PEERS_REQUIRED is set, but there is no Python with the `mcp` and `mcp-server-time` packages",
+    );
+}
+
+#[test]
+fn a_missing_npm_peer_fails_when_peers_are_required() {
+    assert_required(
+        "child_wants_an_npm_peer",
+        ("TAU_TEST_NPM_BIN", "/nonexistent/bin"),
+        "TAU_PEERS_REQUIRED is set, but there is no npm peer mcp-inspector",
+    );
+}
+
+#[test]
+#[ignore = "child process of a_missing_python_fails_when_peers_are_required; run by it"]
+fn child_wants_python() {
+    let _ = peers::python();
+}
+
+#[test]
+#[ignore = "child process of a_missing_npm_peer_fails_when_peers_are_required; run by it"]
+fn child_wants_an_npm_peer() {
+    let _ = peers::npm_bin("mcp-inspector");
+}
