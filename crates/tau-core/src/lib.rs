@@ -2,8 +2,9 @@
 //!
 //! Owns tiers, the tool catalog, the tier-2 approval gate, the agent events and the hook
 //! that puts the gate into the agent loop, `build_agent`, `TauAgent`, the notices in every
-//! UI language and the `[agent]`, `[ui]`, `[approval]` config. Knows nothing of channels or
-//! model providers: they are handed in as trait objects (`Approver`, `Model`).
+//! UI language, the `[agent]`, `[ui]`, `[approval]` config and the display function every
+//! channel shows untrusted text through. Knows nothing of channels or model providers:
+//! they are handed in as trait objects (`Approver`, `Model`).
 //!
 //! Layout
 //! - `approval/`: `TierGate`, `Approver`, exemptions, the texts the model reads (imports
@@ -13,11 +14,13 @@
 //! - `hook.rs`: `TierHook`, the adapter at `SDK_LAST`
 //! - `build.rs`: `build_agent`, the registry audit; `turn.rs`: `TauAgent`
 //! - `i18n.rs`: notices; `config.rs`: config sections
+//! - `display/`: the one display function for untrusted text, sorted JSON
 
 pub mod approval;
 mod build;
 mod catalog;
 mod config;
+pub mod display;
 mod events;
 mod hook;
 mod i18n;
@@ -39,6 +42,7 @@ pub use config::{
     AgentConfig, ApprovalConfig, ConfigError, CoreConfig, DEFAULT_SYSTEM_PROMPT, UiConfig,
     toml_error,
 };
+pub use display::{display, display_multiline, json_for_terminal, sorted_json};
 pub use events::{
     AgentEvent, Approval, CallStatus, Decision, ErrorSite, EventBus, EventSubscriber,
     RecordedEvents,

@@ -52,7 +52,9 @@ impl Approver for TerminalApprover {
 
     async fn decide(&self, request: ApprovalRequest) -> Result<Decision, ApproverError> {
         let language = self.console.language();
-        self.console.print(&render_prompt(&request, language));
+        let columns = crate::width::columns(self.console.is_tty());
+        self.console
+            .print(&render_prompt(&request, language, columns));
         let mut pending = Pending {
             console: &self.console,
             tool: &request.tool,

@@ -144,7 +144,8 @@ impl Console {
                         write(&mut state, &format!("{}tau>{} ", s.bold, s.reset));
                         state.in_text = true;
                     }
-                    write(&mut state, &escape_answer(text));
+                    // Line breaks and tabs stay; everything else is escaped as in the prompt.
+                    write(&mut state, &tau_core::display_multiline(text));
                 }
                 TurnEvent::ToolUse { tool_use } => {
                     end_text(&mut state);
@@ -255,20 +256,6 @@ fn emit(out: &mut Box<dyn Write + Send>, text: &str) {
     // A closed stdout (the reader went away) is not a reason to stop the turn.
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
-}
-
-/// The answer keeps its line breaks and tabs; every other control or format character is
-/// escaped like in the prompt.
-fn escape_answer(text: &str) -> String {
-    text.split('\n')
-        .map(|line| {
-            line.split('\t')
-                .map(escape_for_terminal)
-                .collect::<Vec<_>>()
-                .join("\t")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn shorten(text: &str, max: usize) -> String {
