@@ -9,8 +9,8 @@ use crate::wrap::wrap;
 /// The question as the person sees it: the tool, its effect and every argument whole, one
 /// row per top-level key (sorted), everything from the model escaped. A string argument is
 /// shown JSON-quoted (so `"30"` differs from `30` and edge spaces show), with its length.
-/// Rows wider than `columns` wrap (see [`wrap`]); a wrapped line ends in `↩`. Ends with the question, no
-/// newline.
+/// Rows wider than `columns` wrap (see [`wrap`]); a wrapped line ends in `↩`. Ends with
+/// the question, no newline.
 pub fn render_prompt(request: &ApprovalRequest, language: Language, columns: usize) -> String {
     let t = texts(language);
     let width = [t.tool, t.arguments, t.effect]
@@ -46,6 +46,7 @@ pub fn render_prompt(request: &ApprovalRequest, language: Language, columns: usi
                 out.push_str(&wrap("  │   ", "  │     ", &row, columns));
             }
         }
+        Value::Object(_) => out.push_str(&format!("{}{{}}\n", label(t.arguments))),
         other => {
             let row = format!("{}{}", shown(other), length(other, t));
             out.push_str(&wrap(&label(t.arguments), &hanging, &row, columns));
@@ -260,6 +261,21 @@ mod tests {
                 .iter()
                 .any(|row| row.contains(&display(&sorted_json(&json!(long)))))
         );
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_or_empty_show_on_their_row() {
+        let shown = |arguments| {
+            let prompt = render_prompt(&request(arguments, "e"), Language::En, 80);
+            prompt.lines().nth(3).unwrap().to_owned()
+        };
+        assert_eq!(shown(json!({})), "  │ arguments  {}");
+        assert_eq!(shown(json!(null)), "  │ arguments  null");
+        assert_eq!(
+            shown(json!(" rm -rf ~\u{202e}")),
+            "  │ arguments  \" rm -rf ~\\u{202e}\" (10 chars)"
+        );
+        assert_eq!(shown(json!([1, "a"])), "  │ arguments  [1,\"a\"] (7 chars)");
     }
 
     #[test]
