@@ -1,9 +1,10 @@
 //! tau-core: tau's policy and its assembly.
 //!
-//! Owns tiers, the tool catalog, the tier-2 approval gate, the agent events and the hook
+//! Owns the tool catalog, the tier-2 approval gate, the audit events and the hook
 //! that puts the gate into the agent loop, `build_agent`, `TauAgent`, the notices in every
-//! UI language and the `[agent]`, `[ui]`, `[approval]` config. Knows nothing of channels or
-//! model providers: they are handed in as trait objects (`Approver`, `Model`).
+//! UI language, the `[agent]`, `[ui]`, `[approval]` config and the display function every
+//! channel shows untrusted text through. Knows nothing of channels or model providers:
+//! they are handed in as trait objects (`Approver`, `Model`).
 //!
 //! Layout
 //! - `approval/`: `TierGate`, `Approver`, exemptions, the texts the model reads (imports
@@ -16,12 +17,14 @@
 //! - `build.rs`: `build_agent`, the registry audit; `turn/`: `TauAgent`, which runs a turn
 //!   and projects it into the `ChannelEvent`s every channel renders
 //! - `i18n.rs`: notices; `config.rs`: config sections; `ids.rs`: unguessable ids
+//! - `display/`: the one display function for untrusted text, sorted JSON
 
 pub mod approval;
 mod audit;
 mod build;
 mod catalog;
 mod config;
+pub mod display;
 mod gated;
 mod hook;
 mod i18n;
@@ -44,6 +47,7 @@ pub use config::{
     AgentConfig, ApprovalConfig, ConfigError, CoreConfig, DEFAULT_SYSTEM_PROMPT, UiConfig,
     toml_error,
 };
+pub use display::{display, display_multiline, json_for_terminal, sorted_json};
 pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};

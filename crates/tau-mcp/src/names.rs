@@ -25,15 +25,10 @@ pub(crate) fn namespaced(server: &str, tool: &str) -> Option<String> {
     (name.len() <= MAX_TOOL_NAME_LEN && is_valid_tool_name(&name)).then_some(name)
 }
 
-/// A server's tool name as a person may read it on one line: control and formatting
-/// characters escaped, at most 64 characters.
+/// A server's tool name as a person may read it on one line: through tau's display
+/// function, at most 64 characters.
 pub(crate) fn shown(tool: &str) -> String {
-    let clean = tool.chars().all(|c| c.is_ascii_graphic() || c == ' ');
-    let text = if clean {
-        tool.to_owned()
-    } else {
-        tool.escape_default().to_string()
-    };
+    let text = tau_core::display(tool);
     match text.char_indices().nth(EFFECT_NAME_CHARS) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text,
@@ -68,7 +63,8 @@ mod tests {
     #[test]
     fn shown_names_stay_on_one_line() {
         assert_eq!(shown("get.weather now"), "get.weather now");
-        assert_eq!(shown("two\nlines\u{202e}"), "two\\nlines\\u{202e}");
+        assert_eq!(shown("two\nlines\u{202e}"), "two\\u{a}lines\\u{202e}");
+        assert_eq!(shown("ünï\u{34f}"), "ünï\\u{34f}");
         assert_eq!(shown(&"z".repeat(80)), format!("{}…", "z".repeat(64)));
     }
 }

@@ -148,7 +148,8 @@ impl Console {
                     write(&mut state, &format!("{}tau>{} ", s.bold, s.reset));
                     state.in_text = true;
                 }
-                write(&mut state, &escape_answer(text));
+                // Line breaks and tabs stay; everything else is escaped as in the prompt.
+                write(&mut state, &tau_core::display_multiline(text));
             }
             ChannelEvent::ToolCallStarted {
                 tool,
@@ -198,7 +199,8 @@ impl Console {
                     channel: channel.clone(),
                     deadline: deadline.clone(),
                 };
-                write(&mut state, &render_prompt(&request, self.language));
+                let columns = crate::width::columns(self.tty);
+                write(&mut state, &render_prompt(&request, self.language, columns));
                 state.question_open = true;
             }
             ChannelEvent::ApprovalDecided {
@@ -331,20 +333,6 @@ fn emit(out: &mut Box<dyn Write + Send>, text: &str) {
     // A closed stdout (the reader went away) is not a reason to stop the turn.
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
-}
-
-/// The answer keeps its line breaks and tabs; every other control or format character is
-/// escaped like in the prompt.
-fn escape_answer(text: &str) -> String {
-    text.split('\n')
-        .map(|line| {
-            line.split('\t')
-                .map(escape_for_terminal)
-                .collect::<Vec<_>>()
-                .join("\t")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn shorten(text: &str, max: usize) -> String {

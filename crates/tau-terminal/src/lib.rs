@@ -1,9 +1,10 @@
 //! tau-terminal: the terminal channel.
 //!
 //! Owns the line chat's input (one reader for stdin: answers only while a question is
-//! open), the console that renders a turn, the approval prompt with everything from the
-//! model escaped, and `TerminalApprover`. Knows nothing of models, tools or the gate's
-//! rules: it renders what tau-core hands it and answers what tau-core asks.
+//! open), the console that renders a turn, the approval prompt (every argument whole,
+//! wrapped to the terminal, everything from the model through tau-core's display
+//! function), and `TerminalApprover`. Knows nothing of models, tools or the gate's rules:
+//! it renders what tau-core hands it and answers what tau-core asks.
 
 mod approver;
 mod console;
@@ -11,6 +12,8 @@ mod escape;
 mod input;
 mod prompt;
 mod texts;
+mod width;
+mod wrap;
 
 pub use approver::{TERMINAL_CHANNEL, TerminalApprover};
 pub use console::Console;

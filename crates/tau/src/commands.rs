@@ -2,9 +2,10 @@
 
 use std::fmt::Write;
 
-use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, SqliteSessions};
-use tau_core::ToolCatalog;
-use tau_terminal::escape_for_terminal;
+use tau_agent::{
+    ContentBlock, Message, Role, SessionId, SessionRepository, SqliteSessions, ToolResultStatus,
+};
+use tau_core::{ToolCatalog, display, json_for_terminal, sorted_json};
 
 use crate::audit::{Verdict, verify};
 use crate::context::Context;
@@ -59,7 +60,9 @@ fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
 pub(crate) fn sessions_show(ctx: &Context, name: &str, json: bool) -> anyhow::Result<String> {
     let messages = stored_messages(ctx, name)?;
     if json {
-        return Ok(format!("{}\n", serde_json::to_string_pretty(&messages)?));
+        // Still exactly the stored JSON for a machine; only escaped so a terminal shows it.
+        let text = serde_json::to_string_pretty(&messages)?;
+        return Ok(format!("{}\n", json_for_terminal(&text)));
     }
     let mut out = String::new();
     for message in &messages {
@@ -69,14 +72,20 @@ pub(crate) fn sessions_show(ctx: &Context, name: &str, json: bool) -> anyhow::Re
         };
         for block in &message.content {
             let line = match block {
-                ContentBlock::Text(text) => format!("{who}> {}", escape_for_terminal(text)),
+                ContentBlock::Text(text) => format!("{who}> {}", display(text)),
                 ContentBlock::ToolUse(u) => {
-                    format!("  · {} {}", u.name, tau_terminal::sorted_json(&u.input))
+                    format!(
+                        "  · {} {}",
+                        display(&u.name),
+                        display(&sorted_json(&u.input))
+                    )
                 }
                 ContentBlock::ToolResult(r) => {
-                    format!("  = {:?}: {}", r.status, escape_for_terminal(&r.text()))
-                        .replace("Success", "success")
-                        .replace("Error", "error")
+                    let status = match r.status {
+                        ToolResultStatus::Success => "success",
+                        ToolResultStatus::Error => "error",
+                    };
+                    format!("  = {status}: {}", display(&r.text()))
                 }
             };
             out.push_str(&line);
@@ -104,7 +113,7 @@ pub(crate) fn sessions_delete(ctx: &Context, name: &str) -> anyhow::Result<Strin
 pub(crate) fn tools(catalog: &ToolCatalog) -> String {
     let width = catalog
         .entries()
-        .map(|e| e.tool.spec().name.len())
+        .map(|e| display(&e.tool.spec().name).chars().count())
         .max()
         .unwrap_or(0);
     let mut out = format!("{:<width$}  TIER  EFFECT\n", "TOOL");
@@ -114,7 +123,7 @@ pub(crate) fn tools(catalog: &ToolCatalog) -> String {
             .annotations
             .iter()
             .filter(|(key, _)| key.ends_with("Hint"))
-            .map(|(key, value)| format!("{key}={value}"))
+            .map(|(key, value)| display(&format!("{key}={value}")))
             .collect();
         hints.sort();
         let hints = if hints.is_empty() {
@@ -125,9 +134,9 @@ pub(crate) fn tools(catalog: &ToolCatalog) -> String {
         let _ = writeln!(
             out,
             "{:<width$}  {:>4}  {}{hints}",
-            spec.name,
+            display(&spec.name),
             entry.tier.number(),
-            entry.effect
+            display(&entry.effect)
         );
     }
     out

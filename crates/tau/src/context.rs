@@ -70,7 +70,8 @@ impl Context {
         catalog.extend(tools)?;
         let mcp = tau_mcp::connect_servers(&self.loaded.config.mcp, &self.events, &*self.env).await;
         for warning in &mcp.warnings {
-            eprintln!("tau: warning: {warning}");
+            // The message quotes what the server said: escaped, like everything from a peer.
+            eprintln!("tau: warning: {}", tau_core::display(&warning.to_string()));
         }
         catalog.extend(mcp.tools)?;
         Ok(Tools {

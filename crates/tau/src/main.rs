@@ -49,7 +49,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("tau: {error:#}");
+            // An error may quote a model's server or an MCP peer; line breaks stay.
+            eprintln!(
+                "tau: {}",
+                tau_core::display_multiline(&format!("{error:#}"))
+            );
             ExitCode::from(exit_code(&error))
         }
     }

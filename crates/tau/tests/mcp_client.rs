@@ -92,7 +92,7 @@ fn a_real_time_server_runs_tier_0_and_asks_before_tier_2() {
     assert_eq!(run.stderr, "");
     assert!(
         run.stdout.contains(
-            "  │ tool       time__convert_time\n  │ arguments  {\"source_timezone\":\"Europe/Istanbul\",\"target_timezone\":\"Asia/Tokyo\",\"time\":\"16:30\"}\n  │ effect     calls convert_time on the MCP server time\n"
+            "  │ tool       time__convert_time\n  │ effect     calls convert_time on the MCP server time\n  │ arguments\n  │   source_timezone (15 chars): \"Europe/Istanbul\"\n  │   target_timezone (10 chars): \"Asia/Tokyo\"\n  │   time (5 chars): \"16:30\"\n"
         ),
         "{}",
         run.stdout

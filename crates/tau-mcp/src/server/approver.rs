@@ -1,14 +1,15 @@
 //! The approver of a client that supports elicitation: the question goes back over the
 //! same connection as `elicitation/create`, and the client's user answers it.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::{Peer, RoleServer};
-use serde_json::{Map, Value, json};
-use tau_core::{Answer, ApprovalRequest, Approver, ApproverError, DecidedBy, Decision};
+use serde_json::{Value, json};
+use tau_core::{
+    Answer, ApprovalRequest, Approver, ApproverError, DecidedBy, Decision, display, sorted_json,
+};
 
 /// The field the client's user must set to `true` to approve.
 const APPROVE_FIELD: &str = "approve";
@@ -68,15 +69,16 @@ pub(crate) fn decision(answer: &ElicitResult) -> Answer {
     }
 }
 
-/// The form the client shows: what runs, what it does, with which arguments, and one
-/// yes/no field that defaults to no.
+/// The form the client shows: what runs, what it does, with which arguments (sorted
+/// JSON), and one yes/no field that defaults to no. Every field goes through tau's display
+/// function: the client's user reads it, and a model chose the arguments.
 pub(crate) fn question(request: &ApprovalRequest) -> Result<ElicitRequestParams, ApproverError> {
     let message = format!(
         "tau asks before it runs a tier-{} tool.\nTool: {}\nEffect: {}\nArguments: {}",
         request.tier,
-        request.tool,
-        request.effect,
-        sorted(&request.arguments)
+        display(&request.tool),
+        display(&request.effect),
+        display(&sorted_json(&request.arguments))
     );
     serde_json::from_value(json!({
         "mode": "form",
@@ -95,27 +97,6 @@ pub(crate) fn question(request: &ApprovalRequest) -> Result<ElicitRequestParams,
         }
     }))
     .map_err(|e| ApproverError::new(format!("cannot build the approval question: {e}")))
-}
-
-/// JSON with sorted keys, so the person reads the same text for the same arguments.
-fn sorted(value: &Value) -> String {
-    fn sort(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let sorted: BTreeMap<&String, Value> =
-                    map.iter().map(|(k, v)| (k, sort(v))).collect();
-                Value::Object(
-                    sorted
-                        .into_iter()
-                        .map(|(k, v)| (k.clone(), v))
-                        .collect::<Map<_, _>>(),
-                )
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
-            other => other.clone(),
-        }
-    }
-    sort(value).to_string()
 }
 
 #[cfg(test)]
@@ -187,6 +168,28 @@ mod tests {
                     "required": ["approve"]
                 }
             })
+        );
+    }
+
+    #[test]
+    fn the_question_shows_bidi_and_invisible_characters_escaped() {
+        let request = ApprovalRequest {
+            tool: "run_command".into(),
+            tier: Tier::Physical,
+            effect: "runs a shell command\u{2028}in the workspace".into(),
+            arguments: json!({
+                "command": format!("sh setup.sh\u{34f}{}rm -rf ~ #\u{202e}\u{1b}[8m\u{9b}\u{fe0f}\u{e0041}\u{3164}\u{2800}", " ".repeat(40)),
+            }),
+            tool_use_id: "mcp-1-3".into(),
+            channel: "mcp".into(),
+            approval_id: "ap_1".into(),
+            deadline: None,
+        };
+        let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
+        let message = wire["message"].as_str().unwrap();
+        assert_eq!(
+            message,
+            "tau asks before it runs a tier-2 tool.\nTool: run_command\nEffect: runs a shell command\\u{2028}in the workspace\nArguments: {\"command\":\"sh setup.sh\\u{34f}⟨40 spaces⟩rm -rf ~ #\\u{202e}\\u001b[8m\\u{9b}\\u{fe0f}\\u{e0041}\\u{3164}\\u{2800}\"}"
         );
     }
 }
