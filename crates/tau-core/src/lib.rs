@@ -13,10 +13,12 @@
 //! - `hook.rs`: `TierHook`, the adapter at `SDK_LAST`
 //! - `build.rs`: `build_agent`, the registry audit; `turn.rs`: `TauAgent`
 //! - `i18n.rs`: notices; `config.rs`: config sections
+//! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
 
 pub mod approval;
 mod build;
 mod catalog;
+mod child_env;
 mod config;
 mod events;
 mod hook;
@@ -35,6 +37,7 @@ pub use catalog::{
     CatalogEntry, CatalogError, TAU_ANNOTATION, TauToolSpec, ToolCatalog, adopt_external_spec,
     effect_of, tier_of,
 };
+pub use child_env::{INHERITED_ENV, child_env, env_name_problem};
 pub use config::{
     AgentConfig, ApprovalConfig, ConfigError, CoreConfig, DEFAULT_SYSTEM_PROMPT, UiConfig,
     toml_error,
