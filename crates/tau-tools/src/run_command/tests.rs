@@ -291,6 +291,31 @@ async fn a_command_sees_the_allow_list_and_what_the_config_names_only() {
 }
 
 #[tokio::test]
+async fn a_command_that_cannot_start_says_why_and_the_next_one_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = vec![("PATH".to_owned(), "/nonexistent".to_owned())];
+    let tool = RunCommand::new(
+        Workspace::open(dir.path()).unwrap(),
+        CommandConfig::default(),
+        env,
+    );
+    assert_eq!(
+        run(&tool, json!({"command": "true"})).await,
+        Err(ToolError::new(
+            "could not start `setsid sh -c`: No such file or directory (os error 2)"
+        ))
+    );
+    let (_dir, tool) = default_setup();
+    assert_eq!(
+        run(&tool, json!({"command": "true"})).await,
+        Ok(result(
+            ToolResultStatus::Success,
+            json!({"exit_code": 0, "signal": null, "timed_out": false, "stdout": "", "stderr": ""})
+        ))
+    );
+}
+
+#[tokio::test]
 async fn bad_arguments_are_refused_before_anything_runs() {
     let (dir, tool) = default_setup();
     for (input, expected) in [

@@ -85,7 +85,7 @@ pub(crate) enum StartError {
         "tau cannot become a child subreaper, so it could not stop what the command starts: {0}"
     )]
     Subreaper(std::io::Error),
-    #[error("could not start the command: {0}")]
+    #[error("could not start `setsid sh -c`: {0}")]
     Spawn(std::io::Error),
     #[error("could not find the command's process in /proc, so it could not be stopped")]
     NotVisible,
