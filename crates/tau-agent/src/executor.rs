@@ -180,7 +180,10 @@ impl Batch<'_> {
             ),
             (None, Some(tool)) => {
                 ran = true;
-                let context = ToolContext::new(&original_id, &tool_use.name, self.events.cloned());
+                // The tool learns of a cancel while it runs, so work it started (a process)
+                // stops with the turn instead of finishing unseen.
+                let context = ToolContext::new(&original_id, &tool_use.name, self.events.cloned())
+                    .with_cancellation(self.cancel.clone());
                 let run = run_tool(tool, &original_id, tool_use.input.clone(), context).await;
                 error = run.error;
                 run.result

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use crate::events::{EventSink, TurnEvent};
 use crate::message::{ToolResultContent, ToolResultStatus};
@@ -67,12 +68,14 @@ impl ToolError {
     }
 }
 
-/// Handed to a running tool: who called it and where its progress goes.
+/// Handed to a running tool: who called it, where its progress goes, and whether the turn
+/// it runs in was cancelled.
 #[derive(Clone)]
 pub struct ToolContext {
     tool_use_id: String,
     tool_name: String,
     events: Option<EventSink>,
+    cancel: CancellationToken,
 }
 
 impl ToolContext {
@@ -85,7 +88,27 @@ impl ToolContext {
             tool_use_id: tool_use_id.into(),
             tool_name: tool_name.into(),
             events,
+            cancel: CancellationToken::new(),
         }
+    }
+
+    /// The context of a call that stops when `cancel` fires. Without it a call is never
+    /// cancelled.
+    #[must_use]
+    pub fn with_cancellation(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Resolves once the turn this call runs in is cancelled (never, when nothing can cancel
+    /// it). A tool with work that must not outlive the turn (a process) waits on this beside
+    /// its work, stops the work and returns an error.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await;
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 
     pub fn tool_use_id(&self) -> &str {

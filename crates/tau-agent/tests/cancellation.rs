@@ -212,3 +212,74 @@ async fn a_cancel_before_an_invocation_does_not_carry_into_it() {
         }
     );
 }
+
+/// Runs until the turn is cancelled, then says it was stopped; says so too if it ever ends
+/// on its own, which a test then sees.
+struct StopsOnCancel {
+    spec: tau_agent::ToolSpec,
+    started: tokio::sync::Notify,
+}
+
+#[async_trait::async_trait]
+impl tau_agent::Tool for StopsOnCancel {
+    fn spec(&self) -> &tau_agent::ToolSpec {
+        &self.spec
+    }
+
+    async fn run(
+        &self,
+        _input: serde_json::Value,
+        context: tau_agent::ToolContext,
+    ) -> Result<tau_agent::ToolOutput, tau_agent::ToolError> {
+        self.started.notify_one();
+        tokio::select! {
+            () = context.cancelled() => Err(tau_agent::ToolError::new("stopped by the cancel")),
+            () = tokio::time::sleep(Duration::from_secs(3600)) => {
+                Ok(tau_agent::ToolOutput::text("finished unseen"))
+            }
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancel_reaches_the_tool_that_is_running() {
+    let call = assistant(vec![tool_use("t1", "long", json!({}))]);
+    let model = ScriptedModel::new([call.clone(), Message::assistant_text("never asked")]);
+    let tool = Arc::new(StopsOnCancel {
+        spec: common::spec("long"),
+        started: tokio::sync::Notify::new(),
+    });
+    let mut agent = Agent::builder(Arc::new(model))
+        .tool(tool.clone())
+        .build()
+        .await
+        .unwrap();
+    let handle = agent.cancel_handle();
+
+    let (result, ()) = tokio::join!(agent.invoke("run it", None), async {
+        tool.started.notified().await;
+        handle.cancel();
+    });
+
+    assert_eq!(
+        result.unwrap(),
+        AgentResult {
+            stop_reason: StopReason::Cancelled,
+            message: Some(call.clone()),
+            usage: Usage::default(),
+            model_calls: 1,
+            interrupts: vec![],
+        }
+    );
+    assert_eq!(
+        agent.messages(),
+        [
+            Message::user_text("run it"),
+            call,
+            results(vec![ToolResult::error_text(
+                "t1",
+                "Error: stopped by the cancel"
+            )]),
+        ]
+    );
+}

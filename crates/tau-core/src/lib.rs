@@ -18,11 +18,13 @@
 //!   and projects it into the `ChannelEvent`s every channel renders
 //! - `i18n.rs`: notices; `config.rs`: config sections; `ids.rs`: unguessable ids
 //! - `display/`: the one display function for untrusted text, sorted JSON
+//! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
 
 pub mod approval;
 mod audit;
 mod build;
 mod catalog;
+mod child_env;
 mod config;
 pub mod display;
 mod gated;
@@ -43,6 +45,7 @@ pub use catalog::{
     CatalogEntry, CatalogError, TAU_ANNOTATION, TauToolSpec, ToolCatalog, adopt_external_spec,
     effect_of, tier_of,
 };
+pub use child_env::{INHERITED_ENV, child_env, env_name_problem};
 pub use config::{
     AgentConfig, ApprovalConfig, ConfigError, CoreConfig, DEFAULT_SYSTEM_PROMPT, UiConfig,
     toml_error,

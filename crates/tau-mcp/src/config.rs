@@ -60,8 +60,12 @@ pub struct ServerEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     pub args: Vec<String>,
-    /// Extra environment for the program.
+    /// Variables set for the program, with their values.
     pub env: BTreeMap<String, String>,
+    /// Names of tau's environment variables passed on to the program, beyond PATH, HOME,
+    /// USER, LANG, LC_*, TZ and TERM. Nothing else of tau's environment (its keys and
+    /// tokens) reaches a server.
+    pub pass_env: Vec<String>,
     /// A streamable HTTP endpoint, instead of a program.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
@@ -84,6 +88,7 @@ impl Default for ServerEntry {
             command: None,
             args: Vec::new(),
             env: BTreeMap::new(),
+            pass_env: Vec::new(),
             url: None,
             token_env: None,
             tools: BTreeMap::new(),
@@ -100,7 +105,10 @@ pub enum Endpoint {
     Command {
         program: String,
         args: Vec<String>,
+        /// Set with these values.
         env: BTreeMap<String, String>,
+        /// Passed on from tau's environment.
+        pass_env: Vec<String>,
     },
     Url {
         url: String,
@@ -139,6 +147,7 @@ impl ServerEntry {
                 program: program.clone(),
                 args: self.args.clone(),
                 env: self.env.clone(),
+                pass_env: self.pass_env.clone(),
             }),
             (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
                 Ok(Endpoint::Url {
@@ -215,6 +224,14 @@ impl McpConfig {
         for (name, entry) in &self.servers {
             check_server_name(name)?;
             entry.endpoint(name)?;
+            for var in &entry.pass_env {
+                if let Some(problem) = tau_core::env_name_problem(var) {
+                    return Err(ConfigError::new(
+                        format!("mcp.servers.{name}.pass_env"),
+                        format!("{problem}, got {var:?}"),
+                    ));
+                }
+            }
             entry.manifest(name)?;
             seconds(
                 &format!("mcp.servers.{name}.timeout_seconds"),
@@ -376,6 +393,11 @@ mod tests {
                 "s",
                 json!({"command": " "}),
                 "mcp.servers.s.command: must name a program",
+            ),
+            (
+                "s",
+                json!({"command": "x", "pass_env": ["A=B"]}),
+                "mcp.servers.s.pass_env: an environment variable name cannot hold '=' or a NUL byte, got \"A=B\"",
             ),
             (
                 "s",

@@ -42,7 +42,28 @@ pub use config::{
 };
 pub use spec::{ModelSpec, OLLAMA_DEFAULT_BASE_URL, SpecError};
 
-/// Log filter directives for the binary's subscriber. genai logs failed response bodies
-/// itself, unscrubbed, under its own target; tau-models reports every failure as a
-/// `ModelError` with API keys scrubbed, so genai's own lines are switched off.
-pub const LOG_DIRECTIVES: &str = "genai=off";
+/// True for the log targets of the model library itself. genai logs failed response
+/// bodies, which may quote the API key, unscrubbed and at ERROR; tau-models reports every
+/// failure as a `ModelError` with keys scrubbed. So a subscriber drops these targets
+/// whatever its level or `TAU_LOG` says.
+pub fn is_unscrubbed_log_target(target: &str) -> bool {
+    target == "genai" || target.starts_with("genai::")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_library_targets_are_the_unscrubbed_ones() {
+        for (target, unscrubbed) in [
+            ("genai", true),
+            ("genai::adapter::adapters::openai::streamer", true),
+            ("genai_extra", false),
+            ("tau_models::drive", false),
+            ("tau_core::turn", false),
+        ] {
+            assert_eq!(is_unscrubbed_log_target(target), unscrubbed, "{target}");
+        }
+    }
+}

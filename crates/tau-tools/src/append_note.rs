@@ -1,9 +1,11 @@
 //! `append_note`: one timestamped line at the end of `notes.md` in the workspace.
 
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
 
 use async_trait::async_trait;
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -11,7 +13,7 @@ use tau_core::{TauToolSpec, Tier};
 
 use crate::args;
 use crate::clock::{TimeSource, rfc3339};
-use crate::workspace::Workspace;
+use crate::workspace::{OpenError, Workspace};
 
 pub(crate) const NOTES_FILE: &str = "notes.md";
 
@@ -74,38 +76,51 @@ impl Tool for AppendNote {
             return Err(ToolError::new("text is empty; there is nothing to note"));
         }
         let line = format!("- {} {text}", rfc3339(&self.time.now()));
-        // Resolved on every call: notes.md may have become a symlink since the last one.
-        let path = self.workspace.resolve(NOTES_FILE)?;
+        let workspace = self.workspace.clone();
         let written = line.clone();
-        tokio::task::spawn_blocking(move || append_line(&path, &written))
+        tokio::task::spawn_blocking(move || append_line(&workspace, &written))
             .await
-            .map_err(|_| ToolError::new("appending to notes.md was interrupted"))?
-            .map_err(|error| ToolError::new(format!("notes.md cannot be written: {error}")))?;
+            .map_err(|_| ToolError::new("appending to notes.md was interrupted"))??;
         Ok(ToolOutput::text(format!("added to notes.md: {line}")))
     }
 }
 
+/// Why notes.md is refused even though it opened.
+const NOT_A_FILE: &str = "it is not a regular file";
+const HARD_LINKED: &str =
+    "it has more than one hard link, so writing it could change a file outside the workspace";
+
 /// Appends `line` and a newline, first ending a last line someone left unterminated.
-fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
-    // Checked before opening: opening a FIFO would wait for a reader forever.
-    match std::fs::metadata(path) {
-        Ok(metadata) if !metadata.is_file() => {
-            return Err(std::io::Error::other("it is not a regular file"));
-        }
-        Ok(_) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => return Err(error),
+fn append_line(workspace: &Workspace, line: &str) -> Result<(), ToolError> {
+    let cannot =
+        |why: &dyn std::fmt::Display| ToolError::new(format!("notes.md cannot be written: {why}"));
+    // Opened anew on every call, beneath the workspace and never through a symlink;
+    // non-blocking, so a FIFO cannot hold the call.
+    let flags = OFlags::RDWR | OFlags::APPEND | OFlags::CREATE | OFlags::NONBLOCK;
+    let fd = workspace
+        .open_file(NOTES_FILE, flags, Mode::from_raw_mode(0o644))
+        .map_err(|error| match error {
+            OpenError::Refused(error) => error.into(),
+            OpenError::Io(error) if error.raw_os_error() == Some(Errno::ISDIR.raw_os_error()) => {
+                cannot(&NOT_A_FILE)
+            }
+            OpenError::Missing => cannot(&"the workspace is gone"),
+            OpenError::Io(error) => cannot(&error),
+        })?;
+    let mut file = std::fs::File::from(fd);
+    // The file that opened is the one checked: another link to it may be anywhere.
+    let metadata = file.metadata().map_err(|e| cannot(&e))?;
+    if !metadata.is_file() {
+        return Err(cannot(&NOT_A_FILE));
     }
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)?;
+    if metadata.nlink() > 1 {
+        return Err(cannot(&HARD_LINKED));
+    }
     let mut text = String::new();
-    if file.metadata()?.len() > 0 {
+    if metadata.len() > 0 {
         let mut last = [0u8; 1];
-        file.seek(SeekFrom::End(-1))?;
-        file.read_exact(&mut last)?;
+        file.seek(SeekFrom::End(-1)).map_err(|e| cannot(&e))?;
+        file.read_exact(&mut last).map_err(|e| cannot(&e))?;
         if last != [b'\n'] {
             text.push('\n');
         }
@@ -113,7 +128,7 @@ fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
     text.push_str(line);
     text.push('\n');
     // One write with O_APPEND: two notes at once never interleave within a line.
-    file.write_all(text.as_bytes())
+    file.write_all(text.as_bytes()).map_err(|e| cannot(&e))
 }
 
 #[cfg(test)]
@@ -176,6 +191,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn refuses_a_notes_md_hard_linked_to_a_file_outside() {
+        let (dir, tool) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("stolen.md");
+        std::fs::write(&target, "mine\n").unwrap();
+        std::fs::hard_link(&target, dir.path().join("notes.md")).unwrap();
+        assert_eq!(
+            note(&tool, "x").await,
+            Err(ToolError::new(
+                "notes.md cannot be written: it has more than one hard link, so writing it could change a file outside the workspace"
+            ))
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine\n");
+    }
+
+    #[tokio::test]
     async fn refuses_empty_text_and_a_notes_file_outside() {
         let (dir, tool) = setup();
         assert_eq!(
@@ -185,17 +216,19 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let target = outside.path().join("stolen.md");
         std::os::unix::fs::symlink(&target, dir.path().join("notes.md")).unwrap();
+        // Dangling: creating notes.md would have created the file outside.
         assert_eq!(
             note(&tool, "x").await,
             Err(ToolError::new(
-                "path 'notes.md' leaves the workspace (a symlink in it points nowhere)"
+                "path 'notes.md' goes through a symlink; tools do not follow symlinks"
             ))
         );
+        assert!(!target.exists());
         std::fs::write(&target, "").unwrap();
         assert_eq!(
             note(&tool, "x").await,
             Err(ToolError::new(
-                "path 'notes.md' leaves the workspace (a symlink in it points outside)"
+                "path 'notes.md' goes through a symlink; tools do not follow symlinks"
             ))
         );
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "");

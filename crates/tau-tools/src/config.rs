@@ -85,6 +85,10 @@ pub struct CommandConfig {
     pub max_timeout_seconds: u64,
     /// Bytes kept of each of stdout and stderr; the rest is counted and dropped.
     pub output_limit_bytes: usize,
+    /// Names of environment variables passed on to commands, beyond PATH, HOME, USER, LANG,
+    /// LC_*, TZ and TERM. Nothing else of tau's environment (its keys, tokens, passwords)
+    /// reaches a command.
+    pub env: Vec<String>,
 }
 
 impl Default for CommandConfig {
@@ -93,6 +97,7 @@ impl Default for CommandConfig {
             default_timeout_seconds: 30,
             max_timeout_seconds: 300,
             output_limit_bytes: 64 * 1024,
+            env: Vec::new(),
         }
     }
 }
@@ -170,6 +175,14 @@ impl CommandConfig {
                 format!("must be between 1 and {MAX_OUTPUT_LIMIT_BYTES}, got {limit}"),
             ));
         }
+        for name in &self.env {
+            if let Some(problem) = tau_core::env_name_problem(name) {
+                return Err(ToolsConfigError::invalid(
+                    "tools.command.env",
+                    format!("{problem}, got {name:?}"),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -229,6 +242,7 @@ mod tests {
                     default_timeout_seconds: 30,
                     max_timeout_seconds: 300,
                     output_limit_bytes: 65_536,
+                    env: Vec::new(),
                 },
                 mqtt: MqttConfig {
                     host: "127.0.0.1".into(),
@@ -248,7 +262,7 @@ mod tests {
             r#"
             workspace = "ws"
             clock.zone = "Europe/Istanbul"
-            command = { default_timeout_seconds = 5, max_timeout_seconds = 60, output_limit_bytes = 100 }
+            command = { default_timeout_seconds = 5, max_timeout_seconds = 60, output_limit_bytes = 100, env = ["GIT_AUTHOR_NAME"] }
             [mqtt]
             host = "broker.lan"
             port = 8883
@@ -270,6 +284,7 @@ mod tests {
                     default_timeout_seconds: 5,
                     max_timeout_seconds: 60,
                     output_limit_bytes: 100,
+                    env: vec!["GIT_AUTHOR_NAME".into()],
                 },
                 mqtt: MqttConfig {
                     host: "broker.lan".into(),
@@ -306,6 +321,14 @@ mod tests {
             (
                 |c| c.command.output_limit_bytes = 0,
                 "tools.command.output_limit_bytes: must be between 1 and 16777216, got 0",
+            ),
+            (
+                |c| c.command.env = vec!["A=B".into()],
+                "tools.command.env: an environment variable name cannot hold '=' or a NUL byte, got \"A=B\"",
+            ),
+            (
+                |c| c.command.env = vec![String::new()],
+                "tools.command.env: an environment variable name is empty, got \"\"",
             ),
             (
                 |c| c.mqtt.host = "a b".into(),

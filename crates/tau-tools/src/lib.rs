@@ -8,10 +8,12 @@
 //!
 //! Layout
 //! - `config.rs`: the `[tools]` section and its errors
-//! - `workspace.rs`: containment, the one place paths from the model are resolved
+//! - `workspace.rs`: containment, the one place paths from the model are opened (beneath a
+//!   descriptor of the workspace, never through a symlink)
 //! - `args.rs`: strict argument parsing shared by every tool
 //! - one file per tool: `clock.rs`, `read_file.rs`, `list_dir.rs`, `write_file.rs`,
-//!   `append_note.rs`, `run_command.rs` (with `run_command/`), `mqtt_publish.rs`
+//!   `append_note.rs`, `run_command.rs` (with `run_command/`: output capture, the process,
+//!   `tree.rs` finding and stopping everything a command started), `mqtt_publish.rs`
 
 mod append_note;
 mod args;
@@ -23,6 +25,9 @@ mod read_file;
 mod run_command;
 mod workspace;
 mod write_file;
+
+#[cfg(test)]
+mod race_tests;
 
 use std::sync::Arc;
 
@@ -50,8 +55,9 @@ pub const BUILTIN_TOOL_NAMES: [&str; 7] = [
     "mqtt_publish",
 ];
 
-/// Every built-in tool, configured, but those `[tools] disabled` names. `env` looks up environment variables (the MQTT
-/// password); pass `&|name| std::env::var(name).ok()` in the binary and a map in tests.
+/// Every built-in tool, configured, but those `[tools] disabled` names. `env` looks up
+/// environment variables (the MQTT password, and what commands may see, read once here);
+/// pass `&|name| std::env::var(name).ok()` in the binary and a map in tests.
 pub fn builtin_tools(
     config: &ToolsConfig,
     env: &dyn Fn(&str) -> Option<String>,
@@ -69,7 +75,7 @@ pub fn builtin_tools(
         Arc::new(RunCommand::new(
             workspace,
             config.command.clone(),
-            config.mqtt.password_env.iter().cloned().collect(),
+            tau_core::child_env(&config.command.env, env),
         )),
         Arc::new(MqttPublish::new(broker)),
     ];

@@ -1,13 +1,18 @@
 //! `list_dir`: the names in a workspace directory, sorted, directories marked with `/`.
 
+use std::ffi::OsStr;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+
 use async_trait::async_trait;
+use rustix::fs::{Dir, FileType, Mode, OFlags};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::{TauToolSpec, Tier};
 
 use crate::args;
-use crate::workspace::{Shown, Workspace};
+use crate::workspace::{OpenError, Shown, Workspace, kind_at};
 
 /// Names shown per call; a directory of build output should not fill the context.
 pub(crate) const LIST_LIMIT: usize = 1000;
@@ -55,35 +60,13 @@ impl Tool for ListDir {
 
     async fn run(&self, input: Value, _context: ToolContext) -> Result<ToolOutput, ToolError> {
         let ListDirArgs { path } = args::parse("list_dir", input)?;
-        let resolved = self.workspace.resolve(&path)?;
-        let shown = Shown::new(&path);
-        let cannot = |error: std::io::Error| match error.kind() {
-            std::io::ErrorKind::NotFound => {
-                ToolError::new(format!("directory {shown} does not exist"))
-            }
-            std::io::ErrorKind::NotADirectory => {
-                ToolError::new(format!("path {shown} is a file; read it with read_file"))
-            }
-            _ => ToolError::new(format!("directory {shown} cannot be listed: {error}")),
-        };
-        let mut reader = tokio::fs::read_dir(&resolved).await.map_err(cannot)?;
-        let mut names = Vec::new();
-        while let Some(entry) = reader.next_entry().await.map_err(cannot)? {
-            let mut name = entry.file_name().to_string_lossy().into_owned();
-            // A link to a directory is a directory to whoever lists it; follow it to tell.
-            let is_dir = match entry.file_type().await {
-                Ok(kind) if kind.is_symlink() => tokio::fs::metadata(entry.path())
-                    .await
-                    .is_ok_and(|m| m.is_dir()),
-                Ok(kind) => kind.is_dir(),
-                Err(_) => false,
-            };
-            if is_dir {
-                name.push('/');
-            }
-            names.push(name);
-        }
-        names.sort_unstable();
+        let workspace = self.workspace.clone();
+        let listed = path.clone();
+        let mut names = tokio::task::spawn_blocking(move || list(&workspace, &listed))
+            .await
+            .map_err(|_| {
+                ToolError::new(format!("listing {} was interrupted", Shown::new(&path)))
+            })??;
         let total = names.len();
         names.truncate(LIST_LIMIT);
         Ok(ToolOutput::json(json!({
@@ -92,6 +75,49 @@ impl Tool for ListDir {
             "total": total,
         })))
     }
+}
+
+/// The names in the directory at `path`, sorted; directories end in `/`. A symlink is
+/// listed as a name: it is not followed, here or by any other tool.
+fn list(workspace: &Workspace, path: &str) -> Result<Vec<String>, ToolError> {
+    let shown = Shown::new(path);
+    let cannot = |error: std::io::Error| {
+        ToolError::new(format!("directory {shown} cannot be listed: {error}"))
+    };
+    let fd = workspace
+        .open_file(path, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
+        .map_err(|error| match error {
+            OpenError::Refused(error) => error.into(),
+            OpenError::Missing => ToolError::new(format!("directory {shown} does not exist")),
+            OpenError::Io(error) => cannot(error),
+        })?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| cannot(e.into()))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+        return Err(ToolError::new(format!(
+            "path {shown} is a file; read it with read_file"
+        )));
+    }
+    let mut entries = Dir::read_from(&fd).map_err(|e| cannot(e.into()))?;
+    let mut names = Vec::new();
+    while let Some(entry) = entries.read() {
+        let entry = entry.map_err(|e| cannot(e.into()))?;
+        let raw = entry.file_name().to_bytes();
+        if raw == b"." || raw == b".." {
+            continue;
+        }
+        let name = OsStr::from_bytes(raw);
+        let kind = match entry.file_type() {
+            FileType::Unknown => kind_at(fd.as_fd(), name).unwrap_or(FileType::Unknown),
+            known => known,
+        };
+        let mut shown_name = name.to_string_lossy().into_owned();
+        if kind == FileType::Directory {
+            shown_name.push('/');
+        }
+        names.push(shown_name);
+    }
+    names.sort_unstable();
+    Ok(names)
 }
 
 #[cfg(test)]
@@ -122,12 +148,13 @@ mod tests {
         }
         std::fs::create_dir_all(root.join("zeta/inner")).unwrap();
         std::fs::create_dir(root.join("alpha")).unwrap();
+        // A link is a name like any other: listing never follows it.
         std::os::unix::fs::symlink("zeta", root.join("link")).unwrap();
         assert_eq!(
             list(&tool, ".").await,
             Ok(ToolOutput::json(json!({
                 "path": ".",
-                "entries": [".hidden", "A.md", "a.txt", "alpha/", "b.txt", "link/", "zeta/"],
+                "entries": [".hidden", "A.md", "a.txt", "alpha/", "b.txt", "link", "zeta/"],
                 "total": 7,
             })))
         );
@@ -166,6 +193,8 @@ mod tests {
         std::fs::write(dir.path().join("a.txt"), "").unwrap();
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::fs::create_dir(dir.path().join("zeta")).unwrap();
+        std::os::unix::fs::symlink("zeta", dir.path().join("link")).unwrap();
         for (path, expected) in [
             ("a.txt", "path 'a.txt' is a file; read it with read_file"),
             ("nope", "directory 'nope' does not exist"),
@@ -176,7 +205,11 @@ mod tests {
             ),
             (
                 "out",
-                "path 'out' leaves the workspace (a symlink in it points outside)",
+                "path 'out' goes through a symlink; tools do not follow symlinks",
+            ),
+            (
+                "link",
+                "path 'link' goes through a symlink; tools do not follow symlinks",
             ),
         ] {
             assert_eq!(

@@ -1,14 +1,16 @@
 //! `read_file`: a UTF-8 text file from the workspace, up to a size cap.
 
+use std::io::Read;
+
 use async_trait::async_trait;
+use rustix::fs::{Mode, OFlags};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::{TauToolSpec, Tier};
-use tokio::io::AsyncReadExt;
 
 use crate::args;
-use crate::workspace::{Shown, Workspace};
+use crate::workspace::{OpenError, Shown, Workspace};
 
 /// Larger files would crowd the model's context; the person can split them.
 pub(crate) const READ_LIMIT_BYTES: u64 = 256 * 1024;
@@ -56,41 +58,52 @@ impl Tool for ReadFile {
 
     async fn run(&self, input: Value, _context: ToolContext) -> Result<ToolOutput, ToolError> {
         let ReadFileArgs { path } = args::parse("read_file", input)?;
-        let resolved = self.workspace.resolve(&path)?;
-        let shown = Shown::new(&path);
-        let cannot = |error: std::io::Error| match error.kind() {
-            std::io::ErrorKind::NotFound => ToolError::new(format!("file {shown} does not exist")),
-            _ => ToolError::new(format!("file {shown} cannot be read: {error}")),
-        };
-        // Checked before opening: opening a FIFO would wait for a writer forever.
-        let metadata = tokio::fs::metadata(&resolved).await.map_err(cannot)?;
-        if metadata.is_dir() {
-            return Err(ToolError::new(format!(
-                "path {shown} is a directory; list it with list_dir"
-            )));
-        }
-        if !metadata.is_file() {
-            return Err(ToolError::new(format!(
-                "path {shown} is not a regular file"
-            )));
-        }
-        let file = tokio::fs::File::open(&resolved).await.map_err(cannot)?;
-        // Read one byte past the cap rather than trusting the size: the file may grow.
-        let mut bytes = Vec::new();
-        file.take(READ_LIMIT_BYTES + 1)
-            .read_to_end(&mut bytes)
+        let workspace = self.workspace.clone();
+        tokio::task::spawn_blocking(move || read(&workspace, &path))
             .await
-            .map_err(cannot)?;
-        if bytes.len() as u64 > READ_LIMIT_BYTES {
-            let size = metadata.len().max(READ_LIMIT_BYTES + 1);
-            return Err(ToolError::new(format!(
-                "file {shown} is {size} bytes; read_file reads at most {READ_LIMIT_BYTES} bytes (256 KiB)"
-            )));
-        }
-        let text = String::from_utf8(bytes)
-            .map_err(|_| ToolError::new(format!("file {shown} is not UTF-8 text")))?;
-        Ok(ToolOutput::text(text))
+            .map_err(|_| ToolError::new("reading the file was interrupted"))?
     }
+}
+
+fn read(workspace: &Workspace, path: &str) -> Result<ToolOutput, ToolError> {
+    let shown = Shown::new(path);
+    let cannot =
+        |error: std::io::Error| ToolError::new(format!("file {shown} cannot be read: {error}"));
+    // Non-blocking, so a FIFO cannot hold the call; it is refused below like any non-file.
+    let fd = workspace
+        .open_file(path, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
+        .map_err(|error| match error {
+            OpenError::Refused(error) => error.into(),
+            OpenError::Missing => ToolError::new(format!("file {shown} does not exist")),
+            OpenError::Io(error) => cannot(error),
+        })?;
+    let file = std::fs::File::from(fd);
+    // What was opened is what is checked: the name may point elsewhere by now.
+    let metadata = file.metadata().map_err(cannot)?;
+    if metadata.is_dir() {
+        return Err(ToolError::new(format!(
+            "path {shown} is a directory; list it with list_dir"
+        )));
+    }
+    if !metadata.is_file() {
+        return Err(ToolError::new(format!(
+            "path {shown} is not a regular file"
+        )));
+    }
+    // Read one byte past the cap rather than trusting the size: the file may grow.
+    let mut bytes = Vec::new();
+    file.take(READ_LIMIT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > READ_LIMIT_BYTES {
+        let size = metadata.len().max(READ_LIMIT_BYTES + 1);
+        return Err(ToolError::new(format!(
+            "file {shown} is {size} bytes; read_file reads at most {READ_LIMIT_BYTES} bytes (256 KiB)"
+        )));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| ToolError::new(format!("file {shown} is not UTF-8 text")))?;
+    Ok(ToolOutput::text(text))
 }
 
 #[cfg(test)]
@@ -131,11 +144,14 @@ mod tests {
         std::fs::write(dir.path().join("bin"), [0xff, 0xfe, 0x00]).unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", dir.path().join("passwd")).unwrap();
-        let fifo = std::process::Command::new("mkfifo")
-            .arg(dir.path().join("fifo"))
-            .status()
-            .unwrap();
-        assert!(fifo.success());
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.path().join("fifo"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
         for (path, expected) in [
             ("fifo", "path 'fifo' is not a regular file"),
             (
@@ -155,7 +171,7 @@ mod tests {
             ),
             (
                 "passwd",
-                "path 'passwd' leaves the workspace (a symlink in it points outside)",
+                "path 'passwd' goes through a symlink; tools do not follow symlinks",
             ),
             (
                 "a/../../b",

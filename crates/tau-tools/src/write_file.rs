@@ -1,18 +1,21 @@
 //! `write_file`: creates or replaces a workspace file atomically (temp file, then rename),
 //! creating its parent directories.
 
+use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::{TauToolSpec, Tier};
 
 use crate::args;
-use crate::workspace::{Shown, Workspace};
+use crate::workspace::{OpenError, PathError, Shown, Workspace};
 
 /// The mode of a new file; a replaced file keeps its own.
 const NEW_FILE_MODE: u32 = 0o644;
@@ -65,10 +68,11 @@ impl Tool for WriteFile {
 
     async fn run(&self, input: Value, _context: ToolContext) -> Result<ToolOutput, ToolError> {
         let WriteFileArgs { path, content } = args::parse("write_file", input)?;
-        let resolved = self.workspace.resolve(&path)?;
         let shown = Shown::new(&path);
         let size = content.len();
-        let job = tokio::task::spawn_blocking(move || write_atomically(&resolved, &content));
+        let workspace = self.workspace.clone();
+        let job =
+            tokio::task::spawn_blocking(move || write_atomically(&workspace, &path, &content));
         let replaced = job
             .await
             .map_err(|_| ToolError::new(format!("writing {shown} was interrupted")))?
@@ -80,6 +84,7 @@ impl Tool for WriteFile {
 
 enum WriteError {
     IsDirectory,
+    Refused(PathError),
     Io(std::io::Error),
 }
 
@@ -87,8 +92,15 @@ impl WriteError {
     fn tool_error(self, shown: &Shown) -> ToolError {
         match self {
             Self::IsDirectory => ToolError::new(format!("path {shown} is a directory")),
+            Self::Refused(error) => error.into(),
             Self::Io(error) => ToolError::new(format!("file {shown} cannot be written: {error}")),
         }
+    }
+}
+
+impl From<Errno> for WriteError {
+    fn from(errno: Errno) -> Self {
+        Self::Io(errno.into())
     }
 }
 
@@ -98,27 +110,64 @@ impl From<std::io::Error> for WriteError {
     }
 }
 
-/// Writes `content` beside `path` and renames it over `path`; true when a file was replaced.
-fn write_atomically(path: &Path, content: &str) -> Result<bool, WriteError> {
-    let existing = match std::fs::metadata(path) {
-        Ok(metadata) if metadata.is_dir() => return Err(WriteError::IsDirectory),
-        Ok(metadata) => Some(metadata.permissions()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        Err(error) => return Err(error.into()),
+/// Writes `content` beside `path` and renames it over `path`, both inside the directory
+/// opened beneath the workspace; true when a file was replaced. The rename replaces the
+/// name itself, so whatever `path` was (another hard link of a file outside included) is
+/// never written through.
+fn write_atomically(workspace: &Workspace, path: &str, content: &str) -> Result<bool, WriteError> {
+    let (dir, name) = workspace.parent(path, true).map_err(|error| match error {
+        OpenError::Refused(error) => WriteError::Refused(error),
+        OpenError::Missing => WriteError::Io(Errno::NOENT.into()),
+        OpenError::Io(error) => WriteError::Io(error),
+    })?;
+    let Some(name) = name else {
+        return Err(WriteError::IsDirectory);
     };
-    let parent = path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
-    std::fs::create_dir_all(&parent)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".tau-write-")
-        .tempfile_in(&parent)?;
-    temp.write_all(content.as_bytes())?;
-    temp.as_file().sync_all()?;
-    let permissions = existing
-        .clone()
-        .unwrap_or_else(|| std::fs::Permissions::from_mode(NEW_FILE_MODE));
-    temp.as_file().set_permissions(permissions)?;
-    temp.persist(path).map_err(|error| error.error)?;
-    Ok(existing.is_some())
+    let existing = match rustix::fs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Directory => return Err(WriteError::IsDirectory),
+            FileType::Symlink => {
+                return Err(WriteError::Refused(PathError::Symlink(Shown::new(path))));
+            }
+            _ => Some(Mode::from_raw_mode(stat.st_mode & 0o7777)),
+        },
+        Err(Errno::NOENT) => None,
+        Err(errno) => return Err(errno.into()),
+    };
+    let (temp_name, temp) = create_temp(&dir)?;
+    let written = fill(
+        temp,
+        content,
+        existing.unwrap_or(Mode::from_raw_mode(NEW_FILE_MODE)),
+    )
+    .and_then(|()| Ok(rustix::fs::renameat(&dir, &temp_name, &dir, &name)?));
+    if written.is_err() {
+        let _ = rustix::fs::unlinkat(&dir, &temp_name, AtFlags::empty());
+    }
+    written.map(|()| existing.is_some())
+}
+
+/// A new, empty file beside the target, under a name no one else uses.
+fn create_temp(dir: &OwnedFd) -> Result<(OsString, OwnedFd), WriteError> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = OsString::from(format!(".tau-write-{}-{n}", std::process::id()));
+        match rustix::fs::openat(dir, &name, flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => return Ok((name, fd)),
+            Err(Errno::EXIST) => {}
+            Err(errno) => return Err(errno.into()),
+        }
+    }
+}
+
+fn fill(temp: OwnedFd, content: &str, mode: Mode) -> Result<(), WriteError> {
+    let mut file = std::fs::File::from(temp);
+    file.write_all(content.as_bytes())?;
+    file.sync_all()?;
+    rustix::fs::fchmod(&file, mode)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -126,6 +175,7 @@ mod tests {
     use super::*;
     use crate::read_file::ReadFile;
     use pretty_assertions::assert_eq;
+    use std::os::unix::fs::PermissionsExt;
 
     fn setup() -> (tempfile::TempDir, WriteFile, ReadFile) {
         let dir = tempfile::tempdir().unwrap();
@@ -204,6 +254,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_hard_link_to_a_file_outside_is_replaced_never_written_through() {
+        let (dir, writer, _) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("keep.txt");
+        std::fs::write(&target, "outside\n").unwrap();
+        std::fs::hard_link(&target, dir.path().join("linked.txt")).unwrap();
+        assert_eq!(
+            write(&writer, "linked.txt", "new").await,
+            Ok(ToolOutput::text("replaced 'linked.txt' (3 bytes)"))
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "outside\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("linked.txt")).unwrap(),
+            "new"
+        );
+    }
+
+    #[tokio::test]
     async fn refuses_escapes_and_directories() {
         let (dir, writer, _) = setup();
         let outside = tempfile::tempdir().unwrap();
@@ -221,7 +289,11 @@ mod tests {
             ),
             (
                 "out/x",
-                "path 'out/x' leaves the workspace (a symlink in it points outside)",
+                "path 'out/x' goes through a symlink; tools do not follow symlinks",
+            ),
+            (
+                "out",
+                "path 'out' goes through a symlink; tools do not follow symlinks",
             ),
             (
                 "a/../../b",

@@ -94,9 +94,21 @@ async fn start(
         message,
     };
     match endpoint {
-        Endpoint::Command { program, args, env } => {
+        Endpoint::Command {
+            program,
+            args,
+            env: values,
+            pass_env,
+        } => {
             let mut command = tokio::process::Command::new(program);
-            command.args(args).envs(env).kill_on_drop(true);
+            // The allow-list, what the config passes on, then what it sets: never the rest
+            // of tau's environment, which holds its keys and tokens.
+            command
+                .args(args)
+                .env_clear()
+                .envs(tau_core::child_env(pass_env, env))
+                .envs(values)
+                .kill_on_drop(true);
             // The server's own diagnostics would break into the chat; they are dropped.
             let (transport, _stderr) = TokioChildProcess::builder(command)
                 .stderr(Stdio::null())

@@ -56,7 +56,8 @@ impl McpWarning {
 }
 
 /// Connects to every configured server at once. A server that fails is skipped with a
-/// warning; nothing here fails the whole set. `env` reads token variables.
+/// warning; nothing here fails the whole set. `env` reads token variables and what a
+/// server's program may see of tau's environment.
 pub async fn connect_servers(
     config: &McpConfig,
     events: &EventBus,

@@ -1,50 +1,129 @@
-//! The command's processes: its run to the end or the timeout, and its process group,
-//! killed so that nothing the command started outlives the call.
+//! A running command: its run to the end, the timeout or a cancelled turn, then every
+//! process it started stopped, so nothing outlives the call.
 
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use rustix::io::Errno;
-use rustix::process::{Pid, Signal};
 use tau_agent::ToolContext;
-use tokio::process::Child;
+use tokio::process::{Child, Command};
 
 use super::output::Capture;
+use super::tree::{self, Root, StartError};
 
-/// How long output still held by a process outside the group may keep the result waiting.
+/// How long output still held by a process that is being stopped may keep the result
+/// waiting.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
+/// How long a dropped call waits for the killed shell to be reaped through tokio.
+const DROP_REAP_WAIT: Duration = Duration::from_millis(200);
 
-/// Runs the child to its end or the timeout, reading both streams meanwhile; None when the
-/// timeout stopped it. Either way the process group is killed afterwards, so nothing the
-/// command started outlives the call.
+/// How the wait for a command ended.
+pub(crate) enum Ending {
+    Exited(std::io::Result<ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+/// The shell and everything it starts, stopped by `finish` or, when the call is dropped
+/// first, by `Drop`.
+pub(crate) struct Running {
+    child: Child,
+    root: Root,
+    stopped: bool,
+    finished: bool,
+}
+
+impl Running {
+    pub(crate) fn start(command: &mut Command) -> Result<Self, StartError> {
+        let (child, root) = tree::spawn(command)?;
+        Ok(Self {
+            child,
+            root,
+            stopped: false,
+            finished: false,
+        })
+    }
+
+    /// Stops every process of the command; the shell is reaped by `wait`.
+    async fn stop_all(&mut self) {
+        let root = self.root;
+        let stopping = tokio::task::spawn_blocking(move || tree::stop_all(root));
+        if stopping.await.is_err() {
+            tracing::warn!(shell = root.pid, "stopping a command's processes failed");
+        }
+        self.stopped = true;
+    }
+
+    /// The shell's status, once it is dead.
+    pub(crate) async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.child.wait().await
+    }
+
+    /// Ends the bookkeeping, after `wait`.
+    pub(crate) fn finish(mut self) {
+        self.finished = true;
+        tree::finish(self.root, true);
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        // Dropped mid-run (the caller went away): kill the shell and reap it through tokio,
+        // so its pid is never mistaken for an orphan; the rest is stopped on a thread.
+        let _ = self.child.start_kill();
+        let deadline = std::time::Instant::now() + DROP_REAP_WAIT;
+        let reaped = loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => break true,
+                Ok(None) if std::time::Instant::now() >= deadline => break false,
+                Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        };
+        let root = self.root;
+        let stopped = self.stopped;
+        std::thread::spawn(move || {
+            if !stopped {
+                tree::stop_all(root);
+            }
+            tree::finish(root, reaped);
+        });
+    }
+}
+
+/// Runs the command to its end, the timeout or a cancel, reading both streams meanwhile.
+/// Whichever comes first, every process the command started is stopped before this returns.
 pub(crate) async fn supervise(
-    child: &mut Child,
-    group: &mut ProcessGroup,
+    running: &mut Running,
     [stdout, stderr]: [&mut Capture; 2],
     timeout: Duration,
     context: &ToolContext,
-) -> Option<std::io::Result<ExitStatus>> {
-    let mut out_pipe = child.stdout.take();
-    let mut err_pipe = child.stderr.take();
-    let finished = {
+) -> Ending {
+    let mut out_pipe = running.child.stdout.take();
+    let mut err_pipe = running.child.stderr.take();
+    let ending = {
+        let child = &mut running.child;
         let reading = async {
             tokio::join!(
                 drain(stdout, out_pipe.as_mut(), context),
                 drain(stderr, err_pipe.as_mut(), context)
             )
         };
-        tokio::time::timeout(timeout, async {
-            tokio::select! {
-                status = child.wait() => status,
-                _ = reading => child.wait().await,
-            }
-        })
-        .await
-        .ok()
+        tokio::select! {
+            status = async {
+                tokio::select! {
+                    status = child.wait() => status,
+                    _ = reading => child.wait().await,
+                }
+            } => Ending::Exited(status),
+            () = tokio::time::sleep(timeout) => Ending::TimedOut,
+            () = context.cancelled() => Ending::Cancelled,
+        }
     };
-    group.kill();
-    // Output written just before the end is still in the pipes; a process that left the
-    // group may hold them open, so the wait is short.
+    running.stop_all().await;
+    // Output written just before the end is still in the pipes; nothing holds them open
+    // any more, but the wait stays short all the same.
     let _ = tokio::time::timeout(DRAIN_GRACE, async {
         tokio::join!(
             drain(stdout, out_pipe.as_mut(), context),
@@ -52,7 +131,7 @@ pub(crate) async fn supervise(
         )
     })
     .await;
-    finished
+    ending
 }
 
 async fn drain<R: tokio::io::AsyncRead + Unpin>(
@@ -62,40 +141,5 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
 ) {
     if let Some(pipe) = pipe {
         capture.drain(pipe, context).await;
-    }
-}
-
-/// The command's process group, killed once: when the command ends, or when the call is
-/// dropped first (a cancelled turn), since `kill_on_drop` alone would stop only `sh`.
-pub(crate) struct ProcessGroup(Option<Pid>);
-
-impl ProcessGroup {
-    pub(crate) fn of(child: &Child) -> Self {
-        // `process_group(0)` made the shell the leader: the group id is its pid.
-        let leader = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(Pid::from_raw);
-        Self(leader)
-    }
-
-    pub(crate) fn kill(&mut self) {
-        let Some(group) = self.0.take() else {
-            return;
-        };
-        match rustix::process::kill_process_group(group, Signal::KILL) {
-            // SRCH: the group is already empty, which is the goal.
-            Ok(()) | Err(Errno::SRCH) => {}
-            Err(error) => {
-                let group = group.as_raw_nonzero().get();
-                tracing::warn!(%error, group, "could not stop a command's process group");
-            }
-        }
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
