@@ -9,7 +9,7 @@ use tau_agent::{
     SharedTool, SlidingWindow, SyncHook,
 };
 
-use crate::approval::{Approver, TierGate};
+use crate::approval::{Approver, DurableQuestions, TierGate};
 use crate::audit::EventBus;
 use crate::catalog::ToolCatalog;
 use crate::config::{ConfigError, CoreConfig};
@@ -42,6 +42,9 @@ pub struct AgentParts {
     pub plugins: Vec<Arc<dyn Plugin>>,
     pub session: Option<(Arc<dyn SessionRepository>, SessionId)>,
     pub events: EventBus,
+    /// Set for a hub conversation: tier-2 questions are stored and the turn pauses on
+    /// them instead of waiting in memory (`approver` is then not asked).
+    pub durable: Option<DurableQuestions>,
 }
 
 /// Why the agent could not be built.
@@ -66,6 +69,7 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
         plugins,
         session,
         events,
+        durable,
     } = parts;
     config.validate()?;
     // The conversation's own bus: its turn's listener hears only this conversation, the
@@ -74,10 +78,12 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
     let forwarder = Arc::new(TurnForwarder::default());
     events.subscribe(Arc::clone(&forwarder) as _);
     let catalog = Arc::new(catalog);
-    let gate = Arc::new(
-        TierGate::new(Arc::clone(&catalog) as _, approver, events.clone())
-            .with_timeout(config.approval.timeout()),
-    );
+    let mut gate = TierGate::new(Arc::clone(&catalog) as _, approver, events.clone())
+        .with_timeout(config.approval.timeout());
+    if let Some(durable) = durable {
+        gate = gate.with_durable(durable);
+    }
+    let gate = Arc::new(gate);
 
     let mut registry = HookRegistry::new();
     let persona = config.agent.system_prompt.clone();

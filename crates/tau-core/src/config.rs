@@ -79,18 +79,36 @@ impl UiConfig {
 }
 
 /// `[approval]`
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApprovalConfig {
     /// How long a tier-2 question waits before it is withdrawn and the call refused.
     /// None: as long as the channel waits (silence never approves either way).
     pub timeout_seconds: Option<f64>,
+    /// How long a stored question of a remote channel (the web page, Telegram) waits
+    /// before it expires and the call is refused.
+    pub remote_timeout_seconds: f64,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        Self {
+            timeout_seconds: None,
+            remote_timeout_seconds: 1800.0,
+        }
+    }
 }
 
 impl ApprovalConfig {
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout_seconds
             .and_then(|s| Duration::try_from_secs_f64(s).ok())
+    }
+
+    /// The wait of a stored question (`remote_timeout_seconds`).
+    pub fn remote_timeout(&self) -> Duration {
+        Duration::try_from_secs_f64(self.remote_timeout_seconds)
+            .unwrap_or(Duration::from_secs(1800))
     }
 }
 
@@ -137,6 +155,13 @@ impl CoreConfig {
             return Err(ConfigError::new(
                 "approval.timeout_seconds",
                 format!("must be a number of seconds above 0 and at most 86400, got {seconds}"),
+            ));
+        }
+        let remote = self.approval.remote_timeout_seconds;
+        if !(remote.is_finite() && (1.0..=30.0 * 86_400.0).contains(&remote)) {
+            return Err(ConfigError::new(
+                "approval.remote_timeout_seconds",
+                format!("must be a number of seconds from 1 to 2592000 (30 days), got {remote}"),
             ));
         }
         Ok(())

@@ -7,13 +7,16 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
+use serde_json::{Value, json};
 use tau_agent::{
     AfterToolCallEvent, BeforeToolCallEvent, Hook, HookError, HookFuture, HookOrder, HookRegistry,
-    SharedTool, SkipReason, ToolCallSkippedEvent,
+    HookResult, SharedTool, SkipReason, ToolCallSkippedEvent,
 };
 use tau_protocol::{Approval, CallStatus, DecidedBy};
 
-use crate::approval::{Check, TierGate, ToolCallRecord, summarize, unknown_tool_text};
+use crate::approval::{
+    APPROVAL_INTERRUPT, Check, DurableCheck, TierGate, ToolCallRecord, summarize, unknown_tool_text,
+};
 use crate::audit::ErrorSite;
 use crate::catalog::ToolCatalog;
 use crate::gated::CallRecord;
@@ -67,7 +70,7 @@ impl TierHook {
         self.decided.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    async fn before(&self, event: &mut BeforeToolCallEvent) {
+    async fn before(&self, event: &mut BeforeToolCallEvent) -> HookResult {
         let name = event.tool_use.name.clone();
         let id = event.tool_use.tool_use_id.clone();
         let arguments = event.tool_use.input.clone();
@@ -87,6 +90,12 @@ impl TierHook {
                 None,
                 DecidedBy::Policy,
             )
+        } else if self.gate.is_durable() {
+            match self.durable(event, &name, &arguments, &id) {
+                Ok(check) => check,
+                // The question is stored: the turn pauses on the gate's own interrupt.
+                Err(raised) => return Err(raised),
+            }
         } else {
             match AssertUnwindSafe(self.gate.check(&name, &arguments, &id))
                 .catch_unwind()
@@ -114,6 +123,51 @@ impl TierHook {
             event.cancel_tool(call.refusal_text());
         }
         self.decided().insert(id, call);
+        Ok(())
+    }
+
+    /// The durable ladder: a resumed call is checked against its stored answer; a new
+    /// tier-2 question is stored and raises the gate's own interrupt. A panic refuses.
+    fn durable(
+        &self,
+        event: &mut BeforeToolCallEvent,
+        name: &str,
+        arguments: &Value,
+        id: &str,
+    ) -> Result<Check, tau_agent::InterruptRaised> {
+        let resumed = event.interrupt(APPROVAL_INTERRUPT, Value::Null).ok();
+        let decided = std::panic::catch_unwind(AssertUnwindSafe(|| match &resumed {
+            Some(response) => {
+                DurableCheck::Decided(self.gate.resume_durable(name, arguments, id, response))
+            }
+            None => self.gate.check_durable(name, arguments, id),
+        }));
+        match decided {
+            Ok(DurableCheck::Decided(check)) => Ok(check),
+            Ok(DurableCheck::Asked { approval_id }) => {
+                match event.interrupt(APPROVAL_INTERRUPT, json!({ "approval_id": approval_id })) {
+                    Err(raised) => Err(raised),
+                    // No answer can exist for a question stored a moment ago.
+                    Ok(_) => Ok(self.gate_failed(name, id)),
+                }
+            }
+            Err(_) => Ok(self.gate_failed(name, id)),
+        }
+    }
+
+    fn gate_failed(&self, name: &str, id: &str) -> Check {
+        self.gate.emit_error(
+            ErrorSite::TierGate,
+            "the tier gate failed; the call was refused",
+            name,
+            id,
+        );
+        Check::refuse(
+            crate::approval::refusal_text(name),
+            Approval::Failed,
+            None,
+            DecidedBy::ApproverFailed,
+        )
     }
 
     /// The selected tool must be the very object the catalog holds under that name; a
@@ -226,10 +280,7 @@ impl TierHook {
 
 impl Hook<BeforeToolCallEvent> for GateBefore {
     fn call<'a>(&'a self, event: &'a mut BeforeToolCallEvent) -> HookFuture<'a> {
-        Box::pin(async move {
-            self.0.before(event).await;
-            Ok(())
-        })
+        Box::pin(async move { self.0.before(event).await })
     }
 }
 

@@ -364,6 +364,7 @@ async fn try_build(setup: Setup) -> Result<common::Built, BuildError> {
         plugins: setup.plugins,
         session: None,
         events: bus,
+        durable: None,
     })
     .await?;
     Ok(common::Built {
@@ -798,6 +799,7 @@ async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
         plugins: Vec::new(),
         session: Some((repository, id)),
         events: bus,
+        durable: None,
     })
     .await
     .unwrap();

@@ -101,6 +101,11 @@ pub enum StopReason {
     LimitOutputTokens,
     LimitTotalTokens,
     Cancelled,
+    /// The turn's stored question was replaced by a newer message; the turn ended
+    /// without asking the model again.
+    Superseded,
+    /// The turn's stored question expired and the conversation moved on without it.
+    Expired,
     /// The turn could not finish: the model or the store failed (a notice says why).
     Failed,
 }

@@ -84,6 +84,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
         plugins: Vec::new(),
         session: Some((repository, id.clone())),
         events,
+        durable: None,
     })
     .await?;
     let t = texts(language);

@@ -15,6 +15,8 @@ use super::texts::{refusal_text, unknown_tool_text};
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::random_id;
 
+use super::durable_gate::DurableQuestions;
+
 /// What the gate knows about a tool name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Standing {
@@ -136,6 +138,12 @@ impl ExemptionHandle {
     }
 }
 
+/// Steps 1 to 4 of the ladder decided, or a person must be asked.
+pub(super) enum Precheck {
+    Decided(Check),
+    Ask { tier: Tier, effect: String },
+}
+
 /// What happened to a call, for [`TierGate::record`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCallRecord {
@@ -176,11 +184,13 @@ impl ToolCallRecord {
 /// The policy: tier 0 and 1 run, tier 2 runs only on a person's yes, and nothing that
 /// fails ever approves.
 pub struct TierGate {
-    tiers: Arc<dyn TierLookup>,
+    pub(super) tiers: Arc<dyn TierLookup>,
     approver: Arc<dyn Approver>,
     timeout: Option<Duration>,
-    channel: String,
-    events: EventBus,
+    pub(super) channel: String,
+    pub(super) events: EventBus,
+    /// Set in a hub conversation: questions are stored, not waited for.
+    pub(super) durable: Option<DurableQuestions>,
     exemptions: Arc<Exemptions>,
     next_exemption: AtomicU64,
     /// One question at a time per gate: parallel calls queue here.
@@ -198,6 +208,7 @@ impl TierGate {
             timeout: None,
             channel,
             events,
+            durable: None,
             exemptions: Arc::default(),
             next_exemption: AtomicU64::new(0),
             prompt_lock: tokio::sync::Mutex::new(()),
@@ -276,7 +287,8 @@ impl TierGate {
         }
     }
 
-    async fn ladder(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Check {
+    /// Steps 1 to 4 of the ladder: everything decided without asking anyone.
+    pub(super) fn precheck(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Precheck {
         // 1. unknown tool -> refuse
         // 2. invalid tier -> refuse
         let (tier, effect) = match self.tiers.standing(tool) {
@@ -295,44 +307,61 @@ impl TierGate {
                     DecidedBy::Policy,
                 );
                 check.unknown_tool = true;
-                return check;
+                return Precheck::Decided(check);
             }
             Standing::Invalid { reason } => {
                 tracing::error!(tool, tool_use_id, %reason, "tool with an invalid tier refused");
                 self.emit_error(ErrorSite::TierGate, reason, tool, tool_use_id);
-                return Check::refuse(
+                return Precheck::Decided(Check::refuse(
                     refusal_text(tool),
                     Approval::Refused,
                     None,
                     DecidedBy::Policy,
-                );
+                ));
             }
             Standing::Known { tier, effect } => (tier, effect),
         };
         // 3. tier 0 or 1 -> allow
         if tier != Tier::Physical {
-            return Check::allow(tier, Approval::NotRequired, DecidedBy::Policy);
+            return Precheck::Decided(Check::allow(tier, Approval::NotRequired, DecidedBy::Policy));
         }
         // 4. exempt (exactly Ok(true)) -> allow, recorded "exempt"
         if let Some(name) = self.exempting(tool, arguments, tool_use_id) {
-            return Check::allow(tier, Approval::Exempt, DecidedBy::Exemption { name });
+            return Precheck::Decided(Check::allow(
+                tier,
+                Approval::Exempt,
+                DecidedBy::Exemption { name },
+            ));
         }
+        Precheck::Ask { tier, effect }
+    }
+
+    /// Refuses a call no question could be asked about, for want of an id.
+    pub(super) fn no_randomness(&self, tool: &str, tool_use_id: &str, tier: Tier) -> Check {
+        self.emit_error(
+            ErrorSite::TierGate,
+            "no randomness for an approval id; the call was refused",
+            tool,
+            tool_use_id,
+        );
+        Check::refuse(
+            refusal_text(tool),
+            Approval::Failed,
+            Some(tier),
+            DecidedBy::ApproverFailed,
+        )
+    }
+
+    async fn ladder(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Check {
+        let (tier, effect) = match self.precheck(tool, arguments, tool_use_id) {
+            Precheck::Decided(check) => return check,
+            Precheck::Ask { tier, effect } => (tier, effect),
+        };
         // 5. ask the approver, one question at a time, bounded by the timeout
         // anything that fails on the way -> refuse
         let _turn = self.prompt_lock.lock().await;
         let Ok(approval_id) = random_id("ap") else {
-            self.emit_error(
-                ErrorSite::TierGate,
-                "no randomness for an approval id; the call was refused",
-                tool,
-                tool_use_id,
-            );
-            return Check::refuse(
-                refusal_text(tool),
-                Approval::Failed,
-                Some(tier),
-                DecidedBy::ApproverFailed,
-            );
+            return self.no_randomness(tool, tool_use_id, tier);
         };
         let timeout = self.effective_timeout();
         let request = ApprovalRequest {

@@ -3,14 +3,25 @@
 //!
 //! - `approver.rs`: the [`Approver`] trait, [`AutoRejectApprover`], [`ScriptedApprover`]
 //! - `gate.rs`: [`TierGate`], its decision ladder, exemptions and records
+//! - `durable.rs`: durable questions (rows, the store trait, an in-memory store);
+//!   `durable_gate.rs`: how the gate stores a question, and checks it again on resume
 //! - `texts.rs`: the fixed English texts the model reads
 
 mod approver;
+mod durable;
+mod durable_gate;
 mod gate;
 mod texts;
 
 pub use approver::{
     Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
+};
+pub use durable::{
+    Answered, ApprovalRow, ApprovalState, ApprovalStore, MemoryApprovals, NewApproval, StoreError,
+    canonical_arguments,
+};
+pub use durable_gate::{
+    APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, requested_event,
 };
 pub(crate) use gate::summarize;
 pub use gate::{

@@ -2,6 +2,7 @@
 //! language and every interrupt refused inside the turn. `TauAgent::stream` runs a turn
 //! and streams it to the channel as `ChannelEvent`s (`project.rs`).
 
+mod durable;
 mod project;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,6 +36,9 @@ pub struct TurnOutcome {
     pub usage: Usage,
     pub model_calls: u32,
     pub notices: Vec<Notice>,
+    /// The stored questions the turn waits on when it stopped with `interrupt` (a hub
+    /// conversation); resume it with [`TauAgent::resume`] once one is answered.
+    pub pending_approvals: Vec<String>,
 }
 
 /// A turn that could not finish; the notice was already shown.
@@ -173,31 +177,57 @@ impl TauAgent {
     }
 
     /// Runs one user turn, streaming it to `sink` as channel events, the last of them
-    /// `turn_ended`. Interrupts never outlive the turn.
+    /// `turn_ended`. Interrupts never outlive the turn, except the gate's own stored
+    /// questions in a hub conversation.
     pub async fn stream(
         &mut self,
         prompt: &str,
         sink: Option<&ChannelSink>,
     ) -> Result<TurnOutcome, TurnError> {
-        let turn = Turn {
-            sink: sink.cloned(),
-            gate: Arc::clone(&self.gate),
-            language: self.language,
-            notices: Arc::default(),
-        };
+        let turn = self.turn(sink);
         let _attached = self.forwarder.attach(sink.cloned());
         if self.agent.interrupt_state().activated {
+            let pending = self.agent.interrupt_state().pending();
+            let stored = self.stored_question_ids(&pending);
+            if !stored.is_empty() {
+                // A stored question waits: its answer, expiry or supersession comes first.
+                let source = AgentError::MustResume {
+                    pending: stored.join(", "),
+                };
+                return Err(self.fail(&turn, source, 0, Usage::default()));
+            }
             // Restored mid-interrupt (the process died before refusing it): clear it first.
-            self.refuse_pending(&turn, &self.agent.interrupt_state().pending());
+            self.refuse_pending(&turn, &pending);
             if let Err(source) = self.agent.deactivate_interrupts() {
                 return Err(self.fail(&turn, source, 0, Usage::default()));
             }
         }
-        let mut budget = self.max_turns;
+        self.run_turn(&turn, Input::from(prompt), self.max_turns, None)
+            .await
+    }
+
+    fn turn(&self, sink: Option<&ChannelSink>) -> Turn {
+        Turn {
+            sink: sink.cloned(),
+            gate: Arc::clone(&self.gate),
+            language: self.language,
+            notices: Arc::default(),
+        }
+    }
+
+    /// Invokes the loop until the turn ends: every interrupt but the gate's stored
+    /// questions is refused within the turn, on one budget of `budget` model calls. With
+    /// `closing`, the turn ends (with that stop reason, quietly) where the budget ran out.
+    async fn run_turn(
+        &mut self,
+        turn: &Turn,
+        mut input: Input,
+        mut budget: u32,
+        closing: Option<tau_protocol::StopReason>,
+    ) -> Result<TurnOutcome, TurnError> {
         let mut refusals = 0u32;
         let mut usage = Usage::default();
         let mut calls = 0u32;
-        let mut input = Input::from(prompt);
         loop {
             let limits = Limits {
                 max_turns: Some(budget),
@@ -207,26 +237,35 @@ impl TauAgent {
             let result = self.agent.invoke(input, Some(&turn.events())).await;
             let result = match result {
                 Ok(result) => result,
-                Err(source) => return Err(self.fail(&turn, source, calls, usage)),
+                Err(source) => return Err(self.fail(turn, source, calls, usage)),
             };
             usage.add(result.usage);
             calls = calls.saturating_add(result.model_calls);
             budget = budget.saturating_sub(result.model_calls);
             if result.stop_reason != StopReason::Interrupt {
-                return Ok(self.finish(&turn, result, usage, calls));
+                return Ok(self.finish(turn, result, usage, calls, closing));
             }
-            self.refuse_pending(&turn, &result.interrupts);
+            let foreign: Vec<_> = result
+                .interrupts
+                .iter()
+                .filter(|i| self.stored_question_ids(std::slice::from_ref(i)).is_empty())
+                .cloned()
+                .collect();
+            if foreign.is_empty() {
+                // Only stored questions: the turn pauses until one is answered.
+                return Ok(self.finish(turn, result, usage, calls, closing));
+            }
+            self.refuse_pending(turn, &foreign);
             refusals += 1;
             if refusals > self.max_turns || budget == 0 {
                 // The refusals did not clear it: leave the interrupt state; the next turn repairs the history.
                 if let Err(source) = self.agent.deactivate_interrupts() {
-                    return Err(self.fail(&turn, source, calls, usage));
+                    return Err(self.fail(turn, source, calls, usage));
                 }
-                return Ok(self.finish(&turn, result, usage, calls));
+                return Ok(self.finish(turn, result, usage, calls, closing));
             }
             input = Input::Resume(
-                result
-                    .interrupts
+                foreign
                     .iter()
                     .map(|i| InterruptResponse {
                         interrupt_id: i.id.clone(),
@@ -255,8 +294,18 @@ impl TauAgent {
         }
     }
 
-    fn finish(&self, turn: &Turn, result: AgentResult, usage: Usage, calls: u32) -> TurnOutcome {
+    fn finish(
+        &self,
+        turn: &Turn,
+        result: AgentResult,
+        usage: Usage,
+        calls: u32,
+        closing: Option<tau_protocol::StopReason>,
+    ) -> TurnOutcome {
+        let pending_approvals = self.stored_question_ids(&result.interrupts);
         match result.stop_reason {
+            // A closing turn had no model call to make: it stopped where it was meant to.
+            StopReason::LimitTurns if closing.is_some() => {}
             StopReason::LimitTurns => {
                 self.events.emit(&AuditEvent::TurnLimit {
                     max_turns: self.max_turns,
@@ -277,14 +326,18 @@ impl TauAgent {
             | StopReason::GuardrailIntervened
             | StopReason::Interrupt => {}
         }
+        let stop_reason = match (closing, result.stop_reason) {
+            (Some(closing), StopReason::LimitTurns) => closing,
+            (_, reason) => project::stop_reason(reason),
+        };
         self.events.emit(&AuditEvent::TurnEnd {
-            stop_reason: result.stop_reason.as_str().to_owned(),
+            stop_reason: project::stop_reason_name(stop_reason).to_owned(),
             model_calls: calls,
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
         });
         turn.send(ChannelEvent::TurnEnded {
-            stop_reason: project::stop_reason(result.stop_reason),
+            stop_reason,
             usage: TurnUsage {
                 model_calls: calls,
                 input_tokens: usage.input_tokens,
@@ -297,6 +350,7 @@ impl TauAgent {
             usage,
             model_calls: calls,
             notices: turn.notices(),
+            pending_approvals,
         }
     }
 

@@ -126,6 +126,26 @@ pub(crate) fn stop_reason(reason: tau_agent::StopReason) -> StopReason {
     }
 }
 
+/// The snake_case name of a stop reason, as the audit log writes it.
+pub(crate) fn stop_reason_name(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::EndTurn => "end_turn",
+        StopReason::ToolUse => "tool_use",
+        StopReason::StopSequence => "stop_sequence",
+        StopReason::MaxTokens => "max_tokens",
+        StopReason::ContentFiltered => "content_filtered",
+        StopReason::GuardrailIntervened => "guardrail_intervened",
+        StopReason::Interrupt => "interrupt",
+        StopReason::LimitTurns => "limit_turns",
+        StopReason::LimitOutputTokens => "limit_output_tokens",
+        StopReason::LimitTotalTokens => "limit_total_tokens",
+        StopReason::Cancelled => "cancelled",
+        StopReason::Superseded => "superseded",
+        StopReason::Expired => "expired",
+        StopReason::Failed => "failed",
+    }
+}
+
 pub(crate) fn notice_kind(notice: &Notice) -> NoticeKind {
     match notice {
         Notice::TurnLimit { .. } => NoticeKind::TurnLimit,

@@ -117,6 +117,8 @@ pub struct Setup {
     pub approver: Arc<dyn Approver>,
     pub hooks: Vec<Arc<dyn HookProvider>>,
     pub plugins: Vec<Arc<dyn Plugin>>,
+    pub session: Option<(Arc<dyn tau_agent::SessionRepository>, tau_agent::SessionId)>,
+    pub durable: Option<tau_core::approval::DurableQuestions>,
 }
 
 impl Setup {
@@ -127,6 +129,8 @@ impl Setup {
             approver,
             hooks: Vec::new(),
             plugins: Vec::new(),
+            session: None,
+            durable: None,
         }
     }
 
@@ -141,8 +145,9 @@ impl Setup {
             approver: self.approver,
             hooks: self.hooks,
             plugins: self.plugins,
-            session: None,
+            session: self.session,
             events: bus,
+            durable: self.durable,
         })
         .await
         .unwrap();

@@ -1,0 +1,276 @@
+//! The gate's durable ladder: in a hub conversation a tier-2 question is stored and the
+//! turn pauses on the gate's own interrupt; when the turn resumes, the stored answer is
+//! checked again before anything runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::Value;
+use tau_protocol::{Approval, ChannelEvent, DecidedBy, Decision, Tier};
+
+use super::durable::{
+    Answered, ApprovalRow, ApprovalState, ApprovalStore, NewApproval, StoreError,
+    canonical_arguments,
+};
+use super::gate::{Check, Precheck, Standing, TierGate};
+use super::texts::refusal_text;
+use crate::audit::{AuditEvent, ErrorSite, EventBus};
+use crate::ids::random_id;
+
+/// The name of the gate's own interrupt; its reason and response are
+/// `{"approval_id": ...}`. Only this interrupt is durable; any other is refused.
+pub const APPROVAL_INTERRUPT: &str = "tau.approval";
+
+/// How a hub conversation's gate asks: it stores the question for `session`, to be
+/// answered on `channel` only, and lets it wait up to `timeout`
+/// (`[approval] remote_timeout_seconds`).
+#[derive(Clone)]
+pub struct DurableQuestions {
+    pub store: Arc<dyn ApprovalStore>,
+    pub session: String,
+    pub channel: String,
+    pub timeout: Duration,
+}
+
+/// What the durable ladder decided about a call that is not being resumed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DurableCheck {
+    /// Decided without a question (tier 0 or 1, unknown, exempt) or refused on the way.
+    Decided(Check),
+    /// The question is stored; the turn must pause until it is answered.
+    Asked { approval_id: String },
+}
+
+impl TierGate {
+    /// Makes this gate ask durably: tier-2 questions become stored rows, not waits.
+    pub fn with_durable(mut self, durable: DurableQuestions) -> Self {
+        self.channel = durable.channel.clone();
+        self.durable = Some(durable);
+        self
+    }
+
+    pub fn is_durable(&self) -> bool {
+        self.durable.is_some()
+    }
+
+    /// Steps 1 to 4 of the ladder, then (5) the question stored as a `pending` row and
+    /// announced. Anything that fails on the way refuses.
+    pub fn check_durable(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> DurableCheck {
+        let (tier, effect) = match self.precheck(tool, arguments, tool_use_id) {
+            Precheck::Decided(check) => return DurableCheck::Decided(check),
+            Precheck::Ask { tier, effect } => (tier, effect),
+        };
+        let Some(durable) = &self.durable else {
+            return DurableCheck::Decided(self.refused_on_resume(
+                tool,
+                tool_use_id,
+                Some(tier),
+                "this gate cannot store questions",
+            ));
+        };
+        let Ok(id) = random_id("ap") else {
+            return DurableCheck::Decided(self.no_randomness(tool, tool_use_id, tier));
+        };
+        let now = Timestamp::now();
+        let deadline = jiff::SignedDuration::try_from(durable.timeout)
+            .ok()
+            .and_then(|span| now.checked_add(span).ok())
+            .unwrap_or(now);
+        let row = NewApproval {
+            id: id.clone(),
+            session: durable.session.clone(),
+            call_id: tool_use_id.to_owned(),
+            tool: tool.to_owned(),
+            tier,
+            effect,
+            arguments: arguments.clone(),
+            channel: self.channel.clone(),
+            created_at: now,
+            deadline,
+        }
+        .into_row();
+        if let Err(error) = durable.store.create(row.clone()) {
+            return DurableCheck::Decided(self.refused_on_resume(
+                tool,
+                tool_use_id,
+                Some(tier),
+                &error.to_string(),
+            ));
+        }
+        tracing::info!(tool, tool_use_id, approval_id = %id, channel = %self.channel, "approval stored; the turn pauses");
+        self.events.emit(&requested_audit(&row, arguments));
+        DurableCheck::Asked { approval_id: id }
+    }
+
+    /// The stored answer, checked again right before the call would run: the row is this
+    /// call's and approved by a person, not consumed (consuming it now), not past its
+    /// deadline, the tool still registered with the same tier, the arguments the tool
+    /// would run with hash to the approved ones. Anything else refuses.
+    pub fn resume_durable(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        tool_use_id: &str,
+        response: &Value,
+    ) -> Check {
+        let refuse = |tier, why: &str| self.refused_on_resume(tool, tool_use_id, tier, why);
+        let Some(durable) = &self.durable else {
+            return refuse(None, "this gate cannot resume stored questions");
+        };
+        let Some(id) = response.get("approval_id").and_then(Value::as_str) else {
+            return refuse(None, "the resume carried no approval id");
+        };
+        let row = match durable.store.get(id) {
+            Ok(Some(row)) => row,
+            Ok(None) => return refuse(None, &format!("no stored question '{id}'")),
+            Err(error) => return refuse(None, &error.to_string()),
+        };
+        let tier = Some(row.tier);
+        if row.session != durable.session || row.call_id != tool_use_id || row.tool != tool {
+            return refuse(tier, "the answer belongs to another call");
+        }
+        match self.tiers.standing(tool) {
+            Standing::Known { tier, .. } if tier == row.tier && tier == Tier::Physical => {}
+            Standing::Known { .. } | Standing::Unknown | Standing::Invalid { .. } => {
+                return refuse(
+                    tier,
+                    "the tool is no longer registered with the approved tier",
+                );
+            }
+        }
+        let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
+        let refused = |approval| {
+            let mut check = Check::refuse(refusal_text(tool), approval, tier, decided_by.clone());
+            check.approval_id = Some(row.id.clone());
+            check
+        };
+        match row.state {
+            ApprovalState::Approved => {}
+            ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
+                return refused(Approval::Rejected);
+            }
+            ApprovalState::Expired => return refused(Approval::Timeout),
+            ApprovalState::Pending => {
+                return refuse(tier, "resumed before the question was answered");
+            }
+        }
+        if !decided_by.is_person() {
+            return refuse(tier, "the stored approval was not given by a person");
+        }
+        if Timestamp::now() > row.deadline {
+            return refuse(tier, "the approval's deadline has passed");
+        }
+        let (_, hash) = canonical_arguments(arguments);
+        if hash != row.arguments_sha256 {
+            return refuse(tier, "the arguments differ from the approved ones");
+        }
+        match durable.store.consume(&row.id, Timestamp::now()) {
+            Ok(true) => {}
+            Ok(false) => return refuse(tier, "the approval was already used"),
+            Err(error) => return refuse(tier, &error.to_string()),
+        }
+        tracing::info!(tool, tool_use_id, approval_id = %row.id, "stored approval checked and consumed");
+        let mut check = Check::refuse(String::new(), Approval::Approved, tier, decided_by);
+        check.allowed = true;
+        check.refusal_text = None;
+        check.approval_id = Some(row.id);
+        check
+    }
+
+    /// A refusal because something about a stored question is wrong: the model reads the
+    /// refusal text, the audit log an `error` event saying what.
+    fn refused_on_resume(
+        &self,
+        tool: &str,
+        tool_use_id: &str,
+        tier: Option<Tier>,
+        why: &str,
+    ) -> Check {
+        tracing::error!(tool, tool_use_id, reason = why, "stored approval refused");
+        self.emit_error(
+            ErrorSite::TierGate,
+            format!("stored approval refused: {why}"),
+            tool,
+            tool_use_id,
+        );
+        Check::refuse(
+            refusal_text(tool),
+            Approval::Failed,
+            tier,
+            DecidedBy::ApproverFailed,
+        )
+    }
+}
+
+/// The audit event of a stored question.
+fn requested_audit(row: &ApprovalRow, arguments: &Value) -> AuditEvent {
+    AuditEvent::ApprovalRequested {
+        approval_id: row.id.clone(),
+        tool: row.tool.clone(),
+        tier: row.tier,
+        effect: row.effect.clone(),
+        tool_use_id: row.call_id.clone(),
+        arguments: arguments.clone(),
+        channel: row.channel.clone(),
+        deadline: Some(row.deadline.to_string()),
+    }
+}
+
+/// A stored, still pending question as a channel shows it (again, after a restart).
+pub fn requested_event(row: &ApprovalRow) -> ChannelEvent {
+    ChannelEvent::ApprovalRequested {
+        approval_id: row.id.clone(),
+        call_id: row.call_id.clone(),
+        tool: row.tool.clone(),
+        tier: row.tier,
+        effect: row.effect.clone(),
+        arguments: row.arguments_value(),
+        channel: row.channel.clone(),
+        deadline: Some(row.deadline.to_string()),
+    }
+}
+
+/// Answers a stored question: the compare-and-set `pending -> to`, and when this answer
+/// decided it, the `approval` audit event on `events`. Returns what the answer did and,
+/// when it decided, the channel event that closes the question.
+pub fn answer_durable(
+    store: &dyn ApprovalStore,
+    events: &EventBus,
+    id: &str,
+    to: ApprovalState,
+    decided_by: &DecidedBy,
+) -> Result<(Answered, Option<ChannelEvent>), StoreError> {
+    let answered = store.decide(id, to, decided_by, Timestamp::now())?;
+    let Answered::Decided(row) = &answered else {
+        return Ok((answered, None));
+    };
+    let decision = match row.state {
+        ApprovalState::Approved => Decision::Approved,
+        ApprovalState::Expired => Decision::Timeout,
+        ApprovalState::Pending
+        | ApprovalState::Rejected
+        | ApprovalState::Superseded
+        | ApprovalState::Cancelled => Decision::Rejected,
+    };
+    tracing::info!(approval_id = %row.id, tool = %row.tool, state = row.state.as_str(), ?decided_by, "stored approval decided");
+    events.emit(&AuditEvent::Approval {
+        approval_id: row.id.clone(),
+        tool: row.tool.clone(),
+        tier: row.tier,
+        tool_use_id: row.call_id.clone(),
+        arguments: row.arguments_value(),
+        decision,
+        decided_by: decided_by.clone(),
+        approver: "durable".to_owned(),
+        channel: row.channel.clone(),
+    });
+    let closed = ChannelEvent::ApprovalDecided {
+        approval_id: row.id.clone(),
+        call_id: row.call_id.clone(),
+        tool: row.tool.clone(),
+        decision,
+        decided_by: decided_by.clone(),
+    };
+    Ok((answered, Some(closed)))
+}

@@ -1,0 +1,83 @@
+//! A turn that waits on a stored question: resuming it once the question is answered,
+//! and closing it when the conversation moves on.
+
+use serde_json::json;
+use tau_agent::{AgentError, Input, Interrupt, InterruptResponse};
+
+use super::{ChannelSink, TauAgent, TurnError, TurnOutcome};
+use crate::approval::APPROVAL_INTERRUPT;
+
+impl TauAgent {
+    /// The approval ids of the gate's stored questions among `interrupts`.
+    pub(super) fn stored_question_ids(&self, interrupts: &[Interrupt]) -> Vec<String> {
+        if !self.gate.is_durable() {
+            return Vec::new();
+        }
+        interrupts
+            .iter()
+            .filter(|i| i.name == APPROVAL_INTERRUPT)
+            .filter_map(|i| i.reason.get("approval_id")?.as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// The stored questions this conversation's turn waits on, if it waits.
+    pub fn pending_approvals(&self) -> Vec<String> {
+        self.stored_question_ids(&self.agent.interrupt_state().pending())
+    }
+
+    /// Resumes the turn that waits on `approval_id` once its row was decided (approved,
+    /// rejected or expired): the gate checks the row again before the call can run, and
+    /// the turn goes on to the model's answer.
+    pub async fn resume(
+        &mut self,
+        approval_id: &str,
+        sink: Option<&ChannelSink>,
+    ) -> Result<TurnOutcome, TurnError> {
+        self.continue_stored(approval_id, sink, self.max_turns, None)
+            .await
+    }
+
+    /// Ends the turn that waits on `approval_id` without asking the model again: the
+    /// gate reads the row's final state (superseded, cancelled, expired), the model will
+    /// read the refusal as the call's result, and the turn ends with `stop`. Used when a
+    /// newer message replaces the question.
+    pub async fn close(
+        &mut self,
+        approval_id: &str,
+        sink: Option<&ChannelSink>,
+        stop: tau_protocol::StopReason,
+    ) -> Result<TurnOutcome, TurnError> {
+        self.continue_stored(approval_id, sink, 0, Some(stop)).await
+    }
+
+    async fn continue_stored(
+        &mut self,
+        approval_id: &str,
+        sink: Option<&ChannelSink>,
+        budget: u32,
+        closing: Option<tau_protocol::StopReason>,
+    ) -> Result<TurnOutcome, TurnError> {
+        let turn = self.turn(sink);
+        let _attached = self.forwarder.attach(sink.cloned());
+        let waiting = self
+            .agent
+            .interrupt_state()
+            .pending()
+            .into_iter()
+            .find(|i| {
+                i.name == APPROVAL_INTERRUPT
+                    && i.reason.get("approval_id").and_then(|v| v.as_str()) == Some(approval_id)
+            });
+        let Some(interrupt) = waiting.filter(|_| self.gate.is_durable()) else {
+            let source = AgentError::UnknownInterrupt {
+                id: approval_id.to_owned(),
+            };
+            return Err(self.fail(&turn, source, 0, tau_agent::Usage::default()));
+        };
+        let input = Input::Resume(vec![InterruptResponse {
+            interrupt_id: interrupt.id,
+            response: json!({ "approval_id": approval_id }),
+        }]);
+        self.run_turn(&turn, input, budget, closing).await
+    }
+}

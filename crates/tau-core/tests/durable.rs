@@ -1,0 +1,447 @@
+//! Durable approvals: in a hub conversation a tier-2 question is stored, the turn pauses,
+//! and only a person's stored answer — checked again right before the call — lets the
+//! call run, exactly once, with exactly the approved arguments, across restarts.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{House, Setup, calls, last_results, text, tool_use};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tau_agent::{Message, SessionId, SessionRepository, SqliteSessions, StopReason};
+use tau_core::approval::{
+    Answered, ApprovalRow, ApprovalState, ApprovalStore, DurableQuestions, MemoryApprovals,
+    answer_durable,
+};
+use tau_core::{ChannelEvent, ChannelSink, DecidedBy, EventBus, ScriptedApprover, refusal_text};
+
+struct Hub {
+    house: House,
+    store: Arc<MemoryApprovals>,
+    sessions: Arc<SqliteSessions>,
+    bus: EventBus,
+    audit: tau_core::RecordedEvents,
+}
+
+impl Hub {
+    fn new() -> Self {
+        let bus = EventBus::new();
+        let audit = tau_core::RecordedEvents::subscribed_to(&bus);
+        Self {
+            house: House::new(),
+            store: Arc::default(),
+            sessions: Arc::new(SqliteSessions::in_memory().unwrap()),
+            bus,
+            audit,
+        }
+    }
+
+    /// A conversation's agent over the shared store and sessions, as `tau serve` (re)builds
+    /// it; `script` is what the model says from here on.
+    async fn agent(&self, script: Vec<Message>) -> tau_core::TauAgent {
+        let mut setup = Setup::new(
+            self.house.catalog(),
+            // Never asked: a durable gate stores questions instead.
+            Arc::new(ScriptedApprover::new([])),
+        );
+        setup.session = Some((
+            Arc::clone(&self.sessions) as Arc<dyn SessionRepository>,
+            SessionId::parse("web-1").unwrap(),
+        ));
+        setup.durable = Some(DurableQuestions {
+            store: Arc::clone(&self.store) as Arc<dyn ApprovalStore>,
+            session: "web-1".into(),
+            channel: "web".into(),
+            timeout: Duration::from_secs(1800),
+        });
+        let built = setup.build(script).await;
+        // The audit log hears every conversation.
+        built.agent.events().subscribe(Arc::new(self.bus.clone()));
+        built.agent
+    }
+
+    fn answer(&self, id: &str, to: ApprovalState, by: DecidedBy) -> Answered {
+        #![allow(clippy::needless_pass_by_value)]
+        answer_durable(self.store.as_ref(), &self.bus, id, to, &by)
+            .unwrap()
+            .0
+    }
+
+    fn row(&self, id: &str) -> ApprovalRow {
+        self.store.get(id).unwrap().unwrap()
+    }
+}
+
+fn lights_then(reply: &str) -> Vec<Message> {
+    vec![
+        calls(vec![tool_use("t1", "lights", json!({"room": "kitchen"}))]),
+        text(reply),
+    ]
+}
+
+fn events_of(receiver: &mut tokio::sync::mpsc::UnboundedReceiver<ChannelEvent>) -> Vec<Value> {
+    let mut events = Vec::new();
+    while let Ok(event) = receiver.try_recv() {
+        events.push(serde_json::to_value(event).unwrap());
+    }
+    events
+}
+
+/// Asks, and returns the stored question's id.
+async fn ask(agent: &mut tau_core::TauAgent) -> String {
+    let outcome = agent.stream("lights on", None).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::Interrupt);
+    assert_eq!(outcome.pending_approvals.len(), 1);
+    outcome.pending_approvals[0].clone()
+}
+
+#[tokio::test]
+async fn a_tier_2_call_stores_its_question_and_the_turn_pauses() {
+    let hub = Hub::new();
+    let mut agent = hub.agent(lights_then("On.")).await;
+    let (sink, mut receiver) = ChannelSink::channel();
+    let outcome = agent.stream("lights on", Some(&sink)).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::Interrupt);
+    let id = outcome.pending_approvals[0].clone();
+    assert_eq!(agent.pending_approvals(), vec![id.clone()]);
+    assert_eq!(hub.house.lights.runs(), 0, "nothing runs before an answer");
+    let row = hub.row(&id);
+    assert_eq!(
+        (
+            row.session.as_str(),
+            row.call_id.as_str(),
+            row.tool.as_str(),
+            row.arguments.as_str(),
+            row.state,
+            row.channel.as_str()
+        ),
+        (
+            "web-1",
+            "t1",
+            "lights",
+            r#"{"room":"kitchen"}"#,
+            ApprovalState::Pending,
+            "web"
+        )
+    );
+    assert_eq!(row.arguments_sha256.len(), 64);
+    assert!(id.starts_with("ap_") && id.len() == 35);
+    let events = events_of(&mut receiver);
+    let asked: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "approval_requested")
+        .collect();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0]["approval_id"], json!(id));
+    assert_eq!(asked[0]["deadline"], json!(row.deadline.to_string()));
+    assert_eq!(
+        events.last().unwrap()["stop_reason"],
+        json!("interrupt"),
+        "{events:?}"
+    );
+    // A new prompt cannot go past a waiting question.
+    let error = agent.stream("and now?", None).await.unwrap_err();
+    assert!(error.to_string().contains(&id), "{error}");
+}
+
+#[tokio::test]
+async fn an_approved_question_runs_the_call_once_and_the_turn_goes_on() {
+    let hub = Hub::new();
+    let mut agent = hub.agent(lights_then("The kitchen light is on.")).await;
+    let id = ask(&mut agent).await;
+    let person = DecidedBy::Person {
+        channel: "web".into(),
+        user: Some("owner".into()),
+    };
+    assert!(matches!(
+        hub.answer(&id, ApprovalState::Approved, person.clone()),
+        Answered::Decided(_)
+    ));
+    let (sink, mut receiver) = ChannelSink::channel();
+    let outcome = agent.resume(&id, Some(&sink)).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(hub.house.lights.inputs(), vec![json!({"room": "kitchen"})]);
+    assert!(hub.row(&id).consumed_at.is_some());
+    let finished: Vec<_> = events_of(&mut receiver)
+        .into_iter()
+        .filter(|e| e["type"] == "tool_call_finished")
+        .collect();
+    assert_eq!(finished.len(), 1);
+    assert_eq!(
+        (
+            &finished[0]["status"],
+            &finished[0]["approval"],
+            &finished[0]["decided_by"]
+        ),
+        (
+            &json!("success"),
+            &json!("approved"),
+            &json!({"kind": "person", "channel": "web", "user": "owner"})
+        )
+    );
+    let audit: Vec<Value> = hub
+        .audit
+        .events()
+        .into_iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .filter(|e| e["type"] == "approval" || e["type"] == "tool_call")
+        .collect();
+    assert_eq!(
+        audit[0]["decided_by"],
+        json!({"kind": "person", "channel": "web", "user": "owner"})
+    );
+    assert_eq!(audit[1]["approval_id"], json!(id));
+    assert_eq!(audit[1]["status"], json!("success"));
+    // The same answer again changes nothing and resumes nothing.
+    assert!(matches!(
+        hub.answer(&id, ApprovalState::Approved, person),
+        Answered::AlreadyDecided(_)
+    ));
+    assert!(agent.resume(&id, None).await.is_err());
+    assert_eq!(hub.house.lights.runs(), 1);
+}
+
+#[tokio::test]
+async fn a_rejected_question_refuses_with_the_refusal_text() {
+    let hub = Hub::new();
+    let mut agent = hub.agent(lights_then("I left it off.")).await;
+    let id = ask(&mut agent).await;
+    hub.answer(&id, ApprovalState::Rejected, DecidedBy::person("web"));
+    let later = hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
+    let Answered::AlreadyDecided(row) = later else {
+        panic!("the first answer wins");
+    };
+    assert_eq!(row.state, ApprovalState::Rejected);
+    agent.resume(&id, None).await.unwrap();
+    assert_eq!(hub.house.lights.runs(), 0);
+    assert_eq!(
+        last_results(agent.messages()),
+        vec![("t1".into(), "error".into(), refusal_text("lights"))]
+    );
+}
+
+/// Each way a stored answer can be wrong when the call is about to run; none may run.
+#[tokio::test]
+async fn a_stored_answer_that_does_not_hold_any_more_refuses() {
+    type Tamper = Box<dyn Fn(&mut ApprovalRow)>;
+    let cases: Vec<(&str, Tamper)> = vec![
+        (
+            "the arguments differ from the approved ones",
+            Box::new(|row| row.arguments_sha256 = "0".repeat(64)),
+        ),
+        (
+            "the approval's deadline has passed",
+            Box::new(|row| row.deadline = jiff::Timestamp::UNIX_EPOCH),
+        ),
+        (
+            "the approval was already used",
+            Box::new(|row| row.consumed_at = Some(jiff::Timestamp::UNIX_EPOCH)),
+        ),
+        (
+            "the stored approval was not given by a person",
+            Box::new(|row| row.decided_by = Some(DecidedBy::Policy)),
+        ),
+        (
+            "the answer belongs to another call",
+            Box::new(|row| row.call_id = "t9".into()),
+        ),
+        (
+            "the answer belongs to another call",
+            Box::new(|row| row.session = "web-2".into()),
+        ),
+        (
+            "the tool is no longer registered with the approved tier",
+            Box::new(|row| row.tier = tau_core::Tier::Write),
+        ),
+    ];
+    for (why, tamper) in cases {
+        let hub = Hub::new();
+        let mut agent = hub.agent(lights_then("Not done.")).await;
+        let id = ask(&mut agent).await;
+        hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
+        hub.store.tamper(&id, |row| tamper(row));
+        agent.resume(&id, None).await.unwrap();
+        assert_eq!(hub.house.lights.runs(), 0, "{why}");
+        assert_eq!(
+            last_results(agent.messages())[0].2,
+            refusal_text("lights"),
+            "{why}"
+        );
+        let errors: Vec<String> = hub
+            .audit
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                tau_core::AuditEvent::Error { message, .. } => Some(message),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(errors, vec![format!("stored approval refused: {why}")]);
+    }
+}
+
+#[tokio::test]
+async fn an_expired_question_refuses_as_a_timeout() {
+    let hub = Hub::new();
+    let mut agent = hub.agent(lights_then("It expired.")).await;
+    let id = ask(&mut agent).await;
+    hub.answer(&id, ApprovalState::Expired, DecidedBy::Timeout);
+    assert!(matches!(
+        hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web")),
+        Answered::AlreadyDecided(_)
+    ));
+    let (sink, mut receiver) = ChannelSink::channel();
+    agent.resume(&id, Some(&sink)).await.unwrap();
+    assert_eq!(hub.house.lights.runs(), 0);
+    let finished: Vec<_> = events_of(&mut receiver)
+        .into_iter()
+        .filter(|e| e["type"] == "tool_call_finished")
+        .collect();
+    assert_eq!(
+        (&finished[0]["approval"], &finished[0]["decided_by"]),
+        (&json!("timeout"), &json!({"kind": "timeout"}))
+    );
+}
+
+#[tokio::test]
+async fn a_superseded_question_closes_the_turn_without_asking_the_model() {
+    let hub = Hub::new();
+    let mut agent = hub
+        .agent(vec![
+            calls(vec![tool_use("t1", "lights", json!({"room": "kitchen"}))]),
+            text("Sure, it is 10:00."),
+        ])
+        .await;
+    let id = ask(&mut agent).await;
+    hub.answer(&id, ApprovalState::Superseded, DecidedBy::Superseded);
+    let (sink, mut receiver) = ChannelSink::channel();
+    let closed = agent
+        .close(&id, Some(&sink), tau_core::StopReason::Superseded)
+        .await
+        .unwrap();
+    assert_eq!(closed.model_calls, 0);
+    let events = events_of(&mut receiver);
+    assert_eq!(events.last().unwrap()["stop_reason"], json!("superseded"));
+    assert!(
+        !events.iter().any(|e| e["type"] == "notice"),
+        "closing is not a turn limit: {events:?}"
+    );
+    assert_eq!(
+        last_results(agent.messages()),
+        vec![("t1".into(), "error".into(), refusal_text("lights"))]
+    );
+    // The newer message is answered.
+    let outcome = agent.stream("what time is it?", None).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(hub.house.lights.runs(), 0);
+}
+
+#[tokio::test]
+async fn a_question_survives_a_restart_and_runs_once_after_it() {
+    let hub = Hub::new();
+    let id = {
+        let mut before = hub.agent(lights_then("never said")).await;
+        ask(&mut before).await
+        // The process dies here: the agent is dropped with its question stored.
+    };
+    hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
+    let mut after = hub.agent(vec![text("Done after the restart.")]).await;
+    assert_eq!(after.pending_approvals(), vec![id.clone()]);
+    let outcome = after.resume(&id, None).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(hub.house.lights.inputs(), vec![json!({"room": "kitchen"})]);
+    // A third process cannot run it again.
+    let mut third = hub.agent(vec![text("x")]).await;
+    assert!(third.pending_approvals().is_empty());
+    assert!(third.resume(&id, None).await.is_err());
+    assert_eq!(hub.house.lights.runs(), 1);
+}
+
+#[tokio::test]
+async fn arguments_changed_in_the_session_store_while_down_are_refused() {
+    let hub = Hub::new();
+    let id = {
+        let mut before = hub.agent(lights_then("never said")).await;
+        ask(&mut before).await
+    };
+    hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
+    // Someone with the database rewrites the paused call's arguments.
+    let session = SessionId::parse("web-1").unwrap();
+    let mut state = hub.sessions.load_state(&session).unwrap().unwrap();
+    let message = state.interrupt_state.tool_use_message.as_mut().unwrap();
+    for block in &mut message.content {
+        if let tau_agent::ContentBlock::ToolUse(tool_use) = block {
+            tool_use.input = json!({"room": "garage"});
+        }
+    }
+    hub.sessions.save_state(&session, &state).unwrap();
+    let mut after = hub.agent(vec![text("Not done.")]).await;
+    after.resume(&id, None).await.unwrap();
+    assert_eq!(hub.house.lights.runs(), 0);
+    assert!(hub.audit.events().iter().any(|e| matches!(
+        e,
+        tau_core::AuditEvent::Error { message, .. }
+            if message == "stored approval refused: the arguments differ from the approved ones"
+    )));
+}
+
+#[tokio::test]
+async fn a_forged_resume_for_a_question_nobody_answered_refuses() {
+    let hub = Hub::new();
+    let mut agent = hub.agent(lights_then("Not done.")).await;
+    let id = ask(&mut agent).await;
+    // Resumed while still pending (a bug, or someone forging the resume).
+    agent.resume(&id, None).await.unwrap();
+    assert_eq!(hub.house.lights.runs(), 0);
+    assert_eq!(hub.row(&id).state, ApprovalState::Pending);
+    // And a resume naming a question this turn does not wait on is an error.
+    assert!(agent.resume("ap_0000", None).await.is_err());
+}
+
+#[tokio::test]
+async fn any_other_hooks_interrupt_is_still_refused_in_a_hub_conversation() {
+    use tau_agent::{BeforeToolCallEvent, HookOrder, HookRegistry, SyncHook};
+    struct Asker;
+    impl tau_core::HookProvider for Asker {
+        fn name(&self) -> &str {
+            "asker"
+        }
+        fn register_hooks(&self, registry: &mut HookRegistry) -> Result<(), tau_agent::HookError> {
+            registry.add(
+                "asker",
+                HookOrder::DEFAULT,
+                SyncHook(|event: &mut BeforeToolCallEvent| {
+                    event.interrupt("asker.confirm", json!({}))?;
+                    Ok(())
+                }),
+            )
+        }
+    }
+    let hub = Hub::new();
+    let mut setup = Setup::new(hub.house.catalog(), Arc::new(ScriptedApprover::new([])));
+    setup.hooks = vec![Arc::new(Asker)];
+    setup.durable = Some(DurableQuestions {
+        store: Arc::clone(&hub.store) as Arc<dyn ApprovalStore>,
+        session: "web-1".into(),
+        channel: "web".into(),
+        timeout: Duration::from_secs(60),
+    });
+    let mut built = setup
+        .build(vec![
+            calls(vec![tool_use("t1", "clock", json!({}))]),
+            text("It is late."),
+        ])
+        .await;
+    let outcome = built.agent.stream("time?", None).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert!(outcome.pending_approvals.is_empty());
+    assert!(hub.store.list(None).unwrap().is_empty());
+}
