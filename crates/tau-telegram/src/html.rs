@@ -68,30 +68,36 @@ pub(crate) fn pack(lines: &[Line], limit: usize) -> Vec<String> {
     let limit = limit.max(2);
     let mut messages = Vec::new();
     let mut current: Vec<Line> = Vec::new();
-    let mut current_width = 0;
+    let mut used = 0;
     for line in lines {
-        for piece in cut(&line.text, limit) {
-            let piece_width = width(piece);
-            if !current.is_empty() && current_width + 1 + piece_width > limit {
-                close(&mut messages, &mut current);
+        let mut rest = line.text.as_str();
+        loop {
+            // A line after another starts with the line break between them.
+            let joiner = usize::from(!current.is_empty());
+            let room = limit.saturating_sub(used + joiner);
+            let (head, tail) = split_at_units(rest, room);
+            if head.is_empty() && !rest.is_empty() {
+                close(&mut messages, &mut current, &mut used);
+                continue;
             }
-            if current.is_empty() {
-                if piece.trim().is_empty() {
-                    // A blank line opening a message adds nothing to read.
-                    continue;
-                }
-                current_width = piece_width;
-            } else {
-                current_width += 1 + piece_width;
+            if current.is_empty() && head.trim().is_empty() && tail.is_empty() {
+                // A blank line opening a message adds nothing to read.
+                break;
             }
-            current.push(Line::new(piece, line.style));
+            used += joiner + width(head);
+            current.push(Line::new(head, line.style));
+            if tail.is_empty() {
+                break;
+            }
+            close(&mut messages, &mut current, &mut used);
+            rest = tail;
         }
     }
-    close(&mut messages, &mut current);
+    close(&mut messages, &mut current, &mut used);
     messages
 }
 
-fn close(messages: &mut Vec<String>, current: &mut Vec<Line>) {
+fn close(messages: &mut Vec<String>, current: &mut Vec<Line>, used: &mut usize) {
     while current.last().is_some_and(|l| l.text.trim().is_empty()) {
         current.pop();
     }
@@ -100,24 +106,20 @@ fn close(messages: &mut Vec<String>, current: &mut Vec<Line>) {
         messages.push(html.join("\n"));
     }
     current.clear();
+    *used = 0;
 }
 
-/// `text` in pieces of at most `limit` UTF-16 units, cut between characters.
-fn cut(text: &str, limit: usize) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    let mut units = 0;
+/// The longest start of `text` of at most `units` UTF-16 units (cut between characters),
+/// and the rest.
+fn split_at_units(text: &str, units: usize) -> (&str, &str) {
+    let mut count = 0;
     for (at, c) in text.char_indices() {
-        let w = c.len_utf16();
-        if units + w > limit {
-            pieces.push(text.get(start..at).unwrap_or_default());
-            start = at;
-            units = 0;
+        count += c.len_utf16();
+        if count > units {
+            return (text.get(..at).unwrap_or_default(), text.get(at..).unwrap_or_default());
         }
-        units += w;
     }
-    pieces.push(text.get(start..).unwrap_or_default());
-    pieces
+    (text, "")
 }
 
 #[cfg(test)]
@@ -164,19 +166,30 @@ mod tests {
 
     #[test]
     fn a_surrogate_pair_is_never_split() {
-        let text = "😀".repeat(5);
-        let pieces = cut(&text, 3);
-        assert_eq!(pieces, vec!["😀", "😀", "😀", "😀", "😀"]);
+        let text = "😀".repeat(3);
+        assert_eq!(pack(&[Line::new(text, Style::Plain)], 3), vec!["😀", "😀", "😀"]);
+        assert_eq!(split_at_units("a😀", 2), ("a", "😀"));
     }
 
     #[test]
-    fn lines_move_to_the_next_message_whole_when_they_fit_there() {
+    fn a_long_line_fills_the_rest_of_a_message_first() {
+        let lines = [
+            Line::new("head", Style::Bold),
+            Line::new("x".repeat(12), Style::Code),
+        ];
+        assert_eq!(
+            pack(&lines, 10),
+            vec!["<b>head</b>\n<code>xxxxx</code>", "<code>xxxxxxx</code>"]
+        );
+    }
+
+    #[test]
+    fn lines_share_a_message_while_they_fit() {
         let lines = [
             Line::new("x".repeat(6), Style::Plain),
-            Line::new("y".repeat(6), Style::Plain),
-            Line::new("z".repeat(3), Style::Plain),
+            Line::new("y".repeat(3), Style::Plain),
         ];
-        assert_eq!(pack(&lines, 10), vec!["xxxxxx", "yyyyyy\nzzz"]);
+        assert_eq!(pack(&lines, 10), vec!["xxxxxx\nyyy"]);
     }
 
     #[test]

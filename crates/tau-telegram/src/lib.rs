@@ -1,2 +1,2 @@
 //! tau-telegram
-mod api; mod auth; mod callback; mod config; mod html; mod poller; mod updates;
+mod api; mod auth; mod callback; mod config; mod html; mod hub; mod poller; mod question; mod store; mod texts; mod updates;

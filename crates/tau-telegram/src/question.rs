@@ -1,0 +1,231 @@
+//! The approval message: what is asked (tool, tier, effect, arguments), its buttons, and
+//! what it says once the question is closed. Everything from the model passes through the
+//! display function, then HTML escaping.
+
+use jiff::Timestamp;
+use serde_json::Value;
+use tau_core::approval::{ApprovalRow, ApprovalState};
+use tau_core::{DecidedBy, Language, Tier, display, sorted_json};
+
+use crate::api::Keyboard;
+use crate::callback::{Action, ButtonData};
+use crate::html::{Line, MESSAGE_LIMIT, Style, escape, pack};
+use crate::texts::{Texts, texts};
+
+/// How many characters of arguments the question shows before "Show all".
+const ARGUMENTS_SHOWN: usize = 2500;
+
+/// A question as asked (from the event or the stored row).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Asked {
+    pub approval_id: String,
+    pub tool: String,
+    pub tier: Tier,
+    pub effect: String,
+    pub arguments: Value,
+    /// RFC 3339, as the event carries it.
+    pub deadline: Option<String>,
+}
+
+impl Asked {
+    pub(crate) fn from_row(row: &ApprovalRow) -> Self {
+        Self {
+            approval_id: row.id.clone(),
+            tool: row.tool.clone(),
+            tier: row.tier,
+            effect: row.effect.clone(),
+            arguments: row.arguments_value(),
+            deadline: Some(row.deadline.to_string()),
+        }
+    }
+}
+
+/// `2026-12-02 14:03:05 UTC`
+pub(crate) fn when(at: Timestamp) -> String {
+    at.strftime("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+/// The question message and its buttons.
+pub(crate) fn question(asked: &Asked, language: Language) -> (String, Keyboard) {
+    let t = texts(language);
+    let (mut html, cut) = body(asked, t);
+    if let Some(deadline) = &asked.deadline {
+        let shown = deadline
+            .parse::<Timestamp>()
+            .map_or_else(|_| display(deadline), when);
+        html.push_str(&format!("\n{} {}", t.expires, escape(&shown)));
+    }
+    let id = &asked.approval_id;
+    let mut keyboard = vec![vec![
+        (t.approve.to_owned(), ButtonData::new(Action::Approve, id).encode()),
+        (t.reject.to_owned(), ButtonData::new(Action::Reject, id).encode()),
+    ]];
+    if cut {
+        keyboard.push(vec![(
+            t.show_all.to_owned(),
+            ButtonData::new(Action::ShowAll, id).encode(),
+        )]);
+    }
+    (html, keyboard)
+}
+
+/// The message once the question is closed: the same question, then how it ended. No
+/// buttons go with it.
+pub(crate) fn closed(row: &ApprovalRow, language: Language) -> String {
+    let t = texts(language);
+    let (html, _) = body(&Asked::from_row(row), t);
+    format!("{html}\n\n<b>{}</b>", escape(&outcome(row, language)))
+}
+
+/// How a closed question ended, in one line of plain text (also the answer to a press on
+/// it). Empty while it is still open.
+pub(crate) fn outcome(row: &ApprovalRow, language: Language) -> String {
+    let t = texts(language);
+    let time = row.decided_at.map_or_else(|| "?".to_owned(), when);
+    let template = match row.state {
+        ApprovalState::Pending => return String::new(),
+        ApprovalState::Approved => t.approved_by,
+        ApprovalState::Rejected => t.rejected_by,
+        ApprovalState::Expired => t.expired,
+        ApprovalState::Superseded => t.superseded,
+        ApprovalState::Cancelled => t.cancelled,
+    };
+    let user = row.decided_by.as_ref().map_or_else(|| "?".to_owned(), who);
+    template
+        .replace("{user}", &display(&user))
+        .replace("{time}", &time)
+}
+
+fn who(decided_by: &DecidedBy) -> String {
+    match decided_by {
+        DecidedBy::Person { user: Some(user), .. } => user.clone(),
+        DecidedBy::Person { channel, user: None } => channel.clone(),
+        DecidedBy::Timeout => "timeout".into(),
+        DecidedBy::EndOfInput => "end_of_input".into(),
+        DecidedBy::Cancelled => "cancelled".into(),
+        DecidedBy::ApproverFailed => "approver_failed".into(),
+        DecidedBy::Exemption { name } => name.clone(),
+        DecidedBy::Superseded => "superseded".into(),
+        DecidedBy::Policy => "policy".into(),
+    }
+}
+
+/// The message a closed question gets when its row is gone.
+pub(crate) fn not_found(language: Language) -> String {
+    format!("<b>{}</b>", escape(texts(language).not_asked))
+}
+
+/// The question's head and its arguments, cut after [`ARGUMENTS_SHOWN`] characters.
+/// Returns the HTML and whether something was cut.
+fn body(asked: &Asked, t: &Texts) -> (String, bool) {
+    let mut html = format!(
+        "<b>⚠ {} · {} {}</b>\n{}: <code>{}</code>\n{}: {}\n{}:",
+        escape(t.approval_needed),
+        escape(t.tier),
+        asked.tier,
+        escape(t.tool),
+        escape(&display(&asked.tool)),
+        escape(t.effect),
+        escape(&display(&asked.effect)),
+        escape(t.arguments),
+    );
+    let rows = argument_rows(&asked.arguments, t);
+    let mut budget = ARGUMENTS_SHOWN;
+    let mut rest = 0;
+    for row in &rows {
+        let length = row.chars().count();
+        if rest > 0 || length > budget {
+            let kept: String = row.chars().take(budget).collect();
+            if !kept.is_empty() {
+                html.push_str(&format!("\n<code>{}</code>", escape(&kept)));
+            }
+            rest += length - kept.chars().count();
+            budget = 0;
+        } else {
+            html.push_str(&format!("\n<code>{}</code>", escape(row)));
+            budget -= length;
+        }
+    }
+    if rest > 0 {
+        let more = t.more.replace("{n}", &grouped(rest, t.thousands));
+        html.push_str(&format!("\n<i>{}</i>", escape(&more)));
+    }
+    (html, rest > 0)
+}
+
+/// Every argument whole, as messages (for "Show all").
+pub(crate) fn all_arguments(asked: &Asked, language: Language) -> Vec<String> {
+    let t = texts(language);
+    let mut lines = vec![Line::new(
+        format!("{}: {}", t.arguments, display(&asked.tool)),
+        Style::Bold,
+    )];
+    lines.extend(
+        argument_rows(&asked.arguments, t)
+            .into_iter()
+            .map(|row| Line::new(row, Style::Code)),
+    );
+    pack(&lines, MESSAGE_LIMIT)
+}
+
+/// One row per top-level key, sorted; a string JSON-quoted with its length, so `"30"`
+/// differs from `30` and edge spaces show. Every row is through the display function.
+fn argument_rows(arguments: &Value, t: &Texts) -> Vec<String> {
+    match arguments {
+        Value::Object(map) if !map.is_empty() => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            keys.into_iter()
+                .filter_map(|key| {
+                    let value = map.get(key)?;
+                    Some(format!(
+                        "{}{}: {}",
+                        shown_key(key),
+                        length(value, t),
+                        display(&sorted_json(value))
+                    ))
+                })
+                .collect()
+        }
+        Value::Object(_) => vec!["{}".to_owned()],
+        other => vec![format!("{}{}", display(&sorted_json(other)), length(other, t))],
+    }
+}
+
+fn shown_key(key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if plain {
+        key.to_owned()
+    } else {
+        display(&Value::String(key.to_owned()).to_string())
+    }
+}
+
+fn length(value: &Value, t: &Texts) -> String {
+    let count = match value {
+        Value::String(text) => text.chars().count(),
+        Value::Array(_) | Value::Object(_) => sorted_json(value).chars().count(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => return String::new(),
+    };
+    let unit = if count == 1 { t.character } else { t.characters };
+    format!(" ({} {unit})", grouped(count, t.thousands))
+}
+
+fn grouped(count: usize, separator: char) -> String {
+    let digits = count.to_string();
+    let mut out = String::with_capacity(digits.len() * 4 / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(separator);
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "question_tests.rs"]
+mod tests;
