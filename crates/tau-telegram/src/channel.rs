@@ -1,0 +1,405 @@
+//! The channel: reads updates, lets only the owners through, turns their messages and
+//! presses into hub calls, and routes each conversation's events to its chat.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+use tau_core::approval::{Answered, ApprovalState, requested_event};
+use tau_core::{DecidedBy, Language};
+use tokio::sync::mpsc;
+
+use crate::api::{ApiError, BotApi};
+use crate::auth::{Access, Verdict};
+use crate::callback::{Action, ButtonData};
+use crate::chat::{self, ChatCommand, ChatParts};
+use crate::config::TelegramConfig;
+use crate::hub::{Hub, HubEvent, PressRefusal, Question, RefusedPress};
+use crate::poller::{self, Handler, Pacing, PollError};
+use crate::question::{Asked, outcome};
+use crate::store::Store;
+use crate::texts::texts;
+use crate::updates::{Incoming, Press, Update, UpdateKind};
+
+/// The channel name questions and answers carry.
+pub const CHANNEL: &str = "telegram";
+/// The longest message passed on to the model, in bytes (Telegram's own limit is 4096
+/// characters; anything longer did not come from Telegram).
+const MAX_TEXT_BYTES: usize = 16 * 1024;
+/// How often open questions are checked for a passed deadline.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// tau's Telegram channel.
+pub struct TelegramChannel {
+    api: BotApi,
+    hub: Arc<dyn Hub>,
+    store: Arc<Store>,
+    access: Access,
+    language: Language,
+    pacing: Pacing,
+    parts: Arc<ChatParts>,
+    chats: Mutex<HashMap<i64, mpsc::UnboundedSender<ChatCommand>>>,
+}
+
+impl std::fmt::Debug for TelegramChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TelegramChannel")
+    }
+}
+
+impl TelegramChannel {
+    pub fn new(
+        config: &TelegramConfig,
+        token: &str,
+        hub: Arc<dyn Hub>,
+        store: Store,
+        language: Language,
+    ) -> Result<Arc<Self>, ApiError> {
+        let api = BotApi::new(config.api_base(), token, config.poll_timeout())?;
+        let store = Arc::new(store);
+        let parts = Arc::new(ChatParts {
+            api: api.clone(),
+            hub: Arc::clone(&hub),
+            store: Arc::clone(&store),
+            language,
+            interval: config.edit_interval(),
+        });
+        Ok(Arc::new(Self {
+            api,
+            hub,
+            store,
+            access: Access::new(config.owner_set(), config.chat_set()),
+            language,
+            pacing: Pacing {
+                timeout_seconds: config.poll_timeout_seconds,
+                min_interval: config.min_poll_interval(),
+                backoff_min: Duration::from_secs(1),
+                backoff_max: Duration::from_secs(60),
+            },
+            parts,
+            chats: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Runs the channel until polling meets a failure no retry mends (409: another
+    /// program polls with this token; 401: the token is refused). `events` carries the
+    /// events of this channel's conversations.
+    pub async fn run(self: Arc<Self>, mut events: mpsc::Receiver<HubEvent>) -> PollError {
+        self.recover().await;
+        let pump = Arc::clone(&self);
+        let pumping = tokio::spawn(async move {
+            while let Some(HubEvent {
+                conversation,
+                event,
+            }) = events.recv().await
+            {
+                match conversation.parse::<i64>() {
+                    Ok(chat) => pump.to_chat(chat, ChatCommand::Event(event)),
+                    Err(_) => tracing::warn!(%conversation, "telegram: an event for no chat"),
+                }
+            }
+        });
+        let sweeper = Arc::clone(&self);
+        let sweeping = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SWEEP_EVERY).await;
+                sweeper.expire_overdue().await;
+            }
+        });
+        let offset = self.store.offset().unwrap_or_else(|error| {
+            tracing::warn!("telegram: {error}");
+            None
+        });
+        let handler: Arc<dyn Handler> = Arc::new(Updates(Arc::clone(&self)));
+        let error = poller::poll(&self.api, handler, offset, self.pacing).await;
+        pumping.abort();
+        sweeping.abort();
+        error
+    }
+
+    fn to_chat(&self, chat: i64, command: ChatCommand) {
+        let mut chats = self.chats.lock().unwrap_or_else(PoisonError::into_inner);
+        let sender = chats
+            .entry(chat)
+            .or_insert_with(|| chat::spawn(chat, Arc::clone(&self.parts)));
+        if let Err(mpsc::error::SendError(command)) = sender.send(command) {
+            // The chat's task ended (it never should); start another.
+            let sender = chat::spawn(chat, Arc::clone(&self.parts));
+            let _ = sender.send(command);
+            chats.insert(chat, sender);
+        }
+    }
+
+    fn say(&self, chat: i64, text: &str) {
+        self.to_chat(chat, ChatCommand::Say(crate::html::escape(text)));
+    }
+
+    /// After a start: questions closed while tau was down lose their buttons; questions
+    /// still open that no message shows are shown.
+    async fn recover(&self) {
+        match self.store.open_questions() {
+            Ok(ids) => {
+                for id in ids {
+                    if let Ok(Some(shown)) = self.store.shown(&id) {
+                        self.to_chat(shown.chat, ChatCommand::Close(id));
+                    }
+                }
+            }
+            Err(error) => tracing::warn!("telegram: {error}"),
+        }
+        match self.hub.pending().await {
+            Ok(questions) => {
+                for Question { row, conversation } in questions {
+                    let shown = self.store.shown(&row.id).ok().flatten();
+                    let chat = conversation.and_then(|c| c.parse::<i64>().ok());
+                    if let (None, Some(chat)) = (shown, chat) {
+                        self.to_chat(chat, ChatCommand::Event(requested_event(&row)));
+                    }
+                }
+            }
+            Err(error) => tracing::warn!("telegram: cannot list open questions: {error}"),
+        }
+        self.expire_overdue().await;
+    }
+
+    /// Questions past their deadline expire (the turn is told, the message closed).
+    async fn expire_overdue(&self) {
+        let Ok(questions) = self.hub.pending().await else {
+            return;
+        };
+        let now = Timestamp::now();
+        for Question { row, .. } in questions {
+            if row.deadline <= now {
+                self.expire(&row.id).await;
+            }
+        }
+    }
+
+    async fn expire(&self, approval_id: &str) {
+        match self
+            .hub
+            .answer(approval_id, ApprovalState::Expired, &DecidedBy::Timeout)
+            .await
+        {
+            Ok(_) => self.close_everywhere(approval_id),
+            Err(error) => tracing::warn!(approval_id, "telegram: {error}"),
+        }
+    }
+
+    fn close_everywhere(&self, approval_id: &str) {
+        if let Ok(Some(shown)) = self.store.shown(approval_id) {
+            self.to_chat(shown.chat, ChatCommand::Close(approval_id.to_owned()));
+        }
+    }
+
+    async fn message(&self, message: Incoming) {
+        let Incoming { chat, from, text } = message;
+        // 1. strangers and chats not allowed: ignored, logged once per sender
+        match self.access.check(from, chat) {
+            Verdict::Owner => {}
+            verdict @ (Verdict::Stranger | Verdict::ChatNotAllowed) => {
+                if self.access.first_time(from, chat) {
+                    tracing::warn!(user = ?from, chat = ?chat, ?verdict, "telegram: ignoring messages of a sender who may not use this bot");
+                }
+                return;
+            }
+        }
+        let (Some(chat), Some(from)) = (chat, from) else {
+            return;
+        };
+        let t = texts(self.language);
+        // 2. no text (a photo, a sticker): nothing for the model
+        let Some(text) = text else {
+            tracing::debug!(chat, "telegram: a message without text was ignored");
+            return;
+        };
+        // 3. more than Telegram itself allows: not from Telegram
+        if text.len() > MAX_TEXT_BYTES {
+            tracing::warn!(chat, bytes = text.len(), "telegram: an oversized message was refused");
+            self.say(chat, t.too_long);
+            return;
+        }
+        let key = chat.to_string();
+        // 4. commands; anything else goes to the model
+        match command(&text) {
+            Some("start") => {
+                self.say(chat, t.greeting);
+            }
+            Some("new") => match self.hub.new_session(&key).await {
+                Ok(()) => self.say(chat, t.new_session),
+                Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
+            },
+            Some("cancel") => match self.hub.cancel(&key).await {
+                Ok(true) => self.say(chat, t.cancelling),
+                Ok(false) => self.say(chat, t.nothing_running),
+                Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
+            },
+            _ => {
+                tracing::info!(chat, user = from, "telegram: a message for the model");
+                if let Err(error) = self.hub.send(&key, &text).await {
+                    self.say(chat, &format!("{} {error}", t.not_taken));
+                }
+            }
+        }
+    }
+
+    async fn press(&self, press: Press) {
+        let Press {
+            id,
+            from,
+            chat,
+            message_id,
+            data,
+        } = press;
+        let Some(callback) = id else {
+            tracing::warn!(user = ?from, "telegram: a press without an id was ignored");
+            return;
+        };
+        let t = texts(self.language);
+        let button = data.as_deref().and_then(ButtonData::parse);
+        let refuse = |reason: PressRefusal| {
+            tracing::warn!(user = ?from, chat = ?chat, reason = reason.as_str(), "telegram: a press was refused");
+            self.hub.refused_press(&RefusedPress {
+                approval_id: button.as_ref().map(|b| b.approval_id.clone()),
+                user: from,
+                chat,
+                reason,
+            });
+        };
+        // 1. a stranger, or a chat not allowed: "not yours", audited
+        let verdict = self.access.check(from, chat);
+        if verdict != Verdict::Owner {
+            refuse(match verdict {
+                Verdict::ChatNotAllowed => PressRefusal::ChatNotAllowed,
+                Verdict::Stranger | Verdict::Owner => PressRefusal::NotAnOwner,
+            });
+            self.answer_press(&callback, t.not_yours).await;
+            return;
+        }
+        let (Some(chat), Some(from)) = (chat, from) else {
+            return;
+        };
+        // 2. data tau did not write
+        let Some(button) = button.clone() else {
+            refuse(PressRefusal::Forged);
+            self.answer_press(&callback, t.invalid_button).await;
+            return;
+        };
+        // 3. no such question
+        let question = match self.hub.question(&button.approval_id).await {
+            Ok(Some(question)) => question,
+            Ok(None) => {
+                refuse(PressRefusal::Forged);
+                self.answer_press(&callback, t.gone).await;
+                return;
+            }
+            Err(error) => {
+                tracing::warn!("telegram: {error}");
+                self.answer_press(&callback, &format!("{} {error}", t.not_taken)).await;
+                return;
+            }
+        };
+        // 4. a question of another chat, another session or another channel
+        let key = chat.to_string();
+        if question.row.channel != CHANNEL || question.conversation.as_deref() != Some(&key) {
+            refuse(PressRefusal::OtherConversation);
+            self.answer_press(&callback, t.not_yours).await;
+            return;
+        }
+        let id = question.row.id.clone();
+        if let (Ok(None), Some(message_id)) = (self.store.shown(&id), message_id) {
+            // Shown before this store knew it: the press says where.
+            let _ = self.store.remember(&id, chat, message_id);
+        }
+        // 5. "Show all" shows; Approve and Reject decide, if it is still open
+        let to = match button.action {
+            Action::ShowAll => {
+                self.to_chat(chat, ChatCommand::ShowAll(Asked::from_row(&question.row)));
+                self.answer_press(&callback, "").await;
+                return;
+            }
+            Action::Approve => ApprovalState::Approved,
+            Action::Reject => ApprovalState::Rejected,
+        };
+        let (to, decided_by) = if question.row.state == ApprovalState::Pending
+            && question.row.deadline <= Timestamp::now()
+        {
+            (ApprovalState::Expired, DecidedBy::Timeout)
+        } else {
+            let person = DecidedBy::Person {
+                channel: CHANNEL.to_owned(),
+                user: Some(from.to_string()),
+            };
+            (to, person)
+        };
+        let reply = match self.hub.answer(&id, to, &decided_by).await {
+            Ok(Answered::Decided(row) | Answered::AlreadyDecided(row)) => {
+                tracing::info!(approval_id = %id, user = from, state = row.state.as_str(), "telegram: a question was answered");
+                outcome(&row, self.language)
+            }
+            Ok(Answered::NotFound) => t.gone.to_owned(),
+            Err(error) => {
+                tracing::warn!(approval_id = %id, "telegram: {error}");
+                format!("{} {error}", t.not_taken)
+            }
+        };
+        self.answer_press(&callback, &reply).await;
+        self.close_everywhere(&id);
+    }
+
+    async fn answer_press(&self, callback: &str, text: &str) {
+        if let Err(error) = self.api.answer_callback(callback, text).await {
+            tracing::warn!("telegram: {error}");
+        }
+    }
+}
+
+/// `/new`, `/new@tau_bot`, `/new args` -> `new`. `None` for anything but a command.
+fn command(text: &str) -> Option<&str> {
+    let word = text.strip_prefix('/')?.split_whitespace().next()?;
+    let name = word.split('@').next()?;
+    (!name.is_empty()).then_some(name)
+}
+
+struct Updates(Arc<TelegramChannel>);
+
+#[async_trait]
+impl Handler for Updates {
+    async fn handle(&self, update: Update) {
+        match update.kind {
+            UpdateKind::Message(message) => self.0.message(message).await,
+            UpdateKind::Press(press) => self.0.press(press).await,
+            UpdateKind::Other(kind) => {
+                tracing::debug!(update = update.id, %kind, "telegram: an update of another kind was ignored");
+            }
+        }
+    }
+
+    fn handled_until(&self, offset: i64) {
+        if let Err(error) = self.0.store.set_offset(offset) {
+            tracing::warn!("telegram: {error}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_read_with_or_without_the_bot_name() {
+        for (text, expected) in [
+            ("/new", Some("new")),
+            ("/new@tau_bot", Some("new")),
+            ("/cancel now", Some("cancel")),
+            ("/", None),
+            ("/ new", None),
+            ("new", None),
+            ("/@x", None),
+        ] {
+            assert_eq!(command(text), expected, "{text}");
+        }
+    }
+}
