@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use frankenstein::AsyncTelegramApi;
+use frankenstein::ParseMode;
 use frankenstein::client_reqwest::Bot;
 use frankenstein::methods::{
     AnswerCallbackQueryParams, EditMessageTextParams, GetUpdatesParams, SendMessageParams,
@@ -16,7 +17,6 @@ use frankenstein::methods::{
 use frankenstein::types::{
     AllowedUpdate, InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, ReplyMarkup,
 };
-use frankenstein::ParseMode;
 use serde_json::Value;
 
 /// Time for a connection to be made.

@@ -89,7 +89,10 @@ mod tests {
             assert!(text.len() <= MAX_BYTES, "{text}");
             assert_eq!(ButtonData::parse(&text), Some(data));
         }
-        assert_eq!(ButtonData::new(Action::Approve, ID).encode(), format!("v1:a:{ID}"));
+        assert_eq!(
+            ButtonData::new(Action::Approve, ID).encode(),
+            format!("v1:a:{ID}")
+        );
     }
 
     #[test]

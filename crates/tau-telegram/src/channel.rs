@@ -217,7 +217,11 @@ impl TelegramChannel {
         };
         // 3. more than Telegram itself allows: not from Telegram
         if text.len() > MAX_TEXT_BYTES {
-            tracing::warn!(chat, bytes = text.len(), "telegram: an oversized message was refused");
+            tracing::warn!(
+                chat,
+                bytes = text.len(),
+                "telegram: an oversized message was refused"
+            );
             self.say(chat, t.too_long);
             return;
         }
@@ -297,7 +301,8 @@ impl TelegramChannel {
             }
             Err(error) => {
                 tracing::warn!("telegram: {error}");
-                self.answer_press(&callback, &format!("{} {error}", t.not_taken)).await;
+                self.answer_press(&callback, &format!("{} {error}", t.not_taken))
+                    .await;
                 return;
             }
         };

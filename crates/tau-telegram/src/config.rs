@@ -124,7 +124,10 @@ impl TelegramConfig {
             }
         }
         if self.allowed_chats.as_ref().is_some_and(|c| c.contains(&0)) {
-            return Err(ConfigError::new("telegram.allowed_chats", "0 is not a chat id"));
+            return Err(ConfigError::new(
+                "telegram.allowed_chats",
+                "0 is not a chat id",
+            ));
         }
         if self.poll_timeout_seconds > MAX_POLL_SECONDS {
             return Err(ConfigError::new(
@@ -299,14 +302,18 @@ mod tests {
     #[test]
     fn the_token_comes_from_the_named_variable_and_is_never_shown() {
         let config = TelegramConfig::for_owners(vec![1]);
-        let token = config.token(|name| (name == "TAU_TELEGRAM_TOKEN").then(|| "123:AA-b_c".to_owned()));
+        let token =
+            config.token(|name| (name == "TAU_TELEGRAM_TOKEN").then(|| "123:AA-b_c".to_owned()));
         assert_eq!(token.unwrap(), "123:AA-b_c");
         assert_eq!(
             config.token(|_| None).unwrap_err().to_string(),
             "telegram.token_env: set TAU_TELEGRAM_TOKEN to the bot's token"
         );
         for bad in ["123:abc/../x", "abc:def", "123:", "123 abc", "123:a?b"] {
-            let error = config.token(|_| Some(bad.to_owned())).unwrap_err().to_string();
+            let error = config
+                .token(|_| Some(bad.to_owned()))
+                .unwrap_err()
+                .to_string();
             assert!(!error.contains(bad), "{error}");
             assert_eq!(
                 error,

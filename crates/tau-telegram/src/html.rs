@@ -116,7 +116,10 @@ fn split_at_units(text: &str, units: usize) -> (&str, &str) {
     for (at, c) in text.char_indices() {
         count += c.len_utf16();
         if count > units {
-            return (text.get(..at).unwrap_or_default(), text.get(at..).unwrap_or_default());
+            return (
+                text.get(..at).unwrap_or_default(),
+                text.get(at..).unwrap_or_default(),
+            );
         }
     }
     (text, "")
@@ -142,7 +145,10 @@ mod tests {
             Line::new("tau <3", Style::Plain),
             Line::new("· [tier 2] run_command", Style::Italic),
         ];
-        assert_eq!(pack(&lines, MESSAGE_LIMIT), vec!["tau &lt;3\n<i>· [tier 2] run_command</i>"]);
+        assert_eq!(
+            pack(&lines, MESSAGE_LIMIT),
+            vec!["tau &lt;3\n<i>· [tier 2] run_command</i>"]
+        );
     }
 
     #[test]
@@ -167,7 +173,10 @@ mod tests {
     #[test]
     fn a_surrogate_pair_is_never_split() {
         let text = "😀".repeat(3);
-        assert_eq!(pack(&[Line::new(text, Style::Plain)], 3), vec!["😀", "😀", "😀"]);
+        assert_eq!(
+            pack(&[Line::new(text, Style::Plain)], 3),
+            vec!["😀", "😀", "😀"]
+        );
         assert_eq!(split_at_units("a😀", 2), ("a", "😀"));
     }
 
@@ -194,10 +203,16 @@ mod tests {
 
     #[test]
     fn blank_messages_are_dropped() {
-        assert_eq!(pack(&[Line::new("  ", Style::Plain)], 10), Vec::<String>::new());
+        assert_eq!(
+            pack(&[Line::new("  ", Style::Plain)], 10),
+            Vec::<String>::new()
+        );
         assert_eq!(pack(&[], 10), Vec::<String>::new());
         assert_eq!(
-            pack(&[Line::new("", Style::Plain), Line::new("a", Style::Plain)], 10),
+            pack(
+                &[Line::new("", Style::Plain), Line::new("a", Style::Plain)],
+                10
+            ),
             vec!["a"]
         );
     }

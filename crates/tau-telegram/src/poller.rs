@@ -91,7 +91,10 @@ pub(crate) async fn poll(
                 return PollError::Unauthorized(error);
             }
             Err(error) => {
-                tracing::warn!(retry_in_ms = backoff.as_millis() as u64, "telegram: {error}");
+                tracing::warn!(
+                    retry_in_ms = backoff.as_millis() as u64,
+                    "telegram: {error}"
+                );
                 sleep(backoff).await;
                 backoff = (backoff * 2).min(pacing.backoff_max);
             }

@@ -57,8 +57,14 @@ pub(crate) fn question(asked: &Asked, language: Language) -> (String, Keyboard) 
     }
     let id = &asked.approval_id;
     let mut keyboard = vec![vec![
-        (t.approve.to_owned(), ButtonData::new(Action::Approve, id).encode()),
-        (t.reject.to_owned(), ButtonData::new(Action::Reject, id).encode()),
+        (
+            t.approve.to_owned(),
+            ButtonData::new(Action::Approve, id).encode(),
+        ),
+        (
+            t.reject.to_owned(),
+            ButtonData::new(Action::Reject, id).encode(),
+        ),
     ]];
     if cut {
         keyboard.push(vec![(
@@ -98,8 +104,13 @@ pub(crate) fn outcome(row: &ApprovalRow, language: Language) -> String {
 
 fn who(decided_by: &DecidedBy) -> String {
     match decided_by {
-        DecidedBy::Person { user: Some(user), .. } => user.clone(),
-        DecidedBy::Person { channel, user: None } => channel.clone(),
+        DecidedBy::Person {
+            user: Some(user), ..
+        } => user.clone(),
+        DecidedBy::Person {
+            channel,
+            user: None,
+        } => channel.clone(),
         DecidedBy::Timeout => "timeout".into(),
         DecidedBy::EndOfInput => "end_of_input".into(),
         DecidedBy::Cancelled => "cancelled".into(),
@@ -188,7 +199,11 @@ fn argument_rows(arguments: &Value, t: &Texts) -> Vec<String> {
                 .collect()
         }
         Value::Object(_) => vec!["{}".to_owned()],
-        other => vec![format!("{}{}", display(&sorted_json(other)), length(other, t))],
+        other => vec![format!(
+            "{}{}",
+            display(&sorted_json(other)),
+            length(other, t)
+        )],
     }
 }
 
@@ -210,7 +225,11 @@ fn length(value: &Value, t: &Texts) -> String {
         Value::Array(_) | Value::Object(_) => sorted_json(value).chars().count(),
         Value::Null | Value::Bool(_) | Value::Number(_) => return String::new(),
     };
-    let unit = if count == 1 { t.character } else { t.characters };
+    let unit = if count == 1 {
+        t.character
+    } else {
+        t.characters
+    };
     format!(" ({} {unit})", grouped(count, t.thousands))
 }
 

@@ -120,7 +120,8 @@ mod tests {
 
     #[test]
     fn missing_or_mistyped_fields_read_as_none() {
-        let odd = json!({"update_id": 7, "message": {"chat": {"id": "42"}, "from": null, "text": 5}});
+        let odd =
+            json!({"update_id": 7, "message": {"chat": {"id": "42"}, "from": null, "text": 5}});
         assert_eq!(
             read(&odd),
             Some(Update {
@@ -141,8 +142,14 @@ mod tests {
     #[test]
     fn other_kinds_are_named() {
         for (value, name) in [
-            (json!({"update_id": 1, "edited_message": {}}), "edited_message"),
-            (json!({"update_id": 1, "message": "not an object"}), "message"),
+            (
+                json!({"update_id": 1, "edited_message": {}}),
+                "edited_message",
+            ),
+            (
+                json!({"update_id": 1, "message": "not an object"}),
+                "message",
+            ),
             (json!({"update_id": 1}), "nothing"),
         ] {
             assert_eq!(

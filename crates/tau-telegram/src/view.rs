@@ -82,7 +82,10 @@ impl TurnView {
                 }
             }
             ChannelEvent::ToolCallStarted {
-                call_id, tool, tier, ..
+                call_id,
+                tool,
+                tier,
+                ..
             } => {
                 self.tiers.insert(call_id.clone(), *tier);
                 self.blocks.push(Block::Tool {
@@ -104,7 +107,9 @@ impl TurnView {
                 status,
                 ..
             } => match self.tool_mut(call_id) {
-                Some(Block::Tool { state, progress, .. }) => {
+                Some(Block::Tool {
+                    state, progress, ..
+                }) => {
                     *state = ToolState::Done(*status);
                     *progress = None;
                 }
@@ -159,12 +164,15 @@ impl TurnView {
                     };
                     let mut line = format!("· [{} {tier}] {} — {status}", t.tier, display(tool));
                     if let Some(progress) = progress {
-                        let progress: String = display(progress).chars().take(PROGRESS_CHARS).collect();
+                        let progress: String =
+                            display(progress).chars().take(PROGRESS_CHARS).collect();
                         line.push_str(&format!(" {progress}"));
                     }
                     lines.push(Line::new(line, Style::Italic));
                 }
-                Block::Notice(text) => lines.push(Line::new(format!("! {}", display(text)), Style::Italic)),
+                Block::Notice(text) => {
+                    lines.push(Line::new(format!("! {}", display(text)), Style::Italic))
+                }
             }
         }
         lines

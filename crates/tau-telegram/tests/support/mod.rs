@@ -1,0 +1,402 @@
+//! A Bot API server that answers what a test scripts and records every request, and a hub
+//! that keeps questions in memory: enough to drive the channel through its public API.
+
+#![allow(dead_code)]
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use jiff::Timestamp;
+use serde_json::{Value, json};
+use tau_core::approval::{
+    Answered, ApprovalState, ApprovalStore, MemoryApprovals, NewApproval, answer_durable,
+    requested_event,
+};
+use tau_core::{DecidedBy, EventBus, Tier};
+use tau_telegram::{Hub, HubError, HubEvent, Question, RefusedPress, TelegramConfig};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+pub const TOKEN: &str = "123456:TEST-token_x";
+pub const OWNER: i64 = 4242;
+pub const STRANGER: i64 = 666;
+
+/// One request the bot made.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub method: String,
+    pub body: Value,
+    pub at: Instant,
+}
+
+#[derive(Default)]
+struct ServerState {
+    calls: Vec<Call>,
+    scripted: VecDeque<(u16, String)>,
+    next_message_id: i64,
+    bad_paths: Vec<String>,
+}
+
+/// A Bot API that answers getUpdates from a script (an empty list when the script is
+/// done), sends with fresh message ids, and `true` for the rest.
+#[derive(Clone)]
+pub struct FakeBotApi {
+    pub url: String,
+    state: Arc<Mutex<ServerState>>,
+}
+
+impl FakeBotApi {
+    pub async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(ServerState {
+            next_message_id: 100,
+            ..ServerState::default()
+        }));
+        let shared = Arc::clone(&state);
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let state = Arc::clone(&shared);
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| answer(Arc::clone(&state), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Self { url, state }
+    }
+
+    /// The next getUpdates answers `updates`.
+    pub fn push_updates(&self, updates: Vec<Value>) {
+        self.push_raw(200, json!({"ok": true, "result": updates}).to_string());
+    }
+
+    /// The next getUpdates answers this status and body.
+    pub fn push_raw(&self, status: u16, body: String) {
+        self.state
+            .lock()
+            .unwrap()
+            .scripted
+            .push_back((status, body));
+    }
+
+    pub fn calls(&self, method: &str) -> Vec<Call> {
+        self.state
+            .lock()
+            .unwrap()
+            .calls
+            .iter()
+            .filter(|c| c.method == method)
+            .cloned()
+            .collect()
+    }
+
+    pub fn all_calls(&self) -> Vec<Call> {
+        self.state.lock().unwrap().calls.clone()
+    }
+
+    /// Requests to any path other than `/bot<TOKEN>/<method>`.
+    pub fn bad_paths(&self) -> Vec<String> {
+        self.state.lock().unwrap().bad_paths.clone()
+    }
+
+    /// Waits until `method` was called `count` times; returns those calls.
+    pub async fn wait_calls(&self, method: &str, count: usize) -> Vec<Call> {
+        until(&format!("{count} × {method}"), || {
+            let calls = self.calls(method);
+            (calls.len() >= count).then_some(calls)
+        })
+        .await
+    }
+
+    pub fn config(&self) -> TelegramConfig {
+        let mut config = TelegramConfig::for_owners(vec![OWNER]);
+        config.api_url = Some(self.url.clone());
+        config.poll_timeout_seconds = 0;
+        config.min_poll_interval_ms = 20;
+        config.edit_interval_ms = 10;
+        config
+    }
+}
+
+async fn answer(
+    state: Arc<Mutex<ServerState>>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let path = req.uri().path().to_owned();
+    let bytes = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let prefix = format!("/bot{TOKEN}/");
+    let mut state = state.lock().unwrap();
+    let Some(method) = path.strip_prefix(&prefix).map(str::to_owned) else {
+        state.bad_paths.push(path);
+        return Ok(reply(
+            404,
+            r#"{"ok":false,"error_code":404,"description":"Not Found"}"#,
+        ));
+    };
+    state.calls.push(Call {
+        method: method.clone(),
+        body,
+        at: Instant::now(),
+    });
+    let (status, text) = match method.as_str() {
+        "getUpdates" => state
+            .scripted
+            .pop_front()
+            .unwrap_or((200, r#"{"ok":true,"result":[]}"#.to_owned())),
+        "sendMessage" => {
+            state.next_message_id += 1;
+            let id = state.next_message_id;
+            (
+                200,
+                json!({"ok": true, "result": {"message_id": id}}).to_string(),
+            )
+        }
+        _ => (200, r#"{"ok":true,"result":true}"#.to_owned()),
+    };
+    Ok(reply(status, &text))
+}
+
+fn reply(status: u16, body: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_owned())));
+    *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+    response
+}
+
+/// Polls `check` until it gives a value; fails the test after 10 s.
+pub async fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A message update.
+pub fn message(update_id: i64, chat: i64, from: i64, text: &str) -> Value {
+    json!({"update_id": update_id, "message": {"message_id": update_id, "date": 1_700_000_000,
+        "chat": {"id": chat, "type": "private"}, "from": {"id": from, "is_bot": false, "first_name": "P"},
+        "text": text}})
+}
+
+/// A press on a button under message `message_id` in `chat`.
+pub fn press(update_id: i64, chat: i64, from: i64, message_id: i64, data: &str) -> Value {
+    json!({"update_id": update_id, "callback_query": {"id": format!("cb{update_id}"),
+        "from": {"id": from, "is_bot": false, "first_name": "P"}, "chat_instance": "1",
+        "message": {"message_id": message_id, "date": 1_700_000_000, "chat": {"id": chat, "type": "private"}},
+        "data": data}})
+}
+
+/// The hub's side, in memory: questions in [`MemoryApprovals`], answers through the same
+/// compare-and-set and closing event as the real hub.
+pub struct FakeHub {
+    pub approvals: Arc<MemoryApprovals>,
+    events: mpsc::Sender<HubEvent>,
+    bus: EventBus,
+    pub sent: Mutex<Vec<(String, String)>>,
+    pub refused: Mutex<Vec<RefusedPress>>,
+    pub answers: Mutex<Vec<(String, ApprovalState, DecidedBy)>>,
+    sessions: Mutex<HashMap<String, String>>,
+    next: Mutex<u32>,
+}
+
+impl FakeHub {
+    pub fn new() -> (Arc<Self>, mpsc::Receiver<HubEvent>) {
+        Self::with_store(Arc::new(MemoryApprovals::default()))
+    }
+
+    /// The hub after a restart: the same stored questions and conversations, nothing in
+    /// memory besides.
+    pub fn restarted(&self) -> (Arc<Self>, mpsc::Receiver<HubEvent>) {
+        let (hub, rx) = Self::with_store(Arc::clone(&self.approvals));
+        *hub.sessions.lock().unwrap() = self.sessions.lock().unwrap().clone();
+        *hub.next.lock().unwrap() = *self.next.lock().unwrap();
+        (hub, rx)
+    }
+
+    fn with_store(approvals: Arc<MemoryApprovals>) -> (Arc<Self>, mpsc::Receiver<HubEvent>) {
+        let (events, rx) = mpsc::channel(256);
+        let hub = Arc::new(Self {
+            approvals,
+            events,
+            bus: EventBus::new(),
+            sent: Mutex::default(),
+            refused: Mutex::default(),
+            answers: Mutex::default(),
+            sessions: Mutex::default(),
+            next: Mutex::new(0),
+        });
+        (hub, rx)
+    }
+
+    pub fn session_of(&self, key: &str) -> String {
+        self.sessions
+            .lock()
+            .unwrap()
+            .entry(key.to_owned())
+            .or_insert_with(|| format!("s-{key}-0"))
+            .clone()
+    }
+
+    fn key_of(&self, session: &str) -> Option<String> {
+        self.sessions
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(_, s)| *s == session)
+            .map(|(k, _)| k.clone())
+    }
+
+    pub async fn emit(&self, key: &str, event: tau_core::ChannelEvent) {
+        self.events
+            .send(HubEvent {
+                conversation: key.to_owned(),
+                event,
+            })
+            .await
+            .unwrap();
+    }
+
+    /// Stores a tier-2 question for conversation `key` and announces it.
+    pub async fn ask(&self, key: &str, arguments: Value) -> String {
+        let id = {
+            let mut next = self.next.lock().unwrap();
+            *next += 1;
+            format!("ap_{:032x}", *next)
+        };
+        let now = Timestamp::now();
+        let row = NewApproval {
+            id: id.clone(),
+            session: self.session_of(key),
+            call_id: format!("t{id}"),
+            tool: "run_command".into(),
+            tier: Tier::Physical,
+            effect: "runs a shell command in the workspace — code the agent wrote".into(),
+            arguments,
+            channel: "telegram".into(),
+            created_at: now,
+            deadline: now + jiff::SignedDuration::from_mins(30),
+        }
+        .into_row();
+        self.approvals.create(row.clone()).unwrap();
+        self.emit(key, requested_event(&row)).await;
+        id
+    }
+
+    pub fn state(&self, id: &str) -> ApprovalState {
+        self.approvals.get(id).unwrap().unwrap().state
+    }
+}
+
+#[async_trait]
+impl Hub for FakeHub {
+    async fn send(&self, key: &str, text: &str) -> Result<(), HubError> {
+        self.sent
+            .lock()
+            .unwrap()
+            .push((key.to_owned(), text.to_owned()));
+        Ok(())
+    }
+
+    async fn new_session(&self, key: &str) -> Result<(), HubError> {
+        let mut next = self.next.lock().unwrap();
+        *next += 1;
+        self.sessions
+            .lock()
+            .unwrap()
+            .insert(key.to_owned(), format!("s-{key}-{next}"));
+        Ok(())
+    }
+
+    async fn cancel(&self, _key: &str) -> Result<bool, HubError> {
+        Ok(false)
+    }
+
+    async fn question(&self, approval_id: &str) -> Result<Option<Question>, HubError> {
+        let row = self
+            .approvals
+            .get(approval_id)
+            .map_err(|e| HubError(e.to_string()))?;
+        Ok(row.map(|row| Question {
+            conversation: self
+                .key_of(&row.session)
+                .filter(|_| row.channel == "telegram"),
+            row,
+        }))
+    }
+
+    async fn answer(
+        &self,
+        approval_id: &str,
+        to: ApprovalState,
+        decided_by: &DecidedBy,
+    ) -> Result<Answered, HubError> {
+        self.answers
+            .lock()
+            .unwrap()
+            .push((approval_id.to_owned(), to, decided_by.clone()));
+        let (answered, event) = answer_durable(
+            self.approvals.as_ref(),
+            &self.bus,
+            approval_id,
+            to,
+            decided_by,
+        )
+        .map_err(|e| HubError(e.to_string()))?;
+        if let (Some(event), Answered::Decided(row)) = (event, &answered)
+            && let Some(key) = self.key_of(&row.session)
+        {
+            let _ = self
+                .events
+                .send(HubEvent {
+                    conversation: key,
+                    event,
+                })
+                .await;
+        }
+        Ok(answered)
+    }
+
+    async fn pending(&self) -> Result<Vec<Question>, HubError> {
+        let rows = self
+            .approvals
+            .list(Some(ApprovalState::Pending))
+            .map_err(|e| HubError(e.to_string()))?;
+        Ok(rows
+            .into_iter()
+            .filter(|r| r.channel == "telegram")
+            .map(|row| Question {
+                conversation: self.key_of(&row.session),
+                row,
+            })
+            .collect())
+    }
+
+    fn refused_press(&self, press: &RefusedPress) {
+        self.refused.lock().unwrap().push(press.clone());
+    }
+}
