@@ -1,0 +1,412 @@
+//! Questions on Telegram: only an owner, in the conversation's own chat, decides; every
+//! other press changes nothing and is recorded; a decided question's message says so and
+//! loses its buttons, across restarts too.
+
+mod support;
+
+use std::sync::Arc;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use support::{Call, FakeBotApi, FakeHub, OWNER, STRANGER, TOKEN, message, press, until};
+use tau_core::approval::{ApprovalState, ApprovalStore};
+use tau_core::{ChannelEvent, DecidedBy, Language};
+use tau_telegram::{HubEvent, PressRefusal, RefusedPress, Store, TelegramChannel, TelegramConfig};
+use tokio::sync::mpsc::Receiver;
+use tokio::task::JoinHandle;
+
+const CHAT: &str = "4242";
+
+fn start(
+    config: &TelegramConfig,
+    hub: &Arc<FakeHub>,
+    store: Store,
+    events: Receiver<HubEvent>,
+) -> JoinHandle<tau_telegram::PollError> {
+    let channel = TelegramChannel::new(config, TOKEN, hub.clone(), store, Language::En).unwrap();
+    tokio::spawn(channel.run(events))
+}
+
+fn buttons(call: &Call) -> Vec<(String, String)> {
+    call.body["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+                .map(|b| {
+                    (
+                        b["text"].as_str().unwrap_or_default().to_owned(),
+                        b["callback_data"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text(call: &Call) -> &str {
+    call.body["text"].as_str().unwrap_or_default()
+}
+
+/// Asks a question in the owner's chat and returns its id and its message's id.
+async fn asked(api: &FakeBotApi, hub: &FakeHub) -> (String, i64) {
+    let before = api.calls("sendMessage").len();
+    let id = hub.ask(CHAT, json!({"command": "touch /tmp/x"})).await;
+    let sent = api.wait_calls("sendMessage", before + 1).await;
+    let question = &sent[before];
+    assert_eq!(
+        buttons(question),
+        vec![
+            ("Approve".to_owned(), format!("v1:a:{id}")),
+            ("Reject".to_owned(), format!("v1:r:{id}"))
+        ]
+    );
+    assert_eq!(question.body["parse_mode"], json!("HTML"));
+    (id, 101 + before as i64)
+}
+
+fn person(user: i64) -> DecidedBy {
+    DecidedBy::Person {
+        channel: "telegram".into(),
+        user: Some(user.to_string()),
+    }
+}
+
+async fn edit_of(api: &FakeBotApi, message_id: i64) -> Call {
+    until("the edit", || {
+        api.calls("editMessageText")
+            .into_iter()
+            .find(|c| c.body["message_id"] == json!(message_id))
+    })
+    .await
+}
+
+async fn answers(api: &FakeBotApi, count: usize) -> Vec<Value> {
+    api.wait_calls("answerCallbackQuery", count)
+        .await
+        .iter()
+        .map(|c| c.body["text"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
+    let api = FakeBotApi::start().await;
+    let (hub, events) = FakeHub::new();
+    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let (id, message_id) = asked(&api, &hub).await;
+    api.push_updates(vec![press(
+        1,
+        OWNER,
+        OWNER,
+        message_id,
+        &format!("v1:a:{id}"),
+    )]);
+    let edit = edit_of(&api, message_id).await;
+    assert_eq!(hub.state(&id), ApprovalState::Approved);
+    assert_eq!(
+        hub.approvals.get(&id).unwrap().unwrap().decided_by,
+        Some(person(OWNER))
+    );
+    assert!(
+        text(&edit).contains("<b>✅ Approved by 4242 at "),
+        "{}",
+        text(&edit)
+    );
+    assert!(text(&edit).contains("touch /tmp/x"));
+    assert_eq!(edit.body["reply_markup"], json!({"inline_keyboard": []}));
+    let answered = answers(&api, 1).await;
+    assert!(
+        answered[0]
+            .as_str()
+            .unwrap()
+            .starts_with("✅ Approved by 4242 at ")
+    );
+    // A second press on the decided question learns its final state and changes nothing.
+    api.push_updates(vec![press(
+        2,
+        OWNER,
+        OWNER,
+        message_id,
+        &format!("v1:r:{id}"),
+    )]);
+    let answered = answers(&api, 2).await;
+    assert!(
+        answered[1]
+            .as_str()
+            .unwrap()
+            .starts_with("✅ Approved by 4242 at ")
+    );
+    assert_eq!(hub.state(&id), ApprovalState::Approved);
+    assert_eq!(
+        api.calls("editMessageText").len(),
+        1,
+        "the message is edited once"
+    );
+    task.abort();
+}
+
+#[tokio::test]
+async fn an_owner_rejects() {
+    let api = FakeBotApi::start().await;
+    let (hub, events) = FakeHub::new();
+    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let (id, message_id) = asked(&api, &hub).await;
+    api.push_updates(vec![press(
+        1,
+        OWNER,
+        OWNER,
+        message_id,
+        &format!("v1:r:{id}"),
+    )]);
+    let edit = edit_of(&api, message_id).await;
+    assert_eq!(hub.state(&id), ApprovalState::Rejected);
+    assert!(
+        text(&edit).contains("<b>❌ Rejected by 4242 at "),
+        "{}",
+        text(&edit)
+    );
+    assert_eq!(edit.body["reply_markup"], json!({"inline_keyboard": []}));
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_strangers_press_is_not_theirs_changes_nothing_and_is_recorded() {
+    let api = FakeBotApi::start().await;
+    let (hub, events) = FakeHub::new();
+    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let (id, message_id) = asked(&api, &hub).await;
+    api.push_updates(vec![
+        // In the owner's chat (a group member, a forged update): not an owner.
+        press(1, OWNER, STRANGER, message_id, &format!("v1:a:{id}")),
+        // In the stranger's own chat.
+        press(2, STRANGER, STRANGER, message_id, &format!("v1:a:{id}")),
+    ]);
+    assert_eq!(
+        answers(&api, 2).await,
+        vec![
+            json!("This question is not yours to answer."),
+            json!("This question is not yours to answer.")
+        ]
+    );
+    assert_eq!(hub.state(&id), ApprovalState::Pending);
+    assert!(hub.answers.lock().unwrap().is_empty());
+    assert!(api.calls("editMessageText").is_empty());
+    assert_eq!(
+        hub.refused.lock().unwrap().clone(),
+        vec![
+            RefusedPress {
+                approval_id: Some(id.clone()),
+                user: Some(STRANGER),
+                chat: Some(OWNER),
+                reason: PressRefusal::NotAnOwner
+            },
+            RefusedPress {
+                approval_id: Some(id.clone()),
+                user: Some(STRANGER),
+                chat: Some(STRANGER),
+                reason: PressRefusal::NotAnOwner
+            }
+        ]
+    );
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_press_from_another_chat_or_session_or_with_forged_data_is_refused() {
+    let api = FakeBotApi::start().await;
+    let (hub, events) = FakeHub::new();
+    let mut config = api.config();
+    config.owners.push(77);
+    config.allowed_chats = Some(vec![OWNER, 77]);
+    let task = start(&config, &hub, Store::in_memory().unwrap(), events);
+    let (id, message_id) = asked(&api, &hub).await;
+    api.push_updates(vec![
+        // Another owner, in their own (allowed) chat: the question is not that chat's.
+        press(1, 77, 77, message_id, &format!("v1:a:{id}")),
+        // An owner in a chat that is not allowed.
+        press(2, -100_9, OWNER, message_id, &format!("v1:a:{id}")),
+        // A well-formed id no question has.
+        press(
+            3,
+            OWNER,
+            OWNER,
+            message_id,
+            "v1:a:ap_ffffffffffffffffffffffffffffffff",
+        ),
+        // Not tau's data at all.
+        press(4, OWNER, OWNER, message_id, "approve"),
+    ]);
+    assert_eq!(
+        answers(&api, 4).await,
+        vec![
+            json!("This question is not yours to answer."),
+            json!("This question is not yours to answer."),
+            json!("This question no longer exists."),
+            json!("This button is not valid."),
+        ]
+    );
+    let reasons: Vec<_> = hub
+        .refused
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|p| p.reason)
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            PressRefusal::OtherConversation,
+            PressRefusal::ChatNotAllowed,
+            PressRefusal::Forged,
+            PressRefusal::Forged
+        ]
+    );
+    // After /new the old session's question is no longer this chat's to answer.
+    api.push_updates(vec![
+        message(5, OWNER, OWNER, "/new"),
+        press(6, OWNER, OWNER, message_id, &format!("v1:a:{id}")),
+    ]);
+    let answered = answers(&api, 5).await;
+    assert_eq!(answered[4], json!("This question is not yours to answer."));
+    assert_eq!(hub.state(&id), ApprovalState::Pending);
+    assert!(hub.answers.lock().unwrap().is_empty());
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_restart_between_question_and_answer_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let api = FakeBotApi::start().await;
+    let (hub, events) = FakeHub::new();
+    let task = start(&api.config(), &hub, Store::open(&path).unwrap(), events);
+    let (first, first_message) = asked(&api, &hub).await;
+    let (second, second_message) = asked(&api, &hub).await;
+    task.abort();
+    let _ = task.await;
+    // While tau is down the second question expires.
+    hub.approvals
+        .decide(
+            &second,
+            ApprovalState::Expired,
+            &DecidedBy::Timeout,
+            jiff::Timestamp::now(),
+        )
+        .unwrap();
+    let sends = api.calls("sendMessage").len();
+    let (hub, events) = hub.restarted();
+    let task = start(&api.config(), &hub, Store::open(&path).unwrap(), events);
+    // The expired one loses its buttons at once; the open one is not asked again.
+    let edit = edit_of(&api, second_message).await;
+    assert!(
+        text(&edit).contains("⌛ Expired unanswered at "),
+        "{}",
+        text(&edit)
+    );
+    assert_eq!(edit.body["reply_markup"], json!({"inline_keyboard": []}));
+    api.push_updates(vec![press(
+        1,
+        OWNER,
+        OWNER,
+        first_message,
+        &format!("v1:a:{first}"),
+    )]);
+    let edit = edit_of(&api, first_message).await;
+    assert!(
+        text(&edit).contains("✅ Approved by 4242"),
+        "{}",
+        text(&edit)
+    );
+    assert_eq!(hub.state(&first), ApprovalState::Approved);
+    assert_eq!(
+        api.calls("sendMessage").len(),
+        sends,
+        "no question was sent again"
+    );
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_question_whose_deadline_passed_expires_when_pressed() {
+    let api = FakeBotApi::start().await;
+    let (hub, events) = FakeHub::new();
+    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let (id, message_id) = asked(&api, &hub).await;
+    hub.approvals
+        .tamper(&id, |row| row.deadline = jiff::Timestamp::UNIX_EPOCH);
+    api.push_updates(vec![press(
+        1,
+        OWNER,
+        OWNER,
+        message_id,
+        &format!("v1:a:{id}"),
+    )]);
+    let edit = edit_of(&api, message_id).await;
+    assert_eq!(hub.state(&id), ApprovalState::Expired);
+    assert!(
+        text(&edit).contains("⌛ Expired unanswered"),
+        "{}",
+        text(&edit)
+    );
+    task.abort();
+}
+
+#[tokio::test]
+async fn show_all_sends_every_argument_whole() {
+    let api = FakeBotApi::start().await;
+    let (hub, events) = FakeHub::new();
+    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let long = format!("echo {}; rm -rf ~/notes", "a".repeat(5000));
+    let id = hub.ask(CHAT, json!({"command": long})).await;
+    let sent = api.wait_calls("sendMessage", 1).await;
+    let labels: Vec<String> = buttons(&sent[0]).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels, vec!["Approve", "Reject", "Show all"]);
+    assert!(
+        !text(&sent[0]).contains("rm -rf"),
+        "the end is not in the question"
+    );
+    api.push_updates(vec![press(1, OWNER, OWNER, 101, &format!("v1:s:{id}"))]);
+    let sent = api.wait_calls("sendMessage", 3).await;
+    let all: String = sent[1..].iter().map(text).collect();
+    assert!(all.contains("rm -rf ~/notes"), "{all}");
+    assert_eq!(hub.state(&id), ApprovalState::Pending);
+    task.abort();
+}
+
+#[tokio::test]
+async fn an_answer_streams_into_one_message_by_edits() {
+    let api = FakeBotApi::start().await;
+    let (hub, events) = FakeHub::new();
+    let mut config = api.config();
+    config.edit_interval_ms = 300;
+    let task = start(&config, &hub, Store::in_memory().unwrap(), events);
+    for piece in ["The ", "time ", "is ", "<14:03>", "."] {
+        hub.emit(CHAT, ChannelEvent::TextDelta { text: piece.into() })
+            .await;
+    }
+    hub.emit(
+        CHAT,
+        ChannelEvent::TurnEnded {
+            stop_reason: tau_core::StopReason::EndTurn,
+            usage: tau_core::TurnUsage::default(),
+        },
+    )
+    .await;
+    let sent = api.wait_calls("sendMessage", 1).await;
+    let last = until("the whole answer", || {
+        let edits = api.calls("editMessageText");
+        let last = edits
+            .last()
+            .map_or_else(|| text(&sent[0]).to_owned(), |c| text(c).to_owned());
+        (last == "The time is &lt;14:03&gt;.").then_some(last)
+    })
+    .await;
+    assert_eq!(last, "The time is &lt;14:03&gt;.");
+    assert_eq!(api.calls("sendMessage").len(), 1, "one message, edited");
+    assert!(
+        api.calls("editMessageText").len() <= 1,
+        "edits are throttled"
+    );
+    task.abort();
+}
