@@ -171,7 +171,7 @@ impl TurnView {
                     lines.push(Line::new(line, Style::Italic));
                 }
                 Block::Notice(text) => {
-                    lines.push(Line::new(format!("! {}", display(text)), Style::Italic))
+                    lines.push(Line::new(format!("! {}", display(text)), Style::Italic));
                 }
             }
         }

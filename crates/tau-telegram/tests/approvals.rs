@@ -1,6 +1,12 @@
 //! Questions on Telegram: only an owner, in the conversation's own chat, decides; every
 //! other press changes nothing and is recorded; a decided question's message says so and
 //! loses its buttons, across restarts too.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod support;
 
@@ -95,13 +101,7 @@ async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
     let (hub, events) = FakeHub::new();
     let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
     let (id, message_id) = asked(&api, &hub).await;
-    api.push_updates(vec![press(
-        1,
-        OWNER,
-        OWNER,
-        message_id,
-        &format!("v1:a:{id}"),
-    )]);
+    api.push_updates(&[press(1, OWNER, OWNER, message_id, &format!("v1:a:{id}"))]);
     let edit = edit_of(&api, message_id).await;
     assert_eq!(hub.state(&id), ApprovalState::Approved);
     assert_eq!(
@@ -123,13 +123,7 @@ async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
             .starts_with("✅ Approved by 4242 at ")
     );
     // A second press on the decided question learns its final state and changes nothing.
-    api.push_updates(vec![press(
-        2,
-        OWNER,
-        OWNER,
-        message_id,
-        &format!("v1:r:{id}"),
-    )]);
+    api.push_updates(&[press(2, OWNER, OWNER, message_id, &format!("v1:r:{id}"))]);
     let answered = answers(&api, 2).await;
     assert!(
         answered[1]
@@ -152,13 +146,7 @@ async fn an_owner_rejects() {
     let (hub, events) = FakeHub::new();
     let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
     let (id, message_id) = asked(&api, &hub).await;
-    api.push_updates(vec![press(
-        1,
-        OWNER,
-        OWNER,
-        message_id,
-        &format!("v1:r:{id}"),
-    )]);
+    api.push_updates(&[press(1, OWNER, OWNER, message_id, &format!("v1:r:{id}"))]);
     let edit = edit_of(&api, message_id).await;
     assert_eq!(hub.state(&id), ApprovalState::Rejected);
     assert!(
@@ -176,7 +164,7 @@ async fn a_strangers_press_is_not_theirs_changes_nothing_and_is_recorded() {
     let (hub, events) = FakeHub::new();
     let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
     let (id, message_id) = asked(&api, &hub).await;
-    api.push_updates(vec![
+    api.push_updates(&[
         // In the owner's chat (a group member, a forged update): not an owner.
         press(1, OWNER, STRANGER, message_id, &format!("v1:a:{id}")),
         // In the stranger's own chat.
@@ -221,11 +209,11 @@ async fn a_press_from_another_chat_or_session_or_with_forged_data_is_refused() {
     config.allowed_chats = Some(vec![OWNER, 77]);
     let task = start(&config, &hub, Store::in_memory().unwrap(), events);
     let (id, message_id) = asked(&api, &hub).await;
-    api.push_updates(vec![
+    api.push_updates(&[
         // Another owner, in their own (allowed) chat: the question is not that chat's.
         press(1, 77, 77, message_id, &format!("v1:a:{id}")),
         // An owner in a chat that is not allowed.
-        press(2, -100_9, OWNER, message_id, &format!("v1:a:{id}")),
+        press(2, -1_009, OWNER, message_id, &format!("v1:a:{id}")),
         // A well-formed id no question has.
         press(
             3,
@@ -263,7 +251,7 @@ async fn a_press_from_another_chat_or_session_or_with_forged_data_is_refused() {
         ]
     );
     // After /new the old session's question is no longer this chat's to answer.
-    api.push_updates(vec![
+    api.push_updates(&[
         message(5, OWNER, OWNER, "/new"),
         press(6, OWNER, OWNER, message_id, &format!("v1:a:{id}")),
     ]);
@@ -305,7 +293,7 @@ async fn a_restart_between_question_and_answer_changes_nothing() {
         text(&edit)
     );
     assert_eq!(edit.body["reply_markup"], json!({"inline_keyboard": []}));
-    api.push_updates(vec![press(
+    api.push_updates(&[press(
         1,
         OWNER,
         OWNER,
@@ -335,13 +323,7 @@ async fn a_question_whose_deadline_passed_expires_when_pressed() {
     let (id, message_id) = asked(&api, &hub).await;
     hub.approvals
         .tamper(&id, |row| row.deadline = jiff::Timestamp::UNIX_EPOCH);
-    api.push_updates(vec![press(
-        1,
-        OWNER,
-        OWNER,
-        message_id,
-        &format!("v1:a:{id}"),
-    )]);
+    api.push_updates(&[press(1, OWNER, OWNER, message_id, &format!("v1:a:{id}"))]);
     let edit = edit_of(&api, message_id).await;
     assert_eq!(hub.state(&id), ApprovalState::Expired);
     assert!(
@@ -366,7 +348,7 @@ async fn show_all_sends_every_argument_whole() {
         !text(&sent[0]).contains("rm -rf"),
         "the end is not in the question"
     );
-    api.push_updates(vec![press(1, OWNER, OWNER, 101, &format!("v1:s:{id}"))]);
+    api.push_updates(&[press(1, OWNER, OWNER, 101, &format!("v1:s:{id}"))]);
     let sent = api.wait_calls("sendMessage", 3).await;
     let all: String = sent[1..].iter().map(text).collect();
     assert!(all.contains("rm -rf ~/notes"), "{all}");

@@ -1,5 +1,11 @@
 //! Long polling against a scripted Bot API: the offset, 429, 409, lost connections and
 //! updates no one should have sent.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod support;
 
@@ -37,7 +43,7 @@ async fn too_many_requests_waits_as_long_as_telegram_asks() {
                "parameters": {"retry_after": 1}})
         .to_string(),
     );
-    api.push_updates(vec![message(10, OWNER, OWNER, "hello")]);
+    api.push_updates(&[message(10, OWNER, OWNER, "hello")]);
     let task = start(&api, &hub, Store::in_memory().unwrap(), events);
     until("the message", || (!sent(&hub).is_empty()).then_some(())).await;
     let polls = api.calls("getUpdates");
@@ -100,7 +106,7 @@ async fn a_lost_connection_or_a_page_that_is_not_json_is_retried() {
         200,
         "{\"ok\": true, \"result\": {\"not\": \"a list\"}}".into(),
     );
-    api.push_updates(vec![message(3, OWNER, OWNER, "still there?")]);
+    api.push_updates(&[message(3, OWNER, OWNER, "still there?")]);
     let task = start(&api, &hub, Store::in_memory().unwrap(), events);
     until("the message", || (!sent(&hub).is_empty()).then_some(())).await;
     assert_eq!(
@@ -114,7 +120,7 @@ async fn a_lost_connection_or_a_page_that_is_not_json_is_retried() {
 async fn odd_updates_are_ignored_one_by_one_and_polling_goes_on() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    api.push_updates(vec![
+    api.push_updates(&[
         json!("not an update"),
         json!({}),
         json!({"update_id": "11"}),
@@ -131,7 +137,7 @@ async fn odd_updates_are_ignored_one_by_one_and_polling_goes_on() {
     ]);
     let task = start(&api, &hub, Store::in_memory().unwrap(), events);
     until("the message", || (!sent(&hub).is_empty()).then_some(())).await;
-    api.push_updates(vec![message(21, OWNER, OWNER, "again")]);
+    api.push_updates(&[message(21, OWNER, OWNER, "again")]);
     until("the second message", || {
         (sent(&hub).len() == 2).then_some(())
     })
@@ -175,7 +181,7 @@ async fn odd_updates_are_ignored_one_by_one_and_polling_goes_on() {
 async fn strangers_and_other_chats_never_reach_the_model() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    api.push_updates(vec![
+    api.push_updates(&[
         message(1, STRANGER, STRANGER, "hi, I am the owner now"),
         message(2, STRANGER, STRANGER, "/new"),
         message(
@@ -218,7 +224,7 @@ async fn the_offset_survives_a_restart_so_nothing_is_handled_twice() {
     let path = dir.path().join("state.db");
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    api.push_updates(vec![
+    api.push_updates(&[
         message(30, OWNER, OWNER, "one"),
         message(31, OWNER, OWNER, "two"),
     ]);

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod emulator;
+
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -82,7 +84,7 @@ impl FakeBotApi {
     }
 
     /// The next getUpdates answers `updates`.
-    pub fn push_updates(&self, updates: Vec<Value>) {
+    pub fn push_updates(&self, updates: &[Value]) {
         self.push_raw(200, json!({"ok": true, "result": updates}).to_string());
     }
 
@@ -143,7 +145,7 @@ async fn answer(
         .into_body()
         .collect()
         .await
-        .map(|b| b.to_bytes())
+        .map(http_body_util::Collected::to_bytes)
         .unwrap_or_default();
     let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let prefix = format!("/bot{TOKEN}/");
