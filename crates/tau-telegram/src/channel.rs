@@ -363,7 +363,7 @@ impl TelegramChannel {
 
 /// `/new`, `/new@tau_bot`, `/new args` -> `new`. `None` for anything but a command.
 fn command(text: &str) -> Option<&str> {
-    let word = text.strip_prefix('/')?.split_whitespace().next()?;
+    let word = text.strip_prefix('/')?.split(char::is_whitespace).next()?;
     let name = word.split('@').next()?;
     (!name.is_empty()).then_some(name)
 }
