@@ -141,3 +141,44 @@ async fn owners_approve_and_reject_strangers_change_nothing_on_the_emulator() {
     );
     task.abort();
 }
+
+/// Runs this binary's emulator test again in a child process, the emulator nowhere to be
+/// found: it skips without `TAU_PEERS_REQUIRED`, and fails with it.
+#[test]
+fn a_missing_emulator_fails_when_peers_are_required() {
+    let run = |required: bool| {
+        let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+        command
+            .args([
+                "--exact",
+                "owners_approve_and_reject_strangers_change_nothing_on_the_emulator",
+                "--test-threads=1",
+            ])
+            .env("TAU_TEST_NPM_BIN", "/nonexistent/node_modules/.bin")
+            .env_remove("TAU_PEERS_REQUIRED");
+        if required {
+            command.env("TAU_PEERS_REQUIRED", "1");
+        }
+        command.output().unwrap()
+    };
+    let skipped = run(false);
+    assert!(
+        skipped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&skipped.stderr)
+    );
+    let failed = run(true);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&failed.stdout),
+        String::from_utf8_lossy(&failed.stderr)
+    );
+    assert!(
+        !failed.status.success(),
+        "a missing emulator passed: {said}"
+    );
+    assert!(
+        said.contains("TAU_PEERS_REQUIRED is set, but there is no npm peer telegram-test-api"),
+        "{said}"
+    );
+}
