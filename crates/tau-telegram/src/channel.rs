@@ -16,7 +16,9 @@ use crate::auth::{Access, Verdict};
 use crate::callback::{Action, ButtonData};
 use crate::chat::{self, ChatCommand, ChatParts};
 use crate::config::TelegramConfig;
-use crate::hub::{Hub, HubEvent, PressRefusal, Question, RefusedPress};
+use crate::hub::{
+    Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
+};
 use crate::poller::{self, Handler, Pacing, PollError};
 use crate::question::{Asked, outcome};
 use crate::store::Store;
@@ -28,8 +30,6 @@ pub const CHANNEL: &str = "telegram";
 /// The longest message passed on to the model, in bytes (Telegram's own limit is 4096
 /// characters; anything longer did not come from Telegram).
 const MAX_TEXT_BYTES: usize = 16 * 1024;
-/// How often open questions are checked for a passed deadline.
-const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
 /// tau's Telegram channel.
 pub struct TelegramChannel {
@@ -95,17 +95,10 @@ impl TelegramChannel {
                 event,
             }) = events.recv().await
             {
-                match conversation.parse::<i64>() {
-                    Ok(chat) => pump.to_chat(chat, ChatCommand::Event(event)),
-                    Err(_) => tracing::warn!(%conversation, "telegram: an event for no chat"),
+                match chat_of(&conversation) {
+                    Some(chat) => pump.to_chat(chat, ChatCommand::Event(event)),
+                    None => tracing::warn!(%conversation, "telegram: an event for no chat"),
                 }
-            }
-        });
-        let sweeper = Arc::clone(&self);
-        let sweeping = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(SWEEP_EVERY).await;
-                sweeper.expire_overdue().await;
             }
         });
         let offset = self.store.offset().unwrap_or_else(|error| {
@@ -115,7 +108,6 @@ impl TelegramChannel {
         let handler: Arc<dyn Handler> = Arc::new(Updates(Arc::clone(&self)));
         let error = poller::poll(&self.api, handler, offset, self.pacing).await;
         pumping.abort();
-        sweeping.abort();
         error
     }
 
@@ -153,38 +145,13 @@ impl TelegramChannel {
             Ok(questions) => {
                 for Question { row, conversation } in questions {
                     let shown = self.store.shown(&row.id).ok().flatten();
-                    let chat = conversation.and_then(|c| c.parse::<i64>().ok());
+                    let chat = conversation.as_deref().and_then(chat_of);
                     if let (None, Some(chat)) = (shown, chat) {
                         self.to_chat(chat, ChatCommand::Event(requested_event(&row)));
                     }
                 }
             }
             Err(error) => tracing::warn!("telegram: cannot list open questions: {error}"),
-        }
-        self.expire_overdue().await;
-    }
-
-    /// Questions past their deadline expire (the turn is told, the message closed).
-    async fn expire_overdue(&self) {
-        let Ok(questions) = self.hub.pending().await else {
-            return;
-        };
-        let now = Timestamp::now();
-        for Question { row, .. } in questions {
-            if row.deadline <= now {
-                self.expire(&row.id).await;
-            }
-        }
-    }
-
-    async fn expire(&self, approval_id: &str) {
-        match self
-            .hub
-            .answer(approval_id, ApprovalState::Expired, &DecidedBy::Timeout)
-            .await
-        {
-            Ok(_) => self.close_everywhere(approval_id),
-            Err(error) => tracing::warn!(approval_id, "telegram: {error}"),
         }
     }
 
@@ -225,14 +192,23 @@ impl TelegramChannel {
             self.say(chat, t.too_long);
             return;
         }
-        let key = chat.to_string();
+        let key = match self.store.generation(chat) {
+            Ok(generation) => conversation_key(chat, generation),
+            Err(error) => {
+                tracing::warn!("telegram: {error}");
+                self.say(chat, &format!("{} {error}", t.not_taken));
+                return;
+            }
+        };
         // 4. commands; anything else goes to the model
         match command(&text) {
             Some("start") => {
                 self.say(chat, t.greeting);
             }
-            Some("new") => match self.hub.new_session(&key).await {
-                Ok(()) => self.say(chat, t.new_session),
+            // The chat's next conversation; questions of the earlier one stay answerable
+            // here until they are decided or expire.
+            Some("new") => match self.store.next_generation(chat) {
+                Ok(_) => self.say(chat, t.new_session),
                 Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
             },
             Some("cancel") => match self.hub.cancel(&key).await {
@@ -306,9 +282,10 @@ impl TelegramChannel {
                 return;
             }
         };
-        // 4. a question of another chat, another session or another channel
-        let key = chat.to_string();
-        if question.row.channel != CHANNEL || question.conversation.as_deref() != Some(&key) {
+        // 4. a question of another chat's conversation, or of another channel
+        if question.row.channel != CHANNEL
+            || question.conversation.as_deref().and_then(chat_of) != Some(chat)
+        {
             refuse(PressRefusal::OtherConversation);
             self.answer_press(&callback, t.not_yours).await;
             return;
@@ -319,27 +296,27 @@ impl TelegramChannel {
             let _ = self.store.remember(&id, chat, message_id);
         }
         // 5. "Show all" shows; Approve and Reject decide, if it is still open
-        let to = match button.action {
+        let reply = match button.action {
             Action::ShowAll => {
                 self.to_chat(chat, ChatCommand::ShowAll(Asked::from_row(&question.row)));
                 self.answer_press(&callback, "").await;
                 return;
             }
-            Action::Approve => ApprovalState::Approved,
-            Action::Reject => ApprovalState::Rejected,
+            Action::Approve => Reply::Approve,
+            Action::Reject => Reply::Reject,
         };
-        let (to, decided_by) = if question.row.state == ApprovalState::Pending
-            && question.row.deadline <= Timestamp::now()
+        // 6. past its deadline: expired, whether or not the hub has marked it yet
+        if question.row.state == ApprovalState::Pending && question.row.deadline <= Timestamp::now()
         {
-            (ApprovalState::Expired, DecidedBy::Timeout)
-        } else {
-            let person = DecidedBy::Person {
-                channel: CHANNEL.to_owned(),
-                user: Some(from.to_string()),
-            };
-            (to, person)
-        };
-        let reply = match self.hub.answer(&id, to, &decided_by).await {
+            let mut expired = question.row;
+            expired.state = ApprovalState::Expired;
+            expired.decided_by = Some(DecidedBy::Timeout);
+            expired.decided_at = Some(expired.deadline);
+            self.answer_press(&callback, &outcome(&expired, self.language))
+                .await;
+            return;
+        }
+        let reply = match self.hub.answer(&id, reply, &from.to_string()).await {
             Ok(Answered::Decided(row) | Answered::AlreadyDecided(row)) => {
                 tracing::info!(approval_id = %id, user = from, state = row.state.as_str(), "telegram: a question was answered");
                 outcome(&row, self.language)

@@ -1,10 +1,10 @@
 //! What the channel needs from the hub that hosts it, as one trait: the hub's side is one
-//! adapter. Conversations are the hub's `(telegram, key)`; the key is the chat id.
+//! adapter. Conversations are the hub's `(telegram, key)`; the key is the chat id, followed
+//! by `.N` once `/new` started the chat's N-th conversation (see [`conversation_key`]).
 
 use async_trait::async_trait;
 use tau_core::ChannelEvent;
-use tau_core::DecidedBy;
-use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
+use tau_core::approval::{Answered, ApprovalRow};
 
 /// The hub could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -15,9 +15,8 @@ pub struct HubError(pub String);
 #[derive(Debug, Clone, PartialEq)]
 pub struct Question {
     pub row: ApprovalRow,
-    /// The key of the Telegram conversation whose current session asked it; `None` when
-    /// that session is no Telegram conversation's current one (another channel's, or one
-    /// replaced by `/new`).
+    /// The key of the Telegram conversation whose session asked it; `None` when that
+    /// session is no Telegram conversation's.
     pub conversation: Option<String>,
 }
 
@@ -28,6 +27,29 @@ pub struct HubEvent {
     pub event: ChannelEvent,
 }
 
+/// A person's answer to a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    Approve,
+    Reject,
+}
+
+/// The conversation key of a chat's `generation`-th conversation (0 before any `/new`).
+pub fn conversation_key(chat: i64, generation: u32) -> String {
+    if generation == 0 {
+        chat.to_string()
+    } else {
+        format!("{chat}.{generation}")
+    }
+}
+
+/// The chat a conversation key belongs to; `None` for a key this channel never makes.
+pub fn chat_of(key: &str) -> Option<i64> {
+    let (chat, generation) = key.split_once('.').unwrap_or((key, "0"));
+    generation.parse::<u32>().ok()?;
+    chat.parse().ok().filter(|c| *c != 0)
+}
+
 /// Why a press did not count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PressRefusal {
@@ -35,7 +57,7 @@ pub enum PressRefusal {
     NotAnOwner,
     /// An owner, in a chat the config does not allow.
     ChatNotAllowed,
-    /// The question belongs to another chat or another session.
+    /// The question belongs to another chat's conversation (or none of this channel's).
     OtherConversation,
     /// The button's data is not tau's, or names no question.
     Forged,
@@ -46,7 +68,7 @@ impl PressRefusal {
         match self {
             Self::NotAnOwner => "not an owner",
             Self::ChatNotAllowed => "chat not allowed",
-            Self::OtherConversation => "question of another chat or session",
+            Self::OtherConversation => "question of another conversation",
             Self::Forged => "button data not tau's",
         }
     }
@@ -67,22 +89,43 @@ pub trait Hub: Send + Sync {
     /// A person's message for the conversation `key`; the turn's events arrive as
     /// [`HubEvent`]s.
     async fn send(&self, key: &str, text: &str) -> Result<(), HubError>;
-    /// Starts a new session for the conversation.
-    async fn new_session(&self, key: &str) -> Result<(), HubError>;
     /// Cancels the conversation's running turn (and a command it runs); false when none
     /// runs.
     async fn cancel(&self, key: &str) -> Result<bool, HubError>;
     async fn question(&self, approval_id: &str) -> Result<Option<Question>, HubError>;
-    /// Decides a `pending` question (compare-and-set: the first answer wins) and lets the
-    /// turn go on.
+    /// A person's answer: the hub decides a `pending` question (compare-and-set: the
+    /// first answer wins, recorded as decided by `user` on Telegram) and lets the turn go
+    /// on; a later answer learns the final state. Deadlines are the hub's to enforce.
     async fn answer(
         &self,
         approval_id: &str,
-        to: ApprovalState,
-        decided_by: &DecidedBy,
+        reply: Reply,
+        user: &str,
     ) -> Result<Answered, HubError>;
     /// This channel's questions still waiting for an answer.
     async fn pending(&self) -> Result<Vec<Question>, HubError>;
     /// Records a press that did not count.
     fn refused_press(&self, press: &RefusedPress);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_name_the_chat_and_the_conversation() {
+        assert_eq!(conversation_key(42, 0), "42");
+        assert_eq!(conversation_key(-100_123, 2), "-100123.2");
+        for (key, chat) in [
+            ("42", Some(42)),
+            ("-100123.2", Some(-100_123)),
+            ("42.x", None),
+            ("42.-1", None),
+            ("web-1", None),
+            ("0", None),
+            ("", None),
+        ] {
+            assert_eq!(chat_of(key), chat, "{key}");
+        }
+    }
 }

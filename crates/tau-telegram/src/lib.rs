@@ -38,6 +38,8 @@ mod view;
 pub use api::ApiError;
 pub use channel::{CHANNEL, TelegramChannel};
 pub use config::{DEFAULT_API_URL, TelegramConfig};
-pub use hub::{Hub, HubError, HubEvent, PressRefusal, Question, RefusedPress};
+pub use hub::{
+    Hub, HubError, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
+};
 pub use poller::PollError;
 pub use store::{Store, StoreError};

@@ -42,6 +42,10 @@ CREATE TABLE IF NOT EXISTS telegram_offset (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     next INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS telegram_chats (
+    chat INTEGER PRIMARY KEY,
+    generation INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS telegram_questions (
     approval_id TEXT PRIMARY KEY,
     chat INTEGER NOT NULL,
@@ -88,6 +92,30 @@ impl Store {
             params![next],
         )?;
         Ok(())
+    }
+
+    /// How many times `/new` was said in `chat`.
+    pub(crate) fn generation(&self, chat: i64) -> Result<u32, StoreError> {
+        Ok(self
+            .db()
+            .query_row(
+                "SELECT generation FROM telegram_chats WHERE chat = ?1",
+                params![chat],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(0))
+    }
+
+    /// `/new` in `chat`: the next generation, stored.
+    pub(crate) fn next_generation(&self, chat: i64) -> Result<u32, StoreError> {
+        Ok(self.db().query_row(
+            "INSERT INTO telegram_chats (chat, generation) VALUES (?1, 1)
+             ON CONFLICT (chat) DO UPDATE SET generation = generation + 1
+             RETURNING generation",
+            params![chat],
+            |r| r.get(0),
+        )?)
     }
 
     pub(crate) fn shown(&self, approval_id: &str) -> Result<Option<Shown>, StoreError> {
@@ -172,5 +200,12 @@ mod tests {
         );
         assert_eq!(store.open_questions().unwrap(), vec!["ap_2".to_owned()]);
         assert_eq!(store.shown("ap_3").unwrap(), None);
+        assert_eq!(store.generation(42).unwrap(), 0);
+        assert_eq!(store.next_generation(42).unwrap(), 1);
+        assert_eq!(store.next_generation(42).unwrap(), 2);
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.generation(42).unwrap(), 2);
+        assert_eq!(store.generation(43).unwrap(), 0);
     }
 }

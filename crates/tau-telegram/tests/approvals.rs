@@ -250,15 +250,37 @@ async fn a_press_from_another_chat_or_session_or_with_forged_data_is_refused() {
             PressRefusal::Forged
         ]
     );
-    // After /new the old session's question is no longer this chat's to answer.
-    api.push_updates(&[
-        message(5, OWNER, OWNER, "/new"),
-        press(6, OWNER, OWNER, message_id, &format!("v1:a:{id}")),
-    ]);
-    let answered = answers(&api, 5).await;
-    assert_eq!(answered[4], json!("This question is not yours to answer."));
     assert_eq!(hub.state(&id), ApprovalState::Pending);
     assert!(hub.answers.lock().unwrap().is_empty());
+    task.abort();
+}
+
+#[tokio::test]
+async fn after_new_the_chat_talks_to_a_new_conversation_and_its_open_question_still_counts() {
+    let api = FakeBotApi::start().await;
+    let (hub, events) = FakeHub::new();
+    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let (id, message_id) = asked(&api, &hub).await;
+    api.push_updates(&[
+        message(1, OWNER, OWNER, "/new"),
+        message(2, OWNER, OWNER, "hello again"),
+        press(3, OWNER, OWNER, message_id, &format!("v1:a:{id}")),
+    ]);
+    edit_of(&api, message_id).await;
+    assert_eq!(hub.state(&id), ApprovalState::Approved);
+    assert_eq!(
+        hub.sent.lock().unwrap().clone(),
+        vec![("4242.1".to_owned(), "hello again".to_owned())]
+    );
+    let replies: Vec<String> = api
+        .calls("sendMessage")
+        .iter()
+        .map(|c| text(c).to_owned())
+        .collect();
+    assert!(
+        replies.contains(&"New conversation.".to_owned()),
+        "{replies:?}"
+    );
     task.abort();
 }
 
@@ -316,7 +338,7 @@ async fn a_restart_between_question_and_answer_changes_nothing() {
 }
 
 #[tokio::test]
-async fn a_question_whose_deadline_passed_expires_when_pressed() {
+async fn a_press_after_the_deadline_is_told_it_expired_and_decides_nothing() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
     let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
@@ -324,13 +346,24 @@ async fn a_question_whose_deadline_passed_expires_when_pressed() {
     hub.approvals
         .tamper(&id, |row| row.deadline = jiff::Timestamp::UNIX_EPOCH);
     api.push_updates(&[press(1, OWNER, OWNER, message_id, &format!("v1:a:{id}"))]);
+    assert_eq!(
+        answers(&api, 1).await,
+        vec![json!(
+            "⌛ Expired unanswered at 1970-01-01 00:00:00 UTC: not run"
+        )]
+    );
+    assert!(hub.answers.lock().unwrap().is_empty());
+    // The hub expires it: the message says so and loses its buttons.
+    hub.decide(&id, ApprovalState::Expired, &DecidedBy::Timeout)
+        .await
+        .unwrap();
     let edit = edit_of(&api, message_id).await;
-    assert_eq!(hub.state(&id), ApprovalState::Expired);
     assert!(
         text(&edit).contains("⌛ Expired unanswered"),
         "{}",
         text(&edit)
     );
+    assert_eq!(edit.body["reply_markup"], json!({"inline_keyboard": []}));
     task.abort();
 }
 

@@ -24,7 +24,7 @@ use tau_core::approval::{
     requested_event,
 };
 use tau_core::{DecidedBy, EventBus, Tier};
-use tau_telegram::{Hub, HubError, HubEvent, Question, RefusedPress, TelegramConfig};
+use tau_telegram::{Hub, HubError, HubEvent, Question, RefusedPress, Reply, TelegramConfig};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -309,6 +309,30 @@ impl FakeHub {
         id
     }
 
+    /// The hub's compare-and-set and the closing event to the conversation.
+    pub async fn decide(
+        &self,
+        approval_id: &str,
+        to: ApprovalState,
+        by: &DecidedBy,
+    ) -> Result<Answered, HubError> {
+        let (answered, event) =
+            answer_durable(self.approvals.as_ref(), &self.bus, approval_id, to, by)
+                .map_err(|e| HubError(e.to_string()))?;
+        if let (Some(event), Answered::Decided(row)) = (event, &answered)
+            && let Some(key) = self.key_of(&row.session)
+        {
+            let _ = self
+                .events
+                .send(HubEvent {
+                    conversation: key,
+                    event,
+                })
+                .await;
+        }
+        Ok(answered)
+    }
+
     pub fn state(&self, id: &str) -> ApprovalState {
         self.approvals.get(id).unwrap().unwrap().state
     }
@@ -321,16 +345,6 @@ impl Hub for FakeHub {
             .lock()
             .unwrap()
             .push((key.to_owned(), text.to_owned()));
-        Ok(())
-    }
-
-    async fn new_session(&self, key: &str) -> Result<(), HubError> {
-        let mut next = self.next.lock().unwrap();
-        *next += 1;
-        self.sessions
-            .lock()
-            .unwrap()
-            .insert(key.to_owned(), format!("s-{key}-{next}"));
         Ok(())
     }
 
@@ -354,33 +368,22 @@ impl Hub for FakeHub {
     async fn answer(
         &self,
         approval_id: &str,
-        to: ApprovalState,
-        decided_by: &DecidedBy,
+        reply: Reply,
+        user: &str,
     ) -> Result<Answered, HubError> {
+        let to = match reply {
+            Reply::Approve => ApprovalState::Approved,
+            Reply::Reject => ApprovalState::Rejected,
+        };
+        let by = DecidedBy::Person {
+            channel: "telegram".into(),
+            user: Some(user.to_owned()),
+        };
         self.answers
             .lock()
             .unwrap()
-            .push((approval_id.to_owned(), to, decided_by.clone()));
-        let (answered, event) = answer_durable(
-            self.approvals.as_ref(),
-            &self.bus,
-            approval_id,
-            to,
-            decided_by,
-        )
-        .map_err(|e| HubError(e.to_string()))?;
-        if let (Some(event), Answered::Decided(row)) = (event, &answered)
-            && let Some(key) = self.key_of(&row.session)
-        {
-            let _ = self
-                .events
-                .send(HubEvent {
-                    conversation: key,
-                    event,
-                })
-                .await;
-        }
-        Ok(answered)
+            .push((approval_id.to_owned(), to, by.clone()));
+        self.decide(approval_id, to, &by).await
     }
 
     async fn pending(&self) -> Result<Vec<Question>, HubError> {
