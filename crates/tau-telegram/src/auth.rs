@@ -48,6 +48,11 @@ impl Access {
         }
     }
 
+    /// Whether the bot talks in `chat` at all.
+    pub(crate) fn chat_allowed(&self, chat: i64) -> bool {
+        self.chats.contains(&chat)
+    }
+
     /// True the first time `(user, chat)` is seen: the caller logs it then, and only then.
     pub(crate) fn first_time(&self, user: Option<i64>, chat: Option<i64>) -> bool {
         let mut logged = self.logged.lock().unwrap_or_else(PoisonError::into_inner);
@@ -78,6 +83,8 @@ mod tests {
         for (user, chat, verdict) in table {
             assert_eq!(access.check(user, chat), verdict, "{user:?} in {chat:?}");
         }
+        assert!(access.chat_allowed(-100));
+        assert!(!access.chat_allowed(8));
     }
 
     #[test]

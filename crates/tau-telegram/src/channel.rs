@@ -96,8 +96,13 @@ impl TelegramChannel {
             }) = events.recv().await
             {
                 match chat_of(&conversation) {
-                    Some(chat) => pump.to_chat(chat, ChatCommand::Event(event)),
-                    None => tracing::warn!(%conversation, "telegram: an event for no chat"),
+                    Some(chat) if pump.access.chat_allowed(chat) => {
+                        pump.to_chat(chat, ChatCommand::Event(event));
+                    }
+                    // A conversation of a chat no longer allowed (the config changed).
+                    Some(_) | None => {
+                        tracing::debug!(%conversation, "telegram: an event for no allowed chat");
+                    }
                 }
             }
         });
@@ -125,7 +130,8 @@ impl TelegramChannel {
     }
 
     fn say(&self, chat: i64, text: &str) {
-        self.to_chat(chat, ChatCommand::Say(crate::html::escape(text)));
+        let shown = crate::html::escape(&tau_core::display_multiline(text));
+        self.to_chat(chat, ChatCommand::Say(shown));
     }
 
     /// After a start: questions closed while tau was down lose their buttons; questions
@@ -332,7 +338,9 @@ impl TelegramChannel {
     }
 
     async fn answer_press(&self, callback: &str, text: &str) {
-        if let Err(error) = self.api.answer_callback(callback, text).await {
+        // Telegram shows at most 200 characters.
+        let text: String = tau_core::display(text).chars().take(200).collect();
+        if let Err(error) = self.api.answer_callback(callback, &text).await {
             tracing::warn!("telegram: {error}");
         }
     }
