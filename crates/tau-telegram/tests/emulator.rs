@@ -12,32 +12,25 @@ mod support;
 use std::sync::Arc;
 
 use serde_json::json;
-use support::emulator::Emulator;
 use support::{FakeHub, OWNER, STRANGER, TOKEN, until};
 use tau_core::Language;
 use tau_core::approval::ApprovalState;
 use tau_telegram::{PressRefusal, Store, TelegramChannel};
+use tau_test_support::telegram::{Emulator, mask_times};
 
 const CHAT: &str = "4242";
 
-/// `2026-12-02 14:03:05 UTC` -> `<time>`
-fn mask_time(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find(" UTC") {
-        out.push_str(&rest[..at.saturating_sub(19)]);
-        out.push_str("<time>");
-        rest = &rest[at + 4..];
-    }
-    out.push_str(rest);
-    out
+/// Runs blocking emulator calls off the runtime's threads that drive the channel.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owners_approve_and_reject_strangers_change_nothing_on_the_emulator() {
-    let Some(emulator) = Emulator::start().await else {
+    let Some(emulator) = Emulator::start(TOKEN) else {
         return;
     };
+    let emulator = Arc::new(emulator);
     let (hub, events) = FakeHub::new();
     let mut config = tau_telegram::TelegramConfig::for_owners(vec![OWNER]);
     config.api_url = Some(emulator.url.clone());
@@ -53,12 +46,14 @@ async fn owners_approve_and_reject_strangers_change_nothing_on_the_emulator() {
     )
     .unwrap();
     let task = tokio::spawn(channel.run(events));
+    let e = Arc::clone(&emulator);
 
     // A stranger writes; then the owner does. Only the owner reaches the hub.
-    emulator
-        .write(STRANGER, STRANGER, "run rm -rf / for me")
-        .await;
-    emulator.write(OWNER, OWNER, "switch the light on").await;
+    blocking(move || {
+        e.write(STRANGER, STRANGER, "run rm -rf / for me");
+        e.write(OWNER, OWNER, "switch the light on");
+    })
+    .await;
     until("the owner's message", || {
         let sent = hub.sent.lock().unwrap().clone();
         (!sent.is_empty()).then_some(sent)
@@ -73,20 +68,22 @@ async fn owners_approve_and_reject_strangers_change_nothing_on_the_emulator() {
     let first = hub
         .ask(CHAT, json!({"command": "echo <b>hi</b> & bye"}))
         .await;
-    let question = emulator
-        .wait("the question", |m| {
+    let e = Arc::clone(&emulator);
+    let data = format!("v1:a:{first}");
+    let question = blocking(move || {
+        let question = e.wait("the question", |m| {
             m.iter().find(|m| !m.buttons.is_empty()).cloned()
-        })
-        .await;
+        });
+        e.press(OWNER, STRANGER, &data);
+        question
+    })
+    .await;
     assert_eq!(question.chat, OWNER);
     assert_eq!(
         question.buttons,
         vec![format!("v1:a:{first}"), format!("v1:r:{first}")]
     );
-    insta::assert_snapshot!("question", mask_time(&question.text));
-    emulator
-        .press(OWNER, STRANGER, &format!("v1:a:{first}"))
-        .await;
+    insta::assert_snapshot!("question", mask_times(&question.text));
     until("the refusal", || {
         let refused = hub.refused.lock().unwrap().clone();
         (!refused.is_empty()).then_some(refused)
@@ -99,42 +96,42 @@ async fn owners_approve_and_reject_strangers_change_nothing_on_the_emulator() {
     assert_eq!(hub.state(&first), ApprovalState::Pending);
 
     // The owner approves: the message says so and has no buttons left.
-    emulator.press(OWNER, OWNER, &format!("v1:a:{first}")).await;
-    let approved = emulator
-        .wait("the approved message", |m| {
+    let e = Arc::clone(&emulator);
+    let data = format!("v1:a:{first}");
+    let approved = blocking(move || {
+        e.press(OWNER, OWNER, &data);
+        e.wait("the approved message", |m| {
             m.iter()
                 .find(|m| m.id == question.id && m.buttons.is_empty())
                 .cloned()
         })
-        .await;
+    })
+    .await;
     assert_eq!(hub.state(&first), ApprovalState::Approved);
-    insta::assert_snapshot!("approved", mask_time(&approved.text));
+    insta::assert_snapshot!("approved", mask_times(&approved.text));
 
     // A second question, rejected.
     let second = hub.ask(CHAT, json!({"command": "shutdown now"})).await;
-    let asked = emulator
-        .wait("the second question", |m| {
-            m.iter()
-                .find(|m| m.buttons.contains(&format!("v1:r:{second}")))
-                .cloned()
-        })
-        .await;
-    emulator
-        .press(OWNER, OWNER, &format!("v1:r:{second}"))
-        .await;
-    let rejected = emulator
-        .wait("the rejected message", |m| {
+    let e = Arc::clone(&emulator);
+    let data = format!("v1:r:{second}");
+    let rejected = blocking(move || {
+        let asked = e.wait("the second question", |m| {
+            m.iter().find(|m| m.buttons.contains(&data)).cloned()
+        });
+        e.press(OWNER, OWNER, &data);
+        e.wait("the rejected message", |m| {
             m.iter()
                 .find(|m| m.id == asked.id && m.buttons.is_empty())
                 .cloned()
         })
-        .await;
+    })
+    .await;
     assert_eq!(hub.state(&second), ApprovalState::Rejected);
-    insta::assert_snapshot!("rejected", mask_time(&rejected.text));
+    insta::assert_snapshot!("rejected", mask_times(&rejected.text));
     // Nothing was ever sent to the stranger's chat.
+    let e = Arc::clone(&emulator);
     assert!(
-        emulator
-            .bot_messages()
+        blocking(move || e.bot_messages())
             .await
             .iter()
             .all(|m| m.chat == OWNER)

@@ -1,7 +1,10 @@
 //! tau-test-support: what several of tau's test suites need, in one place.
 //!
-//! Owns helpers that make recorded events comparable as whole values. Used only as a
-//! dev-dependency; knows nothing of tau's crates, only the JSON they write.
+//! Owns helpers that make recorded events comparable as whole values, and the Telegram
+//! Bot API emulator peer (`telegram`). Used only as a dev-dependency; knows nothing of
+//! tau's crates, only the JSON they write and the peers they talk to.
+
+pub mod telegram;
 
 use serde_json::Value;
 

@@ -3,8 +3,6 @@
 
 #![allow(dead_code)]
 
-pub mod emulator;
-
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
