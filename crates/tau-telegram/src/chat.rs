@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tau_core::approval::ApprovalState;
-use tau_core::{ChannelEvent, Language};
+use tau_core::{ChannelEvent, Language, StopReason};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, sleep_until};
 
@@ -146,9 +146,14 @@ impl Chat {
                 self.flush().await;
                 self.close(&approval_id).await;
             }
-            ChannelEvent::TurnEnded { .. } => {
+            ChannelEvent::TurnEnded { stop_reason, .. } => {
                 self.flush().await;
-                self.view.next_turn();
+                if stop_reason == StopReason::Interrupt {
+                    // Paused on a question: the turn goes on once it is answered.
+                    self.view.next_stretch();
+                } else {
+                    self.view.next_turn();
+                }
                 self.sent.clear();
             }
             // Taken in by the view above.

@@ -19,11 +19,22 @@ enum Block {
     Tool {
         call_id: String,
         tool: String,
-        tier: Option<Tier>,
+        tier: Shown,
         state: ToolState,
         progress: Option<String>,
     },
     Notice(String),
+}
+
+/// What a tool line says of the call's tier.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shown {
+    Tier(Tier),
+    /// No tool of that name is registered: `[tier ?]`.
+    UnknownTool,
+    /// The call started before this process saw the turn (a restart between question and
+    /// answer): no tier shown.
+    NotSeen,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,7 +102,7 @@ impl TurnView {
                 self.blocks.push(Block::Tool {
                     call_id: call_id.clone(),
                     tool: tool.clone(),
-                    tier: *tier,
+                    tier: tier.map_or(Shown::UnknownTool, Shown::Tier),
                     state: ToolState::Running,
                     progress: None,
                 });
@@ -117,12 +128,17 @@ impl TurnView {
                 _ => self.blocks.push(Block::Tool {
                     call_id: call_id.clone(),
                     tool: tool.clone(),
-                    tier: self.tiers.get(call_id).copied().flatten(),
+                    tier: match self.tiers.get(call_id) {
+                        Some(Some(tier)) => Shown::Tier(*tier),
+                        Some(None) => Shown::UnknownTool,
+                        None => Shown::NotSeen,
+                    },
                     state: ToolState::Done(*status),
                     progress: None,
                 }),
             },
-            ChannelEvent::ApprovalRequested { call_id, .. } => {
+            ChannelEvent::ApprovalRequested { call_id, tier, .. } => {
+                self.tiers.insert(call_id.clone(), Some(*tier));
                 if let Some(Block::Tool { state, .. }) = self.tool_mut(call_id) {
                     *state = ToolState::Asking;
                 }
@@ -151,7 +167,11 @@ impl TurnView {
                     progress,
                     ..
                 } => {
-                    let tier = tier.map_or_else(|| "?".to_owned(), |t| t.to_string());
+                    let tier = match tier {
+                        Shown::Tier(tier) => format!("[{} {tier}] ", t.tier),
+                        Shown::UnknownTool => format!("[{} ?] ", t.tier),
+                        Shown::NotSeen => String::new(),
+                    };
                     let status = match state {
                         ToolState::Running => t.running,
                         ToolState::Asking => t.waiting,
@@ -162,7 +182,7 @@ impl TurnView {
                         ToolState::Done(CallStatus::Invalid) => t.result_invalid,
                         ToolState::Done(CallStatus::Cancelled) => t.result_cancelled,
                     };
-                    let mut line = format!("· [{} {tier}] {} — {status}", t.tier, display(tool));
+                    let mut line = format!("· {tier}{} — {status}", display(tool));
                     if let Some(progress) = progress {
                         let progress: String =
                             display(progress).chars().take(PROGRESS_CHARS).collect();
@@ -266,6 +286,13 @@ mod tests {
         view.next_stretch();
         view.apply(&finished("t1", "run_command", CallStatus::Refused));
         insta::assert_snapshot!(format!("{before}\n=====\n{}", view.messages().join("")));
+    }
+
+    #[test]
+    fn a_call_this_process_never_saw_start_has_no_tier() {
+        let mut view = TurnView::new(Language::En);
+        view.apply(&finished("t9", "run_command", CallStatus::Success));
+        assert_eq!(view.messages(), vec!["<i>· run_command — ok</i>"]);
     }
 
     #[test]
