@@ -425,3 +425,30 @@ async fn an_answer_streams_into_one_message_by_edits() {
     );
     task.abort();
 }
+
+#[tokio::test]
+async fn a_chat_waits_out_a_429_and_sends_once() {
+    let api = FakeBotApi::start().await;
+    let (hub, events) = FakeHub::new();
+    api.push_for(
+        "sendMessage",
+        429,
+        json!({"ok": false, "error_code": 429, "description": "Too Many Requests: retry after 1",
+               "parameters": {"retry_after": 1}})
+        .to_string(),
+    );
+    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let id = hub.ask(CHAT, json!({"command": "ls"})).await;
+    let sent = api.wait_calls("sendMessage", 2).await;
+    assert!(
+        sent[1].at - sent[0].at >= std::time::Duration::from_secs(1),
+        "the retry came {:?} after the 429",
+        sent[1].at - sent[0].at
+    );
+    assert_eq!(sent[0].body, sent[1].body, "the same question, asked again");
+    // The message that went through is the question's: its buttons work.
+    api.push_updates(&[press(1, OWNER, OWNER, 101, &format!("v1:a:{id}"))]);
+    edit_of(&api, 101).await;
+    assert_eq!(api.calls("sendMessage").len(), 2);
+    task.abort();
+}

@@ -43,6 +43,8 @@ pub struct Call {
 struct ServerState {
     calls: Vec<Call>,
     scripted: VecDeque<(u16, String)>,
+    /// Answers scripted for other methods, by method.
+    scripted_for: HashMap<String, VecDeque<(u16, String)>>,
     next_message_id: i64,
     bad_paths: Vec<String>,
 }
@@ -92,6 +94,17 @@ impl FakeBotApi {
             .lock()
             .unwrap()
             .scripted
+            .push_back((status, body));
+    }
+
+    /// The next call of `method` answers this status and body.
+    pub fn push_for(&self, method: &str, status: u16, body: String) {
+        self.state
+            .lock()
+            .unwrap()
+            .scripted_for
+            .entry(method.to_owned())
+            .or_default()
             .push_back((status, body));
     }
 
@@ -160,7 +173,12 @@ async fn answer(
         body,
         at: Instant::now(),
     });
+    let scripted = state
+        .scripted_for
+        .get_mut(&method)
+        .and_then(VecDeque::pop_front);
     let (status, text) = match method.as_str() {
+        _ if scripted.is_some() => scripted.unwrap_or_default(),
         "getUpdates" => state
             .scripted
             .pop_front()
