@@ -89,7 +89,7 @@ impl TelegramChannel {
     pub async fn run(self: Arc<Self>, mut events: mpsc::Receiver<HubEvent>) -> PollError {
         self.recover().await;
         let pump = Arc::clone(&self);
-        let pumping = tokio::spawn(async move {
+        let _pumping = AbortOnDrop(tokio::spawn(async move {
             while let Some(HubEvent {
                 conversation,
                 event,
@@ -105,15 +105,13 @@ impl TelegramChannel {
                     }
                 }
             }
-        });
+        }));
         let offset = self.store.offset().unwrap_or_else(|error| {
             tracing::warn!("telegram: {error}");
             None
         });
         let handler: Arc<dyn Handler> = Arc::new(Updates(Arc::clone(&self)));
-        let error = poller::poll(&self.api, handler, offset, self.pacing).await;
-        pumping.abort();
-        error
+        poller::poll(&self.api, handler, offset, self.pacing).await
     }
 
     fn to_chat(&self, chat: i64, command: ChatCommand) {
@@ -151,7 +149,10 @@ impl TelegramChannel {
             Ok(questions) => {
                 for Question { row, conversation } in questions {
                     let shown = self.store.shown(&row.id).ok().flatten();
-                    let chat = conversation.as_deref().and_then(chat_of);
+                    let chat = conversation
+                        .as_deref()
+                        .and_then(chat_of)
+                        .filter(|c| self.access.chat_allowed(*c));
                     if let (None, Some(chat)) = (shown, chat) {
                         self.to_chat(chat, ChatCommand::Event(requested_event(&row)));
                     }
@@ -351,6 +352,15 @@ fn command(text: &str) -> Option<&str> {
     let word = text.strip_prefix('/')?.split(char::is_whitespace).next()?;
     let name = word.split('@').next()?;
     (!name.is_empty()).then_some(name)
+}
+
+/// Ends a task when the future that started it is dropped (the channel stopped).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 struct Updates(Arc<TelegramChannel>);
