@@ -8,11 +8,14 @@ use async_trait::async_trait;
 use tau_core::{Answer, ApprovalRequest, Approver, ApproverError, DecidedBy};
 
 use crate::console::Console;
-use crate::input::{Questions, Reply};
 use crate::prompt::parse_answer;
+use crate::question::{Heard, Questions, Reply};
 
 /// The channel name in approval requests and `decided_by`.
 pub const TERMINAL_CHANNEL: &str = "terminal";
+
+/// Why the approver failed when there is nobody to ask (the audit log's error event).
+pub const NOWHERE_TO_ASK: &str = "no terminal to ask on: stdin is not a terminal, there is no controlling terminal, and answers from stdin were not allowed (--answers-from-stdin)";
 
 /// Asks the person at the terminal. Cancel-safe: when the future is dropped (the gate's
 /// timeout) the question is withdrawn and the next line is a prompt again.
@@ -22,7 +25,9 @@ pub struct TerminalApprover {
 }
 
 impl TerminalApprover {
+    /// The console draws the questions that `questions` asks.
     pub fn new(console: Arc<Console>, questions: Questions) -> Self {
+        console.draws_for(questions.clone());
         Self { console, questions }
     }
 }
@@ -33,8 +38,14 @@ impl Approver for TerminalApprover {
         TERMINAL_CHANNEL
     }
 
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
-        let reply = self.questions.ask().await;
+    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
+        let mut asking = self.questions.ask(&request.approval_id);
+        let reply = loop {
+            match asking.next().await {
+                Heard::TooSoon(line) => self.console.too_soon(&line),
+                Heard::Reply(reply) => break reply,
+            }
+        };
         Ok(match reply {
             Reply::Line(line) => {
                 self.console.answered(Some(&line));
@@ -50,6 +61,11 @@ impl Approver for TerminalApprover {
             Reply::Closed => {
                 self.console.answered(None);
                 Answer::rejected(DecidedBy::Cancelled)
+            }
+            Reply::NowhereToAsk => {
+                // The approver cannot ask anyone: the gate refuses it as `approver_failed`.
+                self.console.cannot_ask();
+                return Err(ApproverError::new(NOWHERE_TO_ASK));
             }
         })
     }

@@ -192,7 +192,10 @@ fn with_prompts_from_a_pipe_a_yes_prompt_is_a_prompt_and_the_terminal_answers() 
     let (code, screen) = pty.finish();
     assert_eq!(code, 0, "{screen}");
     assert!(!ran(&tau, "a.txt"), "the piped yes approved:\n{screen}");
-    assert_eq!(decisions(&tau), vec![decided("ap_1", "rejected", &person())]);
+    assert_eq!(
+        decisions(&tau),
+        vec![decided("ap_1", "rejected", &person())]
+    );
     assert_eq!(
         tau.session_json("s1")[4],
         json!({"role": "user", "content": [{"text": "yes"}]})
@@ -218,7 +221,10 @@ fn with_prompts_from_a_pipe_a_y_typed_on_the_terminal_approves() {
     let (code, screen) = pty.finish();
     assert_eq!(code, 0, "{screen}");
     assert!(ran(&tau, "a.txt"), "{screen}");
-    assert_eq!(decisions(&tau), vec![decided("ap_1", "approved", &person())]);
+    assert_eq!(
+        decisions(&tau),
+        vec![decided("ap_1", "approved", &person())]
+    );
 }
 
 #[test]
@@ -229,16 +235,17 @@ fn with_no_terminal_and_no_flag_a_piped_yes_approves_nothing_and_the_call_is_ref
         answer("not run"),
         answer("you said yes"),
     ]));
-    let run = tau.run(
-        &["--model", &model, "chat", "--session", "s1"],
-        "go\nyes\n",
-    );
+    let run = tau.run(&["--model", &model, "chat", "--session", "s1"], "go\nyes\n");
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!ran(&tau, "a.txt"), "{}", run.stdout);
     let events = tau.audit_events();
     assert_eq!(
         decisions(&tau),
-        vec![decided("ap_1", "rejected", &json!({"kind": "approver_failed"}))]
+        vec![decided(
+            "ap_1",
+            "rejected",
+            &json!({"kind": "approver_failed"})
+        )]
     );
     let error = events.iter().find(|e| e["type"] == "error").unwrap();
     assert_eq!(
@@ -278,7 +285,10 @@ fn with_the_flag_the_piped_answer_answers() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(ran(&tau, "a.txt"), "{}", run.stdout);
-    assert_eq!(decisions(&tau), vec![decided("ap_1", "approved", &person())]);
+    assert_eq!(
+        decisions(&tau),
+        vec![decided("ap_1", "approved", &person())]
+    );
 }
 
 #[test]
@@ -288,7 +298,9 @@ fn the_demo_without_a_terminal_or_the_flag_switches_nothing() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!run.stdout.contains("[demo lamp]"), "{}", run.stdout);
     assert_eq!(
-        run.stdout.matches("refused: the approval could not be asked").count(),
+        run.stdout
+            .matches("refused: the approval could not be asked")
+            .count(),
         2,
         "{}",
         run.stdout

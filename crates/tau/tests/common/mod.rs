@@ -158,9 +158,9 @@ pub const SETSID: &str = "setsid";
 
 /// Spawns `command`, saying what is missing when `setsid` is.
 pub fn spawn(command: &mut Command) -> std::process::Child {
-    command.spawn().unwrap_or_else(|error| {
-        panic!("cannot start tau under `{SETSID}` (util-linux): {error}")
-    })
+    command
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start tau under `{SETSID}` (util-linux): {error}"))
 }
 
 pub fn exists(path: &Path) -> bool {
