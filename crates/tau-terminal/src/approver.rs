@@ -70,3 +70,148 @@ impl Approver for TerminalApprover {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Answers, start};
+    use crate::question::Flush;
+    use crate::testing::Screen;
+    use serde_json::json;
+    use std::io::Write;
+    use std::time::Duration;
+    use tau_core::{ChannelEvent, Decision, Language, Tier};
+    use tokio::io::{AsyncWriteExt, DuplexStream};
+
+    fn request() -> ApprovalRequest {
+        ApprovalRequest {
+            approval_id: "ap_1".into(),
+            tool: "run_command".into(),
+            tier: Tier::Physical,
+            effect: "runs a shell command".into(),
+            arguments: json!({"command": "touch b.txt"}),
+            tool_use_id: "t1".into(),
+            channel: TERMINAL_CHANNEL.into(),
+            deadline: None,
+        }
+    }
+
+    fn requested() -> ChannelEvent {
+        let r = request();
+        ChannelEvent::ApprovalRequested {
+            approval_id: r.approval_id,
+            call_id: r.tool_use_id,
+            tool: r.tool,
+            tier: r.tier,
+            effect: r.effect,
+            arguments: r.arguments,
+            channel: r.channel,
+            deadline: None,
+        }
+    }
+
+    fn decided(answer: &Answer) -> ChannelEvent {
+        ChannelEvent::ApprovalDecided {
+            approval_id: "ap_1".into(),
+            call_id: "t1".into(),
+            tool: "run_command".into(),
+            decision: answer.decision,
+            decided_by: answer.decided_by.clone(),
+        }
+    }
+
+    /// An approver whose answers are typed on `keyboard`, a terminal, and whose console
+    /// writes to `screen` (as a pipe shows it, so the typed lines show too).
+    fn at_a_terminal() -> (DuplexStream, Screen, Arc<Console>, Arc<TerminalApprover>) {
+        let (keyboard, reader) = tokio::io::duplex(64);
+        let answers = Answers::FromPrompts {
+            terminal: Some(Flush::new(|| {})),
+        };
+        let (_prompts, questions) = start(reader, true, answers);
+        let screen = Screen::default();
+        let console = Console::new(Box::new(screen.clone()), false, false, Language::En);
+        let approver = Arc::new(TerminalApprover::new(Arc::clone(&console), questions));
+        (keyboard, screen, console, approver)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_a_line_typed_once_the_question_could_be_read_answers_it() {
+        let (mut keyboard, screen, console, approver) = at_a_terminal();
+        // The approver is asked before the prompt is drawn; what comes before the drawing
+        // (and in the moment after) is not an answer, however long it waits.
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(request()).await }
+        });
+        while !approver.questions.is_open() {
+            tokio::task::yield_now().await;
+        }
+        keyboard.write_all(b"y\n").await.unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        console.render(&requested());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        keyboard.write_all(b"yes\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        keyboard.write_all(b"n\n").await.unwrap();
+        let answer = decision.await.unwrap().unwrap();
+        assert_eq!(
+            answer,
+            Answer::rejected(DecidedBy::person(TERMINAL_CHANNEL))
+        );
+        console.render(&decided(&answer));
+        insta::assert_snapshot!(screen.text());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_yes_once_the_guard_is_over_approves() {
+        let (mut keyboard, _screen, console, approver) = at_a_terminal();
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(request()).await }
+        });
+        tokio::task::yield_now().await;
+        console.render(&requested());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        let answer = decision.await.unwrap().unwrap();
+        assert_eq!(answer.decision, Decision::Approved);
+    }
+
+    #[tokio::test]
+    async fn with_nowhere_to_ask_the_approver_fails_and_says_why() {
+        let input = &b"go\nyes\n"[..];
+        let (_prompts, questions) = start(input, false, Answers::Nowhere);
+        let screen = Screen::default();
+        let console = Console::new(Box::new(screen.clone()), false, false, Language::En);
+        let approver = TerminalApprover::new(Arc::clone(&console), questions);
+        console.render(&requested());
+        let failed = approver.decide(request()).await;
+        assert_eq!(failed, Err(ApproverError::new(NOWHERE_TO_ASK)));
+        console.render(&decided(&Answer::rejected(DecidedBy::ApproverFailed)));
+        insta::assert_snapshot!(screen.text());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_question_is_also_drawn_on_the_answering_terminal() {
+        let (mut keyboard, _screen, console, approver) = at_a_terminal();
+        let terminal = Screen::default();
+        console.draw_questions_also_on(Box::new(terminal.clone()));
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(request()).await }
+        });
+        // What is typed shows on the terminal (its echo); tau draws the rest.
+        let mut echo = terminal.clone();
+        let mut type_line = async |line: &str| {
+            keyboard.write_all(line.as_bytes()).await.unwrap();
+            echo.write_all(line.as_bytes()).unwrap();
+        };
+        console.render(&requested());
+        type_line("y\n").await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        type_line("n\n").await;
+        let answer = decision.await.unwrap().unwrap();
+        console.render(&decided(&answer));
+        insta::assert_snapshot!(terminal.text());
+    }
+}

@@ -156,20 +156,23 @@ impl Console {
         }
     }
 
-    /// A line came too soon to answer the open question: say so and ask again.
+    /// A line came too soon to answer the open question: say so and, when the question is
+    /// on screen, ask again.
     pub fn too_soon(&self, line: &str) {
         let s = self.style;
         let mut state = self.lock();
         if !self.tty {
             write(&mut state, &format!("{}\n", escape_for_terminal(line)));
         }
-        let text = format!(
-            "  {}· {}{}\n{}",
+        let mut text = format!(
+            "  {}· {}{}\n",
             s.dim,
             texts(self.language).too_soon,
-            s.reset,
-            question_line(self.language)
+            s.reset
         );
+        if state.question_open {
+            text.push_str(&question_line(self.language));
+        }
         write_question(&mut state, &text);
     }
 
@@ -418,22 +421,9 @@ fn shorten(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::Screen;
     use serde_json::json;
     use tau_core::{Approval, NoticeKind, StopReason, Tier, TurnUsage};
-
-    /// Everything written, shared with the console under test.
-    #[derive(Clone, Default)]
-    struct Screen(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Screen {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     /// What a pipe shows for these events, the approver's answer line included.
     fn shown(language: Language, answer: Option<&str>, events: &[ChannelEvent]) -> String {
@@ -447,7 +437,7 @@ mod tests {
                 console.answered(Some(answer));
             }
         }
-        String::from_utf8(screen.0.lock().unwrap().clone()).unwrap()
+        screen.text()
     }
 
     fn started() -> ChannelEvent {

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::lines::Lines;
-use crate::question::{Flush, Questions, Reply, Route, Shared};
+use crate::question::{Flush, Questions, Reply, Route, Shared, State};
 
 const READ_BYTES: usize = 8192;
 
@@ -123,7 +123,7 @@ async fn read_answers(mut source: Box<dyn AsyncRead + Unpin + Send>, shared: Arc
     let mut lines = Lines::default();
     let mut buffer = vec![0; READ_BYTES];
     loop {
-        shared.until(|state| state.question_open()).await;
+        shared.until(State::question_open).await;
         let read = tokio::select! {
             read = source.read(&mut buffer) => read,
             // Reading is cancel-safe: nothing read is lost by stopping here.

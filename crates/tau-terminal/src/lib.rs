@@ -14,6 +14,8 @@ mod input;
 mod lines;
 mod prompt;
 mod question;
+#[cfg(test)]
+mod testing;
 mod texts;
 mod tty;
 mod width;
