@@ -219,11 +219,7 @@ impl Questions {
     pub fn ask(&self, approval_id: &str) -> Asking {
         let serial = self.shared.serial();
         let mut state = self.shared.lock();
-        let ended = match state.route {
-            Route::Nowhere => Some(Reply::NowhereToAsk),
-            Route::Prompts | Route::Terminal if state.answers_ended => Some(Reply::EndOfInput),
-            Route::Prompts | Route::Terminal => None,
-        };
+        // It was drawn and ended before this ask: hear how.
         if let Some(mut over) = state.unasked.take_if(|q| q.approval_id == approval_id) {
             return Asking {
                 shared: Arc::clone(&self.shared),
@@ -232,6 +228,11 @@ impl Questions {
                 ended: None,
             };
         }
+        let ended = match state.route {
+            Route::Nowhere => Some(Reply::NowhereToAsk),
+            Route::Prompts | Route::Terminal if state.answers_ended => Some(Reply::EndOfInput),
+            Route::Prompts | Route::Terminal => None,
+        };
         if let Some(reply) = ended {
             return Asking {
                 shared: Arc::clone(&self.shared),

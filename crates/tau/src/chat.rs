@@ -18,7 +18,7 @@ pub(crate) struct Chat {
     pub session: Option<SessionId>,
     pub model: Arc<dyn Model>,
     pub tools: Tools,
-    /// Prompts to send instead of reading them (the demo); answers still come from stdin.
+    /// Prompts to send instead of reading them (the demo); the answers are read as usual.
     pub prompts: Option<Vec<String>>,
     /// `--answers-from-stdin`: when stdin is not a terminal, its lines answer the
     /// approval prompts; otherwise the controlling terminal does, or nobody.
