@@ -31,6 +31,13 @@ pub(crate) enum Command {
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
     },
+    /// Chat full-screen: a streaming transcript and an approval card; without --session,
+    /// pick a recent session or a new one
+    Tui {
+        /// Resume this conversation, or start it under this name
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+    },
     /// A scripted conversation, offline, with real approval prompts
     Demo,
     /// Stored conversations
