@@ -111,7 +111,12 @@ impl App {
             height: self.size.height.saturating_sub(1),
             ..self.size
         };
-        Some(CardView::new(card, above_status, self.texts(), self.moment()))
+        Some(CardView::new(
+            card,
+            above_status,
+            self.texts(),
+            self.moment(),
+        ))
     }
 
     pub(crate) fn event(&mut self, event: &ChannelEvent) {
@@ -189,30 +194,26 @@ impl App {
             return self.card_key(key, at);
         }
         match key.code {
-            KeyCode::Char('d' | 'D') if control => {
-                if self.phase == Phase::Idle && self.input.is_empty() {
-                    return Action::Quit;
-                }
+            KeyCode::Char('d' | 'D')
+                if control && self.phase == Phase::Idle && self.input.is_empty() =>
+            {
+                return Action::Quit;
             }
             KeyCode::Char('o' | 'O') if control => self.toggle_selected(),
             KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.input.insert("\n"),
-            KeyCode::Enter => {
-                if self.phase == Phase::Idle && !self.input.text.trim().is_empty() {
-                    self.selected = None;
-                    return Action::Submit(self.input.take());
-                }
+            KeyCode::Enter if self.phase == Phase::Idle && !self.input.text.trim().is_empty() => {
+                self.selected = None;
+                return Action::Submit(self.input.take());
             }
             KeyCode::Char(c) if !control => self.input.insert(c.encode_utf8(&mut [0; 4])),
             KeyCode::Backspace => self.input.backspace(),
             KeyCode::Delete => self.input.delete(),
             KeyCode::Left => self.input.left(),
             KeyCode::Right => self.input.right(),
-            KeyCode::Home => self.input.home(),
-            KeyCode::End => self.input.end(),
             KeyCode::Up if self.input.on_first_line() => self.input.older(),
-            KeyCode::Up => self.input.home(),
             KeyCode::Down if self.input.on_last_line() => self.input.newer(),
-            KeyCode::Down => self.input.end(),
+            KeyCode::Home | KeyCode::Up => self.input.home(),
+            KeyCode::End | KeyCode::Down => self.input.end(),
             KeyCode::PageUp => self.scroll_by(self.page(), true),
             KeyCode::PageDown => self.scroll_by(self.page(), false),
             KeyCode::Tab => self.select(true),
@@ -227,7 +228,6 @@ impl App {
     /// when the turn is already being cancelled. An idle Ctrl-C first clears the input.
     pub(crate) fn interrupt(&mut self) -> Action {
         match self.phase {
-            Phase::Running { cancelling: true } => Action::Quit,
             Phase::Running { cancelling: false } => {
                 self.phase = Phase::Running { cancelling: true };
                 self.cards.clear();
@@ -237,7 +237,7 @@ impl App {
                 self.input.clear();
                 Action::Nothing
             }
-            Phase::Idle => Action::Quit,
+            Phase::Running { cancelling: true } | Phase::Idle => Action::Quit,
         }
     }
 
@@ -251,10 +251,14 @@ impl App {
             return Action::Nothing;
         };
         let decision = match key.code {
-            KeyCode::Char('y' | 'Y') if key.modifiers.difference(KeyModifiers::SHIFT).is_empty() => {
+            KeyCode::Char('y' | 'Y')
+                if key.modifiers.difference(KeyModifiers::SHIFT).is_empty() =>
+            {
                 Decision::Approved
             }
-            KeyCode::Char('n' | 'N') if key.modifiers.difference(KeyModifiers::SHIFT).is_empty() => {
+            KeyCode::Char('n' | 'N')
+                if key.modifiers.difference(KeyModifiers::SHIFT).is_empty() =>
+            {
                 Decision::Rejected
             }
             KeyCode::Esc => Decision::Rejected,
@@ -339,7 +343,9 @@ impl App {
     }
 
     fn reveal_selected(&mut self) {
-        let Some(selected) = self.selected else { return };
+        let Some(selected) = self.selected else {
+            return;
+        };
         let area = areas(self, self.size).transcript;
         let (rows, starts) = transcript_rows(self, usize::from(area.width));
         let Some(&row) = starts.get(selected) else {

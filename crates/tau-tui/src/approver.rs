@@ -192,11 +192,8 @@ mod tests {
             Answer::approved_by("tui")
         );
         // Used once: the same id asked again waits.
-        let again = tokio::time::timeout(
-            Duration::from_millis(20),
-            approver.decide(request("ap_1")),
-        )
-        .await;
+        let again =
+            tokio::time::timeout(Duration::from_millis(20), approver.decide(request("ap_1"))).await;
         assert!(again.is_err());
     }
 

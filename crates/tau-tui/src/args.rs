@@ -21,14 +21,14 @@ pub(crate) struct ArgRow {
 /// `value` as rows of pretty JSON.
 pub(crate) fn pretty(value: &Value, t: &Texts) -> Vec<ArgRow> {
     let mut rows = Vec::new();
-    write_value(&mut rows, 0, String::new(), value, "", t);
+    write_value(&mut rows, 0, "", value, "", t);
     rows
 }
 
 fn write_value(
     rows: &mut Vec<ArgRow>,
     depth: usize,
-    key: String,
+    key: &str,
     value: &Value,
     comma: &str,
     t: &Texts,
@@ -44,7 +44,14 @@ fn write_value(
             for (i, name) in keys.into_iter().enumerate() {
                 let Some(inner) = map.get(name) else { continue };
                 let shown_key = format!("{}: ", display(&Value::String(name.clone()).to_string()));
-                write_value(rows, depth + 1, shown_key, inner, if i < last { "," } else { "" }, t);
+                write_value(
+                    rows,
+                    depth + 1,
+                    &shown_key,
+                    inner,
+                    if i < last { "," } else { "" },
+                    t,
+                );
             }
             rows.push(row(depth, format!("}}{comma}"), None));
         }
@@ -52,7 +59,14 @@ fn write_value(
             rows.push(row(depth, format!("{key}["), note));
             let last = items.len().saturating_sub(1);
             for (i, item) in items.iter().enumerate() {
-                write_value(rows, depth + 1, String::new(), item, if i < last { "," } else { "" }, t);
+                write_value(
+                    rows,
+                    depth + 1,
+                    "",
+                    item,
+                    if i < last { "," } else { "" },
+                    t,
+                );
             }
             rows.push(row(depth, format!("]{comma}"), None));
         }
@@ -75,7 +89,11 @@ fn length(value: &Value, t: &Texts) -> Option<String> {
         Value::Array(_) | Value::Object(_) => sorted_json(value).chars().count(),
         Value::Null | Value::Bool(_) | Value::Number(_) => return None,
     };
-    let unit = if count == 1 { t.character } else { t.characters };
+    let unit = if count == 1 {
+        t.character
+    } else {
+        t.characters
+    };
     Some(format!("{} {unit}", grouped(count, t.thousands)))
 }
 
@@ -106,7 +124,7 @@ mod tests {
                 "{",
                 "  \"\": {},  (2 chars)",
                 "  \"a\": \"30\",  (2 chars)",
-                "  \"b\": {  (22 chars)",
+                "  \"b\": {  (23 chars)",
                 "    \"a\": [",
                 "      true,",
                 "      null",
@@ -126,8 +144,8 @@ mod tests {
             shown(&value),
             [
                 "{",
-                "  \"\\u{202e}key\": \"\\u001b[2J\",  (4 chars)",
-                "  \"k\": \"a\\nb\"  (3 chars)",
+                "  \"k\": \"a\\nb\",  (3 chars)",
+                "  \"\\u{202e}key\": \"\\u001b[2J\"  (4 chars)",
                 "}",
             ]
         );

@@ -109,7 +109,9 @@ impl CardView {
         let mut footer = footer(card, inner_width, t, moment, false, 0);
         let mut window = inner_limit.saturating_sub(footer.len());
         if body.len() > window {
-            let hidden = body.len().saturating_sub(card.scroll.min(body.len()) + window);
+            let hidden = body
+                .len()
+                .saturating_sub(card.scroll.min(body.len()) + window);
             footer = footer_with(card, inner_width, t, moment, hidden);
             window = inner_limit.saturating_sub(footer.len());
             let hidden = body
@@ -259,7 +261,11 @@ fn footer(
     } else {
         vec![t.reject_key.to_owned(), t.scroll_first.to_owned()]
     };
-    rows.extend(pack(&keys, columns, Style::new().add_modifier(Modifier::BOLD)));
+    rows.extend(pack(
+        &keys,
+        columns,
+        Style::new().add_modifier(Modifier::BOLD),
+    ));
     rows
 }
 

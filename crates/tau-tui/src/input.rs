@@ -130,11 +130,19 @@ impl Input {
     /// True when the cursor is on the first (Up) or last (Down) line, where the arrows
     /// browse the history instead of moving between the lines of a paste.
     pub(crate) fn on_first_line(&self) -> bool {
-        !self.text.get(..self.cursor).unwrap_or_default().contains('\n')
+        !self
+            .text
+            .get(..self.cursor)
+            .unwrap_or_default()
+            .contains('\n')
     }
 
     pub(crate) fn on_last_line(&self) -> bool {
-        !self.text.get(self.cursor..).unwrap_or_default().contains('\n')
+        !self
+            .text
+            .get(self.cursor..)
+            .unwrap_or_default()
+            .contains('\n')
     }
 
     fn previous_boundary(&self) -> Option<usize> {
@@ -144,10 +152,7 @@ impl Input {
 
     fn next_boundary(&self) -> Option<usize> {
         let after = self.text.get(self.cursor..)?;
-        after
-            .graphemes(true)
-            .next()
-            .map(|g| self.cursor + g.len())
+        after.graphemes(true).next().map(|g| self.cursor + g.len())
     }
 }
 

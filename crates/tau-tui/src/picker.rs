@@ -42,7 +42,11 @@ pub(crate) struct Picker {
 }
 
 impl Picker {
-    pub(crate) fn new(language: Language, sessions: Vec<SessionRow>, zone: jiff::tz::TimeZone) -> Self {
+    pub(crate) fn new(
+        language: Language,
+        sessions: Vec<SessionRow>,
+        zone: jiff::tz::TimeZone,
+    ) -> Self {
         Self {
             language,
             sessions,
@@ -61,7 +65,9 @@ impl Picker {
         }
         let last = self.sessions.len();
         match key.code {
-            KeyCode::Char('c' | 'C' | 'd' | 'D') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+            KeyCode::Char('c' | 'C' | 'd' | 'D')
+                if key.modifiers.contains(KeyModifiers::CONTROL) =>
+            {
                 return Some(Pick::Quit);
             }
             KeyCode::Esc | KeyCode::Char('q') => return Some(Pick::Quit),
@@ -89,30 +95,40 @@ impl Picker {
     fn time(&self, seconds: i64) -> String {
         jiff::Timestamp::from_second(seconds).map_or_else(
             |_| seconds.to_string(),
-            |t| t.to_zoned_datetime(self.zone.clone()).strftime("%Y-%m-%d %H:%M").to_string(),
+            |t| {
+                t.to_zoned_datetime(self.zone.clone())
+                    .strftime("%Y-%m-%d %H:%M")
+                    .to_string()
+            },
         )
     }
 
     pub(crate) fn render(&self, frame: &mut Frame<'_>) {
         let t = self.texts();
         let area = frame.area();
-        let block = Block::new()
-            .borders(Borders::ALL)
-            .title(Span::styled(
-                format!(" {} ", t.sessions_title),
-                Style::new().add_modifier(Modifier::BOLD),
-            ));
+        let block = Block::new().borders(Borders::ALL).title(Span::styled(
+            format!(" {} ", t.sessions_title),
+            Style::new().add_modifier(Modifier::BOLD),
+        ));
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let columns = usize::from(inner.width);
-        let name_columns = columns.saturating_sub(TIME_COLUMNS + COUNT_COLUMNS + 4).max(4);
+        let name_columns = columns
+            .saturating_sub(TIME_COLUMNS + COUNT_COLUMNS + 4)
+            .max(4);
         let row = |name: &str, time: &str, count: &str| {
             let name = shorten(name, name_columns);
             let pad = name_columns.saturating_sub(width(&name));
-            format!("  {name}{}  {time:<TIME_COLUMNS$}{count:>COUNT_COLUMNS$}", " ".repeat(pad))
+            format!(
+                "  {name}{}  {time:<TIME_COLUMNS$}{count:>COUNT_COLUMNS$}",
+                " ".repeat(pad)
+            )
         };
         let mut lines = vec![Line::from(Span::styled(
-            shorten(&row(t.column_name, t.column_last, t.column_messages), columns),
+            shorten(
+                &row(t.column_name, t.column_last, t.column_messages),
+                columns,
+            ),
             dim(),
         ))];
         let mut items = vec![Line::from(format!("  {}", t.start_new))];
@@ -146,7 +162,10 @@ impl Picker {
             ..inner
         };
         frame.render_widget(
-            Paragraph::new(Span::styled(shorten(&format!("  {}", t.picker_keys), columns), Style::new().fg(Color::Yellow))),
+            Paragraph::new(Span::styled(
+                shorten(&format!("  {}", t.picker_keys), columns),
+                Style::new().fg(Color::Yellow),
+            )),
             footer,
         );
     }

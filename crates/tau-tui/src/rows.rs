@@ -5,8 +5,8 @@
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use tau_core::{Approval, CallStatus, DecidedBy, display, display_multiline, sorted_json};
 use tau_agent::ToolResultStatus;
+use tau_core::{Approval, CallStatus, DecidedBy, display, display_multiline, sorted_json};
 
 use crate::card::{argument_rows, tier_style};
 use crate::texts::Texts;
@@ -28,7 +28,11 @@ pub(crate) fn entry_rows(
 ) -> Vec<Line<'static>> {
     match entry {
         Entry::User(text) => {
-            let mut rows = if not_first { vec![Line::default()] } else { Vec::new() };
+            let mut rows = if not_first {
+                vec![Line::default()]
+            } else {
+                Vec::new()
+            };
             rows.extend(speaker(t.you, Color::Cyan, text, columns));
             rows
         }
@@ -91,7 +95,10 @@ fn call_rows(call: &Call, columns: usize, t: &Texts, selected: bool) -> Vec<Line
         Span::styled(marker, Style::new().fg(Color::Yellow)),
         Span::styled(badge, tier_style(call.tier)),
         Span::raw(" "),
-        Span::styled(display(&call.tool), Style::new().add_modifier(Modifier::BOLD)),
+        Span::styled(
+            display(&call.tool),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
         Span::styled(" · ", dim()),
         Span::styled(facts.join(" · "), status_style),
     ];
@@ -102,7 +109,10 @@ fn call_rows(call: &Call, columns: usize, t: &Texts, selected: bool) -> Vec<Line
         if !call.expanded && room > 3 && !call.arguments.is_null() {
             // Collapsed, the arguments are a hint; the whole of them is one key away.
             let arguments = display(&sorted_json(&call.arguments));
-            spans.push(Span::styled(format!("  {}", shorten(&arguments, room - 2)), dim()));
+            spans.push(Span::styled(
+                format!("  {}", shorten(&arguments, room - 2)),
+                dim(),
+            ));
         }
         vec![Line::from(spans)]
     } else {
@@ -130,7 +140,10 @@ fn call_rows(call: &Call, columns: usize, t: &Texts, selected: bool) -> Vec<Line
 fn details(call: &Call, columns: usize, t: &Texts) -> Vec<Line<'static>> {
     let indent = " ".repeat(DETAIL_INDENT);
     let room = columns.saturating_sub(DETAIL_INDENT);
-    let mut rows = vec![Line::from(Span::styled(format!("{indent}{}", t.arguments), dim()))];
+    let mut rows = vec![Line::from(Span::styled(
+        format!("{indent}{}", t.arguments),
+        dim(),
+    ))];
     for row in argument_rows(&call.arguments, room, t) {
         let mut spans = vec![Span::raw(indent.clone())];
         spans.extend(row.spans);
@@ -146,7 +159,10 @@ fn details(call: &Call, columns: usize, t: &Texts) -> Vec<Line<'static>> {
         let shown = display_multiline(text).replace('\t', TAB);
         for line in shown.split('\n') {
             for piece in wrap(line, room) {
-                rows.push(Line::from(vec![Span::raw(indent.clone()), Span::raw(piece)]));
+                rows.push(Line::from(vec![
+                    Span::raw(indent.clone()),
+                    Span::raw(piece),
+                ]));
             }
         }
     }

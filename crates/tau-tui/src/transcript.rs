@@ -15,7 +15,7 @@ pub(crate) enum Entry {
     User(String),
     /// The model's answer as it streamed. Untrusted.
     Assistant(String),
-    Call(Call),
+    Call(Box<Call>),
     /// A notice from tau-core, already in the UI language; it may quote a peer.
     Notice(String),
     /// tau's own line about the session.
@@ -89,7 +89,7 @@ impl Transcript {
     /// The call with this id, most recent first.
     pub(crate) fn call_mut(&mut self, call_id: &str) -> Option<&mut Call> {
         self.entries.iter_mut().rev().find_map(|entry| match entry {
-            Entry::Call(call) if call.call_id == call_id => Some(call),
+            Entry::Call(call) if call.call_id == call_id => Some(&mut **call),
             _ => None,
         })
     }
@@ -97,7 +97,12 @@ impl Transcript {
     /// Changes the call with this id, made first when no event announced it.
     fn with_call(&mut self, call_id: &str, tool: &str, change: impl FnOnce(&mut Call)) {
         if self.call_mut(call_id).is_none() {
-            self.push(Entry::Call(Call::new(call_id, tool, None, Value::Null)));
+            self.push(Entry::Call(Box::new(Call::new(
+                call_id,
+                tool,
+                None,
+                Value::Null,
+            ))));
         }
         if let Some(call) = self.call_mut(call_id) {
             change(call);
@@ -120,12 +125,12 @@ impl Transcript {
                 tier,
                 arguments,
                 ..
-            } => self.push(Entry::Call(Call::new(
+            } => self.push(Entry::Call(Box::new(Call::new(
                 call_id,
                 tool,
                 *tier,
                 arguments.clone(),
-            ))),
+            )))),
             ChannelEvent::ToolProgress { call_id, message } => {
                 if let Some(call) = self.call_mut(call_id) {
                     call.progress = Some(message.clone());
@@ -197,7 +202,10 @@ impl Transcript {
 
     /// The transcript of a stored session: its texts and its calls, each call with the
     /// tier `tier_of` gives it now and its result.
-    pub(crate) fn from_history(messages: &[Message], tier_of: &dyn Fn(&str) -> Option<Tier>) -> Self {
+    pub(crate) fn from_history(
+        messages: &[Message],
+        tier_of: &dyn Fn(&str) -> Option<Tier>,
+    ) -> Self {
         let results = results_by_call(messages);
         let mut transcript = Self::default();
         for message in messages {
@@ -222,7 +230,7 @@ impl Transcript {
                         } else {
                             call.state = CallState::Earlier(ToolResultStatus::Error);
                         }
-                        transcript.push(Entry::Call(call));
+                        transcript.push(Entry::Call(Box::new(call)));
                     }
                     (Role::Assistant, ContentBlock::ToolResult(_))
                     | (Role::User, ContentBlock::ToolResult(_)) => {}
@@ -271,10 +279,9 @@ fn results_by_call(messages: &[Message]) -> HashMap<&str, (ToolResultStatus, Str
         .iter()
         .flat_map(|message| &message.content)
         .filter_map(|block| match block {
-            ContentBlock::ToolResult(result) => Some((
-                result.tool_use_id.as_str(),
-                (result.status, result.text()),
-            )),
+            ContentBlock::ToolResult(result) => {
+                Some((result.tool_use_id.as_str(), (result.status, result.text())))
+            }
             ContentBlock::Text(_) | ContentBlock::ToolUse(_) => None,
         })
         .collect()

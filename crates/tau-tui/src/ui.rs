@@ -68,7 +68,13 @@ pub(crate) fn transcript_rows(app: &App, columns: usize) -> (Vec<Line<'static>>,
     let mut starts = Vec::with_capacity(app.transcript.entries.len());
     for (i, entry) in app.transcript.entries.iter().enumerate() {
         starts.push(rows.len());
-        rows.extend(entry_rows(entry, columns, t, app.selected == Some(i), i > 0));
+        rows.extend(entry_rows(
+            entry,
+            columns,
+            t,
+            app.selected == Some(i),
+            i > 0,
+        ));
     }
     (rows, starts)
 }
@@ -80,7 +86,10 @@ fn input_rows(app: &App, columns: usize) -> (Vec<String>, (usize, usize)) {
     let mut rows = vec![String::new()];
     let mut cursor = (0, 0);
     let text = &app.input.text;
-    for (at, c) in text.char_indices().chain(std::iter::once((text.len(), '\0'))) {
+    for (at, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), '\0')))
+    {
         if at == app.input.cursor {
             let row = rows.len() - 1;
             cursor = (row, rows.last().map_or(0, |r| width(r)));
@@ -149,6 +158,10 @@ pub(crate) fn render(app: &App, frame: &mut Frame<'_>) {
     frame.render_widget(Paragraph::new(status_line(app)), parts.status);
 
     if let Some(view) = app.card_view() {
+        // Everything behind the card fades, so nothing drawn beside it passes for part of it.
+        frame
+            .buffer_mut()
+            .set_style(area, Style::new().add_modifier(Modifier::DIM));
         draw_card(app, frame, &view);
     } else if parts.input.height > 0 {
         let x = parts.input.x + u16::try_from(INPUT_PREFIX + cursor_column).unwrap_or(u16::MAX);
@@ -160,7 +173,9 @@ pub(crate) fn render(app: &App, frame: &mut Frame<'_>) {
 }
 
 fn draw_card(app: &App, frame: &mut Frame<'_>, view: &crate::card::CardView) {
-    let Some(card) = app.cards.front() else { return };
+    let Some(card) = app.cards.front() else {
+        return;
+    };
     frame.render_widget(Clear, view.rect);
     let block = Block::new()
         .borders(Borders::ALL)

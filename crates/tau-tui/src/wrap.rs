@@ -192,11 +192,7 @@ mod tests {
                 &["abcdefghijklmn↩", "⟨20 spaces⟩x"],
             ),
             // Wide characters count two cells and never straddle the edge.
-            (
-                "中文中文中文中文中文",
-                18,
-                &["中文中文中文中文↩", "中文"],
-            ),
+            ("中文中文中文中文中文", 18, &["中文中文中文中文↩", "中文"]),
         ];
         for (text, columns, expected) in cases {
             assert_eq!(wrap(text, columns), expected, "{text:?} at {columns}");
