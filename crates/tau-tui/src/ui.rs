@@ -199,8 +199,8 @@ fn draw_card(app: &App, frame: &mut Frame<'_>, view: &crate::card::CardView) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// The status bar: the pending approvals first (they matter most), then what is left of
-/// the turn, the session, the model and what tau is doing.
+/// The status bar: the pending approvals first (they matter most), what tau is doing,
+/// what is left of the turn, the session and the model.
 fn status_line(app: &App) -> Line<'static> {
     let t = app.texts();
     let pending = app.pending_approvals();
@@ -226,10 +226,10 @@ fn status_line(app: &App) -> Line<'static> {
     };
     let parts = [
         (format!(" {approvals} "), approvals_style),
+        (format!(" {state} "), bar.add_modifier(Modifier::BOLD)),
         (format!(" {calls} "), bar),
         (format!(" {} {} ", t.session, display(&app.session)), bar),
         (format!(" {} ", display(&app.model)), bar),
-        (format!(" {state} "), bar.add_modifier(Modifier::BOLD)),
     ];
     let columns = usize::from(app.size.width);
     let mut used = 0;
