@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use tau_agent::{ContentBlock, Message, Role, ToolResultStatus};
-use tau_core::{Approval, CallStatus, ChannelEvent, DecidedBy, Tier};
+use tau_core::{Approval, CallStatus, ChannelEvent, DecidedBy, Decision, Tier};
 
 /// One thing in the transcript, in the order it happened.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,13 +154,25 @@ impl Transcript {
             ChannelEvent::ApprovalDecided {
                 call_id,
                 tool,
+                decision,
                 decided_by,
                 ..
             } => {
                 self.with_call(call_id, tool, |call| {
                     call.decided_by = Some(decided_by.clone());
                     if call.state == CallState::Waiting {
-                        call.state = CallState::Running;
+                        // Until `tool_call_finished` says more: a yes runs, anything else does not.
+                        call.state = match decision {
+                            Decision::Approved => CallState::Running,
+                            Decision::Rejected | Decision::Timeout => {
+                                CallState::Finished(CallStatus::Refused)
+                            }
+                        };
+                        call.approval = Some(match decision {
+                            Decision::Approved => Approval::Approved,
+                            Decision::Rejected => Approval::Rejected,
+                            Decision::Timeout => Approval::Timeout,
+                        });
                     }
                 });
             }

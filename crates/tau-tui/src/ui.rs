@@ -176,7 +176,13 @@ fn draw_card(app: &App, frame: &mut Frame<'_>, view: &crate::card::CardView) {
     let Some(card) = app.cards.front() else {
         return;
     };
-    frame.render_widget(Clear, view.rect);
+    // The card's rows are its own from edge to edge: nothing is drawn beside it.
+    let rows = Rect {
+        x: frame.area().x,
+        width: frame.area().width,
+        ..view.rect
+    };
+    frame.render_widget(Clear, rows);
     let block = Block::new()
         .borders(Borders::ALL)
         .border_type(BorderType::Double)

@@ -399,6 +399,52 @@ fn a_new_session_from_the_picker_and_quitting_it_with_esc() {
 }
 
 #[test]
+fn an_unanswered_card_counts_down_and_goes_when_the_question_times_out() {
+    let tau = Tau::new();
+    let config = tau.config("[approval]\ntimeout_seconds = 3\n");
+    let model = tau.replay(&json!([
+        command_call("touch ran.txt"),
+        answer("It timed out.")
+    ]));
+    let config = config.to_str().unwrap();
+    let Some(terminal) = Terminal::start(
+        &tau,
+        &[
+            "--config",
+            config,
+            "--model",
+            &model,
+            "tui",
+            "--session",
+            "s1",
+        ],
+    ) else {
+        return;
+    };
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("make a file");
+    terminal.keys(&["Enter"]);
+    let card = terminal.wait_for("tau asks: approval needed");
+    assert!(card.contains("withdrawn in 0:0"), "{card}");
+    let screen = terminal.wait_for("It timed out.");
+    assert!(!screen.contains("tau asks"), "the card stayed:\n{screen}");
+    assert!(
+        screen.contains("run_command · timed out · no answer in time"),
+        "{screen}"
+    );
+    assert!(!tau.workspace().join("ran.txt").exists());
+    assert_eq!(
+        decision_and_call(&tau),
+        (
+            json!({"decision": "timeout", "decided_by": {"kind": "timeout"}}),
+            json!({"status": "refused", "approval": "timeout", "decided_by": {"kind": "timeout"}}),
+        )
+    );
+    terminal.keys(&["C-c"]);
+    assert_eq!(terminal.exited(), 0);
+}
+
+#[test]
 fn sigterm_restores_the_terminal_and_exits_143() {
     let tau = Tau::new();
     let mut slow = answer("This streams slowly.");
