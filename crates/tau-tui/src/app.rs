@@ -13,7 +13,7 @@ use crate::card::{Card, CardView, Moment};
 use crate::input::Input;
 use crate::texts::{Texts, texts};
 use crate::transcript::{Entry, Transcript};
-use crate::ui::{areas, transcript_rows};
+use crate::ui::{areas, rows_from, tail_rows};
 
 /// What the event loop should do after a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -300,19 +300,16 @@ impl App {
     }
 
     fn scroll_by(&mut self, rows: usize, up: bool) {
-        let total = self.transcript_len();
-        let height = usize::from(areas(self, self.size).transcript.height);
-        let max = total.saturating_sub(height);
-        self.scroll = if up {
-            (self.scroll + rows).min(max)
-        } else {
-            self.scroll.saturating_sub(rows)
-        };
-    }
-
-    fn transcript_len(&self) -> usize {
-        let width = areas(self, self.size).transcript.width;
-        transcript_rows(self, usize::from(width)).0.len()
+        if !up {
+            self.scroll = self.scroll.saturating_sub(rows);
+            return;
+        }
+        let area = areas(self, self.size).transcript;
+        let height = usize::from(area.height);
+        let wanted = self.scroll + rows;
+        // Never further up than the first row at the top of the window.
+        let have = tail_rows(self, usize::from(area.width), wanted + height).len();
+        self.scroll = wanted.min(have.saturating_sub(height));
     }
 
     /// Tab selects the call before the selected one (the newest first), Shift-Tab the one
@@ -342,23 +339,21 @@ impl App {
         self.reveal_selected();
     }
 
+    /// Scrolls so the selected call's first row is in the window, at its top when it
+    /// was not.
     fn reveal_selected(&mut self) {
         let Some(selected) = self.selected else {
             return;
         };
         let area = areas(self, self.size).transcript;
-        let (rows, starts) = transcript_rows(self, usize::from(area.width));
-        let Some(&row) = starts.get(selected) else {
+        let height = usize::from(area.height);
+        // The row's place counted from the bottom (0 is the last row).
+        let Some(from_bottom) = rows_from(self, usize::from(area.width), selected).checked_sub(1)
+        else {
             return;
         };
-        let total = rows.len();
-        let height = usize::from(area.height);
-        let top = total.saturating_sub(height + self.scroll);
-        let bottom = total.saturating_sub(self.scroll);
-        if row < top {
-            self.scroll = total.saturating_sub(height + row);
-        } else if row >= bottom {
-            self.scroll = total.saturating_sub(row + 1);
+        if from_bottom < self.scroll || from_bottom >= self.scroll + height {
+            self.scroll = (from_bottom + 1).saturating_sub(height);
         }
     }
 }

@@ -61,22 +61,34 @@ pub(crate) fn areas(app: &App, area: Rect) -> Areas {
     }
 }
 
-/// Every transcript row at `columns`, and the row each entry starts at.
-pub(crate) fn transcript_rows(app: &App, columns: usize) -> (Vec<Line<'static>>, Vec<usize>) {
-    let t = app.texts();
-    let mut rows = Vec::new();
-    let mut starts = Vec::with_capacity(app.transcript.entries.len());
-    for (i, entry) in app.transcript.entries.iter().enumerate() {
-        starts.push(rows.len());
-        rows.extend(entry_rows(
-            entry,
-            columns,
-            t,
-            app.selected == Some(i),
-            i > 0,
-        ));
+/// The last transcript rows at `columns`: at least `needed` of them when the transcript
+/// has that many, laid out from the newest entry back, so a frame costs what it shows and
+/// not the length of the conversation.
+pub(crate) fn tail_rows(app: &App, columns: usize, needed: usize) -> Vec<Line<'static>> {
+    let mut pieces = Vec::new();
+    let mut count = 0;
+    for (i, entry) in app.transcript.entries.iter().enumerate().rev() {
+        if count >= needed {
+            break;
+        }
+        let rows = entry_rows(entry, columns, app.texts(), app.selected == Some(i), i > 0);
+        count += rows.len();
+        pieces.push(rows);
     }
-    (rows, starts)
+    pieces.into_iter().rev().flatten().collect()
+}
+
+/// How many rows the entries from `index` to the newest take at `columns`.
+pub(crate) fn rows_from(app: &App, columns: usize, index: usize) -> usize {
+    app.transcript
+        .entries
+        .iter()
+        .enumerate()
+        .skip(index)
+        .map(|(i, entry)| {
+            entry_rows(entry, columns, app.texts(), app.selected == Some(i), i > 0).len()
+        })
+        .sum()
 }
 
 /// The input's rows (each character shown as the display function shows it) and the
@@ -121,8 +133,12 @@ pub(crate) fn render(app: &App, frame: &mut Frame<'_>) {
     let t = app.texts();
 
     // The transcript: the window `scroll` rows up from the bottom.
-    let (rows, _) = transcript_rows(app, usize::from(parts.transcript.width));
     let height = usize::from(parts.transcript.height);
+    let rows = tail_rows(
+        app,
+        usize::from(parts.transcript.width),
+        app.scroll + height,
+    );
     let end = rows.len().saturating_sub(app.scroll);
     let start = end.saturating_sub(height);
     let window: Vec<Line<'static>> = rows.get(start..end).unwrap_or_default().to_vec();

@@ -289,3 +289,33 @@ fn tab_selects_calls_and_ctrl_o_expands_one() {
         .collect();
     assert_eq!(expanded, [true, false]);
 }
+
+#[test]
+fn page_up_stops_at_the_first_row_and_tab_brings_a_call_into_view() {
+    let mut app = app(Language::En);
+    app.size = Rect::new(0, 0, 80, 24);
+    app.event(&started("t0", "clock", Some(Tier::Read), json!({})));
+    for i in 0..60 {
+        app.transcript
+            .push(crate::transcript::Entry::Info(format!("line {i}")));
+    }
+    let now = Instant::now();
+    for _ in 0..10 {
+        app.key(key(KeyCode::PageUp), now);
+    }
+    let top = frame(&mut app, 80, 24);
+    assert!(top.lines().next().unwrap().contains("[0] clock"), "{top}");
+    app.key(key(KeyCode::PageDown), now);
+    app.key(key(KeyCode::PageDown), now);
+    app.key(key(KeyCode::PageDown), now);
+    app.key(key(KeyCode::PageDown), now);
+    assert_eq!(app.scroll, 0);
+    assert!(frame(&mut app, 80, 24).contains("line 59"));
+    // The only call is far above: Tab scrolls it to the top of the window.
+    app.key(key(KeyCode::Tab), now);
+    let shown = frame(&mut app, 80, 24);
+    assert!(
+        shown.lines().next().unwrap().contains("▸ [0] clock"),
+        "{shown}"
+    );
+}
