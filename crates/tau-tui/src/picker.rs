@@ -28,6 +28,8 @@ pub enum Pick {
     New,
     Open(String),
     Quit,
+    /// A signal ended the picker (its number).
+    Signal(i32),
 }
 
 const TIME_COLUMNS: usize = 16;

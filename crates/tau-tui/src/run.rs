@@ -108,6 +108,7 @@ pub async fn pick_session(
     let mut keys = EventStream::new();
     let mut signals = Signals::listen()?;
     loop {
+        screen.reenter_if_restored()?;
         screen.terminal.draw(|frame| picker.render(frame))?;
         tokio::select! {
             event = keys.next() => match event {
@@ -121,7 +122,8 @@ pub async fn pick_session(
                 None => return Ok(Pick::Quit),
             },
             signal = signals.next() => match signal {
-                Signal::Interrupt | Signal::Terminate(_) => return Ok(Pick::Quit),
+                Signal::Interrupt => return Ok(Pick::Quit),
+                Signal::Terminate(number) => return Ok(Pick::Signal(number)),
             },
         }
     }
@@ -231,6 +233,7 @@ impl Loop {
     /// Draws a frame. When it shows a card for the first time, every key already waiting
     /// is read at once and counted as pressed before the card: none of them answers it.
     fn draw(&mut self, screen: &mut Screen) -> Result<Step, TuiError> {
+        screen.reenter_if_restored()?;
         let size = screen.terminal.size()?;
         self.app.size = Rect::new(0, 0, size.width, size.height);
         self.app.now = Instant::now();

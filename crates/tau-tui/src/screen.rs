@@ -44,6 +44,22 @@ impl Screen {
     }
 }
 
+impl Screen {
+    /// Takes the terminal back after a panic that was caught (a tool or a hook that
+    /// panicked fails its call, and the conversation goes on): the panic hook gave the
+    /// terminal back to print its message, so the modes are set again and the next frame
+    /// is drawn whole.
+    pub(crate) fn reenter_if_restored(&mut self) -> Result<(), TuiError> {
+        if ACTIVE.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        enable_raw_mode()?;
+        execute!(stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+        self.terminal.clear()?;
+        Ok(())
+    }
+}
+
 impl Drop for Screen {
     fn drop(&mut self) {
         restore();
@@ -60,7 +76,8 @@ pub(crate) fn restore() {
 }
 
 /// A panic anywhere first restores the terminal, so its message is readable and the shell
-/// usable; then the panic goes on as it would have.
+/// usable; then the panic goes on as it would have. When it was caught and the TUI goes
+/// on, the next frame takes the terminal again ([`Screen::reenter_if_restored`]).
 fn install_panic_hook() {
     PANIC_HOOK.call_once(|| {
         let previous = std::panic::take_hook();

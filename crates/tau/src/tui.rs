@@ -59,6 +59,7 @@ pub(crate) async fn run(
                 Pick::New => new_session_id()?,
                 Pick::Open(name) => SessionId::parse(&name)?,
                 Pick::Quit => return Ok(ExitCode::SUCCESS),
+                Pick::Signal(number) => return Ok(signal_code(number)),
             }
         }
     };

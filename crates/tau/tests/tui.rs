@@ -18,6 +18,9 @@ use common::{Tau, answer, peers, tool_call};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+/// Each terminal gets a tmux server of its own, even one after another in one folder.
+static NEXT_SOCKET: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Longer than the card's answer guard, so a key sent after it counts.
 const PAST_THE_GUARD: Duration = Duration::from_millis(600);
 
@@ -49,7 +52,10 @@ impl Terminal {
         );
         let terminal = Self {
             tmux,
-            socket: dir.join("tmux.sock"),
+            socket: dir.join(format!(
+                "tmux-{}.sock",
+                NEXT_SOCKET.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            )),
             dir,
         };
         let started = terminal.run(&[
@@ -118,15 +124,21 @@ impl Terminal {
 
     /// Waits (up to a generous bound, so a slow machine does not fail it) for `text`.
     fn wait_for(&self, text: &str) -> String {
+        self.wait_for_all(&[text])
+    }
+
+    /// Waits until the screen shows every one of `texts` at once (a frame reaches the
+    /// terminal in pieces, so one text on screen says nothing of another).
+    fn wait_for_all(&self, texts: &[&str]) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let screen = self.screen();
-            if screen.contains(text) {
+            if texts.iter().all(|text| screen.contains(text)) {
                 return screen;
             }
             assert!(
                 Instant::now() < deadline,
-                "never saw {text:?} in:\n{screen}"
+                "never saw {texts:?} in:\n{screen}"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -216,8 +228,10 @@ fn a_refused_call_does_not_run_and_the_audit_says_a_person_on_the_tui_refused_it
     terminal.type_text("make a file");
     terminal.keys(&["Enter"]);
     terminal.type_text("y");
-    let card = terminal.wait_for("tau asks: approval needed");
-    assert!(card.contains("\"command\": \"touch ran.txt\""), "{card}");
+    terminal.wait_for_all(&[
+        "tau asks: approval needed",
+        "\"command\": \"touch ran.txt\"",
+    ]);
     std::thread::sleep(PAST_THE_GUARD);
     let screen = terminal.screen();
     assert!(
@@ -225,11 +239,7 @@ fn a_refused_call_does_not_run_and_the_audit_says_a_person_on_the_tui_refused_it
         "the early y answered:\n{screen}"
     );
     terminal.keys(&["n"]);
-    let screen = terminal.wait_for("Fine, I did not run it.");
-    assert!(
-        screen.contains("run_command · refused · by you"),
-        "{screen}"
-    );
+    terminal.wait_for_all(&["Fine, I did not run it.", "run_command · refused · by you"]);
     assert!(
         !tau.workspace().join("ran.txt").exists(),
         "the refused command ran"
@@ -242,7 +252,7 @@ fn a_refused_call_does_not_run_and_the_audit_says_a_person_on_the_tui_refused_it
         )
     );
     // The `y` typed before the card is still in the input line, a prompt, not an answer.
-    assert!(screen.contains("> y"), "{screen}");
+    terminal.wait_for("> y");
     terminal.keys(&["C-c"]);
     terminal.keys(&["C-c"]);
     assert_eq!(terminal.exited(), 0);
@@ -265,8 +275,7 @@ fn an_approved_call_runs() {
     terminal.wait_for("tau asks: approval needed");
     std::thread::sleep(PAST_THE_GUARD);
     terminal.keys(&["y"]);
-    let screen = terminal.wait_for("Done.");
-    assert!(screen.contains("run_command · ran · by you"), "{screen}");
+    terminal.wait_for_all(&["Done.", "run_command · ran · by you"]);
     assert_eq!(
         std::fs::read_to_string(tau.workspace().join("ran.txt")).unwrap(),
         "hello\n"
@@ -312,9 +321,7 @@ fn ctrl_c_during_an_approved_command_stops_it() {
         .to_owned();
     let started = Instant::now();
     terminal.keys(&["C-c"]);
-    let screen = terminal.wait_for("run_command · cancelled");
-    assert!(screen.contains("Cancelled."), "{screen}");
-    terminal.wait_for("ready");
+    terminal.wait_for_all(&["run_command · cancelled", "Cancelled.", "ready"]);
     // The command is gone long before its 30 seconds, and never reached its end.
     let proc = PathBuf::from(format!("/proc/{pid}"));
     while proc.exists() {
@@ -344,17 +351,18 @@ fn the_picker_lists_sessions_opens_one_with_its_history_and_holds_its_lock() {
     let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui"]) else {
         return;
     };
-    let picker = terminal.wait_for("tau · sessions");
-    assert!(picker.contains("+ new session"), "{picker}");
+    let picker = terminal.wait_for_all(&["tau · sessions", "+ new session", "alpha", "↑↓ choose"]);
     let row = picker.lines().find(|l| l.contains("alpha")).unwrap();
     assert!(
         row.trim_end_matches('│').trim_end().ends_with(" 2"),
         "{row}"
     );
     terminal.keys(&["Down", "Enter"]);
-    let screen = terminal.wait_for("resumed session alpha (2)");
-    assert!(screen.contains("you │ hi there"), "{screen}");
-    assert!(screen.contains("tau │ Hello from before."), "{screen}");
+    terminal.wait_for_all(&[
+        "resumed session alpha (2)",
+        "you │ hi there",
+        "tau │ Hello from before.",
+    ]);
     // The line chat cannot open the session the TUI holds.
     let blocked = tau.run(&["--model", &first, "chat", "--session", "alpha"], "hi\n");
     assert_eq!(blocked.code, 2, "{}", blocked.stdout);
@@ -424,14 +432,13 @@ fn an_unanswered_card_counts_down_and_goes_when_the_question_times_out() {
     terminal.wait_for("approvals: 0");
     terminal.type_text("make a file");
     terminal.keys(&["Enter"]);
-    let card = terminal.wait_for("tau asks: approval needed");
-    assert!(card.contains("withdrawn in 0:0"), "{card}");
-    let screen = terminal.wait_for("It timed out.");
+    terminal.wait_for_all(&["tau asks: approval needed", "withdrawn in 0:0"]);
+    let screen = terminal.wait_for_all(&[
+        "It timed out.",
+        "run_command · timed out · no answer in time",
+        "approvals: 0",
+    ]);
     assert!(!screen.contains("tau asks"), "the card stayed:\n{screen}");
-    assert!(
-        screen.contains("run_command · timed out · no answer in time"),
-        "{screen}"
-    );
     assert!(!tau.workspace().join("ran.txt").exists());
     assert_eq!(
         decision_and_call(&tau),
@@ -445,7 +452,7 @@ fn an_unanswered_card_counts_down_and_goes_when_the_question_times_out() {
 }
 
 #[test]
-fn sigterm_restores_the_terminal_and_exits_143() {
+fn sigterm_and_sighup_restore_the_terminal_and_exit_128_plus_the_signal() {
     let tau = Tau::new();
     let mut slow = answer("This streams slowly.");
     slow["delayMs"] = json!(3000);
@@ -464,6 +471,18 @@ fn sigterm_restores_the_terminal_and_exits_143() {
         .unwrap();
     assert!(killed.success());
     assert_eq!(terminal.exited(), 143);
+    drop(terminal);
+    // In the picker too, and SIGHUP (a closed terminal window) the same way.
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui"]) else {
+        return;
+    };
+    terminal.wait_for("+ new session");
+    let killed = Command::new("kill")
+        .args(["-HUP", &terminal.pid()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert_eq!(terminal.exited(), 129);
 }
 
 #[test]
