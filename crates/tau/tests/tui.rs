@@ -92,6 +92,16 @@ impl Terminal {
             .unwrap()
     }
 
+    fn resize(&self, width: u16, height: u16) {
+        let (width, height) = (width.to_string(), height.to_string());
+        let resized = self.run(&["resize-window", "-t", "t", "-x", &width, "-y", &height]);
+        assert!(
+            resized.status.success(),
+            "{}",
+            String::from_utf8_lossy(&resized.stderr)
+        );
+    }
+
     /// Keys by tmux name (`Enter`, `C-c`, `Down`) or literal text.
     fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "t"];
@@ -273,6 +283,19 @@ fn an_approved_call_runs() {
     terminal.type_text("make a file");
     terminal.keys(&["Enter"]);
     terminal.wait_for("tau asks: approval needed");
+    // Narrower and back: the card stays whole inside its border, the status bar below it.
+    terminal.resize(40, 12);
+    let narrow = terminal.wait_for_all(&["╔ tau asks: approval needed", "╝", "approvals: 1"]);
+    let lines: Vec<&str> = narrow.lines().collect();
+    assert!(
+        lines[0].starts_with('╔') && lines[10].starts_with('╚'),
+        "{narrow}"
+    );
+    for line in &lines[1..10] {
+        assert!(line.starts_with('║') && line.ends_with('║'), "{narrow}");
+    }
+    terminal.resize(80, 24);
+    terminal.wait_for_all(&["  ╔ tau asks", "\"command\": \"echo hello > ran.txt\""]);
     std::thread::sleep(PAST_THE_GUARD);
     terminal.keys(&["y"]);
     terminal.wait_for_all(&["Done.", "run_command · ran · by you"]);
