@@ -106,18 +106,18 @@ impl CardView {
         let inner_width = usize::from(outer_width.saturating_sub(4));
         let body = body(card, inner_width, t);
         let inner_limit = usize::from(area.height.saturating_sub(2));
-        let mut footer = footer(card, inner_width, t, moment, false, 0);
+        // Rows below the window, for a window of `window` rows at the card's scroll.
+        let hidden = |window: usize| {
+            let scroll = card.scroll.min(body.len().saturating_sub(window));
+            body.len().saturating_sub(scroll + window)
+        };
+        let mut footer = footer(card, inner_width, t, moment, 0);
         let mut window = inner_limit.saturating_sub(footer.len());
-        if body.len() > window {
-            let hidden = body
-                .len()
-                .saturating_sub(card.scroll.min(body.len()) + window);
-            footer = footer_with(card, inner_width, t, moment, hidden);
+        if hidden(window) > 0 {
+            // The note on what is below may take a row of the window.
+            footer = self::footer(card, inner_width, t, moment, hidden(window));
             window = inner_limit.saturating_sub(footer.len());
-            let hidden = body
-                .len()
-                .saturating_sub(card.scroll.min(body.len().saturating_sub(window)) + window);
-            footer = footer_with(card, inner_width, t, moment, hidden);
+            footer = self::footer(card, inner_width, t, moment, hidden(window));
         }
         let window = window.min(body.len());
         let inner_height = u16::try_from(window + footer.len()).unwrap_or(u16::MAX);
@@ -140,16 +140,6 @@ impl CardView {
             window,
         }
     }
-}
-
-fn footer_with(
-    card: &Card,
-    columns: usize,
-    t: &Texts,
-    moment: Moment,
-    hidden: usize,
-) -> Vec<Line<'static>> {
-    footer(card, columns, t, moment, true, hidden)
 }
 
 fn dim() -> Style {
@@ -231,11 +221,10 @@ fn footer(
     columns: usize,
     t: &Texts,
     moment: Moment,
-    overflowing: bool,
     hidden: usize,
 ) -> Vec<Line<'static>> {
     let mut notes: Vec<String> = Vec::new();
-    if overflowing && hidden > 0 {
+    if hidden > 0 {
         notes.push(t.more_lines.replace("{n}", &hidden.to_string()));
     }
     if let Some(deadline) = card.deadline {

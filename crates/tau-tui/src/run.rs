@@ -9,6 +9,7 @@ use crossterm::event::{Event, EventStream};
 use futures::{FutureExt, StreamExt};
 use ratatui::layout::Rect;
 use tau_agent::CancelHandle;
+use tau_core::approval::Standing;
 use tau_core::{ChannelEvent, ChannelSink, Language, TauAgent, TurnError, TurnOutcome};
 use tokio::sync::mpsc;
 
@@ -150,10 +151,8 @@ pub async fn chat(
 ) -> Result<Exit, TuiError> {
     let gate = std::sync::Arc::clone(agent.gate());
     let tier_of = |tool: &str| match gate.standing(tool) {
-        tau_core::approval::Standing::Known { tier, .. } => Some(tier),
-        tau_core::approval::Standing::Unknown | tau_core::approval::Standing::Invalid { .. } => {
-            None
-        }
+        Standing::Known { tier, .. } => Some(tier),
+        Standing::Unknown | Standing::Invalid { .. } => None,
     };
     let mut transcript = Transcript::from_history(agent.messages(), &tier_of);
     let t = crate::texts::texts(setup.language);
