@@ -176,8 +176,10 @@ impl App {
 
     pub(crate) fn paste(&mut self, text: &str) {
         // A paste never answers a card: it goes to the input line, or nowhere.
-        if self.cards.is_empty() {
-            self.input.insert(text);
+        if self.cards.is_empty() && !self.input.insert(text) {
+            let kib = crate::input::MAX_INPUT_BYTES >> 10;
+            let note = self.texts().paste_cut.replace("{kib}", &kib.to_string());
+            self.transcript.push(Entry::Info(note));
         }
     }
 
@@ -200,12 +202,16 @@ impl App {
                 return Action::Quit;
             }
             KeyCode::Char('o' | 'O') if control => self.toggle_selected(),
-            KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.input.insert("\n"),
+            KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => {
+                self.input.insert("\n");
+            }
             KeyCode::Enter if self.phase == Phase::Idle && !self.input.text.trim().is_empty() => {
                 self.selected = None;
                 return Action::Submit(self.input.take());
             }
-            KeyCode::Char(c) if !control => self.input.insert(c.encode_utf8(&mut [0; 4])),
+            KeyCode::Char(c) if !control => {
+                self.input.insert(c.encode_utf8(&mut [0; 4]));
+            }
             KeyCode::Backspace => self.input.backspace(),
             KeyCode::Delete => self.input.delete(),
             KeyCode::Left => self.input.left(),

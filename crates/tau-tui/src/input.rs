@@ -2,8 +2,9 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
-/// Longest input kept; a paste beyond it is cut (the person sees what was kept).
-const MAX_INPUT_BYTES: usize = 1 << 20;
+/// Longest input kept: a prompt, not a file (a file is for the tools to read). A paste
+/// beyond it is cut, and the transcript says so.
+pub(crate) const MAX_INPUT_BYTES: usize = 64 << 10;
 
 /// What the person is typing. The cursor is a byte index on a grapheme boundary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,7 +26,8 @@ impl Input {
         }
     }
 
-    pub(crate) fn insert(&mut self, text: &str) {
+    /// Inserts `text` at the cursor; false when not all of it fit.
+    pub(crate) fn insert(&mut self, text: &str) -> bool {
         let room = MAX_INPUT_BYTES.saturating_sub(self.text.len());
         let mut end = text.len().min(room);
         while !text.is_char_boundary(end) {
@@ -37,6 +39,7 @@ impl Input {
         self.text.insert_str(self.cursor, &piece);
         self.cursor += piece.len();
         self.browsing = None;
+        end == text.len()
     }
 
     pub(crate) fn backspace(&mut self) {

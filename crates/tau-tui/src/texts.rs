@@ -37,6 +37,8 @@ pub(crate) struct Texts {
     pub cancelling: &'static str,
     pub input_title: &'static str,
     pub input_busy: &'static str,
+    /// A paste longer than `{kib}` KiB was cut.
+    pub paste_cut: &'static str,
     pub call_running: &'static str,
     pub call_waiting: &'static str,
     pub call_ran: &'static str,
@@ -99,6 +101,7 @@ const EN: Texts = Texts {
     cancelling: "cancelling (Ctrl-C again quits)",
     input_title: "Enter send · PgUp/PgDn scroll · Tab call · Ctrl-O expand · Ctrl-C quit",
     input_busy: "a turn is running · Ctrl-C cancels it",
+    paste_cut: "the paste was cut: a prompt holds at most {kib} KiB",
     call_running: "running",
     call_waiting: "waiting for you",
     call_ran: "ran",
@@ -159,6 +162,7 @@ const TR: Texts = Texts {
     cancelling: "iptal ediliyor (tekrar Ctrl-C çıkar)",
     input_title: "Enter gönder · PgUp/PgDn kaydır · Tab çağrı · Ctrl-O aç · Ctrl-C çık",
     input_busy: "bir tur sürüyor · Ctrl-C iptal eder",
+    paste_cut: "yapıştırılan metin kesildi: bir istem en çok {kib} KiB olabilir",
     call_running: "çalışıyor",
     call_waiting: "onayınızı bekliyor",
     call_ran: "çalıştı",
@@ -233,6 +237,7 @@ mod tests {
             assert!(t.more_waiting.contains("{n}"));
             assert!(t.calls_left.contains("{n}") && t.calls_left.contains("{max}"));
             assert!(t.approvals.contains("{n}"));
+            assert!(t.paste_cut.contains("{kib}"));
             assert!(t.by_person.contains("{channel}"));
             assert!(t.by_exemption.contains("{name}"));
             // The answer keys are the same in every language: only `y` approves.

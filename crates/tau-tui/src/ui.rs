@@ -29,7 +29,10 @@ pub(crate) struct Areas {
 
 /// Splits `area`: the transcript takes what the input line and the status bar leave.
 pub(crate) fn areas(app: &App, area: Rect) -> Areas {
-    let input_rows = input_rows(app, usize::from(area.width)).0.len();
+    areas_with(area, input_rows(app, usize::from(area.width)).0.len())
+}
+
+fn areas_with(area: Rect, input_rows: usize) -> Areas {
     let input_height = u16::try_from(input_rows.clamp(1, MAX_INPUT_ROWS)).unwrap_or(1);
     let status = Rect {
         y: area.y + area.height.saturating_sub(1),
@@ -96,40 +99,44 @@ pub(crate) fn rows_from(app: &App, columns: usize, index: usize) -> usize {
 fn input_rows(app: &App, columns: usize) -> (Vec<String>, (usize, usize)) {
     let room = columns.saturating_sub(INPUT_PREFIX).max(1);
     let mut rows = vec![String::new()];
+    // The width of the last row so far.
+    let mut used = 0;
     let mut cursor = (0, 0);
     let text = &app.input.text;
-    for (at, c) in text
-        .char_indices()
-        .chain(std::iter::once((text.len(), '\0')))
-    {
-        if at == app.input.cursor {
-            let row = rows.len() - 1;
-            cursor = (row, rows.last().map_or(0, |r| width(r)));
-        }
-        if at == text.len() {
-            break;
-        }
+    for (at, c) in text.char_indices() {
         if c == '\n' {
+            if at == app.input.cursor {
+                cursor = (rows.len() - 1, used);
+            }
             rows.push(String::new());
+            used = 0;
             continue;
         }
         let shown = display(c.encode_utf8(&mut [0; 4]));
-        if rows.last().is_some_and(|r| width(r) + width(&shown) > room) {
+        let shown_width = width(&shown);
+        if used + shown_width > room {
             rows.push(String::new());
-            if at == app.input.cursor {
-                cursor = (rows.len() - 1, 0);
-            }
+            used = 0;
+        }
+        if at == app.input.cursor {
+            cursor = (rows.len() - 1, used);
         }
         if let Some(row) = rows.last_mut() {
             row.push_str(&shown);
         }
+        used += shown_width;
+    }
+    if app.input.cursor >= text.len() {
+        cursor = (rows.len() - 1, used);
     }
     (rows, cursor)
 }
 
 pub(crate) fn render(app: &App, frame: &mut Frame<'_>) {
     let area = frame.area();
-    let parts = areas(app, area);
+    let columns = usize::from(area.width);
+    let (input, (cursor_row, cursor_column)) = input_rows(app, columns);
+    let parts = areas_with(area, input.len());
     let t = app.texts();
 
     // The transcript: the window `scroll` rows up from the bottom.
@@ -149,14 +156,12 @@ pub(crate) fn render(app: &App, frame: &mut Frame<'_>) {
         Phase::Idle => t.input_title,
         Phase::Running { .. } => t.input_busy,
     };
-    let columns = usize::from(area.width);
     let title = shorten(&format!("─ {hint} "), columns);
     let fill = "─".repeat(columns.saturating_sub(width(&title)));
     frame.render_widget(
         Paragraph::new(Line::from(Span::styled(title + &fill, dim()))),
         parts.input_title,
     );
-    let (input, (cursor_row, cursor_column)) = input_rows(app, columns);
     let input_height = usize::from(parts.input.height);
     let first = (cursor_row + 1).saturating_sub(input_height);
     let lines: Vec<Line<'static>> = input

@@ -319,3 +319,18 @@ fn page_up_stops_at_the_first_row_and_tab_brings_a_call_into_view() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_paste_beyond_the_limit_is_cut_and_the_transcript_says_so() {
+    let mut app = app(Language::En);
+    app.paste(&"é".repeat(40_000));
+    assert_eq!(app.input.text.len(), crate::input::MAX_INPUT_BYTES);
+    assert_eq!(
+        app.transcript.entries.last(),
+        Some(&crate::transcript::Entry::Info(
+            "the paste was cut: a prompt holds at most 64 KiB".into()
+        ))
+    );
+    // A frame with the longest input is drawn without trouble.
+    let _ = buffer(&mut app, 80, 24);
+}
