@@ -135,8 +135,12 @@ impl SessionRepository for SqliteSessions {
             "INSERT INTO messages (session_id, idx, body, created_at) VALUES (?1, ?2, ?3, ?4)",
         )?
         .execute(params![id.as_str(), index_to_sql(index), body, now])?;
-        tx.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE id = ?1")?
-            .execute(params![id.as_str(), now])?;
+        // At most one write a second: a message written in the same second as the last
+        // one leaves the session row, and its page, alone.
+        tx.prepare_cached(
+            "UPDATE sessions SET updated_at = ?2 WHERE id = ?1 AND updated_at <> ?2",
+        )?
+        .execute(params![id.as_str(), now])?;
         tx.commit()?;
         Ok(())
     }
