@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 # Runs per size: tau is cheap to repeat; Strands at N=1000 takes minutes per run.
-TAU_RUNS = {10: 11, 100: 9, 1000: 5, 3000: 3}
+TAU_RUNS = {10: 11, 100: 11, 1000: 7, 3000: 7}
 STRANDS_RUNS = {10: 5, 100: 5, 1000: 1, 3000: 1}
 
 
@@ -112,17 +112,17 @@ class Strands:
 
 
 def measure(sizes, runs, tools):
-    """{(tool, n): [(seconds, rss_kib), ...]}, the tools alternating run by run."""
+    """{(tool, n): [(seconds, rss_kib), ...]}. Round by round over every size, the tools
+    alternating, so a burst of load from elsewhere falls on all of them alike."""
     results = {}
-    for n in sizes:
-        folders = {tool.name: tool.prepare(n) for tool in tools}
-        wanted = {tool.name: runs[tool.name].get(n, 0) for tool in tools}
-        for r in range(max(wanted.values())):
-            order = tools if r % 2 == 0 else list(reversed(tools))
-            for tool in order:
-                if r >= wanted[tool.name]:
+    folders = {(tool.name, n): tool.prepare(n) for tool in tools for n in sizes}
+    rounds = max(per.get(n, 0) for per in runs.values() for n in sizes)
+    for r in range(rounds):
+        for n in sizes:
+            for tool in tools if r % 2 == 0 else list(reversed(tools)):
+                if r >= runs[tool.name].get(n, 0):
                     continue
-                sample = tool.run(n, folders[tool.name])
+                sample = tool.run(n, folders[(tool.name, n)])
                 results.setdefault((tool.name, n), []).append(sample)
                 print(f"  {tool.name:7} N={n:<5} run {r + 1}: {sample[0]:8.3f} s {sample[1] / 1024:7.1f} MiB",
                       file=sys.stderr, flush=True)
@@ -171,6 +171,8 @@ def main():
     parser.add_argument("--runs", type=int, help="runs per size for both (default: per size)")
     parser.add_argument("--tau-only", action="store_true", help="leave Strands out")
     args = parser.parse_args()
+    # The runs start in their own folders: relative paths would not reach the programs.
+    args.tau, args.python = args.tau.absolute(), args.python.absolute()
     sizes = [int(s) for s in args.sizes.split(",")]
     strands_runs = dict(STRANDS_RUNS)
     if not args.strands_3000:
