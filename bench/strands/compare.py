@@ -1,7 +1,7 @@
 """tau beside Strands: the same user turn of N tool calls through both, side by side.
 
 Each run is a whole process, timed from launch to exit, with its peak resident memory
-(from the kernel's rusage of the child). tau runs as a person would run it: the real
+(GNU time's maximum resident set size). tau runs as a person would run it: the real
 `tau chat` binary, a `replay:` model, its gate, audit log and SQLite session store, in a
 fresh home. Strands runs `strands_run.py` (a scripted model, the same tool, a gate-like
 before-tool-call hook and an audit line per call). The two alternate, run by run, so load
@@ -12,7 +12,6 @@ Usage: python compare.py --tau BIN --python PY [--sizes 10,100,1000,3000] [--str
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -24,24 +23,26 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 # Runs per size: tau is cheap to repeat; Strands at N=1000 takes minutes per run.
-TAU_RUNS = {10: 11, 100: 11, 1000: 7, 3000: 7}
+TAU_RUNS = {10: 21, 100: 21, 1000: 7, 3000: 7}
 STRANDS_RUNS = {10: 5, 100: 5, 1000: 1, 3000: 1}
 
 
 def run_measured(command, stdin_path, cwd):
-    """Wall seconds and peak RSS (KiB) of one child process; fails on a non-zero exit."""
+    """Wall seconds and peak RSS (KiB) of one child process; fails on a non-zero exit.
+
+    The peak comes from GNU time, not from this process's rusage of the child: a child
+    forked from Python counts Python's own pages until it execs."""
+    rss_file = Path(cwd) / "rss.txt"
     with open(stdin_path, "rb") as stdin:
         start = time.perf_counter()
-        child = subprocess.Popen(
-            command, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd
+        child = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *command],
+            stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd,
         )
-        _, status, usage = os.wait4(child.pid, 0)
         elapsed = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    stderr = child.stderr.read().decode(errors="replace") if child.stderr else ""
     if child.returncode != 0:
-        sys.exit(f"{command[0]} exited with {child.returncode}:\n{stderr}")
-    return elapsed, usage.ru_maxrss
+        sys.exit(f"{command[0]} exited with {child.returncode}:\n{child.stderr.decode(errors='replace')}")
+    return elapsed, int(rss_file.read_text().split()[-1])
 
 
 def tool_call_lines(audit):
