@@ -12,6 +12,7 @@ Usage: python compare.py --tau BIN --python PY [--sizes 10,100,1000,3000] [--str
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -33,6 +34,9 @@ def run_measured(command, stdin_path, cwd):
     The peak comes from GNU time, not from this process's rusage of the child: a child
     forked from Python counts Python's own pages until it execs."""
     rss_file = Path(cwd) / "rss.txt"
+    # What the last run left for the disk is written out first, outside the clock, so no
+    # run pays for another's writeback in its own fsyncs.
+    os.sync()
     with open(stdin_path, "rb") as stdin:
         start = time.perf_counter()
         child = subprocess.run(
