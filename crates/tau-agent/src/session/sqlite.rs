@@ -2,10 +2,14 @@
 //!
 //! Durability: each message is committed before `append_message` returns, into the WAL
 //! with `synchronous = NORMAL`, so a killed process loses nothing it wrote (the commit is
-//! in the operating system's hands) and no commit waits for the disk. [`SqliteSessions::sync`]
-//! flushes the WAL to the disk; the agent calls it at the end of each invocation, so a
-//! power loss or an OS crash can cost the invocation in progress, never a finished one.
-//! The database stays consistent either way.
+//! in the operating system's hands) and no commit waits for the disk. `sync` copies the
+//! WAL into the database file (a checkpoint) and flushes both; the agent calls it at the
+//! end of each invocation, so a power loss or an OS crash can cost the invocation in
+//! progress, never a finished one. The database stays consistent either way.
+//!
+//! Checkpoints wait for the end of an invocation: SQLite's own, every 1000 pages, would
+//! flush the disk twice every few hundred tool calls in the middle of a long turn. Its
+//! threshold is raised to 64 MiB of log, a bound for a turn that never ends.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -72,6 +76,9 @@ impl SqliteSessions {
         // (see the module docs) and `sync` flushes them.
         connection.pragma_update(None, "journal_mode", "WAL")?;
         connection.pragma_update(None, "synchronous", "NORMAL")?;
+        // In pages of 4 KiB: 64 MiB. After a checkpoint the log file is cut back to 4 MiB.
+        connection.pragma_update(None, "wal_autocheckpoint", 16384)?;
+        connection.pragma_update(None, "journal_size_limit", 4 << 20)?;
         connection.pragma_update(None, "foreign_keys", "ON")?;
         connection.execute_batch(SCHEMA)?;
         Ok(Self {
@@ -240,7 +247,10 @@ impl SessionRepository for SqliteSessions {
             return Ok(());
         };
         // Held so no commit of this store lands half-way through the flush.
-        let _connection = self.lock();
+        let connection = self.lock();
+        // Passive: a reader in another process is never waited for; what it still needs
+        // stays in the log, which the flush below makes durable all the same.
+        connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         let failed = |error| SessionError::Sync {
             path: wal.display().to_string(),
             error,
@@ -326,6 +336,41 @@ mod tests {
                 .to_string()
                 .starts_with("session 's' has an unreadable record (message 0)"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn commits_wait_for_no_disk_and_sync_leaves_everything_in_the_database_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let id = SessionId::parse("s").unwrap();
+        let store = SqliteSessions::open(&path).unwrap();
+        let pragma = |name: &str| -> i64 {
+            store
+                .lock()
+                .query_row(&format!("PRAGMA {name}"), [], |row| row.get(0))
+                .unwrap()
+        };
+        // 1 is NORMAL: a commit is the operating system's, a flush is `sync`'s.
+        assert_eq!(
+            (pragma("synchronous"), pragma("wal_autocheckpoint")),
+            (1, 16384)
+        );
+        store.ensure_session(&id).unwrap();
+        for index in 0..50 {
+            store
+                .append_message(&id, index, &Message::user_text(format!("m{index}")))
+                .unwrap();
+        }
+        store.sync().unwrap();
+        // The database file alone, without its log, holds every message.
+        let copy = dir.path().join("copy.db");
+        std::fs::copy(&path, &copy).unwrap();
+        let copied = SqliteSessions::open(&copy).unwrap();
+        assert_eq!(copied.message_count(&id).unwrap(), 50);
+        assert_eq!(
+            copied.messages(&id, 49).unwrap(),
+            vec![Message::user_text("m49")]
         );
     }
 }
