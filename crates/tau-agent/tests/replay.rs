@@ -10,11 +10,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::{Counter, assistant, results, tool_use};
+use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
-    Agent, Message, Model, ScriptedModel, SessionId, SessionRepository, SlidingWindow,
-    SqliteSessions, ToolResult,
+    Agent, BlockDelta, Message, Model, OwnedModelRequest, ScriptedModel, SessionId,
+    SessionRepository, SlidingWindow, SqliteSessions, StreamChunk, ToolResult,
 };
 
 /// Each prompt gets a counter call, then an answer; a throttled entry sits in between
@@ -152,4 +153,93 @@ async fn a_session_that_holds_every_reply_gets_a_clear_error() {
         error.to_string(),
         "model error: the replay script has no more responses (all 1 were played)"
     );
+}
+
+fn next_request() -> OwnedModelRequest {
+    OwnedModelRequest {
+        messages: vec![Message::user_text("next?")],
+        ..OwnedModelRequest::default()
+    }
+}
+
+/// What each of `calls` calls plays: the reply's text, or the error.
+async fn play(model: &dyn Model, calls: usize) -> Vec<String> {
+    let mut played = Vec::new();
+    for _ in 0..calls {
+        played.push(match model.stream(next_request().as_request()).await {
+            Ok(stream) => stream
+                .map(|chunk| match chunk.unwrap() {
+                    StreamChunk::ContentBlockDelta {
+                        delta: BlockDelta::Text { text },
+                    } => text,
+                    _ => String::new(),
+                })
+                .collect::<Vec<_>>()
+                .await
+                .concat(),
+            Err(error) => error.to_string(),
+        });
+    }
+    played
+}
+
+const ERRORS_BETWEEN: &str = r#"[
+    {"error":{"type":"throttled"}},
+    {"role":"assistant","content":[{"text":"one"}]},
+    {"role":"assistant","content":[{"text":"two"}]},
+    {"error":{"type":"other","message":"down"}},
+    {"role":"assistant","content":[{"text":"three"}]}
+]"#;
+
+fn stored(replies: usize) -> Vec<Message> {
+    (0..replies)
+        .flat_map(|i| {
+            [
+                Message::user_text(format!("q{i}")),
+                Message::assistant_text(format!("a{i}")),
+            ]
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_script_continues_after_the_replies_it_holds() {
+    let script = ScriptedModel::from_json(ERRORS_BETWEEN).unwrap();
+    let throttled = "the model provider is throttling requests: scripted throttling";
+    let exhausted = "model error: the replay script has no more responses (all 5 were played)";
+    let cases: [(usize, Vec<&str>); 5] = [
+        (
+            0,
+            vec![throttled, "one", "two", "model error: down", "three"],
+        ),
+        // The error entries after the k-th reply are played before the next reply.
+        (1, vec!["two", "model error: down", "three", exhausted]),
+        (2, vec!["model error: down", "three", exhausted]),
+        (3, vec![exhausted]),
+        (7, vec![exhausted]),
+    ];
+    for (replies, expected) in cases {
+        let model = script.for_session(&stored(replies)).unwrap();
+        assert_eq!(
+            play(model.as_ref(), expected.len()).await,
+            expected,
+            "{replies}"
+        );
+    }
+    // Each session has its own place; the script itself was not moved.
+    assert_eq!(script.remaining(), 5);
+}
+
+#[tokio::test]
+async fn requests_are_kept_only_when_recording_and_shared_with_sessions() {
+    let quiet = ScriptedModel::from_json(ERRORS_BETWEEN).unwrap();
+    play(&quiet, 2).await;
+    assert_eq!(quiet.requests(), vec![]);
+
+    let recording = ScriptedModel::from_json(ERRORS_BETWEEN)
+        .unwrap()
+        .recording();
+    let session = recording.for_session(&stored(1)).unwrap();
+    play(session.as_ref(), 1).await;
+    assert_eq!(recording.requests(), vec![next_request()]);
 }
