@@ -136,6 +136,10 @@ impl AuditLog {
         // the disk as well would cost more than the rest of a tool call; a power loss can
         // cost the last lines, and `verify` then reports the cut.
         file.write_all(&line)?;
+        if matches!(event, AuditEvent::TurnEnd { .. }) {
+            // Once a turn, as the session store flushes: what the turn did is on the disk.
+            file.sync_data()?;
+        }
         let head = Head {
             seq,
             hash: line_hash(&body),
