@@ -1,0 +1,623 @@
+//! The hub end to end in one process: conversations, stored questions answered, expired,
+//! superseded and carried across a restart, turns one at a time per session and side by
+//! side across sessions. The model is scripted per session and continues from the
+//! session's stored history, as the `replay:` model does.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tau_agent::{
+    ContentBlock, Message, Role, ScriptedModel, SessionId, SessionRepository, SharedTool,
+    SqliteSessions, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, ToolUse,
+};
+use tau_core::approval::{ApprovalStore, DurableQuestions};
+use tau_core::{
+    AgentParts, AuditEvent, AutoRejectApprover, ChannelEvent, CoreConfig, DecidedBy, EventBus,
+    RecordedEvents, StopReason, TauToolSpec, Tier, ToolCatalog, build_agent,
+};
+use tau_hub::{
+    Answered, ApprovalState, Hub, HubError, HubOptions, OpenError, Opened, Reply, SessionEvent,
+    SessionFactory, SqliteApprovals,
+};
+use tokio::sync::broadcast;
+
+/// A tool that records its inputs; `gate` (when set) holds it until released.
+struct Recording {
+    spec: ToolSpec,
+    inputs: Mutex<Vec<Value>>,
+    runs: AtomicUsize,
+    gate: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+impl Recording {
+    fn new(name: &str, tier: Tier, gate: Option<Arc<tokio::sync::Semaphore>>) -> Arc<Self> {
+        Arc::new(Self {
+            spec: TauToolSpec::new(
+                name,
+                format!("The {name} tool"),
+                tier,
+                format!("uses {name}"),
+            )
+            .build(),
+            inputs: Mutex::default(),
+            runs: AtomicUsize::new(0),
+            gate,
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for Recording {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn run(&self, input: Value, context: ToolContext) -> Result<ToolOutput, ToolError> {
+        if let Some(gate) = &self.gate {
+            tokio::select! {
+                permit = gate.acquire() => permit.unwrap().forget(),
+                () = context.cancelled() => return Ok(ToolOutput::text("stopped")),
+            }
+        }
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        self.inputs.lock().unwrap().push(input.clone());
+        Ok(ToolOutput::text(format!("{} done", self.spec.name)))
+    }
+}
+
+fn call(id: &str, name: &str, input: Value) -> Message {
+    Message {
+        role: Role::Assistant,
+        content: vec![ContentBlock::ToolUse(ToolUse {
+            tool_use_id: id.into(),
+            name: name.into(),
+            input,
+        })],
+    }
+}
+
+fn say(text: &str) -> Message {
+    Message::assistant_text(text)
+}
+
+/// Builds each session's agent over the shared stores; its model plays `script` from
+/// after the assistant messages the session already holds.
+struct Factory {
+    sessions: Arc<SqliteSessions>,
+    script: Vec<Message>,
+    /// Scripts of particular sessions, by id.
+    scripts: Arc<Mutex<std::collections::HashMap<String, Vec<Message>>>>,
+    lights: Arc<Recording>,
+    wait: Arc<Recording>,
+    audit: EventBus,
+    opened: AtomicUsize,
+}
+
+#[async_trait]
+impl SessionFactory for Factory {
+    fn events(&self, _session: &SessionId) -> EventBus {
+        self.audit.clone()
+    }
+
+    async fn open(
+        &self,
+        session: &SessionId,
+        durable: DurableQuestions,
+        events: EventBus,
+    ) -> Result<Opened, OpenError> {
+        self.opened.fetch_add(1, Ordering::SeqCst);
+        let stored = self.sessions.messages(session, 0).unwrap();
+        let said = stored.iter().filter(|m| m.role == Role::Assistant).count();
+        let script = self
+            .scripts
+            .lock()
+            .unwrap()
+            .get(session.as_str())
+            .cloned()
+            .unwrap_or_else(|| self.script.clone());
+        let model = ScriptedModel::new(script.into_iter().skip(said).collect::<Vec<_>>());
+        let mut catalog = ToolCatalog::new();
+        let tools: Vec<SharedTool> = vec![self.lights.clone(), self.wait.clone()];
+        catalog.extend(tools).unwrap();
+        let agent = build_agent(AgentParts {
+            config: CoreConfig::default(),
+            model: Arc::new(model),
+            catalog,
+            approver: Arc::new(AutoRejectApprover),
+            hooks: Vec::new(),
+            plugins: Vec::new(),
+            session: Some((Arc::clone(&self.sessions) as _, session.clone())),
+            events,
+            durable: Some(durable),
+        })
+        .await
+        .map_err(|e| OpenError(e.to_string()))?;
+        Ok(Opened {
+            agent,
+            guard: Box::new(()),
+        })
+    }
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    lights: Arc<Recording>,
+    wait: Arc<Recording>,
+    release: Arc<tokio::sync::Semaphore>,
+    audit: RecordedEvents,
+    bus: EventBus,
+    scripts: Arc<Mutex<std::collections::HashMap<String, Vec<Message>>>>,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
+        let bus = EventBus::new();
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            lights: Recording::new("lights", Tier::Physical, None),
+            wait: Recording::new("wait", Tier::Read, Some(Arc::clone(&release))),
+            release,
+            audit: RecordedEvents::subscribed_to(&bus),
+            bus,
+            scripts: Arc::default(),
+        }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("state.db")
+    }
+
+    /// A hub process on the shared files.
+    fn hub(&self, script: Vec<Message>, timeout: Duration) -> Hub {
+        let sessions = Arc::new(SqliteSessions::open(&self.db()).unwrap());
+        let factory = Arc::new(Factory {
+            sessions: Arc::clone(&sessions),
+            script,
+            scripts: Arc::clone(&self.scripts),
+            lights: Arc::clone(&self.lights),
+            wait: Arc::clone(&self.wait),
+            audit: self.bus.clone(),
+            opened: AtomicUsize::new(0),
+        });
+        Hub::open(
+            &self.db(),
+            sessions,
+            Arc::new(SqliteApprovals::open(&self.db()).unwrap()),
+            factory,
+            HubOptions {
+                remote_timeout: timeout,
+            },
+        )
+        .unwrap()
+    }
+
+    /// What the model says in `session`.
+    fn script(&self, session: &SessionId, script: Vec<Message>) {
+        self.scripts
+            .lock()
+            .unwrap()
+            .insert(session.to_string(), script);
+    }
+
+    fn decided_by_of_runs(&self) -> Vec<Value> {
+        self.audit
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                AuditEvent::ToolCall {
+                    tool, decided_by, ..
+                } if tool == "lights" => Some(serde_json::to_value(decided_by).unwrap()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn lights_script() -> Vec<Message> {
+    vec![
+        call("t1", "lights", json!({"room": "kitchen"})),
+        say("The kitchen light is on."),
+        say("Anything else?"),
+    ]
+}
+
+/// Events until a turn ends with `stop` (skipping turns that end otherwise), as JSON.
+async fn until_turn_ends(
+    receiver: &mut broadcast::Receiver<SessionEvent>,
+    stop: StopReason,
+) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), receiver.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no turn ended with {stop:?}; saw {seen:#?}"))
+            .unwrap();
+        let value = match &event {
+            SessionEvent::Prompt { text } => json!({"type": "prompt", "text": text}),
+            SessionEvent::Turn(event) => serde_json::to_value(event).unwrap(),
+        };
+        seen.push(value);
+        if let SessionEvent::Turn(ChannelEvent::TurnEnded { stop_reason, .. }) = event
+            && stop_reason == stop
+        {
+            return seen;
+        }
+    }
+}
+
+/// The events' types, a run of text deltas as one.
+fn types(events: &[Value]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for kind in events.iter().map(|e| e["type"].as_str().unwrap()) {
+        if !(kind == "text_delta" && out.last() == Some(&"text_delta")) {
+            out.push(kind);
+        }
+    }
+    out
+}
+
+async fn ask(hub: &Hub) -> (SessionId, broadcast::Receiver<SessionEvent>, String) {
+    let session = hub.new_conversation("web").unwrap();
+    let mut events = hub.subscribe("web", &session).unwrap();
+    hub.send("web", &session, "lights on".into()).await.unwrap();
+    let seen = until_turn_ends(&mut events, StopReason::Interrupt).await;
+    let id = seen
+        .iter()
+        .find(|e| e["type"] == "approval_requested")
+        .unwrap()["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (session, events, id)
+}
+
+#[tokio::test]
+async fn an_approved_question_runs_once_and_the_turn_goes_on() {
+    let setup = Setup::new();
+    let hub = setup.hub(lights_script(), HOUR);
+    hub.start().await.unwrap();
+    let mut changes = hub.approval_changes();
+    let (session, mut events, id) = ask(&hub).await;
+    let asked = changes.recv().await.unwrap();
+    assert_eq!(
+        (asked.id.as_str(), asked.state),
+        (id.as_str(), ApprovalState::Pending)
+    );
+    assert_eq!(
+        hub.approvals("web", Some(ApprovalState::Pending))
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(hub.approvals("telegram", None).unwrap(), vec![]);
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
+
+    let answered = hub
+        .answer("web", Some("owner".into()), &id, Reply::Approve)
+        .await
+        .unwrap();
+    let Answered::Decided(row) = answered else {
+        panic!("the first answer decides: {answered:?}");
+    };
+    assert_eq!(row.state, ApprovalState::Approved);
+    let seen = until_turn_ends(&mut events, StopReason::EndTurn).await;
+    assert_eq!(
+        types(&seen),
+        [
+            "approval_decided",
+            "tool_call_finished",
+            "text_delta",
+            "turn_ended"
+        ]
+    );
+    assert_eq!(seen[1]["status"], "success");
+    assert_eq!(
+        seen[1]["decided_by"],
+        json!({"kind": "person", "channel": "web", "user": "owner"})
+    );
+    assert_eq!(
+        *setup.lights.inputs.lock().unwrap(),
+        vec![json!({"room": "kitchen"})]
+    );
+    assert_eq!(changes.recv().await.unwrap().state, ApprovalState::Approved);
+
+    // Again, and the other answer: nothing changes, nothing runs again.
+    for reply in [Reply::Approve, Reply::Reject] {
+        let again = hub.answer("web", None, &id, reply).await.unwrap();
+        let Answered::AlreadyDecided(row) = again else {
+            panic!("{again:?}");
+        };
+        assert_eq!(row.state, ApprovalState::Approved);
+        assert!(row.consumed_at.is_some());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 1);
+    let messages = hub.messages("web", &session).unwrap();
+    assert_eq!(messages.last().unwrap().text(), "The kitchen light is on.");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn only_the_channel_that_asked_can_answer() {
+    let setup = Setup::new();
+    let hub = setup.hub(lights_script(), HOUR);
+    hub.start().await.unwrap();
+    let (session, _events, id) = ask(&hub).await;
+    for (channel, id) in [("telegram", id.as_str()), ("web", "ap_0000"), ("web", "")] {
+        let error = hub
+            .answer(channel, None, id, Reply::Approve)
+            .await
+            .unwrap_err();
+        assert!(matches!(error, HubError::UnknownApproval(_)), "{error}");
+    }
+    assert!(matches!(
+        hub.send("telegram", &session, "hi".into())
+            .await
+            .unwrap_err(),
+        HubError::UnknownSession(_)
+    ));
+    assert!(hub.subscribe("telegram", &session).is_err());
+    assert!(hub.messages("telegram", &session).is_err());
+    let row = hub.approval_store().get(&id).unwrap().unwrap();
+    assert_eq!(row.state, ApprovalState::Pending);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_rejected_question_refuses_and_the_model_answers() {
+    let setup = Setup::new();
+    let hub = setup.hub(lights_script(), HOUR);
+    hub.start().await.unwrap();
+    let (_session, mut events, id) = ask(&hub).await;
+    hub.answer("web", None, &id, Reply::Reject).await.unwrap();
+    let seen = until_turn_ends(&mut events, StopReason::EndTurn).await;
+    assert_eq!(seen[1]["status"], "refused");
+    assert_eq!(seen[1]["approval"], "rejected");
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_newer_message_supersedes_the_question_and_is_answered() {
+    let setup = Setup::new();
+    let hub = setup.hub(
+        vec![
+            call("t1", "lights", json!({"room": "kitchen"})),
+            say("It is ten o'clock."),
+        ],
+        HOUR,
+    );
+    hub.start().await.unwrap();
+    let (session, mut events, id) = ask(&hub).await;
+    hub.send("web", &session, "what time is it?".into())
+        .await
+        .unwrap();
+    let closed = until_turn_ends(&mut events, StopReason::Superseded).await;
+    assert_eq!(
+        types(&closed),
+        [
+            "prompt",
+            "approval_decided",
+            "tool_call_finished",
+            "turn_ended"
+        ]
+    );
+    assert_eq!(closed[1]["decided_by"], json!({"kind": "superseded"}));
+    let answered = until_turn_ends(&mut events, StopReason::EndTurn).await;
+    assert_eq!(types(&answered), ["text_delta", "turn_ended"]);
+    let row = hub.approval_store().get(&id).unwrap().unwrap();
+    assert_eq!(
+        (row.state, row.decided_by),
+        (ApprovalState::Superseded, Some(DecidedBy::Superseded))
+    );
+    // Too late now.
+    let late = hub.answer("web", None, &id, Reply::Approve).await.unwrap();
+    assert!(matches!(late, Answered::AlreadyDecided(r) if r.state == ApprovalState::Superseded));
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unanswered_question_expires_and_the_turn_goes_on_with_timeout() {
+    let setup = Setup::new();
+    let hub = setup.hub(lights_script(), Duration::from_secs(1));
+    hub.start().await.unwrap();
+    let (_session, mut events, id) = ask(&hub).await;
+    let seen = until_turn_ends(&mut events, StopReason::EndTurn).await;
+    assert_eq!(
+        types(&seen)[..2],
+        ["approval_decided", "tool_call_finished"]
+    );
+    assert_eq!(seen[0]["decision"], "timeout");
+    assert_eq!(seen[0]["decided_by"], json!({"kind": "timeout"}));
+    assert_eq!(seen[1]["approval"], "timeout");
+    let row = hub.approval_store().get(&id).unwrap().unwrap();
+    assert_eq!(row.state, ApprovalState::Expired);
+    let late = hub.answer("web", None, &id, Reply::Approve).await.unwrap();
+    assert!(matches!(late, Answered::AlreadyDecided(r) if r.state == ApprovalState::Expired));
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_question_outlives_the_hub_and_runs_once_after_a_restart() {
+    let setup = Setup::new();
+    let first = setup.hub(lights_script(), HOUR);
+    first.start().await.unwrap();
+    let (session, _events, id) = ask(&first).await;
+    first.shutdown().await;
+    drop(first);
+
+    let second = setup.hub(lights_script(), HOUR);
+    let recovery = second.start().await.unwrap();
+    assert_eq!(
+        recovery
+            .pending
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect::<Vec<_>>(),
+        [id.as_str()]
+    );
+    let mut events = second.subscribe("web", &session).unwrap();
+    second
+        .answer("web", None, &id, Reply::Approve)
+        .await
+        .unwrap();
+    until_turn_ends(&mut events, StopReason::EndTurn).await;
+    assert_eq!(
+        *setup.lights.inputs.lock().unwrap(),
+        vec![json!({"room": "kitchen"})]
+    );
+    assert_eq!(
+        setup.decided_by_of_runs(),
+        vec![json!({"kind": "person", "channel": "web"})]
+    );
+    second.shutdown().await;
+
+    // A third start finds nothing to do and runs nothing again.
+    let third = setup.hub(lights_script(), HOUR);
+    let recovery = third.start().await.unwrap();
+    assert_eq!((recovery.resumed, recovery.pending.len()), (0, 0));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 1);
+    third.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_answer_recorded_just_before_a_crash_resumes_at_the_next_start() {
+    let setup = Setup::new();
+    let first = setup.hub(lights_script(), HOUR);
+    first.start().await.unwrap();
+    let (session, _events, id) = ask(&first).await;
+    first.shutdown().await;
+    drop(first);
+    // The answer landed in the store, the hub died before the turn went on.
+    SqliteApprovals::open(&setup.db())
+        .unwrap()
+        .decide(
+            &id,
+            ApprovalState::Approved,
+            &DecidedBy::person("web"),
+            jiff::Timestamp::now(),
+        )
+        .unwrap();
+    let second = setup.hub(lights_script(), HOUR);
+    let mut events = second.subscribe("web", &session).unwrap();
+    let recovery = second.start().await.unwrap();
+    assert_eq!((recovery.resumed, recovery.pending.len()), (1, 0));
+    until_turn_ends(&mut events, StopReason::EndTurn).await;
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 1);
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_question_that_expired_while_the_hub_was_down_expires_at_start() {
+    let setup = Setup::new();
+    let first = setup.hub(lights_script(), Duration::from_secs(1));
+    let (session, _events, id) = ask(&first).await;
+    first.shutdown().await;
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let second = setup.hub(lights_script(), Duration::from_secs(1));
+    let mut events = second.subscribe("web", &session).unwrap();
+    let recovery = second.start().await.unwrap();
+    assert_eq!((recovery.expired, recovery.pending.len()), (1, 0));
+    let seen = until_turn_ends(&mut events, StopReason::EndTurn).await;
+    assert_eq!(seen[0]["decision"], "timeout");
+    let row = second.approval_store().get(&id).unwrap().unwrap();
+    assert_eq!(row.state, ApprovalState::Expired);
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn turns_of_one_session_queue_and_turns_of_two_sessions_run_side_by_side() {
+    let setup = Setup::new();
+    let hub = setup.hub(vec![say("quick")], HOUR);
+    hub.start().await.unwrap();
+    let slow = hub.new_conversation("web").unwrap();
+    let quick = hub.new_conversation("web").unwrap();
+    setup.script(
+        &slow,
+        vec![call("w1", "wait", json!({})), say("waited"), say("second")],
+    );
+    let mut slow_events = hub.subscribe("web", &slow).unwrap();
+    let mut quick_events = hub.subscribe("web", &quick).unwrap();
+    hub.send("web", &slow, "wait for it".into()).await.unwrap();
+    hub.send("web", &slow, "and then?".into()).await.unwrap();
+    assert!(hub.is_busy(&slow));
+    // The other session's turn runs while the first one waits inside its tool...
+    hub.send("web", &quick, "hello".into()).await.unwrap();
+    let quick_seen = until_turn_ends(&mut quick_events, StopReason::EndTurn).await;
+    assert_eq!(quick_seen[0], json!({"type": "prompt", "text": "hello"}));
+    // ...which is released only now.
+    setup.release.add_permits(2);
+    let seen = until_turn_ends(&mut slow_events, StopReason::EndTurn).await;
+    assert_eq!(seen[0], json!({"type": "prompt", "text": "wait for it"}));
+    let second = until_turn_ends(&mut slow_events, StopReason::EndTurn).await;
+    assert_eq!(second[0], json!({"type": "prompt", "text": "and then?"}));
+    let texts: Vec<String> = hub
+        .messages("web", &slow)
+        .unwrap()
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .map(Message::text)
+        .collect();
+    assert_eq!(texts, ["", "waited", "second"]);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_cancels_a_running_turn_and_keeps_pending_questions() {
+    let setup = Setup::new();
+    let hub = setup.hub(lights_script(), HOUR);
+    hub.start().await.unwrap();
+    let (_session, _events, id) = ask(&hub).await;
+    let other = hub.new_conversation("web").unwrap();
+    setup.script(&other, vec![call("w1", "wait", json!({}))]);
+    let mut other_events = hub.subscribe("web", &other).unwrap();
+    hub.send("web", &other, "wait".into()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::timeout(Duration::from_secs(5), hub.shutdown())
+        .await
+        .unwrap();
+    let seen = until_turn_ends(&mut other_events, StopReason::Cancelled).await;
+    assert_eq!(types(&seen).last(), Some(&"turn_ended"));
+    let row = hub.approval_store().get(&id).unwrap().unwrap();
+    assert_eq!(row.state, ApprovalState::Pending);
+    assert!(matches!(
+        hub.send("web", &other, "more".into()).await.unwrap_err(),
+        HubError::ShuttingDown
+    ));
+}
+
+#[test]
+fn conversations_are_listed_per_channel() {
+    let setup = Setup::new();
+    let hub = setup.hub(Vec::new(), HOUR);
+    let a = hub.new_conversation("web").unwrap();
+    let chat = hub.open_conversation("telegram", "4242").unwrap();
+    assert_eq!(hub.open_conversation("telegram", "4242").unwrap(), chat);
+    assert!(a.as_str().starts_with("web-"), "{a}");
+    let listed: Vec<SessionId> = hub
+        .conversations("web")
+        .unwrap()
+        .into_iter()
+        .map(|c| c.conversation.session)
+        .collect();
+    assert_eq!(listed, vec![a]);
+}
