@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod peers;
+pub mod serve;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

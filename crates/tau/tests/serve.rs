@@ -1,0 +1,577 @@
+//! `tau serve` end to end: the real binary, a replay model, TauBar's API over HTTP.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::serve::{Events, request};
+use common::{Tau, answer, tool_call};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const REFUSAL: &str =
+    "The user did not approve this action: run_command. Do not perform it; tell the user briefly.";
+
+fn make_proof(tau: &Tau) -> String {
+    tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo made >> proof.txt"})
+        ),
+        answer("Done."),
+    ]))
+}
+
+fn proof(tau: &Tau) -> Option<String> {
+    std::fs::read_to_string(tau.workspace().join("proof.txt")).ok()
+}
+
+#[test]
+fn an_approval_through_the_api_runs_the_call_once() {
+    let tau = Tau::new();
+    let serve = tau.serve(&make_proof(&tau), &tau.serve_config(""));
+    let session = serve.new_session();
+    let mut events = Events::open(&serve, &session);
+    let row = serve.ask(&session, "make a file");
+    let asked = events.until_turn_ends("interrupt");
+    assert_eq!(
+        asked[0],
+        json!({"event": "prompt", "data": {"text": "make a file"}})
+    );
+    assert!(asked.iter().any(
+        |e| e["data"]["type"] == "approval_requested" && e["data"]["approval_id"] == row["id"]
+    ));
+    let id = row["id"].as_str().unwrap();
+    assert_eq!(
+        (
+            &row["tool"],
+            &row["tier"],
+            &row["arguments"],
+            &row["state"],
+            &row["channel"]
+        ),
+        (
+            &json!("run_command"),
+            &json!(2),
+            &json!(r#"{"command":"echo made >> proof.txt"}"#),
+            &json!("pending"),
+            &json!("web")
+        )
+    );
+    assert_eq!(proof(&tau), None, "nothing runs before the answer");
+
+    let approved = serve.post(
+        &format!("/api/approvals/{id}"),
+        r#"{"decision": "approve"}"#,
+    );
+    assert_eq!(approved.status, 200, "{approved:?}");
+    assert_eq!(approved.json()["state"], "approved");
+    assert_eq!(
+        approved.json()["decided_by"],
+        json!({"kind": "person", "channel": "web"})
+    );
+    let went_on = events.until_turn_ends("end_turn");
+    let kinds: Vec<&str> = went_on
+        .iter()
+        .map(|e| e["data"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds[..2], ["approval_decided", "tool_call_finished"]);
+    assert_eq!(went_on[1]["data"]["status"], "success");
+
+    // Answering again, either way, changes nothing and says how it was decided.
+    for decision in ["approve", "reject"] {
+        let again = serve.post(
+            &format!("/api/approvals/{id}"),
+            &json!({ "decision": decision }).to_string(),
+        );
+        assert_eq!(again.status, 409, "{again:?}");
+        assert_eq!(again.json()["error"], "the question was already approved");
+        assert_eq!(again.json()["approval"]["state"], "approved");
+        assert!(again.json()["approval"]["consumed_at"].is_string());
+    }
+    let messages = serve.until_answered(&session, "Done.");
+    assert_eq!(messages.len(), 4);
+    assert_eq!(proof(&tau).as_deref(), Some("made\n"), "ran exactly once");
+    assert_eq!(
+        serve.get("/api/approvals?state=pending").json(),
+        json!([]),
+        "nothing waits any more"
+    );
+    let (code, said) = serve.terminate();
+    assert_eq!(code, 0);
+    assert_eq!(
+        said.last().unwrap(),
+        "tau serve: stopped; pending questions stay pending"
+    );
+    let audit: Vec<Value> = tau
+        .audit()
+        .into_iter()
+        .filter(|e| e["type"] == "approval" || e["type"] == "tool_call")
+        .collect();
+    assert_eq!(audit.len(), 2, "{audit:#?}");
+    for line in &audit {
+        assert_eq!(line["session"], json!(session), "lines carry their session");
+        assert_eq!(
+            line["decided_by"],
+            json!({"kind": "person", "channel": "web"})
+        );
+    }
+}
+
+#[test]
+fn a_rejection_through_the_api_runs_nothing_and_the_model_is_told() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo made >> proof.txt"})
+        ),
+        answer("I did not run it."),
+    ]));
+    let serve = tau.serve(&model, &tau.serve_config(""));
+    let session = serve.new_session();
+    let row = serve.ask(&session, "make a file");
+    let id = row["id"].as_str().unwrap();
+    let rejected = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"reject"}"#);
+    assert_eq!(rejected.status, 200, "{rejected:?}");
+    assert_eq!(rejected.json()["state"], "rejected");
+    let messages = serve.until_answered(&session, "I did not run it.");
+    assert_eq!(
+        messages[2]["content"][0]["toolResult"]["content"][0]["text"],
+        REFUSAL
+    );
+    let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(late.status, 409);
+    assert_eq!(late.json()["error"], "the question was already rejected");
+    assert_eq!(proof(&tau), None);
+    serve.kill_hard();
+}
+
+#[test]
+fn the_token_host_and_origin_are_checked() {
+    let tau = Tau::new();
+    let serve = tau.serve(&make_proof(&tau), &tau.serve_config(""));
+    let session = serve.new_session();
+    let row = serve.ask(&session, "make a file");
+    let answer_path = format!("/api/approvals/{}", row["id"].as_str().unwrap());
+    let host = serve.host();
+    let origin = serve.origin();
+    let bearer = format!("Bearer {}", serve.token);
+    let decision = Some(r#"{"decision":"approve"}"#);
+    let token_cookie = format!("tau_web={}", serve.token);
+    let status = |method: &str, path: &str, headers: &[(&str, &str)], body| {
+        request(serve.addr, method, path, headers, body).status
+    };
+    // (what, method, path, headers, expected status)
+    let cases: Vec<(&str, &str, &str, Vec<(&str, &str)>, u16)> = vec![
+        (
+            "no token",
+            "GET",
+            "/api/sessions",
+            vec![("Host", &host)],
+            401,
+        ),
+        (
+            "no token",
+            "POST",
+            &answer_path,
+            vec![("Host", &host), ("Origin", &origin)],
+            401,
+        ),
+        (
+            "a wrong token",
+            "GET",
+            "/api/approvals",
+            vec![("Host", &host), ("Authorization", "Bearer 0000")],
+            401,
+        ),
+        (
+            "the token as a cookie",
+            "GET",
+            "/api/sessions",
+            vec![("Host", &host), ("Cookie", &token_cookie)],
+            401,
+        ),
+        (
+            "another origin",
+            "POST",
+            &answer_path,
+            vec![
+                ("Host", &host),
+                ("Authorization", &bearer),
+                ("Origin", "http://evil.example"),
+            ],
+            403,
+        ),
+        (
+            "a rebound name",
+            "GET",
+            "/api/sessions",
+            vec![("Host", "evil.example:7878"), ("Authorization", &bearer)],
+            403,
+        ),
+        (
+            "a rebound name, the page",
+            "GET",
+            "/",
+            vec![("Host", "evil.example")],
+            403,
+        ),
+        (
+            "no Host",
+            "GET",
+            "/api/sessions",
+            vec![("Authorization", &bearer)],
+            403,
+        ),
+    ];
+    for (what, method, path, headers, expected) in cases {
+        let body = (method == "POST").then_some(decision).flatten();
+        assert_eq!(status(method, path, &headers, body), expected, "{what}");
+    }
+    let unauthorized = request(serve.addr, "GET", "/api/sessions", &[("Host", &host)], None);
+    assert_eq!(
+        unauthorized.json(),
+        json!({"error": "the token is required"})
+    );
+    assert_eq!(unauthorized.header("www-authenticate"), Some("Bearer"));
+
+    // The page trades the token for a cookie that is HttpOnly and SameSite=Strict.
+    let login = request(
+        serve.addr,
+        "POST",
+        "/api/login",
+        &[
+            ("Host", &host),
+            ("Origin", &origin),
+            ("Authorization", &bearer),
+        ],
+        Some(""),
+    );
+    assert_eq!(login.status, 204, "{login:?}");
+    let set_cookie = login.header("set-cookie").unwrap().to_owned();
+    assert!(
+        set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"),
+        "{set_cookie}"
+    );
+    let cookie = set_cookie.split(';').next().unwrap().to_owned();
+    assert!(
+        !cookie.contains(&serve.token),
+        "the cookie is not the token"
+    );
+    fn with<'a>(
+        host: &'a str,
+        cookie: &'a str,
+        extra: &[(&'a str, &'a str)],
+    ) -> Vec<(&'a str, &'a str)> {
+        let mut headers = vec![("Host", host), ("Cookie", cookie)];
+        headers.extend_from_slice(extra);
+        headers
+    }
+    let with_cookie = |extra: &[(&'static str, &'static str)]| with(&host, &cookie, extra);
+    assert_eq!(status("GET", "/api/sessions", &with_cookie(&[]), None), 200);
+    assert_eq!(
+        status("POST", &answer_path, &with_cookie(&[]), decision),
+        403,
+        "a change by cookie needs its Origin"
+    );
+    assert_eq!(
+        status(
+            "POST",
+            &answer_path,
+            &with_cookie(&[("Origin", "http://evil.example")]),
+            decision
+        ),
+        403
+    );
+    assert_eq!(proof(&tau), None, "nothing was approved on the way");
+    assert_eq!(
+        status(
+            "POST",
+            &answer_path,
+            &with(&host, &cookie, &[("Origin", &origin)]),
+            decision
+        ),
+        200
+    );
+    serve.until_answered(&session, "Done.");
+    assert_eq!(proof(&tau).as_deref(), Some("made\n"));
+
+    // Every response carries the page's protections.
+    let page = request(serve.addr, "GET", "/", &[("Host", &host)], None);
+    assert_eq!(page.status, 200);
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("script-src 'self'"),
+        "{csp}"
+    );
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    serve.kill_hard();
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_runs_nothing() {
+    let tau = Tau::new();
+    let serve = tau.serve(&make_proof(&tau), &tau.serve_config(""));
+    let session = serve.new_session();
+    let row = serve.ask(&session, "make a file");
+    let id = row["id"].as_str().unwrap();
+    let answer_path = format!("/api/approvals/{id}");
+    let huge = "x".repeat(70 * 1024);
+    let cases: Vec<(&str, String, String, u16, &str)> = vec![
+        (
+            "an unknown id",
+            "/api/approvals/ap_00000000000000000000000000000000".into(),
+            r#"{"decision":"approve"}"#.into(),
+            404,
+            "no such approval",
+        ),
+        (
+            "a malformed id",
+            "/api/approvals/..%2F..%2Fetc".into(),
+            r#"{"decision":"approve"}"#.into(),
+            404,
+            "no such approval",
+        ),
+        (
+            "an id in capitals",
+            answer_path
+                .to_uppercase()
+                .replace("/API/APPROVALS/", "/api/approvals/"),
+            r#"{"decision":"approve"}"#.into(),
+            404,
+            "no such approval",
+        ),
+        (
+            "a capital decision",
+            answer_path.clone(),
+            r#"{"decision":"Approve"}"#.into(),
+            400,
+            "",
+        ),
+        (
+            "yes",
+            answer_path.clone(),
+            r#"{"decision":"yes"}"#.into(),
+            400,
+            "",
+        ),
+        (
+            "true",
+            answer_path.clone(),
+            r#"{"decision":true}"#.into(),
+            400,
+            "",
+        ),
+        (
+            "an extra field",
+            answer_path.clone(),
+            r#"{"decision":"approve","user":"admin"}"#.into(),
+            400,
+            "",
+        ),
+        (
+            "two decisions",
+            answer_path.clone(),
+            r#"{"decision":"reject","decision":"approve"}"#.into(),
+            400,
+            "",
+        ),
+        ("not JSON", answer_path.clone(), "approve".into(), 400, ""),
+        ("an empty body", answer_path.clone(), String::new(), 400, ""),
+        (
+            "a huge body",
+            answer_path.clone(),
+            format!(r#"{{"decision":"approve","x":"{huge}"}}"#),
+            413,
+            "the body is too large",
+        ),
+        (
+            "a message to no session",
+            "/api/sessions/web-nope/messages".into(),
+            r#"{"text":"hi"}"#.into(),
+            404,
+            "no such session",
+        ),
+        (
+            "a session name with a path",
+            "/api/sessions/..%2Fstate.db/messages".into(),
+            r#"{"text":"hi"}"#.into(),
+            404,
+            "no such session",
+        ),
+        (
+            "an empty message",
+            format!("/api/sessions/{session}/messages"),
+            r#"{"text":"  "}"#.into(),
+            400,
+            "the text is empty",
+        ),
+        (
+            "a message that is not text",
+            format!("/api/sessions/{session}/messages"),
+            r#"{"text":["hi"]}"#.into(),
+            400,
+            "",
+        ),
+    ];
+    for (what, path, body, expected, error) in cases {
+        let reply = serve.post(&path, &body);
+        assert_eq!(reply.status, expected, "{what}: {reply:?}");
+        if !error.is_empty() {
+            assert_eq!(reply.json()["error"], error, "{what}");
+        }
+        if expected == 400 && path == answer_path {
+            assert_eq!(
+                reply.json()["error"],
+                r#"the body must be {"decision": "approve"} or {"decision": "reject"}"#
+            );
+        }
+    }
+    let bogus = serve.get("/api/approvals?state=maybe");
+    assert_eq!(bogus.status, 400);
+    assert_eq!(serve.get("/api/sessions/web-nope/messages").status, 404);
+    assert_eq!(serve.get("/api/nothing").status, 404);
+    // Nothing ran, the question still waits, and the hub still answers.
+    assert_eq!(proof(&tau), None);
+    let pending = serve.get("/api/approvals?state=pending").json();
+    assert_eq!(pending[0]["id"], json!(id));
+    assert_eq!(serve.get("/api/sessions").status, 200);
+    serve.kill_hard();
+}
+
+#[test]
+fn a_slow_client_and_a_vanished_stream_do_not_hold_anyone_up() {
+    use std::io::Write;
+    let tau = Tau::new();
+    let serve = tau.serve(&make_proof(&tau), &tau.serve_config(""));
+    let session = serve.new_session();
+    // A client that sends half a request head and then nothing.
+    let mut slow = std::net::TcpStream::connect(serve.addr).unwrap();
+    slow.write_all(b"POST /api/sessions HTTP/1.1\r\nHost: ")
+        .unwrap();
+    // A stream reader that goes away.
+    drop(Events::open(&serve, &session));
+    // A stream reader that stays but never reads.
+    let _idle = Events::open(&serve, &session);
+    let started = std::time::Instant::now();
+    let row = serve.ask(&session, "make a file");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let id = row["id"].as_str().unwrap();
+    assert_eq!(
+        serve
+            .post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#)
+            .status,
+        200
+    );
+    serve.until_answered(&session, "Done.");
+    drop(slow);
+    serve.kill_hard();
+}
+
+#[test]
+fn a_new_message_supersedes_a_pending_question() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo made >> proof.txt"})
+        ),
+        answer("It is ten."),
+    ]));
+    let serve = tau.serve(&model, &tau.serve_config(""));
+    let session = serve.new_session();
+    let mut events = Events::open(&serve, &session);
+    let row = serve.ask(&session, "make a file");
+    events.until_turn_ends("interrupt");
+    let reply = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        r#"{"text":"what time is it?"}"#,
+    );
+    assert_eq!(reply.status, 202);
+    let closed = events.until_turn_ends("superseded");
+    assert_eq!(closed[1]["data"]["type"], "approval_decided");
+    assert_eq!(
+        closed[1]["data"]["decided_by"],
+        json!({"kind": "superseded"})
+    );
+    serve.until_answered(&session, "It is ten.");
+    let id = row["id"].as_str().unwrap();
+    let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(late.status, 409);
+    assert_eq!(
+        late.json()["approval"]["decided_by"],
+        json!({"kind": "superseded"})
+    );
+    assert_eq!(
+        serve.get("/api/approvals?state=superseded").json()[0]["id"],
+        json!(id)
+    );
+    assert_eq!(proof(&tau), None);
+    serve.kill_hard();
+}
+
+#[test]
+fn the_hub_and_tau_chat_never_hold_one_session_at_once() {
+    let tau = Tau::new();
+    let serve = tau.serve(&make_proof(&tau), &tau.serve_config(""));
+    let session = serve.new_session();
+    serve.ask(&session, "make a file");
+    let chat = tau.run(
+        &["--model", &make_proof(&tau), "chat", "--session", &session],
+        "hi\n",
+    );
+    assert_eq!(chat.code, 2, "{}", chat.stderr);
+    assert!(
+        chat.stderr.contains("is already open in another tau"),
+        "{}",
+        chat.stderr
+    );
+    serve.kill_hard();
+}
+
+#[test]
+fn print_token_prints_the_token_and_exits() {
+    let tau = Tau::new();
+    let first = tau.run(&["serve", "--print-token"], "");
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let token = first.stdout.trim();
+    assert_eq!(token.len(), 64);
+    assert_eq!(
+        tau.run(&["serve", "--print-token"], "").stdout.trim(),
+        token
+    );
+    assert_eq!(common::mode(&tau.home().join("web-token")), 0o600);
+}
+
+#[test]
+fn an_address_off_loopback_needs_its_own_setting() {
+    let tau = Tau::new();
+    let config = tau.config("[web]\nlisten = \"0.0.0.0:0\"\n");
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &make_proof(&tau),
+            "serve",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("web.allow_remote = true"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("plain HTTP"), "{}", run.stderr);
+}
