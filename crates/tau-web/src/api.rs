@@ -67,8 +67,9 @@ fn view(value: Value, view: &View) -> Value {
     if view.display { shown(value) } else { value }
 }
 
-fn session_id(text: &str) -> Result<SessionId, Response> {
-    SessionId::parse(text).map_err(|_| error_response(StatusCode::NOT_FOUND, "no such session"))
+fn session_id(text: &str) -> Result<SessionId, Box<Response>> {
+    SessionId::parse(text)
+        .map_err(|_| Box::new(error_response(StatusCode::NOT_FOUND, "no such session")))
 }
 
 /// `POST /api/login`: the page trades the token for its cookie.
@@ -138,7 +139,7 @@ pub(crate) async fn send(
     };
     let session = match session_id(&id) {
         Ok(session) => session,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let Ok(NewMessage { text }) = serde_json::from_slice::<NewMessage>(&body) else {
         return error_response(
@@ -176,7 +177,7 @@ pub(crate) async fn messages(
     };
     let session = match session_id(&id) {
         Ok(session) => session,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     match app.hub.messages(WEB, &session) {
         Ok(messages) => {

@@ -36,9 +36,8 @@ pub(crate) async fn stream(
     let Ok(session) = SessionId::parse(&id) else {
         return error(StatusCode::NOT_FOUND, "no such session").into_response();
     };
-    let receiver = match app.hub.subscribe(WEB, &session) {
-        Ok(receiver) => receiver,
-        Err(_) => return error(StatusCode::NOT_FOUND, "no such session").into_response(),
+    let Ok(receiver) = app.hub.subscribe(WEB, &session) else {
+        return error(StatusCode::NOT_FOUND, "no such session").into_response();
     };
     let stop = app.stop.clone();
     let display = view.display;

@@ -103,9 +103,8 @@ async fn connect(driver: &Driver, chromium: &Path, width: u32, height: u32) -> C
             ]
         }
     });
-    let capabilities = match capabilities {
-        Value::Object(map) => map,
-        _ => unreachable!(),
+    let Value::Object(capabilities) = capabilities else {
+        unreachable!("a JSON object")
     };
     ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(capabilities)

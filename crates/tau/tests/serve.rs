@@ -169,7 +169,8 @@ fn the_token_host_and_origin_are_checked() {
         request(serve.addr, method, path, headers, body).status
     };
     // (what, method, path, headers, expected status)
-    let cases: Vec<(&str, &str, &str, Vec<(&str, &str)>, u16)> = vec![
+    type Case<'a> = (&'a str, &'a str, &'a str, Vec<(&'a str, &'a str)>, u16);
+    let cases: Vec<Case<'_>> = vec![
         (
             "no token",
             "GET",
