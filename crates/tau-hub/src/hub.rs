@@ -34,6 +34,32 @@ pub enum SessionEvent {
     Turn(ChannelEvent),
 }
 
+/// One event of one of a channel's conversations (see [`Hub::channel_events`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationEvent {
+    pub conversation: Conversation,
+    pub event: SessionEvent,
+}
+
+/// The events of every conversation of one channel, as they happen.
+pub struct ChannelEvents {
+    channel: String,
+    receiver: broadcast::Receiver<ConversationEvent>,
+}
+
+impl ChannelEvents {
+    /// The next event of this channel's conversations; `Lagged` when the reader fell
+    /// behind (what it missed is in the store), `Closed` when the hub is gone.
+    pub async fn recv(&mut self) -> Result<ConversationEvent, broadcast::error::RecvError> {
+        loop {
+            let event = self.receiver.recv().await?;
+            if event.conversation.channel == self.channel {
+                return Ok(event);
+            }
+        }
+    }
+}
+
 /// A person's answer to a stored question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reply {
@@ -119,6 +145,10 @@ pub(crate) struct Inner {
     opening: tokio::sync::Mutex<()>,
     streams: Mutex<HashMap<SessionId, broadcast::Sender<SessionEvent>>>,
     buses: Mutex<HashMap<SessionId, EventBus>>,
+    /// Which conversation each session is (they never change once made).
+    known: Mutex<HashMap<SessionId, Conversation>>,
+    /// Every session's events, hub-wide, for channels that watch all their conversations.
+    everything: broadcast::Sender<ConversationEvent>,
     pub(crate) changes: broadcast::Sender<ApprovalRow>,
     pub(crate) tasks: TaskTracker,
     pub(crate) stop: CancellationToken,
@@ -185,6 +215,7 @@ impl Hub {
         options: HubOptions,
     ) -> Self {
         let (changes, _) = broadcast::channel(STREAM_CAPACITY);
+        let (everything, _) = broadcast::channel(STREAM_CAPACITY);
         Self {
             inner: Arc::new(Inner {
                 sessions,
@@ -196,6 +227,8 @@ impl Hub {
                 opening: tokio::sync::Mutex::new(()),
                 streams: Mutex::default(),
                 buses: Mutex::default(),
+                known: Mutex::default(),
+                everything,
                 changes,
                 tasks: TaskTracker::new(),
                 stop: CancellationToken::new(),
@@ -260,9 +293,21 @@ impl Hub {
             .collect())
     }
 
+    /// The conversation `session` is, if it is a hub conversation.
+    pub fn conversation_of(&self, session: &SessionId) -> Result<Option<Conversation>, HubError> {
+        if let Some(known) = locked(&self.inner.known).get(session) {
+            return Ok(Some(known.clone()));
+        }
+        let found = self.inner.conversations.of_session(session)?;
+        if let Some(conversation) = &found {
+            locked(&self.inner.known).insert(session.clone(), conversation.clone());
+        }
+        Ok(found)
+    }
+
     /// The conversation `session` belongs to, when it is one of `channel`'s.
     fn owned(&self, channel: &str, session: &SessionId) -> Result<Conversation, HubError> {
-        match self.inner.conversations.of_session(session)? {
+        match self.conversation_of(session)? {
             Some(conversation) if conversation.channel == channel => Ok(conversation),
             Some(_) | None => Err(HubError::UnknownSession(session.to_string())),
         }
@@ -308,7 +353,37 @@ impl Hub {
 
     pub(crate) fn publish(&self, session: &SessionId, event: SessionEvent) {
         // Nobody listening is fine: the transcript is in the store.
+        if self.inner.everything.receiver_count() > 0
+            && let Ok(Some(conversation)) = self.conversation_of(session)
+        {
+            let _ = self.inner.everything.send(ConversationEvent {
+                conversation,
+                event: event.clone(),
+            });
+        }
         let _ = self.stream(session).send(event);
+    }
+
+    /// The events of every conversation of `channel` from now on.
+    pub fn channel_events(&self, channel: &str) -> ChannelEvents {
+        ChannelEvents {
+            channel: channel.to_owned(),
+            receiver: self.inner.everything.subscribe(),
+        }
+    }
+
+    /// Cancels the running turn of `session` (a command it runs stops with it); false when
+    /// none runs. Questions it waits on stay.
+    pub fn cancel(&self, channel: &str, session: &SessionId) -> Result<bool, HubError> {
+        self.owned(channel, session)?;
+        let slot = locked(&self.inner.slots).get(session).cloned();
+        match slot {
+            Some(slot) if slot.queued.load(Ordering::SeqCst) > 0 => {
+                slot.cancel.cancel();
+                Ok(true)
+            }
+            Some(_) | None => Ok(false),
+        }
     }
 
     pub(crate) fn bus(&self, session: &SessionId) -> EventBus {
@@ -340,6 +415,25 @@ impl Hub {
             .into_iter()
             .filter(|r| r.channel == channel)
             .collect())
+    }
+
+    /// One stored question of `channel` and the conversation it belongs to; `None` for an
+    /// unknown id or another channel's question.
+    pub fn approval(
+        &self,
+        channel: &str,
+        approval_id: &str,
+    ) -> Result<Option<(ApprovalRow, Conversation)>, HubError> {
+        let Some(row) = self.inner.approvals.get(approval_id)? else {
+            return Ok(None);
+        };
+        if row.channel != channel {
+            return Ok(None);
+        }
+        let Ok(session) = SessionId::parse(&row.session) else {
+            return Ok(None);
+        };
+        Ok(self.conversation_of(&session)?.map(|c| (row, c)))
     }
 
     /// Every stored question as it is asked or decided.

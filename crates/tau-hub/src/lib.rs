@@ -18,18 +18,25 @@
 //!   question still pending in that conversation is superseded first.
 //! - [`Hub::subscribe`]`(channel, session)`: that session's [`SessionEvent`]s as they
 //!   happen (the person's message, then the turn's `ChannelEvent`s, among them
-//!   `approval_requested` and `approval_decided`).
+//!   `approval_requested` and `approval_decided`); [`Hub::channel_events`]`(channel)`:
+//!   the same for every conversation of the channel, each with its [`Conversation`].
+//! - [`Hub::cancel`]`(channel, session)`: cancels the running turn (Ctrl-C, `/stop`).
 //! - [`Hub::answer`]`(channel, user, approval_id, Reply)`: a person's answer, a
 //!   compare-and-set on the stored row. Only the channel that asked may answer; the
 //!   first answer wins ([`Answered::Decided`]), later ones learn the final state
 //!   ([`Answered::AlreadyDecided`]). A decided question resumes its turn.
 //! - [`Hub::approvals`]`(channel, state)`: the channel's stored questions, e.g. those
-//!   still pending to show again after a restart.
+//!   still pending to show again after a restart; [`Hub::approval`]`(channel, id)`: one
+//!   of them with its conversation (what a button press names).
 //! - [`Hub::approval_changes`]: every stored question as it is asked or decided, hub-wide
 //!   (a channel keeps the rows whose `channel` is its own): how a channel learns of a new
 //!   question outside a session it watches, and that one it shows was decided elsewhere,
 //!   expired or was superseded.
-//! - [`Hub::conversations`], [`Hub::messages`]: what a channel lists and shows.
+//! - [`Hub::conversations`], [`Hub::conversation_of`], [`Hub::messages`]: what a
+//!   channel lists and shows.
+//!
+//! The binary builds the hub ([`Hub::open`] on `state.db`), calls [`Hub::start`] once
+//! (recovery, expiry) and then [`Hub::run_channels`] until SIGTERM.
 //!
 //! Layout: `hub.rs` the API, `turns.rs` one session's turns and how a waiting turn is
 //! resumed or closed, `expiry.rs` deadlines and recovery, `approvals.rs` and
@@ -46,8 +53,8 @@ pub use approvals::SqliteApprovals;
 pub use channel::{Channel, ChannelError};
 pub use conversations::Conversation;
 pub use hub::{
-    ConversationInfo, Hub, HubOptions, OpenError, Opened, Recovery, Reply, SessionEvent,
-    SessionFactory,
+    ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,
+    Recovery, Reply, SessionEvent, SessionFactory,
 };
 pub use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
 

@@ -621,3 +621,66 @@ fn conversations_are_listed_per_channel() {
         .collect();
     assert_eq!(listed, vec![a]);
 }
+
+#[tokio::test]
+async fn a_channel_hears_all_its_conversations_and_can_cancel_a_turn() {
+    let setup = Setup::new();
+    let hub = setup.hub(vec![say("hi")], HOUR);
+    hub.start().await.unwrap();
+    let mut telegram = hub.channel_events("telegram");
+    let chat = hub.open_conversation("telegram", "42").unwrap();
+    let web = hub.new_conversation("web").unwrap();
+    setup.script(&chat, vec![call("w1", "wait", json!({}))]);
+    hub.send("web", &web, "to the web".into()).await.unwrap();
+    hub.send("telegram", &chat, "to the chat".into())
+        .await
+        .unwrap();
+    let first = telegram.recv().await.unwrap();
+    assert_eq!(
+        (first.conversation.key.as_str(), first.event),
+        (
+            "42",
+            SessionEvent::Prompt {
+                text: "to the chat".into()
+            }
+        ),
+        "only this channel's conversations"
+    );
+    // The turn waits inside its tool; cancelling ends it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(matches!(
+        hub.cancel("web", &chat),
+        Err(HubError::UnknownSession(_))
+    ));
+    assert!(hub.cancel("telegram", &chat).unwrap());
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(5), telegram.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(next.conversation.session, chat);
+        if let SessionEvent::Turn(ChannelEvent::TurnEnded { stop_reason, .. }) = next.event {
+            assert_eq!(stop_reason, StopReason::Cancelled);
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!hub.cancel("telegram", &chat).unwrap(), "nothing runs now");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_question_is_found_with_its_conversation_by_its_channel_only() {
+    let setup = Setup::new();
+    let hub = setup.hub(lights_script(), HOUR);
+    hub.start().await.unwrap();
+    let (session, _events, id) = ask(&hub).await;
+    let (row, conversation) = hub.approval("web", &id).unwrap().unwrap();
+    assert_eq!(
+        (row.id.as_str(), conversation.session),
+        (id.as_str(), session)
+    );
+    assert_eq!(hub.approval("telegram", &id).unwrap(), None);
+    assert_eq!(hub.approval("web", "ap_0").unwrap(), None);
+    hub.shutdown().await;
+}
