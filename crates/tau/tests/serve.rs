@@ -541,6 +541,44 @@ fn the_hub_and_tau_chat_never_hold_one_session_at_once() {
 }
 
 #[test]
+fn a_session_open_in_tau_chat_is_refused_by_the_hub() {
+    use std::io::BufRead;
+    let tau = Tau::new();
+    let model = make_proof(&tau);
+    let serve = tau.serve(&model, &tau.serve_config(""));
+    let session = serve.new_session();
+    // tau chat opens the hub's conversation first and keeps it open.
+    let mut chat = tau
+        .command(&["--model", &model, "chat", "--session", &session])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(chat.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains(&session), "{first}");
+    let reply = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        r#"{"text":"make a file"}"#,
+    );
+    assert_eq!(reply.status, 409, "{reply:?}");
+    let error = reply.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("is already open in another tau"), "{error}");
+    chat.kill().unwrap();
+    chat.wait().unwrap();
+    // Once the chat is gone, the hub takes it.
+    let reply = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        r#"{"text":"make a file"}"#,
+    );
+    assert_eq!(reply.status, 202, "{reply:?}");
+    serve.kill_hard();
+}
+
+#[test]
 fn print_token_prints_the_token_and_exits() {
     let tau = Tau::new();
     let first = tau.run(&["serve", "--print-token"], "");
