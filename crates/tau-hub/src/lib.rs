@@ -35,6 +35,9 @@
 //! - [`Hub::conversations`], [`Hub::conversation_of`], [`Hub::messages`]: what a
 //!   channel lists and shows.
 //!
+//! When it starts, a channel shows again what [`Hub::approvals`]`(channel,
+//! Some(Pending))` lists: questions asked before a restart wait there, not in any stream.
+//!
 //! The binary builds the hub ([`Hub::open`] on `state.db`), calls [`Hub::start`] once
 //! (recovery, expiry) and then [`Hub::run_channels`] until SIGTERM.
 //!
