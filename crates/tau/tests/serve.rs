@@ -614,3 +614,88 @@ fn an_address_off_loopback_needs_its_own_setting() {
     );
     assert!(run.stderr.contains("plain HTTP"), "{}", run.stderr);
 }
+
+#[test]
+fn an_unanswered_question_expires_and_every_view_says_so() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo made >> proof.txt"})
+        ),
+        answer("Nobody answered, so I did not run it."),
+    ]));
+    let serve = tau.serve(
+        &model,
+        &tau.serve_config("[approval]\nremote_timeout_seconds = 1\n"),
+    );
+    let session = serve.new_session();
+    let mut events = Events::open(&serve, &session);
+    let row = serve.ask(&session, "make a file");
+    let went_on = events.until_turn_ends("end_turn");
+    let decided = went_on
+        .iter()
+        .find(|e| e["data"]["type"] == "approval_decided")
+        .unwrap();
+    assert_eq!(
+        (&decided["data"]["decision"], &decided["data"]["decided_by"]),
+        (&json!("timeout"), &json!({"kind": "timeout"}))
+    );
+    let finished = went_on
+        .iter()
+        .find(|e| e["data"]["type"] == "tool_call_finished")
+        .unwrap();
+    assert_eq!(finished["data"]["approval"], "timeout");
+    serve.until_answered(&session, "Nobody answered, so I did not run it.");
+    let expired = serve.get("/api/approvals?state=expired").json();
+    assert_eq!(expired[0]["id"], row["id"]);
+    let id = row["id"].as_str().unwrap();
+    let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(late.status, 409);
+    assert_eq!(late.json()["error"], "the question was already expired");
+    assert_eq!(proof(&tau), None);
+    serve.kill_hard();
+}
+
+#[test]
+fn the_display_view_escapes_what_the_model_wrote_and_the_raw_view_keeps_it() {
+    let tau = Tau::new();
+    let hostile = "<b>bold</b> \u{202e}txt.exe \u{1b}[2J";
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &json!({"command": "echo \u{200b}hi"})),
+        answer(hostile),
+    ]));
+    let serve = tau.serve(&model, &tau.serve_config(""));
+    let session = serve.new_session();
+    let row = serve.ask(&session, "go");
+    let shown = serve
+        .get("/api/approvals?state=pending&display=true")
+        .json();
+    assert_eq!(shown[0]["arguments"], r#"{"command":"echo \u{200b}hi"}"#);
+    assert_eq!(
+        row["arguments"], "{\"command\":\"echo \u{200b}hi\"}",
+        "raw as stored"
+    );
+    let id = row["id"].as_str().unwrap();
+    let mut events = Events::open(&serve, &session);
+    serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"reject"}"#);
+    let raw = serve.until_answered(&session, hostile);
+    assert_eq!(raw.last().unwrap()["content"][0]["text"], hostile);
+    let displayed = serve
+        .get(&format!("/api/sessions/{session}/messages?display=true"))
+        .json();
+    assert_eq!(
+        displayed.as_array().unwrap().last().unwrap()["content"][0]["text"],
+        r"<b>bold</b> \u{202e}txt.exe \u{1b}[2J"
+    );
+    // The stream's raw events carry the text as the model sent it.
+    let streamed: String = events
+        .until_turn_ends("end_turn")
+        .iter()
+        .filter(|e| e["data"]["type"] == "text_delta")
+        .map(|e| e["data"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(streamed, hostile);
+    serve.kill_hard();
+}
