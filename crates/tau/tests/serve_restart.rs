@@ -1,7 +1,7 @@
 //! `tau serve` killed with SIGKILL while a question waits, and started again: the stored
 //! question survives, runs once with exactly what was approved, and nothing else does.
-//! The `replay:` model continues from each session's stored history, so the restarted
-//! hub picks the script up where the session left it.
+//! The model is a local OpenAI-compatible server that answers from the request alone, so
+//! the restarted hub goes on exactly where the session's stored history stands.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -11,19 +11,17 @@
 
 mod common;
 
-use common::{Tau, answer, tool_call};
+use common::Tau;
+use common::model_server::ModelServer;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-fn script(tau: &Tau) -> String {
-    tau.replay(&json!([
-        tool_call(
-            "t1",
-            "run_command",
-            &json!({"command": "echo made >> proof.txt"})
-        ),
-        answer("Done after the restart."),
-    ]))
+fn model(answer: &str) -> ModelServer {
+    ModelServer::start(
+        "run_command",
+        &json!({"command": "echo made >> proof.txt"}),
+        answer,
+    )
 }
 
 fn proof(tau: &Tau) -> Option<String> {
@@ -40,10 +38,10 @@ fn ask_and_kill(tau: &Tau, model: &str, config: &std::path::Path) -> (String, St
 }
 
 #[test]
-#[ignore = "needs the replay model to continue from the session (Model::for_session)"]
 fn a_question_survives_sigkill_and_runs_once_after_the_restart() {
     let tau = Tau::new();
-    let model = script(&tau);
+    let server = model("Done after the restart.");
+    let model = server.spec();
     let config = tau.serve_config("");
     let (session, id) = ask_and_kill(&tau, &model, &config);
 
@@ -93,17 +91,10 @@ fn a_question_survives_sigkill_and_runs_once_after_the_restart() {
 }
 
 #[test]
-#[ignore = "needs the replay model to continue from the session (Model::for_session)"]
 fn arguments_changed_in_the_store_while_the_hub_was_down_are_refused() {
     let tau = Tau::new();
-    let model = tau.replay(&json!([
-        tool_call(
-            "t1",
-            "run_command",
-            &json!({"command": "echo made >> proof.txt"})
-        ),
-        answer("Not done."),
-    ]));
+    let server = model("Not done.");
+    let model = server.spec();
     let config = tau.serve_config("");
     let (session, id) = ask_and_kill(&tau, &model, &config);
     // Someone with the database rewrites the paused call.
@@ -145,17 +136,10 @@ fn arguments_changed_in_the_store_while_the_hub_was_down_are_refused() {
 }
 
 #[test]
-#[ignore = "needs the replay model to continue from the session (Model::for_session)"]
 fn a_question_that_expired_while_the_hub_was_down_is_refused_and_shown_expired() {
     let tau = Tau::new();
-    let model = tau.replay(&json!([
-        tool_call(
-            "t1",
-            "run_command",
-            &json!({"command": "echo made >> proof.txt"})
-        ),
-        answer("It expired."),
-    ]));
+    let server = model("It expired.");
+    let model = server.spec();
     let config = tau.serve_config("[approval]\nremote_timeout_seconds = 1\n");
     let (session, id) = ask_and_kill(&tau, &model, &config);
     std::thread::sleep(std::time::Duration::from_millis(1200));
@@ -192,7 +176,8 @@ fn a_question_that_expired_while_the_hub_was_down_is_refused_and_shown_expired()
 #[test]
 fn sigterm_stops_the_hub_and_keeps_the_question() {
     let tau = Tau::new();
-    let model = script(&tau);
+    let server = model("Done.");
+    let model = server.spec();
     let config = tau.serve_config("");
     let serve = tau.serve(&model, &config);
     let session = serve.new_session();
