@@ -73,6 +73,9 @@ pub enum HubError {
     /// The session could not be opened (another tau has it open, the store failed).
     #[error("session '{session}' cannot be opened: {reason}")]
     Open { session: String, reason: String },
+    /// Too many messages of this conversation wait for their turn already.
+    #[error("too many messages wait in this conversation; try again when it has answered")]
+    Busy,
     #[error("the hub is shutting down")]
     ShuttingDown,
     #[error("state.db: {0}")]

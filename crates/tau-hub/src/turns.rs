@@ -19,10 +19,16 @@ pub(crate) enum Work {
     Settle,
 }
 
+/// Messages of one conversation that may wait behind its running turn.
+const MAX_WAITING: usize = 8;
+
 impl Hub {
     pub(crate) fn queue(&self, slot: Arc<Slot>, work: Work) -> Result<(), HubError> {
         if self.stopping() {
             return Err(HubError::ShuttingDown);
+        }
+        if matches!(work, Work::Prompt(_)) && slot.queued.load(Ordering::SeqCst) > MAX_WAITING {
+            return Err(HubError::Busy);
         }
         slot.queued.fetch_add(1, Ordering::SeqCst);
         let hub = self.clone();

@@ -684,3 +684,26 @@ async fn a_question_is_found_with_its_conversation_by_its_channel_only() {
     assert_eq!(hub.approval("web", "ap_0").unwrap(), None);
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_flood_of_messages_is_refused_past_a_few_and_others_go_on() {
+    let setup = Setup::new();
+    let hub = setup.hub(vec![say("hi")], HOUR);
+    hub.start().await.unwrap();
+    let flooded = hub.new_conversation("web").unwrap();
+    setup.script(&flooded, vec![call("w1", "wait", json!({}))]);
+    let mut refused = 0;
+    for n in 0..20 {
+        match hub.send("web", &flooded, format!("message {n}")).await {
+            Ok(()) => {}
+            Err(HubError::Busy) => refused += 1,
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert_eq!(refused, 11, "one runs, eight wait, the rest are refused");
+    let other = hub.new_conversation("web").unwrap();
+    let mut events = hub.subscribe("web", &other).unwrap();
+    hub.send("web", &other, "hello".into()).await.unwrap();
+    until_turn_ends(&mut events, StopReason::EndTurn).await;
+    hub.shutdown().await;
+}

@@ -26,6 +26,7 @@ fn hub_error(error: &HubError) -> Response {
     let status = match error {
         HubError::UnknownApproval(_) | HubError::UnknownSession(_) => StatusCode::NOT_FOUND,
         HubError::Open { .. } => StatusCode::CONFLICT,
+        HubError::Busy => StatusCode::TOO_MANY_REQUESTS,
         HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         HubError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -33,7 +34,9 @@ fn hub_error(error: &HubError) -> Response {
         // The id came from the request: not echoed back.
         HubError::UnknownApproval(_) => "no such approval".to_owned(),
         HubError::UnknownSession(_) => "no such session".to_owned(),
-        HubError::Open { .. } | HubError::ShuttingDown | HubError::Store(_) => error.to_string(),
+        HubError::Open { .. } | HubError::Busy | HubError::ShuttingDown | HubError::Store(_) => {
+            error.to_string()
+        }
     };
     if status == StatusCode::INTERNAL_SERVER_ERROR {
         tracing::error!(%error, "web request failed");
