@@ -22,6 +22,7 @@ impl Hub {
     /// Recovers from the last run and starts the expiry task. Call once, before the
     /// channels start.
     pub async fn start(&self) -> Result<Recovery, HubError> {
+        let cancelled = self.cancel_abandoned()?;
         let expired = self.expire_due().await?;
         let mut resumed = 0;
         let mut sessions = BTreeSet::new();
@@ -43,10 +44,44 @@ impl Hub {
             .tasks
             .spawn(async move { hub.expire_forever().await });
         Ok(Recovery {
+            cancelled,
             expired,
             resumed,
             pending,
         })
+    }
+
+    /// Cancels pending questions whose session no longer waits on them (it was deleted,
+    /// or `tau chat` opened it while the hub was down and gave the turn up): an answer to
+    /// one could never run anything, so no card may offer it.
+    fn cancel_abandoned(&self) -> Result<usize, HubError> {
+        let mut cancelled = 0;
+        for row in self.inner.approvals.list(Some(ApprovalState::Pending))? {
+            // Only a hub conversation's questions: another asker (a routine) keeps its own.
+            let session = match SessionId::parse(&row.session) {
+                Ok(session) if self.conversation_of(&session)?.is_some() => session,
+                Ok(_) | Err(_) => continue,
+            };
+            let waits = self
+                .inner
+                .sessions
+                .load_state(&session)?
+                .is_some_and(|state| {
+                    state.interrupt_state.pending().iter().any(|i| {
+                        i.name == APPROVAL_INTERRUPT
+                            && i.reason.get("approval_id").and_then(|v| v.as_str())
+                                == Some(row.id.as_str())
+                    })
+                });
+            if !waits
+                && let Answered::Decided(_) =
+                    self.decide(&row, ApprovalState::Cancelled, &DecidedBy::Cancelled)?
+            {
+                tracing::warn!(approval_id = %row.id, session = %row.session, "a stored question nobody waits on was cancelled");
+                cancelled += 1;
+            }
+        }
+        Ok(cancelled)
     }
 
     /// True when the stored session waits on a question that is no longer pending.

@@ -121,6 +121,8 @@ pub struct ConversationInfo {
 /// What `start` found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Recovery {
+    /// Questions whose turn was given up while the hub was down, now cancelled.
+    pub cancelled: usize,
     /// Questions past their deadline, now expired.
     pub expired: usize,
     /// Decided questions whose turn goes on now (the hub stopped before it could).

@@ -707,3 +707,27 @@ async fn a_flood_of_messages_is_refused_past_a_few_and_others_go_on() {
     until_turn_ends(&mut events, StopReason::EndTurn).await;
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_question_whose_turn_was_given_up_while_down_is_cancelled_at_start() {
+    let setup = Setup::new();
+    let first = setup.hub(lights_script(), HOUR);
+    let (session, _events, id) = ask(&first).await;
+    first.shutdown().await;
+    drop(first);
+    // Another tau cleared the turn's interrupt (as tau chat does with a stored question).
+    let sessions = SqliteSessions::open(&setup.db()).unwrap();
+    let mut state = sessions.load_state(&session).unwrap().unwrap();
+    state.interrupt_state.deactivate();
+    sessions.save_state(&session, &state).unwrap();
+    let second = setup.hub(lights_script(), HOUR);
+    let recovery = second.start().await.unwrap();
+    assert_eq!((recovery.cancelled, recovery.pending.len()), (1, 0));
+    let late = second
+        .answer("web", None, &id, Reply::Approve)
+        .await
+        .unwrap();
+    assert!(matches!(late, Answered::AlreadyDecided(r) if r.state == ApprovalState::Cancelled));
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
+    second.shutdown().await;
+}

@@ -100,6 +100,12 @@ fn announce(url: &str, token_path: &Path, recovery: &tau_hub::Recovery) -> Strin
          tau serve: the token is in {} (`tau serve --print-token` prints it); open {url}#token=TOKEN\n",
         token_path.display()
     );
+    if recovery.cancelled > 0 {
+        out.push_str(&format!(
+            "tau serve: {} question(s) cancelled: their turn was given up while tau was not running\n",
+            recovery.cancelled
+        ));
+    }
     if recovery.expired > 0 {
         out.push_str(&format!(
             "tau serve: {} question(s) expired while tau was not running\n",
