@@ -284,8 +284,20 @@ function listen(session) {
     } catch (_) { /* skipped */ }
   });
   source.addEventListener("lagged", () => loadTranscript(session));
-  source.onerror = () => setStatus("reconnecting…");
-  source.onopen = () => setStatus("");
+  let broken = false;
+  source.onerror = () => {
+    broken = true;
+    setStatus("reconnecting…");
+  };
+  source.onopen = () => {
+    setStatus("");
+    // Whatever happened while the stream was down is in the store.
+    if (broken) {
+      broken = false;
+      loadTranscript(session);
+      loadApprovals();
+    }
+  };
   state.source = source;
 }
 
@@ -339,8 +351,9 @@ function remaining(deadline) {
 
 function outcomeText(decision, decidedBy) {
   if (decision === "approved") return "Approved " + decidedText(decidedBy);
-  if (decision === "timeout" || (decidedBy && decidedBy.kind === "timeout")) return "Expired: nobody answered in time";
+  if (decision === "timeout" || decision === "expired" || (decidedBy && decidedBy.kind === "timeout")) return "Expired: nobody answered in time";
   if (decidedBy && decidedBy.kind === "superseded") return "Superseded by a newer message";
+  if (decision === "cancelled") return "Cancelled: its turn was given up";
   return "Rejected " + decidedText(decidedBy);
 }
 
@@ -405,12 +418,21 @@ async function loadApprovals() {
   if (status !== 200) return;
   const box = $("approvals");
   const pending = new Set(data.map((row) => row.id));
-  // Cards decided here stay a moment so the outcome can be read; the rest follow the API.
+  // A card whose question was decided elsewhere says how before it goes.
+  const gone = [...state.cards].filter(([id, entry]) => !pending.has(id) && !entry.closed);
+  if (gone.length > 0) {
+    const all = await api("GET", "/api/approvals?display=true");
+    for (const row of all.data || []) {
+      if (gone.some(([id]) => id === row.id)) closeCard(row.id, row.state, row.decided_by);
+    }
+  }
+  // Decided cards stay a moment so the outcome can be read.
   for (const [id, entry] of state.cards) {
     if (!pending.has(id) && !entry.closed) {
       entry.node.remove();
       state.cards.delete(id);
-    } else if (entry.closed && !pending.has(id)) {
+    } else if (entry.closed && !pending.has(id) && !entry.leaving) {
+      entry.leaving = true;
       setTimeout(() => { entry.node.remove(); state.cards.delete(id); }, 4000);
     }
   }

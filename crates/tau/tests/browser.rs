@@ -368,3 +368,105 @@ async fn without_the_token_the_page_asks_for_it() {
     assert_eq!(cookie, json!(""));
     client.close().await.unwrap();
 }
+
+/// The outcome a card shows once its question was decided, read from the page.
+async fn card_outcome(client: &Client, approval_id: &str) -> String {
+    let script = format!(
+        "const c = document.querySelector('.card[data-approval=\"{approval_id}\"] .outcome'); return c && c.textContent"
+    );
+    until(client, "the card's outcome", &script)
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn card_shown(client: &Client, approval_id: &str) {
+    let script = format!(
+        "return !!document.querySelector('.card[data-approval=\"{approval_id}\"] button.approve')"
+    );
+    until(client, "the card", &script).await;
+}
+
+#[tokio::test]
+async fn a_card_follows_its_question_answered_elsewhere_superseded_or_expired() {
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let tau = Tau::new();
+    let command = |id: &str| {
+        tool_call(
+            id,
+            "run_command",
+            &json!({"command": format!("echo {id} >> calls.txt")}),
+        )
+    };
+    let model = tau.replay(&json!([
+        command("t1"),
+        answer("one"),
+        command("t2"),
+        answer("two"),
+        command("t3"),
+        answer("three"),
+    ]));
+    let serve = tau.serve(
+        &model,
+        &tau.serve_config("[approval]\nremote_timeout_seconds = 4\n"),
+    );
+    let session = serve.new_session();
+    let driver = start_driver(&driver_path);
+    let client = connect(&driver, &chromium, 1000, 800).await;
+    client
+        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the session",
+        "return document.querySelectorAll('.sessions li.current').length",
+    )
+    .await;
+
+    // Answered elsewhere (a script with the token): the card says so.
+    let first = serve.ask(&session, "first");
+    let first = first["id"].as_str().unwrap();
+    card_shown(&client, first).await;
+    let answered = serve.post(
+        &format!("/api/approvals/{first}"),
+        r#"{"decision":"approve"}"#,
+    );
+    assert_eq!(answered.status, 200);
+    assert_eq!(card_outcome(&client, first).await, "Approved by you on web");
+    serve.until_answered(&session, "one");
+
+    // A newer message supersedes the next question.
+    let second = serve.ask(&session, "second");
+    let second = second["id"].as_str().unwrap();
+    card_shown(&client, second).await;
+    let newer = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        r#"{"text":"never mind"}"#,
+    );
+    assert_eq!(newer.status, 202);
+    assert_eq!(
+        card_outcome(&client, second).await,
+        "Superseded by a newer message"
+    );
+    serve.until_answered(&session, "two");
+
+    // Nobody answers the third.
+    let third = serve.ask(&session, "third");
+    let third = third["id"].as_str().unwrap();
+    card_shown(&client, third).await;
+    assert_eq!(
+        card_outcome(&client, third).await,
+        "Expired: nobody answered in time"
+    );
+    serve.until_answered(&session, "three");
+    assert_eq!(
+        std::fs::read_to_string(tau.workspace().join("calls.txt")).unwrap(),
+        "t1\n",
+        "only the approved call ran"
+    );
+    client.close().await.unwrap();
+}
