@@ -41,7 +41,7 @@
 //! The binary builds the hub ([`Hub::open`] on `state.db`), calls [`Hub::start`] once
 //! (recovery, expiry) and then [`Hub::run_channels`] until SIGTERM.
 //!
-//! Layout: `hub.rs` the API, `turns.rs` one session's turns and how a waiting turn is
+//! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
 //! resumed or closed, `expiry.rs` deadlines and recovery, `approvals.rs` and
 //! `conversations.rs` the tables.
 
@@ -51,6 +51,7 @@ mod conversations;
 mod expiry;
 mod hub;
 mod turns;
+mod types;
 
 pub use approvals::SqliteApprovals;
 pub use channel::{Channel, ChannelError};
