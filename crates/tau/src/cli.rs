@@ -45,6 +45,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         answers: AnswerArgs,
     },
+    /// The hub: TauBar (the web page) and every channel, one turn at a time per
+    /// conversation; tier-2 questions are stored and survive a restart
+    Serve {
+        /// Print TauBar's token (made on first use) and exit
+        #[arg(long)]
+        print_token: bool,
+    },
     /// Stored conversations
     Sessions {
         #[command(subcommand)]

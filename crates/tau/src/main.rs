@@ -17,6 +17,7 @@ mod logging;
 mod mcp;
 mod paths;
 mod private;
+mod serve;
 mod settings;
 mod signals;
 mod token_file;
@@ -108,6 +109,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return tui::run(&ctx, session, model, tools).await;
         }
         Command::Demo { answers } => demo::run(&ctx, answers.answers_from_stdin).await?,
+        Command::Serve { print_token } => serve::run(&ctx, print_token).await?,
         Command::Sessions { command } => match command {
             SessionsCommand::List => print(&commands::sessions_list(&ctx)?),
             SessionsCommand::Show { name, json } => {

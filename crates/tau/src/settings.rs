@@ -7,6 +7,7 @@ use tau_core::{AgentConfig, ApprovalConfig, CoreConfig, UiConfig, toml_error};
 use tau_mcp::McpConfig;
 use tau_models::ModelConfig;
 use tau_tools::ToolsConfig;
+use tau_web::WebConfig;
 
 use crate::errors::usage;
 use crate::paths::{Env, Home, config_path};
@@ -21,6 +22,7 @@ pub(crate) struct TauConfig {
     pub approval: ApprovalConfig,
     pub tools: ToolsConfig,
     pub mcp: McpConfig,
+    pub web: WebConfig,
 }
 
 /// The config as loaded, with what was set explicitly.
@@ -96,6 +98,10 @@ pub(crate) fn load(
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     config
         .mcp
+        .validate()
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    config
+        .web
         .validate()
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     Ok(Loaded {
