@@ -70,7 +70,10 @@ pub(crate) fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
         }),
         // Errors reach a person as notices where they matter; the turn's end is sent by
         // the turn itself with its typed stop reason.
-        AuditEvent::Error { .. } | AuditEvent::TurnLimit { .. } | AuditEvent::TurnEnd { .. } => {
+        AuditEvent::Error { .. }
+        | AuditEvent::TurnLimit { .. }
+        | AuditEvent::TurnEnd { .. }
+        | AuditEvent::RoutineRun { .. } => {
             None
         }
     }
