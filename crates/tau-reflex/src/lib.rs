@@ -17,7 +17,8 @@
 //! - `store.rs`: routines, switches and runs in `state.db`; `book.rs`: every routine there is
 //! - `exemption.rs`: a routine's exemption; `ask.rs`: questions on the `ask` channel
 //! - `run.rs`: one run through the gate, recorded; `engine/`: triggers kept, runs started
-//! - `host.rs`: what the engine needs from its host; `tools.rs`: the routine tools
+//! - `host.rs`: what the engine needs from its host; `prompt.rs`: prompt actions as turns
+//! - `tools.rs`: the routine tools
 
 mod ask;
 mod book;
@@ -26,6 +27,7 @@ mod def;
 mod engine;
 mod exemption;
 mod host;
+mod prompt;
 mod run;
 mod schema;
 mod store;
@@ -39,6 +41,7 @@ pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};
 pub use engine::{Engine, EngineParts, EngineSettings, Fired, WebhookReply};
 pub use exemption::add_exemption;
 pub use host::{HostError, PromptOutcome, PromptRun, PromptRunner, RoutineHost};
+pub use prompt::{PromptApprover, TurnPrompts};
 pub use run::{ActionRun, record, run_action};
 pub use store::{RoutineStore, RunRecord, StoreError, StoredRoutine, Switch};
 pub use tools::{RoutineToolsParts, describe_action, routine_tools};
