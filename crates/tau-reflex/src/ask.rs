@@ -178,3 +178,21 @@ impl AskApprover {
         }
     }
 }
+
+/// The approver that asks `routine`'s `ask` channel through a durable question in `store`,
+/// waiting up to `timeout`. `None` when the routine has no `ask` channel.
+pub fn ask_approver(
+    host: Arc<dyn RoutineHost>,
+    store: Arc<dyn ApprovalStore>,
+    routine: &crate::validate::Routine,
+    timeout: Duration,
+) -> Option<Arc<dyn Approver>> {
+    let channel = routine.ask?;
+    Some(Arc::new(AskApprover {
+        host,
+        store,
+        channel,
+        session: routine.session(),
+        timeout,
+    }))
+}

@@ -35,6 +35,7 @@ mod tools;
 mod trigger;
 mod validate;
 
+pub use ask::ask_approver;
 pub use book::{Book, config_routines, load};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};
