@@ -37,9 +37,7 @@ pub use approval::{
     Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
     TierGate, ToolCallRecord, refusal_text, unknown_tool_text,
 };
-pub use audit::{
-    AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome,
-};
+pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{
     AgentParts, BuildError, HookProvider, PERSONA_HOOK, Plugin, build_agent, hooks_behind_gate,
 };

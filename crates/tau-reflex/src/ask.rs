@@ -54,7 +54,9 @@ impl Drop for Withdraw {
         } else {
             (ApprovalState::Cancelled, DecidedBy::Cancelled)
         };
-        if let Ok(tau_core::approval::Answered::Decided(row)) = self.store.decide(&self.id, to, &by, now) {
+        if let Ok(tau_core::approval::Answered::Decided(row)) =
+            self.store.decide(&self.id, to, &by, now)
+        {
             self.host.withdrawn(&row);
         }
     }
@@ -114,7 +116,11 @@ impl AskApprover {
         matches!(self.store.get(id), Ok(Some(row)) if row.state == ApprovalState::Pending)
     }
 
-    async fn wait(&self, asked: &ApprovalRow, request: &ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn wait(
+        &self,
+        asked: &ApprovalRow,
+        request: &ApprovalRequest,
+    ) -> Result<Answer, ApproverError> {
         loop {
             let row = self
                 .store
@@ -126,7 +132,12 @@ impl AskApprover {
                 ApprovalState::Pending => {
                     let now = Timestamp::now();
                     if now >= row.deadline {
-                        let _ = self.store.decide(&row.id, ApprovalState::Expired, &DecidedBy::Timeout, now);
+                        let _ = self.store.decide(
+                            &row.id,
+                            ApprovalState::Expired,
+                            &DecidedBy::Timeout,
+                            now,
+                        );
                         self.host.withdrawn(&row);
                         return Ok(Answer {
                             decision: Decision::Timeout,

@@ -22,14 +22,21 @@ impl Book {
 }
 
 /// Validates the `tau.toml` routines.
-pub fn config_routines(defs: &[RoutineDef], checks: &Checks<'_>) -> Result<Vec<Routine>, ConfigError> {
+pub fn config_routines(
+    defs: &[RoutineDef],
+    checks: &Checks<'_>,
+) -> Result<Vec<Routine>, ConfigError> {
     defs.iter()
         .map(|def| validate(def.clone(), Origin::Config, checks))
         .collect()
 }
 
 /// The `tau.toml` routines (already validated) and the stored ones, switches applied.
-pub fn load(config: &[Routine], store: &RoutineStore, checks: &Checks<'_>) -> Result<Book, StoreError> {
+pub fn load(
+    config: &[Routine],
+    store: &RoutineStore,
+    checks: &Checks<'_>,
+) -> Result<Book, StoreError> {
     let mut book = Book {
         routines: config.to_vec(),
         problems: Vec::new(),

@@ -39,7 +39,8 @@ impl TokioClock {
 
 impl Clock for TokioClock {
     fn now(&self) -> Timestamp {
-        let elapsed = SignedDuration::try_from(self.origin.elapsed()).unwrap_or(SignedDuration::MAX);
+        let elapsed =
+            SignedDuration::try_from(self.origin.elapsed()).unwrap_or(SignedDuration::MAX);
         self.start.checked_add(elapsed).unwrap_or(Timestamp::MAX)
     }
 }

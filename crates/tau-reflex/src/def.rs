@@ -143,7 +143,10 @@ impl RoutineDef {
                     other => {
                         return Err(FieldError::new(
                             "arguments",
-                            format!("must be a table of the tool's arguments, got {}", kind(&other)),
+                            format!(
+                                "must be a table of the tool's arguments, got {}",
+                                kind(&other)
+                            ),
                         ));
                     }
                 },
@@ -151,16 +154,16 @@ impl RoutineDef {
                 other => {
                     return Err(FieldError::new(
                         other,
-                        format!(
-                            "unknown key; a routine has {}",
-                            ROUTINE_KEYS.join(", ")
-                        ),
+                        format!("unknown key; a routine has {}", ROUTINE_KEYS.join(", ")),
                     ));
                 }
             }
         }
         if !named {
-            return Err(FieldError::new("name", "is missing; every routine has a name"));
+            return Err(FieldError::new(
+                "name",
+                "is missing; every routine has a name",
+            ));
         }
         Ok(def)
     }
@@ -247,8 +250,10 @@ pub fn defs_from_toml(items: Vec<toml::Value>) -> Result<Vec<RoutineDef>, Config
             .map_or_else(|| format!("#{}", index + 1), str::to_owned);
         let def = RoutineDef::from_json(json).map_err(|e| e.in_routine(&label))?;
         if defs.iter().any(|d| d.name == def.name) {
-            return Err(FieldError::new("name", "is used by another routine; names are unique")
-                .in_routine(&label));
+            return Err(
+                FieldError::new("name", "is used by another routine; names are unique")
+                    .in_routine(&label),
+            );
         }
         defs.push(def);
     }
@@ -342,12 +347,15 @@ mod tests {
     #[test]
     fn the_content_hash_ignores_enabled_and_key_order_but_nothing_else() {
         let a = RoutineDef::from_json(json!({"name": "a", "every": "10m", "tool": "t",
-            "arguments": {"x": 1, "y": 2}})).unwrap();
+            "arguments": {"x": 1, "y": 2}}))
+        .unwrap();
         let reordered = RoutineDef::from_json(json!({"arguments": {"y": 2, "x": 1},
-            "tool": "t", "every": "10m", "name": "a", "enabled": false})).unwrap();
+            "tool": "t", "every": "10m", "name": "a", "enabled": false}))
+        .unwrap();
         assert_eq!(a.content_hash(), reordered.content_hash());
         let edited = RoutineDef::from_json(json!({"name": "a", "every": "10m", "tool": "t",
-            "arguments": {"x": 1, "y": 3}})).unwrap();
+            "arguments": {"x": 1, "y": 3}}))
+        .unwrap();
         assert_ne!(a.content_hash(), edited.content_hash());
         assert_eq!(
             a.content().0,

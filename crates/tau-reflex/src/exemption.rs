@@ -33,7 +33,10 @@ pub fn add_exemption(gate: &TierGate, routine: &Routine) -> Option<ExemptionHand
         return None;
     };
     if !routine.approved() {
-        tracing::warn!(routine = routine.name(), "routine changed since it was approved; its calls are asked");
+        tracing::warn!(
+            routine = routine.name(),
+            "routine changed since it was approved; its calls are asked"
+        );
         return None;
     }
     let exemption = RoutineExemption {
@@ -56,8 +59,14 @@ mod tests {
         };
         let yes = |tool: &str, args: Value| exemption.exempts(tool, &args) == Ok(true);
         assert!(yes("mqtt_publish", json!({"payload": "on", "topic": "t"})));
-        assert!(!yes("mqtt_publish", json!({"topic": "t", "payload": "off"})));
-        assert!(!yes("mqtt_publish", json!({"topic": "t", "payload": "on", "retain": true})));
+        assert!(!yes(
+            "mqtt_publish",
+            json!({"topic": "t", "payload": "off"})
+        ));
+        assert!(!yes(
+            "mqtt_publish",
+            json!({"topic": "t", "payload": "on", "retain": true})
+        ));
         assert!(!yes("mqtt_publish", json!({"topic": "t"})));
         assert!(!yes("run_command", json!({"topic": "t", "payload": "on"})));
     }

@@ -39,12 +39,12 @@ pub use ask::ask_approver;
 pub use book::{Book, config_routines, load};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};
-pub use engine::{Engine, EngineParts, EngineSettings, Fired, WebhookReply};
+pub use engine::{Engine, EngineParts, EngineSettings, Env, Fired, WebhookReply};
 pub use exemption::add_exemption;
 pub use host::{HostError, PromptOutcome, PromptRun, PromptRunner, RoutineHost};
 pub use prompt::{PromptApprover, TurnPrompts};
 pub use run::{ActionRun, record, run_action};
-pub use store::{RoutineStore, RunRecord, StoreError, StoredRoutine, Switch};
+pub use store::{RoutineStore, RunRecord, StoreError, StoredRoutine, StoredRow, Switch};
 pub use tools::{RoutineToolsParts, describe_action, routine_tools};
 pub use trigger::{Secret, Trigger};
 pub use validate::{

@@ -116,4 +116,3 @@ impl PromptRunner for TurnPrompts {
         })
     }
 }
-

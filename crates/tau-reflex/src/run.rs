@@ -9,8 +9,8 @@ use jiff::Timestamp;
 use tau_agent::ToolContext;
 use tau_core::approval::Approver;
 use tau_core::{
-    Approval, AuditEvent, CallStatus, EventBus, RoutineOutcome, TierGate, ToolCatalog,
-    gated_call, random_id,
+    Approval, AuditEvent, CallStatus, EventBus, RoutineOutcome, TierGate, ToolCatalog, gated_call,
+    random_id,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -96,7 +96,8 @@ pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
                 .with_timeout(timeout)
                 .with_channel(channel);
             let _exemption = add_exemption(&gate, routine);
-            let context = ToolContext::new(id.clone(), tool.clone(), None).with_cancellation(cancel);
+            let context =
+                ToolContext::new(id.clone(), tool.clone(), None).with_cancellation(cancel);
             let done = gated_call(&gate, catalog, tool, &id, arguments.clone(), context).await;
             let (outcome, detail) = match done.status {
                 CallStatus::Success => (RoutineOutcome::Success, shorten(&done.result.text())),
@@ -149,7 +150,10 @@ pub fn record(store: &RoutineStore, events: &EventBus, run: &RunRecord) {
         RoutineOutcome::Success => {
             tracing::info!(routine = %run.routine, trigger = %run.trigger, "routine ran");
         }
-        RoutineOutcome::Error | RoutineOutcome::Refused | RoutineOutcome::Skipped | RoutineOutcome::Missed => {
+        RoutineOutcome::Error
+        | RoutineOutcome::Refused
+        | RoutineOutcome::Skipped
+        | RoutineOutcome::Missed => {
             tracing::warn!(routine = %run.routine, trigger = %run.trigger, outcome = run.outcome.as_str(), detail = ?run.detail, "routine did not run through");
         }
     }

@@ -197,7 +197,11 @@ fn check_object(
     )
 }
 
-fn check_array(schema: &Map<String, Value>, items: &[Value], path: &str) -> Result<(), SchemaError> {
+fn check_array(
+    schema: &Map<String, Value>,
+    items: &[Value],
+    path: &str,
+) -> Result<(), SchemaError> {
     if let Some(item_schema) = schema.get("items") {
         for (index, item) in items.iter().enumerate() {
             check_at(item_schema, item, &format!("{path}[{index}]"))?;
@@ -249,26 +253,64 @@ mod tests {
     #[test]
     fn each_broken_rule_names_where() {
         let cases = [
-            (json!({"topic": "a"}), "arguments.payload", "is required by the tool and missing"),
-            (json!({"topic": "a", "payload": 1}), "arguments.payload", "must be string, got integer"),
-            (json!({"topic": "a", "payload": "on", "qos": 2}), "arguments.qos", "must be one of [0,1], got 2"),
-            (json!({"topic": "a", "payload": "on", "retain": "yes"}), "arguments.retain", "must be boolean, got string"),
-            (json!({"topic": "", "payload": "on"}), "arguments.topic", "must have at least 1 characters, has 0"),
-            (json!({"topic": "a", "payload": "on", "tags": ["x", 1]}), "arguments.tags[1]", "must be string, got integer"),
-            (json!({"topic": "a", "payload": "on", "tags": ["x", "y", "z"]}), "arguments.tags", "must have at most 2 items, has 3"),
-            (json!({"topic": "a", "payload": "on", "colour": "red"}), "arguments.colour", "the tool takes no such argument (it takes payload, qos, retain, tags, topic)"),
+            (
+                json!({"topic": "a"}),
+                "arguments.payload",
+                "is required by the tool and missing",
+            ),
+            (
+                json!({"topic": "a", "payload": 1}),
+                "arguments.payload",
+                "must be string, got integer",
+            ),
+            (
+                json!({"topic": "a", "payload": "on", "qos": 2}),
+                "arguments.qos",
+                "must be one of [0,1], got 2",
+            ),
+            (
+                json!({"topic": "a", "payload": "on", "retain": "yes"}),
+                "arguments.retain",
+                "must be boolean, got string",
+            ),
+            (
+                json!({"topic": "", "payload": "on"}),
+                "arguments.topic",
+                "must have at least 1 characters, has 0",
+            ),
+            (
+                json!({"topic": "a", "payload": "on", "tags": ["x", 1]}),
+                "arguments.tags[1]",
+                "must be string, got integer",
+            ),
+            (
+                json!({"topic": "a", "payload": "on", "tags": ["x", "y", "z"]}),
+                "arguments.tags",
+                "must have at most 2 items, has 3",
+            ),
+            (
+                json!({"topic": "a", "payload": "on", "colour": "red"}),
+                "arguments.colour",
+                "the tool takes no such argument (it takes payload, qos, retain, tags, topic)",
+            ),
             (json!("on"), "arguments", "must be object, got string"),
         ];
         for (value, path, message) in cases {
             assert_eq!(
                 check(&mqtt_schema(), &value),
-                Err(SchemaError { path: path.into(), message: message.into() }),
+                Err(SchemaError {
+                    path: path.into(),
+                    message: message.into()
+                }),
                 "{value}"
             );
         }
         assert_eq!(
             check(&json!({"properties": {"x": false}}), &json!({"x": 1})),
-            Err(error("arguments.x", "the tool's schema accepts no value here"))
+            Err(error(
+                "arguments.x",
+                "the tool's schema accepts no value here"
+            ))
         );
     }
 }

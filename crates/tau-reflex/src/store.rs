@@ -72,6 +72,9 @@ pub struct StoredRoutine {
     pub created_in: Option<String>,
 }
 
+/// A stored routine, or the name of one that no longer reads and why.
+pub type StoredRow = Result<StoredRoutine, (String, String)>;
+
 /// One run of a routine (or runs missed, or a trigger skipped).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
@@ -152,7 +155,7 @@ impl RoutineStore {
     }
 
     /// Every stored routine, by name. A row that no longer parses is reported, not hidden.
-    pub fn stored(&self) -> Result<Vec<Result<StoredRoutine, (String, String)>>, StoreError> {
+    pub fn stored(&self) -> Result<Vec<StoredRow>, StoreError> {
         let connection = self.lock();
         let mut statement = connection.prepare(
             "SELECT name, definition, approved_hash, created_at, created_in FROM routines ORDER BY name",
@@ -210,7 +213,10 @@ impl RoutineStore {
         )?;
         if inserted == 1 {
             // A new routine starts with its own switch, whatever an older one of that name had.
-            tx.execute("DELETE FROM routine_switches WHERE name = ?1", params![def.name])?;
+            tx.execute(
+                "DELETE FROM routine_switches WHERE name = ?1",
+                params![def.name],
+            )?;
             Self::bump(&tx)?;
         }
         tx.commit()?;
@@ -234,7 +240,10 @@ impl RoutineStore {
         let mut connection = self.lock();
         let tx = connection.transaction()?;
         let deleted = tx.execute("DELETE FROM routines WHERE name = ?1", params![name])?;
-        tx.execute("DELETE FROM routine_switches WHERE name = ?1", params![name])?;
+        tx.execute(
+            "DELETE FROM routine_switches WHERE name = ?1",
+            params![name],
+        )?;
         tx.execute("DELETE FROM routine_marks WHERE name = ?1", params![name])?;
         Self::bump(&tx)?;
         tx.commit()?;
@@ -340,7 +349,12 @@ impl RoutineStore {
 
     /// Since when the engine has kept `name`'s schedule with this content: the stored time
     /// when the content is the same as last time, else `now` (stored).
-    pub fn mark(&self, name: &str, content_hash: &str, now: Timestamp) -> Result<Timestamp, StoreError> {
+    pub fn mark(
+        &self,
+        name: &str,
+        content_hash: &str,
+        now: Timestamp,
+    ) -> Result<Timestamp, StoreError> {
         let connection = self.lock();
         let existing: Option<(String, String)> = connection
             .query_row(
@@ -369,7 +383,10 @@ fn parse_stored(name: &str, definition: &str) -> Result<RoutineDef, (String, Str
     let def = RoutineDef::from_json(value)
         .map_err(|e| (name.to_owned(), format!("{}: {}", e.key, e.message)))?;
     if def.name != name {
-        return Err((name.to_owned(), format!("its definition is named '{}'", def.name)));
+        return Err((
+            name.to_owned(),
+            format!("its definition is named '{}'", def.name),
+        ));
     }
     Ok(def)
 }
@@ -380,8 +397,12 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
+    #[allow(clippy::needless_pass_by_value)]
     fn def(args: Value) -> RoutineDef {
-        RoutineDef::from_json(json!({"name": "lamp", "every": "10m", "tool": "mqtt_publish", "arguments": args})).unwrap()
+        RoutineDef::from_json(
+            json!({"name": "lamp", "every": "10m", "tool": "mqtt_publish", "arguments": args}),
+        )
+        .unwrap()
     }
 
     fn at(text: &str) -> Timestamp {
@@ -393,8 +414,26 @@ mod tests {
         let store = RoutineStore::in_memory().unwrap();
         let lamp = def(json!({"topic": "t", "payload": "on"}));
         let g0 = store.generation().unwrap();
-        assert!(store.create(&lamp, &lamp.content_hash(), Some("kitchen"), at("2026-01-01T00:00:00Z")).unwrap());
-        assert!(!store.create(&lamp, &lamp.content_hash(), None, at("2026-01-01T00:00:00Z")).unwrap());
+        assert!(
+            store
+                .create(
+                    &lamp,
+                    &lamp.content_hash(),
+                    Some("kitchen"),
+                    at("2026-01-01T00:00:00Z")
+                )
+                .unwrap()
+        );
+        assert!(
+            !store
+                .create(
+                    &lamp,
+                    &lamp.content_hash(),
+                    None,
+                    at("2026-01-01T00:00:00Z")
+                )
+                .unwrap()
+        );
         assert_ne!(store.generation().unwrap(), g0);
         let stored = store.get("lamp").unwrap().unwrap();
         assert_eq!(
@@ -410,7 +449,11 @@ mod tests {
         assert!(store.replace_definition(&edited).unwrap());
         let stored = store.get("lamp").unwrap().unwrap();
         assert_eq!(stored.def, edited);
-        assert_ne!(stored.approved_hash, edited.content_hash(), "an edit is not an approval");
+        assert_ne!(
+            stored.approved_hash,
+            edited.content_hash(),
+            "an edit is not an approval"
+        );
         assert!(store.delete("lamp").unwrap());
         assert!(store.get("lamp").unwrap().is_none());
         assert!(!store.delete("lamp").unwrap());
@@ -419,10 +462,15 @@ mod tests {
     #[test]
     fn runs_switches_and_marks_are_kept() {
         let store = RoutineStore::in_memory().unwrap();
-        store.set_enabled("lamp", false, at("2026-01-01T00:00:00Z")).unwrap();
+        store
+            .set_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
+            .unwrap();
         assert_eq!(
             store.switches().unwrap().get("lamp"),
-            Some(&Switch { enabled: false, changed_at: at("2026-01-01T00:00:00Z") })
+            Some(&Switch {
+                enabled: false,
+                changed_at: at("2026-01-01T00:00:00Z")
+            })
         );
         let run = |outcome, scheduled, started: &str| RunRecord {
             routine: "lamp".into(),
@@ -434,9 +482,15 @@ mod tests {
             started_at: at(started),
             duration_ms: Some(3),
         };
-        store.record_run(&run(RoutineOutcome::Success, true, "2026-01-01T00:10:00Z")).unwrap();
-        store.record_run(&run(RoutineOutcome::Success, false, "2026-01-01T00:15:00Z")).unwrap();
-        store.record_run(&run(RoutineOutcome::Missed, true, "2026-01-01T00:20:00Z")).unwrap();
+        store
+            .record_run(&run(RoutineOutcome::Success, true, "2026-01-01T00:10:00Z"))
+            .unwrap();
+        store
+            .record_run(&run(RoutineOutcome::Success, false, "2026-01-01T00:15:00Z"))
+            .unwrap();
+        store
+            .record_run(&run(RoutineOutcome::Missed, true, "2026-01-01T00:20:00Z"))
+            .unwrap();
         assert_eq!(
             store.last_scheduled_run("lamp").unwrap(),
             Some(at("2026-01-01T00:10:00Z")),
@@ -445,8 +499,23 @@ mod tests {
         let runs = store.runs("lamp", 2).unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].outcome, RoutineOutcome::Missed);
-        assert_eq!(store.mark("lamp", "h1", at("2026-01-01T00:00:00Z")).unwrap(), at("2026-01-01T00:00:00Z"));
-        assert_eq!(store.mark("lamp", "h1", at("2026-02-01T00:00:00Z")).unwrap(), at("2026-01-01T00:00:00Z"));
-        assert_eq!(store.mark("lamp", "h2", at("2026-02-01T00:00:00Z")).unwrap(), at("2026-02-01T00:00:00Z"));
+        assert_eq!(
+            store
+                .mark("lamp", "h1", at("2026-01-01T00:00:00Z"))
+                .unwrap(),
+            at("2026-01-01T00:00:00Z")
+        );
+        assert_eq!(
+            store
+                .mark("lamp", "h1", at("2026-02-01T00:00:00Z"))
+                .unwrap(),
+            at("2026-01-01T00:00:00Z")
+        );
+        assert_eq!(
+            store
+                .mark("lamp", "h2", at("2026-02-01T00:00:00Z"))
+                .unwrap(),
+            at("2026-02-01T00:00:00Z")
+        );
     }
 }

@@ -103,19 +103,32 @@ impl Tool for CreateRoutine {
 
     async fn run(&self, input: Value, _context: ToolContext) -> Result<ToolOutput, ToolError> {
         let invalid = |key: &str, message: &str| {
-            let at = if key.is_empty() { String::new() } else { format!("{key}: ") };
+            let at = if key.is_empty() {
+                String::new()
+            } else {
+                format!("{key}: ")
+            };
             ToolError::new(format!("the routine was not registered: {at}{message}"))
         };
         let def = RoutineDef::from_json(input).map_err(|e| invalid(&e.key, &e.message))?;
         if def.webhook.is_some() {
-            return Err(invalid("webhook", "webhook routines are set up in tau.toml, where their secret is named"));
+            return Err(invalid(
+                "webhook",
+                "webhook routines are set up in tau.toml, where their secret is named",
+            ));
         }
         if def.enabled.is_some() {
-            return Err(invalid("enabled", "a new routine starts enabled; `tau routines disable` switches it off"));
+            return Err(invalid(
+                "enabled",
+                "a new routine starts enabled; `tau routines disable` switches it off",
+            ));
         }
         let parts = &self.shared.parts;
         if parts.config.iter().any(|r| r.name() == def.name) {
-            return Err(invalid("name", &format!("a routine named '{}' is set up in tau.toml", def.name)));
+            return Err(invalid(
+                "name",
+                &format!("a routine named '{}' is set up in tau.toml", def.name),
+            ));
         }
         // What the person approved is exactly these arguments: the gate let this call run
         // with them and no others. Their content hash is the approval the exemption keeps.
@@ -135,7 +148,10 @@ impl Tool for CreateRoutine {
         if !created {
             return Err(invalid(
                 "name",
-                &format!("a routine named '{}' exists; delete it first", routine.name()),
+                &format!(
+                    "a routine named '{}' exists; delete it first",
+                    routine.name()
+                ),
             ));
         }
         Ok(ToolOutput::text(format!(
@@ -250,20 +266,25 @@ impl Tool for DeleteRoutine {
     }
 
     async fn run(&self, input: Value, _context: ToolContext) -> Result<ToolOutput, ToolError> {
-        let name = input
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ToolError::new("invalid arguments for delete_routine: name must be a string"))?;
+        let name = input.get("name").and_then(Value::as_str).ok_or_else(|| {
+            ToolError::new("invalid arguments for delete_routine: name must be a string")
+        })?;
         let parts = &self.shared.parts;
         if parts.config.iter().any(|r| r.name() == name) {
             return Err(ToolError::new(format!(
                 "routine '{name}' is set up in tau.toml; it is removed there"
             )));
         }
-        if parts.store.delete(name).map_err(|e| ToolError::new(e.to_string()))? {
+        if parts
+            .store
+            .delete(name)
+            .map_err(|e| ToolError::new(e.to_string()))?
+        {
             Ok(ToolOutput::text(format!("routine '{name}' deleted")))
         } else {
-            Err(ToolError::new(format!("there is no routine named '{name}'")))
+            Err(ToolError::new(format!(
+                "there is no routine named '{name}'"
+            )))
         }
     }
 }

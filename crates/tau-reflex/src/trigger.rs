@@ -88,9 +88,8 @@ impl Trigger {
 /// Parses `every`: one or more `<number><unit>` with units `s`, `m`, `h`, `d`
 /// (`"90s"`, `"10m"`, `"1h30m"`, `"2d"`).
 pub(crate) fn parse_every(text: &str) -> Result<Duration, String> {
-    let explain = || {
-        format!("'{text}' is not a period; write it like \"30s\", \"10m\", \"1h30m\" or \"2d\"")
-    };
+    let explain =
+        || format!("'{text}' is not a period; write it like \"30s\", \"10m\", \"1h30m\" or \"2d\"");
     let mut seconds: u64 = 0;
     let mut digits = String::new();
     let mut parts = 0;
@@ -188,10 +187,9 @@ pub(crate) fn filter_matches(filter: &str, topic: &str) -> bool {
     let mut levels = topic.split('/');
     loop {
         match (wanted.next(), levels.next()) {
-            (Some("#"), _) => return true,
+            (Some("#"), _) | (None, None) => return true,
             (Some("+"), Some(_)) => {}
             (Some(w), Some(l)) if w == l => {}
-            (None, None) => return true,
             _ => return false,
         }
     }
@@ -219,7 +217,13 @@ impl CronDateTime for CronZoned {
     }
 
     fn civil_weekday(&self) -> Weekday {
-        Weekday::from_days_from_sunday(self.0.weekday().to_sunday_zero_offset().unsigned_abs().into())
+        Weekday::from_days_from_sunday(
+            self.0
+                .weekday()
+                .to_sunday_zero_offset()
+                .unsigned_abs()
+                .into(),
+        )
     }
 
     fn resolve_civil(&self, civil: CivilDateTime) -> Result<Resolution<Self>, CronError> {
@@ -238,7 +242,9 @@ impl CronDateTime for CronZoned {
         let ambiguous = self.0.time_zone().to_ambiguous_zoned_datetime(datetime);
         Ok(match ambiguous.offset() {
             AmbiguousOffset::Unambiguous { .. } => Resolution::Single(CronZoned(
-                ambiguous.unambiguous().map_err(|_| CronError::InvalidTime)?,
+                ambiguous
+                    .unambiguous()
+                    .map_err(|_| CronError::InvalidTime)?,
             )),
             AmbiguousOffset::Fold { .. } => {
                 let earlier = ambiguous
@@ -287,8 +293,14 @@ mod tests {
                 ))
             );
         }
-        assert_eq!(parse_every("0s"), Err("'0s' must be from 1s to 366d".into()));
-        assert_eq!(parse_every("400d"), Err("'400d' must be from 1s to 366d".into()));
+        assert_eq!(
+            parse_every("0s"),
+            Err("'0s' must be from 1s to 366d".into())
+        );
+        assert_eq!(
+            parse_every("400d"),
+            Err("'400d' must be from 1s to 366d".into())
+        );
         assert!(parse_every("99999999999999999999d").is_err());
     }
 
@@ -333,8 +345,14 @@ mod tests {
     #[test]
     fn at_reads_local_times_in_the_zone_and_instants_with_offsets() {
         let zone = TimeZone::get("Europe/Istanbul").unwrap();
-        assert_eq!(parse_at("2026-12-24T18:00", &zone), Ok(at("2026-12-24T15:00:00Z")));
-        assert_eq!(parse_at("2026-12-24T18:00:00+01:00", &zone), Ok(at("2026-12-24T17:00:00Z")));
+        assert_eq!(
+            parse_at("2026-12-24T18:00", &zone),
+            Ok(at("2026-12-24T15:00:00Z"))
+        );
+        assert_eq!(
+            parse_at("2026-12-24T18:00:00+01:00", &zone),
+            Ok(at("2026-12-24T17:00:00Z"))
+        );
         assert_eq!(
             parse_at("Christmas", &zone),
             Err("'Christmas' is not a date and time; write it like \"2026-12-24T18:00\"".into())

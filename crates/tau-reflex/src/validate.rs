@@ -4,7 +4,7 @@
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tau_core::{ConfigError, ToolCatalog};
 
 use crate::def::{FieldError, RoutineDef};
@@ -132,36 +132,37 @@ pub fn name_problem(name: &str) -> Option<String> {
 }
 
 /// Checks `def` and builds the routine. Errors are `routines.NAME.KEY: ...`.
-pub fn validate(def: RoutineDef, origin: Origin, checks: &Checks<'_>) -> Result<Routine, ConfigError> {
+pub fn validate(
+    def: RoutineDef,
+    origin: Origin,
+    checks: &Checks<'_>,
+) -> Result<Routine, ConfigError> {
     if let Some(problem) = name_problem(&def.name) {
         return Err(ConfigError::new("routines.name", problem));
     }
-    let name = def.name.clone();
-    let build = || -> Result<Routine, FieldError> {
-        let trigger = trigger(&def, checks)?;
-        let action = action(&def, checks)?;
-        let ask = match def.ask.as_deref() {
-            None => None,
-            Some("web") => Some(AskChannel::Web),
-            Some("telegram") => Some(AskChannel::Telegram),
-            Some(other) => {
-                return Err(FieldError::new(
-                    "ask",
-                    format!("must be \"web\" or \"telegram\", got {other:?}"),
-                ));
-            }
-        };
-        Ok(Routine {
-            content_hash: def.content_hash(),
-            enabled: def.enabled.unwrap_or(true),
-            def: def.clone(),
-            trigger,
-            action,
-            ask,
-            origin: origin.clone(),
-        })
+    let named = |e: FieldError| e.in_routine(&def.name);
+    let trigger = trigger(&def, checks).map_err(named)?;
+    let action = action(&def, checks).map_err(named)?;
+    let ask = match def.ask.as_deref() {
+        None => None,
+        Some("web") => Some(AskChannel::Web),
+        Some("telegram") => Some(AskChannel::Telegram),
+        Some(other) => {
+            return Err(named(FieldError::new(
+                "ask",
+                format!("must be \"web\" or \"telegram\", got {other:?}"),
+            )));
+        }
     };
-    build().map_err(|e| e.in_routine(&name))
+    Ok(Routine {
+        content_hash: def.content_hash(),
+        enabled: def.enabled.unwrap_or(true),
+        def,
+        trigger,
+        action,
+        ask,
+        origin,
+    })
 }
 
 fn trigger(def: &RoutineDef, checks: &Checks<'_>) -> Result<Trigger, FieldError> {
@@ -274,7 +275,10 @@ fn action(def: &RoutineDef, checks: &Checks<'_>) -> Result<Action, FieldError> {
         )),
         (None, Some(prompt)) => {
             if def.arguments.is_some() {
-                return Err(FieldError::new("arguments", "belong to a tool; this routine has a prompt"));
+                return Err(FieldError::new(
+                    "arguments",
+                    "belong to a tool; this routine has a prompt",
+                ));
             }
             if prompt.trim().is_empty() || prompt.chars().count() > MAX_PROMPT_CHARS {
                 return Err(FieldError::new(
@@ -293,7 +297,7 @@ fn action(def: &RoutineDef, checks: &Checks<'_>) -> Result<Action, FieldError> {
                     format!("a routine cannot call '{tool}'; routines are set up by a person"),
                 ));
             }
-            let arguments = Value::Object(def.arguments.clone().unwrap_or_else(Map::new));
+            let arguments = Value::Object(def.arguments.clone().unwrap_or_default());
             if let Some(catalog) = checks.tools {
                 let Some(entry) = catalog.get(tool) else {
                     return Err(FieldError::new(

@@ -1,7 +1,13 @@
 //! A routine's calls go through the gate: its exemption covers exactly its own call while
 //! its content is the approved one; anything else is asked on its `ask` channel as a
 //! durable question, or refused.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::needless_pass_by_value
+)]
 
 mod common;
 
@@ -15,7 +21,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{ContentBlock, Message, Role, ScriptedModel, ToolUse};
 use tau_core::approval::{ApprovalState, ApprovalStore};
-use tau_core::{AuditEvent, CoreConfig, EventBus, RecordedEvents, RoutineOutcome, ScriptedApprover};
+use tau_core::{
+    AuditEvent, CoreConfig, EventBus, RecordedEvents, RoutineOutcome, ScriptedApprover,
+};
 use tau_reflex::{
     ActionRun, Checks, Origin, PromptApprover, Routine, RunRecord, SystemClock, TurnPrompts,
     add_exemption, record, run_action, validate,
@@ -40,7 +48,11 @@ fn routine(value: Value, origin: Origin, rig: &Rig) -> Routine {
     validate(def(value), origin, &checks).unwrap()
 }
 
-async fn run_once(rig: &Rig, routine: &Routine, approver: Arc<dyn tau_core::approval::Approver>) -> RunRecord {
+async fn run_once(
+    rig: &Rig,
+    routine: &Routine,
+    approver: Arc<dyn tau_core::approval::Approver>,
+) -> RunRecord {
     let run = run_action(ActionRun {
         routine,
         trigger: "manual".into(),
@@ -74,12 +86,17 @@ fn events(rig: &Rig) -> Value {
     sorted_keys(value)
 }
 
-const PORCH: fn() -> Value = || json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "on"}});
+const PORCH: fn() -> Value =
+    || json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "on"}});
 
 #[tokio::test]
 async fn an_exempt_tier2_call_is_audited_as_exempt_with_the_routine_name() {
     let lamp = lamp();
-    let rig = Rig::new(catalog(Arc::clone(&lamp)), Arc::new(SystemClock), FakeHost::new());
+    let rig = Rig::new(
+        catalog(Arc::clone(&lamp)),
+        Arc::new(SystemClock),
+        FakeHost::new(),
+    );
     let porch = routine(PORCH(), Origin::Config, &rig);
     // The approver would refuse anything it is asked: the exemption is what lets it run.
     let run = run_once(&rig, &porch, Arc::new(ScriptedApprover::new([]))).await;
@@ -103,25 +120,43 @@ async fn the_exemption_covers_no_other_tool_and_no_other_arguments() {
     let rig = Rig::new(catalog(lamp()), Arc::new(SystemClock), FakeHost::new());
     let porch = routine(PORCH(), Origin::Config, &rig);
     let asked = ScriptedApprover::new([tau_core::Decision::Rejected, tau_core::Decision::Rejected]);
-    let gate = tau_core::TierGate::new(Arc::clone(&rig.catalog) as _, Arc::new(asked.clone()), EventBus::new());
+    let gate = tau_core::TierGate::new(
+        Arc::clone(&rig.catalog) as _,
+        Arc::new(asked.clone()),
+        EventBus::new(),
+    );
     let _handle = add_exemption(&gate, &porch).unwrap();
     let exempt = gate.check("lamp", &json!({"state": "on"}), "t1").await;
-    assert_eq!((exempt.allowed, exempt.approval), (true, tau_core::Approval::Exempt));
+    assert_eq!(
+        (exempt.allowed, exempt.approval),
+        (true, tau_core::Approval::Exempt)
+    );
     let off = gate.check("lamp", &json!({"state": "off"}), "t2").await;
     assert!(!off.allowed);
-    let more = gate.check("lamp", &json!({"state": "on", "dim": 1}), "t3").await;
+    let more = gate
+        .check("lamp", &json!({"state": "on", "dim": 1}), "t3")
+        .await;
     assert!(!more.allowed);
     let asked: Vec<Value> = asked.requests().into_iter().map(|r| r.arguments).collect();
-    assert_eq!(asked, vec![json!({"state": "off"}), json!({"state": "on", "dim": 1})]);
+    assert_eq!(
+        asked,
+        vec![json!({"state": "off"}), json!({"state": "on", "dim": 1})]
+    );
 }
 
 #[tokio::test]
 async fn a_routine_whose_arguments_were_edited_is_no_longer_exempt() {
     let lamp = lamp();
-    let rig = Rig::new(catalog(Arc::clone(&lamp)), Arc::new(SystemClock), FakeHost::new());
+    let rig = Rig::new(
+        catalog(Arc::clone(&lamp)),
+        Arc::new(SystemClock),
+        FakeHost::new(),
+    );
     // Made in a conversation: the person approved exactly this content.
     let approved = def(PORCH());
-    rig.store.create(&approved, &approved.content_hash(), None, Timestamp::now()).unwrap();
+    rig.store
+        .create(&approved, &approved.content_hash(), None, Timestamp::now())
+        .unwrap();
     // Then its arguments are changed without an approval.
     let mut edited = approved.clone();
     edited.arguments = Some(json!({"state": "off"}).as_object().unwrap().clone());
@@ -141,23 +176,37 @@ async fn a_routine_whose_arguments_were_edited_is_no_longer_exempt() {
     assert!(!porch.approved());
     let run = run_once(&rig, porch, Arc::new(tau_core::AutoRejectApprover)).await;
     assert_eq!(run.outcome, RoutineOutcome::Refused);
-    assert_eq!(run.detail.as_deref(), Some(r#"rejected, decided by {"kind":"policy"}"#));
-    assert_eq!(lamp.count(), 0, "an edited routine's call does not run unasked");
+    assert_eq!(
+        run.detail.as_deref(),
+        Some(r#"rejected, decided by {"kind":"policy"}"#)
+    );
+    assert_eq!(
+        lamp.count(),
+        0,
+        "an edited routine's call does not run unasked"
+    );
     assert_eq!(
         rig.calls(),
-        vec![json!({"tool": "lamp", "status": "refused", "approval": "rejected", "decided_by": {"kind": "policy"}})]
+        vec![
+            json!({"tool": "lamp", "status": "refused", "approval": "rejected", "decided_by": {"kind": "policy"}})
+        ]
     );
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_edit_reaches_the_running_engine_and_voids_the_exemption() {
     let lamp = lamp();
-    let clock: Arc<dyn tau_reflex::Clock> = Arc::new(tau_reflex::TokioClock::starting_at(common::at("2026-01-01T00:00:00Z")));
+    let clock: Arc<dyn tau_reflex::Clock> = Arc::new(tau_reflex::TokioClock::starting_at(
+        common::at("2026-01-01T00:00:00Z"),
+    ));
     let mut rig = Rig::new(catalog(Arc::clone(&lamp)), clock, FakeHost::new());
     rig.settings.reload_every = Duration::from_secs(1);
     rig.settings.backoff_base = Duration::from_secs(1);
-    let approved = def(json!({"name": "porch", "every": "10m", "tool": "lamp", "arguments": {"state": "on"}}));
-    rig.store.create(&approved, &approved.content_hash(), None, Timestamp::now()).unwrap();
+    let approved =
+        def(json!({"name": "porch", "every": "10m", "tool": "lamp", "arguments": {"state": "on"}}));
+    rig.store
+        .create(&approved, &approved.content_hash(), None, Timestamp::now())
+        .unwrap();
     let engine = rig.engine(Vec::new()).unwrap();
     let stop = CancellationToken::new();
     let task = tokio::spawn({
@@ -173,7 +222,11 @@ async fn an_edit_reaches_the_running_engine_and_voids_the_exemption() {
     stop.cancel();
     task.await.unwrap();
     assert_eq!(lamp.count(), 1, "only the approved content ran");
-    let decided: Vec<Value> = rig.calls().into_iter().map(|c| json!([c["approval"], c["decided_by"]])).collect();
+    let decided: Vec<Value> = rig
+        .calls()
+        .into_iter()
+        .map(|c| json!([c["approval"], c["decided_by"]]))
+        .collect();
     assert_eq!(
         decided,
         vec![
@@ -187,17 +240,33 @@ async fn an_edit_reaches_the_running_engine_and_voids_the_exemption() {
 #[tokio::test]
 async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
     for (answering, outcome, state, runs) in [
-        (Answering::Yes, RoutineOutcome::Success, ApprovalState::Approved, 1),
-        (Answering::No, RoutineOutcome::Refused, ApprovalState::Rejected, 0),
+        (
+            Answering::Yes,
+            RoutineOutcome::Success,
+            ApprovalState::Approved,
+            1,
+        ),
+        (
+            Answering::No,
+            RoutineOutcome::Refused,
+            ApprovalState::Rejected,
+            0,
+        ),
     ] {
         let lamp = lamp();
-        let mut rig = Rig::new(catalog(Arc::clone(&lamp)), Arc::new(SystemClock), FakeHost::with_web(answering));
+        let mut rig = Rig::new(
+            catalog(Arc::clone(&lamp)),
+            Arc::new(SystemClock),
+            FakeHost::with_web(answering),
+        );
         rig.settings.reload_every = Duration::from_millis(20);
         rig.settings.backoff_base = Duration::from_secs(3600);
         // Approved with "on", edited to "off": not exempt, so the web channel is asked.
         let approved = def(json!({"name": "porch", "every": "1s", "tool": "lamp",
                                   "arguments": {"state": "on"}, "ask": "web"}));
-        rig.store.create(&approved, &approved.content_hash(), None, Timestamp::now()).unwrap();
+        rig.store
+            .create(&approved, &approved.content_hash(), None, Timestamp::now())
+            .unwrap();
         let mut edited = approved.clone();
         edited.arguments = Some(json!({"state": "off"}).as_object().unwrap().clone());
         rig.store.replace_definition(&edited).unwrap();
@@ -222,29 +291,55 @@ async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
         assert_eq!(rows.len(), 1);
         let row = &rows[0];
         assert_eq!(
-            (row.channel.as_str(), row.session.as_str(), row.tool.as_str(), row.arguments.as_str(), row.state),
+            (
+                row.channel.as_str(),
+                row.session.as_str(),
+                row.tool.as_str(),
+                row.arguments.as_str(),
+                row.state
+            ),
             ("web", "routine-porch", "lamp", r#"{"state":"off"}"#, state)
         );
-        assert_eq!(row.consumed_at.is_some(), answering == Answering::Yes, "one yes runs one call");
+        assert_eq!(
+            row.consumed_at.is_some(),
+            answering == Answering::Yes,
+            "one yes runs one call"
+        );
         let call = rig.calls()[0].clone();
         let person = json!({"kind": "person", "channel": "web", "user": "ada"});
         assert_eq!(call["decided_by"], person);
         let requested = rig.recorded.events().into_iter().find_map(|e| match e {
-            AuditEvent::ApprovalRequested { approval_id, channel, .. } => Some((approval_id, channel)),
+            AuditEvent::ApprovalRequested {
+                approval_id,
+                channel,
+                ..
+            } => Some((approval_id, channel)),
             _ => None,
         });
-        assert_eq!(requested, Some((row.id.clone(), "web".to_owned())), "the row is the gate's question");
+        assert_eq!(
+            requested,
+            Some((row.id.clone(), "web".to_owned())),
+            "the row is the gate's question"
+        );
     }
 }
 
 #[tokio::test]
 async fn an_unanswered_question_expires_and_refuses() {
     let lamp = lamp();
-    let rig = Rig::new(catalog(Arc::clone(&lamp)), Arc::new(SystemClock), FakeHost::with_web(Answering::Never));
-    let approved = def(json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "on"}, "ask": "web"}));
+    let rig = Rig::new(
+        catalog(Arc::clone(&lamp)),
+        Arc::new(SystemClock),
+        FakeHost::with_web(Answering::Never),
+    );
+    let approved = def(
+        json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "on"}, "ask": "web"}),
+    );
     let porch = routine(
         json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "off"}, "ask": "web"}),
-        Origin::Conversation { approved_hash: approved.content_hash() },
+        Origin::Conversation {
+            approved_hash: approved.content_hash(),
+        },
         &rig,
     );
     let store = rig.host.approvals.clone().unwrap();
@@ -257,11 +352,18 @@ async fn an_unanswered_question_expires_and_refuses() {
     .unwrap();
     let run = run_once(&rig, &porch, approver).await;
     assert_eq!(run.outcome, RoutineOutcome::Refused);
-    assert_eq!(run.detail.as_deref(), Some(r#"timed out, decided by {"kind":"timeout"}"#));
+    assert_eq!(
+        run.detail.as_deref(),
+        Some(r#"timed out, decided by {"kind":"timeout"}"#)
+    );
     assert_eq!(lamp.count(), 0);
     let rows = store.list(None).unwrap();
     assert_eq!(rows[0].state, ApprovalState::Expired);
-    assert_eq!(rig.host.withdrawn.lock().unwrap().len(), 1, "the channel stops showing it");
+    assert_eq!(
+        rig.host.withdrawn.lock().unwrap().len(),
+        1,
+        "the channel stops showing it"
+    );
 }
 
 fn lamp_call(state: &str) -> Message {
@@ -283,7 +385,10 @@ async fn a_prompt_actions_tier2_call_is_refused_without_an_ask_channel() {
     let turn_events = RecordedEvents::subscribed_to(&bus);
     host.prompts = Some(Arc::new(TurnPrompts {
         config: CoreConfig::default(),
-        model: Arc::new(ScriptedModel::new([lamp_call("on"), Message::assistant_text("The lamp stays off.")])),
+        model: Arc::new(ScriptedModel::new([
+            lamp_call("on"),
+            Message::assistant_text("The lamp stays off."),
+        ])),
         catalog: catalog(Arc::clone(&lamp)),
         sessions: None,
         events: bus,
@@ -292,7 +397,11 @@ async fn a_prompt_actions_tier2_call_is_refused_without_an_ask_channel() {
     }));
     let rig = Rig::new(catalog(Arc::clone(&lamp)), Arc::new(SystemClock), host);
     // The same call as an exempt routine's: a prompt action never gets that exemption.
-    let evening = routine(json!({"name": "evening", "cron": "0 19 * * *", "prompt": "Switch the lamp on."}), Origin::Config, &rig);
+    let evening = routine(
+        json!({"name": "evening", "cron": "0 19 * * *", "prompt": "Switch the lamp on."}),
+        Origin::Config,
+        &rig,
+    );
     let run = run_once(&rig, &evening, Arc::new(ScriptedApprover::new([]))).await;
     assert_eq!(
         (run.outcome, run.detail.as_deref()),
@@ -301,15 +410,28 @@ async fn a_prompt_actions_tier2_call_is_refused_without_an_ask_channel() {
     assert_eq!(lamp.count(), 0);
     let prompted = rig.host.prompted.lock().unwrap().clone();
     assert_eq!(
-        (prompted[0].session.as_str(), prompted[0].ask, prompted[0].prompt.as_str()),
+        (
+            prompted[0].session.as_str(),
+            prompted[0].ask,
+            prompted[0].prompt.as_str()
+        ),
         ("routine-evening", None, "Switch the lamp on.")
     );
     let call = turn_events.events().into_iter().find_map(|e| match e {
-        AuditEvent::ToolCall { approval, decided_by, status, .. } => Some((approval, decided_by, status)),
+        AuditEvent::ToolCall {
+            approval,
+            decided_by,
+            status,
+            ..
+        } => Some((approval, decided_by, status)),
         _ => None,
     });
     assert_eq!(
         call,
-        Some((tau_core::Approval::Rejected, tau_core::DecidedBy::Policy, tau_core::CallStatus::Refused))
+        Some((
+            tau_core::Approval::Rejected,
+            tau_core::DecidedBy::Policy,
+            tau_core::CallStatus::Refused
+        ))
     );
 }

@@ -1,6 +1,12 @@
 //! Time triggers under paused tokio time: the wall clock moves with tokio's, so days of
 //! schedule run at full speed. Every run is a `routine_run` event.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::needless_pass_by_value
+)]
 
 mod common;
 
@@ -51,12 +57,26 @@ fn lamp_on(name: &str, trigger: serde_json::Value) -> tau_reflex::RoutineDef {
 #[tokio::test(start_paused = true)]
 async fn an_every_routine_runs_once_per_period() {
     let (rig, lamp) = rig_with(Lamp::new(clock()));
-    run_for(&rig, vec![lamp_on("porch", json!({"every": "10m"}))], Duration::from_secs(35 * 60)).await;
+    run_for(
+        &rig,
+        vec![lamp_on("porch", json!({"every": "10m"}))],
+        Duration::from_secs(35 * 60),
+    )
+    .await;
     assert_eq!(
         lamp.times(),
-        vec![at("2026-01-01T00:10:00Z"), at("2026-01-01T00:20:00Z"), at("2026-01-01T00:30:00Z")]
+        vec![
+            at("2026-01-01T00:10:00Z"),
+            at("2026-01-01T00:20:00Z"),
+            at("2026-01-01T00:30:00Z")
+        ]
     );
-    let success = ("porch".to_owned(), "every 10m".to_owned(), "success".to_owned(), Some("lamp on".to_owned()));
+    let success = (
+        "porch".to_owned(),
+        "every 10m".to_owned(),
+        "success".to_owned(),
+        Some("lamp on".to_owned()),
+    );
     assert_eq!(rig.runs(), vec![success.clone(), success.clone(), success]);
     let exempt = json!({"tool": "lamp", "status": "success", "approval": "exempt",
                         "decided_by": {"kind": "exemption", "name": "routine:porch"}});
@@ -68,18 +88,36 @@ async fn a_cron_routine_fires_at_its_times_in_the_routine_zone() {
     let (mut rig, lamp) = rig_with(Lamp::new(clock()));
     rig.zone = TimeZone::get("Europe/Istanbul").unwrap();
     // 07:00 in Istanbul is 04:00Z; the clock starts at 03:00 there.
-    run_for(&rig, vec![lamp_on("morning", json!({"cron": "0 7 * * *"}))], Duration::from_secs(53 * 3600)).await;
+    run_for(
+        &rig,
+        vec![lamp_on("morning", json!({"cron": "0 7 * * *"}))],
+        Duration::from_secs(53 * 3600),
+    )
+    .await;
     assert_eq!(
         lamp.times(),
-        vec![at("2026-01-01T04:00:00Z"), at("2026-01-02T04:00:00Z"), at("2026-01-03T04:00:00Z")]
+        vec![
+            at("2026-01-01T04:00:00Z"),
+            at("2026-01-02T04:00:00Z"),
+            at("2026-01-03T04:00:00Z")
+        ]
     );
-    assert!(rig.runs().iter().all(|r| r.1 == "cron 0 7 * * *" && r.2 == "success"));
+    assert!(
+        rig.runs()
+            .iter()
+            .all(|r| r.1 == "cron 0 7 * * *" && r.2 == "success")
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_at_routine_runs_once() {
     let (rig, lamp) = rig_with(Lamp::new(clock()));
-    run_for(&rig, vec![lamp_on("once", json!({"at": "2026-01-01T02:30"}))], Duration::from_secs(5 * 3600)).await;
+    run_for(
+        &rig,
+        vec![lamp_on("once", json!({"at": "2026-01-01T02:30"}))],
+        Duration::from_secs(5 * 3600),
+    )
+    .await;
     assert_eq!(lamp.times(), vec![at("2026-01-01T02:30:00Z")]);
 }
 
@@ -88,13 +126,23 @@ async fn a_routine_never_overlaps_itself() {
     let mut slow = Lamp::new(clock());
     slow.delay = Duration::from_secs(90);
     let (rig, lamp) = rig_with(slow);
-    run_for(&rig, vec![lamp_on("slow", json!({"every": "1m"}))], Duration::from_secs(5 * 60 + 30)).await;
+    run_for(
+        &rig,
+        vec![lamp_on("slow", json!({"every": "1m"}))],
+        Duration::from_secs(5 * 60 + 30),
+    )
+    .await;
     // Runs start at 1, 3 and 5 minutes; the triggers at 2 and 4 find it still running.
     assert_eq!(
         lamp.times(),
-        vec![at("2026-01-01T00:01:00Z"), at("2026-01-01T00:03:00Z"), at("2026-01-01T00:05:00Z")]
+        vec![
+            at("2026-01-01T00:01:00Z"),
+            at("2026-01-01T00:03:00Z"),
+            at("2026-01-01T00:05:00Z")
+        ]
     );
-    let outcomes: Vec<(String, Option<String>)> = rig.runs().into_iter().map(|r| (r.2, r.3)).collect();
+    let outcomes: Vec<(String, Option<String>)> =
+        rig.runs().into_iter().map(|r| (r.2, r.3)).collect();
     let still = Some("its previous run is still going".to_owned());
     assert_eq!(
         outcomes,
@@ -114,7 +162,12 @@ async fn a_failing_routine_backs_off() {
     let (mut rig, lamp) = rig_with(broken);
     rig.settings.backoff_base = Duration::from_secs(120);
     rig.settings.backoff_max = Duration::from_secs(300);
-    run_for(&rig, vec![lamp_on("flaky", json!({"every": "1m"}))], Duration::from_secs(15 * 60 + 30)).await;
+    run_for(
+        &rig,
+        vec![lamp_on("flaky", json!({"every": "1m"}))],
+        Duration::from_secs(15 * 60 + 30),
+    )
+    .await;
     // Fails at 1 (pause 2m), 3 (pause 4m), 7 and 12 (pause 5m, the most).
     assert_eq!(
         lamp.times(),
@@ -134,7 +187,10 @@ async fn a_failing_routine_backs_off() {
         ]
     );
     let first_skip = rig.runs()[1].3.clone().unwrap();
-    assert_eq!(first_skip, "backing off after 1 failed runs, until 2026-01-01T00:03:00Z");
+    assert_eq!(
+        first_skip,
+        "backing off after 1 failed runs, until 2026-01-01T00:03:00Z"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -142,7 +198,13 @@ async fn runs_missed_while_tau_was_down_are_logged_and_not_replayed() {
     let (rig, lamp) = rig_with(Lamp::new(clock()));
     let routine = lamp_on("hourly", json!({"every": "1h"}));
     // The last run was at 20:30 the day before; tau then stopped until midnight.
-    rig.store.mark("hourly", &routine.content_hash(), at("2025-12-31T19:30:00Z")).unwrap();
+    rig.store
+        .mark(
+            "hourly",
+            &routine.content_hash(),
+            at("2025-12-31T19:30:00Z"),
+        )
+        .unwrap();
     rig.store
         .record_run(&RunRecord {
             routine: "hourly".into(),
@@ -156,7 +218,11 @@ async fn runs_missed_while_tau_was_down_are_logged_and_not_replayed() {
         })
         .unwrap();
     run_for(&rig, vec![routine], Duration::from_secs(3600)).await;
-    assert_eq!(lamp.times(), vec![at("2026-01-01T00:30:00Z")], "nothing is replayed");
+    assert_eq!(
+        lamp.times(),
+        vec![at("2026-01-01T00:30:00Z")],
+        "nothing is replayed"
+    );
     assert_eq!(
         rig.runs(),
         vec![
@@ -169,8 +235,21 @@ async fn runs_missed_while_tau_was_down_are_logged_and_not_replayed() {
             ("hourly".into(), "every 1h".into(), "success".into(), Some("lamp on".into())),
         ]
     );
-    let stored: Vec<RoutineOutcome> = rig.store.runs("hourly", 10).unwrap().into_iter().map(|r| r.outcome).collect();
-    assert_eq!(stored, vec![RoutineOutcome::Success, RoutineOutcome::Missed, RoutineOutcome::Success]);
+    let stored: Vec<RoutineOutcome> = rig
+        .store
+        .runs("hourly", 10)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.outcome)
+        .collect();
+    assert_eq!(
+        stored,
+        vec![
+            RoutineOutcome::Success,
+            RoutineOutcome::Missed,
+            RoutineOutcome::Success
+        ]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -188,7 +267,9 @@ async fn a_disabled_routine_does_not_run_and_switching_it_on_starts_it() {
     tokio::time::sleep(Duration::from_secs(25 * 60)).await;
     assert_eq!(lamp.count(), 0);
     assert!(engine.active().is_empty());
-    rig.store.set_enabled("porch", true, rig.clock.now()).unwrap();
+    rig.store
+        .set_enabled("porch", true, rig.clock.now())
+        .unwrap();
     tokio::time::sleep(Duration::from_secs(11 * 60)).await;
     assert_eq!(engine.active(), vec!["porch".to_owned()]);
     // Counted from when it was switched on (00:25), not replayed from 00:00.

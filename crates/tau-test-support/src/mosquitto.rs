@@ -36,7 +36,9 @@ fn find() -> Result<PathBuf, String> {
         .chain([PathBuf::from("/usr/sbin")])
         .map(|dir| dir.join("mosquitto"))
         .find(|candidate| candidate.is_file())
-        .ok_or_else(|| "there is no `mosquitto` binary on PATH (Debian package `mosquitto`)".to_owned())
+        .ok_or_else(|| {
+            "there is no `mosquitto` binary on PATH (Debian package `mosquitto`)".to_owned()
+        })
 }
 
 impl Mosquitto {
@@ -87,6 +89,8 @@ impl Mosquitto {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Err(format!("mosquitto did not listen on 127.0.0.1:{port} within 5 s"))
+        Err(format!(
+            "mosquitto did not listen on 127.0.0.1:{port} within 5 s"
+        ))
     }
 }

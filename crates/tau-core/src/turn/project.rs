@@ -73,9 +73,7 @@ pub(crate) fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
         AuditEvent::Error { .. }
         | AuditEvent::TurnLimit { .. }
         | AuditEvent::TurnEnd { .. }
-        | AuditEvent::RoutineRun { .. } => {
-            None
-        }
+        | AuditEvent::RoutineRun { .. } => None,
     }
 }
 

@@ -34,6 +34,9 @@ use crate::validate::{Checks, Routine};
 
 pub use webhook::WebhookReply;
 
+/// Looks up environment variables (webhook secrets of routines made later).
+pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// How the engine paces itself.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
@@ -72,7 +75,7 @@ pub struct EngineParts {
     /// The routine zone: `cron` and `at` are read in it.
     pub zone: TimeZone,
     pub clock: Arc<dyn Clock>,
-    pub env: Arc<dyn Fn(&str) -> Option<String> + Send + Sync>,
+    pub env: Env,
     /// The broker `mqtt` triggers subscribe at (`[tools.mqtt]`).
     pub mqtt: Option<MqttOptions>,
     pub settings: EngineSettings,
@@ -106,7 +109,7 @@ struct Inner {
     host: Arc<dyn RoutineHost>,
     zone: TimeZone,
     clock: Arc<dyn Clock>,
-    env: Arc<dyn Fn(&str) -> Option<String> + Send + Sync>,
+    env: Env,
     mqtt: Option<MqttOptions>,
     settings: EngineSettings,
     config: Vec<Routine>,
@@ -131,7 +134,10 @@ fn host_problem(routine: &Routine, host: &dyn RoutineHost, mqtt: bool) -> Option
     {
         return Some(FieldError::new(
             "ask",
-            format!("the {} channel is not set up here, so nobody could be asked", ask.as_str()),
+            format!(
+                "the {} channel is not set up here, so nobody could be asked",
+                ask.as_str()
+            ),
         ));
     }
     match &routine.trigger {
@@ -214,14 +220,17 @@ impl Engine {
                     seen = Some(generation);
                     Inner::sync(inner, &shutdown);
                 }
-                Err(error) => tracing::error!(%error, "cannot read the routines; keeping the ones running"),
+                Err(error) => {
+                    tracing::error!(%error, "cannot read the routines; keeping the ones running");
+                }
             }
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 () = tokio::time::sleep(inner.settings.reload_every) => {}
             }
         }
-        let slots = std::mem::take(&mut *inner.slots.lock().unwrap_or_else(PoisonError::into_inner));
+        let slots =
+            std::mem::take(&mut *inner.slots.lock().unwrap_or_else(PoisonError::into_inner));
         for slot in slots.values() {
             slot.cancel.cancel();
         }
@@ -265,7 +274,10 @@ impl Inner {
         let mut wanted = BTreeMap::new();
         for routine in book.routines {
             if let Some(problem) = host_problem(&routine, self.host.as_ref(), self.mqtt.is_some()) {
-                problems.push((routine.name().to_owned(), problem.in_routine(routine.name()).to_string()));
+                problems.push((
+                    routine.name().to_owned(),
+                    problem.in_routine(routine.name()).to_string(),
+                ));
             } else if routine.enabled {
                 wanted.insert(routine.name().to_owned(), routine);
             }
@@ -273,9 +285,10 @@ impl Inner {
         self.report(problems);
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         slots.retain(|name, slot| {
-            let keep = wanted
-                .get(name)
-                .is_some_and(|r| r.content_hash == slot.routine.content_hash && r.approved() == slot.routine.approved());
+            let keep = wanted.get(name).is_some_and(|r| {
+                r.content_hash == slot.routine.content_hash
+                    && r.approved() == slot.routine.approved()
+            });
             if !keep {
                 tracing::info!(routine = %name, "routine stopped");
                 slot.cancel.cancel();
@@ -298,12 +311,18 @@ impl Inner {
             }
             slots.insert(name, slot);
         }
-        let routes: Vec<mqtt::Route> = slots.values().filter_map(|s| mqtt::Route::of(&s.routine)).collect();
+        let routes: Vec<mqtt::Route> = slots
+            .values()
+            .filter_map(|s| mqtt::Route::of(&s.routine))
+            .collect();
         drop(slots);
         let any = !routes.is_empty();
         self.routes.send_replace(routes);
         if any && let Some(options) = &self.mqtt {
-            let mut started = self.mqtt_started.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut started = self
+                .mqtt_started
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             if !*started {
                 *started = true;
                 tokio::spawn(mqtt::listen(

@@ -63,7 +63,11 @@ fn dispatch(inner: &Arc<Inner>, routes: &[Route], topic: &str, payload: &[u8]) {
         if !filter_matches(&route.filter, topic) {
             continue;
         }
-        if route.payload.as_ref().is_some_and(|p| p.as_bytes() != payload) {
+        if route
+            .payload
+            .as_ref()
+            .is_some_and(|p| p.as_bytes() != payload)
+        {
             tracing::debug!(routine = %route.routine, topic, "message on the topic, another payload");
             continue;
         }

@@ -20,7 +20,12 @@ const MAX_COUNTED: u32 = 100_000;
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 
 /// The first occurrence strictly after `after`.
-fn next_after(inner: &Inner, trigger: &Trigger, after: Timestamp, anchor: Timestamp) -> Option<Timestamp> {
+fn next_after(
+    inner: &Inner,
+    trigger: &Trigger,
+    after: Timestamp,
+    anchor: Timestamp,
+) -> Option<Timestamp> {
     match trigger {
         Trigger::Every { period, .. } => {
             // Keeps the phase of `anchor`: anchor + k * period.

@@ -32,19 +32,31 @@ impl Engine {
         let Trigger::Webhook { secret, payload } = &slot.routine.trigger else {
             return reply(404, "no such webhook");
         };
-        let offered = authorization.and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
+        let offered = authorization
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .unwrap_or("");
         if !secret.matches(offered) {
             tracing::warn!(routine = name, "webhook refused: wrong or missing secret");
             return reply(401, "wrong or missing secret");
         }
         if body.len() > MAX_WEBHOOK_BODY {
-            tracing::warn!(routine = name, bytes = body.len(), "webhook refused: body too large");
-            return reply(413, format!("the body is larger than {MAX_WEBHOOK_BODY} bytes"));
+            tracing::warn!(
+                routine = name,
+                bytes = body.len(),
+                "webhook refused: body too large"
+            );
+            return reply(
+                413,
+                format!("the body is larger than {MAX_WEBHOOK_BODY} bytes"),
+            );
         }
         if let Some(expected) = payload
             && expected.as_bytes() != body
         {
-            tracing::warn!(routine = name, "webhook refused: not the body the routine expects");
+            tracing::warn!(
+                routine = name,
+                "webhook refused: not the body the routine expects"
+            );
             return reply(400, "the body is not what this routine expects");
         }
         match self.inner.fire(&slot, "webhook".to_owned()) {

@@ -1,6 +1,12 @@
 //! A lamp to switch, a host to run routines in, and the engine assembled, for tau-reflex's
 //! integration tests.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,14 +37,19 @@ pub struct Lamp {
 
 impl Lamp {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        let spec = TauToolSpec::new("lamp", "Switches the lamp", Tier::Physical, "switches the porch lamp")
-            .input_schema(json!({
-                "type": "object",
-                "properties": {"state": {"type": "string", "enum": ["on", "off"]}},
-                "required": ["state"],
-                "additionalProperties": false,
-            }))
-            .build();
+        let spec = TauToolSpec::new(
+            "lamp",
+            "Switches the lamp",
+            Tier::Physical,
+            "switches the porch lamp",
+        )
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"state": {"type": "string", "enum": ["on", "off"]}},
+            "required": ["state"],
+            "additionalProperties": false,
+        }))
+        .build();
         Self {
             spec,
             clock,
@@ -64,14 +75,20 @@ impl Tool for Lamp {
     }
 
     async fn run(&self, input: Value, _context: ToolContext) -> Result<ToolOutput, ToolError> {
-        self.calls.lock().unwrap().push((self.clock.now(), input.clone()));
+        self.calls
+            .lock()
+            .unwrap()
+            .push((self.clock.now(), input.clone()));
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }
         if self.broken {
             return Err(ToolError::new("the lamp does not answer"));
         }
-        Ok(ToolOutput::text(format!("lamp {}", input["state"].as_str().unwrap_or("?"))))
+        Ok(ToolOutput::text(format!(
+            "lamp {}",
+            input["state"].as_str().unwrap_or("?")
+        )))
     }
 }
 
@@ -144,7 +161,11 @@ impl RoutineHost for FakeHost {
     }
 
     fn channels(&self) -> Vec<AskChannel> {
-        if self.approvals.is_some() { vec![AskChannel::Web] } else { Vec::new() }
+        if self.approvals.is_some() {
+            vec![AskChannel::Web]
+        } else {
+            Vec::new()
+        }
     }
 
     fn announce(&self, row: &ApprovalRow) {
@@ -155,7 +176,10 @@ impl RoutineHost for FakeHost {
             Answering::No => ApprovalState::Rejected,
             Answering::Never => return,
         };
-        let person = DecidedBy::Person { channel: "web".into(), user: Some("ada".into()) };
+        let person = DecidedBy::Person {
+            channel: "web".into(),
+            user: Some("ada".into()),
+        };
         answer_durable(store.as_ref(), &self.events, &row.id, to, &person).unwrap();
     }
 
@@ -237,9 +261,13 @@ impl Rig {
             .events()
             .into_iter()
             .filter_map(|e| match e {
-                AuditEvent::RoutineRun { routine, trigger, outcome, detail, .. } => {
-                    Some((routine, trigger, outcome.as_str().to_owned(), detail))
-                }
+                AuditEvent::RoutineRun {
+                    routine,
+                    trigger,
+                    outcome,
+                    detail,
+                    ..
+                } => Some((routine, trigger, outcome.as_str().to_owned(), detail)),
                 _ => None,
             })
             .collect()
