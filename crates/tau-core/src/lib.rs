@@ -59,4 +59,6 @@ pub use tau_protocol::{
     Approval, CallStatus, ChannelEvent, DecidedBy, Decision, NoticeKind, StopReason, Tier,
     TierError, TurnUsage,
 };
-pub use turn::{ChannelSink, TauAgent, TurnError, TurnOutcome, interrupt_rejection};
+pub use turn::{
+    ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event, interrupt_rejection,
+};

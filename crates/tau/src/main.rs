@@ -17,6 +17,7 @@ mod logging;
 mod mcp;
 mod paths;
 mod private;
+mod routines;
 mod settings;
 mod signals;
 mod token_file;
@@ -26,7 +27,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{AuditCommand, Cli, Command, ConfigCommand, SessionsCommand};
+use crate::cli::{AuditCommand, Cli, Command, ConfigCommand, RoutinesCommand, SessionsCommand};
 use crate::context::Context;
 use crate::errors::exit_code;
 use crate::paths::Home;
@@ -85,7 +86,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let model = ctx.model()?;
             ctx.home.create()?;
             logging::init(&ctx.home, &*ctx.env)?;
-            let tools = ctx.catalog().await?;
+            let tools = ctx.catalog_with_routines().await?;
             chat::run(
                 &ctx,
                 chat::Chat {
@@ -107,9 +108,22 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         },
         Command::Tools => {
             ctx.home.create()?;
-            let tools = ctx.catalog().await?;
+            let tools = ctx.catalog_with_routines().await?;
             print(&commands::tools(&tools.catalog));
         }
+        Command::Routines { command } => match command {
+            RoutinesCommand::List => print(&routines::list(&ctx).await?),
+            RoutinesCommand::Show { name } => print(&routines::show(&ctx, &name).await?),
+            RoutinesCommand::Run { name } => {
+                if !routines::run(&ctx, &name).await? {
+                    return Ok(ExitCode::from(1));
+                }
+            }
+            RoutinesCommand::Enable { name } => print(&routines::switch(&ctx, &name, true).await?),
+            RoutinesCommand::Disable { name } => {
+                print(&routines::switch(&ctx, &name, false).await?);
+            }
+        },
         Command::Mcp { http } => mcp::run(&ctx, http).await?,
         Command::Audit {
             command: AuditCommand::Verify,
