@@ -115,10 +115,18 @@ fn find<'a>(book: &'a Book, name: &str) -> anyhow::Result<&'a Routine> {
         })
 }
 
+/// A time as a person reads it: to the second, in the routine zone.
+fn when(at: Timestamp, zone: &TimeZone) -> String {
+    at.to_zoned_datetime(zone.clone())
+        .strftime("%Y-%m-%d %H:%M:%S %Z")
+        .to_string()
+}
+
 fn last_run(ctx: &Context, name: &str) -> anyhow::Result<String> {
+    let zone = zone(&ctx.loaded.config)?;
     Ok(ctx.routine_store()?.runs(name, 1)?.first().map_or_else(
         || "never".to_owned(),
-        |run| format!("{} {}", run.outcome.as_str(), run.started_at),
+        |run| format!("{} {}", run.outcome.as_str(), when(run.started_at, &zone)),
     ))
 }
 
@@ -239,6 +247,7 @@ pub(crate) async fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
     );
     let _ = writeln!(out, "exemption  {}", exemption_line(routine));
     let _ = writeln!(out, "session    {}", routine.session());
+    let zone = zone(&ctx.loaded.config)?;
     let runs = ctx.routine_store()?.runs(name, SHOWN_RUNS)?;
     if runs.is_empty() {
         out.push_str("runs       none yet\n");
@@ -248,7 +257,7 @@ pub(crate) async fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
             let _ = writeln!(
                 out,
                 "  {}  {:<8}  {}{}",
-                run.started_at,
+                when(run.started_at, &zone),
                 run.outcome.as_str(),
                 display(&run.trigger),
                 run.detail
