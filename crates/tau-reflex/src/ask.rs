@@ -21,6 +21,8 @@ use tau_core::approval::{
 };
 use tau_core::{DecidedBy, Decision};
 
+use tokio_util::sync::CancellationToken;
+
 use crate::host::RoutineHost;
 use crate::validate::AskChannel;
 
@@ -30,6 +32,8 @@ pub(crate) struct AskApprover {
     pub channel: AskChannel,
     pub session: String,
     pub timeout: Duration,
+    /// The routine stopped (edited, deleted, the engine shutting down): stop waiting.
+    pub cancel: CancellationToken,
 }
 
 /// Closes a still-pending row when the wait is dropped.
@@ -145,7 +149,13 @@ impl AskApprover {
                         });
                     }
                     let left = crate::clock::until(now, row.deadline);
-                    let _ = tokio::time::timeout(left, self.host.changed(&row.id)).await;
+                    tokio::select! {
+                        () = self.cancel.cancelled() => {
+                            // The guard closes the row as cancelled.
+                            return Err(failed("the routine stopped while its question was open"));
+                        }
+                        _ = tokio::time::timeout(left, self.host.changed(&row.id)) => {}
+                    }
                 }
                 ApprovalState::Approved => return self.approved(&row, request, decided_by),
                 ApprovalState::Expired => {
@@ -197,6 +207,7 @@ pub fn ask_approver(
     store: Arc<dyn ApprovalStore>,
     routine: &crate::validate::Routine,
     timeout: Duration,
+    cancel: CancellationToken,
 ) -> Option<Arc<dyn Approver>> {
     let channel = routine.ask?;
     Some(Arc::new(AskApprover {
@@ -205,5 +216,6 @@ pub fn ask_approver(
         channel,
         session: routine.session(),
         timeout,
+        cancel,
     }))
 }

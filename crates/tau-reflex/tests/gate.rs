@@ -348,6 +348,7 @@ async fn an_unanswered_question_expires_and_refuses() {
         Arc::clone(&store) as _,
         &porch,
         Duration::from_millis(300),
+        CancellationToken::new(),
     )
     .unwrap();
     let run = run_once(&rig, &porch, approver).await;
@@ -434,4 +435,50 @@ async fn a_prompt_actions_tier2_call_is_refused_without_an_ask_channel() {
             tau_core::CallStatus::Refused
         ))
     );
+}
+
+#[tokio::test]
+async fn a_question_open_when_the_routine_stops_is_withdrawn() {
+    let lamp = lamp();
+    let rig = Rig::new(
+        catalog(Arc::clone(&lamp)),
+        Arc::new(SystemClock),
+        FakeHost::with_web(Answering::Never),
+    );
+    let porch = routine(
+        json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "off"}, "ask": "web"}),
+        Origin::Conversation {
+            approved_hash: "not this content".into(),
+        },
+        &rig,
+    );
+    let store = rig.host.approvals.clone().unwrap();
+    let stop = CancellationToken::new();
+    let approver = tau_reflex::ask_approver(
+        Arc::clone(&rig.host) as _,
+        Arc::clone(&store) as _,
+        &porch,
+        Duration::from_secs(3600),
+        stop.clone(),
+    )
+    .unwrap();
+    let cancel_soon = {
+        let stop = stop.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            stop.cancel();
+        }
+    };
+    let (run, ()) = tokio::join!(run_once(&rig, &porch, approver), cancel_soon);
+    assert_eq!(run.outcome, RoutineOutcome::Refused);
+    assert_eq!(lamp.count(), 0);
+    let rows = store.list(None).unwrap();
+    assert_eq!(
+        (rows[0].state, rows[0].decided_by.clone()),
+        (
+            ApprovalState::Cancelled,
+            Some(tau_core::DecidedBy::Cancelled)
+        )
+    );
+    assert_eq!(rig.host.withdrawn.lock().unwrap().len(), 1);
 }

@@ -401,7 +401,8 @@ impl Inner {
         Fired::Started
     }
 
-    fn approver(&self, routine: &Routine) -> (Arc<dyn Approver>, String) {
+    fn approver(&self, slot: &Slot) -> (Arc<dyn Approver>, String) {
+        let routine = &slot.routine;
         if let Some(channel) = routine.ask
             && let Some(store) = self.host.approvals()
         {
@@ -411,6 +412,7 @@ impl Inner {
                 channel,
                 session: routine.session(),
                 timeout: self.settings.ask_timeout,
+                cancel: slot.cancel.clone(),
             };
             return (Arc::new(approver), channel.as_str().to_owned());
         }
@@ -418,7 +420,7 @@ impl Inner {
     }
 
     async fn run_once(&self, slot: &Slot, trigger: String, started_at: Timestamp) -> RunRecord {
-        let (approver, channel) = self.approver(&slot.routine);
+        let (approver, channel) = self.approver(slot);
         run_action(ActionRun {
             routine: &slot.routine,
             trigger,
