@@ -63,6 +63,7 @@ impl Drop for Withdraw {
         {
             self.host.withdrawn(&row);
         }
+        self.host.settled(&self.id);
     }
 }
 
@@ -111,6 +112,9 @@ impl Approver for AskApprover {
         self.host.announce(&row);
         let answer = self.wait(&row, &request).await;
         withdraw.armed = self.still_pending(&row.id);
+        if !withdraw.armed {
+            self.host.settled(&row.id);
+        }
         answer
     }
 }
@@ -200,12 +204,13 @@ impl AskApprover {
     }
 }
 
-/// The approver that asks `routine`'s `ask` channel through a durable question in `store`,
-/// waiting up to `timeout`. `None` when the routine has no `ask` channel.
+/// The approver that asks `routine`'s `ask` channel through a durable question in `store`
+/// (for `session`), waiting up to `timeout`. `None` when the routine has no `ask` channel.
 pub fn ask_approver(
     host: Arc<dyn RoutineHost>,
     store: Arc<dyn ApprovalStore>,
     routine: &crate::validate::Routine,
+    session: String,
     timeout: Duration,
     cancel: CancellationToken,
 ) -> Option<Arc<dyn Approver>> {
@@ -214,7 +219,7 @@ pub fn ask_approver(
         host,
         store,
         channel,
-        session: routine.session(),
+        session,
         timeout,
         cancel,
     }))

@@ -54,12 +54,23 @@ pub trait RoutineHost: PromptRunner {
     /// The channels that can answer a routine's questions here.
     fn channels(&self) -> Vec<AskChannel>;
 
+    /// The session a routine's turns and questions belong to, given where it asks: by
+    /// default its own `routine-NAME`. A hub may make it a conversation of the `ask`
+    /// channel, so the routine's questions and turns show there.
+    fn session_for(&self, routine: &str, _ask: Option<AskChannel>) -> Result<String, HostError> {
+        Ok(crate::validate::session_of(routine))
+    }
+
     /// Shows a newly stored question on its channel (`row.channel`).
     fn announce(&self, row: &ApprovalRow);
 
     /// The question ended without an answer (it expired, or the engine stopped): the
     /// channel stops showing it.
     fn withdrawn(&self, _row: &ApprovalRow) {}
+
+    /// The routine is done with this question (answered and acted on, or closed): no
+    /// turn waits on it, so the host need not resume anything for it.
+    fn settled(&self, _id: &str) {}
 
     /// Resolves when question `id` may have been answered. The default polls.
     async fn changed(&self, _id: &str) {

@@ -28,6 +28,9 @@ pub struct ActionRun<'a> {
     /// What fired it, in words (`manual` for a person's `tau routines run`).
     pub trigger: String,
     pub scheduled: bool,
+    /// The session its turns and questions belong to (`Routine::session` unless the host
+    /// says otherwise).
+    pub session: String,
     pub catalog: &'a Arc<ToolCatalog>,
     pub events: &'a EventBus,
     /// Asked about a call the exemption does not cover.
@@ -66,6 +69,7 @@ pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
         routine,
         trigger,
         scheduled,
+        session,
         catalog,
         events,
         approver,
@@ -119,7 +123,7 @@ pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
             let turn = prompts
                 .run_prompt(PromptRun {
                     routine: routine.name().to_owned(),
-                    session: routine.session(),
+                    session,
                     prompt: prompt.clone(),
                     ask: routine.ask,
                     trigger: trigger.clone(),

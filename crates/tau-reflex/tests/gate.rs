@@ -57,6 +57,7 @@ async fn run_once(
         routine,
         trigger: "manual".into(),
         scheduled: false,
+        session: routine.session(),
         catalog: &rig.catalog,
         events: &rig.events,
         approver,
@@ -347,6 +348,7 @@ async fn an_unanswered_question_expires_and_refuses() {
         Arc::clone(&rig.host) as _,
         Arc::clone(&store) as _,
         &porch,
+        porch.session(),
         Duration::from_millis(300),
         CancellationToken::new(),
     )
@@ -458,6 +460,7 @@ async fn a_question_open_when_the_routine_stops_is_withdrawn() {
         Arc::clone(&rig.host) as _,
         Arc::clone(&store) as _,
         &porch,
+        porch.session(),
         Duration::from_secs(3600),
         stop.clone(),
     )

@@ -339,6 +339,7 @@ pub(crate) async fn run(ctx: &Context, name: &str) -> anyhow::Result<bool> {
         routine: &routine,
         trigger: "manual".to_owned(),
         scheduled: false,
+        session: routine.session(),
         catalog: &catalog,
         events: &events,
         approver,

@@ -401,7 +401,7 @@ impl Inner {
         Fired::Started
     }
 
-    fn approver(&self, slot: &Slot) -> (Arc<dyn Approver>, String) {
+    fn approver(&self, slot: &Slot, session: &str) -> (Arc<dyn Approver>, String) {
         let routine = &slot.routine;
         if let Some(channel) = routine.ask
             && let Some(store) = self.host.approvals()
@@ -410,7 +410,7 @@ impl Inner {
                 host: Arc::clone(&self.host),
                 store,
                 channel,
-                session: routine.session(),
+                session: session.to_owned(),
                 timeout: self.settings.ask_timeout,
                 cancel: slot.cancel.clone(),
             };
@@ -420,11 +420,27 @@ impl Inner {
     }
 
     async fn run_once(&self, slot: &Slot, trigger: String, started_at: Timestamp) -> RunRecord {
-        let (approver, channel) = self.approver(slot);
+        let session = match self.host.session_for(slot.routine.name(), slot.routine.ask) {
+            Ok(session) => session,
+            Err(error) => {
+                return RunRecord {
+                    routine: slot.routine.name().to_owned(),
+                    trigger,
+                    scheduled: true,
+                    outcome: RoutineOutcome::Error,
+                    detail: Some(format!("no session for its turns and questions: {error}")),
+                    tool_use_id: None,
+                    started_at,
+                    duration_ms: None,
+                };
+            }
+        };
+        let (approver, channel) = self.approver(slot, &session);
         run_action(ActionRun {
             routine: &slot.routine,
             trigger,
             scheduled: true,
+            session,
             catalog: &self.catalog,
             events: &self.events,
             approver,
