@@ -27,8 +27,12 @@ impl Secret {
         Self(text)
     }
 
-    /// Compares in time independent of where the texts differ.
+    /// Compares in time independent of where the texts differ. An empty secret (one that
+    /// was never read) matches nothing.
     pub(crate) fn matches(&self, offered: &str) -> bool {
+        if self.0.is_empty() {
+            return false;
+        }
         let (a, b) = (self.0.as_bytes(), offered.as_bytes());
         let mut diff = u8::from(a.len() != b.len());
         for (i, byte) in a.iter().enumerate() {
@@ -392,5 +396,9 @@ mod tests {
         assert!(!secret.matches("correct horse battery!"));
         assert!(!secret.matches(""));
         assert_eq!(format!("{secret:?}"), "[redacted]");
+        assert!(
+            !Secret::new(String::new()).matches(""),
+            "an unread secret matches nothing"
+        );
     }
 }

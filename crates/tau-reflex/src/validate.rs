@@ -110,7 +110,8 @@ pub struct Checks<'a> {
     /// `create_routine`: an `at` in the past is an error. A `tau.toml` routine whose time
     /// passed is not (it is logged as missed).
     pub at_must_be_future: bool,
-    /// Whether webhooks can reach this process; `None` skips the check.
+    /// Whether webhooks can reach this process; `None` skips the check and does not read
+    /// webhook secrets (a routine read so has a secret nothing matches).
     pub webhooks: Option<bool>,
 }
 
@@ -242,6 +243,19 @@ fn trigger(def: &RoutineDef, checks: &Checks<'_>) -> Result<Trigger, FieldError>
         ));
     }
     let var = &webhook.secret_env;
+    if let Some(problem) = tau_core::env_name_problem(var) {
+        return Err(FieldError::new(
+            "webhook.secret_env",
+            format!("{problem}, got {var:?}"),
+        ));
+    }
+    if checks.webhooks.is_none() {
+        // Read where webhooks are served: `tau chat` does not need the secret.
+        return Ok(Trigger::Webhook {
+            secret: Secret::new(String::new()),
+            payload: def.payload.clone(),
+        });
+    }
     let secret = match (checks.env)(var) {
         Some(secret) if secret.chars().count() >= MIN_SECRET_CHARS => secret,
         Some(_) => {

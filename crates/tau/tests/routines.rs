@@ -185,8 +185,12 @@ fn a_routine_that_cannot_run_is_a_config_error_naming_it_and_the_key() {
             "routines.x.arguments.payload: is required by the tool and missing",
         ),
         (
-            "[[routines]]\nname = \"x\"\nwebhook = { secret_env = \"NOT_SET_HERE\" }\ntool = \"clock\"\n",
-            "routines.x.webhook.secret_env: the environment variable 'NOT_SET_HERE' is not set",
+            "[[routines]]\nname = \"x\"\nwebhook = { secret_env = \"NOT=A NAME\" }\ntool = \"clock\"\n",
+            "routines.x.webhook.secret_env: an environment variable name cannot hold '=' or a NUL byte, got \"NOT=A NAME\"",
+        ),
+        (
+            "[[routines]]\nname = \"x\"\nevery = \"1m\"\ntool = \"clock\"\nask = \"email\"\n",
+            "routines.x.ask: must be \"web\" or \"telegram\", got \"email\"",
         ),
         (
             "[[routines]]\nname = \"x\"\nevry = \"1m\"\ntool = \"clock\"\n",
