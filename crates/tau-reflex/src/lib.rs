@@ -45,7 +45,7 @@ pub use host::{HostError, PromptOutcome, PromptRun, PromptRunner, RoutineHost};
 pub use prompt::{PromptApprover, TurnPrompts};
 pub use run::{ActionRun, record, run_action};
 pub use store::{RoutineStore, RunRecord, StoreError, StoredRoutine, StoredRow, Switch};
-pub use tools::{RoutineToolsParts, describe_action, routine_tools};
+pub use tools::{RoutineToolsParts, describe_action, routine_tools, routines_json};
 pub use trigger::{Secret, Trigger};
 pub use validate::{
     Action, AskChannel, Checks, MAX_NAME_CHARS, Origin, ROUTINE_TOOL_NAMES, Routine, name_problem,

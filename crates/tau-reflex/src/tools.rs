@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tau_agent::{SharedTool, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::{TauToolSpec, Tier, ToolCatalog};
 
-use crate::book;
+use crate::book::{self, Book};
 use crate::def::RoutineDef;
 use crate::store::RoutineStore;
 use crate::validate::{Action, Checks, Origin, Routine, validate};
@@ -173,6 +173,43 @@ pub fn describe_action(action: &Action) -> String {
     }
 }
 
+/// Every routine as `list_routines` and the web page show it: its definition (without a
+/// webhook's secret variable), whether it is enabled, where it was set up, its last run;
+/// then the stored routines that could not be used, with why.
+pub fn routines_json(book: &Book, store: &RoutineStore) -> Result<Value, crate::store::StoreError> {
+    let mut list = Vec::new();
+    for routine in &book.routines {
+        let last = store
+            .runs(routine.name(), 1)?
+            .into_iter()
+            .next()
+            .map(|run| json!({"outcome": run.outcome.as_str(), "at": run.started_at.to_string(), "trigger": run.trigger}));
+        let mut entry = routine.def.to_json();
+        if let Value::Object(map) = &mut entry {
+            map.insert("enabled".into(), Value::Bool(routine.enabled));
+            map.insert(
+                "set_up_in".into(),
+                Value::String(match routine.origin {
+                    Origin::Config => "tau.toml".into(),
+                    Origin::Conversation { .. } => "conversation".into(),
+                }),
+            );
+            if routine.def.webhook.is_some() {
+                map.insert(
+                    "webhook".into(),
+                    json!(format!("/hooks/{}", routine.name())),
+                );
+            }
+            map.insert("last_run".into(), last.unwrap_or(Value::Null));
+        }
+        list.push(entry);
+    }
+    for (name, problem) in &book.problems {
+        list.push(json!({"name": name, "problem": problem}));
+    }
+    Ok(Value::Array(list))
+}
+
 pub(crate) struct ListRoutines {
     spec: ToolSpec,
     shared: Arc<Shared>,
@@ -204,34 +241,8 @@ impl Tool for ListRoutines {
         checks.at_must_be_future = false;
         let book = book::load(&parts.config, &parts.store, &checks)
             .map_err(|e| ToolError::new(e.to_string()))?;
-        let mut list = Vec::new();
-        for routine in &book.routines {
-            let last = parts
-                .store
-                .runs(routine.name(), 1)
-                .map_err(|e| ToolError::new(e.to_string()))?
-                .into_iter()
-                .next()
-                .map(|run| json!({"outcome": run.outcome.as_str(), "at": run.started_at.to_string()}));
-            let mut entry = routine.def.to_json();
-            if let Value::Object(map) = &mut entry {
-                map.insert("enabled".into(), Value::Bool(routine.enabled));
-                map.insert(
-                    "set_up_in".into(),
-                    Value::String(match routine.origin {
-                        Origin::Config => "tau.toml".into(),
-                        Origin::Conversation { .. } => "conversation".into(),
-                    }),
-                );
-                map.insert("last_run".into(), last.unwrap_or(Value::Null));
-                map.remove("webhook");
-            }
-            list.push(entry);
-        }
-        for (name, problem) in &book.problems {
-            list.push(json!({"name": name, "problem": problem}));
-        }
-        Ok(ToolOutput::json(Value::Array(list)))
+        let list = routines_json(&book, &parts.store).map_err(|e| ToolError::new(e.to_string()))?;
+        Ok(ToolOutput::json(list))
     }
 }
 
