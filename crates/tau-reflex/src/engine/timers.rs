@@ -86,6 +86,17 @@ pub(super) async fn keep(inner: Arc<Inner>, slot: Arc<Slot>) {
     let now = inner.clock.now();
     let anchor = reference(&inner, &slot, now);
     let mut next = next_after(&inner, &trigger, anchor, anchor);
+    if next.is_none()
+        && let Trigger::At { at, .. } = &trigger
+        && inner
+            .store
+            .last_scheduled_run(slot.routine.name())
+            .ok()
+            .flatten()
+            .is_none()
+    {
+        tracing::warn!(routine = slot.routine.name(), %at, "its time passed before tau kept this routine; it will not run");
+    }
     let late = SignedDuration::try_from(inner.settings.late_after).unwrap_or(SignedDuration::ZERO);
     loop {
         let Some(due) = next else {
