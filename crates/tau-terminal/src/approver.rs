@@ -8,11 +8,14 @@ use async_trait::async_trait;
 use tau_core::{Answer, ApprovalRequest, Approver, ApproverError, DecidedBy};
 
 use crate::console::Console;
-use crate::input::{Questions, Reply};
 use crate::prompt::parse_answer;
+use crate::question::{Heard, Questions, Reply};
 
 /// The channel name in approval requests and `decided_by`.
 pub const TERMINAL_CHANNEL: &str = "terminal";
+
+/// Why the approver failed when there is nobody to ask (the audit log's error event).
+pub const NOWHERE_TO_ASK: &str = "no terminal to ask on: stdin is not a terminal, there is no controlling terminal, and answers from stdin were not allowed (--answers-from-stdin)";
 
 /// Asks the person at the terminal. Cancel-safe: when the future is dropped (the gate's
 /// timeout) the question is withdrawn and the next line is a prompt again.
@@ -22,7 +25,9 @@ pub struct TerminalApprover {
 }
 
 impl TerminalApprover {
+    /// The console draws the questions that `questions` asks.
     pub fn new(console: Arc<Console>, questions: Questions) -> Self {
+        console.draws_for(questions.clone());
         Self { console, questions }
     }
 }
@@ -33,8 +38,14 @@ impl Approver for TerminalApprover {
         TERMINAL_CHANNEL
     }
 
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
-        let reply = self.questions.ask().await;
+    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
+        let mut asking = self.questions.ask(&request.approval_id);
+        let reply = loop {
+            match asking.next().await {
+                Heard::TooSoon(line) => self.console.too_soon(&line),
+                Heard::Reply(reply) => break reply,
+            }
+        };
         Ok(match reply {
             Reply::Line(line) => {
                 self.console.answered(Some(&line));
@@ -51,6 +62,156 @@ impl Approver for TerminalApprover {
                 self.console.answered(None);
                 Answer::rejected(DecidedBy::Cancelled)
             }
+            Reply::NowhereToAsk => {
+                // The approver cannot ask anyone: the gate refuses it as `approver_failed`.
+                self.console.cannot_ask();
+                return Err(ApproverError::new(NOWHERE_TO_ASK));
+            }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Answers, start};
+    use crate::question::Flush;
+    use crate::testing::Screen;
+    use serde_json::json;
+    use std::io::Write;
+    use std::time::Duration;
+    use tau_core::{ChannelEvent, Decision, Language, Tier};
+    use tokio::io::{AsyncWriteExt, DuplexStream};
+
+    fn request() -> ApprovalRequest {
+        ApprovalRequest {
+            approval_id: "ap_1".into(),
+            tool: "run_command".into(),
+            tier: Tier::Physical,
+            effect: "runs a shell command".into(),
+            arguments: json!({"command": "touch b.txt"}),
+            tool_use_id: "t1".into(),
+            channel: TERMINAL_CHANNEL.into(),
+            deadline: None,
+        }
+    }
+
+    fn requested() -> ChannelEvent {
+        let r = request();
+        ChannelEvent::ApprovalRequested {
+            approval_id: r.approval_id,
+            call_id: r.tool_use_id,
+            tool: r.tool,
+            tier: r.tier,
+            effect: r.effect,
+            arguments: r.arguments,
+            channel: r.channel,
+            deadline: None,
+        }
+    }
+
+    fn decided(answer: &Answer) -> ChannelEvent {
+        ChannelEvent::ApprovalDecided {
+            approval_id: "ap_1".into(),
+            call_id: "t1".into(),
+            tool: "run_command".into(),
+            decision: answer.decision,
+            decided_by: answer.decided_by.clone(),
+        }
+    }
+
+    /// An approver whose answers are typed on `keyboard`, a terminal, and whose console
+    /// writes to `screen` (as a pipe shows it, so the typed lines show too).
+    fn at_a_terminal() -> (DuplexStream, Screen, Arc<Console>, Arc<TerminalApprover>) {
+        let (keyboard, reader) = tokio::io::duplex(64);
+        let answers = Answers::FromPrompts {
+            terminal: Some(Flush::new(|| {})),
+        };
+        let (_prompts, questions) = start(reader, true, answers);
+        let screen = Screen::default();
+        let console = Console::new(Box::new(screen.clone()), false, false, Language::En);
+        let approver = Arc::new(TerminalApprover::new(Arc::clone(&console), questions));
+        (keyboard, screen, console, approver)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_a_line_typed_once_the_question_could_be_read_answers_it() {
+        let (mut keyboard, screen, console, approver) = at_a_terminal();
+        // The approver is asked before the prompt is drawn; what comes before the drawing
+        // (and in the moment after) is not an answer, however long it waits.
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(request()).await }
+        });
+        while !approver.questions.is_open() {
+            tokio::task::yield_now().await;
+        }
+        keyboard.write_all(b"y\n").await.unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        console.render(&requested());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        keyboard.write_all(b"yes\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        keyboard.write_all(b"n\n").await.unwrap();
+        let answer = decision.await.unwrap().unwrap();
+        assert_eq!(
+            answer,
+            Answer::rejected(DecidedBy::person(TERMINAL_CHANNEL))
+        );
+        console.render(&decided(&answer));
+        insta::assert_snapshot!(screen.text());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_yes_once_the_guard_is_over_approves() {
+        let (mut keyboard, _screen, console, approver) = at_a_terminal();
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(request()).await }
+        });
+        tokio::task::yield_now().await;
+        console.render(&requested());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        let answer = decision.await.unwrap().unwrap();
+        assert_eq!(answer.decision, Decision::Approved);
+    }
+
+    #[tokio::test]
+    async fn with_nowhere_to_ask_the_approver_fails_and_says_why() {
+        let input = &b"go\nyes\n"[..];
+        let (_prompts, questions) = start(input, false, Answers::Nowhere);
+        let screen = Screen::default();
+        let console = Console::new(Box::new(screen.clone()), false, false, Language::En);
+        let approver = TerminalApprover::new(Arc::clone(&console), questions);
+        console.render(&requested());
+        let failed = approver.decide(request()).await;
+        assert_eq!(failed, Err(ApproverError::new(NOWHERE_TO_ASK)));
+        console.render(&decided(&Answer::rejected(DecidedBy::ApproverFailed)));
+        insta::assert_snapshot!(screen.text());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_question_is_also_drawn_on_the_answering_terminal() {
+        let (mut keyboard, _screen, console, approver) = at_a_terminal();
+        let terminal = Screen::default();
+        console.draw_questions_also_on(Box::new(terminal.clone()));
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(request()).await }
+        });
+        // What is typed shows on the terminal (its echo); tau draws the rest.
+        let mut echo = terminal.clone();
+        let mut type_line = async |line: &str| {
+            keyboard.write_all(line.as_bytes()).await.unwrap();
+            echo.write_all(line.as_bytes()).unwrap();
+        };
+        console.render(&requested());
+        type_line("y\n").await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        type_line("n\n").await;
+        let answer = decision.await.unwrap().unwrap();
+        console.render(&decided(&answer));
+        insta::assert_snapshot!(terminal.text());
     }
 }

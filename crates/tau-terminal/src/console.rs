@@ -13,7 +13,8 @@ use tau_core::{
 };
 
 use crate::escape::{escape_for_terminal, sorted_json};
-use crate::prompt::render_prompt;
+use crate::prompt::{question_line, render_prompt};
+use crate::question::Questions;
 use crate::texts::{Texts, texts};
 
 const SHORT_ARGUMENTS: usize = 80;
@@ -60,6 +61,10 @@ struct State {
     /// A prompt is on screen and no answer line has ended it yet.
     question_open: bool,
     spinner: Option<ProgressBar>,
+    /// Told when a question is on screen and when its outcome is.
+    questions: Option<Questions>,
+    /// Where questions are also drawn: the answering terminal, when stdout is not it.
+    question_screen: Option<Box<dyn Write + Send>>,
 }
 
 /// The terminal's output. Shared by the turn renderer and the approver.
@@ -84,6 +89,8 @@ impl Console {
                 in_text: false,
                 question_open: false,
                 spinner: None,
+                questions: None,
+                question_screen: None,
             }),
             language,
             style: Style::new(color),
@@ -97,6 +104,17 @@ impl Console {
 
     pub fn is_tty(&self) -> bool {
         self.tty
+    }
+
+    /// The questions this console draws: each one's guard starts when it is on screen.
+    pub(crate) fn draws_for(&self, questions: Questions) {
+        self.lock().questions = Some(questions);
+    }
+
+    /// Draws every question also on `screen` (the terminal the answers come from, when
+    /// stdout is not a terminal), so the person sees what they answer.
+    pub fn draw_questions_also_on(&self, screen: Box<dyn Write + Send>) {
+        self.lock().question_screen = Some(screen);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -136,6 +154,40 @@ impl Console {
             let shown = line.map_or_else(String::new, escape_for_terminal);
             write(&mut state, &format!("{shown}\n"));
         }
+    }
+
+    /// A line came too soon to answer the open question: say so and, when the question is
+    /// on screen, ask again.
+    pub fn too_soon(&self, line: &str) {
+        let s = self.style;
+        let mut state = self.lock();
+        if !self.tty {
+            write(&mut state, &format!("{}\n", escape_for_terminal(line)));
+        }
+        let mut text = format!(
+            "  {}· {}{}\n",
+            s.dim,
+            texts(self.language).too_soon,
+            s.reset
+        );
+        if state.question_open {
+            text.push_str(&question_line(self.language));
+        }
+        write_question(&mut state, &text);
+    }
+
+    /// There is nobody to ask: end the prompt's line and say why it will be refused.
+    pub fn cannot_ask(&self) {
+        let s = self.style;
+        let mut state = self.lock();
+        state.question_open = false;
+        let text = format!(
+            "\n  {}! {}{}\n",
+            s.yellow,
+            texts(self.language).no_terminal,
+            s.reset
+        );
+        write_question(&mut state, &text);
     }
 
     pub fn render(&self, event: &ChannelEvent) {
@@ -200,21 +252,37 @@ impl Console {
                     deadline: deadline.clone(),
                 };
                 let columns = crate::width::columns(self.tty);
-                write(&mut state, &render_prompt(&request, self.language, columns));
+                write_question(&mut state, &render_prompt(&request, self.language, columns));
                 state.question_open = true;
+                // Only now is the question on screen: its guard starts here.
+                if let Some(questions) = &state.questions {
+                    questions.drawn(approval_id);
+                }
             }
             ChannelEvent::ApprovalDecided {
+                approval_id,
                 tool,
                 decision,
                 decided_by,
                 ..
             } => {
+                if let Some(questions) = &state.questions {
+                    questions.decided(approval_id);
+                }
+                let mut line = String::new();
                 if std::mem::take(&mut state.question_open) {
                     // Nobody ended the prompt's line: the wait ended without an answer.
-                    write(&mut state, "\n");
+                    line.push('\n');
                 }
-                let line = decision_line(t, s, self.language, tool, *decision, decided_by);
-                write(&mut state, &line);
+                line.push_str(&decision_line(
+                    t,
+                    s,
+                    self.language,
+                    tool,
+                    *decision,
+                    decided_by,
+                ));
+                write_question(&mut state, &line);
             }
             ChannelEvent::ToolCallFinished {
                 tool,
@@ -319,6 +387,14 @@ fn end_text(state: &mut State) {
     }
 }
 
+/// Writes a part of a question: to stdout, and to the question screen when there is one.
+fn write_question(state: &mut State, text: &str) {
+    write(state, text);
+    if let Some(screen) = &mut state.question_screen {
+        emit(screen, text);
+    }
+}
+
 fn write(state: &mut State, text: &str) {
     match &state.spinner {
         Some(spinner) => {
@@ -345,22 +421,9 @@ fn shorten(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::Screen;
     use serde_json::json;
     use tau_core::{Approval, NoticeKind, StopReason, Tier, TurnUsage};
-
-    /// Everything written, shared with the console under test.
-    #[derive(Clone, Default)]
-    struct Screen(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Screen {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     /// What a pipe shows for these events, the approver's answer line included.
     fn shown(language: Language, answer: Option<&str>, events: &[ChannelEvent]) -> String {
@@ -374,7 +437,7 @@ mod tests {
                 console.answered(Some(answer));
             }
         }
-        String::from_utf8(screen.0.lock().unwrap().clone()).unwrap()
+        screen.text()
     }
 
     fn started() -> ChannelEvent {

@@ -3,46 +3,35 @@
 //!
 //! From a terminal the reader reads as lines arrive (type-ahead becomes the next prompt).
 //! From a pipe it reads a line only when someone waits for one, so a scripted session's
-//! answers reach the questions they were written for.
+//! answers reach the questions they were written for. Answers come from the prompt
+//! stream, from a terminal of their own (the controlling terminal when stdin is a pipe),
+//! or from nowhere; see [`Answers`] and [`crate::question`] for when a line counts.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 
-/// Longest line kept; the rest of a longer line is dropped.
-const MAX_LINE_BYTES: usize = 1 << 20;
+use crate::lines::Lines;
+use crate::question::{Flush, Questions, Reply, Route, Shared, State};
 
-/// How an open question ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
-    /// The person typed this line.
-    Line(String),
-    /// The input ended (a closed pipe, Ctrl-D).
-    EndOfInput,
-    /// The question was closed from outside (Ctrl-C).
-    Closed,
-}
+const READ_BYTES: usize = 8192;
 
-#[derive(Default)]
-struct State {
-    eager: bool,
-    prompt_wanted: bool,
-    question: Option<(u64, oneshot::Sender<Reply>)>,
-    eof: bool,
-}
-
-struct Shared {
-    state: Mutex<State>,
-    wake: Notify,
-    next_id: AtomicU64,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
+/// Where the answers to questions come from.
+pub enum Answers {
+    /// Lines of the prompt stream. `terminal` when that stream is a terminal: the guard
+    /// applies and drawing a question empties its input queue. Without it every line
+    /// read while a question is open answers it, as written (`--answers-from-stdin`).
+    FromPrompts { terminal: Option<Flush> },
+    /// A terminal of their own, guarded; it is read only while a question is open, and a
+    /// line it reads with no question open is dropped.
+    FromTerminal {
+        source: Box<dyn AsyncRead + Unpin + Send>,
+        flush: Flush,
+    },
+    /// Nowhere: every question ends at once with [`Reply::NowhereToAsk`].
+    Nowhere,
 }
 
 /// Where prompts come from; owned by the chat loop.
@@ -51,28 +40,23 @@ pub struct Prompts {
     lines: mpsc::UnboundedReceiver<String>,
 }
 
-/// Opens questions; shared with the approver.
-#[derive(Clone)]
-pub struct Questions {
-    shared: Arc<Shared>,
-}
-
-/// Starts the reader on `source`. `eager` reads ahead (a terminal); otherwise lines are
-/// read on demand (a pipe).
-pub fn start<R>(source: R, eager: bool) -> (Prompts, Questions)
+/// Starts the readers: prompts from `source`, read ahead when `eager` (a terminal) and on
+/// demand otherwise (a pipe), and answers from where `answers` says.
+pub fn start<R>(source: R, eager: bool, answers: Answers) -> (Prompts, Questions)
 where
-    R: AsyncBufRead + Unpin + Send + 'static,
+    R: AsyncRead + Unpin + Send + 'static,
 {
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State {
-            eager,
-            ..State::default()
-        }),
-        wake: Notify::new(),
-        next_id: AtomicU64::new(0),
-    });
+    let (route, flush, terminal) = match answers {
+        Answers::FromPrompts { terminal } => (Route::Prompts, terminal, None),
+        Answers::FromTerminal { source, flush } => (Route::Terminal, Some(flush), Some(source)),
+        Answers::Nowhere => (Route::Nowhere, None, None),
+    };
+    let shared = Arc::new(Shared::new(eager, route, flush));
     let (sender, lines) = mpsc::unbounded_channel();
-    tokio::spawn(read_lines(source, Arc::clone(&shared), sender));
+    tokio::spawn(read_prompts(source, Arc::clone(&shared), sender));
+    if let Some(terminal) = terminal {
+        tokio::spawn(read_answers(terminal, Arc::clone(&shared)));
+    }
     (
         Prompts {
             shared: Arc::clone(&shared),
@@ -82,187 +66,292 @@ where
     )
 }
 
-async fn read_lines<R: AsyncBufRead + Unpin>(
+async fn read_prompts<R: AsyncRead + Unpin>(
     mut source: R,
     shared: Arc<Shared>,
     prompts: mpsc::UnboundedSender<String>,
 ) {
+    let mut lines = Lines::default();
+    let mut buffer = vec![0; READ_BYTES];
+    let mut ended = false;
     loop {
         // Wait until someone wants a line (always, when reading ahead).
-        loop {
-            let notified = shared.wake.notified();
-            {
-                let state = shared.lock();
-                if state.eager || state.prompt_wanted || state.question.is_some() {
-                    break;
-                }
+        shared
+            .until(|state| {
+                state.eager
+                    || state.prompt_wanted
+                    || (state.route == Route::Prompts && state.question_open())
+            })
+            .await;
+        let Some(line) = lines.pop() else {
+            if ended {
+                break;
             }
-            notified.await;
-        }
-        let Some(line) = read_line(&mut source).await else {
-            break;
+            match source.read(&mut buffer).await {
+                Ok(0) | Err(_) => {
+                    lines.end();
+                    ended = true;
+                }
+                Ok(n) => lines.feed(buffer.get(..n).unwrap_or_default(), Instant::now()),
+            }
+            continue;
         };
         let mut state = shared.lock();
-        match state.question.take() {
-            Some((_, answer)) => {
-                let _ = answer.send(Reply::Line(line));
-            }
-            None => {
-                state.prompt_wanted = false;
-                let _ = prompts.send(line);
-            }
+        let line = match state.route {
+            Route::Prompts => state.hear(line),
+            Route::Terminal | Route::Nowhere => Some(line),
+        };
+        if let Some(line) = line {
+            state.prompt_wanted = false;
+            let _ = prompts.send(line.text);
         }
+        drop(state);
+        shared.changed();
     }
     let mut state = shared.lock();
-    state.eof = true;
-    if let Some((_, answer)) = state.question.take() {
-        let _ = answer.send(Reply::EndOfInput);
+    if state.route == Route::Prompts {
+        state.answers_ended = true;
+        state.end_question(Reply::EndOfInput);
     }
+    drop(state);
+    shared.changed();
     // Dropping `prompts` closes the prompt stream.
 }
 
-/// One line without its ending, or `None` at the end of input (or a read error).
-async fn read_line<R: AsyncBufRead + Unpin>(source: &mut R) -> Option<String> {
-    let mut bytes = Vec::new();
-    match source.read_until(b'\n', &mut bytes).await {
-        Ok(0) | Err(_) => None,
-        Ok(_) => {
-            bytes.truncate(MAX_LINE_BYTES);
-            let text = String::from_utf8_lossy(&bytes);
-            Some(text.trim_end_matches(['\n', '\r']).to_owned())
+/// Reads a terminal of the answers' own while a question is open.
+async fn read_answers(mut source: Box<dyn AsyncRead + Unpin + Send>, shared: Arc<Shared>) {
+    let mut lines = Lines::default();
+    let mut buffer = vec![0; READ_BYTES];
+    loop {
+        shared.until(State::question_open).await;
+        let read = tokio::select! {
+            read = source.read(&mut buffer) => read,
+            // Reading is cancel-safe: nothing read is lost by stopping here.
+            () = shared.until(|state| !state.question_open()) => continue,
+        };
+        let mut state = shared.lock();
+        match read {
+            Ok(0) => {
+                // Ctrl-D: the end of this question's input; a terminal goes on after it.
+                lines.end();
+                while let Some(line) = lines.pop() {
+                    state.hear(line);
+                }
+                state.end_question(Reply::EndOfInput);
+            }
+            Ok(n) => {
+                lines.feed(buffer.get(..n).unwrap_or_default(), Instant::now());
+                // A line with no question open was not typed for one: dropped.
+                while let Some(line) = lines.pop() {
+                    state.hear(line);
+                }
+            }
+            Err(_) => {
+                state.answers_ended = true;
+                state.end_question(Reply::EndOfInput);
+                drop(state);
+                shared.changed();
+                return;
+            }
         }
+        drop(state);
+        shared.changed();
     }
 }
 
 impl Prompts {
     /// The next prompt, or `None` at the end of input.
     pub async fn next(&mut self) -> Option<String> {
-        {
-            let mut state = self.shared.lock();
-            state.prompt_wanted = true;
-        }
-        self.shared.wake.notify_one();
+        self.shared.lock().prompt_wanted = true;
+        self.shared.changed();
         self.lines.recv().await
-    }
-}
-
-/// Withdraws the question when its future is dropped (a timeout, a cancelled turn).
-struct OpenQuestion<'a> {
-    shared: &'a Shared,
-    id: u64,
-}
-
-impl Drop for OpenQuestion<'_> {
-    fn drop(&mut self) {
-        let mut state = self.shared.lock();
-        if state
-            .question
-            .as_ref()
-            .is_some_and(|(id, _)| *id == self.id)
-        {
-            state.question = None;
-        }
-    }
-}
-
-impl Questions {
-    /// Waits for the answer line, the end of input, or the question being closed.
-    /// Cancel-safe: dropping the future withdraws the question.
-    pub async fn ask(&self) -> Reply {
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let (sender, receiver) = oneshot::channel();
-        {
-            let mut state = self.shared.lock();
-            if state.eof {
-                return Reply::EndOfInput;
-            }
-            // A newer question replaces an older one that was never withdrawn.
-            if let Some((_, old)) = state.question.replace((id, sender)) {
-                let _ = old.send(Reply::Closed);
-            }
-        }
-        let _open = OpenQuestion {
-            shared: &self.shared,
-            id,
-        };
-        self.shared.wake.notify_one();
-        receiver.await.unwrap_or(Reply::Closed)
-    }
-
-    /// Closes the open question without an answer (Ctrl-C), so it refuses.
-    pub fn close(&self) {
-        if let Some((_, answer)) = self.shared.lock().question.take() {
-            let _ = answer.send(Reply::Closed);
-        }
-    }
-
-    pub fn is_open(&self) -> bool {
-        self.shared.lock().question.is_some()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::question::{Asking, GUARD, Heard};
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
-    use tokio::io::{AsyncWriteExt, BufReader};
+    use tokio::io::{AsyncWriteExt, DuplexStream};
+
+    const PAST_THE_GUARD: Duration = Duration::from_millis(400);
+
+    fn line(text: &str) -> Heard {
+        Heard::Reply(Reply::Line(text.into()))
+    }
+
+    /// A terminal whose flushes are counted.
+    fn terminal() -> (Flush, Arc<AtomicUsize>) {
+        let count = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&count);
+        let flush = Flush::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        (flush, count)
+    }
+
+    /// Prompts and answers on one terminal: (keyboard, prompts, questions, flushes).
+    fn on_a_terminal() -> (DuplexStream, Prompts, Questions, Arc<AtomicUsize>) {
+        let (writer, reader) = tokio::io::duplex(64);
+        let (flush, flushes) = terminal();
+        let answers = Answers::FromPrompts {
+            terminal: Some(flush),
+        };
+        let (prompts, questions) = start(reader, true, answers);
+        (writer, prompts, questions, flushes)
+    }
+
+    /// Asks and draws the question, as the approver and the console do.
+    fn ask_and_draw(questions: &Questions, id: &str) -> Asking {
+        let asking = questions.ask(id);
+        questions.drawn(id);
+        asking
+    }
 
     #[tokio::test]
     async fn piped_answers_reach_their_questions_and_prompts_stay_prompts() {
         let input = &b"lights on\ny\nwhat time is it?\n"[..];
-        let (mut prompts, questions) = start(BufReader::new(input), false);
+        let answers = Answers::FromPrompts { terminal: None };
+        let (mut prompts, questions) = start(input, false, answers);
         assert_eq!(prompts.next().await.as_deref(), Some("lights on"));
-        assert_eq!(questions.ask().await, Reply::Line("y".into()));
+        assert_eq!(questions.ask("ap_1").next().await, line("y"));
         assert_eq!(prompts.next().await.as_deref(), Some("what time is it?"));
         assert_eq!(prompts.next().await, None);
         assert_eq!(
-            questions.ask().await,
-            Reply::EndOfInput,
+            questions.ask("ap_2").next().await,
+            Heard::Reply(Reply::EndOfInput),
             "at the end of input a question gets no answer"
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn type_ahead_from_a_terminal_is_never_taken_as_an_answer() {
-        let (mut writer, reader) = tokio::io::duplex(64);
-        let (mut prompts, questions) = start(BufReader::new(reader), true);
-        writer.write_all(b"first\nsecond prompt\n").await.unwrap();
+        let (mut keyboard, mut prompts, questions, _) = on_a_terminal();
+        keyboard.write_all(b"first\nsecond prompt\n").await.unwrap();
         assert_eq!(prompts.next().await.as_deref(), Some("first"));
         // "second prompt" was typed before any question: it waits as the next prompt.
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let answer = tokio::spawn({
-            let questions = questions.clone();
-            async move { questions.ask().await }
-        });
-        while !questions.is_open() {
-            tokio::task::yield_now().await;
-        }
-        writer.write_all(b"yes\n").await.unwrap();
-        assert_eq!(answer.await.unwrap(), Reply::Line("yes".into()));
+        let mut asking = ask_and_draw(&questions, "ap_1");
+        tokio::time::sleep(PAST_THE_GUARD).await;
+        keyboard.write_all(b"yes\n").await.unwrap();
+        assert_eq!(asking.next().await, line("yes"));
         assert_eq!(prompts.next().await.as_deref(), Some("second prompt"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_line_within_the_guard_is_too_soon_and_the_question_stays_open() {
+        let (mut keyboard, _prompts, questions, flushes) = on_a_terminal();
+        let mut asking = ask_and_draw(&questions, "ap_1");
+        assert_eq!(
+            flushes.load(Ordering::SeqCst),
+            1,
+            "drawing flushes the terminal"
+        );
+        tokio::time::sleep(GUARD - Duration::from_millis(1)).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        assert_eq!(asking.next().await, Heard::TooSoon("y".into()));
+        assert!(questions.is_open());
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        assert_eq!(asking.next().await, line("y"));
+        assert!(!questions.is_open());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_guard_starts_when_the_question_is_drawn_not_when_it_is_asked() {
+        let (mut keyboard, _prompts, questions, _) = on_a_terminal();
+        let mut asking = questions.ask("ap_1");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        assert_eq!(
+            asking.next().await,
+            Heard::TooSoon("y".into()),
+            "asked but not on screen"
+        );
+        questions.drawn("ap_1");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        assert_eq!(asking.next().await, Heard::TooSoon("y".into()));
+        tokio::time::sleep(PAST_THE_GUARD).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        assert_eq!(asking.next().await, line("y"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_question_drawn_before_it_is_asked_keeps_what_it_heard() {
+        let (mut keyboard, _prompts, questions, _) = on_a_terminal();
+        questions.drawn("ap_1");
+        keyboard.write_all(b"early\n").await.unwrap();
+        tokio::time::sleep(PAST_THE_GUARD).await;
+        keyboard.write_all(b"n\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let mut asking = questions.ask("ap_1");
+        assert_eq!(asking.next().await, Heard::TooSoon("early".into()));
+        assert_eq!(asking.next().await, line("n"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_question_has_a_guard_of_its_own() {
+        let (mut keyboard, _prompts, questions, flushes) = on_a_terminal();
+        let mut first = ask_and_draw(&questions, "ap_1");
+        tokio::time::sleep(PAST_THE_GUARD).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        assert_eq!(first.next().await, line("y"));
+        drop(first);
+        // The next question opens at once; the second `y` of a double `y` follows.
+        let mut second = ask_and_draw(&questions, "ap_2");
+        assert_eq!(flushes.load(Ordering::SeqCst), 2);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        assert_eq!(second.next().await, Heard::TooSoon("y".into()));
+        assert!(questions.is_open());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_y_meant_for_a_question_that_timed_out_does_not_answer_the_next() {
+        let (mut keyboard, _prompts, questions, _) = on_a_terminal();
+        let mut first = ask_and_draw(&questions, "ap_1");
+        let withdrawn = tokio::time::timeout(Duration::from_secs(1), first.next()).await;
+        assert!(withdrawn.is_err());
+        drop(first);
+        let mut second = ask_and_draw(&questions, "ap_2");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        assert_eq!(second.next().await, Heard::TooSoon("y".into()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_line_begun_before_the_question_is_too_soon_however_late_it_ends() {
+        let (mut keyboard, _prompts, questions, _) = on_a_terminal();
+        keyboard.write_all(b"y").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let mut asking = ask_and_draw(&questions, "ap_1");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        keyboard.write_all(b"\n").await.unwrap();
+        assert_eq!(asking.next().await, Heard::TooSoon("y".into()));
     }
 
     #[tokio::test]
     async fn end_of_input_during_a_question_answers_nothing() {
         let (writer, reader) = tokio::io::duplex(64);
-        let (_prompts, questions) = start(BufReader::new(reader), false);
-        let answer = tokio::spawn({
-            let questions = questions.clone();
-            async move { questions.ask().await }
-        });
-        while !questions.is_open() {
-            tokio::task::yield_now().await;
-        }
+        let answers = Answers::FromPrompts { terminal: None };
+        let (_prompts, questions) = start(reader, false, answers);
+        let mut asking = questions.ask("ap_1");
         drop(writer);
-        assert_eq!(answer.await.unwrap(), Reply::EndOfInput);
+        assert_eq!(asking.next().await, Heard::Reply(Reply::EndOfInput));
     }
 
     #[tokio::test]
     async fn a_withdrawn_question_leaves_the_next_line_to_the_prompts() {
         let (mut writer, reader) = tokio::io::duplex(64);
-        let (mut prompts, questions) = start(BufReader::new(reader), false);
-        let withdrawn = tokio::time::timeout(Duration::from_millis(10), questions.ask()).await;
+        let answers = Answers::FromPrompts { terminal: None };
+        let (mut prompts, questions) = start(reader, false, answers);
+        let mut asking = questions.ask("ap_1");
+        let withdrawn = tokio::time::timeout(Duration::from_millis(10), asking.next()).await;
         assert!(withdrawn.is_err());
+        drop(asking);
         assert!(!questions.is_open());
         writer.write_all(b"a prompt\n").await.unwrap();
         assert_eq!(prompts.next().await.as_deref(), Some("a prompt"));
@@ -271,15 +360,83 @@ mod tests {
     #[tokio::test]
     async fn closing_a_question_refuses_it() {
         let (_writer, reader) = tokio::io::duplex(64);
-        let (_prompts, questions) = start(BufReader::new(reader), false);
-        let answer = tokio::spawn({
-            let questions = questions.clone();
-            async move { questions.ask().await }
-        });
-        while !questions.is_open() {
-            tokio::task::yield_now().await;
-        }
+        let answers = Answers::FromPrompts { terminal: None };
+        let (_prompts, questions) = start(reader, false, answers);
+        let mut asking = questions.ask("ap_1");
         questions.close();
-        assert_eq!(answer.await.unwrap(), Reply::Closed);
+        assert_eq!(asking.next().await, Heard::Reply(Reply::Closed));
+    }
+
+    #[tokio::test]
+    async fn a_question_drawn_but_never_asked_ends_with_its_outcome() {
+        let (_writer, reader) = tokio::io::duplex(64);
+        let answers = Answers::FromPrompts { terminal: None };
+        let (_prompts, questions) = start(reader, false, answers);
+        questions.drawn("ap_1");
+        assert!(questions.is_open());
+        questions.decided("ap_2");
+        assert!(questions.is_open(), "another question's outcome");
+        questions.decided("ap_1");
+        assert!(!questions.is_open());
+    }
+
+    /// Prompts from a pipe, answers from a terminal of their own.
+    fn with_a_terminal_for_answers() -> (DuplexStream, DuplexStream, Prompts, Questions) {
+        let (pipe, prompt_source) = tokio::io::duplex(64);
+        let (keyboard, terminal_source) = tokio::io::duplex(64);
+        let (flush, _) = terminal();
+        let answers = Answers::FromTerminal {
+            source: Box::new(terminal_source),
+            flush,
+        };
+        let (prompts, questions) = start(prompt_source, false, answers);
+        (pipe, keyboard, prompts, questions)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_a_terminal_for_answers_a_piped_yes_is_a_prompt() {
+        let (mut pipe, mut keyboard, mut prompts, questions) = with_a_terminal_for_answers();
+        pipe.write_all(b"go\nyes\n").await.unwrap();
+        assert_eq!(prompts.next().await.as_deref(), Some("go"));
+        let mut asking = ask_and_draw(&questions, "ap_1");
+        tokio::time::sleep(PAST_THE_GUARD).await;
+        keyboard.write_all(b"n\n").await.unwrap();
+        assert_eq!(asking.next().await, line("n"));
+        assert_eq!(prompts.next().await.as_deref(), Some("yes"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_a_terminal_for_answers_what_was_typed_with_no_question_answers_nothing() {
+        let (_pipe, mut keyboard, _prompts, questions) = with_a_terminal_for_answers();
+        // Typed while nothing was asked (a real terminal's queue is also flushed).
+        keyboard.write_all(b"y\n").await.unwrap();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let mut asking = ask_and_draw(&questions, "ap_1");
+        assert_eq!(asking.next().await, Heard::TooSoon("y".into()));
+        tokio::time::sleep(PAST_THE_GUARD).await;
+        keyboard.write_all(b"yes\n").await.unwrap();
+        assert_eq!(asking.next().await, line("yes"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_a_terminal_for_answers_its_end_ends_only_the_open_question() {
+        let (mut pipe, keyboard, mut prompts, questions) = with_a_terminal_for_answers();
+        let mut asking = ask_and_draw(&questions, "ap_1");
+        drop(keyboard);
+        assert_eq!(asking.next().await, Heard::Reply(Reply::EndOfInput));
+        pipe.write_all(b"next\n").await.unwrap();
+        assert_eq!(prompts.next().await.as_deref(), Some("next"));
+    }
+
+    #[tokio::test]
+    async fn with_nowhere_to_ask_every_question_ends_at_once() {
+        let input = &b"go\nyes\n"[..];
+        let (mut prompts, questions) = start(input, false, Answers::Nowhere);
+        assert_eq!(prompts.next().await.as_deref(), Some("go"));
+        assert_eq!(
+            questions.ask("ap_1").next().await,
+            Heard::Reply(Reply::NowhereToAsk)
+        );
+        assert_eq!(prompts.next().await.as_deref(), Some("yes"));
     }
 }

@@ -1,23 +1,31 @@
 //! tau-terminal: the terminal channel.
 //!
-//! Owns the line chat's input (one reader for stdin: answers only while a question is
-//! open), the console that renders a turn, the approval prompt (every argument whole,
-//! wrapped to the terminal, everything from the model through tau-core's display
-//! function), and `TerminalApprover`. Knows nothing of models, tools or the gate's rules:
-//! it renders what tau-core hands it and answers what tau-core asks.
+//! Owns the line chat's input (one reader for stdin; answers only from a person at a
+//! terminal, and only for the question on screen), the console that renders a turn, the
+//! approval prompt (every argument whole, wrapped to the terminal, everything from the
+//! model through tau-core's display function), and `TerminalApprover`. Knows nothing of
+//! models, tools or the gate's rules: it renders what tau-core hands it and answers what
+//! tau-core asks.
 
 mod approver;
 mod console;
 mod escape;
 mod input;
+mod lines;
 mod prompt;
+mod question;
+#[cfg(test)]
+mod testing;
 mod texts;
+mod tty;
 mod width;
 mod wrap;
 
-pub use approver::{TERMINAL_CHANNEL, TerminalApprover};
+pub use approver::{NOWHERE_TO_ASK, TERMINAL_CHANNEL, TerminalApprover};
 pub use console::Console;
 pub use escape::{escape_for_terminal, sorted_json};
-pub use input::{Prompts, Questions, Reply, start as start_input};
+pub use input::{Answers, Prompts, start as start_input};
 pub use prompt::{parse_answer, render_prompt};
+pub use question::{Asking, Flush, Heard, Questions, Reply};
 pub use texts::{Texts, texts};
+pub use tty::{Input, start_stdin};

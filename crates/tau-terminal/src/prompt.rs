@@ -52,8 +52,13 @@ pub fn render_prompt(request: &ApprovalRequest, language: Language, columns: usi
             out.push_str(&wrap(&label(t.arguments), &hanging, &row, columns));
         }
     }
-    out.push_str(&format!("  └─ {} ", t.question));
+    out.push_str(&question_line(language));
     out
+}
+
+/// The prompt's last line, the question itself, with no newline.
+pub(crate) fn question_line(language: Language) -> String {
+    format!("  └─ {} ", texts(language).question)
 }
 
 /// A key as it is when it is a plain identifier, else JSON-quoted, so `"command "` and

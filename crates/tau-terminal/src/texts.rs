@@ -22,6 +22,10 @@ pub struct Texts {
     pub refused_cancelled: &'static str,
     pub refused_approver_failed: &'static str,
     pub refused_superseded: &'static str,
+    /// A line that came too soon after the question was drawn to be an answer to it.
+    pub too_soon: &'static str,
+    /// Why every question is refused when there is no terminal to ask on.
+    pub no_terminal: &'static str,
     pub new_session: &'static str,
     pub resumed_session: &'static str,
     pub result_ok: &'static str,
@@ -49,6 +53,8 @@ const EN: Texts = Texts {
     refused_cancelled: "refused: cancelled",
     refused_approver_failed: "refused: the approval could not be asked",
     refused_superseded: "refused: a newer message replaced the question",
+    too_soon: "ignored: typed before the question could be read",
+    no_terminal: "there is no terminal to ask on (stdin is not one, and there is no controlling terminal); start tau with --answers-from-stdin to read the answers from stdin",
     new_session: "new session",
     resumed_session: "resumed session",
     result_ok: "ok",
@@ -76,6 +82,8 @@ const TR: Texts = Texts {
     refused_cancelled: "reddedildi: iptal edildi",
     refused_approver_failed: "reddedildi: onay sorulamadı",
     refused_superseded: "reddedildi: yeni bir mesaj soruyu geçersiz kıldı",
+    too_soon: "yok sayıldı: soru okunamadan önce yazıldı",
+    no_terminal: "sorulacak bir terminal yok (stdin terminal değil ve denetleyen terminal yok); yanıtları stdin'den okumak için tau'yu --answers-from-stdin ile başlatın",
     new_session: "yeni oturum",
     resumed_session: "sürdürülen oturum",
     result_ok: "tamam",

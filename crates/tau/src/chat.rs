@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use tau_agent::{Model, SessionId, SessionRepository, SqliteSessions};
 use tau_core::{AgentParts, build_agent};
-use tau_terminal::{Console, TerminalApprover, start_input, texts};
-use tokio::io::BufReader;
+use tau_terminal::{Console, Input, TerminalApprover, start_stdin, texts};
 
 use crate::audit::AuditLog;
 use crate::context::{Context, Tools};
@@ -19,8 +18,11 @@ pub(crate) struct Chat {
     pub session: Option<SessionId>,
     pub model: Arc<dyn Model>,
     pub tools: Tools,
-    /// Prompts to send instead of reading them (the demo); answers still come from stdin.
+    /// Prompts to send instead of reading them (the demo); the answers are read as usual.
     pub prompts: Option<Vec<String>>,
+    /// `--answers-from-stdin`: when stdin is not a terminal, its lines answer the
+    /// approval prompts; otherwise the controlling terminal does, or nobody.
+    pub answers_from_stdin: bool,
 }
 
 /// A new session id: the start time and a few random characters.
@@ -43,6 +45,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
             startup_errors,
         },
         prompts: scripted,
+        answers_from_stdin,
     } = chat;
     let mut scripted = scripted.map(std::collections::VecDeque::from);
     let config = &ctx.loaded.config;
@@ -68,8 +71,15 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
     let stdout_tty = std::io::stdout().is_terminal();
     let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());
     let console = Console::new(Box::new(std::io::stdout()), stdout_tty, color, language);
-    let stdin_tty = std::io::stdin().is_terminal();
-    let (mut prompts, questions) = start_input(BufReader::new(tokio::io::stdin()), stdin_tty);
+    let Input {
+        mut prompts,
+        questions,
+        question_screen,
+        stdin_is_terminal: stdin_tty,
+    } = start_stdin(answers_from_stdin, stdout_tty);
+    if let Some(screen) = question_screen {
+        console.draw_questions_also_on(screen);
+    }
     let approver = Arc::new(TerminalApprover::new(
         Arc::clone(&console),
         questions.clone(),

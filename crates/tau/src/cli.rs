@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 /// tau: a personal agent hub. Tier-2 tools (physical actions, self-written code) run only
 /// after you say yes.
@@ -30,9 +30,14 @@ pub(crate) enum Command {
         /// Resume this conversation, or start it under this name
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
+        #[command(flatten)]
+        answers: AnswerArgs,
     },
     /// A scripted conversation, offline, with real approval prompts
-    Demo,
+    Demo {
+        #[command(flatten)]
+        answers: AnswerArgs,
+    },
     /// Stored conversations
     Sessions {
         #[command(subcommand)]
@@ -65,6 +70,16 @@ pub(crate) enum Command {
     },
     /// Shell completions
     Completions { shell: clap_complete::Shell },
+}
+
+/// Where the answers to approval prompts come from.
+#[derive(Debug, Args)]
+pub(crate) struct AnswerArgs {
+    /// When stdin is not a terminal, read the answers to approval prompts from it too, each
+    /// from the next line, as a script or a test writes them. Without it they come from the
+    /// controlling terminal, and with none every tier-2 call is refused
+    #[arg(long)]
+    pub answers_from_stdin: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -81,7 +81,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         events: tau_core::EventBus::new(),
     };
     match cli.command {
-        Command::Chat { session } => {
+        Command::Chat { session, answers } => {
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.home.create()?;
@@ -94,11 +94,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     model,
                     tools,
                     prompts: None,
+                    answers_from_stdin: answers.answers_from_stdin,
                 },
             )
             .await?;
         }
-        Command::Demo => demo::run(&ctx).await?,
+        Command::Demo { answers } => demo::run(&ctx, answers.answers_from_stdin).await?,
         Command::Sessions { command } => match command {
             SessionsCommand::List => print(&commands::sessions_list(&ctx)?),
             SessionsCommand::Show { name, json } => {

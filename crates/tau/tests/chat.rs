@@ -24,7 +24,14 @@ fn a_refused_tier_2_call_leaves_no_trace_but_its_events() {
         answer("OK, I did not run it.")
     ]));
     let run = tau.run(
-        &["--model", &model, "chat", "--session", "s1"],
+        &[
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
         "make a file\nn\n",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -58,7 +65,14 @@ fn an_approved_tier_2_call_runs() {
         answer("Done.")
     ]));
     let run = tau.run(
-        &["--model", &model, "chat", "--session", "s1"],
+        &[
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
         "make a file\n  YES \n",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -152,7 +166,17 @@ fn escaping_holds_for_esc_csi_bidi_and_zero_width_characters() {
         tool_call("t1", "run_command", &sneaky),
         answer("ok")
     ]));
-    let run = tau.run(&["--model", &model, "chat", "--session", "s1"], "go\nn\n");
+    let run = tau.run(
+        &[
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
+        "go\nn\n",
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     for raw in ['\u{1b}', '\u{9b}', '\u{202e}', '\u{200b}'] {
         assert!(
@@ -173,7 +197,14 @@ fn an_answer_never_swallows_a_prompt() {
         answer("It is late."),
     ]));
     let run = tau.run(
-        &["--model", &model, "chat", "--session", "s1"],
+        &[
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
         "run it\nno\nwhat time is it?\n",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -195,7 +226,17 @@ fn end_of_input_during_a_question_rejects() {
         tool_call("t1", "run_command", &json!({"command": "touch proof.txt"})),
         answer("Not run.")
     ]));
-    let run = tau.run(&["--model", &model, "chat", "--session", "s1"], "go\n");
+    let run = tau.run(
+        &[
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
+        "go\n",
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!tau.workspace().join("proof.txt").exists());
     let events = tau.audit_events();
@@ -304,7 +345,17 @@ fn a_running_tool_shows_its_progress_as_plain_lines_when_not_a_terminal() {
         ),
         answer("Done.")
     ]));
-    let run = tau.run(&["--model", &model, "chat", "--session", "s1"], "go\ny\n");
+    let run = tau.run(
+        &[
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
+        "go\ny\n",
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let progress: Vec<&str> = run
         .stdout

@@ -137,6 +137,7 @@ fn a_question_nobody_answers_is_withdrawn_at_the_gate_timeout() {
             "--model",
             &model,
             "chat",
+            "--answers-from-stdin",
             "--session",
             "s1",
         ],
@@ -188,7 +189,7 @@ fn a_question_nobody_answers_is_withdrawn_at_the_gate_timeout() {
 #[test]
 fn the_demo_runs_offline_with_real_answers_and_prints_the_audit_log() {
     let tau = Tau::new();
-    let run = tau.run(&["demo"], "y\nn\n");
+    let run = tau.run(&["demo", "--answers-from-stdin"], "y\nn\n");
     assert_eq!(run.code, 0, "{}", run.stderr);
     let (chat, audit) = run.stdout.split_once("\naudit.jsonl").unwrap();
     let port = regex_port(chat);
@@ -264,7 +265,17 @@ fn ctrl_c_stops_a_running_approved_command_and_everything_it_started() {
         common::tool_call("t1", "run_command", &json!({"command": command})),
         common::answer("never asked"),
     ]));
-    let mut live = Live::start(&tau, &["--model", &model, "chat", "--session", "s1"]);
+    let mut live = Live::start(
+        &tau,
+        &[
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
+    );
     live.send("run it\n");
     live.wait_for("run it? [y/N]");
     live.send("y\n");

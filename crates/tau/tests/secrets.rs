@@ -134,6 +134,7 @@ fn a_command_never_sees_the_provider_key_or_tau_tokens() {
         "--model",
         &model,
         "chat",
+        "--answers-from-stdin",
     ]);
     for (name, value) in [
         ("OPENAI_API_KEY", "sk-openai-secret"),

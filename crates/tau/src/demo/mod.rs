@@ -25,7 +25,8 @@ Answer y (or e/evet) to run a tier-2 call; anything else refuses it.
 
 ";
 
-pub(crate) async fn run(ctx: &Context) -> anyhow::Result<()> {
+/// `answers_from_stdin`: as `tau chat --answers-from-stdin`.
+pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Result<()> {
     let dir = tempfile::Builder::new().prefix("tau-demo-").tempdir()?;
     let home = Home::at(dir.path());
     home.create()?;
@@ -61,6 +62,7 @@ pub(crate) async fn run(ctx: &Context) -> anyhow::Result<()> {
             model,
             tools,
             prompts: Some(vec![PROMPT.to_owned()]),
+            answers_from_stdin,
         },
     )
     .await?;

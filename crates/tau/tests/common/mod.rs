@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod peers;
+pub mod pty;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -48,9 +49,24 @@ impl Tau {
         format!("replay:{}", path.display())
     }
 
+    /// tau with these arguments, in a session of its own without a controlling terminal
+    /// (under util-linux `setsid`), so it can never read the terminal `cargo test` was
+    /// started from: a run is the same from a terminal and from CI. Where stdin is not a
+    /// terminal, tau then has nobody to ask unless it is given `--answers-from-stdin`.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tau"));
+        self.command_in_session(&[], args)
+    }
+
+    /// tau with `args` under `setsid -w`, `before` coming between the two (`-c`: the
+    /// terminal on stdin becomes the controlling terminal; a program that execs tau).
+    /// Without a fork `setsid` execs in place, so the child's pid is tau's; `-w` passes
+    /// tau's exit status on when it forks.
+    pub fn command_in_session(&self, before: &[&str], args: &[&str]) -> Command {
+        let mut command = Command::new(SETSID);
         command
+            .arg("-w")
+            .args(before)
+            .arg(env!("CARGO_BIN_EXE_tau"))
             .args(["--home", self.home().to_str().unwrap()])
             .args(args)
             .env_clear()
@@ -76,12 +92,12 @@ impl Tau {
 
     /// Runs a prepared command with `stdin` piped in and waits for it.
     pub fn run_with(&self, mut command: Command, stdin: &str) -> Run {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn(
+            command
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        );
         child
             .stdin
             .take()
@@ -135,6 +151,16 @@ impl From<Output> for Run {
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
     }
+}
+
+/// util-linux's `setsid`, found on PATH (Debian's util-linux is always installed).
+pub const SETSID: &str = "setsid";
+
+/// Spawns `command`, saying what is missing when `setsid` is.
+pub fn spawn(command: &mut Command) -> std::process::Child {
+    command
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start tau under `{SETSID}` (util-linux): {error}"))
 }
 
 pub fn exists(path: &Path) -> bool {
