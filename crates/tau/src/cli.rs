@@ -105,7 +105,11 @@ pub(crate) enum RoutinesCommand {
     Show { name: String },
     /// Runs a routine's action now, through the gate; calls it is not exempt for are
     /// asked here
-    Run { name: String },
+    Run {
+        name: String,
+        #[command(flatten)]
+        answers: AnswerArgs,
+    },
     /// Switches a routine on
     Enable { name: String },
     /// Switches a routine off; it stays set up

@@ -115,8 +115,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Routines { command } => match command {
             RoutinesCommand::List => print(&routines::list(&ctx).await?),
             RoutinesCommand::Show { name } => print(&routines::show(&ctx, &name).await?),
-            RoutinesCommand::Run { name } => {
-                if !routines::run(&ctx, &name).await? {
+            RoutinesCommand::Run { name, answers } => {
+                if !routines::run(&ctx, &name, answers.answers_from_stdin).await? {
                     return Ok(ExitCode::from(1));
                 }
             }

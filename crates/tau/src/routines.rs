@@ -16,8 +16,7 @@ use tau_reflex::{
     TurnPrompts, config_routines as validate_config, defs_from_toml, describe_action, record,
     run_action,
 };
-use tau_terminal::{Console, TerminalApprover, start_input};
-use tokio::io::BufReader;
+use tau_terminal::{Console, Input, TerminalApprover, start_stdin};
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::AuditLog;
@@ -282,8 +281,13 @@ pub(crate) async fn switch(ctx: &Context, name: &str, enabled: bool) -> anyhow::
 }
 
 /// Runs one routine's action now. Its exemption applies; any other tier-2 call is asked at
-/// this terminal. Returns whether it succeeded.
-pub(crate) async fn run(ctx: &Context, name: &str) -> anyhow::Result<bool> {
+/// this terminal (from stdin's lines with `answers_from_stdin`, as `tau chat` does).
+/// Returns whether it succeeded.
+pub(crate) async fn run(
+    ctx: &Context,
+    name: &str,
+    answers_from_stdin: bool,
+) -> anyhow::Result<bool> {
     let (book, tools) = book(ctx).await?;
     let routine = find(&book, name)?.clone();
     crate::logging::init(&ctx.home, &*ctx.env)?;
@@ -300,10 +304,14 @@ pub(crate) async fn run(ctx: &Context, name: &str) -> anyhow::Result<bool> {
     let stdout_tty = std::io::stdout().is_terminal();
     let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());
     let console = Console::new(Box::new(std::io::stdout()), stdout_tty, color, language);
-    let (_prompts, questions) = start_input(
-        BufReader::new(tokio::io::stdin()),
-        std::io::stdin().is_terminal(),
-    );
+    let Input {
+        questions,
+        question_screen,
+        ..
+    } = start_stdin(answers_from_stdin, stdout_tty);
+    if let Some(screen) = question_screen {
+        console.draw_questions_also_on(screen);
+    }
     let approver = Arc::new(TerminalApprover::new(Arc::clone(&console), questions));
     if !matches!(routine.action, Action::Prompt { .. }) {
         // No turn projects this call: its question and outcome are drawn from its events.

@@ -25,7 +25,14 @@ fn create_chat(tau: &Tau, answer_line: &str) -> common::Run {
         answer("Done.")
     ]));
     tau.run(
-        &["--model", &model, "chat", "--session", "s1"],
+        &[
+            "--model",
+            &model,
+            "chat",
+            "--session",
+            "s1",
+            "--answers-from-stdin",
+        ],
         &format!("say hi every ten minutes\n{answer_line}\n"),
     )
 }
@@ -158,7 +165,7 @@ fn a_routine_not_exempt_is_asked_at_the_terminal_when_run_by_hand() {
         shown.contains("exemption  none: it changed since it was approved"),
         "{shown}"
     );
-    let run = tau.run(&["routines", "run", "hello"], "n\n");
+    let run = tau.run(&["routines", "run", "hello", "--answers-from-stdin"], "n\n");
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stdout.contains("approval needed"), "{}", run.stdout);
     assert!(
