@@ -26,7 +26,7 @@ pub(crate) struct Chat {
 }
 
 /// A new session id: the start time and a few random characters.
-fn new_session_id() -> anyhow::Result<SessionId> {
+pub(crate) fn new_session_id() -> anyhow::Result<SessionId> {
     let now = jiff::ZonedDateTime::now();
     let nanos = jiff::Timestamp::now().subsec_nanosecond().unsigned_abs();
     let suffix =

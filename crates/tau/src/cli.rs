@@ -33,6 +33,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         answers: AnswerArgs,
     },
+    /// Chat full-screen: a streaming transcript and an approval card; without --session,
+    /// pick a recent session or a new one
+    Tui {
+        /// Resume this conversation, or start it under this name
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+    },
     /// A scripted conversation, offline, with real approval prompts
     Demo {
         #[command(flatten)]

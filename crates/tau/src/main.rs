@@ -21,6 +21,7 @@ mod routines;
 mod settings;
 mod signals;
 mod token_file;
+mod tui;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -98,6 +99,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
             )
             .await?;
+        }
+        Command::Tui { session } => {
+            let session = session.as_deref().map(commands::session_id).transpose()?;
+            let model = ctx.model()?;
+            ctx.home.create()?;
+            logging::init(&ctx.home, &*ctx.env)?;
+            let tools = ctx.catalog_with_routines().await?;
+            return tui::run(&ctx, session, model, tools).await;
         }
         Command::Demo { answers } => demo::run(&ctx, answers.answers_from_stdin).await?,
         Command::Sessions { command } => match command {

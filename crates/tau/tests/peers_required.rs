@@ -21,7 +21,8 @@ fn child(name: &str, env: &[(&str, &str)]) -> Output {
         .args(["--exact", name, "--ignored", "--test-threads=1"])
         .env_remove("TAU_PEERS_REQUIRED")
         .env_remove("TAU_TEST_PYTHON")
-        .env_remove("TAU_TEST_NPM_BIN");
+        .env_remove("TAU_TEST_NPM_BIN")
+        .env_remove("TAU_TEST_TMUX");
     for (key, value) in env {
         command.env(key, value);
     }
@@ -61,6 +62,21 @@ fn a_missing_npm_peer_fails_when_peers_are_required() {
         ("TAU_TEST_NPM_BIN", "/nonexistent/bin"),
         "TAU_PEERS_REQUIRED is set, but there is no npm peer mcp-inspector",
     );
+}
+
+#[test]
+fn a_missing_tmux_fails_when_peers_are_required() {
+    assert_required(
+        "child_wants_tmux",
+        ("TAU_TEST_TMUX", "/nonexistent/tmux"),
+        "TAU_PEERS_REQUIRED is set, but there is no tmux",
+    );
+}
+
+#[test]
+#[ignore = "child process of a_missing_tmux_fails_when_peers_are_required; run by it"]
+fn child_wants_tmux() {
+    let _ = peers::tmux();
 }
 
 #[test]

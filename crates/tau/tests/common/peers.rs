@@ -80,6 +80,25 @@ pub fn npm_bin(name: &str) -> Option<String> {
     }
 }
 
+/// The tmux that drives `tau tui` like a terminal (`TAU_TEST_TMUX`, else `tmux` on the
+/// PATH, which `scripts/test` installs), or `None` after saying why not.
+pub fn tmux() -> Option<String> {
+    let tmux = std::env::var("TAU_TEST_TMUX").unwrap_or_else(|_| "tmux".to_owned());
+    let usable = Command::new(&tmux)
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if usable {
+        Some(tmux)
+    } else {
+        missing(&format!(
+            "there is no tmux ({tmux}); set TAU_TEST_TMUX or run scripts/test, which installs it"
+        ))
+    }
+}
+
 /// Runs the Python MCP client (`client.py`) with `args`, whatever becomes of it.
 pub fn client_output(python: &str, tau: &Tau, args: &[&str]) -> std::process::Output {
     Command::new(python)

@@ -1,0 +1,232 @@
+//! `TuiApprover`: waits for the person's key on the card. The card itself is drawn from
+//! the `approval_requested` event and taken away by `approval_decided`; this only waits
+//! for the answer to the question with the same id, and says who gave it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use tau_core::{Answer, ApprovalRequest, Approver, ApproverError, DecidedBy, Decision};
+use tokio::sync::oneshot;
+
+/// The channel name in approval requests and `decided_by`.
+pub const TUI_CHANNEL: &str = "tui";
+
+#[derive(Default)]
+struct State {
+    waiting: HashMap<String, oneshot::Sender<Answer>>,
+    /// Answers keyed before `decide` was reached (the card is drawn from the event the
+    /// gate emits just before it asks).
+    early: HashMap<String, Answer>,
+}
+
+/// The open questions, shared by the approver and the event loop.
+#[derive(Clone, Default)]
+pub struct Questions {
+    state: Arc<Mutex<State>>,
+}
+
+impl Questions {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The person answered the question `approval_id` with a key on its card.
+    pub(crate) fn answer(&self, approval_id: &str, decision: Decision) {
+        let answer = Answer {
+            decision,
+            decided_by: DecidedBy::person(TUI_CHANNEL),
+        };
+        self.send(approval_id, answer);
+    }
+
+    fn send(&self, approval_id: &str, answer: Answer) {
+        let mut state = self.lock();
+        match state.waiting.remove(approval_id) {
+            Some(sender) => {
+                let _ = sender.send(answer);
+            }
+            None => {
+                state.early.insert(approval_id.to_owned(), answer);
+            }
+        }
+    }
+
+    /// Closes every open question without an answer (Ctrl-C): each refuses, decided by
+    /// `cancelled`.
+    pub(crate) fn close_all(&self) {
+        let mut state = self.lock();
+        state.early.clear();
+        for (_, sender) in state.waiting.drain() {
+            let _ = sender.send(Answer::rejected(DecidedBy::Cancelled));
+        }
+    }
+
+    /// Forgets what a finished question left behind.
+    pub(crate) fn forget(&self, approval_id: &str) {
+        self.lock().early.remove(approval_id);
+    }
+
+    #[cfg(test)]
+    fn open(&self) -> usize {
+        self.lock().waiting.len()
+    }
+
+    async fn ask(&self, approval_id: &str) -> Answer {
+        let receiver = {
+            let mut state = self.lock();
+            if let Some(answer) = state.early.remove(approval_id) {
+                return answer;
+            }
+            let (sender, receiver) = oneshot::channel();
+            state.waiting.insert(approval_id.to_owned(), sender);
+            receiver
+        };
+        let _open = Withdraw {
+            questions: self,
+            approval_id,
+        };
+        receiver
+            .await
+            .unwrap_or_else(|_| Answer::rejected(DecidedBy::Cancelled))
+    }
+}
+
+/// Withdraws the question when its future is dropped (the gate's timeout).
+struct Withdraw<'a> {
+    questions: &'a Questions,
+    approval_id: &'a str,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        self.questions.lock().waiting.remove(self.approval_id);
+    }
+}
+
+/// Asks the person at the TUI. Cancel-safe: when the gate drops the future (its timeout),
+/// the question is withdrawn; the card goes when `approval_decided` arrives.
+#[derive(Clone, Default)]
+pub struct TuiApprover {
+    questions: Questions,
+}
+
+impl TuiApprover {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The questions this approver waits on; the event loop answers them.
+    pub fn questions(&self) -> Questions {
+        self.questions.clone()
+    }
+}
+
+#[async_trait]
+impl Approver for TuiApprover {
+    fn name(&self) -> &str {
+        TUI_CHANNEL
+    }
+
+    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
+        Ok(self.questions.ask(&request.approval_id).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+    use std::time::Duration;
+    use tau_core::Tier;
+
+    fn request(id: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            approval_id: id.into(),
+            tool: "run_command".into(),
+            tier: Tier::Physical,
+            effect: "runs a shell command".into(),
+            arguments: json!({"command": "ls"}),
+            tool_use_id: "t1".into(),
+            channel: TUI_CHANNEL.into(),
+            deadline: None,
+        }
+    }
+
+    async fn until_open(questions: &Questions, n: usize) {
+        while questions.open() < n {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_key_answers_its_own_question_as_a_person_on_the_tui() {
+        let approver = TuiApprover::new();
+        let questions = approver.questions();
+        let first = tokio::spawn({
+            let approver = approver.clone();
+            async move { approver.decide(request("ap_1")).await }
+        });
+        until_open(&questions, 1).await;
+        // An answer to another question is not an answer to this one.
+        questions.answer("ap_other", Decision::Approved);
+        assert_eq!(questions.open(), 1);
+        questions.answer("ap_1", Decision::Rejected);
+        assert_eq!(
+            first.await.unwrap().unwrap(),
+            Answer {
+                decision: Decision::Rejected,
+                decided_by: DecidedBy::person("tui")
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answer_keyed_before_decide_is_kept_for_that_question_only() {
+        let approver = TuiApprover::new();
+        let questions = approver.questions();
+        questions.answer("ap_1", Decision::Approved);
+        assert_eq!(
+            approver.decide(request("ap_1")).await.unwrap(),
+            Answer::approved_by("tui")
+        );
+        // Used once: the same id asked again waits.
+        let again =
+            tokio::time::timeout(Duration::from_millis(20), approver.decide(request("ap_1"))).await;
+        assert!(again.is_err());
+    }
+
+    #[tokio::test]
+    async fn ctrl_c_closes_every_question_as_cancelled() {
+        let approver = TuiApprover::new();
+        let questions = approver.questions();
+        let waiting = tokio::spawn({
+            let approver = approver.clone();
+            async move { approver.decide(request("ap_1")).await }
+        });
+        until_open(&questions, 1).await;
+        questions.close_all();
+        assert_eq!(
+            waiting.await.unwrap().unwrap(),
+            Answer::rejected(DecidedBy::Cancelled)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_timed_out_question_is_withdrawn_and_a_late_key_answers_nothing() {
+        let approver = TuiApprover::new();
+        let questions = approver.questions();
+        let timed_out =
+            tokio::time::timeout(Duration::from_millis(10), approver.decide(request("ap_1"))).await;
+        assert!(timed_out.is_err());
+        assert_eq!(questions.open(), 0);
+        // The late key is kept as an early answer to that id; the next question has a new
+        // id, and the finished one is forgotten when its decision arrives.
+        questions.answer("ap_1", Decision::Approved);
+        questions.forget("ap_1");
+        let next =
+            tokio::time::timeout(Duration::from_millis(10), approver.decide(request("ap_2"))).await;
+        assert!(next.is_err());
+    }
+}

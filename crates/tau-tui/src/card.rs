@@ -1,0 +1,288 @@
+//! The approval card: a modal naming the tool, its tier, tau's own text of the effect and
+//! every argument whole, scrollable when long. Its answers are guarded: a key pressed
+//! before the card was drawn, or within [`ANSWER_GUARD`] after, is not an answer, and `y`
+//! counts only once the whole card has been on screen.
+
+use std::time::{Duration, Instant};
+
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+use tau_core::{Tier, display};
+
+use crate::args::pretty;
+use crate::texts::Texts;
+use crate::wrap::{width, wrap};
+
+/// How long after a card is first drawn keys still do not answer it: long enough for a
+/// key already on its way (typing ahead, a repeat) to land harmlessly.
+pub(crate) const ANSWER_GUARD: Duration = Duration::from_millis(300);
+
+/// One open question, as its `approval_requested` event described it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Card {
+    pub approval_id: String,
+    pub tool: String,
+    pub tier: Tier,
+    /// tau's own text, from the tool's registration; never the model's.
+    pub effect: String,
+    pub arguments: Value,
+    /// When the gate withdraws the question.
+    pub deadline: Option<jiff::Timestamp>,
+    /// When the card was first on screen.
+    pub shown_at: Option<Instant>,
+    /// The first body row in the window.
+    pub scroll: usize,
+    /// The last body row has been on screen.
+    pub seen_end: bool,
+    /// A key came before the guard time was over.
+    pub ignored_early: bool,
+}
+
+impl Card {
+    pub(crate) fn new(
+        approval_id: &str,
+        tool: &str,
+        tier: Tier,
+        effect: &str,
+        arguments: &Value,
+        deadline: Option<&str>,
+    ) -> Self {
+        Self {
+            approval_id: approval_id.to_owned(),
+            tool: tool.to_owned(),
+            tier,
+            effect: effect.to_owned(),
+            arguments: arguments.clone(),
+            deadline: deadline.and_then(|d| d.parse().ok()),
+            shown_at: None,
+            scroll: 0,
+            seen_end: false,
+            ignored_early: false,
+        }
+    }
+
+    /// True when a key read at `at` can answer this card: it was drawn, and the guard
+    /// time had passed when the key came.
+    pub(crate) fn answers_at(&self, at: Instant) -> bool {
+        self.shown_at
+            .is_some_and(|shown| at.saturating_duration_since(shown) >= ANSWER_GUARD)
+    }
+}
+
+/// What the card's footer needs to know besides the card.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Moment {
+    pub now: Instant,
+    pub wall: jiff::Timestamp,
+    /// Questions behind this one.
+    pub waiting: usize,
+}
+
+/// The card laid out in a frame: where it goes and every row it has.
+pub(crate) struct CardView {
+    pub rect: Rect,
+    pub title: Line<'static>,
+    pub body: Vec<Line<'static>>,
+    pub footer: Vec<Line<'static>>,
+    /// Body rows that fit in the window.
+    pub window: usize,
+}
+
+impl CardView {
+    pub(crate) fn max_scroll(&self) -> usize {
+        self.body.len().saturating_sub(self.window)
+    }
+
+    /// Lays `card` out in `area` (the screen above the status bar).
+    pub(crate) fn new(card: &Card, area: Rect, t: &Texts, moment: Moment) -> Self {
+        let outer_width = if area.width >= 50 {
+            (area.width - 4).min(84)
+        } else {
+            area.width
+        };
+        // A cell of padding on each side inside the border.
+        let inner_width = usize::from(outer_width.saturating_sub(4));
+        let body = body(card, inner_width, t);
+        let inner_limit = usize::from(area.height.saturating_sub(2));
+        // Rows below the window, for a window of `window` rows at the card's scroll.
+        let hidden = |window: usize| {
+            let scroll = card.scroll.min(body.len().saturating_sub(window));
+            body.len().saturating_sub(scroll + window)
+        };
+        let mut footer = footer(card, inner_width, t, moment, 0);
+        let mut window = inner_limit.saturating_sub(footer.len());
+        if hidden(window) > 0 {
+            // The note on what is below may take a row of the window.
+            footer = self::footer(card, inner_width, t, moment, hidden(window));
+            window = inner_limit.saturating_sub(footer.len());
+            footer = self::footer(card, inner_width, t, moment, hidden(window));
+        }
+        let window = window.min(body.len());
+        let inner_height = u16::try_from(window + footer.len()).unwrap_or(u16::MAX);
+        let height = inner_height.saturating_add(2).min(area.height);
+        let rect = Rect {
+            x: area.x + (area.width - outer_width) / 2,
+            y: area.y + (area.height - height) / 2,
+            width: outer_width,
+            height,
+        };
+        let title = Line::from(Span::styled(
+            format!(" {} ", t.card_title),
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+        Self {
+            rect,
+            title,
+            body,
+            footer,
+            window,
+        }
+    }
+}
+
+fn dim() -> Style {
+    Style::new().fg(Color::DarkGray)
+}
+
+/// The rows of the card's body: tool, tier, effect, then every argument.
+fn body(card: &Card, columns: usize, t: &Texts) -> Vec<Line<'static>> {
+    let label_width = [t.tool, t.tier, t.effect]
+        .iter()
+        .map(|l| width(l))
+        .max()
+        .unwrap_or(0)
+        + 2;
+    let mut rows = Vec::new();
+    let labelled = |rows: &mut Vec<Line<'static>>, label: &str, value: String, style: Style| {
+        let value_columns = columns.saturating_sub(label_width);
+        for (i, piece) in wrap(&value, value_columns).into_iter().enumerate() {
+            let head = if i == 0 { label } else { "" };
+            let pad = label_width.saturating_sub(width(head));
+            rows.push(Line::from(vec![
+                Span::styled(format!("{head}{}", " ".repeat(pad)), dim()),
+                Span::styled(piece, style),
+            ]));
+        }
+    };
+    labelled(
+        &mut rows,
+        t.tool,
+        display(&card.tool),
+        Style::new().add_modifier(Modifier::BOLD),
+    );
+    labelled(
+        &mut rows,
+        t.tier,
+        card.tier.to_string(),
+        tier_style(Some(card.tier)),
+    );
+    labelled(&mut rows, t.effect, display(&card.effect), Style::new());
+    rows.push(Line::from(Span::styled(t.arguments.to_owned(), dim())));
+    rows.extend(argument_rows(&card.arguments, columns, t));
+    rows
+}
+
+/// Pretty-printed arguments wrapped at `columns`, for the card and an expanded call.
+pub(crate) fn argument_rows(arguments: &Value, columns: usize, t: &Texts) -> Vec<Line<'static>> {
+    let mut rows = Vec::new();
+    for arg in pretty(arguments, t) {
+        let indent = 2 * arg.depth;
+        let pieces = wrap(&arg.text, columns.saturating_sub(indent + 2));
+        let last = pieces.len().saturating_sub(1);
+        for (i, piece) in pieces.into_iter().enumerate() {
+            let pad = if i == 0 { indent } else { indent + 2 };
+            let mut spans = vec![Span::raw(" ".repeat(pad)), Span::raw(piece)];
+            if i == last
+                && let Some(note) = &arg.note
+            {
+                let note = format!("  ({note})");
+                let used: usize = spans.iter().map(|s| width(&s.content)).sum();
+                if used + width(&note) <= columns {
+                    spans.push(Span::styled(note, dim()));
+                } else {
+                    rows.push(Line::from(spans));
+                    spans = vec![
+                        Span::raw(" ".repeat(indent + 2)),
+                        Span::styled(note.trim_start().to_owned(), dim()),
+                    ];
+                }
+            }
+            rows.push(Line::from(spans));
+        }
+    }
+    rows
+}
+
+/// The footer: what else the person should know, then the keys that answer.
+fn footer(
+    card: &Card,
+    columns: usize,
+    t: &Texts,
+    moment: Moment,
+    hidden: usize,
+) -> Vec<Line<'static>> {
+    let mut notes: Vec<String> = Vec::new();
+    if hidden > 0 {
+        notes.push(t.more_lines.replace("{n}", &hidden.to_string()));
+    }
+    if let Some(deadline) = card.deadline {
+        let left = deadline
+            .duration_since(moment.wall)
+            .as_secs()
+            .max(0)
+            .unsigned_abs();
+        let time = format!("{}:{:02}", left / 60, left % 60);
+        notes.push(t.withdrawn_in.replace("{time}", &time));
+    }
+    if moment.waiting > 0 {
+        notes.push(t.more_waiting.replace("{n}", &moment.waiting.to_string()));
+    }
+    if card.ignored_early {
+        notes.push(t.early_key.to_owned());
+    }
+    let mut rows = pack(&notes, columns, Style::new().fg(Color::Yellow));
+    let keys: Vec<String> = if !card.answers_at(moment.now) {
+        vec![t.wait.to_owned()]
+    } else if card.seen_end || hidden == 0 {
+        vec![t.approve_key.to_owned(), t.reject_key.to_owned()]
+    } else {
+        vec![t.reject_key.to_owned(), t.scroll_first.to_owned()]
+    };
+    rows.extend(pack(
+        &keys,
+        columns,
+        Style::new().add_modifier(Modifier::BOLD),
+    ));
+    rows
+}
+
+/// Items joined by ` · `, a new row where the next one would not fit; an item wider than
+/// a row is wrapped.
+fn pack(items: &[String], columns: usize, style: Style) -> Vec<Line<'static>> {
+    let mut rows: Vec<String> = Vec::new();
+    for item in items {
+        match rows.last_mut() {
+            Some(row) if width(row) + 3 + width(item) <= columns => {
+                row.push_str(" · ");
+                row.push_str(item);
+            }
+            _ => rows.extend(wrap(item, columns)),
+        }
+    }
+    rows.into_iter()
+        .map(|row| Line::from(Span::styled(row, style)))
+        .collect()
+}
+
+/// The colour of a tier's badge: the higher the tier, the louder.
+pub(crate) fn tier_style(tier: Option<Tier>) -> Style {
+    let color = match tier {
+        Some(Tier::Read) => Color::Green,
+        Some(Tier::Write) => Color::Cyan,
+        Some(Tier::Physical) => Color::Red,
+        None => Color::Magenta,
+    };
+    Style::new().fg(color).add_modifier(Modifier::BOLD)
+}

@@ -1,0 +1,248 @@
+//! What the TUI says, in each UI language. The notices themselves come from tau-core.
+
+use tau_core::Language;
+
+/// The TUI's own words.
+#[derive(Debug)]
+pub(crate) struct Texts {
+    pub you: &'static str,
+    pub tau: &'static str,
+    pub card_title: &'static str,
+    pub tier: &'static str,
+    pub tool: &'static str,
+    pub effect: &'static str,
+    pub arguments: &'static str,
+    pub approve_key: &'static str,
+    pub reject_key: &'static str,
+    pub wait: &'static str,
+    pub scroll_first: &'static str,
+    /// `{n}` more lines below the card's window.
+    pub more_lines: &'static str,
+    /// `{time}` until the question is withdrawn.
+    pub withdrawn_in: &'static str,
+    /// `{n}` questions behind the one on screen.
+    pub more_waiting: &'static str,
+    pub early_key: &'static str,
+    /// The unit of an argument's length.
+    pub character: &'static str,
+    pub characters: &'static str,
+    pub thousands: char,
+    pub session: &'static str,
+    /// `{n}` of `{max}` model calls left in this turn.
+    pub calls_left: &'static str,
+    /// `{n}` approvals pending.
+    pub approvals: &'static str,
+    pub ready: &'static str,
+    pub running: &'static str,
+    pub cancelling: &'static str,
+    pub input_title: &'static str,
+    pub input_busy: &'static str,
+    /// A paste longer than `{kib}` KiB was cut.
+    pub paste_cut: &'static str,
+    pub call_running: &'static str,
+    pub call_waiting: &'static str,
+    pub call_ran: &'static str,
+    pub call_failed: &'static str,
+    pub call_refused: &'static str,
+    pub call_timed_out: &'static str,
+    pub call_cancelled: &'static str,
+    pub call_unknown: &'static str,
+    pub call_invalid: &'static str,
+    pub call_earlier_ok: &'static str,
+    pub call_earlier_error: &'static str,
+    pub by_you: &'static str,
+    /// A person on `{channel}`.
+    pub by_person: &'static str,
+    pub by_timeout: &'static str,
+    pub by_end_of_input: &'static str,
+    pub by_cancelled: &'static str,
+    pub by_approver_failed: &'static str,
+    /// The routine `{name}`.
+    pub by_exemption: &'static str,
+    pub by_superseded: &'static str,
+    pub by_policy: &'static str,
+    pub result: &'static str,
+    pub result_so_far: &'static str,
+    pub no_result: &'static str,
+    pub new_session: &'static str,
+    pub resumed_session: &'static str,
+    pub sessions_title: &'static str,
+    pub start_new: &'static str,
+    pub column_name: &'static str,
+    pub column_last: &'static str,
+    pub column_messages: &'static str,
+    pub picker_keys: &'static str,
+}
+
+const EN: Texts = Texts {
+    you: "you",
+    tau: "tau",
+    card_title: "tau asks: approval needed",
+    tier: "tier",
+    tool: "tool",
+    effect: "effect",
+    arguments: "arguments",
+    approve_key: "y run it",
+    reject_key: "n/Esc refuse",
+    wait: "wait…",
+    scroll_first: "scroll to the end to answer (↓ PgDn End)",
+    more_lines: "↓ {n} more lines",
+    withdrawn_in: "withdrawn in {time}",
+    more_waiting: "{n} more waiting",
+    early_key: "a key pressed too early was ignored",
+    character: "char",
+    characters: "chars",
+    thousands: ',',
+    session: "session",
+    calls_left: "calls left: {n}/{max}",
+    approvals: "approvals: {n}",
+    ready: "ready",
+    running: "running",
+    cancelling: "cancelling (Ctrl-C again quits)",
+    input_title: "Enter send · PgUp/PgDn scroll · Tab call · Ctrl-O expand · Ctrl-C quit",
+    input_busy: "a turn is running · Ctrl-C cancels it",
+    paste_cut: "the paste was cut: a prompt holds at most {kib} KiB",
+    call_running: "running",
+    call_waiting: "waiting for you",
+    call_ran: "ran",
+    call_failed: "failed",
+    call_refused: "refused",
+    call_timed_out: "timed out",
+    call_cancelled: "cancelled",
+    call_unknown: "unknown tool",
+    call_invalid: "invalid call",
+    call_earlier_ok: "earlier, ok",
+    call_earlier_error: "earlier, error",
+    by_you: "by you",
+    by_person: "by a person on {channel}",
+    by_timeout: "no answer in time",
+    by_end_of_input: "the input ended",
+    by_cancelled: "by Ctrl-C",
+    by_approver_failed: "the approver failed",
+    by_exemption: "by routine {name}",
+    by_superseded: "by a newer message",
+    by_policy: "by tau's rules",
+    result: "result",
+    result_so_far: "result (the whole text shows when the turn ends)",
+    no_result: "no result",
+    new_session: "new session",
+    resumed_session: "resumed session",
+    sessions_title: "tau · sessions",
+    start_new: "+ new session",
+    column_name: "session",
+    column_last: "last message",
+    column_messages: "messages",
+    picker_keys: "↑↓ choose · Enter open · Esc quit",
+};
+
+const TR: Texts = Texts {
+    you: "sen",
+    tau: "tau",
+    card_title: "tau soruyor: onay gerekiyor",
+    tier: "seviye",
+    tool: "araç",
+    effect: "etki",
+    arguments: "argümanlar",
+    approve_key: "y çalıştır",
+    reject_key: "n/Esc reddet",
+    wait: "bekleyin…",
+    scroll_first: "yanıtlamak için sona kaydırın (↓ PgDn End)",
+    more_lines: "↓ {n} satır daha",
+    withdrawn_in: "{time} sonra geri çekilir",
+    more_waiting: "{n} soru daha bekliyor",
+    early_key: "erken basılan bir tuş yok sayıldı",
+    character: "karakter",
+    characters: "karakter",
+    thousands: '.',
+    session: "oturum",
+    calls_left: "kalan çağrı: {n}/{max}",
+    approvals: "bekleyen onay: {n}",
+    ready: "hazır",
+    running: "çalışıyor",
+    cancelling: "iptal ediliyor (tekrar Ctrl-C çıkar)",
+    input_title: "Enter gönder · PgUp/PgDn kaydır · Tab çağrı · Ctrl-O aç · Ctrl-C çık",
+    input_busy: "bir tur sürüyor · Ctrl-C iptal eder",
+    paste_cut: "yapıştırılan metin kesildi: bir istem en çok {kib} KiB olabilir",
+    call_running: "çalışıyor",
+    call_waiting: "onayınızı bekliyor",
+    call_ran: "çalıştı",
+    call_failed: "hata verdi",
+    call_refused: "reddedildi",
+    call_timed_out: "zaman aşımı",
+    call_cancelled: "iptal edildi",
+    call_unknown: "bilinmeyen araç",
+    call_invalid: "geçersiz çağrı",
+    call_earlier_ok: "önceden, tamam",
+    call_earlier_error: "önceden, hata",
+    by_you: "sizin kararınız",
+    by_person: "{channel} üzerindeki bir kişinin kararı",
+    by_timeout: "zamanında yanıt yok",
+    by_end_of_input: "girdi sona erdi",
+    by_cancelled: "Ctrl-C ile",
+    by_approver_failed: "onaylayıcı hata verdi",
+    by_exemption: "{name} rutini",
+    by_superseded: "daha yeni bir mesajla",
+    by_policy: "tau kurallarıyla",
+    result: "sonuç",
+    result_so_far: "sonuç (tam metin tur bitince görünür)",
+    no_result: "sonuç yok",
+    new_session: "yeni oturum",
+    resumed_session: "sürdürülen oturum",
+    sessions_title: "tau · oturumlar",
+    start_new: "+ yeni oturum",
+    column_name: "oturum",
+    column_last: "son mesaj",
+    column_messages: "mesaj",
+    picker_keys: "↑↓ seç · Enter aç · Esc çık",
+};
+
+pub(crate) fn texts(language: Language) -> &'static Texts {
+    match language {
+        Language::En => &EN,
+        Language::Tr => &TR,
+    }
+}
+
+/// `count` with its digits grouped: `20,014` (en), `20.014` (tr).
+pub(crate) fn grouped(count: usize, separator: char) -> String {
+    let digits = count.to_string();
+    let mut out = String::with_capacity(digits.len() * 4 / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(separator);
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_are_grouped_per_language() {
+        assert_eq!(grouped(0, ','), "0");
+        assert_eq!(grouped(999, ','), "999");
+        assert_eq!(grouped(20_048, ','), "20,048");
+        assert_eq!(grouped(1_234_567, '.'), "1.234.567");
+    }
+
+    #[test]
+    fn every_text_exists_in_every_language_and_placeholders_survive() {
+        for language in Language::ALL {
+            let t = texts(language);
+            assert!(t.more_lines.contains("{n}"));
+            assert!(t.withdrawn_in.contains("{time}"));
+            assert!(t.more_waiting.contains("{n}"));
+            assert!(t.calls_left.contains("{n}") && t.calls_left.contains("{max}"));
+            assert!(t.approvals.contains("{n}"));
+            assert!(t.paste_cut.contains("{kib}"));
+            assert!(t.by_person.contains("{channel}"));
+            assert!(t.by_exemption.contains("{name}"));
+            // The answer keys are the same in every language: only `y` approves.
+            assert!(t.approve_key.starts_with("y "));
+            assert!(t.reject_key.starts_with("n/Esc "));
+        }
+    }
+}

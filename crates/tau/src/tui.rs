@@ -1,0 +1,105 @@
+//! `tau tui`: the full-screen chat. The same home, config, model, sessions, audit log,
+//! tools and session locks as `tau chat`; the screen and the approval card are tau-tui's.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tau_agent::{Model, SessionId, SessionRepository, SqliteSessions};
+use tau_core::{AgentParts, build_agent};
+use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover};
+
+use crate::audit::AuditLog;
+use crate::chat::new_session_id;
+use crate::context::{Context, Tools};
+use crate::errors::usage;
+use crate::lock::SessionLock;
+
+/// The exit code after a signal: 128 + its number, as a shell reports it.
+fn signal_code(number: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(128 + number).unwrap_or(1))
+}
+
+pub(crate) async fn run(
+    ctx: &Context,
+    session: Option<SessionId>,
+    model: Arc<dyn Model>,
+    tools: Tools,
+) -> anyhow::Result<ExitCode> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(usage(
+            "tau tui needs a terminal on stdin and stdout; for a pipe use tau chat",
+        ));
+    }
+    let Tools {
+        catalog,
+        startup_errors,
+    } = tools;
+    let config = &ctx.loaded.config;
+    let language = config.ui.language();
+    let repository: Arc<dyn SessionRepository> =
+        Arc::new(SqliteSessions::open(&ctx.home.state_db())?);
+
+    // From here on the terminal is the TUI's; dropping the screen gives it back, also when
+    // an error below ends the command (the error is printed after that).
+    let mut screen = Screen::enter()?;
+    let id = match session {
+        Some(id) => id,
+        None => {
+            let rows = repository
+                .list_sessions()?
+                .into_iter()
+                .map(|s| SessionRow {
+                    name: s.id.to_string(),
+                    updated_at: s.updated_at,
+                    message_count: s.message_count,
+                })
+                .collect();
+            match tau_tui::pick_session(&mut screen, language, rows).await? {
+                Pick::New => new_session_id()?,
+                Pick::Open(name) => SessionId::parse(&name)?,
+                Pick::Quit => return Ok(ExitCode::SUCCESS),
+                Pick::Signal(number) => return Ok(signal_code(number)),
+            }
+        }
+    };
+    let _lock = SessionLock::acquire(&ctx.home, &id)?;
+    let stored = repository.message_count(&id)?;
+
+    let events = ctx.events.clone();
+    events.subscribe(Arc::new(AuditLog::open(
+        &ctx.home.audit_log(),
+        id.as_str(),
+    )?));
+    for event in &startup_errors {
+        events.emit(event);
+    }
+    let approver = TuiApprover::new();
+    let questions = approver.questions();
+    let calls = ModelCalls::new();
+    let mut agent = build_agent(AgentParts {
+        config: config.core(),
+        model,
+        catalog,
+        approver: Arc::new(approver),
+        hooks: vec![calls.provider()],
+        plugins: Vec::new(),
+        session: Some((repository, id.clone())),
+        events,
+        durable: None,
+    })
+    .await?;
+    let setup = ChatSetup {
+        language,
+        session: id.to_string(),
+        model: config.model.spec.clone(),
+        max_turns: config.agent.max_turns,
+        stored,
+    };
+    let exit = tau_tui::chat(&mut screen, &mut agent, questions, calls, setup).await?;
+    drop(screen);
+    Ok(match exit {
+        Exit::Quit => ExitCode::SUCCESS,
+        Exit::Signal(number) => signal_code(number),
+    })
+}

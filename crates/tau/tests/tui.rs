@@ -1,0 +1,518 @@
+//! `tau tui` as a person drives it: the real binary in a real terminal (tmux), keys sent
+//! with `send-keys`, the screen read with `capture-pane`, a `replay:` model. Needs tmux
+//! (`TAU_TEST_TMUX`, else `tmux`); `TAU_PEERS_REQUIRED=1` makes a missing tmux a failure.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::{Tau, answer, peers, tool_call};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// Each terminal gets a tmux server of its own, even one after another in one folder.
+static NEXT_SOCKET: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Longer than the card's answer guard, so a key sent after it counts.
+const PAST_THE_GUARD: Duration = Duration::from_millis(600);
+
+/// One tmux server of its own, with one 80x24 window running a shell command; stopped
+/// when dropped.
+struct Terminal {
+    tmux: String,
+    socket: PathBuf,
+    dir: PathBuf,
+}
+
+impl Terminal {
+    /// Runs `tau ARGS` in the window, then prints its exit code and the terminal's modes
+    /// (`stty -a`), so a test can see what tau left behind. `None` when tmux is missing.
+    fn start(tau: &Tau, args: &[&str]) -> Option<Self> {
+        let tmux = peers::tmux()?;
+        let dir = tau.dir.path().to_path_buf();
+        let mut line = format!(
+            "echo \\$\\$ > '{}/tau.pid'; exec '{}' --home '{}'",
+            dir.display(),
+            env!("CARGO_BIN_EXE_tau"),
+            tau.home().display()
+        );
+        for arg in args {
+            line.push_str(&format!(" '{arg}'"));
+        }
+        let shell = format!(
+            "sh -c \"{line}\"; echo \"EXIT:$?\"; stty -a | tr '\\n' ' '; echo; echo END; sleep 600"
+        );
+        let terminal = Self {
+            tmux,
+            socket: dir.join(format!(
+                "tmux-{}.sock",
+                NEXT_SOCKET.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            )),
+            dir,
+        };
+        let started = terminal.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "80",
+            "-y",
+            "24",
+            &shell,
+        ]);
+        assert!(
+            started.status.success(),
+            "{}",
+            String::from_utf8_lossy(&started.stderr)
+        );
+        Some(terminal)
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(&self.tmux)
+            .arg("-u")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.dir)
+            .env("LANG", "C.UTF-8")
+            .env("TERM", "xterm-256color")
+            .output()
+            .unwrap()
+    }
+
+    fn resize(&self, width: u16, height: u16) {
+        let (width, height) = (width.to_string(), height.to_string());
+        let resized = self.run(&["resize-window", "-t", "t", "-x", &width, "-y", &height]);
+        assert!(
+            resized.status.success(),
+            "{}",
+            String::from_utf8_lossy(&resized.stderr)
+        );
+    }
+
+    /// Keys by tmux name (`Enter`, `C-c`, `Down`) or literal text.
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        assert!(self.run(&args).status.success());
+    }
+
+    fn type_text(&self, text: &str) {
+        assert!(
+            self.run(&["send-keys", "-t", "t", "-l", text])
+                .status
+                .success()
+        );
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
+    }
+
+    /// The screen with wrapped lines joined back into one.
+    fn joined(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-J", "-t", "t"]).stdout)
+            .into_owned()
+    }
+
+    fn format(&self, format: &str) -> String {
+        let out = self.run(&["display-message", "-p", "-t", "t", format]);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Waits (up to a generous bound, so a slow machine does not fail it) for `text`.
+    fn wait_for(&self, text: &str) -> String {
+        self.wait_for_all(&[text])
+    }
+
+    /// Waits until the screen shows every one of `texts` at once (a frame reaches the
+    /// terminal in pieces, so one text on screen says nothing of another).
+    fn wait_for_all(&self, texts: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if texts.iter().all(|text| screen.contains(text)) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never saw {texts:?} in:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// tau's process id (the shell `exec`s it).
+    fn pid(&self) -> String {
+        std::fs::read_to_string(self.dir.join("tau.pid"))
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    /// After tau ended: its exit code, and a check that the terminal is as it was (the
+    /// normal screen, line editing and echo on, the cursor shown).
+    fn exited(&self) -> i32 {
+        self.wait_for("END");
+        let screen = self.joined();
+        assert_eq!(
+            self.format("#{alternate_on}"),
+            "0",
+            "still on the alternate screen"
+        );
+        assert_eq!(self.format("#{cursor_flag}"), "1", "the cursor is hidden");
+        let modes = screen
+            .lines()
+            .find(|l| l.contains("speed") || l.contains("icanon"))
+            .unwrap_or_default()
+            .to_owned();
+        let all = screen.replace('\n', " ");
+        for mode in [" icanon", " echo ", " isig", " icrnl", " opost"] {
+            assert!(all.contains(mode), "{mode:?} is off: {modes}\n{screen}");
+        }
+        let code = screen
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("EXIT:"))
+            .unwrap_or_else(|| panic!("no exit code in:\n{screen}"));
+        code.trim().parse().unwrap()
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn command_call(command: &str) -> Value {
+    tool_call(
+        "t1",
+        "run_command",
+        &json!({"command": command, "timeout_seconds": 60}),
+    )
+}
+
+/// The audit's decision about the one question, and the call's record.
+fn decision_and_call(tau: &Tau) -> (Value, Value) {
+    let events = tau.audit_events();
+    let find = |kind: &str| {
+        events
+            .iter()
+            .find(|e| e["type"] == kind)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind} in {events:#?}"))
+    };
+    let approval = find("approval");
+    let call = find("tool_call");
+    (
+        json!({"decision": approval["decision"], "decided_by": approval["decided_by"]}),
+        json!({"status": call["status"], "approval": call["approval"], "decided_by": call["decided_by"]}),
+    )
+}
+
+#[test]
+fn a_refused_call_does_not_run_and_the_audit_says_a_person_on_the_tui_refused_it() {
+    let tau = Tau::new();
+    // The model thinks a while before it asks, so the `y` typed meanwhile is on its way
+    // before the card exists: it must not answer it.
+    let mut ask = command_call("touch ran.txt");
+    ask["delayMs"] = json!(400);
+    let model = tau.replay(&json!([ask, answer("Fine, I did not run it.")]));
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
+    else {
+        return;
+    };
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("make a file");
+    terminal.keys(&["Enter"]);
+    terminal.type_text("y");
+    terminal.wait_for_all(&[
+        "tau asks: approval needed",
+        "\"command\": \"touch ran.txt\"",
+    ]);
+    std::thread::sleep(PAST_THE_GUARD);
+    let screen = terminal.screen();
+    assert!(
+        screen.contains("tau asks"),
+        "the early y answered:\n{screen}"
+    );
+    terminal.keys(&["n"]);
+    terminal.wait_for_all(&["Fine, I did not run it.", "run_command · refused · by you"]);
+    assert!(
+        !tau.workspace().join("ran.txt").exists(),
+        "the refused command ran"
+    );
+    assert_eq!(
+        decision_and_call(&tau),
+        (
+            json!({"decision": "rejected", "decided_by": {"kind": "person", "channel": "tui"}}),
+            json!({"status": "refused", "approval": "rejected", "decided_by": {"kind": "person", "channel": "tui"}}),
+        )
+    );
+    // The `y` typed before the card is still in the input line, a prompt, not an answer.
+    terminal.wait_for("> y");
+    terminal.keys(&["C-c"]);
+    terminal.keys(&["C-c"]);
+    assert_eq!(terminal.exited(), 0);
+}
+
+#[test]
+fn an_approved_call_runs() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        command_call("echo hello > ran.txt"),
+        answer("Done.")
+    ]));
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
+    else {
+        return;
+    };
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("make a file");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("tau asks: approval needed");
+    // Narrower and back: the card stays whole inside its border, the status bar below it.
+    terminal.resize(40, 12);
+    let narrow = terminal.wait_for_all(&["╔ tau asks: approval needed", "╝", "approvals: 1"]);
+    let lines: Vec<&str> = narrow.lines().collect();
+    assert!(
+        lines[0].starts_with('╔') && lines[10].starts_with('╚'),
+        "{narrow}"
+    );
+    for line in &lines[1..10] {
+        assert!(line.starts_with('║') && line.ends_with('║'), "{narrow}");
+    }
+    terminal.resize(80, 24);
+    terminal.wait_for_all(&["  ╔ tau asks", "\"command\": \"echo hello > ran.txt\""]);
+    std::thread::sleep(PAST_THE_GUARD);
+    terminal.keys(&["y"]);
+    terminal.wait_for_all(&["Done.", "run_command · ran · by you"]);
+    assert_eq!(
+        std::fs::read_to_string(tau.workspace().join("ran.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        decision_and_call(&tau),
+        (
+            json!({"decision": "approved", "decided_by": {"kind": "person", "channel": "tui"}}),
+            json!({"status": "success", "approval": "approved", "decided_by": {"kind": "person", "channel": "tui"}}),
+        )
+    );
+    terminal.keys(&["C-d"]);
+    assert_eq!(terminal.exited(), 0);
+}
+
+#[test]
+fn ctrl_c_during_an_approved_command_stops_it() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        command_call("echo $$ > pid.txt; sleep 30; touch late.txt"),
+        answer("never read")
+    ]));
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
+    else {
+        return;
+    };
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("wait a while");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("tau asks: approval needed");
+    std::thread::sleep(PAST_THE_GUARD);
+    terminal.keys(&["y"]);
+    terminal.wait_for("run_command · running · by you");
+    let pid_file = tau.workspace().join("pid.txt");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !pid_file.exists() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let started = Instant::now();
+    terminal.keys(&["C-c"]);
+    terminal.wait_for_all(&["run_command · cancelled", "Cancelled.", "ready"]);
+    // The command is gone long before its 30 seconds, and never reached its end.
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    while proc.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{pid} outlived the cancel"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!tau.workspace().join("late.txt").exists());
+    let (_, call) = decision_and_call(&tau);
+    assert_eq!(call["status"], "cancelled");
+    terminal.keys(&["C-c"]);
+    assert_eq!(terminal.exited(), 0);
+}
+
+#[test]
+fn the_picker_lists_sessions_opens_one_with_its_history_and_holds_its_lock() {
+    let tau = Tau::new();
+    let first = tau.replay(&json!([answer("Hello from before.")]));
+    let run = tau.run(
+        &["--model", &first, "chat", "--session", "alpha"],
+        "hi there\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let model = tau.replay(&json!([answer("Welcome back.")]));
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui"]) else {
+        return;
+    };
+    let picker = terminal.wait_for_all(&["tau · sessions", "+ new session", "alpha", "↑↓ choose"]);
+    let row = picker.lines().find(|l| l.contains("alpha")).unwrap();
+    assert!(
+        row.trim_end_matches('│').trim_end().ends_with(" 2"),
+        "{row}"
+    );
+    terminal.keys(&["Down", "Enter"]);
+    terminal.wait_for_all(&[
+        "resumed session alpha (2)",
+        "you │ hi there",
+        "tau │ Hello from before.",
+    ]);
+    // The line chat cannot open the session the TUI holds.
+    let blocked = tau.run(&["--model", &first, "chat", "--session", "alpha"], "hi\n");
+    assert_eq!(blocked.code, 2, "{}", blocked.stdout);
+    assert!(
+        blocked.stderr.contains("already open"),
+        "{}",
+        blocked.stderr
+    );
+    // Up brings back the earlier prompt; it is sent again.
+    terminal.keys(&["Up"]);
+    terminal.wait_for("> hi there");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("Welcome back.");
+    terminal.keys(&["C-c"]);
+    assert_eq!(terminal.exited(), 0);
+    let messages = tau.session_json("alpha");
+    assert_eq!(messages.as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn a_new_session_from_the_picker_and_quitting_it_with_esc() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("Hi.")]));
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui"]) else {
+        return;
+    };
+    terminal.wait_for("+ new session");
+    terminal.keys(&["Escape"]);
+    assert_eq!(terminal.exited(), 0);
+    drop(terminal);
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui"]) else {
+        return;
+    };
+    terminal.wait_for("+ new session");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("new session 2");
+    terminal.type_text("hello");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("tau │ Hi.");
+    terminal.keys(&["C-c"]);
+    assert_eq!(terminal.exited(), 0);
+}
+
+#[test]
+fn an_unanswered_card_counts_down_and_goes_when_the_question_times_out() {
+    let tau = Tau::new();
+    let config = tau.config("[approval]\ntimeout_seconds = 3\n");
+    let model = tau.replay(&json!([
+        command_call("touch ran.txt"),
+        answer("It timed out.")
+    ]));
+    let config = config.to_str().unwrap();
+    let Some(terminal) = Terminal::start(
+        &tau,
+        &[
+            "--config",
+            config,
+            "--model",
+            &model,
+            "tui",
+            "--session",
+            "s1",
+        ],
+    ) else {
+        return;
+    };
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("make a file");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for_all(&["tau asks: approval needed", "withdrawn in 0:0"]);
+    let screen = terminal.wait_for_all(&[
+        "It timed out.",
+        "run_command · timed out · no answer in time",
+        "approvals: 0",
+    ]);
+    assert!(!screen.contains("tau asks"), "the card stayed:\n{screen}");
+    assert!(!tau.workspace().join("ran.txt").exists());
+    assert_eq!(
+        decision_and_call(&tau),
+        (
+            json!({"decision": "timeout", "decided_by": {"kind": "timeout"}}),
+            json!({"status": "refused", "approval": "timeout", "decided_by": {"kind": "timeout"}}),
+        )
+    );
+    terminal.keys(&["C-c"]);
+    assert_eq!(terminal.exited(), 0);
+}
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal_and_exit_128_plus_the_signal() {
+    let tau = Tau::new();
+    let mut slow = answer("This streams slowly.");
+    slow["delayMs"] = json!(3000);
+    let model = tau.replay(&json!([slow]));
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
+    else {
+        return;
+    };
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("tell me");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("running");
+    let killed = Command::new("kill")
+        .args(["-TERM", &terminal.pid()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert_eq!(terminal.exited(), 143);
+    drop(terminal);
+    // In the picker too, and SIGHUP (a closed terminal window) the same way.
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui"]) else {
+        return;
+    };
+    terminal.wait_for("+ new session");
+    let killed = Command::new("kill")
+        .args(["-HUP", &terminal.pid()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert_eq!(terminal.exited(), 129);
+}
+
+#[test]
+fn without_a_terminal_tau_tui_says_to_use_tau_chat() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("Hi.")]));
+    let run = tau.run(&["--model", &model, "tui"], "hello\n");
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("use tau chat"), "{}", run.stderr);
+}
