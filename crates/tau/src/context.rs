@@ -91,8 +91,8 @@ impl Context {
     }
 
     /// [`Context::catalog`] and the routine tools, for a conversation with the person
-    /// (`tau chat`, `tau tui`). `tau mcp` leaves them out: a routine's exemption outlives the call,
-    /// so it is granted only where tau itself asks the person.
+    /// (`tau chat`, `tau tui`). `tau mcp` leaves them out: a routine's exemption outlives
+    /// the call, so it is granted only where tau itself asks the person.
     pub(crate) async fn catalog_with_routines(&self) -> anyhow::Result<Tools> {
         let mut tools = self.catalog().await?;
         let routine_tools = tau_reflex::routine_tools(tau_reflex::RoutineToolsParts {
