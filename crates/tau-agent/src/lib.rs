@@ -51,8 +51,8 @@ pub use message::{
     ContentBlock, Message, Role, ToolResult, ToolResultContent, ToolResultStatus, ToolUse,
 };
 pub use model::{
-    BlockDelta, BlockStart, ChunkStream, Model, ModelError, ModelRequest, StopReason, StreamChunk,
-    Usage,
+    BlockDelta, BlockStart, ChunkStream, Model, ModelError, ModelRequest, OwnedModelRequest,
+    StopReason, StreamChunk, Usage,
 };
 pub use scripted::{ScriptError, ScriptedModel};
 pub use session::{

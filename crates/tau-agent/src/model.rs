@@ -1,6 +1,7 @@
 //! The `Model` trait: what a provider streams back for one request.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -10,15 +11,50 @@ use serde::{Deserialize, Serialize};
 use crate::message::{Message, Role};
 use crate::tool::ToolSpec;
 
-/// Everything a model is asked in one call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Everything a model is asked in one call, borrowed from the agent: the history is lent,
+/// never copied, so a call costs the same at the 10th message as at the 6000th.
+///
+/// A provider turns it into its own wire format before `stream` returns; a stream never
+/// holds on to it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ModelRequest {
+pub struct ModelRequest<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<&'a str>,
+    pub messages: &'a [Message],
+    pub tool_specs: &'a [ToolSpec],
+}
+
+/// A [`ModelRequest`] that owns its parts: what a recording model keeps, what a test builds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnedModelRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
     pub messages: Vec<Message>,
     #[serde(default)]
     pub tool_specs: Vec<ToolSpec>,
+}
+
+impl OwnedModelRequest {
+    /// The request as a model receives it.
+    pub fn as_request(&self) -> ModelRequest<'_> {
+        ModelRequest {
+            system_prompt: self.system_prompt.as_deref(),
+            messages: &self.messages,
+            tool_specs: &self.tool_specs,
+        }
+    }
+}
+
+impl From<ModelRequest<'_>> for OwnedModelRequest {
+    fn from(request: ModelRequest<'_>) -> Self {
+        Self {
+            system_prompt: request.system_prompt.map(str::to_owned),
+            messages: request.messages.to_vec(),
+            tool_specs: request.tool_specs.to_vec(),
+        }
+    }
 }
 
 /// Why a model stopped, or why an invocation of the agent stopped.
@@ -155,5 +191,17 @@ pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<StreamChunk, ModelError>
 /// error after that arrives as an item of the stream.
 #[async_trait]
 pub trait Model: Send + Sync {
-    async fn stream(&self, request: ModelRequest) -> Result<ChunkStream, ModelError>;
+    async fn stream(&self, request: ModelRequest<'_>) -> Result<ChunkStream, ModelError>;
+
+    /// The model to use for a stored conversation that already holds `stored` (every
+    /// message stored for it, those the window dropped included), or `None` when this
+    /// model serves every conversation as it is, as a provider does.
+    ///
+    /// A host that resumes a session, or runs several on one model, asks this once per
+    /// session before building its agent. The `replay:` model answers with a player that
+    /// continues after the replies the session already holds.
+    fn for_session(&self, stored: &[Message]) -> Option<Arc<dyn Model>> {
+        let _ = stored;
+        None
+    }
 }

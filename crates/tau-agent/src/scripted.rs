@@ -1,13 +1,26 @@
-//! The scripted model: plays assistant messages from a list and records what it was asked.
+//! The scripted model: plays assistant messages from a list, the `replay:` model of the
+//! command line.
 //!
 //! The JSON file format is an array of entries, one per model call. An entry is an
 //! assistant message in the Converse shape, optionally with `stopReason`, `usage` and
 //! `delayMs` (a pause before each streamed chunk); or `{"error": {...}}` to make that call
 //! fail (`{"type":"throttled","retryAfterMs":10}`, `{"type":"context_window_overflow"}`,
-//! `{"type":"other","message":"..."}`). This is the `replay:` model of the command line.
+//! `{"type":"other","message":"..."}`).
+//!
+//! Where a conversation is in the script is read from the conversation itself: the next
+//! reply is the one after those its stored history already holds. A model made for a
+//! session with [`Model::for_session`] starts right after its k-th reply entry, k being
+//! the assistant messages stored for that session (those the sliding window dropped
+//! included; a stored `Cancelled by user` counts too), so error entries that follow the
+//! k-th reply are played first. From there it plays one entry per call. So a resumed
+//! session, a restarted process and several sessions sharing one script each go on where
+//! their own history stopped. Without `for_session` the model starts at the first entry.
+//!
+//! Requests are not kept: a test that wants to see them asks with [`ScriptedModel::recording`].
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,8 +29,8 @@ use serde_json::Value;
 
 use crate::message::{ContentBlock, Message, Role};
 use crate::model::{
-    BlockDelta, BlockStart, ChunkStream, Model, ModelError, ModelRequest, StopReason, StreamChunk,
-    Usage,
+    BlockDelta, BlockStart, ChunkStream, Model, ModelError, ModelRequest, OwnedModelRequest,
+    StopReason, StreamChunk, Usage,
 };
 
 /// A script that could not be loaded.
@@ -71,17 +84,15 @@ enum ErrorEntry {
     },
 }
 
-#[derive(Default)]
-struct State {
-    next: usize,
-    requests: Vec<ModelRequest>,
-}
-
-/// Plays one entry per call; shares its record between clones so a test keeps a handle.
+/// Plays one entry per call. Clones share their place in the script and their record, so
+/// a test keeps a handle on the model it gave away.
 #[derive(Clone)]
 pub struct ScriptedModel {
     entries: Arc<Vec<Entry>>,
-    state: Arc<Mutex<State>>,
+    /// The entry the next call plays.
+    next: Arc<AtomicUsize>,
+    /// Every request, in order, once a test asked for them.
+    recorded: Option<Arc<Mutex<Vec<OwnedModelRequest>>>>,
 }
 
 impl ScriptedModel {
@@ -102,7 +113,8 @@ impl ScriptedModel {
     fn from_entries(entries: Vec<Entry>) -> Self {
         Self {
             entries: Arc::new(entries),
-            state: Arc::default(),
+            next: Arc::default(),
+            recorded: None,
         }
     }
 
@@ -127,21 +139,63 @@ impl ScriptedModel {
         Self::from_json(&text)
     }
 
-    /// Every request received so far, in order.
-    pub fn requests(&self) -> Vec<ModelRequest> {
-        self.lock().requests.clone()
+    /// Keeps a copy of every request from now on, for [`requests`](Self::requests). For
+    /// tests: each copy holds the whole history, so a long conversation costs memory by
+    /// the square of its length.
+    pub fn recording(mut self) -> Self {
+        self.recorded = Some(Arc::default());
+        self
+    }
+
+    /// Every request received while recording, in order; empty when not recording.
+    pub fn requests(&self) -> Vec<OwnedModelRequest> {
+        self.recorded.as_ref().map_or_else(Vec::new, |recorded| {
+            recorded
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        })
     }
 
     /// How many entries have not been played yet.
     pub fn remaining(&self) -> usize {
-        self.entries.len().saturating_sub(self.lock().next)
+        self.entries
+            .len()
+            .saturating_sub(self.next.load(Ordering::SeqCst))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // A poisoned lock only means another test thread panicked; the record is still usable.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// A player of the same script for a conversation whose stored history is `stored`:
+    /// it starts after the reply entry that produced the last stored assistant message
+    /// (see the module docs). It shares this model's record, not its place.
+    pub fn continuing(&self, stored: &[Message]) -> Self {
+        let replied = stored.iter().filter(|m| m.role == Role::Assistant).count();
+        let start = if replied == 0 {
+            0
+        } else {
+            self.entries
+                .iter()
+                .enumerate()
+                .filter(|(_, entry)| matches!(entry, Entry::Reply { .. }))
+                .nth(replied - 1)
+                .map_or(self.entries.len(), |(index, _)| index + 1)
+        };
+        Self {
+            entries: Arc::clone(&self.entries),
+            next: Arc::new(AtomicUsize::new(start)),
+            recorded: self.recorded.clone(),
+        }
+    }
+
+    /// The entry for this call, advancing past it; `None` once every entry was played.
+    fn take_entry(&self) -> Option<Entry> {
+        let len = self.entries.len();
+        let index = self
+            .next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |next| {
+                (next < len).then_some(next + 1)
+            })
+            .ok()?;
+        self.entries.get(index).cloned()
     }
 }
 
@@ -245,17 +299,14 @@ fn chunks_of(message: &Message, stop_reason: Option<StopReason>, usage: Usage) -
 
 #[async_trait]
 impl Model for ScriptedModel {
-    async fn stream(&self, request: ModelRequest) -> Result<ChunkStream, ModelError> {
-        let entry = {
-            let mut state = self.lock();
-            state.requests.push(request);
-            let entry = self.entries.get(state.next).cloned();
-            if entry.is_some() {
-                state.next += 1;
-            }
-            entry
-        };
-        let Some(entry) = entry else {
+    async fn stream(&self, request: ModelRequest<'_>) -> Result<ChunkStream, ModelError> {
+        if let Some(recorded) = &self.recorded {
+            recorded
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(request.into());
+        }
+        let Some(entry) = self.take_entry() else {
             return Err(ModelError::other(format!(
                 "the replay script has no more responses (all {} were played)",
                 self.entries.len()
@@ -284,6 +335,10 @@ impl Model for ScriptedModel {
             }
         }
     }
+
+    fn for_session(&self, stored: &[Message]) -> Option<Arc<dyn Model>> {
+        Some(Arc::new(self.continuing(stored)))
+    }
 }
 
 #[cfg(test)]
@@ -292,8 +347,8 @@ mod tests {
     use futures::StreamExt;
     use pretty_assertions::assert_eq;
 
-    fn request(text: &str) -> ModelRequest {
-        ModelRequest {
+    fn request(text: &str) -> OwnedModelRequest {
+        OwnedModelRequest {
             system_prompt: None,
             messages: vec![Message::user_text(text)],
             tool_specs: vec![],
@@ -305,8 +360,14 @@ mod tests {
         let model = ScriptedModel::from_json(
             r#"[{"role":"assistant","content":[{"text":"hello"}],"usage":{"inputTokens":1,"outputTokens":2,"totalTokens":3}}]"#,
         )
-        .unwrap();
-        let chunks: Vec<_> = model.stream(request("hi")).await.unwrap().collect().await;
+        .unwrap()
+        .recording();
+        let chunks: Vec<_> = model
+            .stream(request("hi").as_request())
+            .await
+            .unwrap()
+            .collect()
+            .await;
         let chunks: Vec<_> = chunks.into_iter().map(Result::unwrap).collect();
         assert_eq!(
             chunks,
@@ -336,7 +397,7 @@ mod tests {
                 },
             ]
         );
-        let Err(error) = model.stream(request("again")).await else {
+        let Err(error) = model.stream(request("again").as_request()).await else {
             panic!("expected an error")
         };
         assert_eq!(
@@ -382,7 +443,7 @@ mod tests {
             r#"[{"error":{"type":"throttled","retryAfterMs":250}},{"error":{"type":"context_window_overflow"}}]"#,
         )
         .unwrap();
-        let Err(first) = model.stream(request("a")).await else {
+        let Err(first) = model.stream(request("a").as_request()).await else {
             panic!()
         };
         assert_eq!(
@@ -392,7 +453,7 @@ mod tests {
                 message: "scripted throttling".into()
             }
         );
-        let Err(second) = model.stream(request("b")).await else {
+        let Err(second) = model.stream(request("b").as_request()).await else {
             panic!()
         };
         assert!(matches!(second, ModelError::ContextWindowOverflow { .. }));

@@ -117,7 +117,8 @@ async fn tool_use_with_an_invalid_name_gets_an_error_result() {
             tool_use("t3", "echo", json!({"ok": true})),
         ]),
         Message::assistant_text("done"),
-    ]);
+    ])
+    .recording();
     let echo = Echo::named("echo");
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .tool(echo.clone())
@@ -210,7 +211,8 @@ async fn a_panicking_tool_gives_an_error_result() {
     let model = ScriptedModel::new([
         assistant(vec![tool_use("t1", "buggy", json!({}))]),
         Message::assistant_text("That tool is broken."),
-    ]);
+    ])
+    .recording();
     let mut hooks = HookRegistry::new();
     let seen = record_after_tool_calls(&mut hooks);
     let mut agent = Agent::builder(Arc::new(model.clone()))
@@ -434,7 +436,8 @@ async fn a_panicking_before_tool_call_hook_cancels_the_call() {
     let model = ScriptedModel::new([
         assistant(vec![tool_use("t1", "counter", json!({}))]),
         Message::assistant_text("ok"),
-    ]);
+    ])
+    .recording();
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .tool(counter.clone())
         .hooks(hooks)

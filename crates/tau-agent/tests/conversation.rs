@@ -11,8 +11,8 @@ use common::{Counter, Echo, assistant, results, spec, text, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
-    Agent, AgentError, AgentResult, Message, ModelError, ModelRequest, ScriptedModel, StopReason,
-    TOOL_INTERRUPTED_TEXT, ToolResult, ToolResultContent, ToolResultStatus, Usage,
+    Agent, AgentError, AgentResult, Message, ModelError, OwnedModelRequest, ScriptedModel,
+    StopReason, TOOL_INTERRUPTED_TEXT, ToolResult, ToolResultContent, ToolResultStatus, Usage,
 };
 
 fn echoed(id: &str, input: serde_json::Value) -> ToolResult {
@@ -49,7 +49,8 @@ async fn three_turn_conversation_builds_the_whole_history_and_sends_it_each_time
         Message::assistant_text("It said ping."),
         both.clone(),
         Message::assistant_text("Both done."),
-    ]);
+    ])
+    .recording();
     let echo = Echo::named("echo");
     let counter = Counter::named("counter");
     let mut agent = Agent::builder(Arc::new(model.clone()))
@@ -90,7 +91,7 @@ async fn three_turn_conversation_builds_the_whole_history_and_sends_it_each_time
     ];
     assert_eq!(agent.messages(), history);
     // Each call is sent everything before its answer, the system prompt and the specs.
-    let request = |len: usize| ModelRequest {
+    let request = |len: usize| OwnedModelRequest {
         system_prompt: Some("You are tau.".into()),
         messages: history[..len].to_vec(),
         tool_specs: vec![spec("counter"), spec("echo")],
@@ -175,7 +176,7 @@ async fn unanswered_tool_use_in_a_given_history_is_repaired_before_the_model_see
         tool_use("t1", "counter", json!({})),
         tool_use("t2", "counter", json!({})),
     ]);
-    let model = ScriptedModel::new([Message::assistant_text("Sorry about that.")]);
+    let model = ScriptedModel::new([Message::assistant_text("Sorry about that.")]).recording();
     let counter = Counter::named("counter");
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .tool(counter.clone())

@@ -22,6 +22,7 @@ fn three_sleeps() -> ScriptedModel {
         ]),
         Message::assistant_text("rested"),
     ])
+    .recording()
 }
 
 fn results_in_tool_use_order() -> Message {

@@ -267,7 +267,8 @@ async fn a_tool_use_renamed_away_from_the_selected_tool_runs_nothing() {
     let model = ScriptedModel::new([
         assistant(vec![tool_use("t1", "echo", json!({}))]),
         Message::assistant_text("ok"),
-    ]);
+    ])
+    .recording();
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .tools([echo.clone() as _, counter.clone() as _])
         .hooks(hooks)
@@ -304,7 +305,8 @@ async fn cancelled_call_does_not_run_and_the_model_reads_exactly_the_cancel_text
     let model = ScriptedModel::new([
         assistant(vec![tool_use("t1", "counter", json!({}))]),
         Message::assistant_text("understood"),
-    ]);
+    ])
+    .recording();
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .tool(counter.clone())
         .hooks(hooks)
@@ -456,7 +458,8 @@ async fn after_tool_call_may_replace_the_result_and_the_model_receives_the_repla
     let model = ScriptedModel::new([
         assistant(vec![tool_use("t1", "echo", json!({"secret": "hunter2"}))]),
         Message::assistant_text("ok"),
-    ]);
+    ])
+    .recording();
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .tool(Echo::named("echo"))
         .hooks(hooks)
@@ -482,7 +485,8 @@ async fn unknown_tool_gets_an_error_result_and_after_tool_call_fires() {
     let model = ScriptedModel::new([
         assistant(vec![tool_use("t1", "ghost", json!({}))]),
         Message::assistant_text("sorry"),
-    ]);
+    ])
+    .recording();
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .tool(Echo::named("echo"))
         .hooks(hooks)

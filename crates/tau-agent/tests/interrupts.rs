@@ -78,7 +78,7 @@ struct Fixture {
 }
 
 async fn fixture(executor: Executor) -> Fixture {
-    let model = ScriptedModel::new([both_tools(), Message::assistant_text("Done.")]);
+    let model = ScriptedModel::new([both_tools(), Message::assistant_text("Done.")]).recording();
     let guarded = Counter::named("guarded");
     let free = Counter::named("free");
     let answers = Arc::default();
@@ -201,7 +201,8 @@ async fn resuming_with_some_answers_stops_again_on_the_rest() {
             tool_use("g2", "guarded", json!({"door": "back"})),
         ]),
         Message::assistant_text("Both open."),
-    ]);
+    ])
+    .recording();
     let answers = Arc::default();
     let mut agent = Agent::builder(Arc::new(model))
         .tool(Counter::named("guarded"))
@@ -368,7 +369,7 @@ async fn interrupt_state_round_trips_through_sqlite_and_a_new_agent_resumes_it()
     };
 
     // A new process would build a new agent on the same file.
-    let model = ScriptedModel::new([Message::assistant_text("Done.")]);
+    let model = ScriptedModel::new([Message::assistant_text("Done.")]).recording();
     let mut restored = Agent::builder(Arc::new(model.clone()))
         .tools([guarded.clone() as _, free.clone() as _])
         .hooks(approval_hook(&answers))

@@ -47,7 +47,8 @@ async fn throttled_calls_retry_with_backoff_and_a_throttled_event_per_retry() {
             {"role": "assistant", "content": [{"text": "here"}]}
         ]"#,
     )
-    .unwrap();
+    .unwrap()
+    .recording();
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .retry(policy(3))
         .build()
@@ -161,7 +162,8 @@ async fn context_overflow_trims_old_turns_without_orphaning_a_tool_pair() {
             {"role": "assistant", "content": [{"text": "three"}]}
         ]"#,
     )
-    .unwrap();
+    .unwrap()
+    .recording();
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .messages(earlier_turns())
         .build()
@@ -234,7 +236,8 @@ async fn after_model_call_may_ask_for_a_retry_and_the_first_answer_is_discarded(
     let model = ScriptedModel::new([
         Message::assistant_text("a first draft"),
         Message::assistant_text("the answer"),
-    ]);
+    ])
+    .recording();
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .hooks(hooks)
         .build()
@@ -283,7 +286,7 @@ async fn after_model_call_retries_are_bounded_by_the_retry_policy() {
             }),
         )
         .unwrap();
-    let model = ScriptedModel::new(vec![Message::assistant_text("again?"); 5]);
+    let model = ScriptedModel::new(vec![Message::assistant_text("again?"); 5]).recording();
     let mut agent = Agent::builder(Arc::new(model.clone()))
         .hooks(hooks)
         .retry(RetryPolicy {

@@ -64,7 +64,7 @@ async fn session_round_trip_restores_messages_and_state() {
         ]
     );
 
-    let model = ScriptedModel::new([Message::assistant_text("again")]);
+    let model = ScriptedModel::new([Message::assistant_text("again")]).recording();
     let mut restored = on_session(&db, model.clone())
         .tool(Echo::named("echo"))
         .build()

@@ -787,7 +787,7 @@ async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
         let result = agent.invoke("lights on", None).await.unwrap();
         assert_eq!(result.stop_reason, StopReason::Interrupt);
     }
-    let model = ScriptedModel::new(vec![text("Which lights?")]);
+    let model = ScriptedModel::new(vec![text("Which lights?")]).recording();
     let bus = tau_core::EventBus::new();
     let events = tau_core::RecordedEvents::subscribed_to(&bus);
     let mut agent = tau_core::build_agent(tau_core::AgentParts {

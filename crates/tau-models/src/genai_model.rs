@@ -96,7 +96,7 @@ impl fmt::Debug for GenaiModel {
 
 #[async_trait]
 impl Model for GenaiModel {
-    async fn stream(&self, request: ModelRequest) -> Result<ChunkStream, ModelError> {
+    async fn stream(&self, request: ModelRequest<'_>) -> Result<ChunkStream, ModelError> {
         if self.wire == Wire::Anthropic
             && request
                 .tool_specs

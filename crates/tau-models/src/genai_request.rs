@@ -19,17 +19,17 @@ pub(crate) enum Wire {
 /// a tau tool would silently never run; refusing is the honest answer.
 pub(crate) const ANTHROPIC_RESERVED_TOOL: &str = "web_search";
 
-pub(crate) fn chat_request(wire: Wire, request: &ModelRequest) -> ChatRequest {
+pub(crate) fn chat_request(wire: Wire, request: &ModelRequest<'_>) -> ChatRequest {
     let mut messages = Vec::new();
-    for message in &request.messages {
+    for message in request.messages {
         match message.role {
             Role::Assistant => messages.extend(assistant(message)),
             Role::User => messages.extend(user(wire, message)),
         }
     }
     let mut chat = ChatRequest::new(messages);
-    if let Some(system) = request.system_prompt.as_ref().filter(|s| !s.is_empty()) {
-        chat = chat.with_system(system.clone());
+    if let Some(system) = request.system_prompt.filter(|s| !s.is_empty()) {
+        chat = chat.with_system(system);
     }
     if !request.tool_specs.is_empty() {
         chat = chat.with_tools(request.tool_specs.iter().map(|spec| {

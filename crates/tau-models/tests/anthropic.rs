@@ -183,7 +183,7 @@ async fn throttling_statuses_and_overload_events_are_throttled() {
     ])
     .await;
     let model = anthropic(&server);
-    let Err(first) = model.stream(hello_request()).await else {
+    let Err(first) = model.stream(hello_request().as_request()).await else {
         panic!("a 429 must fail before streaming");
     };
     assert_eq!(

@@ -229,7 +229,7 @@ async fn http_errors_map_to_throttling_overflow_and_a_named_key() {
     ])
     .await;
     let model = bedrock(&server);
-    let Err(throttled) = model.stream(hello_request()).await else {
+    let Err(throttled) = model.stream(hello_request().as_request()).await else {
         panic!("a 429 must fail before streaming");
     };
     assert_eq!(

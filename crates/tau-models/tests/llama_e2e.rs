@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use common::*;
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, BlockDelta, BlockStart, Limits, Model, ModelRequest, StopReason, StreamChunk, Tool,
+    Agent, BlockDelta, BlockStart, Limits, Model, OwnedModelRequest, StopReason, StreamChunk, Tool,
     ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 use tau_models::{ModelConfig, build_model};
@@ -120,7 +120,7 @@ async fn llama_cpp_streams_a_text_answer_through_the_agent_loop() {
 async fn llama_cpp_streams_a_forced_tool_call_with_json_input() {
     let Some(url) = server_url() else { return };
     let _turn = ONE_AT_A_TIME.lock().await;
-    let request = ModelRequest {
+    let request = OwnedModelRequest {
         system_prompt: Some("You can use tools.".into()),
         messages: vec![tau_agent::Message::user_text("What time is it in UTC?")],
         tool_specs: vec![clock_spec()],

@@ -214,7 +214,7 @@ async fn http_429_is_throttled_with_retry_after() {
     ])
     .await;
     let model = openai(&server);
-    let Err(error) = model.stream(hello_request()).await else {
+    let Err(error) = model.stream(hello_request().as_request()).await else {
         panic!("a refused request must fail before streaming");
     };
     assert_eq!(

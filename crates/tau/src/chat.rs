@@ -58,6 +58,11 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
     };
     let _lock = SessionLock::acquire(&ctx.home, &id)?;
     let stored = repository.message_count(&id)?;
+    // A replay model goes on after the replies this session already holds.
+    let model = match model.for_session(&repository.messages(&id, 0)?) {
+        Some(for_session) => for_session,
+        None => model,
+    };
 
     let events = ctx.events.clone();
     events.subscribe(Arc::new(AuditLog::open(

@@ -249,7 +249,7 @@ fn end_of_input_during_a_question_rejects() {
 }
 
 #[test]
-fn a_session_resumes_under_its_name() {
+fn a_session_resumes_under_its_name_and_its_replay_goes_on() {
     let tau = Tau::new();
     let model = tau.replay(&json!([answer("One."), answer("Two.")]));
     assert_eq!(
@@ -260,7 +260,7 @@ fn a_session_resumes_under_its_name() {
         .code,
         0
     );
-    let model = tau.replay(&json!([answer("Two.")]));
+    // A new process on the same script: the session already holds "One.".
     let run = tau.run(
         &["--model", &model, "chat", "--session", "kitchen"],
         "second\n",
@@ -270,7 +270,18 @@ fn a_session_resumes_under_its_name() {
         "{}",
         run.stdout
     );
-    assert_eq!(tau.session_json("kitchen").as_array().unwrap().len(), 4);
+    assert_eq!(
+        tau.session_json("kitchen"),
+        json!([
+            {"role": "user", "content": [{"text": "first"}]},
+            {"role": "assistant", "content": [{"text": "One."}]},
+            {"role": "user", "content": [{"text": "second"}]},
+            {"role": "assistant", "content": [{"text": "Two."}]},
+        ])
+    );
+    // Another session starts the same script from its beginning.
+    let run = tau.run(&["--model", &model, "chat", "--session", "hall"], "hi\n");
+    assert!(run.stdout.contains("One."), "{}", run.stdout);
     let list = tau.run(&["sessions", "list"], "");
     assert!(list.stdout.contains("kitchen"), "{}", list.stdout);
     let deleted = tau.run(&["sessions", "delete", "kitchen"], "");

@@ -101,6 +101,7 @@ impl AgentBuilder {
         tools.register_all(self.tools)?;
         let mut agent = Agent {
             model: self.model,
+            tool_specs: tools.specs(),
             tools,
             hooks: self.hooks,
             system_prompt: self.system_prompt,

@@ -19,6 +19,7 @@ use crate::interrupt::{Interrupt, InterruptResponse, InterruptState};
 use crate::message::{ContentBlock, Message, Role, ToolResult};
 use crate::model::{Model, ModelError, ModelRequest, StopReason, Usage};
 use crate::session::{AgentState, SessionError, SessionId, SessionRepository};
+use crate::tool::ToolSpec;
 use crate::tool_registry::{ToolRegistry, ToolRegistryError};
 
 mod builder;
@@ -97,6 +98,8 @@ pub struct Agent {
     limits: Limits,
     retry: RetryPolicy,
     window: SlidingWindow,
+    /// The specs of `tools`, made once: every model call lends them.
+    tool_specs: Vec<ToolSpec>,
     messages: Vec<Message>,
     state: AgentState,
     store: Option<Store>,
@@ -240,6 +243,12 @@ impl Agent {
             self.state.removed_count += removed as u64;
             self.save_state()?;
         }
+        // Each write already survives a killed process; this makes the invocation survive
+        // a power loss too, for one flush per invocation rather than two per tool call.
+        let outcome = match outcome {
+            Ok(result) => self.sync_store().map(|()| result),
+            Err(error) => Err(error),
+        };
         if let (Ok(result), Some(events)) = (&outcome, events) {
             events.send(TurnEvent::Stop {
                 reason: result.stop_reason,
@@ -439,9 +448,9 @@ impl Agent {
             };
             self.hooks.invoke(&mut before).await;
             let request = ModelRequest {
-                system_prompt: before.system_prompt,
-                messages: self.messages.clone(),
-                tool_specs: self.tools.specs(),
+                system_prompt: before.system_prompt.as_deref(),
+                messages: &self.messages,
+                tool_specs: &self.tool_specs,
             };
             let attempt = tokio::select! {
                 () = token.cancelled() => return Ok(ModelOutcome::Cancelled),
@@ -526,6 +535,13 @@ impl Agent {
         Ok(())
     }
 
+    fn sync_store(&self) -> Result<(), AgentError> {
+        if let Some(store) = &self.store {
+            store.repository.sync()?;
+        }
+        Ok(())
+    }
+
     fn save_state(&self) -> Result<(), AgentError> {
         if let Some(store) = &self.store {
             store.repository.save_state(&store.id, &self.state)?;
@@ -536,7 +552,7 @@ impl Agent {
 
 async fn stream_message(
     model: &dyn Model,
-    request: ModelRequest,
+    request: ModelRequest<'_>,
     events: Option<&EventSink>,
 ) -> Result<Assembled, ModelError> {
     let mut stream = model.stream(request).await?;

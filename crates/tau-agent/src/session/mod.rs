@@ -91,6 +91,8 @@ pub enum SessionError {
     InvalidId { id: String },
     #[error("session store error: {0}")]
     Store(#[from] rusqlite::Error),
+    #[error("session store error: cannot sync {path}: {error}")]
+    Sync { path: String, error: std::io::Error },
     #[error("session '{session}' has an unreadable record ({what}): {error}")]
     Corrupt {
         session: String,
@@ -105,7 +107,8 @@ pub enum SessionError {
     },
 }
 
-/// Where sessions live. Every write is durable when it returns.
+/// Where sessions live. A write that returned survives the process being killed;
+/// [`sync`](Self::sync) makes every write so far survive a power loss too.
 pub trait SessionRepository: Send + Sync {
     /// Creates the session when it does not exist; true when it was created.
     fn ensure_session(&self, id: &SessionId) -> Result<bool, SessionError>;
@@ -124,6 +127,11 @@ pub trait SessionRepository: Send + Sync {
     fn list_sessions(&self) -> Result<Vec<SessionSummary>, SessionError>;
     /// True when there was a session to delete.
     fn delete_session(&self, id: &SessionId) -> Result<bool, SessionError>;
+    /// Makes every write so far survive a power loss or an OS crash. The agent calls it at
+    /// the end of each invocation.
+    fn sync(&self) -> Result<(), SessionError> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

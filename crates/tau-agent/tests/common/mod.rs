@@ -15,8 +15,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tau_agent::{
     AfterToolCallEvent, ChunkStream, ContentBlock, HookOrder, HookRegistry, Message, Model,
-    ModelError, ModelRequest, Role, StreamChunk, SyncHook, Tool, ToolContext, ToolError,
-    ToolOutput, ToolResult, ToolSpec, ToolUse, TurnEvent,
+    ModelError, ModelRequest, OwnedModelRequest, Role, StreamChunk, SyncHook, Tool, ToolContext,
+    ToolError, ToolOutput, ToolResult, ToolSpec, ToolUse, TurnEvent,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -354,7 +354,7 @@ impl RawReply {
 #[derive(Clone, Default)]
 pub struct RawModel {
     replies: Arc<Mutex<std::collections::VecDeque<RawReply>>>,
-    requests: Arc<Mutex<Vec<ModelRequest>>>,
+    requests: Arc<Mutex<Vec<OwnedModelRequest>>>,
 }
 
 impl RawModel {
@@ -365,15 +365,15 @@ impl RawModel {
         }
     }
 
-    pub fn requests(&self) -> Vec<ModelRequest> {
+    pub fn requests(&self) -> Vec<OwnedModelRequest> {
         self.requests.lock().unwrap().clone()
     }
 }
 
 #[async_trait]
 impl Model for RawModel {
-    async fn stream(&self, request: ModelRequest) -> Result<ChunkStream, ModelError> {
-        self.requests.lock().unwrap().push(request);
+    async fn stream(&self, request: ModelRequest<'_>) -> Result<ChunkStream, ModelError> {
+        self.requests.lock().unwrap().push(request.into());
         let Some(reply) = self.replies.lock().unwrap().pop_front() else {
             return Err(ModelError::other("no more raw replies"));
         };

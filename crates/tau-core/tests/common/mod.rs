@@ -135,7 +135,7 @@ impl Setup {
     }
 
     pub async fn build(self, script: Vec<Message>) -> Built {
-        let model = ScriptedModel::new(script);
+        let model = ScriptedModel::new(script).recording();
         let bus = EventBus::new();
         let events = RecordedEvents::subscribed_to(&bus);
         let agent = build_agent(AgentParts {

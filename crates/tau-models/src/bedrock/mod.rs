@@ -51,7 +51,7 @@ impl fmt::Debug for BedrockModel {
 
 #[async_trait]
 impl Model for BedrockModel {
-    async fn stream(&self, request: ModelRequest) -> Result<ChunkStream, ModelError> {
+    async fn stream(&self, request: ModelRequest<'_>) -> Result<ChunkStream, ModelError> {
         let body = request::converse_body(&request, &self.inference);
         let send = self
             .http

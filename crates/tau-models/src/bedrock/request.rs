@@ -12,11 +12,11 @@ pub(crate) struct Inference {
     pub tool_choice: Option<ToolChoice>,
 }
 
-pub(crate) fn converse_body(request: &ModelRequest, inference: &Inference) -> Value {
+pub(crate) fn converse_body(request: &ModelRequest<'_>, inference: &Inference) -> Value {
     let mut body = Map::new();
     let messages: Vec<Value> = request.messages.iter().filter_map(message).collect();
     body.insert("messages".into(), Value::Array(messages));
-    if let Some(system) = request.system_prompt.as_ref().filter(|s| !s.is_empty()) {
+    if let Some(system) = request.system_prompt.filter(|s| !s.is_empty()) {
         body.insert("system".into(), json!([{ "text": system }]));
     }
     let mut config = Map::new();

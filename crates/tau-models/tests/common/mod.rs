@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tau_agent::{
-    ContentBlock, Message, Model, ModelError, ModelRequest, Role, StreamChunk, ToolResult,
+    ContentBlock, Message, Model, ModelError, OwnedModelRequest, Role, StreamChunk, ToolResult,
     ToolResultContent, ToolResultStatus, ToolSpec, ToolUse,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -250,7 +250,10 @@ pub fn env_with(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str)
 }
 
 /// Every chunk until the end or the first error; never waits more than 20 s.
-pub async fn run(model: &dyn Model, request: ModelRequest) -> Result<Vec<StreamChunk>, ModelError> {
+pub async fn run(
+    model: &dyn Model,
+    request: OwnedModelRequest,
+) -> Result<Vec<StreamChunk>, ModelError> {
     run_within(Duration::from_secs(20), model, request).await
 }
 
@@ -258,10 +261,10 @@ pub async fn run(model: &dyn Model, request: ModelRequest) -> Result<Vec<StreamC
 pub async fn run_within(
     bound: Duration,
     model: &dyn Model,
-    request: ModelRequest,
+    request: OwnedModelRequest,
 ) -> Result<Vec<StreamChunk>, ModelError> {
     tokio::time::timeout(bound, async {
-        let mut stream = model.stream(request).await?;
+        let mut stream = model.stream(request.as_request()).await?;
         let mut chunks = Vec::new();
         while let Some(chunk) = stream.next().await {
             chunks.push(chunk?);
@@ -273,7 +276,7 @@ pub async fn run_within(
 }
 
 /// The error of a call that must fail, wherever it surfaced.
-pub async fn run_err(model: &dyn Model, request: ModelRequest) -> ModelError {
+pub async fn run_err(model: &dyn Model, request: OwnedModelRequest) -> ModelError {
     match run(model, request).await {
         Ok(chunks) => panic!("expected an error, got {chunks:#?}"),
         Err(error) => error,
@@ -282,8 +285,8 @@ pub async fn run_err(model: &dyn Model, request: ModelRequest) -> ModelError {
 
 /// A conversation in tau's shape: a question, two tool calls, a success with JSON and the
 /// refusal of a tier-2 call, then a follow-up; with the system prompt and two tool specs.
-pub fn history_request() -> ModelRequest {
-    ModelRequest {
+pub fn history_request() -> OwnedModelRequest {
+    OwnedModelRequest {
         system_prompt: Some(SYSTEM.into()),
         messages: vec![
             Message::user_text("What time is it? Then switch the heater on."),
@@ -336,8 +339,8 @@ pub fn history_request() -> ModelRequest {
     }
 }
 
-pub fn hello_request() -> ModelRequest {
-    ModelRequest {
+pub fn hello_request() -> OwnedModelRequest {
+    OwnedModelRequest {
         system_prompt: None,
         messages: vec![Message::user_text("hello")],
         tool_specs: vec![],
