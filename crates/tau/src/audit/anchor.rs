@@ -32,9 +32,10 @@ impl Anchor {
     pub(crate) fn open(db: &Path) -> rusqlite::Result<Self> {
         let connection = Connection::open(db)?;
         connection.busy_timeout(Duration::from_secs(5))?;
-        // As the session store does: WAL, and each commit survives a crash.
+        // As the session store does: WAL with NORMAL sync, so each commit survives a killed
+        // process (the kernel holds it); a power loss can cost the last commits.
         connection.pragma_update(None, "journal_mode", "WAL")?;
-        connection.pragma_update(None, "synchronous", "FULL")?;
+        connection.pragma_update(None, "synchronous", "NORMAL")?;
         connection.execute_batch(SCHEMA)?;
         Ok(Self { connection })
     }

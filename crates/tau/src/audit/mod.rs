@@ -55,6 +55,10 @@ pub(crate) struct AuditLog {
 struct Open {
     file: File,
     anchor: Anchor,
+    /// What this process last wrote: the file's length after it, and the head. When the
+    /// file still has that length under the lock, nobody else appended, and the tail need
+    /// not be read again.
+    last: Option<(u64, Head)>,
 }
 
 impl AuditLog {
@@ -70,15 +74,22 @@ impl AuditLog {
         Ok(Self {
             path: path.to_owned(),
             session: session.to_owned(),
-            open: Mutex::new(Open { file, anchor }),
+            open: Mutex::new(Open {
+                file,
+                anchor,
+                last: None,
+            }),
         })
     }
 
     pub(crate) fn append(&self, event: &AuditEvent) -> io::Result<()> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        let Open { file, anchor } = &mut *open;
+        let Open { file, anchor, last } = &mut *open;
         file.lock()?;
-        let result = self.append_locked(file, anchor, event);
+        let result = self.append_locked(file, anchor, last, event);
+        if result.is_err() {
+            *last = None;
+        }
         let unlocked = file.unlock();
         result.and(unlocked)
     }
@@ -87,12 +98,23 @@ impl AuditLog {
         &self,
         file: &mut File,
         anchor: &Anchor,
+        last: &mut Option<(u64, Head)>,
         event: &AuditEvent,
     ) -> io::Result<()> {
         let db = anchor_db(&self.path);
-        let (last, ends_with_newline) = last_line(file)?;
-        let head = anchor.head().map_err(|e| sqlite_error(&db, &e))?;
-        let (seq, prev) = continue_from(head.as_ref(), last.as_deref());
+        let len = file.seek(SeekFrom::End(0))?;
+        let ((seq, prev), ends_with_newline) = match last.as_ref() {
+            // Nothing was appended since this process's own last line.
+            Some((written, head)) if *written == len => ((head.seq + 1, head.hash.clone()), true),
+            _ => {
+                let (tail, ends_with_newline) = last_line(file)?;
+                let head = anchor.head().map_err(|e| sqlite_error(&db, &e))?;
+                (
+                    continue_from(head.as_ref(), tail.as_deref()),
+                    ends_with_newline,
+                )
+            }
+        };
         let mut object = Map::new();
         object.insert("seq".into(), Value::from(seq));
         object.insert("at".into(), Value::from(jiff::Timestamp::now().to_string()));
@@ -109,15 +131,22 @@ impl AuditLog {
         };
         line.extend_from_slice(&body);
         line.push(b'\n');
+        // Written before the anchor moves past it: a killed process leaves the line in the
+        // file (the kernel has it) and at most this one line unanchored. Syncing each line to
+        // the disk as well would cost more than the rest of a tool call; a power loss can
+        // cost the last lines, and `verify` then reports the cut.
         file.write_all(&line)?;
-        // The line is on disk before the anchor moves past it.
-        file.sync_data()?;
-        anchor
-            .set(&Head {
-                seq,
-                hash: line_hash(&body),
-            })
-            .map_err(|e| sqlite_error(&db, &e))
+        if matches!(event, AuditEvent::TurnEnd { .. }) {
+            // Once a turn, as the session store flushes: what the turn did is on the disk.
+            file.sync_data()?;
+        }
+        let head = Head {
+            seq,
+            hash: line_hash(&body),
+        };
+        anchor.set(&head).map_err(|e| sqlite_error(&db, &e))?;
+        *last = Some((len + line.len() as u64, head));
+        Ok(())
     }
 }
 
