@@ -1,7 +1,12 @@
 //! tau-test-support: what several of tau's test suites need, in one place.
 //!
-//! Owns helpers that make recorded events comparable as whole values. Used only as a
-//! dev-dependency; knows nothing of tau's crates, only the JSON they write.
+//! Owns helpers that make recorded events comparable as whole values, and a real MQTT
+//! broker for tests (`mosquitto.rs`). Used only as a dev-dependency; knows nothing of
+//! tau's crates, only the JSON they write.
+
+mod mosquitto;
+
+pub use mosquitto::Mosquitto;
 
 use serde_json::Value;
 

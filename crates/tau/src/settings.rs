@@ -23,6 +23,9 @@ pub(crate) struct TauConfig {
     pub tools: ToolsConfig,
     pub mcp: McpConfig,
     pub web: WebConfig,
+    /// `[[routines]]`, as written; read by `tau-reflex` (`Context::routine_defs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routines: Vec<toml::Value>,
 }
 
 /// The config as loaded, with what was set explicitly.
@@ -104,6 +107,7 @@ pub(crate) fn load(
         .web
         .validate()
         .map_err(|e| usage(format!("{shown}: {e}")))?;
+    crate::routines::check_config(&config, env).map_err(|e| usage(format!("{shown}: {e}")))?;
     Ok(Loaded {
         config,
         path,
