@@ -370,6 +370,37 @@ impl Hub {
         Ok(answered)
     }
 
+    /// Shows a question stored outside a turn (a routine's, asked on its `ask` channel), or
+    /// how it ended, on its conversation and hub-wide, as a turn's own questions are shown.
+    pub fn show_question(&self, row: &ApprovalRow) {
+        let Ok(session) = SessionId::parse(&row.session) else {
+            return;
+        };
+        let decision = match row.state {
+            ApprovalState::Pending => None,
+            ApprovalState::Approved => Some(tau_core::Decision::Approved),
+            ApprovalState::Expired => Some(tau_core::Decision::Timeout),
+            ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
+                Some(tau_core::Decision::Rejected)
+            }
+        };
+        let event = match decision {
+            None => {
+                self.inner.sweep.notify_one();
+                tau_core::approval::requested_event(row)
+            }
+            Some(decision) => tau_core::ChannelEvent::ApprovalDecided {
+                approval_id: row.id.clone(),
+                call_id: row.call_id.clone(),
+                tool: row.tool.clone(),
+                decision,
+                decided_by: row.decided_by.clone().unwrap_or(DecidedBy::Cancelled),
+            },
+        };
+        let _ = self.inner.changes.send(row.clone());
+        self.publish(&session, SessionEvent::Turn(event));
+    }
+
     /// The compare-and-set on a row, recorded on its session's bus; a decision that
     /// lands is published to the session and hub-wide.
     pub(crate) fn decide(

@@ -446,6 +446,38 @@ async function loadApprovals() {
   }
 }
 
+// ---- routines ----
+
+const TRIGGERS = ["every", "cron", "at", "mqtt"];
+
+function routineTrigger(routine) {
+  for (const key of TRIGGERS) {
+    if (typeof routine[key] === "string") return `${key} ${routine[key]}`;
+  }
+  return routine.webhook ? `webhook ${routine.webhook}` : "";
+}
+
+async function loadRoutines() {
+  const { status, data } = await api("GET", "/api/routines?display=true");
+  if (status !== 200 || !Array.isArray(data)) return;
+  $("routines").hidden = data.length === 0;
+  const list = $("routine-list");
+  list.replaceChildren();
+  for (const routine of data) {
+    const item = el("li", routine.enabled === false ? "off" : "");
+    item.append(el("span", "title", routine.name));
+    if (routine.problem) {
+      item.append(el("span", "meta", `left out: ${routine.problem}`));
+    } else {
+      const action = routine.tool ? `calls ${routine.tool}` : "runs a prompt";
+      const last = routine.last_run ? `${routine.last_run.outcome} ${when(routine.last_run.at)}` : "never ran";
+      const off = routine.enabled === false ? " · off" : "";
+      item.append(el("span", "meta", `${routineTrigger(routine)} · ${action} · ${last}${off}`));
+    }
+    list.append(item);
+  }
+}
+
 // ---- start ----
 
 async function start() {
@@ -455,6 +487,7 @@ async function start() {
   $("app").hidden = false;
   await loadSessions();
   await loadApprovals();
+  await loadRoutines();
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
   if (wanted && state.sessions.some((s) => s.id === wanted)) {
     await select(wanted);
@@ -478,4 +511,5 @@ async function boot() {
 }
 
 setInterval(() => { if (!$("app").hidden) loadApprovals(); }, 10000);
+setInterval(() => { if (!$("app").hidden) loadRoutines(); }, 30000);
 boot();

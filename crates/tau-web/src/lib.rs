@@ -14,6 +14,7 @@ mod api;
 mod auth;
 mod config;
 mod events;
+mod routines;
 mod server;
 mod shown;
 
@@ -31,6 +32,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
+pub use routines::Routines;
 
 /// The channel's name: what approval rows and `decided_by` say.
 pub const WEB: &str = "web";
@@ -47,6 +49,7 @@ pub(crate) struct App {
     hub: Hub,
     auth: Arc<auth::Auth>,
     stop: CancellationToken,
+    routines: Option<Arc<dyn Routines>>,
 }
 
 /// TauBar could not start.
@@ -69,6 +72,7 @@ pub struct WebChannel {
     bound: SocketAddr,
     token: String,
     hosts: Vec<String>,
+    routines: Option<Arc<dyn Routines>>,
 }
 
 impl WebChannel {
@@ -93,7 +97,15 @@ impl WebChannel {
             bound,
             hosts: config.allowed_hosts(bound),
             token: token.to_owned(),
+            routines: None,
         })
+    }
+
+    /// Serves routines' webhooks (`POST /hooks/{name}`) and their list for the page.
+    #[must_use]
+    pub fn with_routines(mut self, routines: Arc<dyn Routines>) -> Self {
+        self.routines = Some(routines);
+        self
     }
 
     /// Where it listens (the port is known even when `listen` asked for port 0).
@@ -127,6 +139,7 @@ impl Channel for WebChannel {
             hub,
             auth: Arc::new(auth::Auth::new(&self.token, self.hosts.clone())),
             stop: stop.clone(),
+            routines: self.routines.clone(),
         };
         server::serve(listener, router(app), stop).await;
         Ok(())
@@ -166,6 +179,8 @@ fn router(app: App) -> Router {
         )
         .route("/api/sessions/{id}/events", get(events::stream))
         .route("/api/approvals", get(api::approvals))
+        .route("/api/routines", get(routines::list))
+        .route("/hooks/{name}", post(routines::hook))
         .route("/api/approvals/{id}", post(api::answer))
         .fallback(|| async { api::error(StatusCode::NOT_FOUND, "no such page") })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -12,6 +12,7 @@ mod commands;
 mod context;
 mod demo;
 mod errors;
+mod hosted;
 mod lock;
 mod logging;
 mod mcp;

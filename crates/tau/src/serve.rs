@@ -22,6 +22,8 @@ use crate::paths::Home;
 
 /// The `session` of the hub's own audit lines (MCP servers that failed to start).
 const AUDIT_SESSION: &str = "serve";
+/// The `session` of the routines' audit lines (their runs and fixed calls).
+const ROUTINES_SESSION: &str = "routines";
 
 pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> {
     let config = &ctx.loaded.config;
@@ -50,7 +52,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             WebError::Config(_) | WebError::Bind { .. } => usage(error.to_string()),
             WebError::EmptyToken => anyhow::Error::new(error),
         })?;
-    let tools = ctx.catalog().await?;
+    let tools = ctx.catalog_with_routines().await?;
     let audit = Arc::new(AuditLog::open(&ctx.home.audit_log(), AUDIT_SESSION)?);
     let hub_events = EventBus::new();
     hub_events.subscribe(Arc::clone(&audit) as _);
@@ -63,22 +65,42 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     let approvals = Arc::new(SqliteApprovals::open(&state_db)?);
     let factory = Arc::new(Factory {
         home: ctx.home.clone(),
-        model,
-        catalog: tools.catalog,
+        model: Arc::clone(&model),
+        catalog: tools.catalog.clone(),
         config: config.core(),
         sessions: Arc::clone(&sessions),
-        audit,
+        audit: Arc::clone(&audit),
     });
     let hub = Hub::open(
         &state_db,
-        sessions,
-        approvals,
+        Arc::clone(&sessions) as _,
+        Arc::clone(&approvals),
         factory,
         HubOptions {
             remote_timeout: config.approval.remote_timeout(),
         },
     )?;
+    let routine_events = EventBus::new();
+    routine_events.subscribe(Arc::new(SessionAudit {
+        log: audit,
+        session: ROUTINES_SESSION.to_owned(),
+    }));
+    let hosted = crate::hosted::build(
+        ctx,
+        crate::hosted::HostParts {
+            hub: hub.clone(),
+            approvals,
+            sessions,
+            catalog: tools.catalog,
+            model,
+            config: config.core(),
+            events: routine_events,
+        },
+    )?;
+    let web = web.with_routines(Arc::clone(&hosted.web) as _);
     let recovery = hub.start().await?;
+    let stop_routines = tokio_util::sync::CancellationToken::new();
+    let routines = hosted.start(stop_routines.clone());
 
     if !config.web.listen.ip().is_loopback() {
         eprintln!(
@@ -88,7 +110,10 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     }
     crate::print(&announce(&web.url(), &token_path, &recovery));
     let channels: Vec<Arc<dyn Channel>> = vec![Arc::new(web)];
-    hub.run_channels(channels, stop_signal()).await?;
+    let served = hub.run_channels(channels, stop_signal()).await;
+    stop_routines.cancel();
+    let _ = routines.await;
+    served?;
     crate::print("tau serve: stopped; pending questions stay pending\n");
     Ok(())
 }

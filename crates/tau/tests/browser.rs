@@ -470,3 +470,35 @@ async fn a_card_follows_its_question_answered_elsewhere_superseded_or_expired() 
     );
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_page_lists_the_routines() {
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let tau = Tau::new();
+    let config = tau.serve_config(
+        "[[routines]]\nname = \"porch-light\"\ncron = \"0 19 * * *\"\ntool = \"append_note\"\narguments = { text = \"<b>porch</b>\" }\n\n[[routines]]\nname = \"plants\"\nevery = \"6h\"\nprompt = \"Remind me to water the plants.\"\nenabled = false\n",
+    );
+    let serve = tau.serve(&tau.replay(&json!([answer("hi")])), &config);
+    let driver = start_driver(&driver_path);
+    let client = connect(&driver, &chromium, 1100, 760).await;
+    client
+        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
+        .await
+        .unwrap();
+    let listed = until(
+        &client,
+        "the routines",
+        "const items = [...document.querySelectorAll('#routine-list li')]; return items.length === 2 && items.map((i) => i.innerText.replace(/\\s+/g, ' '))",
+    )
+    .await;
+    assert_eq!(
+        listed,
+        json!([
+            "plants every 6h · runs a prompt · never ran · off",
+            "porch-light cron 0 19 * * * · calls append_note · never ran"
+        ])
+    );
+    client.close().await.unwrap();
+}

@@ -52,6 +52,11 @@ impl Tau {
 
     /// Starts `tau serve` with `model` and waits until it says where TauBar is.
     pub fn serve(&self, model: &str, config: &std::path::Path) -> Serve {
+        self.serve_env(model, config, &[])
+    }
+
+    /// [`Tau::serve`] with these extra environment variables.
+    pub fn serve_env(&self, model: &str, config: &std::path::Path, env: &[(&str, &str)]) -> Serve {
         let mut command = self.command(&[
             "--config",
             config.to_str().unwrap(),
@@ -59,6 +64,9 @@ impl Tau {
             model,
             "serve",
         ]);
+        for (key, value) in env {
+            command.env(key, value);
+        }
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
