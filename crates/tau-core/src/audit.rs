@@ -92,6 +92,61 @@ pub enum AuditEvent {
         input_tokens: u64,
         output_tokens: u64,
     },
+    /// A routine's trigger fired (or its runs were missed): what ran and how it ended.
+    RoutineRun {
+        routine: String,
+        /// What fired it, in words: `cron 0 7 * * *`, `mqtt home/door/front`, `manual`.
+        trigger: String,
+        outcome: RoutineOutcome,
+        /// Why it was refused, failed or skipped, or how many runs were missed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        /// The `tool_call` of a fixed-argument action, for finding it in the log.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_use_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+    },
+}
+
+/// How a routine's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutineOutcome {
+    /// Its action ran and succeeded.
+    Success,
+    /// Its action ran and failed, or could not be started.
+    Error,
+    /// The gate refused its call: nobody said yes, or nobody could be asked.
+    Refused,
+    /// Nothing ran: the routine was still running, or backing off after failures.
+    Skipped,
+    /// Runs that fell while tau was not running; they are not replayed.
+    Missed,
+}
+
+impl RoutineOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::Refused => "refused",
+            Self::Skipped => "skipped",
+            Self::Missed => "missed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            Self::Success,
+            Self::Error,
+            Self::Refused,
+            Self::Skipped,
+            Self::Missed,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == text)
+    }
 }
 
 impl AuditEvent {
@@ -235,6 +290,38 @@ mod tests {
         let back: AuditEvent =
             serde_json::from_str(&serde_json::to_string(&event).unwrap()).unwrap();
         assert_eq!(back, event);
+    }
+
+    #[test]
+    fn a_routine_run_is_a_tagged_line() {
+        let event = AuditEvent::RoutineRun {
+            routine: "porch-light".into(),
+            trigger: "cron 0 19 * * *".into(),
+            outcome: RoutineOutcome::Refused,
+            detail: Some("nobody could be asked".into()),
+            tool_use_id: Some("run_1".into()),
+            duration_ms: None,
+        };
+        let line = serde_json::to_string(&event).unwrap();
+        assert_eq!(
+            line,
+            r#"{"type":"routine_run","routine":"porch-light","trigger":"cron 0 19 * * *","outcome":"refused","detail":"nobody could be asked","tool_use_id":"run_1"}"#
+        );
+        assert_eq!(serde_json::from_str::<AuditEvent>(&line).unwrap(), event);
+        for outcome in [
+            RoutineOutcome::Success,
+            RoutineOutcome::Error,
+            RoutineOutcome::Refused,
+            RoutineOutcome::Skipped,
+            RoutineOutcome::Missed,
+        ] {
+            assert_eq!(RoutineOutcome::parse(outcome.as_str()), Some(outcome));
+            assert_eq!(
+                serde_json::to_value(outcome).unwrap(),
+                serde_json::Value::String(outcome.as_str().into())
+            );
+        }
+        assert_eq!(RoutineOutcome::parse("ran_anyway"), None);
     }
 
     #[test]

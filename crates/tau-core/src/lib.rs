@@ -37,7 +37,7 @@ pub use approval::{
     Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
     TierGate, ToolCallRecord, refusal_text, unknown_tool_text,
 };
-pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents};
+pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{
     AgentParts, BuildError, HookProvider, PERSONA_HOOK, Plugin, build_agent, hooks_behind_gate,
 };
@@ -59,4 +59,6 @@ pub use tau_protocol::{
     Approval, CallStatus, ChannelEvent, DecidedBy, Decision, NoticeKind, StopReason, Tier,
     TierError, TurnUsage,
 };
-pub use turn::{ChannelSink, TauAgent, TurnError, TurnOutcome, interrupt_rejection};
+pub use turn::{
+    ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event, interrupt_rejection,
+};

@@ -445,3 +445,62 @@ async fn any_other_hooks_interrupt_is_still_refused_in_a_hub_conversation() {
     assert!(outcome.pending_approvals.is_empty());
     assert!(hub.store.list(None).unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn two_tier_2_calls_of_one_message_are_asked_one_after_the_other() {
+    let hub = Hub::new();
+    let mut agent = hub
+        .agent(vec![
+            calls(vec![
+                tool_use("t1", "lights", json!({"room": "kitchen"})),
+                tool_use("t2", "lights", json!({"room": "garage"})),
+            ]),
+            text("Kitchen on, garage left off."),
+        ])
+        .await;
+    let outcome = agent.stream("lights on", None).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::Interrupt);
+    let [first] = outcome.pending_approvals.as_slice() else {
+        panic!("one question at a time: {:?}", outcome.pending_approvals);
+    };
+    assert_eq!(hub.row(first).call_id, "t1");
+    hub.answer(first, ApprovalState::Approved, DecidedBy::person("web"));
+    let outcome = agent.resume_stored(None, None).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::Interrupt);
+    let [second] = outcome.pending_approvals.as_slice() else {
+        panic!("the second call asks next: {:?}", outcome.pending_approvals);
+    };
+    assert_eq!(hub.row(second).call_id, "t2");
+    assert_eq!(hub.house.lights.runs(), 1, "the approved call ran already");
+    hub.answer(second, ApprovalState::Rejected, DecidedBy::person("web"));
+    let outcome = agent.resume_stored(None, None).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(hub.house.lights.inputs(), vec![json!({"room": "kitchen"})]);
+    let results = last_results(agent.messages());
+    assert_eq!(
+        results
+            .iter()
+            .map(|r| (r.0.as_str(), r.1.as_str()))
+            .collect::<Vec<_>>(),
+        vec![("t1", "success"), ("t2", "error")]
+    );
+    assert_eq!(results[1].2, refusal_text("lights"));
+    assert!(agent.pending_approvals().is_empty());
+    // Nothing left to resume.
+    assert!(agent.resume_stored(None, None).await.is_err());
+}
+
+#[tokio::test]
+async fn closing_every_stored_question_asks_the_model_nothing() {
+    let hub = Hub::new();
+    let mut agent = hub.agent(lights_then("never said")).await;
+    let id = ask(&mut agent).await;
+    hub.answer(&id, ApprovalState::Superseded, DecidedBy::Superseded);
+    let closed = agent
+        .resume_stored(None, Some(tau_core::StopReason::Superseded))
+        .await
+        .unwrap();
+    assert_eq!(closed.model_calls, 0);
+    assert_eq!(hub.house.lights.runs(), 0);
+    assert!(agent.pending_approvals().is_empty());
+}

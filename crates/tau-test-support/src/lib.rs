@@ -1,10 +1,14 @@
 //! tau-test-support: what several of tau's test suites need, in one place.
 //!
-//! Owns helpers that make recorded events comparable as whole values, and the Telegram
-//! Bot API emulator peer (`telegram`). Used only as a dev-dependency; knows nothing of
-//! tau's crates, only the JSON they write and the peers they talk to.
+//! Owns helpers that make recorded events comparable as whole values, and the real peers
+//! several suites talk to: an MQTT broker (`mosquitto.rs`) and the Telegram Bot API
+//! emulator (`telegram`). Used only as a dev-dependency; knows nothing of tau's crates,
+//! only the JSON they write and the peers they talk to.
 
+mod mosquitto;
 pub mod telegram;
+
+pub use mosquitto::Mosquitto;
 
 use serde_json::Value;
 

@@ -34,6 +34,7 @@ use std::sync::Arc;
 use tau_agent::SharedTool;
 
 pub use config::{ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError};
+pub use mqtt_publish::broker_options;
 
 use crate::append_note::AppendNote;
 use crate::clock::{Clock, TimeSource};

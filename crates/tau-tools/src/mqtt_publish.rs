@@ -100,6 +100,19 @@ impl Broker {
     }
 }
 
+/// Connection options for another client of the `[tools.mqtt]` broker (the routines' MQTT
+/// triggers): the same host, port and credentials under a client id of its own, so the
+/// two clients never drop each other.
+pub fn broker_options(
+    config: &MqttConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    client_id: &str,
+) -> Result<MqttOptions, ToolsConfigError> {
+    let mut broker = Broker::from_config(config, env)?;
+    broker.client_id = client_id.to_owned();
+    Ok(broker.options())
+}
+
 pub(crate) struct MqttPublish {
     spec: ToolSpec,
     broker: Broker,
@@ -397,6 +410,27 @@ mod tests {
             Broker::from_config(&no_user, &env).unwrap_err().to_string(),
             "tools.mqtt.username: must be set when password_env is set: MQTT sends no password alone"
         );
+    }
+
+    #[test]
+    fn another_client_gets_the_same_broker_under_its_own_id() {
+        let config = MqttConfig {
+            host: "broker.lan".into(),
+            username: Some("tau".into()),
+            password_env: Some("TAU_MQTT_PASSWORD".into()),
+            ..MqttConfig::default()
+        };
+        let env = |name: &str| (name == "TAU_MQTT_PASSWORD").then(|| "hunter2".to_owned());
+        let options = broker_options(&config, &env, "tau-reflex").unwrap();
+        assert_eq!(options.client_id(), "tau-reflex");
+        assert_eq!(options.broker_address(), ("broker.lan".to_owned(), 1883));
+        assert_eq!(
+            options
+                .credentials()
+                .map(|login| (login.username, login.password)),
+            Some(("tau".to_owned(), "hunter2".to_owned()))
+        );
+        assert!(broker_options(&config, &|_| None, "tau-reflex").is_err());
     }
 
     #[test]

@@ -45,6 +45,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         answers: AnswerArgs,
     },
+    /// The hub: TauBar (the web page) and every channel, one turn at a time per
+    /// conversation; tier-2 questions are stored and survive a restart
+    Serve {
+        /// Print TauBar's token (made on first use) and exit
+        #[arg(long)]
+        print_token: bool,
+    },
     /// Stored conversations
     Sessions {
         #[command(subcommand)]
@@ -52,6 +59,11 @@ pub(crate) enum Command {
     },
     /// Every tool with its tier and effect
     Tools,
+    /// Routines: triggers that call tools through the gate
+    Routines {
+        #[command(subcommand)]
+        command: RoutinesCommand,
+    },
     /// Serve tau's tools to an MCP client, on stdio or (with --http) streamable HTTP;
     /// tier-2 calls are asked back to the client's user or refused
     Mcp {
@@ -97,6 +109,25 @@ pub(crate) enum SessionsCommand {
     },
     /// Deletes a session and its messages
     Delete { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RoutinesCommand {
+    /// Every routine with its trigger, action and last run
+    List,
+    /// One routine: what it does, its exemption and its last runs
+    Show { name: String },
+    /// Runs a routine's action now, through the gate; calls it is not exempt for are
+    /// asked here
+    Run {
+        name: String,
+        #[command(flatten)]
+        answers: AnswerArgs,
+    },
+    /// Switches a routine on
+    Enable { name: String },
+    /// Switches a routine off; it stays set up
+    Disable { name: String },
 }
 
 #[derive(Debug, Subcommand)]

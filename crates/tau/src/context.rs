@@ -58,6 +58,12 @@ impl Context {
         )
     }
 
+    /// The routines, switches and runs in `state.db`.
+    pub(crate) fn routine_store(&self) -> anyhow::Result<Arc<tau_reflex::RoutineStore>> {
+        let db = self.home.prepare_state_db()?;
+        Ok(Arc::new(tau_reflex::RoutineStore::open(&db)?))
+    }
+
     /// Every tool tau runs: the built-in ones and those of the configured MCP servers,
     /// with the tiers tau's manifest gives them. A server that cannot be used is skipped
     /// with a warning on stderr; the rest go on. A workspace across a trust boundary is
@@ -82,5 +88,20 @@ impl Context {
                 .filter_map(tau_mcp::McpWarning::event)
                 .collect(),
         })
+    }
+
+    /// [`Context::catalog`] and the routine tools, for a conversation with the person
+    /// (`tau chat`, `tau tui`). `tau mcp` leaves them out: a routine's exemption outlives
+    /// the call, so it is granted only where tau itself asks the person.
+    pub(crate) async fn catalog_with_routines(&self) -> anyhow::Result<Tools> {
+        let mut tools = self.catalog().await?;
+        let routine_tools = tau_reflex::routine_tools(tau_reflex::RoutineToolsParts {
+            store: self.routine_store()?,
+            catalog: tools.catalog.clone(),
+            config: crate::routines::config_routines(self, None)?,
+            zone: crate::routines::zone(&self.loaded.config)?,
+        });
+        tools.catalog.extend(routine_tools)?;
+        Ok(tools)
     }
 }

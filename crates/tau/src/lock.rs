@@ -1,4 +1,4 @@
-//! One `tau chat` per session: an exclusive lock on `locks/NAME.lock`, released by the
+//! One tau per session (a `tau chat`, or the `tau serve` that has it open): an exclusive lock on `locks/NAME.lock`, released by the
 //! operating system when the process ends, however it ends.
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -26,7 +26,7 @@ impl SessionLock {
         match file.try_lock() {
             Ok(()) => Ok(Self { _file: file }),
             Err(TryLockError::WouldBlock) => Err(usage(format!(
-                "session '{id}' is already open in another tau chat; close that one first"
+                "session '{id}' is already open in another tau (chat or serve); close that one first"
             ))),
             Err(TryLockError::Error(error)) => {
                 Err(anyhow::anyhow!("cannot lock {}: {error}", path.display()))

@@ -12,11 +12,14 @@ mod commands;
 mod context;
 mod demo;
 mod errors;
+mod hosted;
 mod lock;
 mod logging;
 mod mcp;
 mod paths;
 mod private;
+mod routines;
+mod serve;
 mod settings;
 mod signals;
 mod token_file;
@@ -27,7 +30,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{AuditCommand, Cli, Command, ConfigCommand, SessionsCommand};
+use crate::cli::{AuditCommand, Cli, Command, ConfigCommand, RoutinesCommand, SessionsCommand};
 use crate::context::Context;
 use crate::errors::exit_code;
 use crate::paths::Home;
@@ -86,7 +89,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let model = ctx.model()?;
             ctx.home.create()?;
             logging::init(&ctx.home, &*ctx.env)?;
-            let tools = ctx.catalog().await?;
+            let tools = ctx.catalog_with_routines().await?;
             chat::run(
                 &ctx,
                 chat::Chat {
@@ -104,10 +107,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let model = ctx.model()?;
             ctx.home.create()?;
             logging::init(&ctx.home, &*ctx.env)?;
-            let tools = ctx.catalog().await?;
+            let tools = ctx.catalog_with_routines().await?;
             return tui::run(&ctx, session, model, tools).await;
         }
         Command::Demo { answers } => demo::run(&ctx, answers.answers_from_stdin).await?,
+        Command::Serve { print_token } => serve::run(&ctx, print_token).await?,
         Command::Sessions { command } => match command {
             SessionsCommand::List => print(&commands::sessions_list(&ctx)?),
             SessionsCommand::Show { name, json } => {
@@ -117,9 +121,22 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         },
         Command::Tools => {
             ctx.home.create()?;
-            let tools = ctx.catalog().await?;
+            let tools = ctx.catalog_with_routines().await?;
             print(&commands::tools(&tools.catalog));
         }
+        Command::Routines { command } => match command {
+            RoutinesCommand::List => print(&routines::list(&ctx).await?),
+            RoutinesCommand::Show { name } => print(&routines::show(&ctx, &name).await?),
+            RoutinesCommand::Run { name, answers } => {
+                if !routines::run(&ctx, &name, answers.answers_from_stdin).await? {
+                    return Ok(ExitCode::from(1));
+                }
+            }
+            RoutinesCommand::Enable { name } => print(&routines::switch(&ctx, &name, true).await?),
+            RoutinesCommand::Disable { name } => {
+                print(&routines::switch(&ctx, &name, false).await?);
+            }
+        },
         Command::Mcp { http } => mcp::run(&ctx, http).await?,
         Command::Audit {
             command: AuditCommand::Verify,

@@ -78,6 +78,11 @@ impl Home {
         self.root.join("mcp-token")
     }
 
+    /// The token TauBar (`tau serve`) generates for its page and API.
+    pub(crate) fn web_token(&self) -> PathBuf {
+        self.root.join("web-token")
+    }
+
     pub(crate) fn root(&self) -> &Path {
         &self.root
     }

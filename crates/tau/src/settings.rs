@@ -7,6 +7,7 @@ use tau_core::{AgentConfig, ApprovalConfig, CoreConfig, UiConfig, toml_error};
 use tau_mcp::McpConfig;
 use tau_models::ModelConfig;
 use tau_tools::ToolsConfig;
+use tau_web::WebConfig;
 
 use crate::errors::usage;
 use crate::paths::{Env, Home, config_path};
@@ -21,6 +22,10 @@ pub(crate) struct TauConfig {
     pub approval: ApprovalConfig,
     pub tools: ToolsConfig,
     pub mcp: McpConfig,
+    pub web: WebConfig,
+    /// `[[routines]]`, as written; read by `tau-reflex` (`Context::routine_defs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routines: Vec<toml::Value>,
 }
 
 /// The config as loaded, with what was set explicitly.
@@ -98,6 +103,11 @@ pub(crate) fn load(
         .mcp
         .validate()
         .map_err(|e| usage(format!("{shown}: {e}")))?;
+    config
+        .web
+        .validate()
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    crate::routines::check_config(&config, env).map_err(|e| usage(format!("{shown}: {e}")))?;
     Ok(Loaded {
         config,
         path,

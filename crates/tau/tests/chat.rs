@@ -311,7 +311,7 @@ fn a_second_chat_on_an_open_session_is_refused() {
     assert_eq!(second.code, 2);
     assert_eq!(
         second.stderr,
-        "tau: session 'busy' is already open in another tau chat; close that one first\n"
+        "tau: session 'busy' is already open in another tau (chat or serve); close that one first\n"
     );
     drop(first.stdin.take());
     assert!(first.wait().unwrap().success());

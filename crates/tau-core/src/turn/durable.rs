@@ -50,6 +50,47 @@ impl TauAgent {
         self.continue_stored(approval_id, sink, 0, Some(stop)).await
     }
 
+    /// Continues the turn with an answer for every stored question it waits on, once all
+    /// of them are decided: a model message with two tier-2 calls asks two questions, and
+    /// the turn goes on only with both. With `closing`, it ends like [`TauAgent::close`]
+    /// (no model call); without, like [`TauAgent::resume`].
+    pub async fn resume_stored(
+        &mut self,
+        sink: Option<&ChannelSink>,
+        closing: Option<tau_protocol::StopReason>,
+    ) -> Result<TurnOutcome, TurnError> {
+        let turn = self.turn(sink);
+        let _attached = self.forwarder.attach(sink.cloned());
+        let responses: Vec<InterruptResponse> = if self.gate.is_durable() {
+            self.agent
+                .interrupt_state()
+                .pending()
+                .into_iter()
+                .filter(|i| i.name == APPROVAL_INTERRUPT)
+                .filter_map(|i| {
+                    let id = i.reason.get("approval_id")?.as_str()?.to_owned();
+                    Some(InterruptResponse {
+                        interrupt_id: i.id,
+                        response: json!({ "approval_id": id }),
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if responses.is_empty() {
+            return Err(self.fail(
+                &turn,
+                AgentError::NothingToResume,
+                0,
+                tau_agent::Usage::default(),
+            ));
+        }
+        let budget = if closing.is_some() { 0 } else { self.max_turns };
+        self.run_turn(&turn, Input::Resume(responses), budget, closing)
+            .await
+    }
+
     async fn continue_stored(
         &mut self,
         approval_id: &str,

@@ -20,8 +20,8 @@ use crate::catalog::ToolCatalog;
 use crate::config::CoreConfig;
 use crate::i18n::{Language, Notice};
 
-pub use project::ChannelSink;
 pub(crate) use project::TurnForwarder;
+pub use project::{ChannelSink, from_audit};
 
 /// The answer tau gives every interrupt a hook raises: nobody is asked.
 pub fn interrupt_rejection() -> serde_json::Value {

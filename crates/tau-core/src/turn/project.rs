@@ -14,8 +14,9 @@ use crate::i18n::Notice;
 /// Where a channel reads its turn from.
 pub type ChannelSink = tau_agent::Sink<ChannelEvent>;
 
-/// The audit events that a channel sees, as channel events.
-pub(crate) fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
+/// The audit events that a channel sees, as channel events (also for a call made outside
+/// a turn, such as a routine's, whose questions a channel shows the same way).
+pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
     match event {
         AuditEvent::ToolCall {
             tool,
@@ -70,9 +71,10 @@ pub(crate) fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
         }),
         // Errors reach a person as notices where they matter; the turn's end is sent by
         // the turn itself with its typed stop reason.
-        AuditEvent::Error { .. } | AuditEvent::TurnLimit { .. } | AuditEvent::TurnEnd { .. } => {
-            None
-        }
+        AuditEvent::Error { .. }
+        | AuditEvent::TurnLimit { .. }
+        | AuditEvent::TurnEnd { .. }
+        | AuditEvent::RoutineRun { .. } => None,
     }
 }
 

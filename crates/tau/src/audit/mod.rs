@@ -4,7 +4,8 @@
 //! the chain's head is also anchored in `state.db`, so a dropped tail, an edited last line
 //! or an emptied file show too.
 //!
-//! Several processes append to one log (a `tau chat` per session, `tau mcp`): an append
+//! Several processes append to one log (a `tau chat` per session, `tau mcp`, `tau serve`
+//! with every conversation's lines tagged by its session): an append
 //! holds an exclusive lock on the file while it writes the line, syncs it and then moves
 //! the anchor. A process that dies between the two leaves the anchor exactly one line
 //! behind; `verify` accepts that one line and says it is not anchored yet, and the next
@@ -83,10 +84,15 @@ impl AuditLog {
     }
 
     pub(crate) fn append(&self, event: &AuditEvent) -> io::Result<()> {
+        self.append_as(&self.session, event)
+    }
+
+    /// Appends a line of `session` (a hub writes every conversation's events to one log).
+    pub(crate) fn append_as(&self, session: &str, event: &AuditEvent) -> io::Result<()> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let Open { file, anchor, last } = &mut *open;
         file.lock()?;
-        let result = self.append_locked(file, anchor, last, event);
+        let result = self.append_locked(file, anchor, last, session, event);
         if result.is_err() {
             *last = None;
         }
@@ -99,6 +105,7 @@ impl AuditLog {
         file: &mut File,
         anchor: &Anchor,
         last: &mut Option<(u64, Head)>,
+        session: &str,
         event: &AuditEvent,
     ) -> io::Result<()> {
         let db = anchor_db(&self.path);
@@ -118,7 +125,7 @@ impl AuditLog {
         let mut object = Map::new();
         object.insert("seq".into(), Value::from(seq));
         object.insert("at".into(), Value::from(jiff::Timestamp::now().to_string()));
-        object.insert("session".into(), Value::from(self.session.as_str()));
+        object.insert("session".into(), Value::from(session));
         object.insert("prev".into(), Value::from(prev));
         if let Ok(Value::Object(fields)) = serde_json::to_value(event) {
             object.extend(fields);
@@ -219,6 +226,20 @@ fn last_line(file: &mut File) -> io::Result<(Option<Vec<u8>>, bool)> {
         if start == 0 {
             let ends = tail.ends_with(b"\n");
             return Ok((Some(body.to_vec()), ends));
+        }
+    }
+}
+
+/// One session's events on a shared log: what a hub subscribes for each conversation.
+pub(crate) struct SessionAudit {
+    pub log: std::sync::Arc<AuditLog>,
+    pub session: String,
+}
+
+impl EventSubscriber for SessionAudit {
+    fn on_event(&self, event: &AuditEvent) {
+        if let Err(error) = self.log.append_as(&self.session, event) {
+            tracing::error!(path = %self.log.path.display(), %error, "cannot append to the audit log");
         }
     }
 }

@@ -1,8 +1,10 @@
 //! Runs the real `tau` binary in a fresh home with a replay model and piped stdin.
 #![allow(dead_code)]
 
+pub mod model_server;
 pub mod peers;
 pub mod pty;
+pub mod serve;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,556 @@
+//! The hub's API: conversations, messages, answers, subscriptions.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tau_agent::{CancelHandle, Message, SessionId, SessionRepository};
+use tau_core::approval::{
+    Answered, ApprovalRow, ApprovalState, ApprovalStore, DurableQuestions, answer_durable,
+};
+use tau_core::{DecidedBy, EventBus, TauAgent};
+use tokio::sync::{Notify, broadcast};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::channel::{Channel, ChannelError};
+use crate::conversations::{Conversation, Conversations};
+pub use crate::types::{
+    ChannelEvents, ConversationEvent, ConversationInfo, HubOptions, OpenError, Opened, Recovery,
+    Reply, SessionEvent, SessionFactory,
+};
+use crate::{HubError, SqliteApprovals};
+
+/// How many events a slow subscriber may fall behind before it is told it lagged.
+const STREAM_CAPACITY: usize = 1024;
+/// How long shutdown waits for cancelled turns to end.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The hub; cheap to clone, every clone is the same hub.
+#[derive(Clone)]
+pub struct Hub {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) sessions: Arc<dyn SessionRepository>,
+    pub(crate) approvals: Arc<SqliteApprovals>,
+    conversations: Conversations,
+    pub(crate) factory: Arc<dyn SessionFactory>,
+    pub(crate) options: HubOptions,
+    slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
+    opening: tokio::sync::Mutex<()>,
+    streams: Mutex<HashMap<SessionId, broadcast::Sender<SessionEvent>>>,
+    buses: Mutex<HashMap<SessionId, EventBus>>,
+    /// Which conversation each session is (they never change once made).
+    known: Mutex<HashMap<SessionId, Conversation>>,
+    /// Every session's events, hub-wide, for channels that watch all their conversations.
+    everything: broadcast::Sender<ConversationEvent>,
+    pub(crate) changes: broadcast::Sender<ApprovalRow>,
+    pub(crate) tasks: TaskTracker,
+    pub(crate) stop: CancellationToken,
+    pub(crate) stopping: AtomicBool,
+    /// Wakes the expiry task: a new question was stored.
+    pub(crate) sweep: Notify,
+}
+
+/// One open session: its agent behind a lock, so turns run one at a time.
+pub(crate) struct Slot {
+    pub(crate) session: SessionId,
+    pub(crate) agent: tokio::sync::Mutex<TauAgent>,
+    cancel: CancelHandle,
+    /// Turns running or queued.
+    pub(crate) queued: AtomicUsize,
+    _guard: Box<dyn Send + Sync>,
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Hub {
+    /// A hub on `state_db` (the conversations table lives there), the session store and
+    /// the approval store (both usually on the same file).
+    pub fn open(
+        state_db: &Path,
+        sessions: Arc<dyn SessionRepository>,
+        approvals: Arc<SqliteApprovals>,
+        factory: Arc<dyn SessionFactory>,
+        options: HubOptions,
+    ) -> Result<Self, HubError> {
+        let conversations = Conversations::open(state_db)?;
+        Ok(Self::with(
+            conversations,
+            sessions,
+            approvals,
+            factory,
+            options,
+        ))
+    }
+
+    /// A hub whose conversations live in memory (tests).
+    pub fn in_memory(
+        sessions: Arc<dyn SessionRepository>,
+        approvals: Arc<SqliteApprovals>,
+        factory: Arc<dyn SessionFactory>,
+        options: HubOptions,
+    ) -> Result<Self, HubError> {
+        Ok(Self::with(
+            Conversations::in_memory()?,
+            sessions,
+            approvals,
+            factory,
+            options,
+        ))
+    }
+
+    fn with(
+        conversations: Conversations,
+        sessions: Arc<dyn SessionRepository>,
+        approvals: Arc<SqliteApprovals>,
+        factory: Arc<dyn SessionFactory>,
+        options: HubOptions,
+    ) -> Self {
+        let (changes, _) = broadcast::channel(STREAM_CAPACITY);
+        let (everything, _) = broadcast::channel(STREAM_CAPACITY);
+        Self {
+            inner: Arc::new(Inner {
+                sessions,
+                approvals,
+                conversations,
+                factory,
+                options,
+                slots: Mutex::default(),
+                opening: tokio::sync::Mutex::new(()),
+                streams: Mutex::default(),
+                buses: Mutex::default(),
+                known: Mutex::default(),
+                everything,
+                changes,
+                tasks: TaskTracker::new(),
+                stop: CancellationToken::new(),
+                stopping: AtomicBool::new(false),
+                sweep: Notify::new(),
+            }),
+        }
+    }
+
+    /// The approval store, for a channel that only reads it.
+    pub fn approval_store(&self) -> &Arc<SqliteApprovals> {
+        &self.inner.approvals
+    }
+
+    // ---- conversations ----
+
+    /// A new conversation of `channel` with a session of its own; its key is the
+    /// session id.
+    pub fn new_conversation(&self, channel: &str) -> Result<SessionId, HubError> {
+        let session = new_session_id(channel)?;
+        self.inner
+            .conversations
+            .find_or_create(channel, session.as_str(), &session)
+            .map(|c| c.session)
+    }
+
+    /// The session of the conversation `(channel, key)`, created on first use.
+    pub fn open_conversation(&self, channel: &str, key: &str) -> Result<SessionId, HubError> {
+        let session = new_session_id(channel)?;
+        self.inner
+            .conversations
+            .find_or_create(channel, key, &session)
+            .map(|c| c.session)
+    }
+
+    /// The conversations of `channel`, oldest first.
+    pub fn conversations(&self, channel: &str) -> Result<Vec<ConversationInfo>, HubError> {
+        let summaries = self.inner.sessions.list_sessions()?;
+        let pending = self.inner.approvals.list(Some(ApprovalState::Pending))?;
+        let slots = locked(&self.inner.slots);
+        Ok(self
+            .inner
+            .conversations
+            .of_channel(channel)?
+            .into_iter()
+            .map(|conversation| {
+                let summary = summaries.iter().find(|s| s.id == conversation.session);
+                ConversationInfo {
+                    message_count: summary.map_or(0, |s| s.message_count),
+                    updated_at: summary
+                        .map_or(conversation.created_at.as_second(), |s| s.updated_at),
+                    busy: slots
+                        .get(&conversation.session)
+                        .is_some_and(|s| s.queued.load(Ordering::SeqCst) > 0),
+                    pending_approvals: pending
+                        .iter()
+                        .filter(|r| r.session == conversation.session.as_str())
+                        .count(),
+                    conversation,
+                }
+            })
+            .collect())
+    }
+
+    /// The conversation `session` is, if it is a hub conversation.
+    pub fn conversation_of(&self, session: &SessionId) -> Result<Option<Conversation>, HubError> {
+        if let Some(known) = locked(&self.inner.known).get(session) {
+            return Ok(Some(known.clone()));
+        }
+        let found = self.inner.conversations.of_session(session)?;
+        if let Some(conversation) = &found {
+            locked(&self.inner.known).insert(session.clone(), conversation.clone());
+        }
+        Ok(found)
+    }
+
+    /// The conversation `session` belongs to, when it is one of `channel`'s.
+    fn owned(&self, channel: &str, session: &SessionId) -> Result<Conversation, HubError> {
+        match self.conversation_of(session)? {
+            Some(conversation) if conversation.channel == channel => Ok(conversation),
+            Some(_) | None => Err(HubError::UnknownSession(session.to_string())),
+        }
+    }
+
+    /// Every stored message of a session, as the model received them.
+    pub fn messages(&self, channel: &str, session: &SessionId) -> Result<Vec<Message>, HubError> {
+        self.owned(channel, session)?;
+        Ok(self.inner.sessions.messages(session, 0)?)
+    }
+
+    // ---- messages and events ----
+
+    /// Queues a person's message as a turn of `session`; returns once the session is
+    /// open and the turn queued (it runs after the turns before it).
+    pub async fn send(
+        &self,
+        channel: &str,
+        session: &SessionId,
+        text: String,
+    ) -> Result<(), HubError> {
+        self.owned(channel, session)?;
+        let slot = self.slot(session).await?;
+        self.queue(slot, crate::turns::Work::Prompt(text))
+    }
+
+    /// The events of `session` from now on.
+    pub fn subscribe(
+        &self,
+        channel: &str,
+        session: &SessionId,
+    ) -> Result<broadcast::Receiver<SessionEvent>, HubError> {
+        self.owned(channel, session)?;
+        Ok(self.stream(session).subscribe())
+    }
+
+    pub(crate) fn stream(&self, session: &SessionId) -> broadcast::Sender<SessionEvent> {
+        locked(&self.inner.streams)
+            .entry(session.clone())
+            .or_insert_with(|| broadcast::channel(STREAM_CAPACITY).0)
+            .clone()
+    }
+
+    pub(crate) fn publish(&self, session: &SessionId, event: SessionEvent) {
+        // Nobody listening is fine: the transcript is in the store.
+        if self.inner.everything.receiver_count() > 0
+            && let Ok(Some(conversation)) = self.conversation_of(session)
+        {
+            let _ = self.inner.everything.send(ConversationEvent {
+                conversation,
+                event: event.clone(),
+            });
+        }
+        let _ = self.stream(session).send(event);
+    }
+
+    /// The events of every conversation of `channel` from now on.
+    pub fn channel_events(&self, channel: &str) -> ChannelEvents {
+        ChannelEvents {
+            channel: channel.to_owned(),
+            receiver: self.inner.everything.subscribe(),
+        }
+    }
+
+    /// Cancels the running turn of `session` (a command it runs stops with it); false when
+    /// none runs. Questions it waits on stay.
+    pub fn cancel(&self, channel: &str, session: &SessionId) -> Result<bool, HubError> {
+        self.owned(channel, session)?;
+        let slot = locked(&self.inner.slots).get(session).cloned();
+        match slot {
+            Some(slot) if slot.queued.load(Ordering::SeqCst) > 0 => {
+                slot.cancel.cancel();
+                Ok(true)
+            }
+            Some(_) | None => Ok(false),
+        }
+    }
+
+    pub(crate) fn bus(&self, session: &SessionId) -> EventBus {
+        locked(&self.inner.buses)
+            .entry(session.clone())
+            .or_insert_with(|| self.inner.factory.events(session))
+            .clone()
+    }
+
+    /// True while a turn of `session` runs or waits to run.
+    pub fn is_busy(&self, session: &SessionId) -> bool {
+        locked(&self.inner.slots)
+            .get(session)
+            .is_some_and(|s| s.queued.load(Ordering::SeqCst) > 0)
+    }
+
+    // ---- approvals ----
+
+    /// The stored questions of `channel` in `state` (all of them for `None`), oldest first.
+    pub fn approvals(
+        &self,
+        channel: &str,
+        state: Option<ApprovalState>,
+    ) -> Result<Vec<ApprovalRow>, HubError> {
+        Ok(self
+            .inner
+            .approvals
+            .list(state)?
+            .into_iter()
+            .filter(|r| r.channel == channel)
+            .collect())
+    }
+
+    /// One stored question of `channel` and the conversation it belongs to; `None` for an
+    /// unknown id or another channel's question.
+    pub fn approval(
+        &self,
+        channel: &str,
+        approval_id: &str,
+    ) -> Result<Option<(ApprovalRow, Conversation)>, HubError> {
+        let Some(row) = self.inner.approvals.get(approval_id)? else {
+            return Ok(None);
+        };
+        if row.channel != channel {
+            return Ok(None);
+        }
+        let Ok(session) = SessionId::parse(&row.session) else {
+            return Ok(None);
+        };
+        Ok(self.conversation_of(&session)?.map(|c| (row, c)))
+    }
+
+    /// Every stored question as it is asked or decided.
+    pub fn approval_changes(&self) -> broadcast::Receiver<ApprovalRow> {
+        self.inner.changes.subscribe()
+    }
+
+    /// A person's answer on `channel` (`user` names them where the channel knows). The
+    /// first answer decides and resumes the turn; a later one changes nothing and is
+    /// told the final state.
+    pub async fn answer(
+        &self,
+        channel: &str,
+        user: Option<String>,
+        approval_id: &str,
+        reply: Reply,
+    ) -> Result<Answered, HubError> {
+        let unknown = || HubError::UnknownApproval(approval_id.to_owned());
+        let row = self.inner.approvals.get(approval_id)?.ok_or_else(unknown)?;
+        if row.channel != channel {
+            return Err(unknown());
+        }
+        let to = match reply {
+            Reply::Approve => ApprovalState::Approved,
+            Reply::Reject => ApprovalState::Rejected,
+        };
+        let by = DecidedBy::Person {
+            channel: channel.to_owned(),
+            user,
+        };
+        let answered = self.decide(&row, to, &by)?;
+        if let Answered::Decided(_) = &answered {
+            self.settle_later(&row.session).await;
+        }
+        Ok(answered)
+    }
+
+    /// Shows a question stored outside a turn (a routine's, asked on its `ask` channel), or
+    /// how it ended, on its conversation and hub-wide, as a turn's own questions are shown.
+    pub fn show_question(&self, row: &ApprovalRow) {
+        let Ok(session) = SessionId::parse(&row.session) else {
+            return;
+        };
+        let decision = match row.state {
+            ApprovalState::Pending => None,
+            ApprovalState::Approved => Some(tau_core::Decision::Approved),
+            ApprovalState::Expired => Some(tau_core::Decision::Timeout),
+            ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
+                Some(tau_core::Decision::Rejected)
+            }
+        };
+        let event = match decision {
+            None => {
+                self.inner.sweep.notify_one();
+                tau_core::approval::requested_event(row)
+            }
+            Some(decision) => tau_core::ChannelEvent::ApprovalDecided {
+                approval_id: row.id.clone(),
+                call_id: row.call_id.clone(),
+                tool: row.tool.clone(),
+                decision,
+                decided_by: row.decided_by.clone().unwrap_or(DecidedBy::Cancelled),
+            },
+        };
+        let _ = self.inner.changes.send(row.clone());
+        self.publish(&session, SessionEvent::Turn(event));
+    }
+
+    /// The compare-and-set on a row, recorded on its session's bus; a decision that
+    /// lands is published to the session and hub-wide.
+    pub(crate) fn decide(
+        &self,
+        row: &ApprovalRow,
+        to: ApprovalState,
+        by: &DecidedBy,
+    ) -> Result<Answered, HubError> {
+        let session = SessionId::parse(&row.session).map_err(|e| HubError::Store(e.to_string()))?;
+        let (answered, closing) = answer_durable(
+            self.inner.approvals.as_ref(),
+            &self.bus(&session),
+            &row.id,
+            to,
+            by,
+        )?;
+        if let Some(event) = closing {
+            self.publish(&session, SessionEvent::Turn(event));
+        }
+        if let Answered::Decided(decided) = &answered {
+            let _ = self.inner.changes.send(decided.clone());
+        }
+        Ok(answered)
+    }
+
+    /// Queues the turn of `session` to go on with its decided questions. A session that
+    /// cannot be opened now is tried again at the next start (its rows stay unsettled).
+    pub(crate) async fn settle_later(&self, session: &str) {
+        let Ok(session) = SessionId::parse(session) else {
+            return;
+        };
+        match self.slot(&session).await {
+            Ok(slot) => {
+                if let Err(error) = self.queue(slot, crate::turns::Work::Settle) {
+                    tracing::warn!(%session, %error, "cannot resume the turn");
+                }
+            }
+            Err(error) => tracing::warn!(%session, %error, "cannot resume the turn now"),
+        }
+    }
+
+    // ---- sessions ----
+
+    /// The open session, opening it (and taking its lock) on first use.
+    pub(crate) async fn slot(&self, session: &SessionId) -> Result<Arc<Slot>, HubError> {
+        if let Some(slot) = locked(&self.inner.slots).get(session) {
+            return Ok(Arc::clone(slot));
+        }
+        if self.stopping() {
+            return Err(HubError::ShuttingDown);
+        }
+        let _opening = self.inner.opening.lock().await;
+        if let Some(slot) = locked(&self.inner.slots).get(session) {
+            return Ok(Arc::clone(slot));
+        }
+        let conversation = self
+            .inner
+            .conversations
+            .of_session(session)?
+            .ok_or_else(|| HubError::UnknownSession(session.to_string()))?;
+        let durable = DurableQuestions {
+            store: Arc::clone(&self.inner.approvals) as Arc<dyn ApprovalStore>,
+            session: session.to_string(),
+            channel: conversation.channel.clone(),
+            timeout: self.inner.options.remote_timeout,
+        };
+        let opened = self
+            .inner
+            .factory
+            .open(session, durable, self.bus(session))
+            .await
+            .map_err(|e| HubError::Open {
+                session: session.to_string(),
+                reason: e.0,
+            })?;
+        let slot = Arc::new(Slot {
+            session: session.clone(),
+            cancel: opened.agent.cancel_handle(),
+            agent: tokio::sync::Mutex::new(opened.agent),
+            queued: AtomicUsize::new(0),
+            _guard: opened.guard,
+        });
+        locked(&self.inner.slots).insert(session.clone(), Arc::clone(&slot));
+        Ok(slot)
+    }
+
+    pub(crate) fn stopping(&self) -> bool {
+        self.inner.stopping.load(Ordering::SeqCst)
+    }
+
+    // ---- channels and shutdown ----
+
+    /// Runs the channels until `stop` resolves (SIGTERM, Ctrl-C) or one of them fails,
+    /// then shuts the hub down: running turns are cancelled, pending questions stay.
+    pub async fn run_channels(
+        &self,
+        channels: Vec<Arc<dyn Channel>>,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Result<(), ChannelError> {
+        let mut names: Vec<&str> = channels.iter().map(|c| c.name()).collect();
+        names.sort_unstable();
+        if let Some(pair) = names.windows(2).find(|w| w.first() == w.get(1)) {
+            return Err(ChannelError {
+                channel: pair.first().copied().unwrap_or_default().to_owned(),
+                message: "two channels of that name".into(),
+            });
+        }
+        let mut running = tokio::task::JoinSet::new();
+        for channel in channels {
+            let hub = self.clone();
+            let stop = self.inner.stop.child_token();
+            running.spawn(async move { channel.run(hub, stop).await });
+        }
+        let result = tokio::select! {
+            () = stop => Ok(()),
+            Some(ended) = running.join_next() => match ended {
+                Ok(result) => result,
+                Err(error) => Err(ChannelError { channel: "?".into(), message: error.to_string() }),
+            },
+        };
+        self.shutdown().await;
+        while running.join_next().await.is_some() {}
+        result
+    }
+
+    /// Stops taking work, cancels running turns and waits (a few seconds at most) for
+    /// them to end. Pending questions stay pending for the next start.
+    pub async fn shutdown(&self) {
+        self.inner.stopping.store(true, Ordering::SeqCst);
+        self.inner.stop.cancel();
+        let slots: Vec<Arc<Slot>> = locked(&self.inner.slots).values().cloned().collect();
+        for slot in &slots {
+            slot.cancel.cancel();
+        }
+        self.inner.tasks.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.inner.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("turns still running at shutdown were left behind");
+        }
+    }
+}
+
+/// `{channel}-{yyyymmdd}-{hhmmss}-{6 random hex}`: sortable, unguessable enough to not
+/// collide, a valid session id.
+fn new_session_id(channel: &str) -> Result<SessionId, HubError> {
+    let random = tau_core::random_id("s").map_err(|e| HubError::Store(e.to_string()))?;
+    let suffix = random.get(2..8).unwrap_or("000000");
+    let now = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S");
+    SessionId::parse(&format!("{channel}-{now}-{suffix}"))
+        .map_err(|e| HubError::Store(e.to_string()))
+}

@@ -1,0 +1,96 @@
+//! tau-hub: the long-running hub behind `tau serve`.
+//!
+//! Owns conversations (a channel's conversation key -> a session, in `state.db`), the
+//! durable approval store ([`SqliteApprovals`], a table in `state.db`), one turn at a time
+//! per session (turns of different sessions run concurrently), the expiry of stored
+//! questions, recovery after a restart, and the fan-out of each session's events to the
+//! channels. Knows no channel and no model: channels call the API below, and the binary
+//! hands in a [`SessionFactory`] that builds a conversation's agent.
+//!
+//! # The channel-facing API
+//!
+//! A channel (the web page, Telegram, ...) is a [`Channel`]: a name and a task that
+//! [`Hub::run_channels`] starts and stops. Inside, it talks to the [`Hub`] only:
+//!
+//! - [`Hub::new_conversation`] / [`Hub::open_conversation`]`(channel, key)`: the session
+//!   a conversation talks to (created on first use; a Telegram chat id is a key).
+//! - [`Hub::send`]`(channel, session, text)`: queues a person's message as a turn. A
+//!   question still pending in that conversation is superseded first.
+//! - [`Hub::subscribe`]`(channel, session)`: that session's [`SessionEvent`]s as they
+//!   happen (the person's message, then the turn's `ChannelEvent`s, among them
+//!   `approval_requested` and `approval_decided`); [`Hub::channel_events`]`(channel)`:
+//!   the same for every conversation of the channel, each with its [`Conversation`].
+//! - [`Hub::cancel`]`(channel, session)`: cancels the running turn (Ctrl-C, `/stop`).
+//! - [`Hub::answer`]`(channel, user, approval_id, Reply)`: a person's answer, a
+//!   compare-and-set on the stored row. Only the channel that asked may answer; the
+//!   first answer wins ([`Answered::Decided`]), later ones learn the final state
+//!   ([`Answered::AlreadyDecided`]). A decided question resumes its turn.
+//! - [`Hub::approvals`]`(channel, state)`: the channel's stored questions, e.g. those
+//!   still pending to show again after a restart; [`Hub::approval`]`(channel, id)`: one
+//!   of them with its conversation (what a button press names).
+//! - [`Hub::approval_changes`]: every stored question as it is asked or decided, hub-wide
+//!   (a channel keeps the rows whose `channel` is its own): how a channel learns of a new
+//!   question outside a session it watches, and that one it shows was decided elsewhere,
+//!   expired or was superseded.
+//! - [`Hub::conversations`], [`Hub::conversation_of`], [`Hub::messages`]: what a
+//!   channel lists and shows.
+//!
+//! When it starts, a channel shows again what [`Hub::approvals`]`(channel,
+//! Some(Pending))` lists: questions asked before a restart wait there, not in any stream.
+//!
+//! The binary builds the hub ([`Hub::open`] on `state.db`), calls [`Hub::start`] once
+//! (recovery, expiry) and then [`Hub::run_channels`] until SIGTERM.
+//!
+//! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
+//! resumed or closed, `expiry.rs` deadlines and recovery, `approvals.rs` and
+//! `conversations.rs` the tables.
+
+mod approvals;
+mod channel;
+mod conversations;
+mod expiry;
+mod hub;
+mod turns;
+mod types;
+
+pub use approvals::SqliteApprovals;
+pub use channel::{Channel, ChannelError};
+pub use conversations::Conversation;
+pub use hub::{
+    ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,
+    Recovery, Reply, SessionEvent, SessionFactory,
+};
+pub use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
+
+/// What the hub could not do; nothing ran because of it.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    /// No stored question has that id, or it belongs to another channel.
+    #[error("no approval '{0}' on this channel")]
+    UnknownApproval(String),
+    /// No conversation of this channel talks to that session.
+    #[error("no session '{0}' on this channel")]
+    UnknownSession(String),
+    /// The session could not be opened (another tau has it open, the store failed).
+    #[error("session '{session}' cannot be opened: {reason}")]
+    Open { session: String, reason: String },
+    /// Too many messages of this conversation wait for their turn already.
+    #[error("too many messages wait in this conversation; try again when it has answered")]
+    Busy,
+    #[error("the hub is shutting down")]
+    ShuttingDown,
+    #[error("state.db: {0}")]
+    Store(String),
+}
+
+impl From<tau_core::approval::StoreError> for HubError {
+    fn from(error: tau_core::approval::StoreError) -> Self {
+        Self::Store(error.0)
+    }
+}
+
+impl From<tau_agent::SessionError> for HubError {
+    fn from(error: tau_agent::SessionError) -> Self {
+        Self::Store(error.to_string())
+    }
+}

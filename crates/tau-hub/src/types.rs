@@ -1,0 +1,117 @@
+//! The types of the hub's API: what a channel sends, receives and is told.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tau_agent::SessionId;
+use tau_core::approval::{ApprovalRow, DurableQuestions};
+use tau_core::{ChannelEvent, EventBus, TauAgent};
+use tokio::sync::broadcast;
+
+use crate::conversations::Conversation;
+
+/// What happens in a session, in order, as its subscribers see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionEvent {
+    /// A person's message, as the turn that answers it starts.
+    Prompt { text: String },
+    /// What the turn did; the state is in the fields.
+    Turn(ChannelEvent),
+}
+
+/// One event of one of a channel's conversations (see [`Hub::channel_events`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationEvent {
+    pub conversation: Conversation,
+    pub event: SessionEvent,
+}
+
+/// The events of every conversation of one channel, as they happen.
+pub struct ChannelEvents {
+    pub(crate) channel: String,
+    pub(crate) receiver: broadcast::Receiver<ConversationEvent>,
+}
+
+impl ChannelEvents {
+    /// The next event of this channel's conversations; `Lagged` when the reader fell
+    /// behind (what it missed is in the store), `Closed` when the hub is gone.
+    pub async fn recv(&mut self) -> Result<ConversationEvent, broadcast::error::RecvError> {
+        loop {
+            let event = self.receiver.recv().await?;
+            if event.conversation.channel == self.channel {
+                return Ok(event);
+            }
+        }
+    }
+}
+
+/// A person's answer to a stored question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    Approve,
+    Reject,
+}
+
+/// A conversation's agent, as the binary builds it.
+pub struct Opened {
+    /// Built with the `DurableQuestions` the hub passed and the bus from
+    /// [`SessionFactory::events`].
+    pub agent: TauAgent,
+    /// Kept while the hub has the session open: whatever keeps another tau off it.
+    pub guard: Box<dyn Send + Sync>,
+}
+
+/// Why a session could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct OpenError(pub String);
+
+/// Builds hub conversations' agents; the binary knows the model, the tools, the config.
+#[async_trait]
+pub trait SessionFactory: Send + Sync {
+    /// The bus a session's events go to (the audit log tagged with the session). The hub
+    /// records answers there too, also while the session is not open.
+    fn events(&self, session: &SessionId) -> EventBus;
+
+    /// Builds the agent of `session` with `durable` (tier-2 questions are stored) on
+    /// `events`, and takes whatever keeps other processes off the session.
+    async fn open(
+        &self,
+        session: &SessionId,
+        durable: DurableQuestions,
+        events: EventBus,
+    ) -> Result<Opened, OpenError>;
+}
+
+/// The hub's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct HubOptions {
+    /// How long a stored question waits (`[approval] remote_timeout_seconds`).
+    pub remote_timeout: Duration,
+}
+
+/// A conversation as a channel lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationInfo {
+    pub conversation: Conversation,
+    pub message_count: u64,
+    /// Unix seconds of the last stored message (or the start).
+    pub updated_at: i64,
+    /// A turn runs or waits to run.
+    pub busy: bool,
+    /// Questions of this session still waiting for an answer.
+    pub pending_approvals: usize,
+}
+
+/// What `start` found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recovery {
+    /// Questions whose turn was given up while the hub was down, now cancelled.
+    pub cancelled: usize,
+    /// Questions past their deadline, now expired.
+    pub expired: usize,
+    /// Decided questions whose turn goes on now (the hub stopped before it could).
+    pub resumed: usize,
+    /// Questions still waiting, shown again on their channels.
+    pub pending: Vec<ApprovalRow>,
+}

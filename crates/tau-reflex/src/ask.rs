@@ -1,0 +1,226 @@
+//! Asking on a routine's `ask` channel: an `Approver` whose question is a durable row.
+//!
+//! A routine's fixed call runs outside any turn, so there is no turn to pause and resume:
+//! the routine's own run is what waits. The gate asks this approver as it asks any other;
+//! the approver stores the question as an `ApprovalRow` (the gate's approval id, the
+//! routine's session, the ask channel, a deadline), lets the host show it on the channel,
+//! and waits until the channel decided it (a compare-and-set on the row, as for every
+//! durable question) or the deadline passed. An approved row is consumed (a second
+//! compare-and-set) before the answer is given, so one yes runs one call. The answer
+//! carries the row's `decided_by`, and the gate still accepts only a person's yes.
+//! Dropping the wait (the gate's timeout, the engine stopping) closes the row.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use jiff::{SignedDuration, Timestamp};
+use tau_core::approval::{
+    Answer, ApprovalRequest, ApprovalRow, ApprovalState, ApprovalStore, Approver, ApproverError,
+    NewApproval, canonical_arguments,
+};
+use tau_core::{DecidedBy, Decision};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::host::RoutineHost;
+use crate::validate::AskChannel;
+
+pub(crate) struct AskApprover {
+    pub host: Arc<dyn RoutineHost>,
+    pub store: Arc<dyn ApprovalStore>,
+    pub channel: AskChannel,
+    pub session: String,
+    pub timeout: Duration,
+    /// The routine stopped (edited, deleted, the engine shutting down): stop waiting.
+    pub cancel: CancellationToken,
+}
+
+/// Closes a still-pending row when the wait is dropped.
+struct Withdraw {
+    store: Arc<dyn ApprovalStore>,
+    host: Arc<dyn RoutineHost>,
+    id: String,
+    armed: bool,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let now = Timestamp::now();
+        let Ok(Some(row)) = self.store.get(&self.id) else {
+            return;
+        };
+        let (to, by) = if now >= row.deadline {
+            (ApprovalState::Expired, DecidedBy::Timeout)
+        } else {
+            (ApprovalState::Cancelled, DecidedBy::Cancelled)
+        };
+        if let Ok(tau_core::approval::Answered::Decided(row)) =
+            self.store.decide(&self.id, to, &by, now)
+        {
+            self.host.withdrawn(&row);
+        }
+        self.host.settled(&self.id);
+    }
+}
+
+fn failed(message: impl Into<String>) -> ApproverError {
+    ApproverError::new(message)
+}
+
+#[async_trait]
+impl Approver for AskApprover {
+    fn name(&self) -> &str {
+        self.channel.as_str()
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.timeout)
+    }
+
+    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
+        let now = Timestamp::now();
+        let deadline = SignedDuration::try_from(self.timeout)
+            .ok()
+            .and_then(|span| now.checked_add(span).ok())
+            .unwrap_or(now);
+        let row = NewApproval {
+            id: request.approval_id.clone(),
+            session: self.session.clone(),
+            call_id: request.tool_use_id.clone(),
+            tool: request.tool.clone(),
+            tier: request.tier,
+            effect: request.effect.clone(),
+            arguments: request.arguments.clone(),
+            channel: self.channel.as_str().to_owned(),
+            created_at: now,
+            deadline,
+        }
+        .into_row();
+        self.store
+            .create(row.clone())
+            .map_err(|e| failed(e.to_string()))?;
+        let mut withdraw = Withdraw {
+            store: Arc::clone(&self.store),
+            host: Arc::clone(&self.host),
+            id: row.id.clone(),
+            armed: true,
+        };
+        self.host.announce(&row);
+        let answer = self.wait(&row, &request).await;
+        withdraw.armed = self.still_pending(&row.id);
+        if !withdraw.armed {
+            self.host.settled(&row.id);
+        }
+        answer
+    }
+}
+
+impl AskApprover {
+    fn still_pending(&self, id: &str) -> bool {
+        matches!(self.store.get(id), Ok(Some(row)) if row.state == ApprovalState::Pending)
+    }
+
+    async fn wait(
+        &self,
+        asked: &ApprovalRow,
+        request: &ApprovalRequest,
+    ) -> Result<Answer, ApproverError> {
+        loop {
+            let row = self
+                .store
+                .get(&asked.id)
+                .map_err(|e| failed(e.to_string()))?
+                .ok_or_else(|| failed(format!("the stored question '{}' is gone", asked.id)))?;
+            let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
+            match row.state {
+                ApprovalState::Pending => {
+                    let now = Timestamp::now();
+                    if now >= row.deadline {
+                        let _ = self.store.decide(
+                            &row.id,
+                            ApprovalState::Expired,
+                            &DecidedBy::Timeout,
+                            now,
+                        );
+                        self.host.withdrawn(&row);
+                        return Ok(Answer {
+                            decision: Decision::Timeout,
+                            decided_by: DecidedBy::Timeout,
+                        });
+                    }
+                    let left = crate::clock::until(now, row.deadline);
+                    tokio::select! {
+                        () = self.cancel.cancelled() => {
+                            // The guard closes the row as cancelled.
+                            return Err(failed("the routine stopped while its question was open"));
+                        }
+                        _ = tokio::time::timeout(left, self.host.changed(&row.id)) => {}
+                    }
+                }
+                ApprovalState::Approved => return self.approved(&row, request, decided_by),
+                ApprovalState::Expired => {
+                    return Ok(Answer {
+                        decision: Decision::Timeout,
+                        decided_by: DecidedBy::Timeout,
+                    });
+                }
+                ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
+                    return Ok(Answer::rejected(decided_by));
+                }
+            }
+        }
+    }
+
+    /// Checks an approved row again and consumes it; anything off fails the approver,
+    /// which refuses the call.
+    fn approved(
+        &self,
+        row: &ApprovalRow,
+        request: &ApprovalRequest,
+        decided_by: DecidedBy,
+    ) -> Result<Answer, ApproverError> {
+        if row.tool != request.tool
+            || row.call_id != request.tool_use_id
+            || row.channel != self.channel.as_str()
+            || row.arguments_sha256 != canonical_arguments(&request.arguments).1
+        {
+            return Err(failed("the stored question no longer matches the call"));
+        }
+        if !decided_by.is_person() {
+            return Err(failed("the stored approval was not given by a person"));
+        }
+        match self.store.consume(&row.id, Timestamp::now()) {
+            Ok(true) => Ok(Answer {
+                decision: Decision::Approved,
+                decided_by,
+            }),
+            Ok(false) => Err(failed("the approval was already used")),
+            Err(error) => Err(failed(error.to_string())),
+        }
+    }
+}
+
+/// The approver that asks `routine`'s `ask` channel through a durable question in `store`
+/// (for `session`), waiting up to `timeout`. `None` when the routine has no `ask` channel.
+pub fn ask_approver(
+    host: Arc<dyn RoutineHost>,
+    store: Arc<dyn ApprovalStore>,
+    routine: &crate::validate::Routine,
+    session: String,
+    timeout: Duration,
+    cancel: CancellationToken,
+) -> Option<Arc<dyn Approver>> {
+    let channel = routine.ask?;
+    Some(Arc::new(AskApprover {
+        host,
+        store,
+        channel,
+        session,
+        timeout,
+        cancel,
+    }))
+}

@@ -1,0 +1,74 @@
+//! Every routine there is: those of `tau.toml` and those made in conversations, each
+//! validated against the tools, with its on/off switch applied. A `tau.toml` routine that
+//! does not validate is a config error; a stored one is reported and left out.
+
+use tau_core::ConfigError;
+
+use crate::def::RoutineDef;
+use crate::store::{RoutineStore, StoreError};
+use crate::validate::{Checks, Origin, Routine, validate};
+
+/// The routines, and the stored ones that could not be used (name, why).
+#[derive(Debug, Default)]
+pub struct Book {
+    pub routines: Vec<Routine>,
+    pub problems: Vec<(String, String)>,
+}
+
+impl Book {
+    pub fn get(&self, name: &str) -> Option<&Routine> {
+        self.routines.iter().find(|r| r.name() == name)
+    }
+}
+
+/// Validates the `tau.toml` routines.
+pub fn config_routines(
+    defs: &[RoutineDef],
+    checks: &Checks<'_>,
+) -> Result<Vec<Routine>, ConfigError> {
+    defs.iter()
+        .map(|def| validate(def.clone(), Origin::Config, checks))
+        .collect()
+}
+
+/// The `tau.toml` routines (already validated) and the stored ones, switches applied.
+pub fn load(
+    config: &[Routine],
+    store: &RoutineStore,
+    checks: &Checks<'_>,
+) -> Result<Book, StoreError> {
+    let mut book = Book {
+        routines: config.to_vec(),
+        problems: Vec::new(),
+    };
+    for row in store.stored()? {
+        match row {
+            Ok(stored) => {
+                let name = stored.def.name.clone();
+                if book.get(&name).is_some() {
+                    book.problems.push((
+                        name,
+                        "a routine of this name is set up in tau.toml, which wins".to_owned(),
+                    ));
+                    continue;
+                }
+                let origin = Origin::Conversation {
+                    approved_hash: stored.approved_hash,
+                };
+                match validate(stored.def, origin, checks) {
+                    Ok(routine) => book.routines.push(routine),
+                    Err(error) => book.problems.push((name, error.to_string())),
+                }
+            }
+            Err(problem) => book.problems.push(problem),
+        }
+    }
+    let switches = store.switches()?;
+    for routine in &mut book.routines {
+        if let Some(switch) = switches.get(routine.name()) {
+            routine.enabled = switch.enabled;
+        }
+    }
+    book.routines.sort_by(|a, b| a.name().cmp(b.name()));
+    Ok(book)
+}

@@ -1,0 +1,83 @@
+//! What the engine needs from the process that hosts it (`tau serve`'s hub; fakes in
+//! tests): the store durable questions live in and the channels that show them, prompt
+//! actions run as turns in a session, and whether webhooks can reach it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tau_core::RoutineOutcome;
+use tau_core::approval::{ApprovalRow, ApprovalStore};
+
+use crate::validate::AskChannel;
+
+/// A prompt action to run as one turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptRun {
+    pub routine: String,
+    /// The routine's own session (`routine-NAME`).
+    pub session: String,
+    pub prompt: String,
+    /// Where its tier-2 calls are asked; `None`: they are refused.
+    pub ask: Option<AskChannel>,
+    /// What fired it, in words.
+    pub trigger: String,
+}
+
+/// How a prompt action's turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptOutcome {
+    pub outcome: RoutineOutcome,
+    pub detail: Option<String>,
+}
+
+/// The host could not do what the engine asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HostError(pub String);
+
+/// Runs a prompt action: one agent turn in `run.session`, its tier-2 calls asked on
+/// `run.ask` or, when that is `None`, refused (the `AutoRejectApprover`). Returns when
+/// the turn is over, questions included, so a routine never overlaps itself.
+#[async_trait]
+pub trait PromptRunner: Send + Sync {
+    async fn run_prompt(&self, run: PromptRun) -> Result<PromptOutcome, HostError>;
+}
+
+/// The process that hosts the engine.
+#[async_trait]
+pub trait RoutineHost: PromptRunner {
+    /// Where a routine's questions are stored; `None` when no channel could answer one
+    /// (then every call that is not exempt is refused).
+    fn approvals(&self) -> Option<Arc<dyn ApprovalStore>>;
+
+    /// The channels that can answer a routine's questions here.
+    fn channels(&self) -> Vec<AskChannel>;
+
+    /// The session a routine's turns and questions belong to, given where it asks: by
+    /// default its own `routine-NAME`. A hub may make it a conversation of the `ask`
+    /// channel, so the routine's questions and turns show there.
+    fn session_for(&self, routine: &str, _ask: Option<AskChannel>) -> Result<String, HostError> {
+        Ok(crate::validate::session_of(routine))
+    }
+
+    /// Shows a newly stored question on its channel (`row.channel`).
+    fn announce(&self, row: &ApprovalRow);
+
+    /// The question ended without an answer (it expired, or the engine stopped): the
+    /// channel stops showing it.
+    fn withdrawn(&self, _row: &ApprovalRow) {}
+
+    /// The routine is done with this question (answered and acted on, or closed): no
+    /// turn waits on it, so the host need not resume anything for it.
+    fn settled(&self, _id: &str) {}
+
+    /// Resolves when question `id` may have been answered. The default polls.
+    async fn changed(&self, _id: &str) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    /// Whether this host serves the engine's webhooks under its HTTP listener
+    /// (`POST /hooks/NAME`, handled by `Engine::webhook`).
+    fn serves_webhooks(&self) -> bool;
+}

@@ -1,0 +1,175 @@
+//! One run of a routine's action, through the gate: a fixed call goes through
+//! `gated_call` on a gate of its own that holds only this routine's exemption; a prompt
+//! goes to the host as one turn. Every run ends as a `RunRecord`, stored and audited.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use tau_agent::ToolContext;
+use tau_core::approval::Approver;
+use tau_core::{
+    Approval, AuditEvent, CallStatus, EventBus, RoutineOutcome, TierGate, ToolCatalog, gated_call,
+    random_id,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::exemption::add_exemption;
+use crate::host::{PromptRun, PromptRunner};
+use crate::store::{RoutineStore, RunRecord};
+use crate::validate::{Action, Routine};
+
+/// Longest detail kept for a run (a result's start, a refusal's reason).
+const DETAIL_CHARS: usize = 200;
+
+/// Everything one run needs.
+pub struct ActionRun<'a> {
+    pub routine: &'a Routine,
+    /// What fired it, in words (`manual` for a person's `tau routines run`).
+    pub trigger: String,
+    pub scheduled: bool,
+    /// The session its turns and questions belong to (`Routine::session` unless the host
+    /// says otherwise).
+    pub session: String,
+    pub catalog: &'a Arc<ToolCatalog>,
+    pub events: &'a EventBus,
+    /// Asked about a call the exemption does not cover.
+    pub approver: Arc<dyn Approver>,
+    /// The channel the gate names in its questions.
+    pub channel: String,
+    pub timeout: Option<Duration>,
+    pub prompts: &'a dyn PromptRunner,
+    pub cancel: CancellationToken,
+    pub started_at: Timestamp,
+}
+
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(DETAIL_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn approval_word(approval: Approval) -> &'static str {
+    match approval {
+        Approval::NotRequired => "not required",
+        Approval::Approved => "approved",
+        Approval::Rejected => "rejected",
+        Approval::Timeout => "timed out",
+        Approval::Exempt => "exempt",
+        Approval::Refused => "refused",
+        Approval::Failed => "failed",
+    }
+}
+
+/// Runs the action once and returns its record (not yet stored).
+pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
+    let started = Instant::now();
+    let ActionRun {
+        routine,
+        trigger,
+        scheduled,
+        session,
+        catalog,
+        events,
+        approver,
+        channel,
+        timeout,
+        prompts,
+        cancel,
+        started_at,
+    } = run;
+    let (outcome, detail, tool_use_id) = match &routine.action {
+        Action::Tool { tool, arguments } => {
+            let id = match random_id("rt") {
+                Ok(id) => id,
+                Err(error) => {
+                    return RunRecord {
+                        routine: routine.name().to_owned(),
+                        trigger,
+                        scheduled,
+                        outcome: RoutineOutcome::Error,
+                        detail: Some(error.to_string()),
+                        tool_use_id: None,
+                        started_at,
+                        duration_ms: None,
+                    };
+                }
+            };
+            let gate = TierGate::new(Arc::clone(catalog) as _, approver, events.clone())
+                .with_timeout(timeout)
+                .with_channel(channel);
+            let _exemption = add_exemption(&gate, routine);
+            let context =
+                ToolContext::new(id.clone(), tool.clone(), None).with_cancellation(cancel);
+            let done = gated_call(&gate, catalog, tool, &id, arguments.clone(), context).await;
+            let (outcome, detail) = match done.status {
+                CallStatus::Success => (RoutineOutcome::Success, shorten(&done.result.text())),
+                CallStatus::Error | CallStatus::Cancelled => {
+                    (RoutineOutcome::Error, shorten(&done.result.text()))
+                }
+                CallStatus::Refused | CallStatus::UnknownTool | CallStatus::Invalid => (
+                    RoutineOutcome::Refused,
+                    format!(
+                        "{}, decided by {}",
+                        approval_word(done.check.approval),
+                        serde_json::to_string(&done.check.decided_by).unwrap_or_default()
+                    ),
+                ),
+            };
+            (outcome, Some(detail), Some(id))
+        }
+        Action::Prompt { prompt } => {
+            let turn = prompts
+                .run_prompt(PromptRun {
+                    routine: routine.name().to_owned(),
+                    session,
+                    prompt: prompt.clone(),
+                    ask: routine.ask,
+                    trigger: trigger.clone(),
+                })
+                .await;
+            match turn {
+                Ok(done) => (done.outcome, done.detail.map(|d| shorten(&d)), None),
+                Err(error) => (RoutineOutcome::Error, Some(shorten(&error.0)), None),
+            }
+        }
+    };
+    RunRecord {
+        routine: routine.name().to_owned(),
+        trigger,
+        scheduled,
+        outcome,
+        detail,
+        tool_use_id,
+        started_at,
+        duration_ms: Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)),
+    }
+}
+
+/// Stores a run and writes its `routine_run` audit event. A store that fails is logged:
+/// the audit log still has the run.
+pub fn record(store: &RoutineStore, events: &EventBus, run: &RunRecord) {
+    match run.outcome {
+        RoutineOutcome::Success => {
+            tracing::info!(routine = %run.routine, trigger = %run.trigger, "routine ran");
+        }
+        RoutineOutcome::Error
+        | RoutineOutcome::Refused
+        | RoutineOutcome::Skipped
+        | RoutineOutcome::Missed => {
+            tracing::warn!(routine = %run.routine, trigger = %run.trigger, outcome = run.outcome.as_str(), detail = ?run.detail, "routine did not run through");
+        }
+    }
+    if let Err(error) = store.record_run(run) {
+        tracing::error!(routine = %run.routine, %error, "could not store a routine run");
+    }
+    events.emit(&AuditEvent::RoutineRun {
+        routine: run.routine.clone(),
+        trigger: run.trigger.clone(),
+        outcome: run.outcome,
+        detail: run.detail.clone(),
+        tool_use_id: run.tool_use_id.clone(),
+        duration_ms: run.duration_ms,
+    });
+}

@@ -1,0 +1,515 @@
+// TauBar. Uses only tau's JSON API. Everything a model, a tool or a peer wrote arrives in
+// the API's display view (escaped by tau's display function on the server) and is set
+// with textContent, never as HTML.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { sessions: [], current: null, source: null, live: null, calls: new Map(), cards: new Map() };
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+async function api(method, path, body) {
+  const init = { method, credentials: "same-origin", headers: {} };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  let data = null;
+  const text = await response.text();
+  if (text) {
+    try { data = JSON.parse(text); } catch (_) { data = null; }
+  }
+  if (response.status === 401) showLogin();
+  return { status: response.status, data };
+}
+
+// ---- login ----
+
+async function login(token) {
+  const response = await fetch("/api/login", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { Authorization: "Bearer " + token },
+  });
+  return response.status === 204;
+}
+
+function showLogin(message) {
+  $("app").hidden = true;
+  $("login").hidden = false;
+  const error = $("login-error");
+  error.hidden = !message;
+  error.textContent = message || "";
+}
+
+$("login-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const token = $("login-token").value.trim();
+  if (!token) return;
+  if (await login(token)) {
+    $("login-token").value = "";
+    start();
+  } else {
+    showLogin("That is not the token.");
+  }
+});
+
+// ---- sessions ----
+
+function when(text) {
+  const date = new Date(text);
+  return isNaN(date) ? text : date.toLocaleString();
+}
+
+async function loadSessions() {
+  const { status, data } = await api("GET", "/api/sessions");
+  if (status !== 200) return;
+  state.sessions = data;
+  const list = $("session-list");
+  list.replaceChildren();
+  for (const session of data) {
+    const item = el("li", session.id === state.current ? "current" : "");
+    const button = el("button");
+    button.type = "button";
+    button.dataset.session = session.id;
+    const title = el("span", "title", session.id);
+    if (session.pending_approvals > 0) title.append(el("span", "badge", session.pending_approvals));
+    const meta = el("span", "meta", `${session.message_count} messages · ${when(session.updated_at)}${session.busy ? " · working" : ""}`);
+    button.append(title, meta);
+    button.addEventListener("click", () => {
+      $("sessions").classList.remove("open");
+      select(session.id);
+    });
+    item.append(button);
+    list.append(item);
+  }
+}
+
+$("new-session").addEventListener("click", async () => {
+  const { status, data } = await api("POST", "/api/sessions");
+  if (status === 201) {
+    await select(data.id);
+    $("prompt").focus();
+  }
+});
+
+$("toggle-sessions").addEventListener("click", () => $("sessions").classList.toggle("open"));
+
+// ---- transcript ----
+
+function transcript() {
+  return $("transcript");
+}
+
+function scrollDown() {
+  const box = transcript();
+  box.scrollTop = box.scrollHeight;
+}
+
+function addMessage(who, text) {
+  const node = el("div", "msg " + who, text);
+  transcript().append(node);
+  scrollDown();
+  return node;
+}
+
+function decidedText(decidedBy) {
+  if (!decidedBy) return "";
+  switch (decidedBy.kind) {
+    case "person": return "by " + (decidedBy.user ? decidedBy.user + " on " : "you on ") + decidedBy.channel;
+    case "timeout": return "expired";
+    case "superseded": return "superseded by a newer message";
+    case "policy": return "by tau's rules";
+    case "exemption": return "by routine " + decidedBy.name;
+    case "cancelled": return "cancelled";
+    case "end_of_input": return "input ended";
+    case "approver_failed": return "the question failed";
+    default: return decidedBy.kind;
+  }
+}
+
+// One line per tool call: tier, name, arguments, then status and who decided.
+function callNode(id, tool, tier, args) {
+  let entry = state.calls.get(id);
+  if (entry) return entry;
+  const node = el("div", "call" + (tier === 2 ? " tier-2" : ""));
+  const head = el("div", "head");
+  const tierPill = el("span", "pill tier", tier === null || tier === undefined ? "tier ?" : "tier " + tier);
+  const name = el("span", "name mono", tool);
+  const status = el("span", "pill state", "running");
+  const decided = el("span", "decided meta");
+  head.append(tierPill, name, status, decided);
+  const argsNode = el("div", "args mono", args);
+  const result = el("div", "result mono");
+  result.hidden = true;
+  node.append(head, argsNode, result);
+  transcript().append(node);
+  entry = { node, tierPill, status, decided, result };
+  state.calls.set(id, entry);
+  scrollDown();
+  return entry;
+}
+
+function finishCall(entry, status, decidedBy, summary) {
+  entry.node.classList.add(status);
+  entry.status.textContent = status.replace("_", " ");
+  entry.decided.textContent = decidedText(decidedBy);
+  if (summary) {
+    entry.result.hidden = false;
+    entry.result.textContent = summary;
+  }
+}
+
+async function loadTranscript(session) {
+  const [messages, rows] = await Promise.all([
+    api("GET", `/api/sessions/${encodeURIComponent(session)}/messages?display=true`),
+    api("GET", "/api/approvals?display=true"),
+  ]);
+  if (messages.status !== 200 || state.current !== session) return;
+  const asked = new Map();
+  for (const row of rows.data || []) if (row.session === session) asked.set(row.call_id, row);
+  const box = transcript();
+  box.replaceChildren();
+  state.calls.clear();
+  state.live = null;
+  if (messages.data.length === 0) box.append(el("p", "empty", "Say something to tau."));
+  for (const message of messages.data) {
+    for (const block of message.content) {
+      if (block.text !== undefined) {
+        addMessage(message.role === "user" ? "you" : "tau", block.text);
+      } else if (block.toolUse) {
+        const use = block.toolUse;
+        const row = asked.get(use.toolUseId);
+        const entry = callNode(use.toolUseId, use.name, row ? row.tier : null, use.input);
+        if (row) {
+          entry.decided.textContent = row.state === "pending" ? "waiting for you" : decidedText(row.decided_by);
+        } else {
+          entry.tierPill.textContent = "no question";
+        }
+        entry.status.textContent = "waiting";
+      } else if (block.toolResult) {
+        const result = block.toolResult;
+        const entry = state.calls.get(result.toolUseId);
+        if (entry) {
+          const text = (result.content || []).map((c) => (c.text !== undefined ? c.text : JSON.stringify(c.json))).join("\n");
+          finishCall(entry, result.status, null, text.slice(0, 200));
+          const row = asked.get(result.toolUseId);
+          if (row) entry.decided.textContent = decidedText(row.decided_by);
+        }
+      }
+    }
+  }
+  scrollDown();
+}
+
+// ---- live events ----
+
+function onEvent(event) {
+  switch (event.type) {
+    case "text_delta":
+      if (!state.live) state.live = addMessage("tau", "");
+      state.live.textContent += event.text;
+      scrollDown();
+      return;
+    case "tool_call_started": {
+      state.live = null;
+      callNode(event.call_id, event.tool, event.tier, event.arguments);
+      return;
+    }
+    case "tool_progress": {
+      const entry = state.calls.get(event.call_id);
+      if (entry) {
+        entry.result.hidden = false;
+        entry.result.textContent = event.message;
+      }
+      return;
+    }
+    case "approval_requested": {
+      const entry = state.calls.get(event.call_id);
+      if (entry) {
+        entry.status.textContent = "waiting";
+        entry.decided.textContent = "waiting for you";
+      }
+      loadApprovals();
+      return;
+    }
+    case "approval_decided": {
+      const entry = state.calls.get(event.call_id);
+      if (entry) entry.decided.textContent = decidedText(event.decided_by);
+      closeCard(event.approval_id, event.decision, event.decided_by);
+      loadApprovals();
+      return;
+    }
+    case "tool_call_finished": {
+      state.live = null;
+      const entry = callNode(event.call_id, event.tool, null, "");
+      finishCall(entry, event.status, event.decided_by, event.result_summary);
+      return;
+    }
+    case "notice":
+      state.live = null;
+      transcript().append(el("div", "notice", event.text));
+      scrollDown();
+      return;
+    case "turn_ended":
+      state.live = null;
+      setStatus(event.stop_reason === "interrupt" ? "waiting for your answer" : "");
+      loadSessions();
+      return;
+    default:
+      return;
+  }
+}
+
+function listen(session) {
+  if (state.source) state.source.close();
+  const source = new EventSource(`/api/sessions/${encodeURIComponent(session)}/events?display=true`);
+  source.onmessage = (message) => {
+    try { onEvent(JSON.parse(message.data)); } catch (_) { /* a malformed event is skipped */ }
+  };
+  source.addEventListener("prompt", (message) => {
+    try {
+      const data = JSON.parse(message.data);
+      const empty = transcript().querySelector(".empty");
+      if (empty) empty.remove();
+      state.live = null;
+      addMessage("you", data.text);
+      setStatus("tau is working…");
+    } catch (_) { /* skipped */ }
+  });
+  source.addEventListener("lagged", () => loadTranscript(session));
+  let broken = false;
+  source.onerror = () => {
+    broken = true;
+    setStatus("reconnecting…");
+  };
+  source.onopen = () => {
+    setStatus("");
+    // Whatever happened while the stream was down is in the store.
+    if (broken) {
+      broken = false;
+      loadTranscript(session);
+      loadApprovals();
+    }
+  };
+  state.source = source;
+}
+
+function setStatus(text) {
+  $("status").textContent = text;
+}
+
+async function select(session) {
+  state.current = session;
+  history.replaceState(null, "", "#session=" + encodeURIComponent(session));
+  listen(session);
+  await loadTranscript(session);
+  await Promise.all([loadSessions(), loadApprovals()]);
+}
+
+$("composer").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("prompt").value;
+  if (!text.trim()) return;
+  if (!state.current) {
+    const created = await api("POST", "/api/sessions");
+    if (created.status !== 201) return;
+    await select(created.data.id);
+  }
+  $("send").disabled = true;
+  const { status, data } = await api("POST", `/api/sessions/${encodeURIComponent(state.current)}/messages`, { text });
+  $("send").disabled = false;
+  if (status === 202) {
+    $("prompt").value = "";
+  } else {
+    setStatus((data && data.error) || "the message was not sent");
+  }
+});
+
+$("prompt").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) {
+    event.preventDefault();
+    $("composer").requestSubmit();
+  }
+});
+
+// ---- approval cards ----
+
+function remaining(deadline) {
+  const ms = new Date(deadline) - new Date();
+  if (isNaN(ms)) return "";
+  if (ms <= 0) return "expires now";
+  const minutes = Math.round(ms / 60000);
+  return minutes < 1 ? "expires in under a minute" : `expires in ${minutes} min`;
+}
+
+function outcomeText(decision, decidedBy) {
+  if (decision === "approved") return "Approved " + decidedText(decidedBy);
+  if (decision === "timeout" || decision === "expired" || (decidedBy && decidedBy.kind === "timeout")) return "Expired: nobody answered in time";
+  if (decidedBy && decidedBy.kind === "superseded") return "Superseded by a newer message";
+  if (decision === "cancelled") return "Cancelled: its turn was given up";
+  return "Rejected " + decidedText(decidedBy);
+}
+
+function closeCard(id, decision, decidedBy) {
+  const card = state.cards.get(id);
+  if (!card) return;
+  card.node.classList.add("decided");
+  for (const button of card.buttons) button.remove();
+  card.outcome.textContent = outcomeText(decision, decidedBy);
+  card.footer.hidden = true;
+  card.closed = true;
+}
+
+function card(row) {
+  const node = el("article", "card");
+  node.dataset.approval = row.id;
+  const title = el("h2");
+  title.append(el("span", "tier", "tier " + row.tier), el("span", "mono", row.tool));
+  const effect = el("div", "effect", row.effect);
+  const args = el("pre", "args mono", row.arguments);
+  const actions = el("div", "actions");
+  const approve = el("button", "approve", "Approve");
+  const reject = el("button", "reject", "Reject");
+  approve.type = reject.type = "button";
+  const whole = el("button", "link", "Show all");
+  whole.type = "button";
+  whole.addEventListener("click", () => {
+    args.classList.toggle("whole");
+    whole.textContent = args.classList.contains("whole") ? "Show less" : "Show all";
+  });
+  const outcome = el("span", "outcome");
+  const when = el("span", "when", remaining(row.deadline));
+  const session = el("button", "link", row.session);
+  session.type = "button";
+  session.addEventListener("click", () => select(row.session));
+  actions.append(approve, reject, whole, outcome);
+  const footer = el("div", "when");
+  footer.append(when, document.createTextNode(" · "), session);
+  node.append(title, effect, args, actions, footer);
+  const entry = { node, buttons: [approve, reject], outcome, when, footer, closed: false };
+  const answer = async (decision) => {
+    approve.disabled = reject.disabled = true;
+    const { status, data } = await api("POST", `/api/approvals/${encodeURIComponent(row.id)}`, { decision });
+    if (status === 200) {
+      closeCard(row.id, data.state, data.decided_by);
+    } else if (status === 409 && data && data.approval) {
+      closeCard(row.id, data.approval.state, data.approval.decided_by);
+      outcome.textContent = "Already " + data.approval.state + ": " + outcomeText(data.approval.state, data.approval.decided_by);
+    } else {
+      approve.disabled = reject.disabled = false;
+      outcome.textContent = (data && data.error) || "Could not answer";
+    }
+  };
+  approve.addEventListener("click", () => answer("approve"));
+  reject.addEventListener("click", () => answer("reject"));
+  state.cards.set(row.id, entry);
+  return node;
+}
+
+async function loadApprovals() {
+  const { status, data } = await api("GET", "/api/approvals?state=pending&display=true");
+  if (status !== 200) return;
+  const box = $("approvals");
+  const pending = new Set(data.map((row) => row.id));
+  // A card whose question was decided elsewhere says how before it goes.
+  const gone = [...state.cards].filter(([id, entry]) => !pending.has(id) && !entry.closed);
+  if (gone.length > 0) {
+    const all = await api("GET", "/api/approvals?display=true");
+    for (const row of all.data || []) {
+      if (gone.some(([id]) => id === row.id)) closeCard(row.id, row.state, row.decided_by);
+    }
+  }
+  // Decided cards stay a moment so the outcome can be read.
+  for (const [id, entry] of state.cards) {
+    if (!pending.has(id) && !entry.closed) {
+      entry.node.remove();
+      state.cards.delete(id);
+    } else if (entry.closed && !pending.has(id) && !entry.leaving) {
+      entry.leaving = true;
+      setTimeout(() => { entry.node.remove(); state.cards.delete(id); }, 4000);
+    }
+  }
+  for (const row of data) {
+    const existing = state.cards.get(row.id);
+    if (existing) {
+      existing.when.textContent = remaining(row.deadline);
+    } else {
+      box.append(card(row));
+    }
+  }
+}
+
+// ---- routines ----
+
+const TRIGGERS = ["every", "cron", "at", "mqtt"];
+
+function routineTrigger(routine) {
+  for (const key of TRIGGERS) {
+    if (typeof routine[key] === "string") return `${key} ${routine[key]}`;
+  }
+  return routine.webhook ? `webhook ${routine.webhook}` : "";
+}
+
+async function loadRoutines() {
+  const { status, data } = await api("GET", "/api/routines?display=true");
+  if (status !== 200 || !Array.isArray(data)) return;
+  $("routines").hidden = data.length === 0;
+  const list = $("routine-list");
+  list.replaceChildren();
+  for (const routine of data) {
+    const item = el("li", routine.enabled === false ? "off" : "");
+    item.append(el("span", "title", routine.name));
+    if (routine.problem) {
+      item.append(el("span", "meta", `left out: ${routine.problem}`));
+    } else {
+      const action = routine.tool ? `calls ${routine.tool}` : "runs a prompt";
+      const last = routine.last_run ? `${routine.last_run.outcome} ${when(routine.last_run.at)}` : "never ran";
+      const off = routine.enabled === false ? " · off" : "";
+      item.append(el("span", "meta", `${routineTrigger(routine)} · ${action} · ${last}${off}`));
+    }
+    list.append(item);
+  }
+}
+
+// ---- start ----
+
+async function start() {
+  const { status } = await api("GET", "/api/sessions");
+  if (status !== 200) return;
+  $("login").hidden = true;
+  $("app").hidden = false;
+  await loadSessions();
+  await loadApprovals();
+  await loadRoutines();
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
+  if (wanted && state.sessions.some((s) => s.id === wanted)) {
+    await select(wanted);
+  } else if (state.sessions.length > 0) {
+    await select(state.sessions[0].id);
+  }
+}
+
+async function boot() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const token = params.get("token");
+  if (token) {
+    // The token never stays in the address bar or the history.
+    history.replaceState(null, "", location.pathname);
+    if (!(await login(token))) {
+      showLogin("That link's token is not this tau's.");
+      return;
+    }
+  }
+  await start();
+}
+
+setInterval(() => { if (!$("app").hidden) loadApprovals(); }, 10000);
+setInterval(() => { if (!$("app").hidden) loadRoutines(); }, 30000);
+boot();

@@ -1,0 +1,318 @@
+//! The JSON API: exactly what the page uses, documented in the README.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, StatusCode, header};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tau_agent::SessionId;
+use tau_hub::{Answered, ApprovalRow, ApprovalState, HubError, Reply};
+
+use crate::shown::shown;
+use crate::{App, WEB};
+
+/// The longest message a person may send, in bytes.
+pub(crate) const MAX_TEXT_BYTES: usize = 32 * 1024;
+
+/// `{"error": text}` with `status`.
+pub(crate) fn error(status: StatusCode, text: &str) -> (StatusCode, Json<Value>) {
+    (status, Json(json!({ "error": text })))
+}
+
+fn hub_error(error: &HubError) -> Response {
+    let status = match error {
+        HubError::UnknownApproval(_) | HubError::UnknownSession(_) => StatusCode::NOT_FOUND,
+        HubError::Open { .. } => StatusCode::CONFLICT,
+        HubError::Busy => StatusCode::TOO_MANY_REQUESTS,
+        HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+        HubError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    let text = match error {
+        // The id came from the request: not echoed back.
+        HubError::UnknownApproval(_) => "no such approval".to_owned(),
+        HubError::UnknownSession(_) => "no such session".to_owned(),
+        HubError::Open { .. } | HubError::Busy | HubError::ShuttingDown | HubError::Store(_) => {
+            error.to_string()
+        }
+    };
+    if status == StatusCode::INTERNAL_SERVER_ERROR {
+        tracing::error!(%error, "web request failed");
+    }
+    error_response(status, &text)
+}
+
+fn error_response(status: StatusCode, text: &str) -> Response {
+    error(status, text).into_response()
+}
+
+fn body_error(rejection: &BytesRejection) -> Response {
+    let status = rejection.status();
+    let text = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        "the body is too large"
+    } else {
+        "the body could not be read"
+    };
+    error_response(status, text)
+}
+
+/// `?display=true` asks for the view a person reads (see `shown`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct View {
+    #[serde(default)]
+    pub display: bool,
+}
+
+fn view(value: Value, view: &View) -> Value {
+    if view.display { shown(value) } else { value }
+}
+
+fn session_id(text: &str) -> Result<SessionId, Box<Response>> {
+    SessionId::parse(text)
+        .map_err(|_| Box::new(error_response(StatusCode::NOT_FOUND, "no such session")))
+}
+
+/// `POST /api/login`: the page trades the token for its cookie.
+pub(crate) async fn login(State(app): State<App>, headers: HeaderMap) -> Response {
+    if !app.auth.bearer(&headers) {
+        return error_response(StatusCode::UNAUTHORIZED, "the token is required");
+    }
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, app.auth.set_cookie());
+    response
+}
+
+/// `GET /api/sessions`: the web conversations, the most recent first.
+pub(crate) async fn sessions(State(app): State<App>) -> Response {
+    let mut list = match app.hub.conversations(WEB) {
+        Ok(list) => list,
+        Err(error) => return hub_error(&error),
+    };
+    list.sort_by(|a, b| {
+        b.updated_at
+            .cmp(&a.updated_at)
+            .then(b.conversation.created_at.cmp(&a.conversation.created_at))
+    });
+    let rows: Vec<Value> = list
+        .into_iter()
+        .map(|info| {
+            let updated = jiff::Timestamp::from_second(info.updated_at)
+                .map_or_else(|_| info.updated_at.to_string(), |t| t.to_string());
+            json!({
+                "id": info.conversation.session.as_str(),
+                "created_at": info.conversation.created_at.to_string(),
+                "updated_at": updated,
+                "message_count": info.message_count,
+                "busy": info.busy,
+                "pending_approvals": info.pending_approvals,
+            })
+        })
+        .collect();
+    Json(Value::Array(rows)).into_response()
+}
+
+/// `POST /api/sessions`: a new conversation.
+pub(crate) async fn create_session(State(app): State<App>) -> Response {
+    match app.hub.new_conversation(WEB) {
+        Ok(id) => (StatusCode::CREATED, Json(json!({ "id": id.as_str() }))).into_response(),
+        Err(error) => hub_error(&error),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewMessage {
+    text: String,
+}
+
+/// `POST /api/sessions/{id}/messages`: 202, the turn runs (after the one before it).
+pub(crate) async fn send(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return body_error(&rejection),
+    };
+    let session = match session_id(&id) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let Ok(NewMessage { text }) = serde_json::from_slice::<NewMessage>(&body) else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "the body must be {\"text\": \"...\"}",
+        );
+    };
+    if text.trim().is_empty() {
+        return error_response(StatusCode::BAD_REQUEST, "the text is empty");
+    }
+    if text.len() > MAX_TEXT_BYTES {
+        return error_response(StatusCode::PAYLOAD_TOO_LARGE, "the text is too long");
+    }
+    match app.hub.send(WEB, &session, text).await {
+        Ok(()) => (
+            StatusCode::ACCEPTED,
+            Json(json!({ "session": session.as_str() })),
+        )
+            .into_response(),
+        Err(error) => hub_error(&error),
+    }
+}
+
+/// `GET /api/sessions/{id}/messages`: the stored messages in the Converse shape.
+pub(crate) async fn messages(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    query: Result<Query<View>, QueryRejection>,
+) -> Response {
+    let Ok(Query(wanted)) = query else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "the only parameter is display=true",
+        );
+    };
+    let session = match session_id(&id) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    match app.hub.messages(WEB, &session) {
+        Ok(messages) => {
+            let value = serde_json::to_value(messages).unwrap_or(Value::Null);
+            Json(view(value, &wanted)).into_response()
+        }
+        Err(error) => hub_error(&error),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApprovalQuery {
+    state: Option<String>,
+    #[serde(default)]
+    display: bool,
+}
+
+fn row_json(row: &ApprovalRow, display: bool) -> Value {
+    let value = serde_json::to_value(row).unwrap_or(Value::Null);
+    view(value, &View { display })
+}
+
+/// `GET /api/approvals?state=pending`: the web's stored questions, oldest first.
+pub(crate) async fn approvals(
+    State(app): State<App>,
+    query: Result<Query<ApprovalQuery>, QueryRejection>,
+) -> Response {
+    let Ok(Query(query)) = query else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "the parameters are state=STATE and display=true",
+        );
+    };
+    let state = match query.state.as_deref().map(ApprovalState::parse) {
+        None => None,
+        Some(Some(state)) => Some(state),
+        Some(None) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "state is one of pending, approved, rejected, expired, superseded, cancelled",
+            );
+        }
+    };
+    match app.hub.approvals(WEB, state) {
+        Ok(rows) => Json(Value::Array(
+            rows.iter().map(|r| row_json(r, query.display)).collect(),
+        ))
+        .into_response(),
+        Err(error) => hub_error(&error),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Decision {
+    Approve,
+    Reject,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    decision: Decision,
+}
+
+/// An approval id as tau makes them: `ap_` and 32 lowercase hex digits.
+fn is_approval_id(id: &str) -> bool {
+    id.len() == 35
+        && id.starts_with("ap_")
+        && id
+            .bytes()
+            .skip(3)
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// `POST /api/approvals/{id}`: 200 with the row when this answer decided it, 409 with
+/// the row when it was decided before.
+pub(crate) async fn answer(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return body_error(&rejection),
+    };
+    let Ok(Answer { decision }) = serde_json::from_slice::<Answer>(&body) else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "the body must be {\"decision\": \"approve\"} or {\"decision\": \"reject\"}",
+        );
+    };
+    if !is_approval_id(&id) {
+        return error_response(StatusCode::NOT_FOUND, "no such approval");
+    }
+    let reply = match decision {
+        Decision::Approve => Reply::Approve,
+        Decision::Reject => Reply::Reject,
+    };
+    match app.hub.answer(WEB, None, &id, reply).await {
+        Ok(Answered::Decided(row)) => Json(row_json(&row, false)).into_response(),
+        Ok(Answered::AlreadyDecided(row)) => (
+            StatusCode::CONFLICT,
+            Json(json!({
+                "error": format!("the question was already {}", row.state.as_str()),
+                "approval": row_json(&row, false),
+            })),
+        )
+            .into_response(),
+        Ok(Answered::NotFound) => error_response(StatusCode::NOT_FOUND, "no such approval"),
+        Err(error) => hub_error(&error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approval_ids_have_one_shape() {
+        assert!(is_approval_id("ap_0123456789abcdef0123456789abcdef"));
+        for bad in [
+            "",
+            "ap_",
+            "ap_0123456789ABCDEF0123456789abcdef",
+            "ap_0123456789abcdef0123456789abcde",
+            "ap_0123456789abcdef0123456789abcdef0",
+            "xx_0123456789abcdef0123456789abcdef",
+            "ap_0123456789abcdef0123456789abcdeé",
+        ] {
+            assert!(!is_approval_id(bad), "{bad}");
+        }
+    }
+}

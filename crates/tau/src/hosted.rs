@@ -1,0 +1,300 @@
+//! Routines hosted by `tau serve`: the engine runs beside the hub. A routine's questions
+//! are stored in the hub's approval store and shown in its own conversation on its `ask`
+//! channel (`routine:NAME`), where the person answers them like any other; its prompt
+//! actions run as turns of that conversation. A prompt action without an `ask` channel
+//! runs as a local turn in `routine-NAME` whose tier-2 calls are refused. Webhooks are
+//! served under TauBar's listener, and the page lists the routines.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tau_agent::{Model, SessionId, SessionRepository};
+use tau_core::approval::{ApprovalRow, ApprovalStore};
+use tau_core::{CallStatus, ChannelEvent, CoreConfig, EventBus, RoutineOutcome, StopReason};
+use tau_hub::{Hub, SessionEvent, SqliteApprovals};
+use tau_reflex::{
+    AskChannel, Checks, Engine, EngineParts, EngineSettings, HostError, PromptApprover,
+    PromptOutcome, PromptRun, PromptRunner, RoutineHost, RoutineStore, SystemClock, TurnPrompts,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::Context;
+use crate::errors::usage;
+use crate::lock::SessionLock;
+use crate::paths::Home;
+
+/// The client id of the routines' MQTT subscriptions, beside `mqtt_publish`'s own.
+const MQTT_CLIENT_SUFFIX: &str = "-routines";
+
+/// What `tau serve` hands the engine.
+pub(crate) struct HostParts {
+    pub hub: Hub,
+    pub approvals: Arc<SqliteApprovals>,
+    pub sessions: Arc<dyn SessionRepository>,
+    pub catalog: tau_core::ToolCatalog,
+    pub model: Arc<dyn Model>,
+    pub config: CoreConfig,
+    /// The audit log, for the routines' own lines.
+    pub events: EventBus,
+}
+
+/// The engine, built and checked; `run` keeps it until `stop`.
+pub(crate) struct Hosted {
+    pub engine: Engine,
+    pub web: Arc<WebRoutines>,
+}
+
+/// Builds the engine; a routine that cannot run here is a config error (exit 2).
+pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
+    let config = &ctx.loaded.config;
+    let HostParts {
+        hub,
+        approvals,
+        sessions,
+        catalog,
+        model,
+        config: core,
+        events,
+    } = parts;
+    let store = ctx.routine_store()?;
+    let timeout = config.approval.remote_timeout();
+    let local = TurnPrompts {
+        config: core,
+        model,
+        catalog: catalog.clone(),
+        sessions: Some(Arc::clone(&sessions)),
+        events: events.clone(),
+        approver: PromptApprover::ByAsk(Arc::new(|_| None)),
+        sink: None,
+    };
+    let host = Arc::new(HubHost {
+        hub,
+        approvals,
+        local,
+        home: ctx.home.clone(),
+        timeout,
+    });
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let mut client_id: String = config.tools.mqtt.client_id.chars().take(14).collect();
+    client_id.push_str(MQTT_CLIENT_SUFFIX);
+    let mqtt = tau_tools::broker_options(&config.tools.mqtt, &*ctx.env, &client_id)
+        .map_err(|e| usage(e.to_string()))?;
+    let shown = ctx
+        .loaded
+        .path
+        .as_ref()
+        .map_or_else(|| "tau.toml".to_owned(), |p| p.display().to_string());
+    let engine = Engine::new(EngineParts {
+        config: tau_reflex::defs_from_toml(config.routines.clone())
+            .map_err(|e| usage(format!("{shown}: {e}")))?,
+        store: Arc::clone(&store),
+        catalog: Arc::new(catalog),
+        events,
+        host: Arc::clone(&host) as Arc<dyn RoutineHost>,
+        zone: crate::routines::zone(config)?,
+        clock: Arc::new(SystemClock),
+        env: Arc::new(move |name: &str| {
+            env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        }),
+        mqtt: Some(mqtt),
+        settings: EngineSettings {
+            ask_timeout: timeout,
+            ..EngineSettings::default()
+        },
+    })
+    .map_err(|e| usage(format!("{shown}: {e}")))?;
+    let web = Arc::new(WebRoutines {
+        engine: engine.clone(),
+        store,
+        ctx_config: crate::routines::config_routines(ctx, None)?,
+        zone: crate::routines::zone(config)?,
+    });
+    Ok(Hosted { engine, web })
+}
+
+impl Hosted {
+    /// Keeps the routines until `stop` fires.
+    pub(crate) fn start(&self, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let engine = self.engine.clone();
+        tokio::spawn(async move { engine.run(stop).await })
+    }
+}
+
+/// The hub as the engine's host.
+struct HubHost {
+    hub: Hub,
+    approvals: Arc<SqliteApprovals>,
+    local: TurnPrompts,
+    home: Home,
+    timeout: Duration,
+}
+
+fn host_error(error: impl std::fmt::Display) -> HostError {
+    HostError(error.to_string())
+}
+
+impl HubHost {
+    /// A prompt action as a turn of the routine's conversation: durable questions on its
+    /// channel, and this run waits until the turn is over, answers included.
+    async fn hub_turn(
+        &self,
+        channel: AskChannel,
+        run: PromptRun,
+    ) -> Result<PromptOutcome, HostError> {
+        let session = SessionId::parse(&run.session).map_err(host_error)?;
+        let mut events = self
+            .hub
+            .subscribe(channel.as_str(), &session)
+            .map_err(host_error)?;
+        self.hub
+            .send(channel.as_str(), &session, run.prompt)
+            .await
+            .map_err(host_error)?;
+        let mut refused = Vec::new();
+        // A question waits up to the remote timeout; a little more for the turn around it.
+        let wait = self.timeout + Duration::from_secs(300);
+        let ended = tokio::time::timeout(wait, async {
+            loop {
+                match events.recv().await {
+                    Ok(SessionEvent::Turn(ChannelEvent::ToolCallFinished {
+                        tool,
+                        status: CallStatus::Refused | CallStatus::UnknownTool | CallStatus::Invalid,
+                        ..
+                    })) => refused.push(tool),
+                    Ok(SessionEvent::Turn(ChannelEvent::TurnEnded { stop_reason, .. }))
+                        if stop_reason != StopReason::Interrupt =>
+                    {
+                        return Ok(stop_reason);
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        return Err(HostError("the hub stopped".into()));
+                    }
+                }
+            }
+        })
+        .await
+        .map_err(|_| HostError("the turn did not end in time".into()))??;
+        Ok(match ended {
+            _ if !refused.is_empty() => PromptOutcome {
+                outcome: RoutineOutcome::Refused,
+                detail: Some(format!("refused: {}", refused.join(", "))),
+            },
+            StopReason::EndTurn | StopReason::StopSequence => PromptOutcome {
+                outcome: RoutineOutcome::Success,
+                detail: None,
+            },
+            other => PromptOutcome {
+                outcome: RoutineOutcome::Error,
+                detail: Some(format!(
+                    "the turn ended with {}",
+                    serde_json::to_value(other)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                )),
+            },
+        })
+    }
+}
+
+#[async_trait]
+impl PromptRunner for HubHost {
+    async fn run_prompt(&self, run: PromptRun) -> Result<PromptOutcome, HostError> {
+        match run.ask {
+            Some(channel) => self.hub_turn(channel, run).await,
+            None => {
+                let session = SessionId::parse(&run.session).map_err(host_error)?;
+                let _lock = SessionLock::acquire(&self.home, &session)
+                    .map_err(|e| HostError(format!("{e:#}")))?;
+                self.local.run_prompt(run).await
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl RoutineHost for HubHost {
+    fn approvals(&self) -> Option<Arc<dyn ApprovalStore>> {
+        Some(Arc::clone(&self.approvals) as Arc<dyn ApprovalStore>)
+    }
+
+    fn channels(&self) -> Vec<AskChannel> {
+        vec![AskChannel::Web]
+    }
+
+    fn session_for(&self, routine: &str, ask: Option<AskChannel>) -> Result<String, HostError> {
+        match ask {
+            None => Ok(tau_reflex::session_of(routine)),
+            Some(channel) => self
+                .hub
+                .open_conversation(channel.as_str(), &format!("routine:{routine}"))
+                .map(|session| session.to_string())
+                .map_err(host_error),
+        }
+    }
+
+    fn announce(&self, row: &ApprovalRow) {
+        self.hub.show_question(row);
+    }
+
+    fn withdrawn(&self, row: &ApprovalRow) {
+        self.hub.show_question(row);
+    }
+
+    fn settled(&self, id: &str) {
+        if let Err(error) = self.approvals.mark_settled(id) {
+            tracing::warn!(approval_id = id, %error, "cannot settle a routine's question");
+        }
+    }
+
+    async fn changed(&self, id: &str) {
+        let mut changes = self.hub.approval_changes();
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            while let Ok(row) = changes.recv().await {
+                if row.id == id {
+                    return;
+                }
+            }
+        })
+        .await;
+    }
+
+    fn serves_webhooks(&self) -> bool {
+        true
+    }
+}
+
+/// The routines as TauBar serves them.
+pub(crate) struct WebRoutines {
+    engine: Engine,
+    store: Arc<RoutineStore>,
+    ctx_config: Vec<tau_reflex::Routine>,
+    zone: jiff::tz::TimeZone,
+}
+
+impl tau_web::Routines for WebRoutines {
+    fn webhook(&self, name: &str, authorization: Option<&str>, body: &[u8]) -> (u16, String) {
+        let reply = self.engine.webhook(name, authorization, body);
+        (reply.status, reply.text)
+    }
+
+    fn list(&self) -> serde_json::Value {
+        let no_env = |_: &str| None;
+        let checks = Checks {
+            tools: None,
+            zone: &self.zone,
+            env: &no_env,
+            now: jiff::Timestamp::now(),
+            at_must_be_future: false,
+            webhooks: None,
+        };
+        tau_reflex::load(&self.ctx_config, &self.store, &checks)
+            .and_then(|book| tau_reflex::routines_json(&book, &self.store))
+            .unwrap_or_else(|error| {
+                tracing::error!(%error, "cannot list the routines");
+                serde_json::json!([])
+            })
+    }
+}

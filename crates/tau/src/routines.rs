@@ -1,0 +1,389 @@
+//! `tau routines`: list, show, run, enable and disable the routines of `tau.toml` and those
+//! made in conversations. `run` runs one action now, in this process, through the same gate
+//! as `tau serve`: the routine's exemption applies, and any other tier-2 call is asked here
+//! at the terminal, where the person who typed the command is.
+
+use std::fmt::Write;
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use tau_agent::{SessionRepository, SqliteSessions};
+use tau_core::{RoutineOutcome, display};
+use tau_reflex::{
+    Action, ActionRun, Book, Checks, Origin, PromptApprover, Routine, RoutineDef, Trigger,
+    TurnPrompts, config_routines as validate_config, defs_from_toml, describe_action, record,
+    run_action,
+};
+use tau_terminal::{Console, Input, TerminalApprover, start_stdin};
+use tokio_util::sync::CancellationToken;
+
+use crate::audit::AuditLog;
+use crate::context::Context;
+use crate::errors::usage;
+use crate::paths::Env;
+use crate::settings::TauConfig;
+
+/// Runs shown by `tau routines show`.
+const SHOWN_RUNS: usize = 10;
+
+/// The routine zone: `[tools.clock] zone`, else the system's.
+pub(crate) fn zone(config: &TauConfig) -> anyhow::Result<TimeZone> {
+    match &config.tools.clock.zone {
+        Some(name) => TimeZone::get(name).map_err(|_| {
+            usage(format!(
+                "tools.clock.zone: unknown time zone '{name}'; use an IANA name such as 'Europe/Istanbul'"
+            ))
+        }),
+        None => Ok(TimeZone::system()),
+    }
+}
+
+fn defs(config: &TauConfig) -> Result<Vec<RoutineDef>, tau_core::ConfigError> {
+    defs_from_toml(config.routines.clone())
+}
+
+/// Checks `[[routines]]` as far as it can without the tools: every key, trigger and
+/// action. The tools and their schemas are checked where routines run.
+pub(crate) fn check_config(config: &TauConfig, env: Env<'_>) -> anyhow::Result<()> {
+    if config.routines.is_empty() {
+        return Ok(());
+    }
+    let zone = zone(config)?;
+    let checks = Checks {
+        tools: None,
+        zone: &zone,
+        env,
+        now: Timestamp::now(),
+        at_must_be_future: false,
+        webhooks: None,
+    };
+    validate_config(&defs(config)?, &checks)?;
+    Ok(())
+}
+
+/// The `tau.toml` routines, checked against `catalog` when given.
+pub(crate) fn config_routines(
+    ctx: &Context,
+    catalog: Option<&tau_core::ToolCatalog>,
+) -> anyhow::Result<Vec<Routine>> {
+    let config = &ctx.loaded.config;
+    let zone = zone(config)?;
+    let checks = Checks {
+        tools: catalog,
+        zone: &zone,
+        env: &*ctx.env,
+        now: Timestamp::now(),
+        at_must_be_future: false,
+        webhooks: None,
+    };
+    let shown = ctx
+        .loaded
+        .path
+        .as_ref()
+        .map_or_else(|| "tau.toml".to_owned(), |p| p.display().to_string());
+    validate_config(&defs(config)?, &checks).map_err(|e| usage(format!("{shown}: {e}")))
+}
+
+/// Every routine, checked against every tool.
+async fn book(ctx: &Context) -> anyhow::Result<(Book, crate::context::Tools)> {
+    ctx.home.create()?;
+    let tools = ctx.catalog().await?;
+    let config = config_routines(ctx, Some(&tools.catalog))?;
+    let zone = zone(&ctx.loaded.config)?;
+    let checks = Checks {
+        tools: Some(&tools.catalog),
+        zone: &zone,
+        env: &*ctx.env,
+        now: Timestamp::now(),
+        at_must_be_future: false,
+        webhooks: None,
+    };
+    let book = tau_reflex::load(&config, &*ctx.routine_store()?, &checks)?;
+    Ok((book, tools))
+}
+
+fn find<'a>(book: &'a Book, name: &str) -> anyhow::Result<&'a Routine> {
+    book.get(name)
+        .ok_or_else(|| match book.problems.iter().find(|(n, _)| n == name) {
+            Some((_, problem)) => usage(format!("routine '{name}' cannot run: {problem}")),
+            None => usage(format!(
+                "there is no routine named '{name}' (see `tau routines list`)"
+            )),
+        })
+}
+
+/// A time as a person reads it: to the second, in the routine zone.
+fn when(at: Timestamp, zone: &TimeZone) -> String {
+    at.to_zoned_datetime(zone.clone())
+        .strftime("%Y-%m-%d %H:%M:%S %Z")
+        .to_string()
+}
+
+fn last_run(ctx: &Context, name: &str) -> anyhow::Result<String> {
+    let zone = zone(&ctx.loaded.config)?;
+    Ok(ctx.routine_store()?.runs(name, 1)?.first().map_or_else(
+        || "never".to_owned(),
+        |run| format!("{} {}", run.outcome.as_str(), when(run.started_at, &zone)),
+    ))
+}
+
+pub(crate) async fn list(ctx: &Context) -> anyhow::Result<String> {
+    let (book, _) = book(ctx).await?;
+    if book.routines.is_empty() && book.problems.is_empty() {
+        return Ok(
+            "no routines yet: add [[routines]] to tau.toml, or ask for one in a chat\n".to_owned(),
+        );
+    }
+    let width = book
+        .routines
+        .iter()
+        .map(|r| r.name().len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = format!(
+        "{:<width$}  {:<3}  {:<24}  {:<32}  LAST RUN\n",
+        "NAME", "ON", "TRIGGER", "ACTION"
+    );
+    for routine in &book.routines {
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:<3}  {:<24}  {:<32}  {}",
+            routine.name(),
+            if routine.enabled { "yes" } else { "no" },
+            display(&routine.trigger.describe()),
+            display(&shorten(&describe_action(&routine.action), 32)),
+            last_run(ctx, routine.name())?
+        );
+    }
+    for (name, problem) in &book.problems {
+        let _ = writeln!(
+            out,
+            "{:<width$}  left out: {}",
+            display(name),
+            display(problem)
+        );
+    }
+    Ok(out)
+}
+
+fn shorten(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars.saturating_sub(1)) {
+        Some((cut, _)) if text.chars().count() > chars => format!("{}…", &text[..cut]),
+        _ => text.to_owned(),
+    }
+}
+
+fn exemption_line(routine: &Routine) -> &'static str {
+    match (&routine.action, routine.approved()) {
+        (Action::Prompt { .. }, _) => "none: a prompt action's tier-2 calls are always asked",
+        (Action::Tool { .. }, true) => {
+            "its call, with exactly these arguments, runs without asking"
+        }
+        (Action::Tool { .. }, false) => {
+            "none: it changed since it was approved, so its call is asked"
+        }
+    }
+}
+
+pub(crate) async fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
+    let (book, _) = book(ctx).await?;
+    let routine = find(&book, name)?;
+    let mut out = String::new();
+    let _ = writeln!(out, "routine    {}", routine.name());
+    let _ = writeln!(
+        out,
+        "set up in  {}",
+        match routine.origin {
+            Origin::Config => "tau.toml",
+            Origin::Conversation { .. } => "a conversation (state.db)",
+        }
+    );
+    let _ = writeln!(
+        out,
+        "enabled    {}",
+        if routine.enabled { "yes" } else { "no" }
+    );
+    let _ = writeln!(out, "trigger    {}", display(&routine.trigger.describe()));
+    if let Trigger::Webhook { payload, .. } = &routine.trigger {
+        let _ = writeln!(
+            out,
+            "           POST /hooks/{} with Authorization: Bearer <secret>",
+            routine.name()
+        );
+        if let Some(payload) = payload {
+            let _ = writeln!(
+                out,
+                "           body exactly {}",
+                display(&serde_json::Value::String(payload.clone()).to_string())
+            );
+        }
+    }
+    if let Trigger::Mqtt {
+        payload: Some(payload),
+        ..
+    } = &routine.trigger
+    {
+        let _ = writeln!(
+            out,
+            "           payload exactly {}",
+            display(&serde_json::Value::String(payload.clone()).to_string())
+        );
+    }
+    let _ = writeln!(
+        out,
+        "action     {}",
+        display(&describe_action(&routine.action))
+    );
+    let _ = writeln!(
+        out,
+        "ask        {}",
+        routine
+            .ask
+            .map_or("nobody: calls not exempt are refused", |a| a.as_str())
+    );
+    let _ = writeln!(out, "exemption  {}", exemption_line(routine));
+    let _ = writeln!(out, "session    {}", routine.session());
+    let zone = zone(&ctx.loaded.config)?;
+    let runs = ctx.routine_store()?.runs(name, SHOWN_RUNS)?;
+    if runs.is_empty() {
+        out.push_str("runs       none yet\n");
+    } else {
+        out.push_str("runs       (newest first)\n");
+        for run in runs {
+            let _ = writeln!(
+                out,
+                "  {}  {:<8}  {}{}",
+                when(run.started_at, &zone),
+                run.outcome.as_str(),
+                display(&run.trigger),
+                run.detail
+                    .map(|d| format!(" — {}", display(d.as_str())))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) async fn switch(ctx: &Context, name: &str, enabled: bool) -> anyhow::Result<String> {
+    let (book, _) = book(ctx).await?;
+    let routine = find(&book, name)?;
+    ctx.routine_store()?
+        .set_enabled(routine.name(), enabled, Timestamp::now())?;
+    Ok(format!(
+        "routine {} {}\n",
+        routine.name(),
+        if enabled { "enabled" } else { "disabled" }
+    ))
+}
+
+/// Runs one routine's action now. Its exemption applies; any other tier-2 call is asked at
+/// this terminal (from stdin's lines with `answers_from_stdin`, as `tau chat` does).
+/// Returns whether it succeeded.
+pub(crate) async fn run(
+    ctx: &Context,
+    name: &str,
+    answers_from_stdin: bool,
+) -> anyhow::Result<bool> {
+    let (book, tools) = book(ctx).await?;
+    let routine = find(&book, name)?.clone();
+    crate::logging::init(&ctx.home, &*ctx.env)?;
+    let events = ctx.events.clone();
+    events.subscribe(Arc::new(AuditLog::open(
+        &ctx.home.audit_log(),
+        &routine.session(),
+    )?));
+    for event in &tools.startup_errors {
+        events.emit(event);
+    }
+    let config = &ctx.loaded.config;
+    let language = config.ui.language();
+    let stdout_tty = std::io::stdout().is_terminal();
+    let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());
+    let console = Console::new(Box::new(std::io::stdout()), stdout_tty, color, language);
+    let Input {
+        questions,
+        question_screen,
+        ..
+    } = start_stdin(answers_from_stdin, stdout_tty);
+    if let Some(screen) = question_screen {
+        console.draw_questions_also_on(screen);
+    }
+    let approver = Arc::new(TerminalApprover::new(Arc::clone(&console), questions));
+    if !matches!(routine.action, Action::Prompt { .. }) {
+        // No turn projects this call: its question and outcome are drawn from its events.
+        let shown = Arc::clone(&console);
+        events.subscribe(Arc::new(move |event: &tau_core::AuditEvent| {
+            if let Some(event) = tau_core::channel_event(event) {
+                shown.render(&event);
+            }
+        }));
+    }
+    let catalog = Arc::new(tools.catalog);
+    let prompts = match &routine.action {
+        Action::Prompt { .. } => {
+            let sessions: Arc<dyn SessionRepository> =
+                Arc::new(SqliteSessions::open(&ctx.home.state_db())?);
+            Some(TurnPrompts {
+                config: config.core(),
+                model: ctx.model()?,
+                catalog: (*catalog).clone(),
+                sessions: Some(sessions),
+                events: events.clone(),
+                approver: PromptApprover::Always(Arc::clone(&approver) as _),
+                sink: Some(console.sink()),
+            })
+        }
+        Action::Tool { .. } => None,
+    };
+    let session = tau_agent::SessionId::parse(&routine.session())?;
+    let _lock = crate::lock::SessionLock::acquire(&ctx.home, &session)?;
+    console.print(&format!("running routine {} now\n", routine.name()));
+    let no_prompts = NoPrompts;
+    let run = run_action(ActionRun {
+        routine: &routine,
+        trigger: "manual".to_owned(),
+        scheduled: false,
+        session: routine.session(),
+        catalog: &catalog,
+        events: &events,
+        approver,
+        channel: tau_terminal::TERMINAL_CHANNEL.to_owned(),
+        timeout: config.approval.timeout(),
+        prompts: prompts
+            .as_ref()
+            .map_or(&no_prompts as &dyn tau_reflex::PromptRunner, |p| p),
+        cancel: CancellationToken::new(),
+        started_at: Timestamp::now(),
+    })
+    .await;
+    record(&*ctx.routine_store()?, &events, &run);
+    console.print(&format!(
+        "routine {}: {}{}\n",
+        routine.name(),
+        run.outcome.as_str(),
+        run.detail
+            .as_deref()
+            .map(|d| format!(" — {}", display(d)))
+            .unwrap_or_default()
+    ));
+    Ok(run.outcome == RoutineOutcome::Success)
+}
+
+/// A fixed-argument routine runs no prompt.
+struct NoPrompts;
+
+#[async_trait::async_trait]
+impl tau_reflex::PromptRunner for NoPrompts {
+    async fn run_prompt(
+        &self,
+        _run: tau_reflex::PromptRun,
+    ) -> Result<tau_reflex::PromptOutcome, tau_reflex::HostError> {
+        Err(tau_reflex::HostError(
+            "this routine has no prompt".to_owned(),
+        ))
+    }
+}

@@ -1,0 +1,228 @@
+//! `tau serve`: the hub. One process hosts the channels (TauBar today); each conversation
+//! is a session of its own, opened (and locked against `tau chat`) on first use, with the
+//! same model, tools and config as `tau chat`. Tier-2 questions are stored in `state.db`
+//! and survive a restart; SIGTERM or Ctrl-C cancels running turns and leaves pending
+//! questions pending.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tau_agent::{Message, Model, SessionId, SessionRepository, SqliteSessions};
+use tau_core::approval::DurableQuestions;
+use tau_core::{AgentParts, AutoRejectApprover, CoreConfig, EventBus, ToolCatalog, build_agent};
+use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory, SqliteApprovals};
+use tau_web::{REMOTE_RISK, WebChannel, WebError};
+
+use crate::audit::{AuditLog, SessionAudit};
+use crate::context::Context;
+use crate::errors::usage;
+use crate::lock::SessionLock;
+use crate::paths::Home;
+
+/// The `session` of the hub's own audit lines (MCP servers that failed to start).
+const AUDIT_SESSION: &str = "serve";
+/// The `session` of the routines' audit lines (their runs and fixed calls).
+const ROUTINES_SESSION: &str = "routines";
+
+pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> {
+    let config = &ctx.loaded.config;
+    if print_token {
+        ctx.home.create()?;
+        crate::print(&format!(
+            "{}\n",
+            crate::token_file::load_or_create(&ctx.home.web_token())?
+        ));
+        return Ok(());
+    }
+    let model = ctx.model()?;
+    if !config.web.enabled {
+        return Err(usage(
+            "tau serve has no channel to serve: web.enabled is false",
+        ));
+    }
+    config.web.validate().map_err(|e| usage(e.to_string()))?;
+    ctx.home.create()?;
+    crate::logging::init(&ctx.home, &*ctx.env)?;
+    let token_path = ctx.home.web_token();
+    let token = crate::token_file::load_or_create(&token_path)?;
+    let web = WebChannel::bind(&config.web, &token)
+        .await
+        .map_err(|error| match error {
+            WebError::Config(_) | WebError::Bind { .. } => usage(error.to_string()),
+            WebError::EmptyToken => anyhow::Error::new(error),
+        })?;
+    let tools = ctx.catalog_with_routines().await?;
+    let audit = Arc::new(AuditLog::open(&ctx.home.audit_log(), AUDIT_SESSION)?);
+    let hub_events = EventBus::new();
+    hub_events.subscribe(Arc::clone(&audit) as _);
+    for event in &tools.startup_errors {
+        hub_events.emit(event);
+    }
+
+    let state_db = ctx.home.prepare_state_db()?;
+    let sessions = Arc::new(SqliteSessions::open(&state_db)?);
+    let approvals = Arc::new(SqliteApprovals::open(&state_db)?);
+    let factory = Arc::new(Factory {
+        home: ctx.home.clone(),
+        model: Arc::clone(&model),
+        catalog: tools.catalog.clone(),
+        config: config.core(),
+        sessions: Arc::clone(&sessions),
+        audit: Arc::clone(&audit),
+    });
+    let hub = Hub::open(
+        &state_db,
+        Arc::clone(&sessions) as _,
+        Arc::clone(&approvals),
+        factory,
+        HubOptions {
+            remote_timeout: config.approval.remote_timeout(),
+        },
+    )?;
+    let routine_events = EventBus::new();
+    routine_events.subscribe(Arc::new(SessionAudit {
+        log: audit,
+        session: ROUTINES_SESSION.to_owned(),
+    }));
+    let hosted = crate::hosted::build(
+        ctx,
+        crate::hosted::HostParts {
+            hub: hub.clone(),
+            approvals,
+            sessions,
+            catalog: tools.catalog,
+            model,
+            config: config.core(),
+            events: routine_events,
+        },
+    )?;
+    let web = web.with_routines(Arc::clone(&hosted.web) as _);
+    let recovery = hub.start().await?;
+    let stop_routines = tokio_util::sync::CancellationToken::new();
+    let routines = hosted.start(stop_routines.clone());
+
+    if !config.web.listen.ip().is_loopback() {
+        eprintln!(
+            "tau serve: warning: TauBar listens on {}: {REMOTE_RISK}",
+            web.local_addr()
+        );
+    }
+    crate::print(&announce(&web.url(), &token_path, &recovery));
+    let channels: Vec<Arc<dyn Channel>> = vec![Arc::new(web)];
+    let served = hub.run_channels(channels, stop_signal()).await;
+    stop_routines.cancel();
+    let _ = routines.await;
+    served?;
+    crate::print("tau serve: stopped; pending questions stay pending\n");
+    Ok(())
+}
+
+/// What `tau serve` says when it is ready: where to go, where the token is, what waits.
+fn announce(url: &str, token_path: &Path, recovery: &tau_hub::Recovery) -> String {
+    let mut out = format!(
+        "tau serve: TauBar at {url}\n\
+         tau serve: the token is in {} (`tau serve --print-token` prints it); open {url}#token=TOKEN\n",
+        token_path.display()
+    );
+    if recovery.cancelled > 0 {
+        out.push_str(&format!(
+            "tau serve: {} question(s) cancelled: their turn was given up while tau was not running\n",
+            recovery.cancelled
+        ));
+    }
+    if recovery.expired > 0 {
+        out.push_str(&format!(
+            "tau serve: {} question(s) expired while tau was not running\n",
+            recovery.expired
+        ));
+    }
+    if !recovery.pending.is_empty() {
+        out.push_str(&format!(
+            "tau serve: {} question(s) still wait for an answer\n",
+            recovery.pending.len()
+        ));
+    }
+    out
+}
+
+/// SIGTERM or Ctrl-C.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut interrupt)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot listen for SIGTERM and SIGINT; stop tau serve with SIGKILL");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+        _ = interrupt.recv() => tracing::info!("Ctrl-C: stopping"),
+    }
+}
+
+/// Builds each conversation's agent as `tau chat` builds its own, with stored questions.
+struct Factory {
+    home: Home,
+    model: Arc<dyn Model>,
+    catalog: ToolCatalog,
+    config: CoreConfig,
+    sessions: Arc<SqliteSessions>,
+    audit: Arc<AuditLog>,
+}
+
+/// The model one stored conversation talks to. The one place a per-session model (a
+/// `replay:` script that continues after the replies the session holds) plugs in.
+fn model_for_session(model: &Arc<dyn Model>, stored: &[Message]) -> Arc<dyn Model> {
+    model
+        .for_session(stored)
+        .unwrap_or_else(|| Arc::clone(model))
+}
+
+#[async_trait]
+impl SessionFactory for Factory {
+    fn events(&self, session: &SessionId) -> EventBus {
+        let bus = EventBus::new();
+        bus.subscribe(Arc::new(SessionAudit {
+            log: Arc::clone(&self.audit),
+            session: session.to_string(),
+        }));
+        bus
+    }
+
+    async fn open(
+        &self,
+        session: &SessionId,
+        durable: DurableQuestions,
+        events: EventBus,
+    ) -> Result<Opened, OpenError> {
+        let lock =
+            SessionLock::acquire(&self.home, session).map_err(|e| OpenError(format!("{e:#}")))?;
+        let stored = self
+            .sessions
+            .messages(session, 0)
+            .map_err(|e| OpenError(e.to_string()))?;
+        let agent = build_agent(AgentParts {
+            config: self.config.clone(),
+            model: model_for_session(&self.model, &stored),
+            catalog: self.catalog.clone(),
+            // Never asked: a hub conversation's gate stores its questions.
+            approver: Arc::new(AutoRejectApprover),
+            hooks: Vec::new(),
+            plugins: Vec::new(),
+            session: Some((
+                Arc::clone(&self.sessions) as Arc<dyn SessionRepository>,
+                session.clone(),
+            )),
+            events,
+            durable: Some(durable),
+        })
+        .await
+        .map_err(|e| OpenError(e.to_string()))?;
+        Ok(Opened {
+            agent,
+            guard: Box::new(lock),
+        })
+    }
+}

@@ -1,0 +1,504 @@
+//! TauBar in a real browser: headless Chromium driven over WebDriver (chromedriver), the
+//! real `tau serve` with a replay model. A person opens the link with the token, sends a
+//! prompt, approves on the card and reads the answer; hostile model text stays text.
+//! Needs Debian's `chromium` and `chromium-driver` (`scripts/test` installs them); without
+//! them the test skips, or fails under `TAU_PEERS_REQUIRED=1`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Tau, answer, tool_call};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+/// What the model answers after the approved call: markup, a script, a bidi override
+/// and a zero-width space, none of which may act or hide.
+const HOSTILE: &str = "Done. <img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script> \u{202e}txt.exe\u{200b}";
+
+/// Chromium and its driver, or `None` after saying why not.
+fn browser() -> Option<(PathBuf, PathBuf)> {
+    let find = |names: &[&str]| names.iter().map(PathBuf::from).find(|p| p.exists());
+    let chromium = find(&["/usr/bin/chromium", "/usr/bin/chromium-browser"]);
+    let driver = find(&["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]);
+    match (chromium, driver) {
+        (Some(chromium), Some(driver)) => Some((chromium, driver)),
+        _ => {
+            let reason = "Debian's chromium and chromium-driver are not installed";
+            assert!(
+                !common::peers::required(),
+                "TAU_PEERS_REQUIRED is set, but {reason}"
+            );
+            eprintln!("skipped: {reason}");
+            None
+        }
+    }
+}
+
+struct Driver {
+    child: Child,
+    port: u16,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_driver(driver: &Path) -> Driver {
+    let port = free_port();
+    let child = Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "chromedriver did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Driver {
+        child,
+        port,
+        _profile: tempfile::tempdir().unwrap(),
+    }
+}
+
+async fn connect(driver: &Driver, chromium: &Path, width: u32, height: u32) -> Client {
+    let profile = driver._profile.path().join(format!("profile-{width}"));
+    let capabilities = json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage",
+                format!("--window-size={width},{height}"),
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        }
+    });
+    let Value::Object(capabilities) = capabilities else {
+        unreachable!("a JSON object")
+    };
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .unwrap()
+}
+
+/// Waits until `script` (returning a value) gives something truthy; returns it.
+async fn until(client: &Client, what: &str, script: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let value = client.execute(script, vec![]).await.unwrap();
+        let truthy = !matches!(&value, Value::Null | Value::Bool(false))
+            && value != json!("")
+            && value != json!(0);
+        if truthy {
+            return value;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let page = client
+                .execute("return document.body.innerText", vec![])
+                .await
+                .unwrap();
+            panic!(
+                "timed out waiting for {what}; the page reads:\n{}",
+                page.as_str().unwrap_or("")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_person_chats_approves_on_the_card_and_hostile_text_stays_text() {
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo made >> proof.txt # \u{202e}gnp.exe"})
+        ),
+        answer(HOSTILE),
+    ]));
+    let serve = tau.serve(&model, &tau.serve_config(""));
+    let driver = start_driver(&driver_path);
+    let client = connect(&driver, &chromium, 1100, 760).await;
+
+    client
+        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the app",
+        "return !document.getElementById('app').hidden",
+    )
+    .await;
+    assert_eq!(
+        client.current_url().await.unwrap().fragment(),
+        None,
+        "the token leaves the address bar"
+    );
+    client
+        .find(Locator::Id("new-session"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &client,
+        "a session",
+        "return location.hash.startsWith('#session=')",
+    )
+    .await;
+    let prompt = client.find(Locator::Id("prompt")).await.unwrap();
+    prompt.send_keys("make a file please").await.unwrap();
+    client
+        .find(Locator::Id("send"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+
+    // The card: tool, tier, effect, arguments escaped by the display function.
+    let card_text = until(
+        &client,
+        "the approval card",
+        "const c = document.querySelector('.card button.approve'); return c && c.closest('.card').innerText",
+    )
+    .await;
+    let card_text = card_text.as_str().unwrap();
+    assert!(card_text.contains("run_command"), "{card_text}");
+    assert!(
+        card_text.contains("TIER 2") || card_text.contains("tier 2"),
+        "{card_text}"
+    );
+    assert!(
+        card_text.contains(r"\u{202e}gnp.exe"),
+        "the override shows as an escape: {card_text}"
+    );
+    assert!(!card_text.contains('\u{202e}'), "{card_text}");
+    assert!(
+        tau.workspace().join("proof.txt").metadata().is_err(),
+        "nothing ran yet"
+    );
+    if std::env::var_os("TAU_UPDATE_SCREENSHOT").is_some() {
+        // README's picture: a question waiting on its card.
+        let png = client.screenshot().await.unwrap();
+        let path = common::peers::repo_root().join("docs/taubar.png");
+        std::fs::write(path, png).unwrap();
+    }
+
+    client
+        .find(Locator::Css(".card button.approve"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let answered = until(
+        &client,
+        "the model's answer",
+        "const m = [...document.querySelectorAll('.msg.tau')].map(e => e.textContent).find(t => t.startsWith('Done.')); return m || null",
+    )
+    .await;
+    let answered = answered.as_str().unwrap();
+    assert!(
+        answered.contains("<img src=x onerror="),
+        "markup shows as text: {answered}"
+    );
+    assert!(answered.contains("<script>"), "{answered}");
+    assert!(answered.contains(r"\u{202e}txt.exe\u{200b}"), "{answered}");
+    let outcome = until(
+        &client,
+        "the card's outcome",
+        "const o = document.querySelector('.card .outcome'); return o && o.textContent",
+    )
+    .await;
+    assert!(
+        outcome.as_str().unwrap().starts_with("Approved"),
+        "{outcome}"
+    );
+    let status = until(
+        &client,
+        "the call's status",
+        "const c = document.querySelector('.call.success'); return c && c.innerText",
+    )
+    .await;
+    assert!(
+        status.as_str().unwrap().contains("by you on web"),
+        "{status}"
+    );
+    let injected = client
+        .execute(
+            "return [document.title, document.querySelectorAll('#transcript img, #transcript script').length]",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        injected,
+        json!(["TauBar", 0]),
+        "nothing the model wrote ran"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tau.workspace().join("proof.txt")).unwrap(),
+        "made\n"
+    );
+    client.close().await.unwrap();
+
+    // On a phone: nothing wider than the screen, the composer in reach.
+    let phone = connect(&driver, &chromium, 390, 844).await;
+    phone
+        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
+        .await
+        .unwrap();
+    until(
+        &phone,
+        "the app",
+        "return !document.getElementById('app').hidden",
+    )
+    .await;
+    until(
+        &phone,
+        "the transcript",
+        "return document.querySelectorAll('.msg.tau').length",
+    )
+    .await;
+    let fits = phone
+        .execute(
+            "const r = document.getElementById('composer').getBoundingClientRect(); \
+             return [document.documentElement.scrollWidth <= window.innerWidth, r.bottom <= window.innerHeight + 1, r.width > 300]",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(fits, json!([true, true, true]));
+    phone.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_the_token_the_page_asks_for_it() {
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let tau = Tau::new();
+    let serve = tau.serve(&tau.replay(&json!([answer("hi")])), &tau.serve_config(""));
+    let driver = start_driver(&driver_path);
+    let client = connect(&driver, &chromium, 800, 600).await;
+    client
+        .goto(&format!("http://{}/", serve.host()))
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the token form",
+        "return !document.getElementById('login').hidden",
+    )
+    .await;
+    let field = client.find(Locator::Id("login-token")).await.unwrap();
+    field.send_keys("not-the-token").await.unwrap();
+    client
+        .find(Locator::Css("#login-form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the refusal",
+        "return !document.getElementById('login-error').hidden",
+    )
+    .await;
+    field.clear().await.unwrap();
+    field.send_keys(&serve.token).await.unwrap();
+    client
+        .find(Locator::Css("#login-form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the app",
+        "return !document.getElementById('app').hidden",
+    )
+    .await;
+    // The cookie is out of the page's reach.
+    let cookie = client
+        .execute("return document.cookie", vec![])
+        .await
+        .unwrap();
+    assert_eq!(cookie, json!(""));
+    client.close().await.unwrap();
+}
+
+/// The outcome a card shows once its question was decided, read from the page.
+async fn card_outcome(client: &Client, approval_id: &str) -> String {
+    let script = format!(
+        "const c = document.querySelector('.card[data-approval=\"{approval_id}\"] .outcome'); return c && c.textContent"
+    );
+    until(client, "the card's outcome", &script)
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn card_shown(client: &Client, approval_id: &str) {
+    let script = format!(
+        "return !!document.querySelector('.card[data-approval=\"{approval_id}\"] button.approve')"
+    );
+    until(client, "the card", &script).await;
+}
+
+#[tokio::test]
+async fn a_card_follows_its_question_answered_elsewhere_superseded_or_expired() {
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let tau = Tau::new();
+    let command = |id: &str| {
+        tool_call(
+            id,
+            "run_command",
+            &json!({"command": format!("echo {id} >> calls.txt")}),
+        )
+    };
+    let model = tau.replay(&json!([
+        command("t1"),
+        answer("one"),
+        command("t2"),
+        answer("two"),
+        command("t3"),
+        answer("three"),
+    ]));
+    let serve = tau.serve(
+        &model,
+        &tau.serve_config("[approval]\nremote_timeout_seconds = 4\n"),
+    );
+    let session = serve.new_session();
+    let driver = start_driver(&driver_path);
+    let client = connect(&driver, &chromium, 1000, 800).await;
+    client
+        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the session",
+        "return document.querySelectorAll('.sessions li.current').length",
+    )
+    .await;
+
+    // Answered elsewhere (a script with the token): the card says so.
+    let first = serve.ask(&session, "first");
+    let first = first["id"].as_str().unwrap();
+    card_shown(&client, first).await;
+    let answered = serve.post(
+        &format!("/api/approvals/{first}"),
+        r#"{"decision":"approve"}"#,
+    );
+    assert_eq!(answered.status, 200);
+    assert_eq!(card_outcome(&client, first).await, "Approved by you on web");
+    serve.until_answered(&session, "one");
+
+    // A newer message supersedes the next question.
+    let second = serve.ask(&session, "second");
+    let second = second["id"].as_str().unwrap();
+    card_shown(&client, second).await;
+    let newer = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        r#"{"text":"never mind"}"#,
+    );
+    assert_eq!(newer.status, 202);
+    assert_eq!(
+        card_outcome(&client, second).await,
+        "Superseded by a newer message"
+    );
+    serve.until_answered(&session, "two");
+
+    // Nobody answers the third.
+    let third = serve.ask(&session, "third");
+    let third = third["id"].as_str().unwrap();
+    card_shown(&client, third).await;
+    assert_eq!(
+        card_outcome(&client, third).await,
+        "Expired: nobody answered in time"
+    );
+    serve.until_answered(&session, "three");
+    assert_eq!(
+        std::fs::read_to_string(tau.workspace().join("calls.txt")).unwrap(),
+        "t1\n",
+        "only the approved call ran"
+    );
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_page_lists_the_routines() {
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let tau = Tau::new();
+    let config = tau.serve_config(
+        "[[routines]]\nname = \"porch-light\"\ncron = \"0 19 * * *\"\ntool = \"append_note\"\narguments = { text = \"<b>porch</b>\" }\n\n[[routines]]\nname = \"plants\"\nevery = \"6h\"\nprompt = \"Remind me to water the plants.\"\nenabled = false\n",
+    );
+    let serve = tau.serve(&tau.replay(&json!([answer("hi")])), &config);
+    let driver = start_driver(&driver_path);
+    let client = connect(&driver, &chromium, 1100, 760).await;
+    client
+        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
+        .await
+        .unwrap();
+    let listed = until(
+        &client,
+        "the routines",
+        "const items = [...document.querySelectorAll('#routine-list li')]; return items.length === 2 && items.map((i) => i.innerText.replace(/\\s+/g, ' '))",
+    )
+    .await;
+    assert_eq!(
+        listed,
+        json!([
+            "plants every 6h · runs a prompt · never ran · off",
+            "porch-light cron 0 19 * * * · calls append_note · never ran"
+        ])
+    );
+    client.close().await.unwrap();
+}

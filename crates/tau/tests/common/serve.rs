@@ -1,0 +1,332 @@
+//! `tau serve` as a test drives it: the real binary on a free loopback port, and a
+//! small HTTP/1.1 client that sends exactly the bytes a test asks for (a wrong `Host`, a
+//! request cut in half).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::Tau;
+
+/// A running `tau serve`.
+pub struct Serve {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub token: String,
+    /// Every line it printed so far arrives here.
+    pub stdout: mpsc::Receiver<String>,
+    /// The lines read before it was ready.
+    pub banner: Vec<String>,
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl Tau {
+    /// `tau.toml` for a hub on a free port, plus `extra`.
+    pub fn serve_config(&self, extra: &str) -> std::path::PathBuf {
+        self.config(&format!("[web]\nlisten = \"127.0.0.1:0\"\n{extra}"))
+    }
+
+    /// Starts `tau serve` with `model` and waits until it says where TauBar is.
+    pub fn serve(&self, model: &str, config: &std::path::Path) -> Serve {
+        self.serve_env(model, config, &[])
+    }
+
+    /// [`Tau::serve`] with these extra environment variables.
+    pub fn serve_env(&self, model: &str, config: &std::path::Path, env: &[(&str, &str)]) -> Serve {
+        let mut command = self.command(&[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            model,
+            "serve",
+        ]);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let (sender, receiver) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut banner = Vec::new();
+        let addr = loop {
+            let line = receiver
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("tau serve did not start: {banner:?}"));
+            banner.push(line.clone());
+            if let Some(rest) = line.strip_prefix("tau serve: TauBar at http://") {
+                break rest.trim_end_matches('/').parse().unwrap();
+            }
+        };
+        // The token line comes right after, then what recovery found, in one write.
+        banner.push(receiver.recv_timeout(Duration::from_secs(5)).unwrap());
+        while let Ok(line) = receiver.recv_timeout(Duration::from_millis(300)) {
+            banner.push(line);
+        }
+        let token = std::fs::read_to_string(self.home().join("web-token"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        Serve {
+            child,
+            addr,
+            token,
+            stdout: receiver,
+            banner,
+        }
+    }
+}
+
+impl Serve {
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A request with the token, `Host` set right and, for a change, `Origin` too.
+    pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> Reply {
+        let bearer = format!("Bearer {}", self.token);
+        let host = self.host();
+        let origin = self.origin();
+        let mut headers = vec![("Host", host.as_str()), ("Authorization", bearer.as_str())];
+        if method != "GET" {
+            headers.push(("Origin", origin.as_str()));
+        }
+        request(self.addr, method, path, &headers, body)
+    }
+
+    pub fn get(&self, path: &str) -> Reply {
+        self.call("GET", path, None)
+    }
+
+    pub fn post(&self, path: &str, body: &str) -> Reply {
+        self.call("POST", path, Some(body))
+    }
+
+    /// A new conversation's id.
+    pub fn new_session(&self) -> String {
+        let reply = self.post("/api/sessions", "");
+        assert_eq!(reply.status, 201, "{reply:?}");
+        reply.json()["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Sends a message and waits until the question it leads to is stored.
+    pub fn ask(&self, session: &str, text: &str) -> Value {
+        let body = serde_json::json!({ "text": text }).to_string();
+        let reply = self.post(&format!("/api/sessions/{session}/messages"), &body);
+        assert_eq!(reply.status, 202, "{reply:?}");
+        self.until(|serve| {
+            let rows = serve.get("/api/approvals?state=pending").json();
+            rows.as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["session"] == session)
+                .cloned()
+        })
+    }
+
+    /// Polls `check` until it gives a value (10 s at most).
+    pub fn until<T>(&self, mut check: impl FnMut(&Self) -> Option<T>) -> T {
+        let start = Instant::now();
+        loop {
+            if let Some(value) = check(self) {
+                return value;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "timed out waiting"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The stored messages once the last one is the model's text `answer`.
+    pub fn until_answered(&self, session: &str, answer: &str) -> Vec<Value> {
+        self.until(|serve| {
+            let messages = serve
+                .get(&format!("/api/sessions/{session}/messages"))
+                .json();
+            let messages = messages.as_array().unwrap().clone();
+            let last = messages.last()?;
+            (last["role"] == "assistant" && last["content"][0]["text"] == answer)
+                .then_some(messages)
+        })
+    }
+
+    /// SIGKILL: no shutdown at all.
+    pub fn kill_hard(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM, and the exit code and what it printed last.
+    pub fn terminate(mut self) -> (i32, Vec<String>) {
+        let pid = self.child.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        let rest: Vec<String> = self.stdout.try_iter().collect();
+        (status.code().unwrap_or(-1), rest)
+    }
+}
+
+impl Drop for Serve {
+    /// A test that fails leaves no hub behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends one request with exactly these headers (and `Content-Length` for a body) and
+/// reads the whole response.
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Reply {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    let body = body.unwrap_or("");
+    if method != "GET" {
+        head.push_str("Content-Type: application/json\r\n");
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    parse(&raw)
+}
+
+fn parse(raw: &[u8]) -> Reply {
+    let text = String::from_utf8_lossy(raw).into_owned();
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no response: {text:?}"));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {head:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+/// An open event stream: reads `event:`/`data:` pairs as they come.
+pub struct Events {
+    reader: BufReader<TcpStream>,
+}
+
+impl Events {
+    pub fn open(serve: &Serve, session: &str) -> Self {
+        let mut stream = TcpStream::connect(serve.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(15)))
+            .unwrap();
+        let head = format!(
+            "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+            serve.host(),
+            serve.token
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        assert!(status.contains(" 200 "), "{status}");
+        Self { reader }
+    }
+
+    /// The next event as (name, data); `message` when it has no name.
+    pub fn next(&mut self) -> (String, Value) {
+        let mut name = "message".to_owned();
+        let mut data = None;
+        loop {
+            let mut line = String::new();
+            let read = self.reader.read_line(&mut line).unwrap();
+            assert!(read > 0, "the stream ended");
+            let line = line.trim_end();
+            if let Some(event) = line.strip_prefix("event:") {
+                name = event.trim().to_owned();
+            } else if let Some(text) = line.strip_prefix("data:") {
+                data = Some(serde_json::from_str(text.trim()).unwrap());
+            } else if line.is_empty()
+                && let Some(data) = data.take()
+            {
+                return (name, data);
+            }
+        }
+    }
+
+    /// Events until a `turn_ended` with `stop_reason`.
+    pub fn until_turn_ends(&mut self, stop_reason: &str) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let (name, data) = self.next();
+            let done = name == "message"
+                && data["type"] == "turn_ended"
+                && data["stop_reason"] == stop_reason;
+            seen.push(serde_json::json!({"event": name, "data": data}));
+            if done {
+                return seen;
+            }
+        }
+    }
+}

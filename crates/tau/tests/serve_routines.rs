@@ -1,0 +1,211 @@
+//! Routines hosted by `tau serve`: a webhook under TauBar's listener runs its routine
+//! through the gate (exempt, audited with the routine's name); a call the exemption does
+//! not cover is a question on the web page, answered there; the page lists the routines.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::serve::request;
+use common::{Tau, answer, tool_call};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const SECRET: &str = "a-doorbell-secret-long-enough";
+
+fn doorbell_config(tau: &Tau) -> std::path::PathBuf {
+    tau.serve_config(
+        "[[routines]]\nname = \"doorbell\"\nwebhook = { secret_env = \"TAU_TEST_DOORBELL\" }\npayload = \"ring\"\ntool = \"run_command\"\narguments = { command = \"echo ding >> bell.txt\" }\n",
+    )
+}
+
+fn bell(tau: &Tau) -> Option<String> {
+    std::fs::read_to_string(tau.workspace().join("bell.txt")).ok()
+}
+
+#[test]
+fn a_webhook_runs_its_routine_exempt_and_a_wrong_secret_is_refused() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("unused")]));
+    let serve = tau.serve_env(
+        &model,
+        &doorbell_config(&tau),
+        &[("TAU_TEST_DOORBELL", SECRET)],
+    );
+    let host = serve.host();
+    let hook = |auth: Option<&str>, body: &str| {
+        let mut headers = vec![("Host", host.as_str())];
+        if let Some(auth) = auth {
+            headers.push(("Authorization", auth));
+        }
+        request(serve.addr, "POST", "/hooks/doorbell", &headers, Some(body))
+    };
+    let bearer = format!("Bearer {SECRET}");
+    // The page's own token is not a webhook's secret.
+    let page_token = format!("Bearer {}", serve.token);
+    for (auth, body, status) in [
+        (None, "ring", 401),
+        (Some("Bearer not-the-secret-at-all"), "ring", 401),
+        (Some(page_token.as_str()), "ring", 401),
+        (Some(bearer.as_str()), "knock", 400),
+    ] {
+        assert_eq!(hook(auth, body).status, status, "{auth:?} {body}");
+    }
+    assert_eq!(bell(&tau), None, "nothing refused ran");
+    let reply = hook(Some(&bearer), "ring");
+    assert_eq!(
+        (reply.status, reply.json()),
+        (202, json!({"status": "started"}))
+    );
+    serve.until(|_| bell(&tau));
+    assert_eq!(bell(&tau).as_deref(), Some("ding\n"));
+    let lines = serve.until(|_| {
+        let lines: Vec<Value> = tau
+            .audit()
+            .into_iter()
+            .filter(|l| l["session"] == "routines")
+            .collect();
+        (lines.len() >= 2).then_some(lines)
+    });
+    assert_eq!(
+        (
+            &lines[0]["type"],
+            &lines[0]["tool"],
+            &lines[0]["approval"],
+            &lines[0]["decided_by"]
+        ),
+        (
+            &json!("tool_call"),
+            &json!("run_command"),
+            &json!("exempt"),
+            &json!({"kind": "exemption", "name": "routine:doorbell"})
+        )
+    );
+    assert_eq!(
+        (
+            &lines[1]["type"],
+            &lines[1]["routine"],
+            &lines[1]["trigger"],
+            &lines[1]["outcome"]
+        ),
+        (
+            &json!("routine_run"),
+            &json!("doorbell"),
+            &json!("webhook"),
+            &json!("success")
+        )
+    );
+    let listed = serve.get("/api/routines").json();
+    assert_eq!(listed[0]["name"], "doorbell");
+    assert_eq!(listed[0]["webhook"], "/hooks/doorbell");
+    assert_eq!(listed[0]["last_run"]["outcome"], "success");
+    let unauthorized = request(
+        serve.addr,
+        "GET",
+        "/api/routines",
+        &[("Host", host.as_str())],
+        None,
+    );
+    assert_eq!(unauthorized.status, 401, "the list needs the page's token");
+}
+
+#[test]
+fn a_webhook_routine_without_its_secret_stops_tau_serve_with_a_config_error() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("unused")]));
+    let config = doorbell_config(&tau);
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "serve",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "tau: {}: routines.doorbell.webhook.secret_env: the environment variable 'TAU_TEST_DOORBELL' is not set\n",
+            config.display()
+        )
+    );
+}
+
+#[test]
+fn a_call_not_covered_is_asked_on_the_web_page_and_runs_on_yes() {
+    let tau = Tau::new();
+    // Made in a conversation with ask = "web", then edited behind its approval.
+    let made = tau.replay(&json!([
+        tool_call("t1", "create_routine", &json!({"name": "tick", "every": "1s", "tool": "run_command",
+                                                 "arguments": {"command": "echo tick >> tick.txt"}, "ask": "web"})),
+        answer("Done.")
+    ]));
+    let run = tau.run(
+        &[
+            "--model",
+            &made,
+            "chat",
+            "--session",
+            "s1",
+            "--answers-from-stdin",
+        ],
+        "make it\ny\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        tau.audit().iter().any(|l| l["type"] == "tool_call"
+            && l["tool"] == "create_routine"
+            && l["status"] == "success"),
+        "the routine was made"
+    );
+    let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
+    db.execute(
+        "UPDATE routines SET definition = replace(definition, 'echo tick', 'echo tock')",
+        [],
+    )
+    .unwrap();
+    drop(db);
+
+    let model = tau.replay(&json!([answer("unused")]));
+    let serve = tau.serve(&model, &tau.serve_config(""));
+    let row = serve.until(|serve| {
+        let rows = serve.get("/api/approvals?state=pending").json();
+        rows.as_array().unwrap().first().cloned()
+    });
+    assert_eq!(
+        (&row["tool"], &row["arguments"], &row["channel"]),
+        (
+            &json!("run_command"),
+            &json!(r#"{"command":"echo tock >> tick.txt"}"#),
+            &json!("web")
+        )
+    );
+    assert!(
+        !tau.workspace().join("tick.txt").exists(),
+        "nothing runs before the answer"
+    );
+    let id = row["id"].as_str().unwrap();
+    let approved = serve.post(
+        &format!("/api/approvals/{id}"),
+        r#"{"decision": "approve"}"#,
+    );
+    assert_eq!(approved.status, 200, "{approved:?}");
+    serve.until(|_| std::fs::read_to_string(tau.workspace().join("tick.txt")).ok());
+    let call = serve.until(|_| {
+        tau.audit().into_iter().find(|l| {
+            l["type"] == "tool_call" && l["session"] == "routines" && l["approval"] == "approved"
+        })
+    });
+    assert_eq!(
+        call["decided_by"],
+        json!({"kind": "person", "channel": "web"})
+    );
+    assert_eq!(call["approval_id"], row["id"]);
+}
