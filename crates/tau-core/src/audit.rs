@@ -107,6 +107,20 @@ pub enum AuditEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
     },
+    /// An answer on a remote channel that did not count (a stranger's press, a button of
+    /// another chat's question, data tau did not write). Nothing was decided.
+    AnswerRefused {
+        channel: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval_id: Option<String>,
+        /// Who answered, as the channel names people (a Telegram user id).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        user: Option<String>,
+        /// Where they answered (a Telegram chat id).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        place: Option<String>,
+        reason: String,
+    },
 }
 
 /// How a routine's run ended.
@@ -290,6 +304,21 @@ mod tests {
         let back: AuditEvent =
             serde_json::from_str(&serde_json::to_string(&event).unwrap()).unwrap();
         assert_eq!(back, event);
+    }
+
+    #[test]
+    fn a_refused_answer_names_who_where_and_why() {
+        let event = AuditEvent::AnswerRefused {
+            channel: "telegram".into(),
+            approval_id: Some("ap_1".into()),
+            user: Some("666".into()),
+            place: Some("4242".into()),
+            reason: "not an owner".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&event).unwrap(),
+            r#"{"type":"answer_refused","channel":"telegram","approval_id":"ap_1","user":"666","place":"4242","reason":"not an owner"}"#
+        );
     }
 
     #[test]

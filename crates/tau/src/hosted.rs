@@ -68,12 +68,20 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
         approver: PromptApprover::ByAsk(Arc::new(|_| None)),
         sink: None,
     };
+    let mut channels = Vec::new();
+    if config.web.enabled {
+        channels.push(AskChannel::Web);
+    }
+    if config.telegram.is_some() {
+        channels.push(AskChannel::Telegram);
+    }
     let host = Arc::new(HubHost {
         hub,
         approvals,
         local,
         home: ctx.home.clone(),
         timeout,
+        channels,
     });
     let env: Vec<(String, String)> = std::env::vars().collect();
     let mut client_id: String = config.tools.mqtt.client_id.chars().take(14).collect();
@@ -128,6 +136,8 @@ struct HubHost {
     local: TurnPrompts,
     home: Home,
     timeout: Duration,
+    /// The channels this `tau serve` runs, where routines may ask.
+    channels: Vec<AskChannel>,
 }
 
 fn host_error(error: impl std::fmt::Display) -> HostError {
@@ -221,7 +231,7 @@ impl RoutineHost for HubHost {
     }
 
     fn channels(&self) -> Vec<AskChannel> {
-        vec![AskChannel::Web]
+        self.channels.clone()
     }
 
     fn session_for(&self, routine: &str, ask: Option<AskChannel>) -> Result<String, HostError> {

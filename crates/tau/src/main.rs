@@ -22,6 +22,7 @@ mod routines;
 mod serve;
 mod settings;
 mod signals;
+mod telegram;
 mod token_file;
 mod tui;
 

@@ -1,4 +1,4 @@
-//! `tau serve`: the hub. One process hosts the channels (TauBar today); each conversation
+//! `tau serve`: the hub. One process hosts the channels (TauBar, Telegram); each conversation
 //! is a session of its own, opened (and locked against `tau chat`) on first use, with the
 //! same model, tools and config as `tau chat`. Tier-2 questions are stored in `state.db`
 //! and survive a restart; SIGTERM or Ctrl-C cancels running turns and leaves pending
@@ -36,22 +36,36 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         return Ok(());
     }
     let model = ctx.model()?;
-    if !config.web.enabled {
+    if !config.web.enabled && config.telegram.is_none() {
         return Err(usage(
-            "tau serve has no channel to serve: web.enabled is false",
+            "tau serve has no channel to serve: web.enabled is false and there is no [telegram]",
         ));
     }
     config.web.validate().map_err(|e| usage(e.to_string()))?;
+    let telegram_token = match &config.telegram {
+        Some(telegram) => Some(
+            telegram
+                .token(|name| (ctx.env)(name))
+                .map_err(|e| usage(e.to_string()))?,
+        ),
+        None => None,
+    };
     ctx.home.create()?;
     crate::logging::init(&ctx.home, &*ctx.env)?;
     let token_path = ctx.home.web_token();
-    let token = crate::token_file::load_or_create(&token_path)?;
-    let web = WebChannel::bind(&config.web, &token)
-        .await
-        .map_err(|error| match error {
-            WebError::Config(_) | WebError::Bind { .. } => usage(error.to_string()),
-            WebError::EmptyToken => anyhow::Error::new(error),
-        })?;
+    let web = if config.web.enabled {
+        let token = crate::token_file::load_or_create(&token_path)?;
+        Some(
+            WebChannel::bind(&config.web, &token)
+                .await
+                .map_err(|error| match error {
+                    WebError::Config(_) | WebError::Bind { .. } => usage(error.to_string()),
+                    WebError::EmptyToken => anyhow::Error::new(error),
+                })?,
+        )
+    } else {
+        None
+    };
     let tools = ctx.catalog_with_routines().await?;
     let audit = Arc::new(AuditLog::open(&ctx.home.audit_log(), AUDIT_SESSION)?);
     let hub_events = EventBus::new();
@@ -97,19 +111,39 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             events: routine_events,
         },
     )?;
-    let web = web.with_routines(Arc::clone(&hosted.web) as _);
+    let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
+    let mut web_url = None;
+    if let Some(web) = web {
+        let web = web.with_routines(Arc::clone(&hosted.web) as _);
+        if !config.web.listen.ip().is_loopback() {
+            eprintln!(
+                "tau serve: warning: TauBar listens on {}: {REMOTE_RISK}",
+                web.local_addr()
+            );
+        }
+        web_url = Some(web.url());
+        channels.push(Arc::new(web));
+    }
+    if let (Some(telegram), Some(token)) = (&config.telegram, telegram_token) {
+        channels.push(crate::telegram::host(
+            telegram,
+            &token,
+            hub.clone(),
+            hub_events.clone(),
+            &state_db,
+            config.ui.language(),
+        )?);
+    }
     let recovery = hub.start().await?;
     let stop_routines = tokio_util::sync::CancellationToken::new();
     let routines = hosted.start(stop_routines.clone());
 
-    if !config.web.listen.ip().is_loopback() {
-        eprintln!(
-            "tau serve: warning: TauBar listens on {}: {REMOTE_RISK}",
-            web.local_addr()
-        );
-    }
-    crate::print(&announce(&web.url(), &token_path, &recovery));
-    let channels: Vec<Arc<dyn Channel>> = vec![Arc::new(web)];
+    crate::print(&announce(
+        web_url.as_deref(),
+        config.telegram.is_some(),
+        &token_path,
+        &recovery,
+    ));
     let served = hub.run_channels(channels, stop_signal()).await;
     stop_routines.cancel();
     let _ = routines.await;
@@ -119,12 +153,23 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
 }
 
 /// What `tau serve` says when it is ready: where to go, where the token is, what waits.
-fn announce(url: &str, token_path: &Path, recovery: &tau_hub::Recovery) -> String {
-    let mut out = format!(
-        "tau serve: TauBar at {url}\n\
-         tau serve: the token is in {} (`tau serve --print-token` prints it); open {url}#token=TOKEN\n",
-        token_path.display()
-    );
+fn announce(
+    url: Option<&str>,
+    telegram: bool,
+    token_path: &Path,
+    recovery: &tau_hub::Recovery,
+) -> String {
+    let mut out = String::new();
+    if let Some(url) = url {
+        out.push_str(&format!(
+            "tau serve: TauBar at {url}\n\
+             tau serve: the token is in {} (`tau serve --print-token` prints it); open {url}#token=TOKEN\n",
+            token_path.display()
+        ));
+    }
+    if telegram {
+        out.push_str("tau serve: Telegram: answering the owners named in [telegram]\n");
+    }
     if recovery.cancelled > 0 {
         out.push_str(&format!(
             "tau serve: {} question(s) cancelled: their turn was given up while tau was not running\n",

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use tau_core::{AgentConfig, ApprovalConfig, CoreConfig, UiConfig, toml_error};
 use tau_mcp::McpConfig;
 use tau_models::ModelConfig;
+use tau_telegram::TelegramConfig;
 use tau_tools::ToolsConfig;
 use tau_web::WebConfig;
 
@@ -23,6 +24,9 @@ pub(crate) struct TauConfig {
     pub tools: ToolsConfig,
     pub mcp: McpConfig,
     pub web: WebConfig,
+    /// `[telegram]`: the channel runs under `tau serve` when the section is there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telegram: Option<TelegramConfig>,
     /// `[[routines]]`, as written; read by `tau-reflex` (`Context::routine_defs`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routines: Vec<toml::Value>,
@@ -107,6 +111,11 @@ pub(crate) fn load(
         .web
         .validate()
         .map_err(|e| usage(format!("{shown}: {e}")))?;
+    if let Some(telegram) = &config.telegram {
+        telegram
+            .validate()
+            .map_err(|e| usage(format!("{shown}: {e}")))?;
+    }
     crate::routines::check_config(&config, env).map_err(|e| usage(format!("{shown}: {e}")))?;
     Ok(Loaded {
         config,

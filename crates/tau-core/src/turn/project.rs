@@ -74,7 +74,8 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
         AuditEvent::Error { .. }
         | AuditEvent::TurnLimit { .. }
         | AuditEvent::TurnEnd { .. }
-        | AuditEvent::RoutineRun { .. } => None,
+        | AuditEvent::RoutineRun { .. }
+        | AuditEvent::AnswerRefused { .. } => None,
     }
 }
 

@@ -1,0 +1,220 @@
+//! Telegram under `tau serve`: the hub as `tau-telegram` sees it, and the channel as the
+//! hub hosts it. A chat's conversations are the hub's `(telegram, key)`; a routine that asks
+//! on Telegram has a conversation of its own (`routine:NAME`), whose questions are shown in
+//! the first owner's private chat and answered there.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tau_agent::SessionId;
+use tau_core::approval::{Answered, ApprovalRow, ApprovalState, ApprovalStore};
+use tau_core::{AuditEvent, EventBus};
+use tau_hub::{Channel, ChannelError, Conversation, Hub, HubError, SessionEvent};
+use tau_telegram::{
+    CHANNEL, HubEvent, Question, RefusedPress, Reply, TelegramChannel, TelegramConfig, chat_of,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Events waiting for the channel; past this the pump waits (the chats' tasks pace it).
+const EVENT_QUEUE: usize = 1024;
+
+/// The hub, as the Telegram channel uses it.
+pub(crate) struct TelegramHub {
+    hub: Hub,
+    /// The chat where questions of conversations that are no chat's (routines) are shown.
+    home_chat: Option<i64>,
+    /// The hub's own audit lines (presses that did not count).
+    events: EventBus,
+}
+
+impl TelegramHub {
+    pub(crate) fn new(hub: Hub, config: &TelegramConfig, events: EventBus) -> Self {
+        Self {
+            hub,
+            home_chat: config.owners.first().copied(),
+            events,
+        }
+    }
+
+    /// The channel's key for a conversation: its own for a chat's, the home chat's for a
+    /// routine's; `None` for another channel's.
+    fn key_of(&self, conversation: &Conversation) -> Option<String> {
+        if conversation.channel != CHANNEL {
+            return None;
+        }
+        if chat_of(&conversation.key).is_some() {
+            return Some(conversation.key.clone());
+        }
+        self.home_chat.map(|chat| chat.to_string())
+    }
+
+    fn question_of(&self, row: ApprovalRow) -> Result<Question, tau_telegram::HubError> {
+        let conversation = match SessionId::parse(&row.session) {
+            Ok(session) => self
+                .hub
+                .conversation_of(&session)
+                .map_err(hub_error)?
+                .and_then(|c| self.key_of(&c)),
+            Err(_) => None,
+        };
+        Ok(Question { row, conversation })
+    }
+
+    fn session(&self, key: &str) -> Result<SessionId, tau_telegram::HubError> {
+        self.hub.open_conversation(CHANNEL, key).map_err(hub_error)
+    }
+}
+
+#[allow(clippy::needless_pass_by_value)] // the shape `map_err` wants
+fn hub_error(error: HubError) -> tau_telegram::HubError {
+    tau_telegram::HubError(error.to_string())
+}
+
+#[async_trait]
+impl tau_telegram::Hub for TelegramHub {
+    async fn send(&self, key: &str, text: &str) -> Result<(), tau_telegram::HubError> {
+        let session = self.session(key)?;
+        self.hub
+            .send(CHANNEL, &session, text.to_owned())
+            .await
+            .map_err(hub_error)
+    }
+
+    async fn cancel(&self, key: &str) -> Result<bool, tau_telegram::HubError> {
+        let session = self.session(key)?;
+        self.hub.cancel(CHANNEL, &session).map_err(hub_error)
+    }
+
+    async fn question(
+        &self,
+        approval_id: &str,
+    ) -> Result<Option<Question>, tau_telegram::HubError> {
+        // Read from the store itself, not through the channel's view: a question of another
+        // channel must be told apart from one that does not exist (the audit says which).
+        let row = self
+            .hub
+            .approval_store()
+            .get(approval_id)
+            .map_err(|e| tau_telegram::HubError(e.to_string()))?;
+        row.map(|row| self.question_of(row)).transpose()
+    }
+
+    async fn answer(
+        &self,
+        approval_id: &str,
+        reply: Reply,
+        user: &str,
+    ) -> Result<Answered, tau_telegram::HubError> {
+        let reply = match reply {
+            Reply::Approve => tau_hub::Reply::Approve,
+            Reply::Reject => tau_hub::Reply::Reject,
+        };
+        match self
+            .hub
+            .answer(CHANNEL, Some(user.to_owned()), approval_id, reply)
+            .await
+        {
+            Ok(answered) => Ok(answered),
+            Err(HubError::UnknownApproval(_)) => Ok(Answered::NotFound),
+            Err(error) => Err(hub_error(error)),
+        }
+    }
+
+    async fn pending(&self) -> Result<Vec<Question>, tau_telegram::HubError> {
+        self.hub
+            .approvals(CHANNEL, Some(ApprovalState::Pending))
+            .map_err(hub_error)?
+            .into_iter()
+            .map(|row| self.question_of(row))
+            .collect()
+    }
+
+    fn refused_press(&self, press: &RefusedPress) {
+        self.events.emit(&AuditEvent::AnswerRefused {
+            channel: CHANNEL.to_owned(),
+            approval_id: press.approval_id.clone(),
+            user: press.user.map(|u| u.to_string()),
+            place: press.chat.map(|c| c.to_string()),
+            reason: press.reason.as_str().to_owned(),
+        });
+    }
+}
+
+/// The Telegram channel as the hub hosts it.
+pub(crate) struct HostedTelegram {
+    pub channel: Arc<TelegramChannel>,
+    pub hub: Arc<TelegramHub>,
+}
+
+#[async_trait]
+impl Channel for HostedTelegram {
+    fn name(&self) -> &str {
+        CHANNEL
+    }
+
+    async fn run(self: Arc<Self>, hub: Hub, stop: CancellationToken) -> Result<(), ChannelError> {
+        let (sender, receiver) = mpsc::channel(EVENT_QUEUE);
+        let mut events = hub.channel_events(CHANNEL);
+        let adapter = Arc::clone(&self.hub);
+        let pump = tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(event) => {
+                        let SessionEvent::Turn(turn) = event.event else {
+                            continue;
+                        };
+                        let Some(conversation) = adapter.key_of(&event.conversation) else {
+                            continue;
+                        };
+                        let event = HubEvent {
+                            conversation,
+                            event: turn,
+                        };
+                        if sender.send(event).await.is_err() {
+                            return;
+                        }
+                    }
+                    // What was missed is in the store; the turn's message ends incomplete.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "telegram: fell behind the hub's events");
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        let result = tokio::select! {
+            error = Arc::clone(&self.channel).run(receiver) => Err(ChannelError {
+                channel: CHANNEL.to_owned(),
+                message: error.to_string(),
+            }),
+            () = stop.cancelled() => Ok(()),
+        };
+        pump.abort();
+        result
+    }
+}
+
+/// The channel for `[telegram]`, its memory beside the hub's in `state_db`.
+pub(crate) fn host(
+    config: &TelegramConfig,
+    token: &str,
+    hub: Hub,
+    events: EventBus,
+    state_db: &std::path::Path,
+    language: tau_core::Language,
+) -> anyhow::Result<Arc<dyn Channel>> {
+    let store = tau_telegram::Store::open(state_db)?;
+    let adapter = Arc::new(TelegramHub::new(hub, config, events));
+    let channel = TelegramChannel::new(
+        config,
+        token,
+        Arc::clone(&adapter) as Arc<dyn tau_telegram::Hub>,
+        store,
+        language,
+    )?;
+    Ok(Arc::new(HostedTelegram {
+        channel,
+        hub: adapter,
+    }))
+}

@@ -1,0 +1,361 @@
+//! `tau serve` with `[telegram]`, end to end: the real binary, a `replay:` model and the
+//! npm `telegram-test-api` Bot API emulator. Only an owner's press in the conversation's
+//! own chat approves; a question survives a restart of tau and its button still works,
+//! once.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::serve::Serve;
+use common::*;
+use serde_json::{Value, json};
+use tau_test_support::telegram::{BotMessage, Emulator, mask_times};
+
+const TOKEN: &str = "123456:TEST-token_x";
+const OWNER: i64 = 4242;
+const STRANGER: i64 = 666;
+
+fn telegram_config(tau: &Tau, emulator: &Emulator) -> PathBuf {
+    tau.serve_config(&format!(
+        "[telegram]\nowners = [{OWNER}]\napi_url = \"{}\"\npoll_timeout_seconds = 0\n\
+         min_poll_interval_ms = 50\nedit_interval_ms = 50\n",
+        emulator.url
+    ))
+}
+
+fn serve(tau: &Tau, model: &str, config: &std::path::Path) -> Serve {
+    tau.serve_env(model, config, &[("TAU_TELEGRAM_TOKEN", TOKEN)])
+}
+
+/// The message that asks `approval`, once it shows buttons.
+fn question(emulator: &Emulator) -> (BotMessage, String) {
+    emulator.wait("a question with buttons", |messages| {
+        messages.iter().find_map(|m| {
+            let id = m.buttons.iter().find_map(|b| b.strip_prefix("v1:a:"))?;
+            Some((m.clone(), id.to_owned()))
+        })
+    })
+}
+
+fn tool_calls(tau: &Tau) -> Vec<Value> {
+    tau.audit()
+        .into_iter()
+        .filter(|l| l["type"] == "tool_call")
+        .collect()
+}
+
+fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The state of a stored question, read from `state.db` itself.
+fn state_of(tau: &Tau, id: &str) -> String {
+    let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
+    db.query_row("SELECT state FROM approvals WHERE id = ?1", [id], |row| {
+        row.get(0)
+    })
+    .unwrap()
+}
+
+fn run_command(text: &str) -> Value {
+    tool_call(
+        "t1",
+        "run_command",
+        &json!({"command": format!("echo {text} >> out.txt")}),
+    )
+}
+
+#[test]
+fn the_owner_approves_on_telegram_and_the_command_runs_once() {
+    let Some(emulator) = Emulator::start(TOKEN) else {
+        return;
+    };
+    let tau = Tau::new();
+    let model = tau.replay(&json!([run_command("hi"), answer("Done: hi.")]));
+    let serve = serve(&tau, &model, &telegram_config(&tau, &emulator));
+    assert!(
+        serve.banner.iter().any(|l| l.contains("Telegram")),
+        "{:?}",
+        serve.banner
+    );
+
+    emulator.write(OWNER, OWNER, "write hi");
+    let (asked, id) = question(&emulator);
+    assert_eq!(asked.chat, OWNER);
+    assert!(asked.text.contains("run_command"), "{}", asked.text);
+    assert!(
+        asked.text.contains("echo hi &gt;&gt; out.txt"),
+        "{}",
+        asked.text
+    );
+    assert!(
+        !tau.workspace().join("out.txt").exists(),
+        "nothing runs before the answer"
+    );
+
+    emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
+    let out = wait_for("out.txt", || {
+        std::fs::read_to_string(tau.workspace().join("out.txt")).ok()
+    });
+    assert_eq!(out, "hi\n");
+    emulator.wait("the answer", |m| {
+        m.iter().find(|m| m.text.contains("Done: hi.")).cloned()
+    });
+    let closed = emulator.wait("the question closed", |messages| {
+        messages
+            .iter()
+            .find(|m| m.id == asked.id && m.buttons.is_empty())
+            .cloned()
+    });
+    assert!(
+        mask_times(&closed.text).ends_with(&format!("<b>✅ Approved by {OWNER} at <time></b>")),
+        "{}",
+        closed.text
+    );
+    assert_eq!(state_of(&tau, &id), "approved");
+
+    // A second press of the same button changes nothing and runs nothing.
+    emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let calls = tool_calls(&tau);
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    assert_eq!(calls[0]["approval"], "approved");
+    assert_eq!(calls[0]["approval_id"], json!(id));
+    assert_eq!(
+        calls[0]["decided_by"],
+        json!({"kind": "person", "channel": "telegram", "user": OWNER.to_string()})
+    );
+    assert_eq!(
+        std::fs::read_to_string(tau.workspace().join("out.txt")).unwrap(),
+        "hi\n"
+    );
+    serve.kill_hard();
+}
+
+#[test]
+fn strangers_never_reach_the_model_and_their_presses_change_nothing() {
+    let Some(emulator) = Emulator::start(TOKEN) else {
+        return;
+    };
+    let tau = Tau::new();
+    let model = tau.replay(&json!([run_command("stranger"), answer("Not run.")]));
+    let serve = serve(&tau, &model, &telegram_config(&tau, &emulator));
+
+    // A stranger in their own chat: nothing reaches the model, nothing is said.
+    emulator.write(STRANGER, STRANGER, "run rm -rf ~ for me");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert!(
+        emulator.bot_messages().is_empty(),
+        "{:#?}",
+        emulator.bot_messages()
+    );
+    assert!(
+        serve
+            .get("/api/approvals")
+            .json()
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    emulator.write(OWNER, OWNER, "write something");
+    let (asked, id) = question(&emulator);
+    // A stranger presses the owner's button (as in a group), then a forged button, then
+    // the owner's button from the stranger's own chat.
+    emulator.press(OWNER, STRANGER, &format!("v1:a:{id}"));
+    emulator.press(OWNER, OWNER, "v1:a:ap_00000000000000000000000000000000");
+    emulator.press(STRANGER, STRANGER, &format!("v1:a:{id}"));
+    let refused = wait_for("three refused presses in the audit log", || {
+        let lines: Vec<Value> = tau
+            .audit()
+            .into_iter()
+            .filter(|l| l["type"] == "answer_refused")
+            .collect();
+        (lines.len() == 3).then_some(lines)
+    });
+    let reasons: Vec<(&Value, &Value)> =
+        refused.iter().map(|l| (&l["user"], &l["reason"])).collect();
+    assert_eq!(
+        reasons,
+        [
+            (&json!(STRANGER.to_string()), &json!("not an owner")),
+            (&json!(OWNER.to_string()), &json!("button data not tau's")),
+            (&json!(STRANGER.to_string()), &json!("not an owner")),
+        ]
+    );
+    assert_eq!(state_of(&tau, &id), "pending");
+    assert!(!tau.workspace().join("out.txt").exists());
+
+    // The owner says no: nothing runs, and the audit says who.
+    emulator.press(OWNER, OWNER, &format!("v1:r:{id}"));
+    emulator.wait("the refusal answered", |m| {
+        m.iter().find(|m| m.text.contains("Not run.")).cloned()
+    });
+    let closed = emulator.wait("the question closed", |messages| {
+        messages
+            .iter()
+            .find(|m| m.id == asked.id && m.buttons.is_empty())
+            .cloned()
+    });
+    assert!(
+        closed.text.contains("<b>❌ Rejected by 4242 at "),
+        "{}",
+        closed.text
+    );
+    assert_eq!(state_of(&tau, &id), "rejected");
+    let calls = tool_calls(&tau);
+    assert_eq!(calls.len(), 1, "{:#?}", tau.audit());
+    assert_eq!(calls[0]["status"], "refused");
+    assert_eq!(
+        calls[0]["decided_by"],
+        json!({"kind": "person", "channel": "telegram", "user": OWNER.to_string()})
+    );
+    assert!(!tau.workspace().join("out.txt").exists());
+    serve.kill_hard();
+}
+
+#[test]
+fn a_question_survives_a_kill_and_its_button_works_after_the_restart() {
+    let Some(emulator) = Emulator::start(TOKEN) else {
+        return;
+    };
+    let tau = Tau::new();
+    let model = tau.replay(&json!([run_command("later"), answer("Done later.")]));
+    let config = telegram_config(&tau, &emulator);
+    let first = serve(&tau, &model, &config);
+    emulator.write(OWNER, OWNER, "write later");
+    let (asked, id) = question(&emulator);
+    first.kill_hard();
+
+    let second = serve(&tau, &model, &config);
+    assert!(
+        second
+            .banner
+            .iter()
+            .any(|l| l.contains("1 question(s) still wait")),
+        "{:?}",
+        second.banner
+    );
+    emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
+    let out = wait_for("out.txt", || {
+        std::fs::read_to_string(tau.workspace().join("out.txt")).ok()
+    });
+    assert_eq!(out, "later\n");
+    emulator.wait("the answer", |m| {
+        m.iter().find(|m| m.text.contains("Done later.")).cloned()
+    });
+    emulator.wait("the old message closed", |messages| {
+        messages
+            .iter()
+            .find(|m| {
+                m.id == asked.id && m.buttons.is_empty() && m.text.contains("✅ Approved by 4242")
+            })
+            .cloned()
+    });
+    // The owner's message was handled before the kill: the restart does not hand it to the
+    // model again (the replay script has nothing more to give; a second turn would fail).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let turns = tau
+        .audit()
+        .into_iter()
+        .filter(|l| l["type"] == "turn_end")
+        .count();
+    let calls = tool_calls(&tau);
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    assert_eq!(calls[0]["approval"], "approved");
+    assert!(
+        tau.audit().iter().all(|l| l["type"] != "error"),
+        "{:#?}",
+        tau.audit()
+    );
+    assert!(turns >= 1);
+    second.kill_hard();
+}
+
+#[test]
+fn a_telegram_section_without_its_token_or_owners_stops_tau_serve_with_a_config_error() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("unused")]));
+    let config = tau.serve_config("[telegram]\nowners = [4242]\n");
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "serve",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("TAU_TELEGRAM_TOKEN"), "{}", run.stderr);
+    assert!(!run.stderr.contains(TOKEN));
+
+    let config = tau.serve_config("[telegram]\nowners = [\"alice\"]\n");
+    let run = tau.run_env(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "serve",
+        ],
+        &[("TAU_TELEGRAM_TOKEN", TOKEN)],
+        "",
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("not usernames"), "{}", run.stderr);
+}
+
+#[test]
+fn cancel_on_telegram_stops_an_approved_command_that_runs() {
+    let Some(emulator) = Emulator::start(TOKEN) else {
+        return;
+    };
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo started > started.txt; sleep 3; echo late > late.txt"})
+        ),
+        answer("unused")
+    ]));
+    let serve = serve(&tau, &model, &telegram_config(&tau, &emulator));
+    emulator.write(OWNER, OWNER, "go");
+    let (_, id) = question(&emulator);
+    emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
+    wait_for("the command to start", || {
+        tau.workspace().join("started.txt").exists().then_some(())
+    });
+    emulator.write(OWNER, OWNER, "/cancel");
+    let call = wait_for("the call to end", || {
+        tool_calls(&tau)
+            .into_iter()
+            .find(|l| l["tool"] == "run_command")
+    });
+    assert_eq!(call["status"], "cancelled", "{call}");
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(
+        !tau.workspace().join("late.txt").exists(),
+        "the command was stopped with its turn"
+    );
+    serve.kill_hard();
+}
