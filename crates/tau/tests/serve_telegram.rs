@@ -359,3 +359,62 @@ fn cancel_on_telegram_stops_an_approved_command_that_runs() {
     );
     serve.kill_hard();
 }
+
+#[test]
+fn a_routine_that_asks_on_telegram_asks_the_first_owner_and_runs_on_yes() {
+    let Some(emulator) = Emulator::start(TOKEN) else {
+        return;
+    };
+    let tau = Tau::new();
+    // Made in a conversation with ask = "telegram", then edited behind its approval, so
+    // its exemption no longer covers the call and the call is asked.
+    let made = tau.replay(&json!([
+        tool_call("t1", "create_routine", &json!({"name": "tick", "every": "1s", "tool": "run_command",
+                                                 "arguments": {"command": "echo tick >> tick.txt"}, "ask": "telegram"})),
+        answer("Done.")
+    ]));
+    let run = tau.run(
+        &[
+            "--model",
+            &made,
+            "chat",
+            "--session",
+            "s1",
+            "--answers-from-stdin",
+        ],
+        "make it\ny\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
+    let changed = db
+        .execute(
+            "UPDATE routines SET definition = replace(definition, 'echo tick', 'echo tock')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(db);
+
+    let model = tau.replay(&json!([answer("unused")]));
+    let serve = serve(&tau, &model, &telegram_config(&tau, &emulator));
+    let (asked, id) = question(&emulator);
+    assert_eq!(asked.chat, OWNER);
+    assert!(asked.text.contains("echo tock"), "{}", asked.text);
+    // Only the owner's press, in the owner's chat, counts.
+    emulator.press(OWNER, STRANGER, &format!("v1:a:{id}"));
+    emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
+    let out = wait_for("tick.txt", || {
+        std::fs::read_to_string(tau.workspace().join("tick.txt")).ok()
+    });
+    assert!(out.starts_with("tock\n"), "{out}");
+    let call = wait_for("the routine's call", || {
+        tool_calls(&tau)
+            .into_iter()
+            .find(|l| l["session"] == "routines" && l["approval"] == "approved")
+    });
+    assert_eq!(
+        call["decided_by"],
+        json!({"kind": "person", "channel": "telegram", "user": OWNER.to_string()})
+    );
+    serve.kill_hard();
+}
