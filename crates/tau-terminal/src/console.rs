@@ -58,6 +58,9 @@ impl Style {
 struct State {
     out: Box<dyn Write + Send>,
     in_text: bool,
+    /// Spaces and tabs that ended the last text delta, held until the text goes on: a run
+    /// split across deltas is shown (or marked) as the one run it is.
+    held_whitespace: String,
     /// A prompt is on screen and no answer line has ended it yet.
     question_open: bool,
     spinner: Option<ProgressBar>,
@@ -87,6 +90,7 @@ impl Console {
             state: Mutex::new(State {
                 out,
                 in_text: false,
+                held_whitespace: String::new(),
                 question_open: false,
                 spinner: None,
                 questions: None,
@@ -194,6 +198,10 @@ impl Console {
         let s = self.style;
         let t = texts(self.language);
         let mut state = self.lock();
+        if !matches!(event, ChannelEvent::TextDelta { .. }) && !state.held_whitespace.is_empty() {
+            let held = std::mem::take(&mut state.held_whitespace);
+            write(&mut state, &tau_core::display_multiline(&held));
+        }
         match event {
             ChannelEvent::TextDelta { text } => {
                 if !state.in_text {
@@ -201,7 +209,10 @@ impl Console {
                     state.in_text = true;
                 }
                 // Line breaks and tabs stay; everything else is escaped as in the prompt.
-                write(&mut state, &tau_core::display_multiline(text));
+                let mut text = std::mem::take(&mut state.held_whitespace) + text;
+                let kept = text.trim_end_matches(|c: char| c.is_whitespace() && c != '\n');
+                state.held_whitespace = text.split_off(kept.len());
+                write(&mut state, &tau_core::display_multiline(&text));
             }
             ChannelEvent::ToolCallStarted {
                 tool,
@@ -631,5 +642,26 @@ mod tests {
             shown(Language::En, None, &refused),
             "  ✗ mqtt_publish refused\n"
         );
+    }
+
+    #[test]
+    fn a_whitespace_run_split_across_deltas_is_shown_as_one_run() {
+        let delta = |text: String| ChannelEvent::TextDelta { text };
+        let split = [
+            delta(format!("sh setup.sh{}", " ".repeat(40))),
+            delta(" ".repeat(40)),
+            delta(format!("{}; rm -rf ~", " ".repeat(20))),
+            ended(),
+        ];
+        let whole = [
+            delta(format!("sh setup.sh{}; rm -rf ~", " ".repeat(100))),
+            ended(),
+        ];
+        let shown_split = shown(Language::En, None, &split);
+        assert_eq!(shown_split, shown(Language::En, None, &whole));
+        assert!(shown_split.contains("⟨100 spaces⟩"), "{shown_split}");
+        // Spaces that end the answer are still shown, before the line ends.
+        let trailing = [delta("done".into()), delta("   ".into()), ended()];
+        assert_eq!(shown(Language::En, None, &trailing), "tau> done   \n");
     }
 }
