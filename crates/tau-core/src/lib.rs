@@ -50,7 +50,9 @@ pub use config::{
     AgentConfig, ApprovalConfig, ConfigError, CoreConfig, DEFAULT_SYSTEM_PROMPT, UiConfig,
     toml_error,
 };
-pub use display::{display, display_multiline, json_for_terminal, sorted_json};
+pub use display::{
+    display, display_multiline, grouped_digits, json_for_terminal, shown_length, sorted_json,
+};
 pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};

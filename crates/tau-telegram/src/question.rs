@@ -158,7 +158,7 @@ fn body(asked: &Asked, t: &Texts) -> (String, bool) {
         }
     }
     if rest > 0 {
-        let more = t.more.replace("{n}", &grouped(rest, t.thousands));
+        let more = t.more.replace("{n}", &tau_core::grouped_digits(rest, t.thousands));
         html.push_str(&format!("\n<i>{}</i>", escape(&more)));
     }
     (html, rest > 0)
@@ -220,29 +220,15 @@ fn shown_key(key: &str) -> String {
 }
 
 fn length(value: &Value, t: &Texts) -> String {
-    let count = match value {
-        Value::String(text) => text.chars().count(),
-        Value::Array(_) | Value::Object(_) => sorted_json(value).chars().count(),
-        Value::Null | Value::Bool(_) | Value::Number(_) => return String::new(),
+    let Some(count) = tau_core::shown_length(value) else {
+        return String::new();
     };
     let unit = if count == 1 {
         t.character
     } else {
         t.characters
     };
-    format!(" ({} {unit})", grouped(count, t.thousands))
-}
-
-fn grouped(count: usize, separator: char) -> String {
-    let digits = count.to_string();
-    let mut out = String::with_capacity(digits.len() * 4 / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(separator);
-        }
-        out.push(digit);
-    }
-    out
+    format!(" ({} {unit})", tau_core::grouped_digits(count, t.thousands))
 }
 
 #[cfg(test)]

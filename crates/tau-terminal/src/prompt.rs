@@ -81,29 +81,15 @@ fn shown(value: &Value) -> String {
 
 /// ` (20,014 chars)`: characters of a string, or of the JSON text of an array or object.
 fn length(value: &Value, t: &Texts) -> String {
-    let count = match value {
-        Value::String(text) => text.chars().count(),
-        Value::Array(_) | Value::Object(_) => sorted_json(value).chars().count(),
-        Value::Null | Value::Bool(_) | Value::Number(_) => return String::new(),
+    let Some(count) = tau_core::shown_length(value) else {
+        return String::new();
     };
     let unit = if count == 1 {
         t.character
     } else {
         t.characters
     };
-    format!(" ({} {unit})", grouped(count, t.thousands))
-}
-
-fn grouped(count: usize, separator: char) -> String {
-    let digits = count.to_string();
-    let mut out = String::with_capacity(digits.len() * 4 / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(separator);
-        }
-        out.push(digit);
-    }
-    out
+    format!(" ({} {unit})", tau_core::grouped_digits(count, t.thousands))
 }
 
 /// Only `y`, `yes`, `e` and `evet` approve, in any case and any UI language, surrounding
@@ -274,15 +260,6 @@ mod tests {
             "  │ arguments  \" rm -rf ~\\u{202e}\" (10 chars)"
         );
         assert_eq!(shown(json!([1, "a"])), "  │ arguments  [1,\"a\"] (7 chars)");
-    }
-
-    #[test]
-    fn lengths_are_grouped_per_language() {
-        assert_eq!(grouped(0, ','), "0");
-        assert_eq!(grouped(999, ','), "999");
-        assert_eq!(grouped(1_000, ','), "1,000");
-        assert_eq!(grouped(20_014, ','), "20,014");
-        assert_eq!(grouped(1_234_567, '.'), "1.234.567");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use serde_json::Value;
 use tau_core::{display, sorted_json};
 
-use crate::texts::{Texts, grouped};
+use crate::texts::Texts;
 
 /// One line of pretty-printed arguments, before wrapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,17 +84,16 @@ fn row(depth: usize, text: String, note: Option<String>) -> ArgRow {
 
 /// `20,048 chars`: characters of a string, or of the JSON text of an array or object.
 fn length(value: &Value, t: &Texts) -> Option<String> {
-    let count = match value {
-        Value::String(text) => text.chars().count(),
-        Value::Array(_) | Value::Object(_) => sorted_json(value).chars().count(),
-        Value::Null | Value::Bool(_) | Value::Number(_) => return None,
-    };
+    let count = tau_core::shown_length(value)?;
     let unit = if count == 1 {
         t.character
     } else {
         t.characters
     };
-    Some(format!("{} {unit}", grouped(count, t.thousands)))
+    Some(format!(
+        "{} {unit}",
+        tau_core::grouped_digits(count, t.thousands)
+    ))
 }
 
 #[cfg(test)]

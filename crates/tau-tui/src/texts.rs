@@ -203,30 +203,9 @@ pub(crate) fn texts(language: Language) -> &'static Texts {
     }
 }
 
-/// `count` with its digits grouped: `20,014` (en), `20.014` (tr).
-pub(crate) fn grouped(count: usize, separator: char) -> String {
-    let digits = count.to_string();
-    let mut out = String::with_capacity(digits.len() * 4 / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(separator);
-        }
-        out.push(digit);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lengths_are_grouped_per_language() {
-        assert_eq!(grouped(0, ','), "0");
-        assert_eq!(grouped(999, ','), "999");
-        assert_eq!(grouped(20_048, ','), "20,048");
-        assert_eq!(grouped(1_234_567, '.'), "1.234.567");
-    }
 
     #[test]
     fn every_text_exists_in_every_language_and_placeholders_survive() {

@@ -7,6 +7,30 @@ use serde_json::Value;
 
 use super::is_escaped;
 
+/// How long an argument is, as a person is told: the characters of a string, or of the
+/// JSON text (keys sorted) of an array or object; `None` for a number, a boolean or null.
+pub fn shown_length(value: &Value) -> Option<usize> {
+    match value {
+        Value::String(text) => Some(text.chars().count()),
+        Value::Array(_) | Value::Object(_) => Some(sorted_json(value).chars().count()),
+        Value::Null | Value::Bool(_) | Value::Number(_) => None,
+    }
+}
+
+/// `count` with its digits in groups of three: `20,014` with `,` (en), `20.014` with `.`
+/// (tr).
+pub fn grouped_digits(count: usize, separator: char) -> String {
+    let digits = count.to_string();
+    let mut out = String::with_capacity(digits.len() * 4 / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(separator);
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// JSON on one line with object keys sorted at every depth. Not yet safe to show: pass it
 /// through [`super::display`].
 pub fn sorted_json(value: &Value) -> String {
@@ -65,4 +89,24 @@ pub fn json_for_terminal(json: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn lengths_count_characters_and_digits_are_grouped_per_language() {
+        assert_eq!(shown_length(&json!("çay")), Some(3));
+        assert_eq!(shown_length(&json!({"b": 1, "a": [true]})), Some(18));
+        assert_eq!(shown_length(&json!(42)), None);
+        assert_eq!(shown_length(&Value::Null), None);
+        assert_eq!(grouped_digits(0, ','), "0");
+        assert_eq!(grouped_digits(999, ','), "999");
+        assert_eq!(grouped_digits(1_000, ','), "1,000");
+        assert_eq!(grouped_digits(20_014, ','), "20,014");
+        assert_eq!(grouped_digits(1_234_567, '.'), "1.234.567");
+    }
 }

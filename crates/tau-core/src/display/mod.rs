@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
 use icu_properties::{CodePointMapData, CodePointSetData};
 
-pub use json::{json_for_terminal, sorted_json};
+pub use json::{grouped_digits, json_for_terminal, shown_length, sorted_json};
 
 /// Opens a whitespace-run marker.
 pub const RUN_OPEN: char = '⟨';
