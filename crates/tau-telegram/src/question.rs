@@ -158,7 +158,9 @@ fn body(asked: &Asked, t: &Texts) -> (String, bool) {
         }
     }
     if rest > 0 {
-        let more = t.more.replace("{n}", &tau_core::grouped_digits(rest, t.thousands));
+        let more = t
+            .more
+            .replace("{n}", &tau_core::grouped_digits(rest, t.thousands));
         html.push_str(&format!("\n<i>{}</i>", escape(&more)));
     }
     (html, rest > 0)

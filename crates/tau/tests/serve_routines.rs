@@ -11,7 +11,7 @@
 mod common;
 
 use common::serve::request;
-use common::{Tau, answer, tool_call};
+use common::{Tau, answer};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -141,37 +141,7 @@ fn a_webhook_routine_without_its_secret_stops_tau_serve_with_a_config_error() {
 #[test]
 fn a_call_not_covered_is_asked_on_the_web_page_and_runs_on_yes() {
     let tau = Tau::new();
-    // Made in a conversation with ask = "web", then edited behind its approval.
-    let made = tau.replay(&json!([
-        tool_call("t1", "create_routine", &json!({"name": "tick", "every": "1s", "tool": "run_command",
-                                                 "arguments": {"command": "echo tick >> tick.txt"}, "ask": "web"})),
-        answer("Done.")
-    ]));
-    let run = tau.run(
-        &[
-            "--model",
-            &made,
-            "chat",
-            "--session",
-            "s1",
-            "--answers-from-stdin",
-        ],
-        "make it\ny\n",
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        tau.audit().iter().any(|l| l["type"] == "tool_call"
-            && l["tool"] == "create_routine"
-            && l["status"] == "success"),
-        "the routine was made"
-    );
-    let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
-    db.execute(
-        "UPDATE routines SET definition = replace(definition, 'echo tick', 'echo tock')",
-        [],
-    )
-    .unwrap();
-    drop(db);
+    tau.routine_edited_behind_its_approval("web");
 
     let model = tau.replay(&json!([answer("unused")]));
     let serve = tau.serve(&model, &tau.serve_config(""));

@@ -44,6 +44,16 @@ fn question(emulator: &Emulator) -> (BotMessage, String) {
     })
 }
 
+/// The message of `asked` once it has lost its buttons (its question closed).
+fn closed(emulator: &Emulator, asked: &BotMessage) -> BotMessage {
+    emulator.wait("the question closed", |messages| {
+        messages
+            .iter()
+            .find(|m| m.id == asked.id && m.buttons.is_empty())
+            .cloned()
+    })
+}
+
 fn tool_calls(tau: &Tau) -> Vec<Value> {
     tau.audit()
         .into_iter()
@@ -118,12 +128,7 @@ fn the_owner_approves_on_telegram_and_the_command_runs_once() {
     emulator.wait("the answer", |m| {
         m.iter().find(|m| m.text.contains("Done: hi.")).cloned()
     });
-    let closed = emulator.wait("the question closed", |messages| {
-        messages
-            .iter()
-            .find(|m| m.id == asked.id && m.buttons.is_empty())
-            .cloned()
-    });
+    let closed = closed(&emulator, &asked);
     assert!(
         mask_times(&closed.text).ends_with(&format!("<b>✅ Approved by {OWNER} at <time></b>")),
         "{}",
@@ -208,12 +213,7 @@ fn strangers_never_reach_the_model_and_their_presses_change_nothing() {
     emulator.wait("the refusal answered", |m| {
         m.iter().find(|m| m.text.contains("Not run.")).cloned()
     });
-    let closed = emulator.wait("the question closed", |messages| {
-        messages
-            .iter()
-            .find(|m| m.id == asked.id && m.buttons.is_empty())
-            .cloned()
-    });
+    let closed = closed(&emulator, &asked);
     assert!(
         closed.text.contains("<b>❌ Rejected by 4242 at "),
         "{}",
@@ -261,14 +261,12 @@ fn a_question_survives_a_kill_and_its_button_works_after_the_restart() {
     emulator.wait("the answer", |m| {
         m.iter().find(|m| m.text.contains("Done later.")).cloned()
     });
-    emulator.wait("the old message closed", |messages| {
-        messages
-            .iter()
-            .find(|m| {
-                m.id == asked.id && m.buttons.is_empty() && m.text.contains("✅ Approved by 4242")
-            })
-            .cloned()
-    });
+    let closed = closed(&emulator, &asked);
+    assert!(
+        closed.text.contains("✅ Approved by 4242"),
+        "{}",
+        closed.text
+    );
     // The owner's message was handled before the kill: the restart does not hand it to the
     // model again (the replay script has nothing more to give; a second turn would fail).
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -366,34 +364,7 @@ fn a_routine_that_asks_on_telegram_asks_the_first_owner_and_runs_on_yes() {
         return;
     };
     let tau = Tau::new();
-    // Made in a conversation with ask = "telegram", then edited behind its approval, so
-    // its exemption no longer covers the call and the call is asked.
-    let made = tau.replay(&json!([
-        tool_call("t1", "create_routine", &json!({"name": "tick", "every": "1s", "tool": "run_command",
-                                                 "arguments": {"command": "echo tick >> tick.txt"}, "ask": "telegram"})),
-        answer("Done.")
-    ]));
-    let run = tau.run(
-        &[
-            "--model",
-            &made,
-            "chat",
-            "--session",
-            "s1",
-            "--answers-from-stdin",
-        ],
-        "make it\ny\n",
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
-    let changed = db
-        .execute(
-            "UPDATE routines SET definition = replace(definition, 'echo tick', 'echo tock')",
-            [],
-        )
-        .unwrap();
-    assert_eq!(changed, 1);
-    drop(db);
+    tau.routine_edited_behind_its_approval("telegram");
 
     let model = tau.replay(&json!([answer("unused")]));
     let serve = serve(&tau, &model, &telegram_config(&tau, &emulator));

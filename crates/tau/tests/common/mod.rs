@@ -138,6 +138,41 @@ impl Tau {
         events
     }
 
+    /// A routine `tick` that appends `tick` to `tick.txt` every second, asking on `ask`:
+    /// made in a conversation (the person said yes), then edited in `state.db` behind its
+    /// approval to append `tock`, so its exemption no longer covers the call.
+    pub fn routine_edited_behind_its_approval(&self, ask: &str) {
+        let made = self.replay(&json!([
+            tool_call("t1", "create_routine", &json!({"name": "tick", "every": "1s", "tool": "run_command",
+                                                     "arguments": {"command": "echo tick >> tick.txt"}, "ask": ask})),
+            answer("Done.")
+        ]));
+        let args = [
+            "--model",
+            &made,
+            "chat",
+            "--session",
+            "s1",
+            "--answers-from-stdin",
+        ];
+        let run = self.run(&args, "make it\ny\n");
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(
+            self.audit().iter().any(|l| l["type"] == "tool_call"
+                && l["tool"] == "create_routine"
+                && l["status"] == "success"),
+            "the routine was made"
+        );
+        let db = rusqlite::Connection::open(self.home().join("state.db")).unwrap();
+        let changed = db
+            .execute(
+                "UPDATE routines SET definition = replace(definition, 'echo tick', 'echo tock')",
+                [],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+    }
+
     pub fn session_json(&self, name: &str) -> Value {
         let run = self.run(&["sessions", "show", name, "--json"], "");
         assert_eq!(run.code, 0, "{}", run.stderr);
