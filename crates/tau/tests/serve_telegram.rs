@@ -332,7 +332,7 @@ fn cancel_on_telegram_stops_an_approved_command_that_runs() {
         tool_call(
             "t1",
             "run_command",
-            &json!({"command": "echo started > started.txt; sleep 3; echo late > late.txt"})
+            &json!({"command": "echo started > started.txt; sleep 6; echo late > late.txt"})
         ),
         answer("unused")
     ]));
@@ -350,7 +350,7 @@ fn cancel_on_telegram_stops_an_approved_command_that_runs() {
             .find(|l| l["tool"] == "run_command")
     });
     assert_eq!(call["status"], "cancelled", "{call}");
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    std::thread::sleep(std::time::Duration::from_secs(7));
     assert!(
         !tau.workspace().join("late.txt").exists(),
         "the command was stopped with its turn"
