@@ -389,3 +389,48 @@ fn a_routine_that_asks_on_telegram_asks_the_first_owner_and_runs_on_yes() {
     );
     serve.kill_hard();
 }
+
+#[test]
+fn the_bot_token_reaches_no_command_no_log_and_no_audit_line() {
+    let Some(emulator) = Emulator::start(TOKEN) else {
+        return;
+    };
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &json!({"command": "env > env.txt"})),
+        answer("Listed.")
+    ]));
+    let first = serve(&tau, &model, &telegram_config(&tau, &emulator));
+    emulator.write(OWNER, OWNER, "list the environment");
+    let (_, id) = question(&emulator);
+    emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
+    let env = wait_for("env.txt", || {
+        std::fs::read_to_string(tau.workspace().join("env.txt"))
+            .ok()
+            .filter(|e| !e.is_empty())
+    });
+    emulator.wait("the answer", |m| {
+        m.iter().find(|m| m.text.contains("Listed.")).cloned()
+    });
+    first.kill_hard();
+    assert!(!env.contains("TAU_TELEGRAM_TOKEN"), "{env}");
+    assert!(!env.contains("TEST-token_x"), "{env}");
+
+    // A Bot API that cannot be reached: the errors are logged, the token is not.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let unreachable = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let config = tau.serve_config(&format!(
+        "[telegram]\nowners = [{OWNER}]\napi_url = \"{unreachable}\"\npoll_timeout_seconds = 0\n"
+    ));
+    let second = serve(&tau, &model, &config);
+    wait_for("a logged connection error", || {
+        let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap_or_default();
+        log.contains("cannot reach the Bot API").then_some(())
+    });
+    second.kill_hard();
+    let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap();
+    assert!(!log.contains("TEST-token_x"), "{log}");
+    let audit = std::fs::read_to_string(tau.home().join("audit.jsonl")).unwrap();
+    assert!(!audit.contains("TEST-token_x"));
+}
