@@ -29,10 +29,24 @@ fn proof(tau: &Tau) -> Option<String> {
 }
 
 /// Starts a hub, asks, kills it with SIGKILL; returns the session and the approval id.
+/// The turn of `session` ended paused on its question (its state is saved).
+fn paused(tau: &Tau, session: &str) -> Option<()> {
+    tau.audit()
+        .iter()
+        .any(|l| {
+            l["type"] == "turn_end" && l["session"] == session && l["stop_reason"] == "interrupt"
+        })
+        .then_some(())
+}
+
 fn ask_and_kill(tau: &Tau, model: &str, config: &std::path::Path) -> (String, String) {
     let serve = tau.serve(model, config);
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
+    // The row is stored before the question is shown; the turn's paused state is saved
+    // when the turn ends. Killed between the two, the question is rightly cancelled at the
+    // next start (nobody waits on it), which is not what these tests are about.
+    serve.until(|_| paused(tau, &session));
     serve.kill_hard();
     (session, row["id"].as_str().unwrap().to_owned())
 }
@@ -182,6 +196,7 @@ fn sigterm_stops_the_hub_and_keeps_the_question() {
     let serve = tau.serve(&model, &config);
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
+    serve.until(|_| paused(&tau, &session));
     let (code, said) = serve.terminate();
     assert_eq!(code, 0);
     assert_eq!(

@@ -242,6 +242,13 @@ fn a_question_survives_a_kill_and_its_button_works_after_the_restart() {
     let first = serve(&tau, &model, &config);
     emulator.write(OWNER, OWNER, "write later");
     let (asked, id) = question(&emulator);
+    // Killed once the turn has ended paused (its state saved), not in between.
+    wait_for("the turn paused", || {
+        tau.audit()
+            .iter()
+            .any(|l| l["type"] == "turn_end" && l["stop_reason"] == "interrupt")
+            .then_some(())
+    });
     first.kill_hard();
 
     let second = serve(&tau, &model, &config);
