@@ -203,11 +203,17 @@ pub(crate) fn audit_verify(ctx: &Context) -> anyhow::Result<(String, bool)> {
     Ok(report)
 }
 
-/// The effective config, once everything `tau chat` would check holds: the workspace
-/// boundary and the model, its key included (nothing is connected).
+/// The effective config, once everything `tau chat` and `tau serve` would check holds: the
+/// workspace boundary, the model (its key included) and the Telegram bot token when
+/// `[telegram]` is there (nothing is connected).
 pub(crate) fn config_check(ctx: &Context) -> anyhow::Result<String> {
     ctx.check_workspace()?;
     ctx.build_model()?;
+    if let Some(telegram) = &ctx.loaded.config.telegram {
+        telegram
+            .token(|name| (ctx.env)(name))
+            .map_err(|e| crate::errors::usage(e.to_string()))?;
+    }
     let source = ctx.loaded.path.as_ref().map_or_else(
         || "no config file; defaults".to_owned(),
         |p| format!("from {}", p.display()),

@@ -312,6 +312,38 @@ fn a_telegram_section_without_its_token_or_owners_stops_tau_serve_with_a_config_
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("TAU_TELEGRAM_TOKEN"), "{}", run.stderr);
     assert!(!run.stderr.contains(TOKEN));
+    // `tau config check` says the same before anything is started.
+    let check = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "config",
+            "check",
+        ],
+        "",
+    );
+    assert_eq!(check.code, 2, "{}", check.stderr);
+    assert!(
+        check.stderr.contains("TAU_TELEGRAM_TOKEN"),
+        "{}",
+        check.stderr
+    );
+    let check = tau.run_env(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "config",
+            "check",
+        ],
+        &[("TAU_TELEGRAM_TOKEN", TOKEN)],
+        "",
+    );
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    assert!(!check.stdout.contains(TOKEN), "{}", check.stdout);
 
     let config = tau.serve_config("[telegram]\nowners = [\"alice\"]\n");
     let run = tau.run_env(
