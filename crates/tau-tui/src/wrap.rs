@@ -3,10 +3,10 @@
 //! Widths are measured per grapheme exactly as ratatui measures the cells it draws, so a
 //! row never spills out of its box. The line chat wraps its prompt the same way; the two
 //! share the rules (break after a space, keep an escape or a marker whole, `↩` at the end
-//! of a wrapped row), not the code, because channels do not import each other.
+//! of a wrapped row) through `tau_core::display::wrap_rows`, each measuring as it draws.
 
 use ratatui::buffer::CellWidth;
-use tau_core::display::{RUN_CLOSE, RUN_OPEN, WRAP_MARK};
+use tau_core::display::{Measure, wrap_rows};
 use unicode_segmentation::UnicodeSegmentation;
 
 /// Rows never get narrower than this, however narrow the box: below it a row is clipped
@@ -14,25 +14,20 @@ use unicode_segmentation::UnicodeSegmentation;
 pub(crate) const MIN_COLUMNS: usize = 4;
 
 /// `text` (already escaped, one line) wrapped at `columns`; every row but the last ends in
-/// `↩`, which counts in the width. A row breaks after its last space when it has one, else
-/// where it is full, and never inside an escape (`\u{202e}`, `\"`) or a marker
-/// (`⟨20 spaces⟩`) that fits on a row. Every character stays, in order.
+/// `↩`, which counts in the width. The rules are [`wrap_rows`]'s; a row cuts between
+/// graphemes.
 pub(crate) fn wrap(text: &str, columns: usize) -> Vec<String> {
-    let mut rows = Rows {
-        done: Vec::new(),
-        line: String::new(),
-        used: 0,
-        after_space: None,
-        room: columns.max(MIN_COLUMNS) - 1,
-    };
-    let mut remaining = text;
-    while let Some(unit) = next_unit(remaining) {
-        remaining = remaining.get(unit.len()..).unwrap_or_default();
-        rows.add(unit);
-    }
-    // The last row needs no mark: it may use the mark's column too.
-    rows.done.push(rows.line);
-    rows.done
+    let room = columns.max(MIN_COLUMNS) - 1;
+    wrap_rows(text, room, room, MEASURE)
+}
+
+const MEASURE: Measure = Measure {
+    width,
+    piece: first_grapheme,
+};
+
+fn first_grapheme(text: &str) -> Option<&str> {
+    text.graphemes(true).next()
 }
 
 /// The display width of `text` in cells, as ratatui draws it.
@@ -40,99 +35,6 @@ pub(crate) fn width(text: &str) -> usize {
     text.graphemes(true)
         .map(|g| usize::from(g.cell_width()))
         .sum()
-}
-
-struct Rows {
-    done: Vec<String>,
-    line: String,
-    used: usize,
-    /// Just after the row's last space: the byte index and the width up to there.
-    after_space: Option<(usize, usize)>,
-    room: usize,
-}
-
-impl Rows {
-    fn room_left(&self) -> usize {
-        self.room.saturating_sub(self.used)
-    }
-
-    fn add(&mut self, unit: &str) {
-        if width(unit) > self.room_left() && !self.line.is_empty() {
-            self.break_line();
-        }
-        if width(unit) > self.room_left() {
-            self.cut(unit);
-        } else {
-            self.push(unit);
-        }
-    }
-
-    /// A piece wider than a row goes one grapheme at a time.
-    fn cut(&mut self, unit: &str) {
-        for grapheme in unit.graphemes(true) {
-            if width(grapheme) > self.room_left() && !self.line.is_empty() {
-                self.start_line();
-            }
-            self.push(grapheme);
-        }
-    }
-
-    fn push(&mut self, unit: &str) {
-        self.line.push_str(unit);
-        self.used += width(unit);
-        if unit == " " {
-            self.after_space = Some((self.line.len(), self.used));
-        }
-    }
-
-    /// Breaks after the last space and carries the word after it, or breaks right here.
-    fn break_line(&mut self) {
-        let Some((at, _)) = self.after_space.filter(|&(at, _)| at < self.line.len()) else {
-            self.start_line();
-            return;
-        };
-        let word = self.line.split_off(at);
-        self.start_line();
-        if width(&word) > self.room_left() {
-            self.cut(&word);
-        } else {
-            self.push(&word);
-        }
-    }
-
-    fn start_line(&mut self) {
-        let mut row = std::mem::take(&mut self.line);
-        row.push(WRAP_MARK);
-        self.done.push(row);
-        self.used = 0;
-        self.after_space = None;
-    }
-}
-
-/// The next piece that should stay on one row: an escape (`\u{202e}`, `\u001b`, `\"`), a
-/// marker (`⟨20 spaces⟩`), or one grapheme.
-fn next_unit(text: &str) -> Option<&str> {
-    let first = text.graphemes(true).next()?;
-    let end = match first.chars().next() {
-        Some('\\') => escape_len(text),
-        Some(RUN_OPEN) => text.find(RUN_CLOSE).map(|at| at + RUN_CLOSE.len_utf8()),
-        _ => None,
-    };
-    text.get(..end.unwrap_or(first.len()))
-}
-
-/// The length of the escape at the start of `text` (which starts with a backslash).
-fn escape_len(text: &str) -> Option<usize> {
-    let rest = text.get(1..)?;
-    let hex = |digits: &str| !digits.is_empty() && digits.chars().all(|c| c.is_ascii_hexdigit());
-    if let Some(braced) = rest.strip_prefix("u{") {
-        let close = braced.find('}').filter(|&close| close <= 6)?;
-        return hex(braced.get(..close)?).then_some(close + 4);
-    }
-    if let Some(digits) = rest.strip_prefix('u').and_then(|r| r.get(..4)) {
-        return hex(digits).then_some(6);
-    }
-    rest.chars().next().map(|c| 1 + c.len_utf8())
 }
 
 /// `text` cut to `columns` cells, ending in `…` when something was left out. Only for
@@ -161,6 +63,7 @@ pub(crate) fn shorten(text: &str, columns: usize) -> String {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+    use tau_core::display::WRAP_MARK;
 
     #[test]
     fn rows_break_after_spaces_and_never_inside_an_escape_or_a_marker() {

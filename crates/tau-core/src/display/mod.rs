@@ -18,6 +18,7 @@
 mod json;
 #[cfg(test)]
 mod tests;
+mod wrap;
 
 use std::fmt::Write as _;
 
@@ -25,6 +26,7 @@ use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
 use icu_properties::{CodePointMapData, CodePointSetData};
 
 pub use json::{grouped_digits, json_for_terminal, shown_length, sorted_json};
+pub use wrap::{Measure, wrap_rows};
 
 /// Opens a whitespace-run marker.
 pub const RUN_OPEN: char = '⟨';
