@@ -57,6 +57,7 @@ pub use model::{
 pub use scripted::{ScriptError, ScriptedModel};
 pub use session::{
     AgentState, SessionError, SessionId, SessionRepository, SessionSummary, SqliteSessions,
+    prepare_state_tables,
 };
 pub use tool::{
     MAX_TOOL_NAME_LEN, SharedTool, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,

@@ -7,7 +7,6 @@
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -60,17 +59,8 @@ impl SqliteApprovals {
     }
 
     fn setup(connection: Connection) -> Result<Self, StoreError> {
-        connection
-            .busy_timeout(Duration::from_secs(5))
-            .map_err(store_error)?;
-        connection
-            .pragma_update(None, "journal_mode", "WAL")
-            .map_err(store_error)?;
         // An answer is durable when it returns.
-        connection
-            .pragma_update(None, "synchronous", "FULL")
-            .map_err(store_error)?;
-        connection.execute_batch(SCHEMA).map_err(store_error)?;
+        tau_agent::prepare_state_tables(&connection, SCHEMA).map_err(store_error)?;
         Ok(Self {
             connection: Mutex::new(connection),
         })

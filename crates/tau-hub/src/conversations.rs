@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -50,16 +49,7 @@ impl Conversations {
     }
 
     fn setup(connection: Connection) -> Result<Self, HubError> {
-        connection
-            .busy_timeout(Duration::from_secs(5))
-            .map_err(store)?;
-        connection
-            .pragma_update(None, "journal_mode", "WAL")
-            .map_err(store)?;
-        connection
-            .pragma_update(None, "synchronous", "FULL")
-            .map_err(store)?;
-        connection.execute_batch(SCHEMA).map_err(store)?;
+        tau_agent::prepare_state_tables(&connection, SCHEMA).map_err(store)?;
         Ok(Self {
             connection: Mutex::new(connection),
         })

@@ -117,10 +117,7 @@ impl RoutineStore {
     }
 
     fn setup(connection: Connection) -> Result<Self, StoreError> {
-        connection.busy_timeout(std::time::Duration::from_secs(5))?;
-        connection.pragma_update(None, "journal_mode", "WAL")?;
-        connection.pragma_update(None, "synchronous", "FULL")?;
-        connection.execute_batch(SCHEMA)?;
+        tau_agent::prepare_state_tables(&connection, SCHEMA)?;
         Ok(Self {
             connection: Mutex::new(connection),
         })

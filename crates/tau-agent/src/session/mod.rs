@@ -2,7 +2,7 @@
 
 mod sqlite;
 
-pub use sqlite::SqliteSessions;
+pub use sqlite::{SqliteSessions, prepare_state_tables};
 
 use std::fmt;
 

@@ -57,6 +57,16 @@ fn index_to_sql(index: u64) -> i64 {
     i64::try_from(index).unwrap_or(i64::MAX)
 }
 
+/// Readies `connection` for one of the other tables that share `state.db` with the
+/// sessions (the hub's questions and conversations, the routines): a 5 s wait for a busy
+/// file, WAL, FULL sync (a write is durable when it returns), then `schema`.
+pub fn prepare_state_tables(connection: &Connection, schema: &str) -> rusqlite::Result<()> {
+    connection.busy_timeout(std::time::Duration::from_secs(5))?;
+    connection.pragma_update(None, "journal_mode", "WAL")?;
+    connection.pragma_update(None, "synchronous", "FULL")?;
+    connection.execute_batch(schema)
+}
+
 impl SqliteSessions {
     /// Opens (creating when needed) the store at `path`.
     pub fn open(path: &Path) -> Result<Self, SessionError> {
