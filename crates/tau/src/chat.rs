@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use tau_agent::{Model, SessionId, SessionRepository, SqliteSessions};
-use tau_core::{AgentParts, build_agent};
+use tau_core::{AgentParts, AuditEvent, EventBus, build_agent};
 use tau_terminal::{Console, Input, TerminalApprover, start_stdin, texts};
 
 use crate::audit::AuditLog;
@@ -36,6 +36,47 @@ pub(crate) fn new_session_id() -> anyhow::Result<SessionId> {
     Ok(SessionId::parse(&text)?)
 }
 
+/// A terminal chat's session, once opened.
+pub(crate) struct OpenSession {
+    /// Held while the chat runs: no other tau opens the session meanwhile.
+    pub lock: SessionLock,
+    /// Messages the session already holds.
+    pub stored: u64,
+    /// The model; a replay model goes on after the replies the session already holds.
+    pub model: Arc<dyn Model>,
+    /// The bus, with the session's audit log subscribed and the start-up errors on it.
+    pub events: EventBus,
+}
+
+/// What `tau chat` and `tau tui` do once they know their session.
+pub(crate) fn open_session(
+    ctx: &Context,
+    repository: &dyn SessionRepository,
+    id: &SessionId,
+    model: Arc<dyn Model>,
+    startup_errors: &[AuditEvent],
+) -> anyhow::Result<OpenSession> {
+    let lock = SessionLock::acquire(&ctx.home, id)?;
+    let stored = repository.message_count(id)?;
+    let model = model
+        .for_session(&repository.messages(id, 0)?)
+        .unwrap_or(model);
+    let events = ctx.events.clone();
+    events.subscribe(Arc::new(AuditLog::open(
+        &ctx.home.audit_log(),
+        id.as_str(),
+    )?));
+    for event in startup_errors {
+        events.emit(event);
+    }
+    Ok(OpenSession {
+        lock,
+        stored,
+        model,
+        events,
+    })
+}
+
 pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
     let Chat {
         session,
@@ -56,22 +97,12 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
         Some(id) => id,
         None => new_session_id()?,
     };
-    let _lock = SessionLock::acquire(&ctx.home, &id)?;
-    let stored = repository.message_count(&id)?;
-    // A replay model goes on after the replies this session already holds.
-    let model = match model.for_session(&repository.messages(&id, 0)?) {
-        Some(for_session) => for_session,
-        None => model,
-    };
-
-    let events = ctx.events.clone();
-    events.subscribe(Arc::new(AuditLog::open(
-        &ctx.home.audit_log(),
-        id.as_str(),
-    )?));
-    for event in &startup_errors {
-        events.emit(event);
-    }
+    let OpenSession {
+        lock: _lock,
+        stored,
+        model,
+        events,
+    } = open_session(ctx, repository.as_ref(), &id, model, &startup_errors)?;
 
     let stdout_tty = std::io::stdout().is_terminal();
     let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());

@@ -9,11 +9,9 @@ use tau_agent::{Model, SessionId, SessionRepository, SqliteSessions};
 use tau_core::{AgentParts, build_agent};
 use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover};
 
-use crate::audit::AuditLog;
-use crate::chat::new_session_id;
+use crate::chat::{OpenSession, new_session_id, open_session};
 use crate::context::{Context, Tools};
 use crate::errors::usage;
-use crate::lock::SessionLock;
 
 /// The exit code after a signal: 128 + its number, as a shell reports it.
 fn signal_code(number: i32) -> ExitCode {
@@ -63,17 +61,12 @@ pub(crate) async fn run(
             }
         }
     };
-    let _lock = SessionLock::acquire(&ctx.home, &id)?;
-    let stored = repository.message_count(&id)?;
-
-    let events = ctx.events.clone();
-    events.subscribe(Arc::new(AuditLog::open(
-        &ctx.home.audit_log(),
-        id.as_str(),
-    )?));
-    for event in &startup_errors {
-        events.emit(event);
-    }
+    let OpenSession {
+        lock: _lock,
+        stored,
+        model,
+        events,
+    } = open_session(ctx, repository.as_ref(), &id, model, &startup_errors)?;
     let approver = TuiApprover::new();
     let questions = approver.questions();
     let calls = ModelCalls::new();

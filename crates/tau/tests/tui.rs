@@ -370,7 +370,11 @@ fn the_picker_lists_sessions_opens_one_with_its_history_and_holds_its_lock() {
         "hi there\n",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let model = tau.replay(&json!([answer("Welcome back.")]));
+    // One script for the whole session: a resumed session goes on after its stored reply.
+    let model = tau.replay(&json!([
+        answer("Hello from before."),
+        answer("Welcome back.")
+    ]));
     let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui"]) else {
         return;
     };
