@@ -113,6 +113,11 @@ async fn connect(driver: &Driver, chromium: &Path, width: u32, height: u32) -> C
         .unwrap()
 }
 
+/// Clicks the element `locator` finds.
+async fn click(client: &Client, locator: Locator<'_>) {
+    client.find(locator).await.unwrap().click().await.unwrap();
+}
+
 /// Waits until `script` (returning a value) gives something truthy; returns it.
 async fn until(client: &Client, what: &str, script: &str) -> Value {
     let started = Instant::now();
@@ -171,13 +176,7 @@ async fn a_person_chats_approves_on_the_card_and_hostile_text_stays_text() {
         None,
         "the token leaves the address bar"
     );
-    client
-        .find(Locator::Id("new-session"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, Locator::Id("new-session")).await;
     until(
         &client,
         "a session",
@@ -186,13 +185,7 @@ async fn a_person_chats_approves_on_the_card_and_hostile_text_stays_text() {
     .await;
     let prompt = client.find(Locator::Id("prompt")).await.unwrap();
     prompt.send_keys("make a file please").await.unwrap();
-    client
-        .find(Locator::Id("send"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, Locator::Id("send")).await;
 
     // The card: tool, tier, effect, arguments escaped by the display function.
     let card_text = until(
@@ -223,13 +216,7 @@ async fn a_person_chats_approves_on_the_card_and_hostile_text_stays_text() {
         std::fs::write(path, png).unwrap();
     }
 
-    client
-        .find(Locator::Css(".card button.approve"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, Locator::Css(".card button.approve")).await;
     let answered = until(
         &client,
         "the model's answer",
@@ -332,13 +319,7 @@ async fn without_the_token_the_page_asks_for_it() {
     .await;
     let field = client.find(Locator::Id("login-token")).await.unwrap();
     field.send_keys("not-the-token").await.unwrap();
-    client
-        .find(Locator::Css("#login-form button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, Locator::Css("#login-form button")).await;
     until(
         &client,
         "the refusal",
@@ -347,13 +328,7 @@ async fn without_the_token_the_page_asks_for_it() {
     .await;
     field.clear().await.unwrap();
     field.send_keys(&serve.token).await.unwrap();
-    client
-        .find(Locator::Css("#login-form button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, Locator::Css("#login-form button")).await;
     until(
         &client,
         "the app",
