@@ -34,6 +34,16 @@ fn serve(tau: &Tau, model: &str, config: &std::path::Path) -> Serve {
     tau.serve_env(model, config, &[("TAU_TELEGRAM_TOKEN", TOKEN)])
 }
 
+/// The emulator, a home and `tau serve` with `script` as its model and Telegram on; `None`
+/// (after saying why) when the emulator is missing.
+fn started(script: &Value) -> Option<(Emulator, Tau, Serve)> {
+    let emulator = Emulator::start(TOKEN)?;
+    let tau = Tau::new();
+    let model = tau.replay(script);
+    let serve = serve(&tau, &model, &telegram_config(&tau, &emulator));
+    Some((emulator, tau, serve))
+}
+
 /// The message that asks `approval`, once it shows buttons.
 fn question(emulator: &Emulator) -> (BotMessage, String) {
     emulator.wait("a question with buttons", |messages| {
@@ -94,12 +104,10 @@ fn run_command(text: &str) -> Value {
 
 #[test]
 fn the_owner_approves_on_telegram_and_the_command_runs_once() {
-    let Some(emulator) = Emulator::start(TOKEN) else {
+    let Some((emulator, tau, serve)) = started(&json!([run_command("hi"), answer("Done: hi.")]))
+    else {
         return;
     };
-    let tau = Tau::new();
-    let model = tau.replay(&json!([run_command("hi"), answer("Done: hi.")]));
-    let serve = serve(&tau, &model, &telegram_config(&tau, &emulator));
     assert!(
         serve.banner.iter().any(|l| l.contains("Telegram")),
         "{:?}",
@@ -156,12 +164,11 @@ fn the_owner_approves_on_telegram_and_the_command_runs_once() {
 
 #[test]
 fn strangers_never_reach_the_model_and_their_presses_change_nothing() {
-    let Some(emulator) = Emulator::start(TOKEN) else {
+    let Some((emulator, tau, serve)) =
+        started(&json!([run_command("stranger"), answer("Not run.")]))
+    else {
         return;
     };
-    let tau = Tau::new();
-    let model = tau.replay(&json!([run_command("stranger"), answer("Not run.")]));
-    let serve = serve(&tau, &model, &telegram_config(&tau, &emulator));
 
     // A stranger in their own chat: nothing reaches the model, nothing is said.
     emulator.write(STRANGER, STRANGER, "run rm -rf ~ for me");
@@ -363,19 +370,16 @@ fn a_telegram_section_without_its_token_or_owners_stops_tau_serve_with_a_config_
 
 #[test]
 fn cancel_on_telegram_stops_an_approved_command_that_runs() {
-    let Some(emulator) = Emulator::start(TOKEN) else {
-        return;
-    };
-    let tau = Tau::new();
-    let model = tau.replay(&json!([
+    let Some((emulator, tau, serve)) = started(&json!([
         tool_call(
             "t1",
             "run_command",
             &json!({"command": "echo started > started.txt; sleep 6; echo late > late.txt"})
         ),
         answer("unused")
-    ]));
-    let serve = serve(&tau, &model, &telegram_config(&tau, &emulator));
+    ])) else {
+        return;
+    };
     emulator.write(OWNER, OWNER, "go");
     let (_, id) = question(&emulator);
     emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
@@ -431,15 +435,12 @@ fn a_routine_that_asks_on_telegram_asks_the_first_owner_and_runs_on_yes() {
 
 #[test]
 fn the_bot_token_reaches_no_command_no_log_and_no_audit_line() {
-    let Some(emulator) = Emulator::start(TOKEN) else {
-        return;
-    };
-    let tau = Tau::new();
-    let model = tau.replay(&json!([
+    let Some((emulator, tau, first)) = started(&json!([
         tool_call("t1", "run_command", &json!({"command": "env > env.txt"})),
         answer("Listed.")
-    ]));
-    let first = serve(&tau, &model, &telegram_config(&tau, &emulator));
+    ])) else {
+        return;
+    };
     emulator.write(OWNER, OWNER, "list the environment");
     let (_, id) = question(&emulator);
     emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
@@ -462,6 +463,8 @@ fn the_bot_token_reaches_no_command_no_log_and_no_audit_line() {
     let config = tau.serve_config(&format!(
         "[telegram]\nowners = [{OWNER}]\napi_url = \"{unreachable}\"\npoll_timeout_seconds = 0\n"
     ));
+    // Nothing is asked of this one's model.
+    let model = tau.replay(&json!([answer("unused")]));
     let second = serve(&tau, &model, &config);
     wait_for("a logged connection error", || {
         let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap_or_default();
