@@ -16,25 +16,10 @@ use serde_json::{Value, json};
 const REFUSAL: &str =
     "The user did not approve this action: run_command. Do not perform it; tell the user briefly.";
 
-fn make_proof(tau: &Tau) -> String {
-    tau.replay(&json!([
-        tool_call(
-            "t1",
-            "run_command",
-            &json!({"command": "echo made >> proof.txt"})
-        ),
-        answer("Done."),
-    ]))
-}
-
-fn proof(tau: &Tau) -> Option<String> {
-    std::fs::read_to_string(tau.workspace().join("proof.txt")).ok()
-}
-
 #[test]
 fn an_approval_through_the_api_runs_the_call_once() {
     let tau = Tau::new();
-    let serve = tau.serve(&make_proof(&tau), &tau.serve_config(""));
+    let serve = tau.serve(&tau.make_proof(), &tau.serve_config(""));
     let session = serve.new_session();
     let mut events = Events::open(&serve, &session);
     let row = serve.ask(&session, "make a file");
@@ -63,7 +48,7 @@ fn an_approval_through_the_api_runs_the_call_once() {
             &json!("web")
         )
     );
-    assert_eq!(proof(&tau), None, "nothing runs before the answer");
+    assert_eq!(tau.proof(), None, "nothing runs before the answer");
 
     let approved = serve.post(
         &format!("/api/approvals/{id}"),
@@ -96,7 +81,7 @@ fn an_approval_through_the_api_runs_the_call_once() {
     }
     let messages = serve.until_answered(&session, "Done.");
     assert_eq!(messages.len(), 4);
-    assert_eq!(proof(&tau).as_deref(), Some("made\n"), "ran exactly once");
+    assert_eq!(tau.proof().as_deref(), Some("made\n"), "ran exactly once");
     assert_eq!(
         serve.get("/api/approvals?state=pending").json(),
         json!([]),
@@ -149,7 +134,7 @@ fn a_rejection_through_the_api_runs_nothing_and_the_model_is_told() {
     let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
     assert_eq!(late.status, 409);
     assert_eq!(late.json()["error"], "the question was already rejected");
-    assert_eq!(proof(&tau), None);
+    assert_eq!(tau.proof(), None);
     serve.kill_hard();
 }
 
@@ -192,18 +177,18 @@ fn a_new_message_supersedes_a_pending_question() {
         serve.get("/api/approvals?state=superseded").json()[0]["id"],
         json!(id)
     );
-    assert_eq!(proof(&tau), None);
+    assert_eq!(tau.proof(), None);
     serve.kill_hard();
 }
 
 #[test]
 fn the_hub_and_tau_chat_never_hold_one_session_at_once() {
     let tau = Tau::new();
-    let serve = tau.serve(&make_proof(&tau), &tau.serve_config(""));
+    let serve = tau.serve(&tau.make_proof(), &tau.serve_config(""));
     let session = serve.new_session();
     serve.ask(&session, "make a file");
     let chat = tau.run(
-        &["--model", &make_proof(&tau), "chat", "--session", &session],
+        &["--model", &tau.make_proof(), "chat", "--session", &session],
         "hi\n",
     );
     assert_eq!(chat.code, 2, "{}", chat.stderr);
@@ -219,7 +204,7 @@ fn the_hub_and_tau_chat_never_hold_one_session_at_once() {
 fn a_session_open_in_tau_chat_is_refused_by_the_hub() {
     use std::io::BufRead;
     let tau = Tau::new();
-    let model = make_proof(&tau);
+    let model = tau.make_proof();
     let serve = tau.serve(&model, &tau.serve_config(""));
     let session = serve.new_session();
     // tau chat opens the hub's conversation first and keeps it open.
@@ -306,6 +291,6 @@ fn an_unanswered_question_expires_and_every_view_says_so() {
     let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
     assert_eq!(late.status, 409);
     assert_eq!(late.json()["error"], "the question was already expired");
-    assert_eq!(proof(&tau), None);
+    assert_eq!(tau.proof(), None);
     serve.kill_hard();
 }

@@ -14,25 +14,10 @@ use common::{Tau, answer, tool_call};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-fn make_proof(tau: &Tau) -> String {
-    tau.replay(&json!([
-        tool_call(
-            "t1",
-            "run_command",
-            &json!({"command": "echo made >> proof.txt"})
-        ),
-        answer("Done."),
-    ]))
-}
-
-fn proof(tau: &Tau) -> Option<String> {
-    std::fs::read_to_string(tau.workspace().join("proof.txt")).ok()
-}
-
 #[test]
 fn the_token_host_and_origin_are_checked() {
     let tau = Tau::new();
-    let serve = tau.serve(&make_proof(&tau), &tau.serve_config(""));
+    let serve = tau.serve(&tau.make_proof(), &tau.serve_config(""));
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
     let answer_path = format!("/api/approvals/{}", row["id"].as_str().unwrap());
@@ -167,7 +152,7 @@ fn the_token_host_and_origin_are_checked() {
         ),
         403
     );
-    assert_eq!(proof(&tau), None, "nothing was approved on the way");
+    assert_eq!(tau.proof(), None, "nothing was approved on the way");
     assert_eq!(
         status(
             "POST",
@@ -178,7 +163,7 @@ fn the_token_host_and_origin_are_checked() {
         200
     );
     serve.until_answered(&session, "Done.");
-    assert_eq!(proof(&tau).as_deref(), Some("made\n"));
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
 
     // Every response carries the page's protections.
     let page = request(serve.addr, "GET", "/", &[("Host", &host)], None);
@@ -197,7 +182,7 @@ fn the_token_host_and_origin_are_checked() {
 #[test]
 fn bad_input_gets_a_clear_error_and_runs_nothing() {
     let tau = Tau::new();
-    let serve = tau.serve(&make_proof(&tau), &tau.serve_config(""));
+    let serve = tau.serve(&tau.make_proof(), &tau.serve_config(""));
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
     let id = row["id"].as_str().unwrap();
@@ -318,7 +303,7 @@ fn bad_input_gets_a_clear_error_and_runs_nothing() {
     assert_eq!(serve.get("/api/sessions/web-nope/messages").status, 404);
     assert_eq!(serve.get("/api/nothing").status, 404);
     // Nothing ran, the question still waits, and the hub still answers.
-    assert_eq!(proof(&tau), None);
+    assert_eq!(tau.proof(), None);
     let pending = serve.get("/api/approvals?state=pending").json();
     assert_eq!(pending[0]["id"], json!(id));
     assert_eq!(serve.get("/api/sessions").status, 200);
@@ -329,7 +314,7 @@ fn bad_input_gets_a_clear_error_and_runs_nothing() {
 fn a_slow_client_and_a_vanished_stream_do_not_hold_anyone_up() {
     use std::io::Write;
     let tau = Tau::new();
-    let serve = tau.serve(&make_proof(&tau), &tau.serve_config(""));
+    let serve = tau.serve(&tau.make_proof(), &tau.serve_config(""));
     let session = serve.new_session();
     // A client that sends half a request head and then nothing.
     let mut slow = std::net::TcpStream::connect(serve.addr).unwrap();
@@ -363,7 +348,7 @@ fn an_address_off_loopback_needs_its_own_setting() {
             "--config",
             config.to_str().unwrap(),
             "--model",
-            &make_proof(&tau),
+            &tau.make_proof(),
             "serve",
         ],
         "",

@@ -24,10 +24,6 @@ fn model(answer: &str) -> ModelServer {
     )
 }
 
-fn proof(tau: &Tau) -> Option<String> {
-    std::fs::read_to_string(tau.workspace().join("proof.txt")).ok()
-}
-
 /// Starts a hub, asks, kills it with SIGKILL; returns the session and the approval id.
 /// The turn of `session` ended paused on its question (its state is saved).
 fn paused(tau: &Tau, session: &str) -> Option<()> {
@@ -75,7 +71,7 @@ fn a_question_survives_sigkill_and_runs_once_after_the_restart() {
     let messages = serve.until_answered(&session, "Done after the restart.");
     assert_eq!(messages.len(), 4);
     assert_eq!(
-        proof(&tau).as_deref(),
+        tau.proof().as_deref(),
         Some("made\n"),
         "ran once, as approved"
     );
@@ -99,7 +95,7 @@ fn a_question_survives_sigkill_and_runs_once_after_the_restart() {
     // A third start has nothing to run.
     let serve = tau.serve(&model, &config);
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert_eq!(proof(&tau).as_deref(), Some("made\n"));
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
     assert_eq!(serve.get("/api/approvals?state=pending").json(), json!([]));
     serve.kill_hard();
 }
@@ -136,7 +132,7 @@ fn arguments_changed_in_the_store_while_the_hub_was_down_are_refused() {
         "the person approved what they were shown"
     );
     serve.until_answered(&session, "Not done.");
-    assert_eq!(proof(&tau), None, "what runs must be what was approved");
+    assert_eq!(tau.proof(), None, "what runs must be what was approved");
     let audit = tau.audit();
     assert!(
         audit.iter().any(|e| e["type"] == "error"
@@ -174,7 +170,7 @@ fn a_question_that_expired_while_the_hub_was_down_is_refused_and_shown_expired()
     let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
     assert_eq!(late.status, 409);
     assert_eq!(late.json()["error"], "the question was already expired");
-    assert_eq!(proof(&tau), None);
+    assert_eq!(tau.proof(), None);
     let call = tau
         .audit()
         .into_iter()
@@ -208,6 +204,6 @@ fn sigterm_stops_the_hub_and_keeps_the_question() {
         serve.get("/api/approvals?state=pending").json()[0]["id"],
         row["id"]
     );
-    assert_eq!(proof(&tau), None);
+    assert_eq!(tau.proof(), None);
     serve.kill_hard();
 }

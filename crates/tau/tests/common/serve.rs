@@ -45,6 +45,23 @@ impl Reply {
 }
 
 impl Tau {
+    /// A replay model that runs `echo made >> proof.txt` (tier 2) and then says "Done.".
+    pub fn make_proof(&self) -> String {
+        self.replay(&serde_json::json!([
+            super::tool_call(
+                "t1",
+                "run_command",
+                &serde_json::json!({"command": "echo made >> proof.txt"})
+            ),
+            super::answer("Done."),
+        ]))
+    }
+
+    /// What the proof command wrote, if it ran.
+    pub fn proof(&self) -> Option<String> {
+        std::fs::read_to_string(self.workspace().join("proof.txt")).ok()
+    }
+
     /// `tau.toml` for a hub on a free port, plus `extra`.
     pub fn serve_config(&self, extra: &str) -> std::path::PathBuf {
         self.config(&format!("[web]\nlisten = \"127.0.0.1:0\"\n{extra}"))
