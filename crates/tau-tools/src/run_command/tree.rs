@@ -51,13 +51,13 @@ pub(crate) struct Me {
 }
 
 impl Me {
+    /// The session as `/proc` shows it, not from `getsid`: when tau's session leader is
+    /// outside its pid namespace (a container started from a shell outside it) the session
+    /// reads as 0, which `/proc` reports alike for every process in it.
     fn now() -> Self {
-        let pid = rustix::process::getpid();
-        let session = rustix::process::getsid(None).unwrap_or(pid);
-        Self {
-            pid: pid.as_raw_nonzero().get(),
-            session: session.as_raw_nonzero().get(),
-        }
+        let pid = rustix::process::getpid().as_raw_nonzero().get();
+        let session = read_stat(pid).map_or(pid, |own| own.session);
+        Self { pid, session }
     }
 }
 

@@ -97,3 +97,24 @@ fn this_process_reads_as_itself() {
     );
     assert!(scan().iter().any(|p| p.pid == me.pid));
 }
+
+#[test]
+fn a_session_whose_leader_is_outside_the_namespace_reads_as_zero_and_still_works() {
+    // tau and the MCP server in a session `/proc` shows as 0; the command in its own.
+    let me = Me {
+        pid: 100,
+        session: 0,
+    };
+    let procs = [
+        process(100, 1, 0, 10),
+        process(200, 100, 0, 20),
+        process(300, 100, 300, 5000),
+        process(301, 300, 300, 5001),
+        process(302, 100, 302, 5002),
+        process(500, 100, 0, 7000),
+    ];
+    assert_eq!(
+        pids(&members(&procs, me, ROOT, &BTreeSet::new())),
+        vec![300, 301, 302]
+    );
+}
