@@ -18,6 +18,7 @@
 //! - `discovery.rs`: Home Assistant discovery configs as proposals, and how a pinned
 //!   device differs from what discovery says now
 //! - `store.rs`: the tables in `state.db` (stored devices, seen discovery configs, states)
+//! - `watch.rs`: records the discovery configs of pinned devices while tau runs
 
 mod card;
 mod def;
@@ -26,6 +27,7 @@ mod kind;
 mod registry;
 mod store;
 mod tools;
+mod watch;
 
 pub use card::{
     DeviceCard, LOCK_CLASS_SUFFIX, MODEL_SAYS, Note, device_set_card, headline, mqtt_publish_card,
@@ -39,3 +41,4 @@ pub use kind::{ActionName, DeviceKind};
 pub use registry::{Command, Origin, Registered, Registry, RegistryError, number};
 pub use store::{DeviceStore, SeenConfig, SeenState, StoreError, StoredDevice, StoredRow};
 pub use tools::{DeviceTools, ReadWait};
+pub use watch::{pinned_topics, watch_discovery};

@@ -103,27 +103,32 @@ impl Registry {
     ) -> Result<Self, RegistryError> {
         let mut registry = Self::default();
         for (def, origin) in devices {
-            let device = def.check()?;
-            if let Some(first) = registry.devices.get(&device.name) {
-                return Err(RegistryError::DuplicateName {
-                    name: device.name,
-                    first: first.origin.describe(),
-                });
-            }
-            if let Some(topic) = &device.command_topic
-                && let Some(other) = registry.by_command_topic(topic)
-            {
-                return Err(RegistryError::DuplicateTopic {
-                    name: device.name.clone(),
-                    topic: topic.clone(),
-                    other: other.device.name.clone(),
-                });
-            }
-            registry
-                .devices
-                .insert(device.name.clone(), Registered { device, origin });
+            registry.add(&def, origin)?;
         }
         Ok(registry)
+    }
+
+    /// Adds one device, checked; nothing changes when it is refused.
+    pub fn add(&mut self, def: &DeviceDef, origin: Origin) -> Result<(), RegistryError> {
+        let device = def.check()?;
+        if let Some(first) = self.devices.get(&device.name) {
+            return Err(RegistryError::DuplicateName {
+                name: device.name,
+                first: first.origin.describe(),
+            });
+        }
+        if let Some(topic) = &device.command_topic
+            && let Some(other) = self.by_command_topic(topic)
+        {
+            return Err(RegistryError::DuplicateTopic {
+                name: device.name.clone(),
+                topic: topic.clone(),
+                other: other.device.name.clone(),
+            });
+        }
+        self.devices
+            .insert(device.name.clone(), Registered { device, origin });
+        Ok(())
     }
 
     pub fn is_empty(&self) -> bool {

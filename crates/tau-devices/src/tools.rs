@@ -261,7 +261,8 @@ impl Tool for DeviceState {
         let device = &registered.device;
         let wait = self.shared.wait;
         let reader = self.shared.broker.companion("-state");
-        let messages = reader.read(&[topic], wait.quiet, wait.limit).await?;
+        // The retained state comes first, right after the subscription is confirmed.
+        let messages = reader.read(&[topic], wait.quiet, wait.limit, 1).await?;
         let Some(last) = messages.iter().rev().find(|m| m.topic == topic) else {
             return Ok(ToolOutput::json(json!({
                 "device": device.name,

@@ -199,14 +199,15 @@ impl MqttBroker {
         Ok(())
     }
 
-    /// Subscribes to `filters` and gathers what arrives until no message has come for
-    /// `quiet` (or `limit` passed in all): the retained messages first, then whatever is
-    /// published meanwhile. An unreachable broker is an error.
+    /// Subscribes to `filters` and gathers what arrives until `enough` messages came, or
+    /// none has come for `quiet` (or `limit` passed in all): the retained messages first,
+    /// then whatever is published meanwhile. An unreachable broker is an error.
     pub async fn read(
         &self,
         filters: &[&str],
         quiet: Duration,
         limit: Duration,
+        enough: usize,
     ) -> Result<Vec<MqttMessage>, ToolError> {
         let address = self.address();
         let gather = async {
@@ -228,7 +229,7 @@ impl MqttBroker {
                 }
             }
             let mut messages = Vec::new();
-            while messages.len() < MAX_RETAINED {
+            while messages.len() < enough.min(MAX_RETAINED) {
                 match tokio::time::timeout(quiet, events.poll()).await {
                     Err(_quiet) => break,
                     Ok(Ok(Event::Incoming(Packet::Publish(message)))) => {
@@ -251,6 +252,54 @@ impl MqttBroker {
                 limit.as_secs()
             ))
         })?
+    }
+}
+
+impl MqttBroker {
+    /// Stays subscribed to `filters` until `stop` resolves, handing every message to
+    /// `deliver`: the retained ones first, then each one published later. A lost connection
+    /// is retried with growing pauses (up to 30 s) and subscribed again.
+    pub async fn watch(
+        &self,
+        filters: &[String],
+        mut deliver: impl FnMut(MqttMessage) + Send,
+        stop: impl std::future::Future<Output = ()> + Send,
+    ) {
+        let (client, mut events) = AsyncClient::new(self.options(), 64);
+        let subscriptions: Vec<SubscribeFilter> = filters
+            .iter()
+            .map(|filter| SubscribeFilter::new(filter.clone(), QoS::AtMostOnce))
+            .collect();
+        let mut pause = Duration::from_secs(1);
+        let run = async {
+            loop {
+                match events.poll().await {
+                    Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                        pause = Duration::from_secs(1);
+                        // A clean session forgets its subscriptions: ask again each time.
+                        if let Err(error) = client.subscribe_many(subscriptions.clone()).await {
+                            tracing::warn!(%error, "cannot subscribe to the broker");
+                        }
+                    }
+                    Ok(Event::Incoming(Packet::Publish(message))) => deliver(MqttMessage {
+                        topic: message.topic,
+                        payload: message.payload.to_vec(),
+                        retained: message.retain,
+                    }),
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(address = %self.address(), %error, "the MQTT watch lost its broker; retrying");
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(30));
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            () = stop => {}
+            () = run => {}
+        }
+        goodbye(&client, &mut events).await;
     }
 }
 
