@@ -149,6 +149,11 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
         return Ok("no devices yet: add [[devices]] to tau.toml, `tau devices add`, or `tau devices discover` and `tau devices pin NAME`\n".to_owned());
     }
     let width = registry.names().iter().map(|n| n.len()).max().unwrap_or(0);
+    let place_width = registry
+        .devices()
+        .map(|r| place(r).chars().count())
+        .max()
+        .unwrap_or(0);
     let mut out = String::new();
     for registered in registry.devices() {
         let device = &registered.device;
@@ -164,7 +169,7 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
         };
         let _ = writeln!(
             out,
-            "{:<width$}  {}  {}{class}: {}  [{}]{warning}",
+            "{:<width$}  {:<place_width$}  {}{class}: {}  [{}]{warning}",
             device.name,
             place(registered),
             device.kind,
@@ -422,12 +427,16 @@ pub(crate) async fn discover(ctx: &Context, prefix: &str, seconds: f64) -> anyho
             .as_ref()
             .map(|r| format!(" ({r})"))
             .unwrap_or_default();
-        let names: Vec<_> = def.actions.keys().map(String::as_str).collect();
-        let problem = def
-            .check()
-            .err()
-            .map(|e| format!("  ✗ cannot be pinned as is: {e}"))
-            .unwrap_or_default();
+        let (names, problem): (Vec<String>, String) = match def.check() {
+            Ok(device) => (
+                device.actions.keys().map(ToString::to_string).collect(),
+                String::new(),
+            ),
+            Err(error) => (
+                def.actions.keys().cloned().collect(),
+                format!("  ✗ cannot be pinned as is: {error}"),
+            ),
+        };
         let _ = writeln!(
             out,
             "  {}  {}{room}, a {}: {}  commands to {}  from {}{problem}",
