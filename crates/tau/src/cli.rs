@@ -142,7 +142,7 @@ pub(crate) enum DevicesCommand {
     /// One device: its topics, the payload of each action, what discovery says now
     Show { name: String },
     /// Keeps a device in state.db (like a [[devices]] entry in tau.toml)
-    Add(AddDevice),
+    Add(Box<AddDevice>),
     /// Removes a device added or pinned here (tau.toml's are edited there)
     Remove { name: String },
     /// Reads Home Assistant's discovery configs from the broker and proposes devices;

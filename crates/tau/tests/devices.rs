@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::Tau;
@@ -36,7 +36,7 @@ fn config(tau: &Tau, port: u16, extra: &str) -> PathBuf {
     tau.config(&format!("[tools.mqtt]\nport = {port}\n{KITCHEN}{extra}"))
 }
 
-fn ok(tau: &Tau, config: &PathBuf, args: &[&str]) -> String {
+fn ok(tau: &Tau, config: &Path, args: &[&str]) -> String {
     let mut all = vec!["--config", config.to_str().unwrap()];
     all.extend_from_slice(args);
     let run = tau.run(&all, "");
@@ -44,7 +44,7 @@ fn ok(tau: &Tau, config: &PathBuf, args: &[&str]) -> String {
     run.stdout
 }
 
-fn fails(tau: &Tau, config: &PathBuf, args: &[&str]) -> (i32, String) {
+fn fails(tau: &Tau, config: &Path, args: &[&str]) -> (i32, String) {
     let mut all = vec!["--config", config.to_str().unwrap()];
     all.extend_from_slice(args);
     let run = tau.run(&all, "");
@@ -59,18 +59,45 @@ fn devices_are_added_listed_shown_and_removed() {
         &tau,
         &config,
         &[
-            "devices", "add", "living-heater", "--label", "Living room heater", "--kind",
-            "climate", "--command-topic", "home/living/heater/set", "--range", "set=5:30:0.5",
-            "--unit", "set=°C", "--action", "off=OFF",
+            "devices",
+            "add",
+            "living-heater",
+            "--label",
+            "Living room heater",
+            "--kind",
+            "climate",
+            "--command-topic",
+            "home/living/heater/set",
+            "--range",
+            "set=5:30:0.5",
+            "--unit",
+            "set=°C",
+            "--action",
+            "off=OFF",
         ],
     );
-    assert_eq!(added, "added living-heater: Living room heater, a climate (off, set)\n");
+    assert_eq!(
+        added,
+        "added living-heater: Living room heater, a climate (off, set)\n"
+    );
     ok(
         &tau,
         &config,
         &[
-            "devices", "add", "front-door", "--label", "Front door", "--room", "hall", "--kind",
-            "lock", "--command-topic", "home/hall/door/set", "--action", "lock=LOCK", "--action",
+            "devices",
+            "add",
+            "front-door",
+            "--label",
+            "Front door",
+            "--room",
+            "hall",
+            "--kind",
+            "lock",
+            "--command-topic",
+            "home/hall/door/set",
+            "--action",
+            "lock=LOCK",
+            "--action",
             "unlock=UNLOCK",
         ],
     );
@@ -79,29 +106,76 @@ fn devices_are_added_listed_shown_and_removed() {
     insta::assert_snapshot!(format!("{listed}\n{shown}"));
     // The model sees them too.
     let tools = ok(&tau, &config, &["tools"]);
-    assert!(tools.contains("device_set         2  sends a command"), "{tools}");
+    assert!(
+        tools.contains("device_set         2  sends a command"),
+        "{tools}"
+    );
 
     assert_eq!(
         fails(&tau, &config, &["devices", "remove", "kitchen-light"]),
-        (2, "tau: 'kitchen-light' is in tau.toml; remove its [[devices]] entry there\n".into())
+        (
+            2,
+            "tau: 'kitchen-light' is in tau.toml; remove its [[devices]] entry there\n".into()
+        )
     );
-    assert_eq!(ok(&tau, &config, &["devices", "remove", "front-door"]), "removed front-door\n");
+    assert_eq!(
+        ok(&tau, &config, &["devices", "remove", "front-door"]),
+        "removed front-door\n"
+    );
     assert!(!ok(&tau, &config, &["devices", "list"]).contains("front-door"));
     for (args, expected) in [
         (
-            vec!["devices", "add", "yes", "--label", "Y", "--kind", "switch", "--command-topic", "a", "--action", "on=1"],
+            vec![
+                "devices",
+                "add",
+                "yes",
+                "--label",
+                "Y",
+                "--kind",
+                "switch",
+                "--command-topic",
+                "a",
+                "--action",
+                "on=1",
+            ],
             "tau: devices.yes.name: \"yes\" answers questions; a device needs a name that typing it is a deliberate step\n",
         ),
         (
-            vec!["devices", "add", "kitchen-light", "--label", "Again", "--kind", "switch", "--command-topic", "b", "--action", "on=1"],
+            vec![
+                "devices",
+                "add",
+                "kitchen-light",
+                "--label",
+                "Again",
+                "--kind",
+                "switch",
+                "--command-topic",
+                "b",
+                "--action",
+                "on=1",
+            ],
             "tau: devices.kitchen-light: a device named 'kitchen-light' is already registered (from tau.toml)\n",
         ),
         (
-            vec!["devices", "add", "twin", "--label", "Twin", "--kind", "light", "--command-topic", "home/kitchen/light/set", "--action", "on=1"],
+            vec![
+                "devices",
+                "add",
+                "twin",
+                "--label",
+                "Twin",
+                "--kind",
+                "light",
+                "--command-topic",
+                "home/kitchen/light/set",
+                "--action",
+                "on=1",
+            ],
             "tau: devices.twin.command_topic: 'home/kitchen/light/set' is already the command topic of 'kitchen-light'; one topic, one device\n",
         ),
         (
-            vec!["devices", "add", "toaster", "--label", "T", "--kind", "toaster"],
+            vec![
+                "devices", "add", "toaster", "--label", "T", "--kind", "toaster",
+            ],
             "tau: --kind \"toaster\": the kinds are light, switch, plug, fan, lock, cover, garage, valve, climate, heater, sensor\n",
         ),
         (
@@ -109,7 +183,11 @@ fn devices_are_added_listed_shown_and_removed() {
             "tau: there is no device named \"oven\"; the devices are: kitchen-light, living-heater\n",
         ),
     ] {
-        assert_eq!(fails(&tau, &config, &args), (2, expected.to_owned()), "{args:?}");
+        assert_eq!(
+            fails(&tau, &config, &args),
+            (2, expected.to_owned()),
+            "{args:?}"
+        );
     }
 }
 
@@ -126,7 +204,10 @@ fn a_device_mistake_in_tau_toml_names_its_key() {
             "devices.kitchen-light.actions: \"off\" is not an action of a garage; a garage has open, close, stop",
         ),
         (
-            format!("{KITCHEN}{}", KITCHEN.replace("kitchen-light", "other-light")),
+            format!(
+                "{KITCHEN}{}",
+                KITCHEN.replace("kitchen-light", "other-light")
+            ),
             "devices.other-light.command_topic: 'home/kitchen/light/set' is already the command topic of 'kitchen-light'; one topic, one device",
         ),
         (
@@ -175,9 +256,10 @@ fn discovery_proposes_only_pin_adds_and_a_later_rename_changes_nothing_pinned() 
 
     // Anyone on the broker may publish a new config: the garage now claims to be the
     // kitchen light, in the kitchen.
-    let renamed = GARAGE
-        .replace("Garage door", "kitchen light")
-        .replace("\"suggested_area\":\"garage\"", "\"suggested_area\":\"kitchen\"");
+    let renamed = GARAGE.replace("Garage door", "kitchen light").replace(
+        "\"suggested_area\":\"garage\"",
+        "\"suggested_area\":\"kitchen\"",
+    );
     publish(port, GARAGE_TOPIC, &renamed, true).unwrap();
     let again = ok(&tau, &config, &["devices", "discover", "--wait", "1"]);
     assert!(
@@ -212,10 +294,31 @@ fn a_discovery_label_tau_would_have_to_escape_is_pinned_only_with_words_of_your_
     assert!(found.contains("  pump  Pump\\u{202e}, a switch"), "{found}");
     let (code, stderr) = fails(&tau, &config, &["devices", "pin", "pump"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("devices.pump.label: must be 1 to 60 characters"), "{stderr}");
-    assert!(stderr.ends_with("pin it with --label, --room or --as to give it words of your own\n"), "{stderr}");
-    let pinned = ok(&tau, &config, &["devices", "pin", "pump", "--label", "Garden pump", "--room", "garden"]);
-    assert!(pinned.starts_with("pinned pump: Garden pump (garden), a switch"), "{pinned}");
+    assert!(
+        stderr.contains("devices.pump.label: must be 1 to 60 characters"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("pin it with --label, --room or --as to give it words of your own\n"),
+        "{stderr}"
+    );
+    let pinned = ok(
+        &tau,
+        &config,
+        &[
+            "devices",
+            "pin",
+            "pump",
+            "--label",
+            "Garden pump",
+            "--room",
+            "garden",
+        ],
+    );
+    assert!(
+        pinned.starts_with("pinned pump: Garden pump (garden), a switch"),
+        "{pinned}"
+    );
 }
 
 #[test]
@@ -261,7 +364,13 @@ arguments = { device = "porch-light", action = "on" }
         .audit_events()
         .into_iter()
         .filter(|e| e["type"] == "tool_call")
-        .map(|e| (e["tool"].clone(), e["approval"].clone(), e["decided_by"].clone()))
+        .map(|e| {
+            (
+                e["tool"].clone(),
+                e["approval"].clone(),
+                e["decided_by"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         calls,
@@ -278,5 +387,8 @@ arguments = { device = "porch-light", action = "on" }
     ));
     let (code, stderr) = fails(&tau, &bad, &["routines", "list"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("routines.oven.arguments.device"), "{stderr}");
+    assert!(
+        stderr.contains("routines.oven.arguments.device"),
+        "{stderr}"
+    );
 }
