@@ -37,7 +37,7 @@ mod turn;
 
 pub use approval::{
     Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
-    TierGate, ToolCallRecord, refusal_text, unknown_tool_text,
+    TierGate, ToolCallRecord, invalid_call_text, refusal_text, unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{
