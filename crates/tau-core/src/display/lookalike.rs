@@ -88,16 +88,16 @@ fn and_list(names: &[&str]) -> String {
 /// the value's sorted JSON.
 pub fn lookalike_arguments(value: &Value) -> Vec<Lookalike> {
     let mut found = Vec::new();
-    walk(value, String::new(), &mut found);
+    walk(value, "", &mut found);
     found
 }
 
-fn walk(value: &Value, path: String, found: &mut Vec<Lookalike>) {
+fn walk(value: &Value, path: &str, found: &mut Vec<Lookalike>) {
     match value {
-        Value::String(text) => found.extend(lookalikes(text, &path)),
+        Value::String(text) => found.extend(lookalikes(text, path)),
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                walk(item, format!("{path}[{i}]"), found);
+                walk(item, &format!("{path}[{i}]"), found);
             }
         }
         Value::Object(map) => {
@@ -111,7 +111,7 @@ fn walk(value: &Value, path: String, found: &mut Vec<Lookalike>) {
                 };
                 found.extend(lookalikes(key, &format!("{inner} (the key)")));
                 if let Some(item) = map.get(key) {
-                    walk(item, inner, found);
+                    walk(item, &inner, found);
                 }
             }
         }
