@@ -37,6 +37,7 @@ use crate::errors::exit_code;
 use crate::paths::Home;
 
 fn main() -> ExitCode {
+    close_own_process();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -61,6 +62,19 @@ fn main() -> ExitCode {
             );
             ExitCode::from(exit_code(&error))
         }
+    }
+}
+
+/// Makes tau's process non-dumpable, before any secret is read: `/proc/<tau>/environ`,
+/// `mem`, `fd` and `maps` then belong to root and a process of the same user (a command
+/// tau ran, an MCP server, anything else the person runs) cannot read tau's keys and tokens
+/// there or attach to it; no core dump holds them either. Programs tau starts are dumpable
+/// again after their `exec`, as usual.
+fn close_own_process() {
+    if let Err(error) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        eprintln!("tau: warning: cannot close its process to other programs of this user: {error}");
     }
 }
 
