@@ -153,10 +153,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         },
         Command::Mcp { http } => mcp::run(&ctx, http).await?,
-        Command::Audit {
-            command: AuditCommand::Verify,
-        } => {
-            let (report, intact) = commands::audit_verify(&ctx)?;
+        Command::Audit { command } => {
+            let (report, intact) = match command {
+                AuditCommand::Verify { from } => audit::verify_command(&ctx, from.as_deref())?,
+                AuditCommand::Head => audit::head_command(&ctx)?,
+            };
             print(&report);
             if !intact {
                 return Ok(ExitCode::from(1));
