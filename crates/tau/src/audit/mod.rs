@@ -12,11 +12,13 @@
 //! append anchors it. Anything else that disagrees with the anchor is reported.
 //!
 //! Layout: `mod.rs` the appender, `anchor.rs` the head in `state.db`, `verify.rs` the check,
-//! `command.rs` what `tau audit` prints.
+//! `command.rs` what `tau audit` prints, `witness.rs` the head sent where the log's writers
+//! cannot reach it.
 
 mod anchor;
 mod command;
 mod verify;
+pub(crate) mod witness;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -29,7 +31,8 @@ use tau_core::{AuditEvent, EventSubscriber};
 
 use self::anchor::{Anchor, Head};
 pub(crate) use self::command::{head_command, verify_command};
-pub(crate) use self::verify::{Verdict, verify};
+#[cfg(test)]
+use self::verify::{Verdict, verify};
 
 /// The `prev` of the first line.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
