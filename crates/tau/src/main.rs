@@ -11,6 +11,7 @@ mod cli;
 mod commands;
 mod context;
 mod demo;
+mod devices;
 mod errors;
 mod hosted;
 mod lock;
@@ -31,7 +32,9 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{AuditCommand, Cli, Command, ConfigCommand, RoutinesCommand, SessionsCommand};
+use crate::cli::{
+    AuditCommand, Cli, Command, ConfigCommand, DevicesCommand, RoutinesCommand, SessionsCommand,
+};
 use crate::context::Context;
 use crate::errors::exit_code;
 use crate::paths::Home;
@@ -139,6 +142,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let tools = ctx.catalog_with_routines().await?;
             print(&commands::tools(&tools.catalog));
         }
+        Command::Devices { command } => match command {
+            DevicesCommand::List => print(&devices::list(&ctx)?),
+            DevicesCommand::Show { name } => print(&devices::show(&ctx, &name)?),
+            DevicesCommand::Add(add) => print(&devices::add(&ctx, &add)?),
+            DevicesCommand::Remove { name } => print(&devices::remove(&ctx, &name)?),
+            DevicesCommand::Discover { prefix, wait } => {
+                print(&devices::discover(&ctx, &prefix, wait).await?);
+            }
+            DevicesCommand::Pin(pin) => print(&devices::pin(&ctx, &pin)?),
+        },
         Command::Routines { command } => match command {
             RoutinesCommand::List => print(&routines::list(&ctx).await?),
             RoutinesCommand::Show { name } => print(&routines::show(&ctx, &name).await?),
