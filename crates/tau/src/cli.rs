@@ -215,7 +215,14 @@ pub(crate) struct PinDevice {
 #[derive(Debug, Subcommand)]
 pub(crate) enum AuditCommand {
     /// Checks that no line of audit.jsonl was edited, dropped or reordered
-    Verify,
+    Verify {
+        /// Also proves the log extends this head, kept elsewhere (as `tau audit head`
+        /// printed it)
+        #[arg(long, value_name = "SEQ:HASH")]
+        from: Option<String>,
+    },
+    /// Prints the chain's head as SEQ:HASH, to keep somewhere the log's writers cannot reach
+    Head,
 }
 
 #[derive(Debug, Subcommand)]

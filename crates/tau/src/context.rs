@@ -56,6 +56,7 @@ impl Context {
             &self.loaded.config.tools.workspace,
             &self.home,
             self.loaded.path.as_deref(),
+            &self.loaded.config.mcp,
             &*self.env,
         )
     }

@@ -40,6 +40,7 @@ use crate::errors::exit_code;
 use crate::paths::Home;
 
 fn main() -> ExitCode {
+    close_own_process();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -64,6 +65,19 @@ fn main() -> ExitCode {
             );
             ExitCode::from(exit_code(&error))
         }
+    }
+}
+
+/// Makes tau's process non-dumpable, before any secret is read: `/proc/<tau>/environ`,
+/// `mem`, `fd` and `maps` then belong to root and a process of the same user (a command
+/// tau ran, an MCP server, anything else the person runs) cannot read tau's keys and tokens
+/// there or attach to it; no core dump holds them either. Programs tau starts are dumpable
+/// again after their `exec`, as usual.
+fn close_own_process() {
+    if let Err(error) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        eprintln!("tau: warning: cannot close its process to other programs of this user: {error}");
     }
 }
 
@@ -152,10 +166,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         },
         Command::Mcp { http } => mcp::run(&ctx, http).await?,
-        Command::Audit {
-            command: AuditCommand::Verify,
-        } => {
-            let (report, intact) = commands::audit_verify(&ctx)?;
+        Command::Audit { command } => {
+            let (report, intact) = match command {
+                AuditCommand::Verify { from } => audit::verify_command(&ctx, from.as_deref())?,
+                AuditCommand::Head => audit::head_command(&ctx)?,
+            };
             print(&report);
             if !intact {
                 return Ok(ExitCode::from(1));

@@ -10,6 +10,7 @@ use tau_telegram::TelegramConfig;
 use tau_tools::ToolsConfig;
 use tau_web::WebConfig;
 
+use crate::audit::witness::AuditConfig;
 use crate::errors::usage;
 use crate::paths::{Env, Home, config_path};
 
@@ -27,6 +28,8 @@ pub(crate) struct TauConfig {
     /// `[telegram]`: the channel runs under `tau serve` when the section is there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telegram: Option<TelegramConfig>,
+    /// `[audit]`: where `tau serve` sends the day's head.
+    pub audit: AuditConfig,
     /// `[[devices]]`: the devices tau knows by name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<tau_devices::DeviceDef>,
@@ -124,6 +127,10 @@ pub(crate) fn load(
             .validate()
             .map_err(|e| usage(format!("{shown}: {e}")))?;
     }
+    config
+        .audit
+        .validate(config.telegram.is_some())
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
     crate::devices::config_registry(&config.devices).map_err(|e| usage(format!("{shown}: {e}")))?;
     crate::routines::check_config(&config, env).map_err(|e| usage(format!("{shown}: {e}")))?;
     Ok(Loaded {
