@@ -5,6 +5,7 @@ pub mod model_server;
 pub mod peers;
 pub mod pty;
 pub mod serve;
+pub mod tmux;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
