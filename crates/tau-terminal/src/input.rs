@@ -82,6 +82,10 @@ async fn read_prompts<R: AsyncRead + Unpin>(
             while let Some(line) = lines.pop() {
                 deliver(&shared, &prompts, line);
             }
+            if ended {
+                // The input ended (Ctrl-D while a turn ran): nothing for the editor.
+                break;
+            }
             park(&shared).await;
         }
         // Wait until someone wants a line (always, when reading ahead).
@@ -452,6 +456,29 @@ mod tests {
         assert!(questions.is_open(), "another question's outcome");
         questions.decided("ap_1");
         assert!(!questions.is_open());
+    }
+
+    #[tokio::test]
+    async fn a_line_typed_while_a_turn_ran_comes_before_the_editor() {
+        let (mut keyboard, mut prompts, _questions, _) = on_a_terminal();
+        keyboard.write_all(b"typed ahead\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut editor = PromptEditor::new(&[]).unwrap();
+        let read = prompts.next_edited(&mut editor, "you> ").await;
+        assert!(
+            matches!(&read, Some(Read::TypedAhead(line)) if line == "typed ahead"),
+            "{read:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_end_of_input_while_a_turn_ran_ends_the_chat_without_the_editor() {
+        let (keyboard, mut prompts, _questions, _) = on_a_terminal();
+        drop(keyboard);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut editor = PromptEditor::new(&[]).unwrap();
+        let read = prompts.next_edited(&mut editor, "you> ").await;
+        assert!(read.is_none(), "{read:?}");
     }
 
     /// Prompts from a pipe, answers from a terminal of their own.

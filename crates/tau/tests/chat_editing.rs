@@ -38,20 +38,21 @@ fn arrows_edit_the_prompt_and_up_brings_back_the_last_one() {
     let Some(terminal) = chat(&tau, &model, "s1") else {
         return;
     };
-    terminal.wait_for("you> ");
+    terminal.wait_for("you>");
     // "helo", two steps left, an "l": "hello".
     terminal.type_text("helo");
     terminal.keys(&["Left", "Left"]);
     terminal.type_text("l");
     terminal.keys(&["Enter"]);
-    terminal.wait_for("tau> first answer");
+    // Keys typed before the prompt is back are a plain line's, echoed as such: wait.
+    terminal.wait_for("tau> first answer\nyou>");
     // Up brings "hello" back; End and more text make a new prompt of it.
     terminal.keys(&["Up"]);
     terminal.wait_for("you> hello\n");
     terminal.keys(&["End"]);
     terminal.type_text(" again");
     terminal.keys(&["Enter"]);
-    terminal.wait_for("tau> second answer");
+    terminal.wait_for("tau> second answer\nyou>");
     terminal.keys(&["C-d"]);
     assert_eq!(terminal.exited(), 0);
     let screen = terminal.joined();
@@ -76,24 +77,24 @@ fn the_history_outlives_the_chat_and_a_prompt_begun_with_a_space_is_not_kept() {
     let Some(first) = chat(&tau, &model, "s1") else {
         return;
     };
-    first.wait_for("you> ");
+    first.wait_for("you>");
     first.type_text("lights on");
     first.keys(&["Enter"]);
-    first.wait_for("tau> one");
+    first.wait_for("tau> one\nyou>");
     first.type_text(" my secret");
     first.keys(&["Enter"]);
-    first.wait_for("tau> two");
+    first.wait_for("tau> two\nyou>");
     first.keys(&["C-d"]);
     assert_eq!(first.exited(), 0);
     drop(first);
     let Some(second) = chat(&tau, &model, "s2") else {
         return;
     };
-    second.wait_for("you> ");
+    second.wait_for("you>");
     second.keys(&["Up"]);
     second.wait_for("you> lights on");
     second.keys(&["Enter"]);
-    second.wait_for("tau> ");
+    second.wait_for("tau> one\nyou>");
     second.keys(&["C-d"]);
     assert_eq!(second.exited(), 0);
     assert_eq!(user_prompts(&tau, "s2"), vec![json!("lights on")]);
@@ -108,7 +109,7 @@ fn ctrl_c_clears_a_line_and_on_an_empty_one_ends_the_chat() {
     let Some(terminal) = chat(&tau, &model, "s1") else {
         return;
     };
-    terminal.wait_for("you> ");
+    terminal.wait_for("you>");
     terminal.type_text("half a thought");
     terminal.wait_for("you> half a thought");
     terminal.keys(&["C-c"]);
@@ -135,11 +136,11 @@ fn a_spinner_says_the_model_is_thinking_and_goes_when_it_answers() {
     let Some(terminal) = chat(&tau, &model, "s1") else {
         return;
     };
-    terminal.wait_for("you> ");
+    terminal.wait_for("you>");
     terminal.type_text("think hard");
     terminal.keys(&["Enter"]);
     terminal.wait_for("thinking…");
-    let screen = terminal.wait_for("tau> Done thinking.");
+    let screen = terminal.wait_for("tau> Done thinking.\nyou>");
     assert!(!screen.contains("thinking…"), "{screen}");
     terminal.keys(&["C-d"]);
     assert_eq!(terminal.exited(), 0);

@@ -19,6 +19,9 @@ use common::{Tau, answer, tool_call};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+/// Longer than the card's answer guard, so a key sent after it counts.
+const PAST_THE_GUARD: Duration = Duration::from_millis(600);
+
 fn command_call(command: &str) -> Value {
     tool_call(
         "t1",

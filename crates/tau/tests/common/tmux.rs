@@ -11,9 +11,6 @@ use super::{Tau, peers};
 /// Each terminal gets a tmux server of its own, even one after another in one folder.
 static NEXT_SOCKET: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
-/// Longer than the card's answer guard, so a key sent after it counts.
-const PAST_THE_GUARD: Duration = Duration::from_millis(600);
-
 /// One tmux server of its own, with one 80x24 window running a shell command; stopped
 /// when dropped.
 pub struct Terminal {
