@@ -2,6 +2,8 @@
 //! was rebound to 127.0.0.1 gets nowhere), carry the token (`Authorization: Bearer`) or
 //! the cookie the page got for it, and, when it changes anything, come from this origin.
 
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -10,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::App;
 use crate::api::error;
+use crate::peers::Connection;
 
 /// The cookie the page holds instead of the token.
 pub(crate) const COOKIE: &str = "tau_web";
@@ -131,7 +134,12 @@ pub(crate) async fn guard(State(app): State<App>, request: Request, next: Next) 
                 "a request that changes something must come from this page",
             )
             .into_response(),
-            Some(_) => next.run(request).await,
+            Some(_) => {
+                if let Some(connection) = request.extensions().get::<Arc<Connection>>() {
+                    connection.prove();
+                }
+                next.run(request).await
+            }
         }
     } else {
         next.run(request).await

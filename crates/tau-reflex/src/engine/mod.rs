@@ -32,7 +32,7 @@ use crate::store::{RoutineStore, RunRecord};
 use crate::trigger::Trigger;
 use crate::validate::{Checks, Routine};
 
-pub use webhook::WebhookReply;
+pub use webhook::{WebhookCall, WebhookReply};
 
 /// Looks up environment variables (webhook secrets of routines made later).
 pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
