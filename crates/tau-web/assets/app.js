@@ -446,6 +446,24 @@ async function loadApprovals() {
   }
 }
 
+// ---- channels ----
+
+const CHANNEL_NAMES = { web: "TauBar", telegram: "Telegram" };
+
+async function loadChannels() {
+  const { status, data } = await api("GET", "/api/channels?display=true");
+  if (status !== 200 || !Array.isArray(data)) return;
+  const box = $("channels-down");
+  box.replaceChildren();
+  for (const channel of data.filter((c) => c.state === "stopped")) {
+    const name = CHANNEL_NAMES[channel.name] || channel.name;
+    const row = el("p", "down-row");
+    row.append(el("strong", "", `${name} is down.`), document.createTextNode(" " + (channel.error || "")));
+    box.append(row);
+  }
+  box.hidden = box.childElementCount === 0;
+}
+
 // ---- routines ----
 
 const TRIGGERS = ["every", "cron", "at", "mqtt"];
@@ -488,6 +506,7 @@ async function start() {
   await loadSessions();
   await loadApprovals();
   await loadRoutines();
+  await loadChannels();
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
   if (wanted && state.sessions.some((s) => s.id === wanted)) {
     await select(wanted);
@@ -510,6 +529,6 @@ async function boot() {
   await start();
 }
 
-setInterval(() => { if (!$("app").hidden) loadApprovals(); }, 10000);
+setInterval(() => { if (!$("app").hidden) { loadApprovals(); loadChannels(); } }, 10000);
 setInterval(() => { if (!$("app").hidden) loadRoutines(); }, 30000);
 boot();

@@ -111,6 +111,19 @@ impl Auth {
 
 /// Every request passes here first.
 pub(crate) async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    // The path is the client's: capped before it reaches the log.
+    let path = tau_core::flood::capped(request.uri().path(), 120);
+    let peer = request
+        .extensions()
+        .get::<Arc<Connection>>()
+        .map(|c| c.peer.ip());
+    let response = checked(&app, request, next).await;
+    tracing::debug!(%method, path = %tau_core::display(&path), status = response.status().as_u16(), peer = ?peer, "web request");
+    response
+}
+
+async fn checked(app: &App, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let mut response = if !app.auth.host_ok(headers) {
         error(

@@ -183,6 +183,7 @@ fn router(app: App) -> Router {
         )
         .route("/api/sessions/{id}/events", get(events::stream))
         .route("/api/approvals", get(api::approvals))
+        .route("/api/channels", get(api::channels))
         .route("/api/routines", get(routines::list))
         .route("/hooks/{name}", post(routines::hook))
         .route("/api/approvals/{id}", post(api::answer))

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::{Engine, Fired, Inner, Slot};
+use super::{Engine, Fired, Inner, REFUSED_SECRET, Slot};
 use crate::trigger::Trigger;
 
 /// The largest body a webhook accepts.
@@ -53,12 +53,8 @@ impl Engine {
             .and_then(|h| h.strip_prefix("Bearer "))
             .unwrap_or("");
         if !secret.matches(offered) {
-            tracing::warn!(
-                routine = name,
-                sender,
-                "webhook refused: wrong or missing secret"
-            );
-            return Err(reply(401, "wrong or missing secret"));
+            self.inner.refused_webhook(name, sender);
+            return Err(reply(401, REFUSED_SECRET));
         }
         Ok(WebhookCall {
             inner: Arc::clone(&self.inner),
