@@ -21,7 +21,7 @@ use crate::hub::{
     Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
 };
 use crate::poller::{self, Handler, Pacing, PollError};
-use crate::question::{Asked, outcome};
+use crate::question::outcome;
 use crate::store::Store;
 use crate::texts::texts;
 use crate::updates::{Incoming, Press, Update, UpdateKind};
@@ -38,6 +38,8 @@ pub struct TelegramChannel {
     hub: Arc<dyn Hub>,
     store: Arc<Store>,
     access: Access,
+    /// The first owner: where [`TelegramChannel::tell_owner`] writes.
+    owner: Option<i64>,
     language: Language,
     pacing: Pacing,
     parts: Arc<ChatParts>,
@@ -97,6 +99,7 @@ impl TelegramChannel {
             hub,
             store,
             access: Access::new(config.owner_set(), config.chat_set()),
+            owner: config.owners.first().copied(),
             language,
             pacing: Pacing {
                 timeout_seconds: config.poll_timeout_seconds,
@@ -108,6 +111,16 @@ impl TelegramChannel {
             chats: Mutex::new(HashMap::new()),
             refused,
         }))
+    }
+
+    /// Sends tau's own `text` (multi-line, written by tau) to the first owner's private
+    /// chat: what tau has to tell the owner outside any conversation.
+    pub async fn tell_owner(&self, text: &str) -> Result<(), ApiError> {
+        let Some(owner) = self.owner else {
+            return Ok(());
+        };
+        let html = crate::html::escape(&tau_core::display_multiline(text));
+        self.api.send_message(owner, &html, None).await.map(|_| ())
     }
 
     /// Runs the channel until polling meets a failure no retry mends (409: another
@@ -336,7 +349,7 @@ impl TelegramChannel {
         // 5. "Show all" shows; Approve and Reject decide, if it is still open
         let reply = match button.action {
             Action::ShowAll => {
-                self.to_chat(chat, ChatCommand::ShowAll(Asked::from_row(&question.row)));
+                self.to_chat(chat, ChatCommand::ShowAll(question.row.question()));
                 self.answer_press(&callback, "").await;
                 return;
             }

@@ -367,32 +367,87 @@ function closeCard(id, decision, decidedBy) {
   card.closed = true;
 }
 
+// What tau itself says about the call: its headline, then each note (a warning marked),
+// a note's detail (a file's content) whole below it.
+function cardNotes(said) {
+  const box = el("div", "said");
+  if (!said) return box;
+  if (said.headline) box.append(el("div", "headline", said.headline));
+  for (const note of said.notes || []) {
+    const row = el("div", "note " + (note.level === "warning" ? "warning" : "info"));
+    row.append(el("span", "label", (note.level === "warning" ? "⚠ " : "") + note.label), document.createTextNode(" " + note.text));
+    box.append(row);
+    if (note.detail) box.append(el("pre", "detail mono", note.detail));
+  }
+  return box;
+}
+
+// The most of one argument a card shows before it says how much more there is.
+const ARGUMENT_SHOWN = 2000;
+
+function chars(count) {
+  return count.toLocaleString("en-US") + (count === 1 ? " char" : " chars");
+}
+
+// Every argument on its own row, with its length; one longer than the card shows its
+// start, says how many characters more there are, and "Show all" opens it whole. Nothing
+// is ever cut without saying so.
+function argumentRows(row) {
+  const box = el("div", "args mono");
+  const rows = Array.isArray(row.argument_rows)
+    ? row.argument_rows
+    : [{ name: "", value: row.arguments, chars: null }];
+  for (const arg of rows) {
+    const item = el("div", "arg");
+    const head = el("div", "arg-head");
+    if (arg.name) head.append(el("span", "arg-name", arg.name));
+    if (typeof arg.chars === "number") head.append(el("span", "arg-len", chars(arg.chars)));
+    const value = el("div", "arg-value");
+    const text = String(arg.value);
+    const shown = [...text];
+    item.append(head, value);
+    if (shown.length <= ARGUMENT_SHOWN) {
+      value.textContent = text;
+    } else {
+      value.textContent = shown.slice(0, ARGUMENT_SHOWN).join("") + "…";
+      const more = el("div", "arg-more");
+      const rest = shown.length - ARGUMENT_SHOWN;
+      more.append(el("span", "", `${rest.toLocaleString("en-US")} more characters `));
+      const all = el("button", "link show-all", "Show all");
+      all.type = "button";
+      all.addEventListener("click", () => {
+        value.textContent = text;
+        more.remove();
+      });
+      more.append(all);
+      item.append(more);
+    }
+    box.append(item);
+  }
+  return box;
+}
+
 function card(row) {
   const node = el("article", "card");
   node.dataset.approval = row.id;
   const title = el("h2");
   title.append(el("span", "tier", "tier " + row.tier), el("span", "mono", row.tool));
   const effect = el("div", "effect", row.effect);
-  const args = el("pre", "args mono", row.arguments);
+  const said = cardNotes(row.card);
+  const args = argumentRows(row);
   const actions = el("div", "actions");
   const approve = el("button", "approve", "Approve");
   const reject = el("button", "reject", "Reject");
   approve.type = reject.type = "button";
-  const whole = el("button", "link", "Show all");
-  whole.type = "button";
-  whole.addEventListener("click", () => {
-    args.classList.toggle("whole");
-    whole.textContent = args.classList.contains("whole") ? "Show less" : "Show all";
-  });
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));
   const session = el("button", "link", row.session);
   session.type = "button";
   session.addEventListener("click", () => select(row.session));
-  actions.append(approve, reject, whole, outcome);
+  actions.append(approve, reject, outcome);
   const footer = el("div", "when");
   footer.append(when, document.createTextNode(" · "), session);
-  node.append(title, effect, args, actions, footer);
+  node.append(title, effect, said, args, actions, footer);
   const entry = { node, buttons: [approve, reject], outcome, when, footer, closed: false };
   const answer = async (decision) => {
     approve.disabled = reject.disabled = true;
