@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tau_core::{
-    ApprovalRequest, CallStatus, ChannelEvent, ChannelSink, DecidedBy, Decision, Language, Notice,
+    ApprovalQuestion, CallStatus, ChannelEvent, ChannelSink, DecidedBy, Decision, Language, Notice,
 };
 
 use crate::escape::{escape_for_terminal, sorted_json};
@@ -297,34 +297,15 @@ impl Console {
                     write(&mut state, &format!("  {}… {message}{}\n", s.dim, s.reset));
                 }
             }
-            ChannelEvent::ApprovalRequested {
-                approval_id,
-                call_id,
-                tool,
-                tier,
-                effect,
-                arguments,
-                channel,
-                deadline,
-            } => {
+            ChannelEvent::ApprovalRequested(request) => {
                 end_text(&mut state);
-                let request = ApprovalRequest {
-                    approval_id: approval_id.clone(),
-                    tool: tool.clone(),
-                    tier: *tier,
-                    effect: effect.clone(),
-                    arguments: arguments.clone(),
-                    tool_use_id: call_id.clone(),
-                    channel: channel.clone(),
-                    deadline: deadline.clone(),
-                };
                 let screen = crate::width::screen(self.tty, state.question_screen.is_some());
-                let text = self.question(&mut state, &request, screen);
+                let text = self.question(&mut state, request, screen);
                 write_question(&mut state, &text);
                 state.question_open = true;
                 // Only now is the question on screen: its guard starts here.
                 if let Some(questions) = &state.questions {
-                    questions.drawn(approval_id);
+                    questions.drawn(&request.approval_id);
                 }
             }
             ChannelEvent::ApprovalDecided {
@@ -410,7 +391,7 @@ impl Console {
     fn question(
         &self,
         state: &mut State,
-        request: &ApprovalRequest,
+        request: &ApprovalQuestion,
         screen: Option<(usize, usize)>,
     ) -> String {
         let Some((columns, rows)) = screen else {
@@ -560,7 +541,7 @@ mod tests {
     }
 
     fn requested() -> ChannelEvent {
-        ChannelEvent::ApprovalRequested {
+        ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
             approval_id: "ap_1".into(),
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),
@@ -569,7 +550,8 @@ mod tests {
             arguments: json!({"topic": "home/light", "payload": "on"}),
             channel: "terminal".into(),
             deadline: None,
-        }
+            card: Default::default(),
+        }))
     }
 
     fn decided(decision: Decision, decided_by: DecidedBy) -> ChannelEvent {

@@ -5,7 +5,7 @@
 //! screen has its length and SHA-256 on every page, right above the question.
 
 use serde_json::Value;
-use tau_core::{ApprovalRequest, Language, grouped_digits, shown_length};
+use tau_core::{ApprovalQuestion, Language, grouped_digits, shown_length};
 
 use crate::prompt::{question_line, shown_key};
 use crate::texts::texts;
@@ -17,7 +17,7 @@ const ANSWER_ROWS: usize = 1;
 /// The length and SHA-256 of every argument longer than one screen (`columns` × `rows`
 /// characters), one row each (wrapped), in key order.
 pub(crate) fn long_arguments(
-    request: &ApprovalRequest,
+    request: &ApprovalQuestion,
     language: Language,
     columns: usize,
     rows: usize,
@@ -174,16 +174,17 @@ mod tests {
     use serde_json::json;
     use tau_core::Tier;
 
-    fn request(command: &str) -> ApprovalRequest {
-        ApprovalRequest {
+    fn request(command: &str) -> ApprovalQuestion {
+        ApprovalQuestion {
             tool: "run_command".into(),
             tier: Tier::Physical,
             effect: "runs a shell command".into(),
             arguments: json!({"command": command, "timeout_seconds": 30}),
-            tool_use_id: "t1".into(),
+            call_id: "t1".into(),
             channel: "terminal".into(),
             approval_id: "ap_1".into(),
             deadline: None,
+            card: Default::default(),
         }
     }
 
