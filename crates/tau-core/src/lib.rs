@@ -43,7 +43,7 @@ pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents
 pub use build::{
     AgentParts, BuildError, HookProvider, PERSONA_HOOK, Plugin, build_agent, hooks_behind_gate,
 };
-pub use card::CardWriter;
+pub use card::{CardWriter, LOOKALIKE, LookalikeWriter};
 pub use catalog::{
     CatalogEntry, CatalogError, TAU_ANNOTATION, TauToolSpec, ToolCatalog, adopt_external_spec,
     effect_of, tier_of,
