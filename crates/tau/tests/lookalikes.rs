@@ -138,3 +138,59 @@ fn the_mcp_elicitation_escapes_odd_spaces_and_flags_lookalike_words() {
     assert_flagged("mcp", &message);
     assert_eq!(out["calls"][0]["isError"], Value::Bool(true));
 }
+
+/// Every string in `value`, one a line.
+fn strings(value: &Value) -> String {
+    match value {
+        Value::String(text) => format!("{text}\n"),
+        Value::Array(items) => items.iter().map(strings).collect(),
+        Value::Object(map) => map.values().map(strings).collect(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => String::new(),
+    }
+}
+
+#[test]
+fn the_taubar_card_escapes_odd_spaces_and_flags_lookalike_words() {
+    let tau = Tau::new();
+    let config = tau.serve_config("");
+    let serve = tau.serve(&model(&tau), &config);
+    let session = serve.new_session();
+    let asked = serve.ask(&session, "go");
+    // What the page shows: the question as the display function gave it.
+    let shown = serve
+        .get("/api/approvals?state=pending&display=true")
+        .json();
+    let row = shown
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == asked["id"])
+        .cloned()
+        .unwrap();
+    assert_flagged("taubar", &strings(&row));
+}
+
+const TOKEN: &str = "123456:TEST-token_x";
+const OWNER: i64 = 4242;
+
+#[test]
+fn the_telegram_question_escapes_odd_spaces_and_flags_lookalike_words() {
+    let Some(emulator) = tau_test_support::telegram::Emulator::start(TOKEN) else {
+        return;
+    };
+    let tau = Tau::new();
+    let config = tau.serve_config(&format!(
+        "[telegram]\nowners = [{OWNER}]\napi_url = \"{}\"\npoll_timeout_seconds = 0\n\
+         min_poll_interval_ms = 50\nedit_interval_ms = 50\n",
+        emulator.url
+    ));
+    let _serve = tau.serve_env(&model(&tau), &config, &[("TAU_TELEGRAM_TOKEN", TOKEN)]);
+    emulator.write(OWNER, OWNER, "go");
+    let asked = emulator.wait("a question with buttons", |messages| {
+        messages
+            .iter()
+            .find(|m| m.buttons.iter().any(|b| b.starts_with("v1:a:")))
+            .map(|m| m.text.clone())
+    });
+    assert_flagged("telegram", &asked);
+}
