@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn many_lookalikes_are_counted_past_the_first_eight() {
-        let command = vec!["\u{441}\u{43e}\u{440}"; 11].join(" ");
+        let command = ["\u{441}\u{43e}\u{440}"; 11].join(" ");
         let written = card(&json!({ "command": command }));
         assert_eq!(written.notes.len(), 9);
         assert_eq!(
