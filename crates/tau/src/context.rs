@@ -76,6 +76,8 @@ impl Context {
         let tools = tau_tools::builtin_tools(&self.loaded.config.tools, &*self.env)
             .map_err(|e| usage(e.to_string()))?;
         let mut catalog = ToolCatalog::new();
+        // Every tier-2 question flags the words of its arguments a reader could misread.
+        catalog.add_card_writer(Arc::new(tau_core::LookalikeWriter));
         catalog.extend(tools)?;
         let store = self.device_store()?;
         let registry = Arc::new(self.registry(&store)?);
