@@ -32,6 +32,7 @@ mod race_tests;
 use std::sync::Arc;
 
 use tau_agent::SharedTool;
+use tau_sandbox::Sandbox;
 
 pub use config::{ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError};
 pub use mqtt_publish::broker_options;
@@ -59,9 +60,13 @@ pub const BUILTIN_TOOL_NAMES: [&str; 7] = [
 /// Every built-in tool, configured, but those `[tools] disabled` names. `env` looks up
 /// environment variables (the MQTT password, and what commands may see, read once here);
 /// pass `&|name| std::env::var(name).ok()` in the binary and a map in tests.
+///
+/// `sandbox` is how commands are confined: the binary builds it from `[tools.command]`
+/// (`Sandbox::Off` when `sandbox = "off"`).
 pub fn builtin_tools(
     config: &ToolsConfig,
     env: &dyn Fn(&str) -> Option<String>,
+    sandbox: Sandbox,
 ) -> Result<Vec<SharedTool>, ToolsConfigError> {
     config.validate()?;
     let workspace = Workspace::open(&config.workspace)?;
@@ -77,6 +82,7 @@ pub fn builtin_tools(
             workspace,
             config.command.clone(),
             tau_core::child_env(&config.command.env, env),
+            sandbox,
         )),
         Arc::new(MqttPublish::new(broker)),
     ];

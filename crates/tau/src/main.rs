@@ -37,6 +37,10 @@ use crate::errors::exit_code;
 use crate::paths::Home;
 
 fn main() -> ExitCode {
+    // tau started again as the sandbox launcher: before any thread or argument parsing.
+    if let Some(code) = tau_sandbox::launcher_main() {
+        return code;
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -8,7 +8,12 @@ fn setup(limits: CommandConfig) -> (tempfile::TempDir, RunCommand) {
     let dir = tempfile::tempdir().unwrap();
     // Read, never changed: the commands need PATH.
     let env = tau_core::child_env(&[], &|name| std::env::var(name).ok());
-    let tool = RunCommand::new(Workspace::open(dir.path()).unwrap(), limits, env);
+    let tool = RunCommand::new(
+        Workspace::open(dir.path()).unwrap(),
+        limits,
+        env,
+        tau_sandbox::Sandbox::Off,
+    );
     (dir, tool)
 }
 
@@ -245,7 +250,7 @@ async fn a_command_sees_the_allow_list_and_what_the_config_names_only() {
     config.command.env = vec!["GIT_AUTHOR_NAME".into()];
     config.mqtt.username = Some("tau".into());
     config.mqtt.password_env = Some("TAU_MQTT_PASSWORD".into());
-    let tools = crate::builtin_tools(&config, &parent_env).unwrap();
+    let tools = crate::builtin_tools(&config, &parent_env, tau_sandbox::Sandbox::Off).unwrap();
     let tool = tools
         .iter()
         .find(|t| t.spec().name == "run_command")
