@@ -99,7 +99,9 @@ pub struct Prepared {
 
 /// The report still to come, and the private temp dir (removed when dropped).
 pub struct Pending {
-    report: OwnedFd,
+    /// The read end of the report's pipe; for an MCP server the caller hands over the
+    /// program's stderr instead.
+    report: Option<OwnedFd>,
     temp: tempfile::TempDir,
 }
 
@@ -115,8 +117,9 @@ impl Confinement {
     /// The command that starts `program` with `args` in the sandbox: read-write in
     /// `workspace` and a private temp dir (`TMPDIR`), with exactly `env` besides.
     /// `for_mcp`: stdin and stdout are the program's own (MCP speaks on them), so the
-    /// launcher reports on stderr, and the program's stderr is dropped; otherwise it
-    /// reports on stdin and the program's stdin is `/dev/null`.
+    /// launcher reports on stderr, which the caller pipes and hands to
+    /// [`Pending::started_on`], and the program's stderr is dropped; otherwise it reports
+    /// on stdin (read by [`Pending::started`]) and the program's stdin is `/dev/null`.
     pub fn command<'a>(
         &self,
         program: &OsStr,
@@ -130,8 +133,6 @@ impl Confinement {
             .prefix("tau-run-")
             .tempdir()
             .map_err(SandboxError::Prepare)?;
-        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-            .map_err(|e| SandboxError::Prepare(e.into()))?;
         let writable = [workspace, temp.path()]
             .iter()
             .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()))
@@ -163,13 +164,18 @@ impl Confinement {
             .env_clear()
             .envs(env)
             .env("TMPDIR", temp.path());
-        match report {
-            ReportStream::Stdin => command.stdin(Stdio::from(write)),
-            ReportStream::Stderr => command.stderr(Stdio::from(write)),
+        let report = match report {
+            ReportStream::Stdin => {
+                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+                    .map_err(|e| SandboxError::Prepare(e.into()))?;
+                command.stdin(Stdio::from(write));
+                Some(read)
+            }
+            ReportStream::Stderr => None,
         };
         Ok(Prepared {
             command,
-            pending: Pending { report: read, temp },
+            pending: Pending { report, temp },
         })
     }
 }
@@ -177,9 +183,20 @@ impl Confinement {
 impl Pending {
     /// Waits for the launcher's report, once the command was spawned (and dropped, so
     /// tau holds no writer of the report itself).
-    pub async fn started(self) -> Result<Started, SandboxError> {
-        let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(self.report)
+    pub async fn started(mut self) -> Result<Started, SandboxError> {
+        let Some(report) = self.report.take() else {
+            return Err(SandboxError::NoReport);
+        };
+        let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(report)
             .map_err(SandboxError::Prepare)?;
+        self.started_on(pipe).await
+    }
+
+    /// Waits for the launcher's report on `stream` (an MCP server's stderr).
+    pub async fn started_on(
+        self,
+        mut pipe: impl tokio::io::AsyncRead + Unpin,
+    ) -> Result<Started, SandboxError> {
         let mut text = Vec::new();
         let read = tokio::time::timeout(REPORT_WAIT, async {
             let mut chunk = [0u8; 4096];

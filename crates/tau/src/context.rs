@@ -104,7 +104,13 @@ impl Context {
             .map_err(|e| usage(e.to_string()))?;
         let mut catalog = ToolCatalog::new();
         catalog.extend(tools)?;
-        let mcp = tau_mcp::connect_servers(&self.loaded.config.mcp, &self.events, &*self.env).await;
+        let place = tau_mcp::Place {
+            sandbox: self.sandbox(),
+            workspace: self.loaded.config.tools.workspace.clone(),
+        };
+        let mcp =
+            tau_mcp::connect_servers(&self.loaded.config.mcp, &self.events, &*self.env, &place)
+                .await;
         for warning in &mcp.warnings {
             // The message quotes what the server said: escaped, like everything from a peer.
             eprintln!("tau: warning: {}", tau_core::display(&warning.to_string()));

@@ -11,6 +11,7 @@ mod cli;
 mod commands;
 mod context;
 mod demo;
+mod doctor;
 mod errors;
 mod hosted;
 mod lock;
@@ -155,6 +156,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config {
             command: ConfigCommand::Check,
         } => print(&commands::config_check(&ctx)?),
+        Command::Doctor => {
+            let (report, healthy) = doctor::run(&ctx).await;
+            print(&report);
+            if !healthy {
+                return Ok(ExitCode::from(1));
+            }
+        }
         Command::Completions { .. } => {}
     }
     Ok(ExitCode::SUCCESS)

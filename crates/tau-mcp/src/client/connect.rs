@@ -1,6 +1,8 @@
 //! Starting or reaching one MCP server and listing its tools, each step bounded by the
 //! server's timeout.
 
+use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +13,18 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer};
 
+use tau_sandbox::{Sandbox, SandboxMode, Started};
+
 use crate::config::Endpoint;
 use crate::error::McpError;
+
+/// Where servers started as programs run: the sandbox (or none) and the workspace, the
+/// one place a sandboxed server may write.
+#[derive(Debug, Clone)]
+pub struct Place {
+    pub sandbox: Sandbox,
+    pub workspace: PathBuf,
+}
 
 /// How tau introduces itself to servers. It declares no capabilities: a server can never
 /// ask tau's user anything or make tau's model write for it.
@@ -33,6 +45,8 @@ impl ClientHandler for TauClient {
 pub(crate) struct Connection {
     pub server: String,
     service: RunningService<RoleClient, TauClient>,
+    /// A sandboxed program's private temp dir, removed with the connection.
+    _sandbox: Option<Started>,
 }
 
 impl Connection {
@@ -47,11 +61,14 @@ pub(crate) async fn connect(
     endpoint: &Endpoint,
     timeout: Duration,
     env: &dyn Fn(&str) -> Option<String>,
+    place: &Place,
 ) -> Result<(Arc<Connection>, Vec<Tool>), McpError> {
-    let service = bounded(server, timeout, "start", start(server, endpoint, env)).await??;
+    let (service, sandbox) =
+        bounded(server, timeout, "start", start(server, endpoint, env, place)).await??;
     let connection = Arc::new(Connection {
         server: server.to_owned(),
         service,
+        _sandbox: sandbox,
     });
     let tools = bounded(
         server,
@@ -65,6 +82,15 @@ pub(crate) async fn connect(
         message: format!("cannot list its tools: {e}"),
     })?;
     Ok((connection, tools))
+}
+
+/// Why a server was not started: the sandbox could not be set up.
+fn sandbox_refused_text(server: &str, error: &tau_sandbox::SandboxError) -> String {
+    format!(
+        "was not started: the sandbox could not be set up ({error}); `tau doctor` shows what \
+         this machine has, and `sandbox = \"off\"` under [mcp.servers.{server}] starts it \
+         without one"
+    )
 }
 
 async fn bounded<T>(
@@ -88,7 +114,8 @@ async fn start(
     server: &str,
     endpoint: &Endpoint,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<RunningService<RoleClient, TauClient>, McpError> {
+    place: &Place,
+) -> Result<(RunningService<RoleClient, TauClient>, Option<Started>), McpError> {
     let failed = |message: String| McpError::Server {
         server: server.to_owned(),
         message,
@@ -99,25 +126,64 @@ async fn start(
             args,
             env: values,
             pass_env,
+            sandbox,
+            network,
         } => {
-            let mut command = tokio::process::Command::new(program);
-            // The allow-list, what the config passes on, then what it sets: never the rest
-            // of tau's environment, which holds its keys and tokens.
-            command
-                .args(args)
-                .env_clear()
-                .envs(tau_core::child_env(pass_env, env))
-                .envs(values)
-                .kill_on_drop(true);
-            // The server's own diagnostics would break into the chat; they are dropped.
-            let (transport, _stderr) = TokioChildProcess::builder(command)
-                .stderr(Stdio::null())
+            // The allow-list, what the config passes on, then what it sets (the later
+            // wins): never the rest of tau's environment, which holds its keys and tokens.
+            let mut all_env = tau_core::child_env(pass_env, env);
+            all_env.extend(values.iter().map(|(n, v)| (n.clone(), v.clone())));
+            let (mut command, pending) = match (&place.sandbox, sandbox) {
+                (Sandbox::On(confinement), SandboxMode::On) => {
+                    let prepared = confinement
+                        .command(
+                            OsStr::new(program),
+                            args.iter().map(OsStr::new),
+                            &place.workspace,
+                            all_env.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+                            *network,
+                            true,
+                        )
+                        .map_err(|e| failed(sandbox_refused_text(server, &e)))?;
+                    (prepared.command, Some(prepared.pending))
+                }
+                (Sandbox::On(_) | Sandbox::Off, SandboxMode::On | SandboxMode::Off) => {
+                    let mut command = tokio::process::Command::new(program);
+                    command.args(args).env_clear().envs(all_env);
+                    (command, None)
+                }
+            };
+            command.kill_on_drop(true);
+            // The server's own diagnostics would break into the chat; they are dropped (in
+            // the sandbox, the launcher's report comes first on the same stream).
+            let stderr = if pending.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            };
+            let (transport, report) = TokioChildProcess::builder(command)
+                .stderr(stderr)
                 .spawn()
                 .map_err(|e| failed(format!("cannot start {program:?}: {e}")))?;
-            TauClient
+            let started = match (pending, report) {
+                (Some(pending), Some(report)) => Some(
+                    pending
+                        .started_on(report)
+                        .await
+                        .map_err(|e| failed(sandbox_refused_text(server, &e)))?,
+                ),
+                (Some(_), None) => {
+                    return Err(failed(
+                        "was not started: its sandbox's report could not be read".to_owned(),
+                    ));
+                }
+                (None, _) => None,
+            };
+            let service = TauClient
                 .serve(transport)
                 .await
-                .map_err(|e| failed(format!("did not start speaking MCP: {e}")))
+                .map_err(|e| failed(format!("did not start speaking MCP: {e}")))?;
+            Ok((service, started))
         }
         Endpoint::Url { url, token_env } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -128,10 +194,11 @@ async fn start(
                 config = config.auth_header(token);
             }
             let transport = StreamableHttpClientTransport::from_config(config);
-            TauClient
+            let service = TauClient
                 .serve(transport)
                 .await
-                .map_err(|e| failed(format!("cannot connect to {url}: {e}")))
+                .map_err(|e| failed(format!("cannot connect to {url}: {e}")))?;
+            Ok((service, None))
         }
     }
 }

@@ -303,6 +303,7 @@ async fn a_command_that_cannot_start_says_why_and_the_next_one_runs() {
         Workspace::open(dir.path()).unwrap(),
         CommandConfig::default(),
         env,
+        tau_sandbox::Sandbox::Off,
     );
     assert_eq!(
         run(&tool, json!({"command": "true"})).await,
