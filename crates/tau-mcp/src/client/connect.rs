@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer};
 
-use tau_sandbox::{Sandbox, SandboxMode, Started};
+use tau_sandbox::{Sandbox, SandboxError, SandboxMode, Started};
 
 use crate::config::Endpoint;
 use crate::error::McpError;
@@ -144,7 +144,12 @@ async fn start(
                             *network,
                             true,
                         )
-                        .map_err(|e| failed(sandbox_refused_text(server, &e)))?;
+                        .map_err(|e| match e {
+                            SandboxError::NotFound(e) => {
+                                failed(format!("cannot start {program:?}: {e}"))
+                            }
+                            e => failed(sandbox_refused_text(server, &e)),
+                        })?;
                     (prepared.command, Some(prepared.pending))
                 }
                 (Sandbox::On(_) | Sandbox::Off, SandboxMode::On | SandboxMode::Off) => {

@@ -339,7 +339,7 @@ async fn bad_arguments_are_refused_before_anything_runs() {
         ),
         (
             json!({"command": "touch x", "cwd": "/"}),
-            "invalid arguments for run_command: unknown field `cwd`, expected `command` or `timeout_seconds`",
+            "invalid arguments for run_command: unknown field `cwd`, expected one of `command`, `timeout_seconds`, `network`",
         ),
         (json!({"command": "  "}), "command is empty"),
         (
