@@ -212,10 +212,11 @@ fn stage_two(rest: &[OsString]) -> ExitCode {
     };
     let mut command = Command::new(first);
     command.args(args);
-    match stream {
-        ReportStream::Stdin => command.stdin(Stdio::null()),
-        ReportStream::Stderr => command.stderr(Stdio::null()),
-    };
+    // A command's stdin carried the report: it gets nothing there. An MCP server's stderr
+    // carried it: the server's own lines follow the report on it.
+    if stream == ReportStream::Stdin {
+        command.stdin(Stdio::null());
+    }
     let error = command.exec();
     let _ = writeln!(
         std::io::stderr(),

@@ -135,7 +135,11 @@ impl Confinement {
         for_mcp: bool,
     ) -> Result<Prepared, SandboxError> {
         let env: Vec<(&str, &str)> = env.into_iter().collect();
-        let path = env.iter().rev().find(|(name, _)| *name == "PATH").map(|(_, v)| *v);
+        let path = env
+            .iter()
+            .rev()
+            .find(|(name, _)| *name == "PATH")
+            .map(|(_, v)| *v);
         findable(program, path).map_err(SandboxError::NotFound)?;
         let temp = tempfile::Builder::new()
             .prefix("tau-run-")
@@ -215,24 +219,25 @@ impl Pending {
         let Some(report) = self.report.take() else {
             return Err(SandboxError::NoReport);
         };
-        let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(report)
+        let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(report)
             .map_err(SandboxError::Prepare)?;
-        self.started_on(pipe).await
+        self.started_on(&mut pipe).await
     }
 
-    /// Waits for the launcher's report on `stream` (an MCP server's stderr).
+    /// Waits for the launcher's report on `stream` (an MCP server's stderr), reading
+    /// nothing after its line: what follows is the server's own.
     pub async fn started_on(
         self,
-        mut pipe: impl tokio::io::AsyncRead + Unpin,
+        stream: &mut (impl tokio::io::AsyncRead + Unpin),
     ) -> Result<Started, SandboxError> {
         let mut text = Vec::new();
         let read = tokio::time::timeout(REPORT_WAIT, async {
-            let mut chunk = [0u8; 4096];
-            // One line, or the end; never more than a report can be.
-            while !text.contains(&b'\n') && text.len() < REPORT_LIMIT {
-                match pipe.read(&mut chunk).await {
+            let mut byte = [0u8; 1];
+            while text.len() < REPORT_LIMIT {
+                match stream.read(&mut byte).await {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => text.extend_from_slice(chunk.get(..n).unwrap_or_default()),
+                    Ok(_) if byte == [b'\n'] => break,
+                    Ok(_) => text.extend_from_slice(&byte),
                 }
             }
         })

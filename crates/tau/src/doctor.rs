@@ -48,7 +48,10 @@ pub(crate) async fn run(ctx: &Context) -> (String, bool) {
         text.push('\n');
         for row in rows {
             healthy &= row.mark != "no";
-            text.push_str(&format!("  {:<3} {:<12} {}\n", row.mark, row.name, row.detail));
+            text.push_str(&format!(
+                "  {:<3} {:<12} {}\n",
+                row.mark, row.name, row.detail
+            ));
         }
     }
     text.push_str(if healthy {
@@ -137,7 +140,10 @@ async fn model(ctx: &Context) -> (String, Vec<Row>) {
     let spec_text = ctx.loaded.config.model.spec.clone();
     let title = format!("model {}", tau_core::display(&spec_text));
     if !ctx.loaded.model_configured {
-        return (title, vec![Row::new("--", "server", "no model is configured")]);
+        return (
+            title,
+            vec![Row::new("--", "server", "no model is configured")],
+        );
     }
     let row = match ModelSpec::parse(&spec_text) {
         Err(error) => Row::new("no", "spec", error.to_string()),
@@ -148,8 +154,7 @@ async fn model(ctx: &Context) -> (String, Vec<Row>) {
         Ok(spec) => {
             let (host, port) = endpoint(&spec);
             let address = format!("{host}:{port}");
-            match tokio::time::timeout(CONNECT_WAIT, tokio::net::TcpStream::connect(&address))
-                .await
+            match tokio::time::timeout(CONNECT_WAIT, tokio::net::TcpStream::connect(&address)).await
             {
                 Ok(Ok(_)) => Row::new("ok", "server", format!("{address} accepts connections")),
                 Ok(Err(error)) => Row::new("no", "server", format!("{address}: {error}")),

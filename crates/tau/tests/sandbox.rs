@@ -69,7 +69,6 @@ fn the_keys_tau_s_files_and_tau_s_environment_are_unreadable() {
                 "SECRET-WEB-TOKEN",
                 "SECRET-IN-CONFIG",
                 "SECRET-HISTORY",
-                "SECRET-IN-ENVIRONMENT",
                 "state.db",
             ] {
                 assert_eq!(
@@ -77,6 +76,14 @@ fn the_keys_tau_s_files_and_tau_s_environment_are_unreadable() {
                     !sandbox,
                     "{user:?} sandbox {sandbox}: {secret} in {outcome:?}"
                 );
+            }
+            // tau's environment: a root command reads any process's; in the sandbox not
+            // even root reads it.
+            let environment = stdout.contains("SECRET-IN-ENVIRONMENT");
+            if sandbox {
+                assert!(!environment, "{user:?}: {outcome:?}");
+            } else if user == User::Invoker && rustix::process::getuid().is_root() {
+                assert!(environment, "the positive control: {outcome:?}");
             }
             // Read-only everywhere else.
             assert!(stdout.ends_with("root\n"), "{user:?} {sandbox}: {stdout:?}");
@@ -188,4 +195,45 @@ fn without_namespaces_the_other_layers_still_hold() {
     // Not pid 1 of a namespace of its own.
     let pid = std::fs::read_to_string(probe.tau.workspace().join("pid")).unwrap();
     assert_ne!(pid.trim(), "1");
+}
+
+/// `tau doctor` with a replay model, under the probe's filter.
+fn doctor(probe: &Probe) -> common::Run {
+    let model = probe.script(&json!({"command": "true"}));
+    let mut child = probe.spawn(probe.command(&["--model", &model, "doctor"]));
+    drop(child.stdin.take());
+    common::Run::from(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn doctor_lists_each_layer_and_says_which_is_missing() {
+    let probe = Probe::new(User::Invoker, true, "");
+    let run = doctor(&probe);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    for row in [
+        "sandbox for commands and MCP servers ([tools.command] sandbox = \"on\")\n",
+        "  ok  Landlock     available: ABI ",
+        "  ok  seccomp      available: filter installed\n",
+        "  ok  namespaces   available: user, network and PID\n",
+        "  ok  boundary     holds nothing tau trusts\n",
+        "  ok  script       readable\n",
+        "tau doctor: everything tau needs is there\n",
+    ] {
+        assert!(run.stdout.contains(row), "{row:?} in\n{}", run.stdout);
+    }
+    let probe = Probe::new(User::Invoker, true, "").without(Without::Landlock);
+    let run = doctor(&probe);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(
+            "  no  Landlock     not available: this kernel has no Landlock, or something (a \
+             container's seccomp profile) hides it; it needs Linux 5.13 or newer\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    let probe = Probe::new(User::Invoker, true, "").without(Without::Namespaces);
+    let run = doctor(&probe);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("  --  namespaces   not available: "));
 }

@@ -63,8 +63,13 @@ pub(crate) async fn connect(
     env: &dyn Fn(&str) -> Option<String>,
     place: &Place,
 ) -> Result<(Arc<Connection>, Vec<Tool>), McpError> {
-    let (service, sandbox) =
-        bounded(server, timeout, "start", start(server, endpoint, env, place)).await??;
+    let (service, sandbox) = bounded(
+        server,
+        timeout,
+        "start",
+        start(server, endpoint, env, place),
+    )
+    .await??;
     let connection = Arc::new(Connection {
         server: server.to_owned(),
         service,
@@ -171,12 +176,17 @@ async fn start(
                 .spawn()
                 .map_err(|e| failed(format!("cannot start {program:?}: {e}")))?;
             let started = match (pending, report) {
-                (Some(pending), Some(report)) => Some(
-                    pending
-                        .started_on(report)
+                (Some(pending), Some(mut report)) => {
+                    let started = pending
+                        .started_on(&mut report)
                         .await
-                        .map_err(|e| failed(sandbox_refused_text(server, &e)))?,
-                ),
+                        .map_err(|e| failed(sandbox_refused_text(server, &e)))?;
+                    // The server's own diagnostics follow; they would break into the chat.
+                    tokio::spawn(async move {
+                        let _ = tokio::io::copy(&mut report, &mut tokio::io::sink()).await;
+                    });
+                    Some(started)
+                }
                 (Some(_), None) => {
                     return Err(failed(
                         "was not started: its sandbox's report could not be read".to_owned(),

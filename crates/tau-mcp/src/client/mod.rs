@@ -16,8 +16,8 @@ use tau_core::{AuditEvent, ErrorSite, EventBus, adopt_external_spec};
 
 use crate::config::{Manifest, McpConfig, ServerEntry};
 use crate::names;
-pub use connect::Place;
 use connect::Connection;
+pub use connect::Place;
 use tool::McpTool;
 
 /// The tools of every server that answered, and what a person should be told.

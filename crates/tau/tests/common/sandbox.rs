@@ -77,6 +77,8 @@ impl Probe {
         let mode = if sandbox { "on" } else { "off" };
         let config = tau.config(&format!("[tools.command]\nsandbox = \"{mode}\"\n{extra}"));
         std::fs::create_dir_all(tau.workspace()).unwrap();
+        // As tau makes it.
+        std::fs::set_permissions(tau.home(), std::fs::Permissions::from_mode(0o700)).unwrap();
         let probe = Self {
             tau,
             user,
