@@ -138,7 +138,7 @@ fn stage_one(rest: &[OsString]) -> ExitCode {
     let Some(child) = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0)) else {
         return ExitCode::from(REFUSED_EXIT);
     };
-    match watch(child, parent, parent_fd) {
+    match watch(child, parent, parent_fd.as_ref()) {
         Ending::Exited(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Ending::Signaled(signal) => die_by(signal),
         Ending::ParentGone => ExitCode::from(REFUSED_EXIT),
@@ -206,9 +206,8 @@ fn stage_two(rest: &[OsString]) -> ExitCode {
             net_namespace: launch.in_net_namespace,
         },
     );
-    let (first, args) = match program.split_first() {
-        Some(split) => split,
-        None => return ExitCode::from(REFUSED_EXIT),
+    let Some((first, args)) = program.split_first() else {
+        return ExitCode::from(REFUSED_EXIT);
     };
     let mut command = Command::new(first);
     command.args(args);

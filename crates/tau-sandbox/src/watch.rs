@@ -25,7 +25,7 @@ const TICK: Timespec = Timespec {
     tv_nsec: 100_000_000,
 };
 
-pub(crate) fn watch(child: Pid, parent: Pid, parent_fd: Option<OwnedFd>) -> Ending {
+pub(crate) fn watch(child: Pid, parent: Pid, parent_fd: Option<&OwnedFd>) -> Ending {
     let child_fd = rustix::process::pidfd_open(child, PidfdFlags::empty()).ok();
     loop {
         if let Some(status) = reap(child) {
@@ -37,7 +37,7 @@ pub(crate) fn watch(child: Pid, parent: Pid, parent_fd: Option<OwnedFd>) -> Endi
             return Ending::ParentGone;
         }
         let mut fds = Vec::with_capacity(2);
-        if let Some(fd) = &parent_fd {
+        if let Some(fd) = parent_fd {
             fds.push(PollFd::new(fd, PollFlags::IN));
         }
         if let Some(fd) = &child_fd {

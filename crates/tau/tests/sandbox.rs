@@ -3,6 +3,13 @@
 //! with it on. Every probe runs as root and as an unprivileged user where the tests run
 //! as root.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 mod common;
 
 use std::io::Read;

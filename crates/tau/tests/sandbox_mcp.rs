@@ -4,6 +4,13 @@
 //! tau killed with SIGKILL. The positive control: with `sandbox = "off"` in its entry all of
 //! it happens.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 mod common;
 
 use std::io::Write;

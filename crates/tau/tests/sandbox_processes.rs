@@ -6,6 +6,13 @@
 //! every escape was alive while the call ran, and without the sandbox a SIGKILLed tau
 //! leaves them behind.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 mod common;
 
 use std::io::Write;
