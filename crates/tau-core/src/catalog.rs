@@ -216,6 +216,20 @@ impl TierLookup for ToolCatalog {
             },
         }
     }
+
+    /// Asks the tool itself; a tool that panics here refuses the call.
+    fn check_input(&self, tool: &str, arguments: &Value) -> Result<(), String> {
+        let Some(entry) = self.entries.get(tool) else {
+            return Ok(());
+        };
+        let copy = arguments.clone();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            entry.tool.check_input(&copy)
+        })) {
+            Ok(checked) => checked.map_err(|error| error.message),
+            Err(_) => Err("the tool failed while checking the arguments".to_owned()),
+        }
+    }
 }
 
 #[cfg(test)]

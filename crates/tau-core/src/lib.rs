@@ -35,7 +35,7 @@ mod turn;
 
 pub use approval::{
     Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
-    TierGate, ToolCallRecord, refusal_text, unknown_tool_text,
+    TierGate, ToolCallRecord, invalid_call_text, refusal_text, unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{

@@ -52,6 +52,7 @@ fn refused(
         decided_by,
         approval_id: asked.then(|| "ap_1".to_owned()),
         unknown_tool: false,
+        invalid: false,
     }
 }
 
@@ -64,6 +65,7 @@ fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -
         decided_by,
         approval_id: asked.then(|| "ap_1".to_owned()),
         unknown_tool: false,
+        invalid: false,
     }
 }
 
@@ -233,6 +235,7 @@ async fn an_unknown_tool_is_refused_with_the_unknown_tool_text() {
             decided_by: DecidedBy::Policy,
             approval_id: None,
             unknown_tool: true,
+            invalid: false,
         }
     );
     assert_eq!(check.refusal_text, Some(unknown_tool_text("open_door")));
@@ -788,4 +791,73 @@ async fn every_question_has_its_own_unguessable_id() {
     assert_eq!(first.approval_id.as_ref(), Some(&ids[0]));
     assert_eq!(second.approval_id.as_ref(), Some(&ids[1]));
     assert!(ids.iter().all(|id| id.len() == 35 && id.starts_with("ap_")));
+}
+
+/// A tier-2 tool that can tell some arguments are wrong before anyone is asked, and one
+/// whose check panics.
+struct Picky {
+    spec: ToolSpec,
+    panics: bool,
+}
+
+#[async_trait]
+impl Tool for Picky {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn check_input(&self, input: &Value) -> Result<(), ToolError> {
+        assert!(!self.panics, "checker bug");
+        match input.get("room").and_then(Value::as_str) {
+            Some("kitchen") => Ok(()),
+            _ => Err(ToolError::new("there is no room named \"attic\"")),
+        }
+    }
+    async fn run(&self, _input: Value, _context: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("done"))
+    }
+}
+
+#[tokio::test]
+async fn arguments_the_tool_refuses_are_refused_before_anyone_is_asked() {
+    let picky = |name: &str, panics| {
+        Arc::new(Picky {
+            spec: TauToolSpec::new(name, "d", Tier::Physical, "switches lights").build(),
+            panics,
+        }) as Arc<dyn Tool>
+    };
+    let mut catalog = ToolCatalog::new();
+    catalog
+        .extend([picky("lights", false), picky("broken", true)])
+        .unwrap();
+    let approver = ScriptedApprover::new([Decision::Approved]);
+    let bus = EventBus::new();
+    let events = RecordedEvents::subscribed_to(&bus);
+    let gate = TierGate::new(Arc::new(catalog), Arc::new(approver.clone()), bus);
+    // Not even an exemption lets such a call through: the tool would refuse it anyway.
+    let _exempt = gate.add_exemption("routine", Arc::new(|_: &str, _: &Value| true));
+    let invalid = |tool: &str, reason: &str| Check {
+        allowed: false,
+        refusal_text: Some(tau_core::invalid_call_text(tool, reason)),
+        approval: Approval::Refused,
+        tier: Some(Tier::Physical),
+        decided_by: DecidedBy::Policy,
+        approval_id: None,
+        unknown_tool: false,
+        invalid: true,
+    };
+    let check = gate.check("lights", &json!({"room": "attic"}), "t1").await;
+    assert_eq!(check, invalid("lights", "there is no room named \"attic\""));
+    assert_eq!(check.refused_status(), tau_core::CallStatus::Invalid);
+    assert_eq!(
+        gate.check("broken", &json!({"room": "kitchen"}), "t2")
+            .await,
+        invalid("broken", "the tool failed while checking the arguments")
+    );
+    assert_eq!(approver.requests(), vec![]);
+    assert_eq!(events.events(), vec![]);
+    let check = gate
+        .check("lights", &json!({"room": "kitchen"}), "t3")
+        .await;
+    assert!(check.allowed);
+    assert_eq!(check.approval, Approval::Exempt);
 }

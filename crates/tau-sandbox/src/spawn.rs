@@ -59,9 +59,6 @@ impl Allowance {
 pub enum SandboxError {
     #[error("{0}")]
     Refused(Refusal),
-    /// The program is not there: nothing was started.
-    #[error("{0}")]
-    NotFound(std::io::Error),
     #[error("tau's sandbox launcher cannot be prepared: {0}")]
     Prepare(std::io::Error),
     #[error("tau's sandbox launcher ended without saying whether the program started")]
@@ -75,9 +72,7 @@ impl SandboxError {
     pub fn layer(&self) -> SandboxLayer {
         match self {
             Self::Refused(refusal) => refusal.layer,
-            Self::Prepare(_) | Self::NotFound(_) | Self::NoReport | Self::Slow => {
-                SandboxLayer::Launcher
-            }
+            Self::Prepare(_) | Self::NoReport | Self::Slow => SandboxLayer::Launcher,
         }
     }
 }
@@ -134,13 +129,6 @@ impl Confinement {
         network: bool,
         for_mcp: bool,
     ) -> Result<Prepared, SandboxError> {
-        let env: Vec<(&str, &str)> = env.into_iter().collect();
-        let path = env
-            .iter()
-            .rev()
-            .find(|(name, _)| *name == "PATH")
-            .map(|(_, v)| *v);
-        findable(program, path).map_err(SandboxError::NotFound)?;
         let temp = tempfile::Builder::new()
             .prefix("tau-run-")
             .tempdir()
@@ -189,26 +177,6 @@ impl Confinement {
             command,
             pending: Pending { report, temp },
         })
-    }
-}
-
-/// Whether `program` can be started with `path` as `PATH`: the launcher's own error would
-/// come only after it reported ready.
-fn findable(program: &OsStr, path: Option<&str>) -> Result<(), std::io::Error> {
-    let is_file = |candidate: &Path| candidate.metadata().is_ok_and(|m| m.is_file());
-    let program_path = Path::new(program);
-    let found = if program_path.components().count() > 1 || program.is_empty() {
-        is_file(program_path)
-    } else {
-        path.unwrap_or_default()
-            .split(':')
-            .filter(|dir| !dir.is_empty())
-            .any(|dir| is_file(&Path::new(dir).join(program_path)))
-    };
-    if found {
-        Ok(())
-    } else {
-        Err(std::io::Error::from_raw_os_error(libc::ENOENT))
     }
 }
 

@@ -26,6 +26,8 @@ pub(crate) struct Context {
 pub(crate) struct Tools {
     pub catalog: ToolCatalog,
     pub startup_errors: Vec<AuditEvent>,
+    /// Records what discovery says about pinned devices while the tools are in use.
+    pub watch: Option<crate::devices::WatchGuard>,
 }
 
 impl Context {
@@ -56,6 +58,7 @@ impl Context {
             &self.loaded.config.tools.workspace,
             &self.home,
             self.loaded.path.as_deref(),
+            &self.loaded.config.mcp,
             &*self.env,
         )
     }
@@ -104,6 +107,10 @@ impl Context {
             .map_err(|e| usage(e.to_string()))?;
         let mut catalog = ToolCatalog::new();
         catalog.extend(tools)?;
+        let store = self.device_store()?;
+        let registry = Arc::new(self.registry(&store)?);
+        let watch = self.watch_discovery(&registry, Arc::clone(&store))?;
+        catalog.extend(self.device_tools(registry, store)?.tools())?;
         let place = tau_mcp::Place {
             sandbox: self.sandbox(),
             workspace: self.loaded.config.tools.workspace.clone(),
@@ -123,6 +130,7 @@ impl Context {
                 .iter()
                 .filter_map(tau_mcp::McpWarning::event)
                 .collect(),
+            watch,
         })
     }
 

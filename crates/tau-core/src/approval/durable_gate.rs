@@ -54,7 +54,7 @@ impl TierGate {
         self.durable.is_some()
     }
 
-    /// Steps 1 to 4 of the ladder, then (5) the question stored as a `pending` row and
+    /// Steps 1 to 5 of the ladder, then (6) the question stored as a `pending` row and
     /// announced. Anything that fails on the way refuses.
     pub fn check_durable(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> DurableCheck {
         let (tier, effect) = match self.precheck(tool, arguments, tool_use_id) {
@@ -138,6 +138,12 @@ impl TierGate {
                     "the tool is no longer registered with the approved tier",
                 );
             }
+        }
+        if let Err(reason) = self.tiers.check_input(tool, arguments) {
+            return refuse(
+                tier,
+                &format!("the tool now refuses the arguments: {reason}"),
+            );
         }
         let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
         let refused = |approval| {

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tau_protocol::{Approval, CallStatus, DecidedBy, Decision, Tier};
 
 use super::approver::{Answer, ApprovalRequest, Approver};
-use super::texts::{refusal_text, unknown_tool_text};
+use super::texts::{invalid_call_text, refusal_text, unknown_tool_text};
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::random_id;
 
@@ -34,6 +34,11 @@ pub enum Standing {
 /// Where the gate looks tools up; the catalog implements it.
 pub trait TierLookup: Send + Sync {
     fn standing(&self, tool: &str) -> Standing;
+
+    /// The reason the tool would refuse `arguments`, said before anyone is asked.
+    fn check_input(&self, _tool: &str, _arguments: &Value) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The gate's answer: `(allowed, refusal_text, approval)`, the tier it used, and who or
@@ -50,6 +55,8 @@ pub struct Check {
     pub approval_id: Option<String>,
     /// No tool of that name is registered.
     pub unknown_tool: bool,
+    /// The tool refused the arguments before anyone was asked.
+    pub invalid: bool,
 }
 
 impl Check {
@@ -62,6 +69,7 @@ impl Check {
             decided_by,
             approval_id: None,
             unknown_tool: false,
+            invalid: false,
         }
     }
 
@@ -80,6 +88,7 @@ impl Check {
             decided_by,
             approval_id: None,
             unknown_tool: false,
+            invalid: false,
         }
     }
 
@@ -92,6 +101,8 @@ impl Check {
     pub fn refused_status(&self) -> CallStatus {
         if self.unknown_tool {
             CallStatus::UnknownTool
+        } else if self.invalid {
+            CallStatus::Invalid
         } else {
             CallStatus::Refused
         }
@@ -138,7 +149,7 @@ impl ExemptionHandle {
     }
 }
 
-/// Steps 1 to 4 of the ladder decided, or a person must be asked.
+/// Steps 1 to 5 of the ladder decided, or a person must be asked.
 pub(super) enum Precheck {
     Decided(Check),
     Ask { tier: Tier, effect: String },
@@ -287,7 +298,7 @@ impl TierGate {
         }
     }
 
-    /// Steps 1 to 4 of the ladder: everything decided without asking anyone.
+    /// Steps 1 to 5 of the ladder: everything decided without asking anyone.
     pub(super) fn precheck(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Precheck {
         // 1. unknown tool -> refuse
         // 2. invalid tier -> refuse
@@ -321,11 +332,23 @@ impl TierGate {
             }
             Standing::Known { tier, effect } => (tier, effect),
         };
-        // 3. tier 0 or 1 -> allow
+        // 3. arguments the tool itself refuses -> refuse as invalid, nobody asked
+        if let Err(reason) = self.tiers.check_input(tool, arguments) {
+            tracing::info!(tool, tool_use_id, %reason, "call refused by its tool before asking");
+            let mut check = Check::refuse(
+                invalid_call_text(tool, &reason),
+                Approval::Refused,
+                Some(tier),
+                DecidedBy::Policy,
+            );
+            check.invalid = true;
+            return Precheck::Decided(check);
+        }
+        // 4. tier 0 or 1 -> allow
         if tier != Tier::Physical {
             return Precheck::Decided(Check::allow(tier, Approval::NotRequired, DecidedBy::Policy));
         }
-        // 4. exempt (exactly Ok(true)) -> allow, recorded "exempt"
+        // 5. exempt (exactly Ok(true)) -> allow, recorded "exempt"
         if let Some(name) = self.exempting(tool, arguments, tool_use_id) {
             return Precheck::Decided(Check::allow(
                 tier,
@@ -357,7 +380,7 @@ impl TierGate {
             Precheck::Decided(check) => return check,
             Precheck::Ask { tier, effect } => (tier, effect),
         };
-        // 5. ask the approver, one question at a time, bounded by the timeout
+        // 6. ask the approver, one question at a time, bounded by the timeout
         // anything that fails on the way -> refuse
         let _turn = self.prompt_lock.lock().await;
         let Ok(approval_id) = random_id("ap") else {

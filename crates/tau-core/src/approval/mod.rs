@@ -28,4 +28,4 @@ pub use gate::{
     Check, Exemption, ExemptionError, ExemptionHandle, Standing, TierGate, TierLookup,
     ToolCallRecord,
 };
-pub use texts::{refusal_text, unknown_tool_text};
+pub use texts::{invalid_call_text, refusal_text, unknown_tool_text};

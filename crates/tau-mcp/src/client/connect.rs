@@ -1,7 +1,7 @@
 //! Starting or reaching one MCP server and listing its tools, each step bounded by the
 //! server's timeout.
 
-use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -13,8 +13,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer};
 
-use tau_sandbox::{Sandbox, SandboxError, SandboxMode, Started};
+use tau_sandbox::{Sandbox, SandboxMode, Started};
 
+use crate::client::spawn::{ServerProgram, log_stderr};
 use crate::config::Endpoint;
 use crate::error::McpError;
 
@@ -134,66 +135,57 @@ async fn start(
             sandbox,
             network,
         } => {
-            // The allow-list, what the config passes on, then what it sets (the later
-            // wins): never the rest of tau's environment, which holds its keys and tokens.
-            let mut all_env = tau_core::child_env(pass_env, env);
-            all_env.extend(values.iter().map(|(n, v)| (n.clone(), v.clone())));
-            let (mut command, pending) = match (&place.sandbox, sandbox) {
-                (Sandbox::On(confinement), SandboxMode::On) => {
+            // A session of its own, pipes only, the allow-listed environment (see `spawn`).
+            let program_found = ServerProgram::new(program, args, values, pass_env, env)
+                .map_err(|e| failed(format!("cannot start {program:?}: {e}")))?;
+            let (command, pending) = match (&place.sandbox, sandbox, program_found.server()) {
+                (Sandbox::On(confinement), SandboxMode::On, Some((found, rest))) => {
+                    // The launcher gives it a session of its own, like `setsid` does.
                     let prepared = confinement
                         .command(
-                            OsStr::new(program),
-                            args.iter().map(OsStr::new),
+                            found,
+                            rest.iter().map(OsString::as_os_str),
                             &place.workspace,
-                            all_env.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+                            program_found
+                                .env
+                                .iter()
+                                .map(|(n, v)| (n.as_str(), v.as_str())),
                             *network,
                             true,
                         )
-                        .map_err(|e| match e {
-                            SandboxError::NotFound(e) => {
-                                failed(format!("cannot start {program:?}: {e}"))
-                            }
-                            e => failed(sandbox_refused_text(server, &e)),
-                        })?;
-                    (prepared.command, Some(prepared.pending))
+                        .map_err(|e| failed(sandbox_refused_text(server, &e)))?;
+                    let mut command = prepared.command;
+                    command
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::piped())
+                        .kill_on_drop(true);
+                    (command, Some(prepared.pending))
                 }
-                (Sandbox::On(_) | Sandbox::Off, SandboxMode::On | SandboxMode::Off) => {
-                    let mut command = tokio::process::Command::new(program);
-                    command.args(args).env_clear().envs(all_env);
-                    (command, None)
+                (Sandbox::On(_) | Sandbox::Off, SandboxMode::On | SandboxMode::Off, _) => {
+                    (program_found.command(), None)
                 }
             };
-            command.kill_on_drop(true);
-            // The server's own diagnostics would break into the chat; they are dropped (in
-            // the sandbox, the launcher's report comes first on the same stream).
-            let stderr = if pending.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            };
-            let (transport, report) = TokioChildProcess::builder(command)
-                .stderr(stderr)
+            let (transport, stderr) = TokioChildProcess::builder(command)
+                .stderr(Stdio::piped())
                 .spawn()
                 .map_err(|e| failed(format!("cannot start {program:?}: {e}")))?;
-            let started = match (pending, report) {
-                (Some(pending), Some(mut report)) => {
-                    let started = pending
-                        .started_on(&mut report)
-                        .await
-                        .map_err(|e| failed(sandbox_refused_text(server, &e)))?;
-                    // The server's own diagnostics follow; they would break into the chat.
-                    tokio::spawn(async move {
-                        let _ = tokio::io::copy(&mut report, &mut tokio::io::sink()).await;
-                    });
-                    Some(started)
-                }
-                (Some(_), None) => {
-                    return Err(failed(
-                        "was not started: its sandbox's report could not be read".to_owned(),
-                    ));
-                }
-                (None, _) => None,
+            let Some(mut stderr) = stderr else {
+                return Err(failed(
+                    "was not started: its stderr is not a pipe".to_owned(),
+                ));
             };
+            // In the sandbox the launcher's report comes first on stderr.
+            let started = match pending {
+                Some(pending) => Some(
+                    pending
+                        .started_on(&mut stderr)
+                        .await
+                        .map_err(|e| failed(sandbox_refused_text(server, &e)))?,
+                ),
+                None => None,
+            };
+            // Its own diagnostics would break into the chat: they go to the log.
+            log_stderr(server, stderr);
             let service = TauClient
                 .serve(transport)
                 .await

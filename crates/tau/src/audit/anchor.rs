@@ -1,6 +1,10 @@
 //! The anchor: the chain's head (the last `seq` and the SHA-256 of the last line) kept in
 //! `state.db`, its own one-row table, so that what the log file alone cannot show (its
 //! last lines dropped, its last line edited, the whole file emptied) still shows.
+//!
+//! Beside it, the announcement: the `seq` and hash of the line an appender is about to
+//! write, stored before the line is. A line past the head is tau's only when it was
+//! announced; one that was not (appended by someone else) is never anchored.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,6 +13,11 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS audit_anchor (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS audit_announced (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     seq INTEGER NOT NULL,
     hash TEXT NOT NULL
@@ -55,9 +64,18 @@ impl Anchor {
 
     /// The head, or `None` before the first anchored line.
     pub(crate) fn head(&self) -> rusqlite::Result<Option<Head>> {
+        self.row("audit_anchor")
+    }
+
+    /// The line last announced, or `None` before the first.
+    pub(crate) fn announced(&self) -> rusqlite::Result<Option<Head>> {
+        self.row("audit_announced")
+    }
+
+    fn row(&self, table: &str) -> rusqlite::Result<Option<Head>> {
         let exists: bool = self.connection.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_anchor')",
-            [],
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+            [table],
             |row| row.get(0),
         )?;
         if !exists {
@@ -65,7 +83,7 @@ impl Anchor {
         }
         self.connection
             .query_row(
-                "SELECT seq, hash FROM audit_anchor WHERE id = 1",
+                &format!("SELECT seq, hash FROM {table} WHERE id = 1"),
                 [],
                 |row| {
                     Ok(Head {
@@ -78,9 +96,20 @@ impl Anchor {
     }
 
     pub(crate) fn set(&self, head: &Head) -> rusqlite::Result<()> {
+        self.put("audit_anchor", head)
+    }
+
+    /// Says which line is about to be written, before it is.
+    pub(crate) fn announce(&self, line: &Head) -> rusqlite::Result<()> {
+        self.put("audit_announced", line)
+    }
+
+    fn put(&self, table: &str, head: &Head) -> rusqlite::Result<()> {
         self.connection.execute(
-            "INSERT INTO audit_anchor (id, seq, hash) VALUES (1, ?1, ?2)
-             ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+            &format!(
+                "INSERT INTO {table} (id, seq, hash) VALUES (1, ?1, ?2)
+                 ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
+            ),
             params![i64::try_from(head.seq).unwrap_or(i64::MAX), head.hash],
         )?;
         Ok(())

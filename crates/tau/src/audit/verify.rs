@@ -1,10 +1,14 @@
-//! `tau audit verify`: the chain line by line, then its end against the anchor.
+//! `tau audit verify`: the chain line by line, then its end against the anchor, and with
+//! `--from SEQ:HASH` against a head kept elsewhere.
 //!
 //! The rule: every line up to the anchored one must chain and the anchored one must hash
 //! to the anchor; at most one line may follow it (written by a process that stopped
-//! before anchoring it), and that line is reported as not anchored. A log shorter than
-//! the anchor, a last line that is not the anchored one, or a log without an anchor is
-//! never called intact.
+//! before anchoring it), and only when it was announced in `state.db` before it was
+//! written; it is reported as not anchored. A log shorter than the anchor, a last line
+//! that is not the anchored one, a line nobody announced or a log without an anchor is
+//! never called intact. A head kept elsewhere must be in the log: entry SEQ is there and
+//! hashes to HASH, so nothing up to it was cut, edited or recomputed, whatever `state.db`
+//! says now.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, ErrorKind};
@@ -49,11 +53,48 @@ pub(crate) enum Verdict {
     Missing {
         anchored: u64,
     },
+    /// One line past the anchored one that no tau process announced.
+    Unannounced {
+        line: u64,
+    },
+    /// The log ends at `lines`, before the head kept elsewhere (`kept`).
+    BeforeKeptHead {
+        lines: u64,
+        kept: u64,
+    },
+    /// Entry `kept` is not the one the head kept elsewhere names.
+    NotKeptHead {
+        kept: u64,
+    },
+}
+
+impl Verdict {
+    /// Whether it vouches for the log.
+    pub(crate) fn intact(&self) -> bool {
+        match self {
+            Verdict::NoLog | Verdict::Intact { .. } | Verdict::IntactLastNotAnchored { .. } => true,
+            Verdict::Unanchored { .. }
+            | Verdict::Broken { .. }
+            | Verdict::Dropped { .. }
+            | Verdict::Added { .. }
+            | Verdict::Missing { .. }
+            | Verdict::Unannounced { .. }
+            | Verdict::BeforeKeptHead { .. }
+            | Verdict::NotKeptHead { .. } => false,
+        }
+    }
 }
 
 /// Checks the log at `path` against the anchor in the `state.db` beside it. Holds a shared
 /// lock on the log, so no append is half done while it reads.
 pub(crate) fn verify(path: &Path) -> io::Result<Verdict> {
+    verify_from(path, None)
+}
+
+/// [`verify`], and first that the log holds `kept` (a head kept elsewhere): its entry
+/// `kept.seq` is there and hashes to `kept.hash`. The genesis head (`0:000…`) is in every
+/// log.
+pub(crate) fn verify_from(path: &Path, kept: Option<&Head>) -> io::Result<Verdict> {
     let file = match File::open(path) {
         Ok(file) => Some(file),
         Err(error) if error.kind() == ErrorKind::NotFound => None,
@@ -62,41 +103,75 @@ pub(crate) fn verify(path: &Path) -> io::Result<Verdict> {
     if let Some(file) = &file {
         file.lock_shared()?;
     }
-    let head = read_head(path)?;
+    let (head, announced) = read_head(path)?;
+    let kept = kept.filter(|k| k.seq > 0);
     let Some(file) = file else {
-        return Ok(match head {
-            Some(head) => Verdict::Missing { anchored: head.seq },
-            None => Verdict::NoLog,
+        return Ok(match (kept, head) {
+            (Some(kept), _) => Verdict::BeforeKeptHead {
+                lines: 0,
+                kept: kept.seq,
+            },
+            (None, Some(head)) => Verdict::Missing { anchored: head.seq },
+            (None, None) => Verdict::NoLog,
         });
     };
-    let chain = match walk(&file, head.as_ref().map(|h| h.seq))? {
+    let at = [head.as_ref().map(|h| h.seq), kept.map(|k| k.seq)];
+    let chain = match walk(&file, at)? {
         Ok(chain) => chain,
         Err(broken) => return Ok(broken),
     };
-    Ok(judge(&chain, head.as_ref()))
+    // A head kept elsewhere comes first: a restored state.db agrees with a cut log.
+    if let Some(kept) = kept {
+        if chain.lines < kept.seq {
+            return Ok(Verdict::BeforeKeptHead {
+                lines: chain.lines,
+                kept: kept.seq,
+            });
+        }
+        if chain.hash_at(kept.seq) != Some(kept.hash.as_str()) {
+            return Ok(Verdict::NotKeptHead { kept: kept.seq });
+        }
+    }
+    Ok(judge(&chain, head.as_ref(), announced.as_ref()))
 }
 
-fn read_head(path: &Path) -> io::Result<Option<Head>> {
+/// The anchored head and the line announced last.
+fn read_head(path: &Path) -> io::Result<(Option<Head>, Option<Head>)> {
     let db = anchor_db(path);
     let sqlite = |e: rusqlite::Error| io::Error::other(format!("{}: {e}", db.display()));
     match Anchor::open_existing(&db).map_err(sqlite)? {
-        Some(anchor) => anchor.head().map_err(sqlite),
-        None => Ok(None),
+        Some(anchor) => Ok((
+            anchor.head().map_err(sqlite)?,
+            anchor.announced().map_err(sqlite)?,
+        )),
+        None => Ok((None, None)),
     }
 }
 
 /// What the walk saw of a chain that held.
 struct Chain {
     lines: u64,
-    /// The hash of the line whose number is the anchor's `seq`, when there is one.
-    at_anchor: Option<String>,
+    /// The hashes of the lines asked for (the anchored one, the kept head), when there.
+    hashes: Vec<(u64, String)>,
+    /// The hash of the last line.
+    last: Option<String>,
 }
 
-/// Walks the chain; `Err` is the first broken line.
-fn walk(file: &File, anchored: Option<u64>) -> io::Result<Result<Chain, Verdict>> {
+impl Chain {
+    fn hash_at(&self, seq: u64) -> Option<&str> {
+        self.hashes
+            .iter()
+            .find(|(at, _)| *at == seq)
+            .map(|(_, hash)| hash.as_str())
+    }
+}
+
+/// Walks the chain, keeping the hashes of the lines numbered in `at`; `Err` is the first
+/// broken line.
+fn walk(file: &File, at: [Option<u64>; 2]) -> io::Result<Result<Chain, Verdict>> {
     let mut prev_hash = GENESIS.to_owned();
     let mut lines = 0u64;
-    let mut at_anchor = None;
+    let mut hashes = Vec::new();
     for (index, line) in BufReader::new(file).split(b'\n').enumerate() {
         let line = line?;
         let number = index as u64 + 1;
@@ -129,15 +204,20 @@ fn walk(file: &File, anchored: Option<u64>) -> io::Result<Result<Chain, Verdict>
             });
         }
         prev_hash = line_hash(&line);
-        if anchored == Some(number) {
-            at_anchor = Some(prev_hash.clone());
+        if at.contains(&Some(number)) {
+            hashes.push((number, prev_hash.clone()));
         }
     }
-    Ok(Ok(Chain { lines, at_anchor }))
+    let last = (lines > 0).then_some(prev_hash);
+    Ok(Ok(Chain {
+        lines,
+        hashes,
+        last,
+    }))
 }
 
-/// The end of a chain that held, against the anchor.
-fn judge(chain: &Chain, head: Option<&Head>) -> Verdict {
+/// The end of a chain that held, against the anchor and the line announced last.
+fn judge(chain: &Chain, head: Option<&Head>, announced: Option<&Head>) -> Verdict {
     let lines = chain.lines;
     // 1. no anchor: an empty log is intact, any other cannot be vouched for
     let Some(head) = head else {
@@ -155,7 +235,7 @@ fn judge(chain: &Chain, head: Option<&Head>) -> Verdict {
         };
     }
     // 3. the anchored line is not the one anchored: edited
-    if chain.at_anchor.as_deref() != Some(head.hash.as_str()) {
+    if chain.hash_at(head.seq) != Some(head.hash.as_str()) {
         return Verdict::Broken {
             line: head.seq,
             reason: format!(
@@ -164,10 +244,14 @@ fn judge(chain: &Chain, head: Option<&Head>) -> Verdict {
             ),
         };
     }
-    // 4. it ends at the anchor, or one line after it (a process stopped before anchoring)
+    // 4. it ends at the anchor, or one announced line after it (a process stopped before
+    //    anchoring); a line after it that nobody announced was written by someone else
+    let was_announced =
+        announced.is_some_and(|a| a.seq == lines && Some(a.hash.as_str()) == chain.last.as_deref());
     match lines - head.seq {
         0 => Verdict::Intact { lines },
-        1 => Verdict::IntactLastNotAnchored { lines },
+        1 if was_announced => Verdict::IntactLastNotAnchored { lines },
+        1 => Verdict::Unannounced { line: lines },
         _ => Verdict::Added {
             lines,
             anchored: head.seq,
@@ -368,5 +452,112 @@ mod tests {
         std::fs::write(&path, "").unwrap();
         assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 0 });
         assert!(!anchor_db(&path).exists(), "verify creates nothing");
+    }
+
+    /// Recomputes `seq` and `prev` of every line, as someone who rewrites the log does.
+    fn rechain(lines: &[String]) -> Vec<String> {
+        let mut prev = GENESIS.to_owned();
+        let mut out = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let mut value: Value = serde_json::from_str(line).unwrap();
+            value["seq"] = Value::from(i as u64 + 1);
+            value["prev"] = Value::from(prev.clone());
+            let text = value.to_string();
+            prev = line_hash(text.as_bytes());
+            out.push(text);
+        }
+        out
+    }
+
+    fn head_of(path: &Path) -> Head {
+        anchor(path).head().unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_line_nobody_announced_is_never_anchored() {
+        let (_dir, path) = log();
+        write_events(&path, 3);
+        let mut all = lines(&path);
+        let forged = rechain(
+            &[
+                all.clone(),
+                vec![r#"{"type":"tool_call","forged":true}"#.to_owned()],
+            ]
+            .concat(),
+        );
+        all.push(forged[3].clone());
+        rewrite(&path, &all);
+        assert_eq!(verify(&path).unwrap(), Verdict::Unannounced { line: 4 });
+        // The next append goes on from the anchor: the forged line stays visible.
+        write_events(&path, 1);
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Broken {
+                line: 5,
+                reason: "expected entry 5, found entry 4: lines were dropped or reordered".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_head_kept_elsewhere_catches_a_cut_log_with_its_anchor_restored() {
+        let (_dir, path) = log();
+        write_events(&path, 3);
+        let old = head_of(&path);
+        write_events(&path, 3);
+        let kept = head_of(&path);
+        assert_eq!(
+            verify_from(&path, Some(&kept)).unwrap(),
+            Verdict::Intact { lines: 6 }
+        );
+        assert_eq!(
+            verify_from(&path, Some(&old)).unwrap(),
+            Verdict::Intact { lines: 6 }
+        );
+        // Cut back to 3 lines, and state.db's anchor set back to match them.
+        rewrite(&path, &lines(&path)[..3]);
+        anchor(&path).set(&old).unwrap();
+        anchor(&path).announce(&old).unwrap();
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 3 });
+        assert_eq!(
+            verify_from(&path, Some(&kept)).unwrap(),
+            Verdict::BeforeKeptHead { lines: 3, kept: 6 }
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            verify_from(&path, Some(&kept)).unwrap(),
+            Verdict::BeforeKeptHead { lines: 0, kept: 6 }
+        );
+    }
+
+    #[test]
+    fn a_head_kept_elsewhere_catches_a_recomputed_chain() {
+        let (_dir, path) = log();
+        write_events(&path, 4);
+        let kept = head_of(&path);
+        let mut all = lines(&path);
+        all[1] = all[1].replace("\"max_turns\":1", "\"max_turns\":9");
+        let all = rechain(&all);
+        rewrite(&path, &all);
+        let head = Head {
+            seq: 4,
+            hash: line_hash(all[3].as_bytes()),
+        };
+        anchor(&path).set(&head).unwrap();
+        anchor(&path).announce(&head).unwrap();
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 4 });
+        assert_eq!(
+            verify_from(&path, Some(&kept)).unwrap(),
+            Verdict::NotKeptHead { kept: 4 }
+        );
+        // The genesis head is in every log.
+        let genesis = Head {
+            seq: 0,
+            hash: GENESIS.to_owned(),
+        };
+        assert_eq!(
+            verify_from(&path, Some(&genesis)).unwrap(),
+            Verdict::Intact { lines: 4 }
+        );
     }
 }
