@@ -30,13 +30,14 @@ CREATE TABLE IF NOT EXISTS approvals (
     decided_by TEXT,
     decided_at TEXT,
     consumed_at TEXT,
-    settled INTEGER NOT NULL DEFAULT 0
+    settled INTEGER NOT NULL DEFAULT 0,
+    card TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS approvals_state ON approvals (state, settled);
 ";
 
 const COLUMNS: &str = "id, session, call_id, tool, tier, effect, arguments, arguments_sha256, \
-     channel, created_at, deadline, state, decided_by, decided_at, consumed_at";
+     channel, created_at, deadline, state, decided_by, decided_at, consumed_at, card";
 
 /// Durable questions in `state.db`. Safe to share between threads and processes.
 pub struct SqliteApprovals {
@@ -61,6 +62,7 @@ impl SqliteApprovals {
     fn setup(connection: Connection) -> Result<Self, StoreError> {
         // An answer is durable when it returns.
         tau_agent::prepare_state_tables(&connection, SCHEMA).map_err(store_error)?;
+        add_card_column(&connection).map_err(store_error)?;
         Ok(Self {
             connection: Mutex::new(connection),
         })
@@ -129,9 +131,21 @@ impl SqliteApprovals {
     }
 }
 
+/// A table made before questions had cards gets the column; its rows have empty cards.
+fn add_card_column(connection: &Connection) -> rusqlite::Result<()> {
+    let has_card = connection
+        .prepare("SELECT 1 FROM pragma_table_info('approvals') WHERE name = 'card'")?
+        .exists([])?;
+    if !has_card {
+        connection
+            .execute_batch("ALTER TABLE approvals ADD COLUMN card TEXT NOT NULL DEFAULT '{}'")?;
+    }
+    Ok(())
+}
+
 /// A row's columns as stored, before they are checked.
 type Raw = (
-    [String; 12],
+    [String; 13],
     (Option<String>, Option<String>, Option<String>),
 );
 
@@ -152,6 +166,7 @@ fn read_columns(row: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
             text(9)?,
             text(10)?,
             text(11)?,
+            text(15)?,
         ],
         (row.get(12)?, row.get(13)?, row.get(14)?),
     ))
@@ -174,6 +189,7 @@ fn parse(raw: Raw) -> Result<ApprovalRow, StoreError> {
             created_at,
             deadline,
             state,
+            card,
         ],
         (decided_by, decided_at, consumed_at),
     ) = raw;
@@ -191,6 +207,7 @@ fn parse(raw: Raw) -> Result<ApprovalRow, StoreError> {
         .transpose()?;
     let decided_at = decided_at.map(|t| time(&t, "decided_at")).transpose()?;
     let consumed_at = consumed_at.map(|t| time(&t, "consumed_at")).transpose()?;
+    let card = serde_json::from_str(&card).map_err(|_| bad("card"))?;
     Ok(ApprovalRow {
         created_at: time(&created_at, "created_at")?,
         deadline: time(&deadline, "deadline")?,
@@ -207,6 +224,7 @@ fn parse(raw: Raw) -> Result<ApprovalRow, StoreError> {
         decided_by,
         decided_at,
         consumed_at,
+        card,
     })
 }
 
@@ -226,12 +244,13 @@ impl ApprovalStore for SqliteApprovals {
             .map(serde_json::to_string)
             .transpose()
             .map_err(store_error)?;
+        let card = serde_json::to_string(&row.card).map_err(store_error)?;
         let inserted = self
             .lock()
             .execute(
                 &format!(
                     "INSERT OR IGNORE INTO approvals ({COLUMNS}) VALUES \
-                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
                 ),
                 params![
                     row.id,
@@ -249,6 +268,7 @@ impl ApprovalStore for SqliteApprovals {
                     decided_by,
                     row.decided_at.map(|t| t.to_string()),
                     row.consumed_at.map(|t| t.to_string()),
+                    card,
                 ],
             )
             .map_err(store_error)?;
@@ -316,6 +336,7 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
     use tau_core::approval::NewApproval;
+    use tau_core::{CallCard, CardNote};
 
     fn row(id: &str, created: i64) -> ApprovalRow {
         NewApproval {
@@ -329,6 +350,7 @@ mod tests {
             channel: "web".into(),
             created_at: Timestamp::from_second(created).unwrap(),
             deadline: Timestamp::from_second(created + 1800).unwrap(),
+            card: Default::default(),
         }
         .into_row()
     }
@@ -345,6 +367,39 @@ mod tests {
             store.create(row("ap_1", 11)).is_err(),
             "ids are never reused"
         );
+    }
+
+    #[test]
+    fn a_card_is_stored_with_its_question_and_a_table_made_before_cards_gets_the_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        {
+            // The table as it was before questions had cards, with one question in it.
+            let old = Connection::open(&path).unwrap();
+            let before = SCHEMA.replace(",\n    card TEXT NOT NULL DEFAULT '{}'", "");
+            assert!(!before.contains("card"), "{before}");
+            old.execute_batch(&before).unwrap();
+            old.execute(
+                "INSERT INTO approvals (id, session, call_id, tool, tier, effect, arguments, \
+                 arguments_sha256, channel, created_at, deadline, state) VALUES ('ap_old', \
+                 'web-1', 't1', 'lights', 2, 'switches lights', '{}', 'x', 'web', \
+                 '2026-12-02T10:00:00Z', '2026-12-02T10:30:00Z', 'pending')",
+                [],
+            )
+            .unwrap();
+        }
+        let store = SqliteApprovals::open(&path).unwrap();
+        assert_eq!(
+            store.get("ap_old").unwrap().unwrap().card,
+            CallCard::default()
+        );
+        let mut written = row("ap_1", 10);
+        written.card.headline = Some("switch ON · Kitchen light (kitchen)".into());
+        written
+            .card
+            .push(CardNote::warning("file", "setup.sh (8 bytes)").with_detail("echo hi\n"));
+        store.create(written.clone()).unwrap();
+        assert_eq!(store.get("ap_1").unwrap(), Some(written));
     }
 
     #[test]

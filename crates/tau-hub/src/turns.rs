@@ -75,13 +75,13 @@ impl Hub {
         let hub = self.clone();
         let session = session.clone();
         ChannelSink::from_fn(move |event| {
-            if let ChannelEvent::ApprovalRequested { approval_id, .. } = &event {
-                match hub.inner.approvals.get(approval_id) {
+            if let ChannelEvent::ApprovalRequested(question) = &event {
+                match hub.inner.approvals.get(&question.approval_id) {
                     Ok(Some(row)) => {
                         let _ = hub.inner.changes.send(row);
                     }
                     Ok(None) | Err(_) => {
-                        tracing::warn!(%approval_id, "an announced question is not in the store");
+                        tracing::warn!(approval_id = %question.approval_id, "an announced question is not in the store");
                     }
                 }
                 hub.inner.sweep.notify_one();

@@ -12,11 +12,15 @@
 //! - `tier.rs`: [`Tier`]
 //! - `vocabulary.rs`: [`CallStatus`], [`Decision`], [`Approval`], [`DecidedBy`]
 //! - `event.rs`: [`ChannelEvent`] and its parts
+//! - `question.rs`: [`ApprovalQuestion`], the tier-2 question carried whole, and its
+//!   [`CallCard`]
 
 mod event;
+mod question;
 mod tier;
 mod vocabulary;
 
 pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
+pub use question::{ApprovalQuestion, CallCard, CardNote, NoteLevel};
 pub use tier::{Tier, TierError};
 pub use vocabulary::{Approval, CallStatus, DecidedBy, Decision};

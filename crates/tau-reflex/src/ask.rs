@@ -16,7 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::{SignedDuration, Timestamp};
 use tau_core::approval::{
-    Answer, ApprovalRequest, ApprovalRow, ApprovalState, ApprovalStore, Approver, ApproverError,
+    Answer, ApprovalQuestion, ApprovalRow, ApprovalState, ApprovalStore, Approver, ApproverError,
     NewApproval, canonical_arguments,
 };
 use tau_core::{DecidedBy, Decision};
@@ -81,7 +81,7 @@ impl Approver for AskApprover {
         Some(self.timeout)
     }
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         let now = Timestamp::now();
         let deadline = SignedDuration::try_from(self.timeout)
             .ok()
@@ -90,7 +90,7 @@ impl Approver for AskApprover {
         let row = NewApproval {
             id: request.approval_id.clone(),
             session: self.session.clone(),
-            call_id: request.tool_use_id.clone(),
+            call_id: request.call_id.clone(),
             tool: request.tool.clone(),
             tier: request.tier,
             effect: request.effect.clone(),
@@ -98,6 +98,7 @@ impl Approver for AskApprover {
             channel: self.channel.as_str().to_owned(),
             created_at: now,
             deadline,
+            card: request.card.clone(),
         }
         .into_row();
         self.store
@@ -127,7 +128,7 @@ impl AskApprover {
     async fn wait(
         &self,
         asked: &ApprovalRow,
-        request: &ApprovalRequest,
+        request: &ApprovalQuestion,
     ) -> Result<Answer, ApproverError> {
         loop {
             let row = self
@@ -180,11 +181,11 @@ impl AskApprover {
     fn approved(
         &self,
         row: &ApprovalRow,
-        request: &ApprovalRequest,
+        request: &ApprovalQuestion,
         decided_by: DecidedBy,
     ) -> Result<Answer, ApproverError> {
         if row.tool != request.tool
-            || row.call_id != request.tool_use_id
+            || row.call_id != request.call_id
             || row.channel != self.channel.as_str()
             || row.arguments_sha256 != canonical_arguments(&request.arguments).1
         {

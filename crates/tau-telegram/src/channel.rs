@@ -20,7 +20,7 @@ use crate::hub::{
     Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
 };
 use crate::poller::{self, Handler, Pacing, PollError};
-use crate::question::{Asked, outcome};
+use crate::question::outcome;
 use crate::store::Store;
 use crate::texts::texts;
 use crate::updates::{Incoming, Press, Update, UpdateKind};
@@ -318,7 +318,7 @@ impl TelegramChannel {
         // 5. "Show all" shows; Approve and Reject decide, if it is still open
         let reply = match button.action {
             Action::ShowAll => {
-                self.to_chat(chat, ChatCommand::ShowAll(Asked::from_row(&question.row)));
+                self.to_chat(chat, ChatCommand::ShowAll(question.row.question()));
                 self.answer_press(&callback, "").await;
                 return;
             }

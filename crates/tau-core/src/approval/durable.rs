@@ -20,7 +20,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use tau_protocol::{DecidedBy, Tier};
+use tau_protocol::{ApprovalQuestion, CallCard, DecidedBy, Tier};
 
 use crate::display::sorted_json;
 
@@ -88,12 +88,29 @@ pub struct ApprovalRow {
     pub decided_at: Option<Timestamp>,
     /// When the approved call was let through; set once.
     pub consumed_at: Option<Timestamp>,
+    /// What tau said about the call on its card when it asked.
+    pub card: CallCard,
 }
 
 impl ApprovalRow {
     /// The arguments as a JSON value (for showing them).
     pub fn arguments_value(&self) -> Value {
         serde_json::from_str(&self.arguments).unwrap_or(Value::Null)
+    }
+
+    /// The question as it was asked, for a channel to show (again, after a restart).
+    pub fn question(&self) -> ApprovalQuestion {
+        ApprovalQuestion {
+            approval_id: self.id.clone(),
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            tier: self.tier,
+            effect: self.effect.clone(),
+            arguments: self.arguments_value(),
+            channel: self.channel.clone(),
+            deadline: Some(self.deadline.to_string()),
+            card: self.card.clone(),
+        }
     }
 }
 
@@ -110,6 +127,7 @@ pub struct NewApproval {
     pub channel: String,
     pub created_at: Timestamp,
     pub deadline: Timestamp,
+    pub card: CallCard,
 }
 
 impl NewApproval {
@@ -132,6 +150,7 @@ impl NewApproval {
             decided_by: None,
             decided_at: None,
             consumed_at: None,
+            card: self.card,
         }
     }
 }
@@ -280,6 +299,7 @@ mod tests {
             channel: "web".into(),
             created_at: Timestamp::UNIX_EPOCH,
             deadline: Timestamp::UNIX_EPOCH,
+            card: Default::default(),
         }
         .into_row()
     }

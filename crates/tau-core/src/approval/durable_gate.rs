@@ -88,6 +88,7 @@ impl TierGate {
             channel: self.channel.clone(),
             created_at: now,
             deadline,
+            card: self.tiers.card(tool, arguments),
         }
         .into_row();
         if let Err(error) = durable.store.create(row.clone()) {
@@ -99,7 +100,8 @@ impl TierGate {
             ));
         }
         tracing::info!(tool, tool_use_id, approval_id = %id, channel = %self.channel, "approval stored; the turn pauses");
-        self.events.emit(&requested_audit(&row, arguments));
+        self.events
+            .emit(&AuditEvent::ApprovalRequested(row.question()));
         DurableCheck::Asked { approval_id: id }
     }
 
@@ -209,32 +211,9 @@ impl TierGate {
     }
 }
 
-/// The audit event of a stored question.
-fn requested_audit(row: &ApprovalRow, arguments: &Value) -> AuditEvent {
-    AuditEvent::ApprovalRequested {
-        approval_id: row.id.clone(),
-        tool: row.tool.clone(),
-        tier: row.tier,
-        effect: row.effect.clone(),
-        tool_use_id: row.call_id.clone(),
-        arguments: arguments.clone(),
-        channel: row.channel.clone(),
-        deadline: Some(row.deadline.to_string()),
-    }
-}
-
 /// A stored, still pending question as a channel shows it (again, after a restart).
 pub fn requested_event(row: &ApprovalRow) -> ChannelEvent {
-    ChannelEvent::ApprovalRequested {
-        approval_id: row.id.clone(),
-        call_id: row.call_id.clone(),
-        tool: row.tool.clone(),
-        tier: row.tier,
-        effect: row.effect.clone(),
-        arguments: row.arguments_value(),
-        channel: row.channel.clone(),
-        deadline: Some(row.deadline.to_string()),
-    }
+    ChannelEvent::ApprovalRequested(Box::new(row.question()))
 }
 
 /// Answers a stored question: the compare-and-set `pending -> to`, and when this answer

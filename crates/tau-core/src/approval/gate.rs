@@ -8,9 +8,9 @@ use std::time::Duration;
 use futures::FutureExt;
 use serde_json::Value;
 
-use tau_protocol::{Approval, CallStatus, DecidedBy, Decision, Tier};
+use tau_protocol::{Approval, CallCard, CallStatus, DecidedBy, Decision, Tier};
 
-use super::approver::{Answer, ApprovalRequest, Approver};
+use super::approver::{Answer, ApprovalQuestion, Approver};
 use super::texts::{invalid_call_text, refusal_text, unknown_tool_text};
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::random_id;
@@ -34,6 +34,11 @@ pub enum Standing {
 /// Where the gate looks tools up; the catalog implements it.
 pub trait TierLookup: Send + Sync {
     fn standing(&self, tool: &str) -> Standing;
+
+    /// What tau says about a tier-2 call on its question's card.
+    fn card(&self, _tool: &str, _arguments: &Value) -> CallCard {
+        CallCard::default()
+    }
 
     /// The reason the tool would refuse `arguments`, said before anyone is asked.
     fn check_input(&self, _tool: &str, _arguments: &Value) -> Result<(), String> {
@@ -387,15 +392,16 @@ impl TierGate {
             return self.no_randomness(tool, tool_use_id, tier);
         };
         let timeout = self.effective_timeout();
-        let request = ApprovalRequest {
+        let request = ApprovalQuestion {
             approval_id: approval_id.clone(),
             tool: tool.to_owned(),
             tier,
             effect,
             arguments: arguments.clone(),
-            tool_use_id: tool_use_id.to_owned(),
+            call_id: tool_use_id.to_owned(),
             channel: self.channel.clone(),
             deadline: timeout.and_then(deadline_after),
+            card: self.tiers.card(tool, arguments),
         };
         self.emit_approval_requested(&request);
         let answer = self.ask(request.clone(), timeout).await;
@@ -491,10 +497,10 @@ impl TierGate {
     /// none. The caller holds the prompt lock.
     async fn ask(
         &self,
-        request: ApprovalRequest,
+        request: ApprovalQuestion,
         timeout: Option<Duration>,
     ) -> Result<Answer, String> {
-        let (tool, id) = (request.tool.clone(), request.tool_use_id.clone());
+        let (tool, id) = (request.tool.clone(), request.call_id.clone());
         let decide = AssertUnwindSafe(async { self.approver.decide(request).await }).catch_unwind();
         let answered = match timeout {
             Some(limit) => match tokio::time::timeout(limit, decide).await {
@@ -582,25 +588,17 @@ impl TierGate {
         ));
     }
 
-    fn emit_approval_requested(&self, request: &ApprovalRequest) {
-        self.events.emit(&AuditEvent::ApprovalRequested {
-            approval_id: request.approval_id.clone(),
-            tool: request.tool.clone(),
-            tier: request.tier,
-            effect: request.effect.clone(),
-            tool_use_id: request.tool_use_id.clone(),
-            arguments: request.arguments.clone(),
-            channel: request.channel.clone(),
-            deadline: request.deadline.clone(),
-        });
+    fn emit_approval_requested(&self, request: &ApprovalQuestion) {
+        self.events
+            .emit(&AuditEvent::ApprovalRequested(request.clone()));
     }
 
-    fn emit_approval(&self, request: &ApprovalRequest, decision: Decision, decided_by: DecidedBy) {
+    fn emit_approval(&self, request: &ApprovalQuestion, decision: Decision, decided_by: DecidedBy) {
         self.events.emit(&AuditEvent::Approval {
             approval_id: request.approval_id.clone(),
             tool: request.tool.clone(),
             tier: request.tier,
-            tool_use_id: request.tool_use_id.clone(),
+            tool_use_id: request.call_id.clone(),
             arguments: request.arguments.clone(),
             decision,
             decided_by,

@@ -14,7 +14,7 @@ mod gate;
 mod texts;
 
 pub use approver::{
-    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
+    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
 };
 pub use durable::{
     Answered, ApprovalRow, ApprovalState, ApprovalStore, MemoryApprovals, NewApproval, StoreError,
