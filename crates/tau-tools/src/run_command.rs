@@ -9,6 +9,7 @@ mod tree;
 use std::ffi::OsStr;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -22,12 +23,46 @@ use tokio::process::Command;
 use crate::args;
 use crate::config::CommandConfig;
 use crate::workspace::Workspace;
+use crate::written::{Pin, Written, read_and_hash};
 use output::{Capture, Stream};
 use process::{Ending, Running, supervise};
 
 /// What the model reads when the turn was cancelled while the command ran.
 pub(crate) const STOPPED_BY_CANCEL_TEXT: &str =
     "the turn was cancelled, so the command was stopped with everything it started";
+
+/// What the model reads when a file the question showed is not what it was.
+pub(crate) fn file_changed_text(path: &str, shown: Option<&str>, now: Option<&str>) -> String {
+    match (shown, now) {
+        (None, _) => format!(
+            "the command did not run: {path} could not be read when the user was asked, so they \
+             could not see what it would run"
+        ),
+        (Some(shown), now) => format!(
+            "the command did not run: {path} changed after the user was shown it (SHA-256 \
+             {shown} then, {} now)",
+            now.unwrap_or("unreadable")
+        ),
+    }
+}
+
+/// Each file the question showed still hashes to what was shown; the text of the first
+/// that does not.
+fn check_pins(workspace: &Workspace, pins: &[Pin]) -> Result<(), String> {
+    for pin in pins {
+        let now = read_and_hash(workspace, &pin.path)
+            .ok()
+            .map(|(_, _, sha)| sha);
+        if pin.sha256.is_none() || now != pin.sha256 {
+            return Err(file_changed_text(
+                &pin.path,
+                pin.sha256.as_deref(),
+                now.as_deref(),
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// What the model reads when the sandbox could not be set up: the command did not run.
 pub(crate) fn sandbox_refused_text(error: &SandboxError) -> String {
@@ -46,6 +81,8 @@ pub(crate) struct RunCommand {
     /// `[tools.command] env` names, never tau's own keys and tokens.
     env: Vec<(String, String)>,
     sandbox: Sandbox,
+    /// The files tau's file tools wrote, and what questions showed of them.
+    written: Arc<Written>,
 }
 
 #[derive(Deserialize)]
@@ -113,7 +150,14 @@ impl RunCommand {
             limits,
             env,
             sandbox,
+            written: Arc::default(),
         }
+    }
+
+    /// Checks the files its questions showed against `written`.
+    pub(crate) fn recording(mut self, written: Arc<Written>) -> Self {
+        self.written = written;
+        self
     }
 
     fn timeout(&self, asked: Option<u64>) -> Result<Duration, ToolError> {
@@ -197,6 +241,9 @@ impl Tool for RunCommand {
     }
 
     async fn run(&self, input: Value, context: ToolContext) -> Result<ToolOutput, ToolError> {
+        // What the question showed of the files the command names (nothing when nobody
+        // was asked).
+        let pins = self.written.take_pins(&input);
         let RunCommandArgs {
             command,
             timeout_seconds,
@@ -208,6 +255,13 @@ impl Tool for RunCommand {
         }
         if command.contains('\0') {
             return Err(ToolError::new("command contains a NUL byte"));
+        }
+        if !pins.is_empty() {
+            let workspace = self.workspace.clone();
+            tokio::task::spawn_blocking(move || check_pins(&workspace, &pins))
+                .await
+                .map_err(|_| ToolError::new("checking the files the question showed failed"))?
+                .map_err(ToolError::new)?;
         }
         let (mut process, pending) = self
             .command(&command, network)

@@ -103,10 +103,11 @@ impl Context {
     /// refused first.
     pub(crate) async fn catalog(&self) -> anyhow::Result<Tools> {
         self.check_workspace()?;
-        let tools = tau_tools::builtin_tools(&self.loaded.config.tools, &*self.env, self.sandbox())
+        let builtins = tau_tools::builtins(&self.loaded.config.tools, &*self.env, self.sandbox())
             .map_err(|e| usage(e.to_string()))?;
         let mut catalog = ToolCatalog::new();
-        catalog.extend(tools)?;
+        catalog.extend(builtins.tools)?;
+        catalog.add_card_writer(builtins.card_writer);
         let store = self.device_store()?;
         let registry = Arc::new(self.registry(&store)?);
         let watch = self.watch_discovery(&registry, Arc::clone(&store))?;
