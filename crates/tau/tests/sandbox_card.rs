@@ -66,8 +66,7 @@ fn ask(probe: &Probe, extra: &serde_json::Value, edit: impl FnOnce()) -> String 
     drop(stdin);
     assert!(child.wait().unwrap().success());
     reader.join().unwrap();
-    let printed = printed.lock().unwrap().clone();
-    printed
+    printed.lock().unwrap().clone()
 }
 
 #[test]
