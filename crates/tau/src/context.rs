@@ -106,6 +106,8 @@ impl Context {
         let builtins = tau_tools::builtins(&self.loaded.config.tools, &*self.env, self.sandbox())
             .map_err(|e| usage(e.to_string()))?;
         let mut catalog = ToolCatalog::new();
+        // Every tier-2 question flags the words of its arguments a reader could misread.
+        catalog.add_card_writer(Arc::new(tau_core::LookalikeWriter));
         catalog.extend(builtins.tools)?;
         catalog.add_card_writer(builtins.card_writer);
         let store = self.device_store()?;

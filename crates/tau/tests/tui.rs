@@ -514,3 +514,42 @@ fn without_a_terminal_tau_tui_says_to_use_tau_chat() {
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("use tau chat"), "{}", run.stderr);
 }
+
+#[test]
+fn the_card_escapes_odd_spaces_and_flags_lookalike_words() {
+    let tau = Tau::new();
+    let command = "sh setup.sh\u{a0}--dry-run; sh setup.\u{455}h; echo a\u{2003}b\u{3000}c; echo 'kırmızı ışık' привет";
+    let model = tau.replay(&json!([command_call(command), answer("Not run.")]));
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
+    else {
+        return;
+    };
+    terminal.resize(120, 40);
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("go");
+    terminal.keys(&["Enter"]);
+    let screen = terminal.wait_for_all(&[
+        "tau asks: approval needed",
+        r#"⚠ lookalike: command: "setup.ѕh" mixes Latin and Cyrillic: U+0455 Cyrillic,"#,
+        r#"looks like "s""#,
+        r#""sh setup.sh\u{a0}--dry-run; sh setup.ѕh; echo"#,
+        r#"a\u{2003}b\u{3000}c; echo 'kırmızı ışık' привет""#,
+    ]);
+    for raw in ['\u{a0}', '\u{2003}', '\u{3000}'] {
+        assert!(!screen.contains(raw), "a raw {raw:?} on:\n{screen}");
+    }
+    assert!(
+        !screen.contains("\"kırmızı"),
+        "Turkish was flagged:\n{screen}"
+    );
+    assert!(
+        !screen.contains("\"привет\""),
+        "Russian was flagged:\n{screen}"
+    );
+    std::thread::sleep(PAST_THE_GUARD);
+    terminal.keys(&["n"]);
+    terminal.wait_for("Not run.");
+    // Ctrl-C at an empty prompt quits.
+    terminal.keys(&["C-c"]);
+    assert_eq!(terminal.exited(), 0);
+}
