@@ -129,7 +129,15 @@ impl Probe {
                 command
             }
         };
-        command.args(inner.get_args()).env_clear();
+        let tau = env!("CARGO_BIN_EXE_tau");
+        for arg in inner.get_args() {
+            if self.user == User::Nobody && arg == tau {
+                command.arg(tau_for_nobody());
+            } else {
+                command.arg(arg);
+            }
+        }
+        command.env_clear();
         for (name, value) in inner.get_envs() {
             if let Some(value) = value {
                 command.env(name, value);
@@ -227,6 +235,29 @@ impl Probe {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
         path
     }
+}
+
+/// The tau binary where `nobody` can run it: in place when every folder above it lets
+/// others through, else a copy in a folder of its own under the temp dir.
+fn tau_for_nobody() -> PathBuf {
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let tau = PathBuf::from(env!("CARGO_BIN_EXE_tau"));
+        let open = |path: &Path, bits: u32| {
+            std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & bits == bits)
+        };
+        if open(&tau, 0o005) && tau.ancestors().skip(1).all(|dir| open(dir, 0o001)) {
+            return tau;
+        }
+        let dir = std::env::temp_dir().join(format!("tau-test-bin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let copy = dir.join("tau");
+        std::fs::copy(&tau, &copy).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy
+    })
+    .clone()
 }
 
 /// Spawns `command` from a thread of its own whose seccomp filter fails `syscall` with
