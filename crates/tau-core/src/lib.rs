@@ -19,6 +19,8 @@
 //!   and projects it into the `ChannelEvent`s every channel renders
 //! - `i18n.rs`: notices; `config.rs`: config sections; `ids.rs`: unguessable ids
 //! - `display/`: the one display function for untrusted text, sorted JSON
+//! - `flood.rs`: bounded records of what outsiders repeat (a window per sender, counted),
+//!   and the cap for outside texts in logs and audit lines
 //! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
 
 pub mod approval;
@@ -29,6 +31,7 @@ mod catalog;
 mod child_env;
 mod config;
 pub mod display;
+pub mod flood;
 mod gated;
 mod hook;
 mod i18n;
@@ -43,7 +46,7 @@ pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents
 pub use build::{
     AgentParts, BuildError, HookProvider, PERSONA_HOOK, Plugin, build_agent, hooks_behind_gate,
 };
-pub use card::CardWriter;
+pub use card::{CardWriter, LOOKALIKE, LookalikeWriter};
 pub use catalog::{
     CatalogEntry, CatalogError, TAU_ANNOTATION, TauToolSpec, ToolCatalog, adopt_external_spec,
     effect_of, tier_of,
@@ -54,7 +57,8 @@ pub use config::{
     toml_error,
 };
 pub use display::{
-    display, display_multiline, grouped_digits, json_for_terminal, shown_length, sorted_json,
+    argument_sha256, display, display_multiline, grouped_digits, json_for_terminal, shown_length,
+    sorted_json,
 };
 pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};

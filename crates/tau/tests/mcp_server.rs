@@ -22,10 +22,15 @@ const NOBODY_ASKED: &str = "Tool 'run_command' was not run: it needs the user's 
 /// What a tier-2 tool's description ends with in `tools/list`.
 const NEEDS_ELICITATION: &str = "\n\nTier 2: tau asks the user before each call, through MCP elicitation; a client without elicitation is refused.";
 
+/// What tau's card says of every `run_command`: what the sandbox allows it.
+fn sandbox_card() -> Value {
+    json!({"notes": [{"level": "info", "label": "sandbox", "text": "writes: workspace only · network: none"}]})
+}
+
 /// The question tau's elicitation asks for `run_command` with `{"command": COMMAND}`.
 fn question(command: &str) -> Value {
     json!({
-        "message": format!("tau asks before it runs a tier-2 tool.\nTool: run_command\nEffect: runs a shell command in the workspace — code the agent wrote\nArguments: {}", json!({"command": command})),
+        "message": format!("tau asks before it runs a tier-2 tool.\nTool: run_command\nEffect: runs a shell command in the workspace — code the agent wrote\nsandbox: writes: workspace only · network: none\nArguments: {}", json!({"command": command})),
         "requestedSchema": {
             "type": "object",
             "properties": {"approve": {"type": "boolean", "title": "Run it?", "description": "Set to true to run this call once.", "default": false}},
@@ -126,7 +131,7 @@ fn assert_refused_session(out: &Value, tau: &Tau, ids: [&str; 2]) {
         pin_clock_events(tau.audit_events()),
         vec![
             json!({"type": "tool_call", "tool": "clock", "tier": 0, "tool_use_id": ids[0], "arguments": {}, "status": "success", "approval": "not_required", "decided_by": {"kind": "policy"}, "result_summary": "<clock>"}),
-            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": ids[1], "arguments": {"command": "touch proof.txt"}, "channel": "mcp"}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": ids[1], "arguments": {"command": "touch proof.txt"}, "channel": "mcp", "card": sandbox_card()}),
             json!({"type": "error", "where": "approver", "message": "approver 'mcp_no_elicitation' failed: this MCP client does not support elicitation, so nobody could be asked", "tool": "run_command", "tool_use_id": ids[1]}),
             json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "decided_by": {"kind": "approver_failed"}, "approver": "mcp_no_elicitation", "channel": "mcp"}),
             json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "failed", "decided_by": {"kind": "approver_failed"}, "approval_id": "ap_1", "result_summary": NOBODY_ASKED}),
@@ -478,7 +483,7 @@ fn an_unanswered_question_times_out_and_refuses() {
     assert_eq!(
         tau.audit_events(),
         vec![
-            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": "mcp-1-4", "arguments": arguments, "channel": "mcp", "deadline": "<deadline>"}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": "mcp-1-4", "arguments": arguments, "channel": "mcp", "deadline": "<deadline>", "card": sandbox_card()}),
             json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "decision": "timeout", "decided_by": {"kind": "timeout"}, "approver": "mcp_elicitation", "channel": "mcp"}),
             json!({"type": "error", "where": "approver", "message": "no answer before the approval timeout", "tool": "run_command", "tool_use_id": "mcp-1-4"}),
             json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "status": "refused", "approval": "timeout", "decided_by": {"kind": "timeout"}, "approval_id": "ap_1", "result_summary": REFUSAL}),
