@@ -53,7 +53,7 @@ pub(crate) struct Target {
 pub(crate) enum Resolved {
     Replay(std::path::PathBuf),
     Bedrock(String),
-    Genai(Target),
+    Genai(Box<Target>),
 }
 
 /// Resolves the config's model without connecting: its wire, address, key and the hints
@@ -120,14 +120,14 @@ pub(crate) fn resolve(
         key: key.clone(),
         hint,
     };
-    Ok(Resolved::Genai(Target {
+    Ok(Resolved::Genai(Box::new(Target {
         wire,
         model: model.clone(),
         base_url,
         key,
         errors,
         timeout: checked.timeout,
-    }))
+    })))
 }
 
 /// Builds the model the config names. `env` reads environment variables (pass
@@ -141,7 +141,7 @@ pub fn build_model(
     let target = match resolve(&checked, env)? {
         Resolved::Replay(path) => return Ok(Arc::new(ScriptedModel::from_file(&path)?)),
         Resolved::Bedrock(model) => return build_bedrock(&checked, &model, env),
-        Resolved::Genai(target) => target,
+        Resolved::Genai(target) => *target,
     };
     let model = GenaiModel::new(GenaiSettings {
         wire: target.wire,
