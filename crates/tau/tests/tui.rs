@@ -318,7 +318,8 @@ fn an_approved_call_runs() {
 fn ctrl_c_during_an_approved_command_stops_it() {
     let tau = Tau::new();
     let model = tau.replay(&json!([
-        command_call("echo $$ > pid.txt; sleep 30; touch late.txt"),
+        // Found by its command line: in the sandbox's PID namespace `$$` says nothing here.
+        command_call("touch ready.txt; sleep 30.3141; touch late.txt"),
         answer("never read")
     ]));
     let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
@@ -332,28 +333,21 @@ fn ctrl_c_during_an_approved_command_stops_it() {
     std::thread::sleep(PAST_THE_GUARD);
     terminal.keys(&["y"]);
     terminal.wait_for("run_command · running · by you");
-    let pid_file = tau.workspace().join("pid.txt");
+    let ready = tau.workspace().join("ready.txt");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !pid_file.exists() {
+    while !ready.exists() {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
-    let started = Instant::now();
+    assert!(!common::sandbox::with_marker("30.3141").is_empty());
     terminal.keys(&["C-c"]);
     terminal.wait_for_all(&["run_command · cancelled", "Cancelled.", "ready"]);
     // The command is gone long before its 30 seconds, and never reached its end.
-    let proc = PathBuf::from(format!("/proc/{pid}"));
-    while proc.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{pid} outlived the cancel"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_eq!(
+        common::sandbox::gone("30.3141"),
+        Ok(()),
+        "the command outlived the cancel"
+    );
     assert!(!tau.workspace().join("late.txt").exists());
     let (_, call) = decision_and_call(&tau);
     assert_eq!(call["status"], "cancelled");
