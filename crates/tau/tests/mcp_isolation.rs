@@ -138,6 +138,9 @@ fn an_approved_command_cannot_read_taus_environment() {
         tool_call("t1", "run_command", &json!({ "command": command })),
         answer("done"),
     ]));
+    // Without the sandbox (whose PID namespace would hide tau anyway): tau's own process is
+    // closed whatever runs beside it.
+    let config = tau.config("[tools.command]\nsandbox = \"off\"\n");
     let secret = format!("TAU_TEST_SECRET={SECRET}");
     let mut before = vec!["env", secret.as_str()];
     if rustix::process::geteuid().is_root() {
@@ -146,6 +149,8 @@ fn an_approved_command_cannot_read_taus_environment() {
     let command_line = tau.command_in_session(
         &before,
         &[
+            "--config",
+            config.to_str().unwrap(),
             "--model",
             &model,
             "chat",
