@@ -1,4 +1,5 @@
 use super::*;
+use tau_sandbox::procs::parse_stat;
 use pretty_assertions::assert_eq;
 
 const ME: Me = Me {
