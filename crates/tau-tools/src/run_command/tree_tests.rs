@@ -1,6 +1,6 @@
 use super::*;
-use tau_sandbox::procs::parse_stat;
 use pretty_assertions::assert_eq;
+use tau_sandbox::procs::parse_stat;
 
 const ME: Me = Me {
     pid: 100,
