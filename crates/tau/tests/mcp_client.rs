@@ -473,10 +473,14 @@ fn a_server_over_http_with_a_token_is_used_like_any_other() {
         serde_json::from_str::<Value>(&text).unwrap()["rfc3339"].is_string(),
         "{text}"
     );
-    // Approved here, refused there: the remote tau's client (this tau) cannot be asked.
+    // Approved here, refused there: the remote tau's client (this tau) cannot be asked,
+    // and the remote says so rather than that somebody said no.
     assert_eq!(
         result_of(&messages, "t2"),
-        (json!("error"), refusal("run_command"))
+        (
+            json!("error"),
+            "Tool 'run_command' was not run: it needs the user's approval, and this MCP client cannot ask (it lacks elicitation), so nobody was asked. Tell the user it needs a client with elicitation.".to_owned()
+        )
     );
     assert!(!remote.workspace().join("proof.txt").exists());
     let remote_calls: Vec<(Value, Value)> = remote
