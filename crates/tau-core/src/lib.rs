@@ -58,9 +58,10 @@ pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_id};
 pub use tau_protocol::{
-    Approval, CallStatus, ChannelEvent, DecidedBy, Decision, NoticeKind, StopReason, Tier,
-    TierError, TurnUsage,
+    Approval, ApprovalId, CallStatus, ChannelEvent, DecidedBy, Decision, NoticeKind, SessionId,
+    StopReason, Tier, TierError, TurnUsage,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event, interrupt_rejection,
+    waits_on,
 };

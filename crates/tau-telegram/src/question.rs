@@ -30,7 +30,7 @@ pub(crate) struct Asked {
 impl Asked {
     pub(crate) fn from_row(row: &ApprovalRow) -> Self {
         Self {
-            approval_id: row.id.clone(),
+            approval_id: row.id.to_string(),
             tool: row.tool.clone(),
             tier: row.tier,
             effect: row.effect.clone(),

@@ -2,9 +2,8 @@
 
 use std::fmt::Write;
 
-use tau_agent::{
-    ContentBlock, Message, Role, SessionId, SessionRepository, SqliteSessions, ToolResultStatus,
-};
+use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolResultStatus};
+use tau_state::StateDb;
 use tau_core::{ToolCatalog, display, json_for_terminal, sorted_json};
 
 use crate::audit::{Verdict, verify};
@@ -17,13 +16,9 @@ pub(crate) fn session_id(name: &str) -> anyhow::Result<SessionId> {
     SessionId::parse(name).map_err(|e| usage(e.to_string()))
 }
 
-fn open_store(ctx: &Context) -> anyhow::Result<Option<SqliteSessions>> {
-    let path = ctx.home.state_db();
-    if !path.exists() {
-        return Ok(None);
-    }
-    ctx.home.prepare_state_db()?;
-    Ok(Some(SqliteSessions::open(&path)?))
+/// The home's `state.db`; `None` (and nothing created) before the first run.
+fn open_store(ctx: &Context) -> anyhow::Result<Option<StateDb>> {
+    ctx.existing_state()
 }
 
 pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
@@ -51,7 +46,7 @@ pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
 fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
     let id = session_id(name)?;
     let store = open_store(ctx)?.ok_or_else(|| usage(format!("no session named '{id}'")))?;
-    if store.message_count(&id)? == 0 && !store.list_sessions()?.iter().any(|s| s.id == id) {
+    if !store.session_exists(&id)? {
         return Err(usage(format!("no session named '{id}'")));
     }
     Ok(store.messages(&id, 0)?)
@@ -153,7 +148,8 @@ fn lines_were(n: u64) -> String {
 /// The report of `tau audit verify`, and whether it vouches for the whole log.
 pub(crate) fn audit_verify(ctx: &Context) -> anyhow::Result<(String, bool)> {
     let path = ctx.home.audit_log();
-    let report = match verify(&path)? {
+    let state = ctx.existing_state()?;
+    let report = match verify(&path, state.as_ref())? {
         Verdict::NoLog => (format!("no audit log yet at {}\n", path.display()), true),
         Verdict::Intact { lines } => (format!("audit log intact: {lines} lines\n"), true),
         Verdict::IntactLastNotAnchored { lines } => (

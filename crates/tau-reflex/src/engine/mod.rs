@@ -19,6 +19,7 @@ use jiff::tz::TimeZone;
 use rumqttc::MqttOptions;
 use tau_core::approval::Approver;
 use tau_core::{AutoRejectApprover, ConfigError, EventBus, RoutineOutcome, ToolCatalog};
+use tau_protocol::SessionId;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -401,7 +402,7 @@ impl Inner {
         Fired::Started
     }
 
-    fn approver(&self, slot: &Slot, session: &str) -> (Arc<dyn Approver>, String) {
+    fn approver(&self, slot: &Slot, session: &SessionId) -> (Arc<dyn Approver>, String) {
         let routine = &slot.routine;
         if let Some(channel) = routine.ask
             && let Some(store) = self.host.approvals()
@@ -410,7 +411,7 @@ impl Inner {
                 host: Arc::clone(&self.host),
                 store,
                 channel,
-                session: session.to_owned(),
+                session: session.clone(),
                 timeout: self.settings.ask_timeout,
                 cancel: slot.cancel.clone(),
             };

@@ -11,9 +11,9 @@
 //! behind; `verify` accepts that one line and says it is not anchored yet, and the next
 //! append anchors it. Anything else that disagrees with the anchor is reported.
 //!
-//! Layout: `mod.rs` the appender, `anchor.rs` the head in `state.db`, `verify.rs` the check.
+//! Layout: `mod.rs` the appender, `verify.rs` the check; the head is kept in `state.db`
+//! by `tau-state` (its anchor table).
 
-mod anchor;
 mod verify;
 
 use std::fs::{File, OpenOptions};
@@ -24,14 +24,12 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tau_core::{AuditEvent, EventSubscriber};
+use tau_state::{AuditHead as Head, StateDb};
 
-use self::anchor::{Anchor, Head};
 pub(crate) use self::verify::{Verdict, verify};
 
 /// The `prev` of the first line.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-/// The database beside the log that holds the anchor.
-pub(crate) const ANCHOR_DB: &str = "state.db";
 const TAIL_CHUNK: u64 = 4096;
 
 pub(crate) fn line_hash(line: &[u8]) -> String {
@@ -39,11 +37,6 @@ pub(crate) fn line_hash(line: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// The `state.db` that anchors the log at `path`: the one beside it.
-pub(crate) fn anchor_db(path: &Path) -> PathBuf {
-    path.with_file_name(ANCHOR_DB)
 }
 
 /// Appends events for one session; safe to share between threads and processes.
@@ -55,7 +48,7 @@ pub(crate) struct AuditLog {
 
 struct Open {
     file: File,
-    anchor: Anchor,
+    anchor: StateDb,
     /// What this process last wrote: the file's length after it, and the head. When the
     /// file still has that length under the lock, nobody else appended, and the tail need
     /// not be read again.
@@ -63,15 +56,13 @@ struct Open {
 }
 
 impl AuditLog {
-    /// Opens (creating, 0600) the log at `path`, anchored in the `state.db` beside it.
-    pub(crate) fn open(path: &Path, session: &str) -> io::Result<Self> {
+    /// Opens (creating, 0600) the log at `path`, anchored in `anchor` (the home's
+    /// `state.db`).
+    pub(crate) fn open(path: &Path, session: &str, anchor: StateDb) -> io::Result<Self> {
         let file = crate::private::open(
             path,
             OpenOptions::new().create(true).read(true).append(true),
         )?;
-        let db = anchor_db(path);
-        crate::private::ensure_file(&db)?;
-        let anchor = Anchor::open(&db).map_err(|e| sqlite_error(&db, &e))?;
         Ok(Self {
             path: path.to_owned(),
             session: session.to_owned(),
@@ -103,19 +94,18 @@ impl AuditLog {
     fn append_locked(
         &self,
         file: &mut File,
-        anchor: &Anchor,
+        anchor: &StateDb,
         last: &mut Option<(u64, Head)>,
         session: &str,
         event: &AuditEvent,
     ) -> io::Result<()> {
-        let db = anchor_db(&self.path);
         let len = file.seek(SeekFrom::End(0))?;
         let ((seq, prev), ends_with_newline) = match last.as_ref() {
             // Nothing was appended since this process's own last line.
             Some((written, head)) if *written == len => ((head.seq + 1, head.hash.clone()), true),
             _ => {
                 let (tail, ends_with_newline) = last_line(file)?;
-                let head = anchor.head().map_err(|e| sqlite_error(&db, &e))?;
+                let head = anchor.audit_head().map_err(io::Error::other)?;
                 (
                     continue_from(head.as_ref(), tail.as_deref()),
                     ends_with_newline,
@@ -151,14 +141,10 @@ impl AuditLog {
             seq,
             hash: line_hash(&body),
         };
-        anchor.set(&head).map_err(|e| sqlite_error(&db, &e))?;
+        anchor.set_audit_head(&head).map_err(io::Error::other)?;
         *last = Some((len + line.len() as u64, head));
         Ok(())
     }
-}
-
-fn sqlite_error(db: &Path, error: &rusqlite::Error) -> io::Error {
-    io::Error::other(format!("{}: {error}", db.display()))
 }
 
 /// The `seq` and `prev` of the next line, from the anchored head and the file's last line.
@@ -257,8 +243,13 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
+    /// The `state.db` beside the log, as the home has it.
+    pub(crate) fn state_beside(path: &Path) -> StateDb {
+        StateDb::open(&path.with_file_name("state.db")).unwrap()
+    }
+
     fn write_events(path: &Path, n: u32) {
-        let log = AuditLog::open(path, "s").unwrap();
+        let log = AuditLog::open(path, "s", state_beside(path)).unwrap();
         for max_turns in 0..n {
             log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
         }
@@ -273,7 +264,7 @@ mod tests {
     }
 
     fn head(path: &Path) -> Option<Head> {
-        Anchor::open(&anchor_db(path)).unwrap().head().unwrap()
+        state_beside(path).audit_head().unwrap()
     }
 
     #[test]
@@ -306,7 +297,10 @@ mod tests {
                 hash: line_hash(all[3].as_bytes())
             })
         );
-        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 4 });
+        assert_eq!(
+            verify(&path, Some(&state_beside(&path))).unwrap(),
+            Verdict::Intact { lines: 4 }
+        );
     }
 
     #[test]
@@ -320,7 +314,10 @@ mod tests {
                 scope.spawn(|| write_events(&path, 25));
             }
         });
-        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 100 });
+        assert_eq!(
+            verify(&path, Some(&state_beside(&path))).unwrap(),
+            Verdict::Intact { lines: 100 }
+        );
     }
 
     #[test]
@@ -391,6 +388,9 @@ mod tests {
         let path = dir.path().join("audit.jsonl");
         write_events(&path, 1);
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!((mode(&path), mode(&anchor_db(&path))), (0o600, 0o600));
+        assert_eq!(
+            (mode(&path), mode(&path.with_file_name("state.db"))),
+            (0o600, 0o600)
+        );
     }
 }

@@ -11,9 +11,9 @@ use std::io::{self, BufRead, BufReader, ErrorKind};
 use std::path::Path;
 
 use serde_json::Value;
+use tau_state::{AuditHead as Head, StateDb};
 
-use super::anchor::{Anchor, Head};
-use super::{GENESIS, anchor_db, line_hash};
+use super::{GENESIS, line_hash};
 
 /// What `tau audit verify` found.
 #[derive(Debug, PartialEq, Eq)]
@@ -51,9 +51,10 @@ pub(crate) enum Verdict {
     },
 }
 
-/// Checks the log at `path` against the anchor in the `state.db` beside it. Holds a shared
-/// lock on the log, so no append is half done while it reads.
-pub(crate) fn verify(path: &Path) -> io::Result<Verdict> {
+/// Checks the log at `path` against the anchor in `state` (the home's `state.db`; `None`
+/// when there is none). Holds a shared lock on the log, so no append is half done while it
+/// reads.
+pub(crate) fn verify(path: &Path, state: Option<&StateDb>) -> io::Result<Verdict> {
     let file = match File::open(path) {
         Ok(file) => Some(file),
         Err(error) if error.kind() == ErrorKind::NotFound => None,
@@ -62,7 +63,10 @@ pub(crate) fn verify(path: &Path) -> io::Result<Verdict> {
     if let Some(file) = &file {
         file.lock_shared()?;
     }
-    let head = read_head(path)?;
+    let head = match state {
+        Some(state) => state.audit_head().map_err(io::Error::other)?,
+        None => None,
+    };
     let Some(file) = file else {
         return Ok(match head {
             Some(head) => Verdict::Missing { anchored: head.seq },
@@ -74,15 +78,6 @@ pub(crate) fn verify(path: &Path) -> io::Result<Verdict> {
         Err(broken) => return Ok(broken),
     };
     Ok(judge(&chain, head.as_ref()))
-}
-
-fn read_head(path: &Path) -> io::Result<Option<Head>> {
-    let db = anchor_db(path);
-    let sqlite = |e: rusqlite::Error| io::Error::other(format!("{}: {e}", db.display()));
-    match Anchor::open_existing(&db).map_err(sqlite)? {
-        Some(anchor) => anchor.head().map_err(sqlite),
-        None => Ok(None),
-    }
 }
 
 /// What the walk saw of a chain that held.
@@ -190,7 +185,7 @@ mod tests {
     }
 
     fn write_events(path: &Path, n: u32) {
-        let log = AuditLog::open(path, "s").unwrap();
+        let log = AuditLog::open(path, "s", anchor(path)).unwrap();
         for max_turns in 0..n {
             log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
         }
@@ -212,8 +207,17 @@ mod tests {
         .unwrap();
     }
 
-    fn anchor(path: &Path) -> Anchor {
-        Anchor::open(&anchor_db(path)).unwrap()
+    fn anchor_db(path: &Path) -> PathBuf {
+        path.with_file_name("state.db")
+    }
+
+    fn anchor(path: &Path) -> StateDb {
+        StateDb::open(&anchor_db(path)).unwrap()
+    }
+
+    /// `tau audit verify` as the command runs it: the home's `state.db` if there is one.
+    fn check(path: &Path) -> Verdict {
+        verify(path, StateDb::open_existing(&anchor_db(path)).unwrap().as_ref()).unwrap()
     }
 
     #[test]
@@ -224,7 +228,7 @@ mod tests {
         all[1] = all[1].replace("\"max_turns\":1", "\"max_turns\":9");
         rewrite(&path, &all);
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::Broken {
                 line: 3,
                 reason: "it does not follow line 2: line 2 was edited".into()
@@ -240,7 +244,7 @@ mod tests {
         all.remove(1);
         rewrite(&path, &all);
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::Broken {
                 line: 2,
                 reason: "expected entry 2, found entry 3: lines were dropped or reordered".into()
@@ -250,7 +254,7 @@ mod tests {
         all.swap(0, 1);
         rewrite(&path, &all);
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::Broken {
                 line: 1,
                 reason: "expected entry 1, found entry 3: lines were dropped or reordered".into()
@@ -265,7 +269,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, &text[..text.len() - 10]).unwrap();
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::Broken {
                 line: 2,
                 reason: "not a JSON object: the line was edited or cut".into()
@@ -274,7 +278,7 @@ mod tests {
         write_events(&path, 1);
         assert_eq!(lines(&path).len(), 3);
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::Broken {
                 line: 2,
                 reason: "not a JSON object: the line was edited or cut".into()
@@ -285,14 +289,14 @@ mod tests {
     #[test]
     fn the_end_of_the_log_is_checked_against_the_anchor() {
         let (_dir, path) = log();
-        assert_eq!(verify(&path).unwrap(), Verdict::NoLog);
+        assert_eq!(check(&path), Verdict::NoLog);
         write_events(&path, 4);
-        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 4 });
+        assert_eq!(check(&path), Verdict::Intact { lines: 4 });
         let all = lines(&path);
 
         rewrite(&path, &all[..3]);
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::Dropped {
                 lines: 3,
                 anchored: 4
@@ -300,7 +304,7 @@ mod tests {
         );
         std::fs::write(&path, "").unwrap();
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::Dropped {
                 lines: 0,
                 anchored: 4
@@ -310,37 +314,37 @@ mod tests {
         edited[3] = edited[3].replace("\"max_turns\":3", "\"max_turns\":0");
         rewrite(&path, &edited);
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::Broken {
                 line: 4,
                 reason: "it does not match the anchor in state.db: line 4 was edited".into()
             }
         );
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(verify(&path).unwrap(), Verdict::Missing { anchored: 4 });
+        assert_eq!(check(&path), Verdict::Missing { anchored: 4 });
     }
 
     #[test]
     fn one_line_past_the_anchor_is_a_stop_before_anchoring_and_the_next_append_anchors_it() {
         let (_dir, path) = log();
         write_events(&path, 3);
-        let behind = anchor(&path).head().unwrap().unwrap();
+        let behind = anchor(&path).audit_head().unwrap().unwrap();
         write_events(&path, 1);
         // The process stopped after writing line 4 and before anchoring it.
-        anchor(&path).set(&behind).unwrap();
+        anchor(&path).set_audit_head(&behind).unwrap();
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::IntactLastNotAnchored { lines: 4 }
         );
         write_events(&path, 1);
-        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 5 });
+        assert_eq!(check(&path), Verdict::Intact { lines: 5 });
 
         // Two lines past it are not a stopped process; an edited anchored line never passes.
-        let behind = anchor(&path).head().unwrap().unwrap();
+        let behind = anchor(&path).audit_head().unwrap().unwrap();
         write_events(&path, 2);
-        anchor(&path).set(&behind).unwrap();
+        anchor(&path).set_audit_head(&behind).unwrap();
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::Added {
                 lines: 7,
                 anchored: 5
@@ -351,7 +355,7 @@ mod tests {
         all[4] = all[4].replace("\"max_turns\":0", "\"max_turns\":7");
         rewrite(&path, &all);
         assert_eq!(
-            verify(&path).unwrap(),
+            check(&path),
             Verdict::Broken {
                 line: 5,
                 reason: "it does not match the anchor in state.db: line 5 was edited".into()
@@ -364,9 +368,9 @@ mod tests {
         let (_dir, path) = log();
         write_events(&path, 2);
         std::fs::remove_file(anchor_db(&path)).unwrap();
-        assert_eq!(verify(&path).unwrap(), Verdict::Unanchored { lines: 2 });
+        assert_eq!(check(&path), Verdict::Unanchored { lines: 2 });
         std::fs::write(&path, "").unwrap();
-        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 0 });
+        assert_eq!(check(&path), Verdict::Intact { lines: 0 });
         assert!(!anchor_db(&path).exists(), "verify creates nothing");
     }
 }
