@@ -24,8 +24,8 @@ use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, ContentBlock, Message, Role, ScriptedModel, SessionId, SharedTool, Tool,
-    ToolContext, ToolError, ToolOutput, ToolSpec, ToolUse,
+    Agent, ContentBlock, Message, Role, ScriptedModel, SessionId, SharedTool, Tool, ToolContext,
+    ToolError, ToolOutput, ToolSpec, ToolUse,
 };
 
 const CALLS: usize = 64;

@@ -27,7 +27,8 @@ fn kitchen() -> SessionId {
 }
 
 fn on_session(db: &Path, model: ScriptedModel) -> AgentBuilder {
-    Agent::builder(Arc::new(model)).session(Arc::new(tau_state::StateDb::open(db).unwrap()), kitchen())
+    Agent::builder(Arc::new(model))
+        .session(Arc::new(tau_state::StateDb::open(db).unwrap()), kitchen())
 }
 
 fn lock_the_door() -> Message {

@@ -62,6 +62,6 @@ pub use tau_protocol::{
     StopReason, Tier, TierError, TurnUsage,
 };
 pub use turn::{
-    ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event, interrupt_rejection,
-    waits_on,
+    ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,
+    interrupt_rejection, waits_on,
 };

@@ -307,7 +307,11 @@ impl Hub {
         reply: Reply,
     ) -> Result<Answered, HubError> {
         let unknown = || HubError::UnknownApproval(approval_id.to_string());
-        let row = self.inner.state.approval(approval_id)?.ok_or_else(unknown)?;
+        let row = self
+            .inner
+            .state
+            .approval(approval_id)?
+            .ok_or_else(unknown)?;
         if row.channel != channel {
             return Err(unknown());
         }

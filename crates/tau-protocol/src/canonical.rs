@@ -53,7 +53,9 @@ mod tests {
     #[test]
     fn keys_are_sorted_at_every_depth_and_nothing_else_changes() {
         assert_eq!(
-            canonical_json(&json!({"b": {"y": 1, "x": [2, {"d": null, "c": "é"}]}, "a": "\u{202e}"})),
+            canonical_json(
+                &json!({"b": {"y": 1, "x": [2, {"d": null, "c": "é"}]}, "a": "\u{202e}"})
+            ),
             "{\"a\":\"\u{202e}\",\"b\":{\"x\":[2,{\"c\":\"é\",\"d\":null}],\"y\":1}}"
         );
         assert_eq!(canonical_json(&json!([3, 1.5, true])), "[3,1.5,true]");

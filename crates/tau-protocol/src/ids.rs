@@ -31,7 +31,9 @@ impl SessionId {
         if valid {
             Ok(Self(text.to_owned()))
         } else {
-            Err(InvalidSessionId { id: text.to_owned() })
+            Err(InvalidSessionId {
+                id: text.to_owned(),
+            })
         }
     }
 
@@ -86,7 +88,9 @@ impl ApprovalId {
         if valid {
             Ok(Self(text.to_owned()))
         } else {
-            Err(InvalidApprovalId { id: text.to_owned() })
+            Err(InvalidApprovalId {
+                id: text.to_owned(),
+            })
         }
     }
 

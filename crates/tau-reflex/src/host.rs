@@ -57,11 +57,7 @@ pub trait RoutineHost: PromptRunner {
     /// The session a routine's turns and questions belong to, given where it asks: by
     /// default its own `routine-NAME`. A hub may make it a conversation of the `ask`
     /// channel, so the routine's questions and turns show there.
-    fn session_for(
-        &self,
-        routine: &str,
-        _ask: Option<AskChannel>,
-    ) -> Result<SessionId, HostError> {
+    fn session_for(&self, routine: &str, _ask: Option<AskChannel>) -> Result<SessionId, HostError> {
         crate::validate::session_of(routine).map_err(|e| HostError(e.to_string()))
     }
 

@@ -5,8 +5,8 @@
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::Value;
-use tau_protocol::{InvalidSessionId, SessionId};
 use tau_core::{ConfigError, ToolCatalog};
+use tau_protocol::{InvalidSessionId, SessionId};
 
 use crate::def::{FieldError, RoutineDef};
 use crate::schema;

@@ -19,15 +19,16 @@ impl StateDb {
     /// The head, or `None` before the first anchored line.
     pub fn audit_head(&self) -> Result<Option<AuditHead>, StateError> {
         self.read(|c| {
-            Ok(c
-                .prepare_cached("SELECT seq, hash FROM audit_anchor WHERE id = 1")?
-                .query_row([], |row| {
-                    Ok(AuditHead {
-                        seq: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
-                        hash: row.get(1)?,
+            Ok(
+                c.prepare_cached("SELECT seq, hash FROM audit_anchor WHERE id = 1")?
+                    .query_row([], |row| {
+                        Ok(AuditHead {
+                            seq: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+                            hash: row.get(1)?,
+                        })
                     })
-                })
-                .optional()?)
+                    .optional()?,
+            )
         })
     }
 
@@ -37,7 +38,10 @@ impl StateDb {
                 "INSERT INTO audit_anchor (id, seq, hash) VALUES (1, ?1, ?2)
                  ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
             )?
-            .execute(params![i64::try_from(head.seq).unwrap_or(i64::MAX), head.hash])?;
+            .execute(params![
+                i64::try_from(head.seq).unwrap_or(i64::MAX),
+                head.hash
+            ])?;
             Ok(())
         })
     }

@@ -212,7 +212,8 @@ fn parse(raw: Raw) -> Result<ApprovalRow, StateError> {
         decided_at,
         consumed_at,
     } = raw;
-    let bad = |what: &str| StateError::unreadable(format!("approval '{id}'"), format!("its {what}"));
+    let bad =
+        |what: &str| StateError::unreadable(format!("approval '{id}'"), format!("its {what}"));
     let time = |text: &str, what: &str| text.parse::<Timestamp>().map_err(|_| bad(what));
     let tier = match tier {
         0 => Tier::Read,
@@ -287,7 +288,10 @@ impl StateDb {
         if inserted == 1 {
             Ok(())
         } else {
-            Err(StateError::Invalid(format!("approval '{}' exists already", row.id)))
+            Err(StateError::Invalid(format!(
+                "approval '{}' exists already",
+                row.id
+            )))
         }
     }
 
@@ -309,7 +313,8 @@ impl StateDb {
                 "a question cannot be decided as pending".into(),
             ));
         }
-        let by = serde_json::to_string(decided_by).map_err(|e| StateError::Invalid(e.to_string()))?;
+        let by =
+            serde_json::to_string(decided_by).map_err(|e| StateError::Invalid(e.to_string()))?;
         self.write_durable(|tx| {
             let changed = tx
                 .prepare_cached(
@@ -347,7 +352,10 @@ impl StateDb {
     }
 
     /// Rows of one session, oldest first.
-    pub fn approvals_of_session(&self, session: &SessionId) -> Result<Vec<ApprovalRow>, StateError> {
+    pub fn approvals_of_session(
+        &self,
+        session: &SessionId,
+    ) -> Result<Vec<ApprovalRow>, StateError> {
         self.select_approvals("WHERE session = ?1", params![session.as_str()])
     }
 
@@ -361,8 +369,10 @@ impl StateDb {
     /// hub's own bookkeeping; the gate never reads it.
     pub fn mark_approval_settled(&self, id: &ApprovalId) -> Result<(), StateError> {
         self.write(|tx| {
-            tx.prepare_cached("UPDATE approvals SET settled = 1 WHERE id = ?1 AND state != 'pending'")?
-                .execute(params![id.as_str()])?;
+            tx.prepare_cached(
+                "UPDATE approvals SET settled = 1 WHERE id = ?1 AND state != 'pending'",
+            )?
+            .execute(params![id.as_str()])?;
             Ok(())
         })
     }
@@ -459,7 +469,11 @@ mod tests {
             panic!("the first answer decides");
         };
         assert_eq!(
-            (decided.state, decided.decided_by.clone(), decided.decided_at),
+            (
+                decided.state,
+                decided.decided_by.clone(),
+                decided.decided_at
+            ),
             (ApprovalState::Approved, Some(person.clone()), Some(at))
         );
         for (to, by) in [
@@ -498,7 +512,10 @@ mod tests {
         store
             .decide_approval(&id("ap_2"), ApprovalState::Rejected, &person, at)
             .unwrap();
-        assert!(!store.consume_approval(&id("ap_2"), at).unwrap(), "rejected");
+        assert!(
+            !store.consume_approval(&id("ap_2"), at).unwrap(),
+            "rejected"
+        );
         store
             .decide_approval(&id("ap_1"), ApprovalState::Approved, &person, at)
             .unwrap();
@@ -521,13 +538,20 @@ mod tests {
         store
             .decide_approval(&id("ap_c"), ApprovalState::Expired, &DecidedBy::Timeout, at)
             .unwrap();
-        let ids = |rows: Vec<ApprovalRow>| rows.into_iter().map(|r| r.id.to_string()).collect::<Vec<_>>();
+        let ids = |rows: Vec<ApprovalRow>| {
+            rows.into_iter()
+                .map(|r| r.id.to_string())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
             ids(store.approvals(Some(ApprovalState::Pending)).unwrap()),
             ["ap_a", "ap_b"],
             "oldest first"
         );
-        assert_eq!(ids(store.approvals(None).unwrap()), ["ap_a", "ap_b", "ap_c"]);
+        assert_eq!(
+            ids(store.approvals(None).unwrap()),
+            ["ap_a", "ap_b", "ap_c"]
+        );
         assert_eq!(ids(store.unsettled_approvals().unwrap()), ["ap_c"]);
         store.mark_approval_settled(&id("ap_a")).unwrap();
         assert_eq!(
@@ -592,12 +616,20 @@ mod tests {
         ] {
             store
                 .write(|tx| {
-                    tx.execute(&format!("UPDATE approvals SET {column} = {value} WHERE id = 'ap_1'"), [])?;
+                    tx.execute(
+                        &format!("UPDATE approvals SET {column} = {value} WHERE id = 'ap_1'"),
+                        [],
+                    )?;
                     Ok(())
                 })
                 .unwrap();
             assert!(store.approval(&id("ap_1")).is_err(), "{column}");
-            store.write(|tx| { tx.execute("DELETE FROM approvals", [])?; Ok(()) }).unwrap();
+            store
+                .write(|tx| {
+                    tx.execute("DELETE FROM approvals", [])?;
+                    Ok(())
+                })
+                .unwrap();
             store.create_approval(&row("ap_1", 10)).unwrap();
         }
         store

@@ -59,18 +59,21 @@ impl StateDb {
                 )
                 .optional()?)
         })?;
-        parse(row.ok_or_else(|| {
-            StateError::Invalid(format!("conversation {channel}/{key} vanished"))
-        })?)
+        parse(
+            row.ok_or_else(|| {
+                StateError::Invalid(format!("conversation {channel}/{key} vanished"))
+            })?,
+        )
     }
 
     /// The conversation a session belongs to, if it is one.
     pub fn conversation_of(&self, session: &SessionId) -> Result<Option<Conversation>, StateError> {
         self.read(|c| {
-            Ok(c
-                .prepare_cached(&format!("SELECT {COLUMNS} FROM conversations WHERE session = ?1"))?
-                .query_row(params![session.as_str()], read_row)
-                .optional()?)
+            Ok(c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM conversations WHERE session = ?1"
+            ))?
+            .query_row(params![session.as_str()], read_row)
+            .optional()?)
         })?
         .map(parse)
         .transpose()
@@ -99,19 +102,29 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = StateDb::open(&dir.path().join("state.db")).unwrap();
         let first = SessionId::parse("web-a").unwrap();
-        let made = store.find_or_create_conversation("web", "a", &first).unwrap();
+        let made = store
+            .find_or_create_conversation("web", "a", &first)
+            .unwrap();
         let other = SessionId::parse("web-b").unwrap();
-        let again = store.find_or_create_conversation("web", "a", &other).unwrap();
+        let again = store
+            .find_or_create_conversation("web", "a", &other)
+            .unwrap();
         assert_eq!(made, again, "the first session stays");
         assert_eq!(again.session, first);
         assert_eq!(store.conversation_of(&first).unwrap(), Some(made.clone()));
         assert_eq!(store.conversation_of(&other).unwrap(), None);
         store
-            .find_or_create_conversation("telegram", "42", &SessionId::parse("telegram-42").unwrap())
+            .find_or_create_conversation(
+                "telegram",
+                "42",
+                &SessionId::parse("telegram-42").unwrap(),
+            )
             .unwrap();
         assert_eq!(store.conversations_of("web").unwrap(), vec![made]);
         assert!(
-            store.find_or_create_conversation("telegram", "43", &first).is_err(),
+            store
+                .find_or_create_conversation("telegram", "43", &first)
+                .is_err(),
             "a session belongs to one conversation"
         );
     }

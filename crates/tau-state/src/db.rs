@@ -48,12 +48,11 @@ impl StateDb {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let connection = Connection::open_with_flags(path, flags).map_err(|source| {
-            StateError::Open {
+        let connection =
+            Connection::open_with_flags(path, flags).map_err(|source| StateError::Open {
                 path: path.display().to_string(),
                 source,
-            }
-        })?;
+            })?;
         // SQLite has the file now but has read or locked nothing yet; a mode set by path
         // needs no descriptor of ours, so no lock SQLite takes later can be dropped by it.
         protect(path)?;
@@ -214,11 +213,8 @@ fn protect(db: &Path) -> Result<(), StateError> {
         };
         match std::fs::metadata(&path) {
             Ok(meta) if meta.permissions().mode() & 0o777 == PRIVATE_MODE => {}
-            Ok(_) => std::fs::set_permissions(
-                &path,
-                std::fs::Permissions::from_mode(PRIVATE_MODE),
-            )
-            .map_err(failed)?,
+            Ok(_) => std::fs::set_permissions(&path, std::fs::Permissions::from_mode(PRIVATE_MODE))
+                .map_err(failed)?,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => return Err(failed(error)),
         }

@@ -65,11 +65,12 @@ impl StateDb {
     /// A number that changes whenever a routine is made, deleted, edited or switched.
     pub fn routines_generation(&self) -> Result<i64, StateError> {
         self.read(|c| {
-            Ok(c
-                .prepare_cached("SELECT value FROM routine_meta WHERE key = 'generation'")?
-                .query_row([], |row| row.get(0))
-                .optional()?
-                .unwrap_or(0))
+            Ok(
+                c.prepare_cached("SELECT value FROM routine_meta WHERE key = 'generation'")?
+                    .query_row([], |row| row.get(0))
+                    .optional()?
+                    .unwrap_or(0),
+            )
         })
     }
 
@@ -135,7 +136,10 @@ impl StateDb {
     pub fn delete_routine(&self, name: &str) -> Result<bool, StateError> {
         self.write(|tx| {
             let deleted = tx.execute("DELETE FROM routines WHERE name = ?1", params![name])?;
-            tx.execute("DELETE FROM routine_switches WHERE name = ?1", params![name])?;
+            tx.execute(
+                "DELETE FROM routine_switches WHERE name = ?1",
+                params![name],
+            )?;
             tx.execute("DELETE FROM routine_marks WHERE name = ?1", params![name])?;
             bump(tx)?;
             Ok(deleted == 1)
@@ -225,14 +229,13 @@ impl StateDb {
     /// When the last scheduled run (any outcome but `missed`) of `name` started.
     pub fn last_scheduled_run(&self, name: &str) -> Result<Option<Timestamp>, StateError> {
         let started: Option<String> = self.read(|c| {
-            Ok(c
-                .prepare_cached(
-                    "SELECT started_at FROM routine_runs
+            Ok(c.prepare_cached(
+                "SELECT started_at FROM routine_runs
                      WHERE routine = ?1 AND scheduled = 1 AND outcome != 'missed'
                      ORDER BY id DESC LIMIT 1",
-                )?
-                .query_row(params![name], |row| row.get(0))
-                .optional()?)
+            )?
+            .query_row(params![name], |row| row.get(0))
+            .optional()?)
         })?;
         Ok(started.map(|s| time(&s)))
     }
@@ -299,14 +302,19 @@ mod tests {
             generation = now;
             changed
         };
-        store.set_routine_enabled("lamp", false, at("2026-01-01T00:00:00Z")).unwrap();
+        store
+            .set_routine_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
+            .unwrap();
         assert!(moved());
         assert!(store.create_routine(&row).unwrap());
         assert!(moved());
         assert!(!store.create_routine(&row).unwrap());
         assert!(!moved());
         assert_eq!(store.stored_routines().unwrap(), vec![row.clone()]);
-        assert!(store.routine_switches().unwrap().is_empty(), "a new routine has its own switch");
+        assert!(
+            store.routine_switches().unwrap().is_empty(),
+            "a new routine has its own switch"
+        );
         assert!(store.replace_routine_definition("lamp", "{}").unwrap());
         assert!(moved());
         assert_eq!(store.stored_routines().unwrap()[0].approved_hash, "h");
@@ -340,9 +348,15 @@ mod tests {
             started_at: at(started),
             duration_ms: Some(3),
         };
-        store.record_routine_run(&run("success", true, "2026-01-01T00:10:00Z")).unwrap();
-        store.record_routine_run(&run("success", false, "2026-01-01T00:15:00Z")).unwrap();
-        store.record_routine_run(&run("missed", true, "2026-01-01T00:20:00Z")).unwrap();
+        store
+            .record_routine_run(&run("success", true, "2026-01-01T00:10:00Z"))
+            .unwrap();
+        store
+            .record_routine_run(&run("success", false, "2026-01-01T00:15:00Z"))
+            .unwrap();
+        store
+            .record_routine_run(&run("missed", true, "2026-01-01T00:20:00Z"))
+            .unwrap();
         assert_eq!(
             store.last_scheduled_run("lamp").unwrap(),
             Some(at("2026-01-01T00:10:00Z")),
@@ -357,15 +371,21 @@ mod tests {
             ]
         );
         assert_eq!(
-            store.mark_routine("lamp", "h1", at("2026-01-01T00:00:00Z")).unwrap(),
+            store
+                .mark_routine("lamp", "h1", at("2026-01-01T00:00:00Z"))
+                .unwrap(),
             at("2026-01-01T00:00:00Z")
         );
         assert_eq!(
-            store.mark_routine("lamp", "h1", at("2026-02-01T00:00:00Z")).unwrap(),
+            store
+                .mark_routine("lamp", "h1", at("2026-02-01T00:00:00Z"))
+                .unwrap(),
             at("2026-01-01T00:00:00Z")
         );
         assert_eq!(
-            store.mark_routine("lamp", "h2", at("2026-02-01T00:00:00Z")).unwrap(),
+            store
+                .mark_routine("lamp", "h2", at("2026-02-01T00:00:00Z"))
+                .unwrap(),
             at("2026-02-01T00:00:00Z")
         );
     }

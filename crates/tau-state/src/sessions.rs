@@ -52,8 +52,7 @@ impl StateDb {
     /// True when a session of that id is stored.
     pub fn session_exists(&self, id: &SessionId) -> Result<bool, StateError> {
         self.read(|c| {
-            Ok(c
-                .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+            Ok(c.prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
                 .query_row(params![id.as_str()], |_| Ok(()))
                 .optional()?
                 .is_some())
@@ -143,8 +142,7 @@ impl SessionRepository for StateDb {
         bodies
             .into_iter()
             .map(|(index, body)| {
-                serde_json::from_str(&body)
-                    .map_err(|e| corrupt(id, format!("message {index}"), &e))
+                serde_json::from_str(&body).map_err(|e| corrupt(id, format!("message {index}"), &e))
             })
             .collect()
     }
@@ -180,9 +178,11 @@ impl SessionRepository for StateDb {
     fn load_state(&self, id: &SessionId) -> Result<Option<AgentState>, SessionError> {
         let body: Option<String> = self
             .read(|c| {
-                Ok(c.prepare_cached("SELECT body FROM agent_state WHERE session_id = ?1")?
-                    .query_row(params![id.as_str()], |row| row.get(0))
-                    .optional()?)
+                Ok(
+                    c.prepare_cached("SELECT body FROM agent_state WHERE session_id = ?1")?
+                        .query_row(params![id.as_str()], |row| row.get(0))
+                        .optional()?,
+                )
             })
             .map_err(store)?;
         body.map(|b| serde_json::from_str(&b).map_err(|e| corrupt(id, "agent state".into(), &e)))
@@ -223,8 +223,10 @@ impl SessionRepository for StateDb {
     }
 
     fn delete_session(&self, id: &SessionId) -> Result<bool, SessionError> {
-        self.write(|tx| Ok(tx.execute("DELETE FROM sessions WHERE id = ?1", params![id.as_str()])? == 1))
-            .map_err(store)
+        self.write(|tx| {
+            Ok(tx.execute("DELETE FROM sessions WHERE id = ?1", params![id.as_str()])? == 1)
+        })
+        .map_err(store)
     }
 
     fn sync(&self) -> Result<(), SessionError> {
@@ -249,7 +251,9 @@ mod tests {
             let store = open(&dir);
             assert!(store.ensure_session(&id).unwrap());
             assert!(!store.ensure_session(&id).unwrap());
-            store.append_message(&id, 0, &Message::user_text("hi")).unwrap();
+            store
+                .append_message(&id, 0, &Message::user_text("hi"))
+                .unwrap();
             store
                 .append_message(&id, 1, &Message::assistant_text("hello"))
                 .unwrap();
@@ -279,7 +283,10 @@ mod tests {
         assert_eq!(store.load_state(&id).unwrap().unwrap().removed_count, 1);
         let listed = store.list_sessions().unwrap();
         assert_eq!(listed.len(), 1);
-        assert_eq!((listed[0].id.as_str(), listed[0].message_count), ("kitchen", 2));
+        assert_eq!(
+            (listed[0].id.as_str(), listed[0].message_count),
+            ("kitchen", 2)
+        );
         assert!(store.session_exists(&id).unwrap());
         assert!(store.delete_session(&id).unwrap());
         assert!(!store.delete_session(&id).unwrap());

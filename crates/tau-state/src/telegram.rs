@@ -22,10 +22,11 @@ impl StateDb {
     /// The next update to ask the Bot API for; `None` before the first one was handled.
     pub fn telegram_offset(&self) -> Result<Option<i64>, StateError> {
         self.read(|c| {
-            Ok(c
-                .prepare_cached("SELECT next FROM telegram_offset WHERE id = 1")?
-                .query_row([], |r| r.get(0))
-                .optional()?)
+            Ok(
+                c.prepare_cached("SELECT next FROM telegram_offset WHERE id = 1")?
+                    .query_row([], |r| r.get(0))
+                    .optional()?,
+            )
         })
     }
 
@@ -43,11 +44,12 @@ impl StateDb {
     /// How many times `/new` was said in `chat`.
     pub fn telegram_generation(&self, chat: i64) -> Result<u32, StateError> {
         self.read(|c| {
-            Ok(c
-                .prepare_cached("SELECT generation FROM telegram_chats WHERE chat = ?1")?
-                .query_row(params![chat], |r| r.get(0))
-                .optional()?
-                .unwrap_or(0))
+            Ok(
+                c.prepare_cached("SELECT generation FROM telegram_chats WHERE chat = ?1")?
+                    .query_row(params![chat], |r| r.get(0))
+                    .optional()?
+                    .unwrap_or(0),
+            )
         })
     }
 
@@ -66,18 +68,17 @@ impl StateDb {
 
     pub fn telegram_question(&self, id: &ApprovalId) -> Result<Option<ShownQuestion>, StateError> {
         self.read(|c| {
-            Ok(c
-                .prepare_cached(
-                    "SELECT chat, message_id, closed FROM telegram_questions WHERE approval_id = ?1",
-                )?
-                .query_row(params![id.as_str()], |r| {
-                    Ok(ShownQuestion {
-                        chat: r.get(0)?,
-                        message_id: r.get(1)?,
-                        closed: r.get(2)?,
-                    })
+            Ok(c.prepare_cached(
+                "SELECT chat, message_id, closed FROM telegram_questions WHERE approval_id = ?1",
+            )?
+            .query_row(params![id.as_str()], |r| {
+                Ok(ShownQuestion {
+                    chat: r.get(0)?,
+                    message_id: r.get(1)?,
+                    closed: r.get(2)?,
                 })
-                .optional()?)
+            })
+            .optional()?)
         })
     }
 
@@ -119,7 +120,10 @@ impl StateDb {
             let rows = statement.query_map([], |r| r.get(0))?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })?;
-        Ok(ids.iter().filter_map(|id| ApprovalId::parse(id).ok()).collect())
+        Ok(ids
+            .iter()
+            .filter_map(|id| ApprovalId::parse(id).ok())
+            .collect())
     }
 }
 
@@ -138,8 +142,12 @@ mod tests {
             assert_eq!(store.telegram_offset().unwrap(), None);
             store.set_telegram_offset(10).unwrap();
             store.set_telegram_offset(12).unwrap();
-            store.remember_telegram_question(&id("ap_1"), 42, 7).unwrap();
-            store.remember_telegram_question(&id("ap_2"), 42, 8).unwrap();
+            store
+                .remember_telegram_question(&id("ap_1"), 42, 7)
+                .unwrap();
+            store
+                .remember_telegram_question(&id("ap_2"), 42, 8)
+                .unwrap();
             store.close_telegram_question(&id("ap_1")).unwrap();
             assert_eq!(store.telegram_generation(42).unwrap(), 0);
             assert_eq!(store.next_telegram_generation(42).unwrap(), 1);

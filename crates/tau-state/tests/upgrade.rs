@@ -3,6 +3,12 @@
 //! pending and an approved question, a `tau chat` session, routines with switches, runs and
 //! marks, Telegram's memory, the audit anchor) opens, is migrated once, and reads back
 //! everything it held.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use pretty_assertions::assert_eq;
 use tau_agent::{Role, SessionId, SessionRepository};
@@ -64,7 +70,10 @@ fn an_earlier_home_is_migrated_in_place_and_keeps_everything() {
         .load_state(&session("web-20261203-095021-ba7817"))
         .unwrap()
         .unwrap();
-    assert!(waiting.interrupt_state.activated, "the paused turn still waits");
+    assert!(
+        waiting.interrupt_state.activated,
+        "the paused turn still waits"
+    );
 
     let pending = db.approvals(Some(ApprovalState::Pending)).unwrap();
     assert_eq!(
@@ -76,8 +85,16 @@ fn an_earlier_home_is_migrated_in_place_and_keeps_everything() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (approved.state, approved.decided_by, approved.consumed_at.is_some()),
-        (ApprovalState::Approved, Some(DecidedBy::person("web")), true)
+        (
+            approved.state,
+            approved.decided_by,
+            approved.consumed_at.is_some()
+        ),
+        (
+            ApprovalState::Approved,
+            Some(DecidedBy::person("web")),
+            true
+        )
     );
     assert_eq!(
         db.conversation_of(&session("web-20261203-095028-a2c5f5"))

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolResultStatus};
-use tau_state::StateDb;
 use tau_core::{ToolCatalog, display, json_for_terminal, sorted_json};
+use tau_state::StateDb;
 
 use crate::audit::{Verdict, verify};
 use crate::context::Context;

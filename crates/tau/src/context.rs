@@ -4,9 +4,9 @@
 use std::sync::{Arc, OnceLock};
 
 use tau_agent::Model;
-use tau_state::StateDb;
 use tau_core::{AuditEvent, EventBus, ToolCatalog};
 use tau_models::ModelBuildError;
+use tau_state::StateDb;
 
 use crate::errors::usage;
 use crate::paths::{EnvFn, Home};

@@ -11,7 +11,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tau_agent::{Model, SessionId, SessionRepository};
 use tau_core::approval::{ApprovalRow, StateDb};
-use tau_core::{ApprovalId, CallStatus, ChannelEvent, CoreConfig, EventBus, RoutineOutcome, StopReason};
+use tau_core::{
+    ApprovalId, CallStatus, ChannelEvent, CoreConfig, EventBus, RoutineOutcome, StopReason,
+};
 use tau_hub::{Hub, SessionEvent};
 use tau_reflex::{
     AskChannel, Checks, Engine, EngineParts, EngineSettings, HostError, PromptApprover,

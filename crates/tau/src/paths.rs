@@ -163,10 +163,6 @@ mod tests {
         assert!(Home::resolve(None, &env(&[])).is_err());
     }
 
-    fn mode(path: &Path) -> u32 {
-        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
-    }
-
     #[test]
     fn a_shared_folder_is_not_made_a_home() {
         let dir = tempfile::tempdir().unwrap();

@@ -217,7 +217,11 @@ mod tests {
 
     /// `tau audit verify` as the command runs it: the home's `state.db` if there is one.
     fn check(path: &Path) -> Verdict {
-        verify(path, StateDb::open_existing(&anchor_db(path)).unwrap().as_ref()).unwrap()
+        verify(
+            path,
+            StateDb::open_existing(&anchor_db(path)).unwrap().as_ref(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -332,10 +336,7 @@ mod tests {
         write_events(&path, 1);
         // The process stopped after writing line 4 and before anchoring it.
         anchor(&path).set_audit_head(&behind).unwrap();
-        assert_eq!(
-            check(&path),
-            Verdict::IntactLastNotAnchored { lines: 4 }
-        );
+        assert_eq!(check(&path), Verdict::IntactLastNotAnchored { lines: 4 });
         write_events(&path, 1);
         assert_eq!(check(&path), Verdict::Intact { lines: 5 });
 
