@@ -133,6 +133,14 @@ impl ToolContext {
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
 
+    /// Says, before anyone is asked about a call, that this tool would refuse `input` (a
+    /// device it does not know, a value out of range): the layer above then refuses the
+    /// call with this reason and asks nobody. Most tools check nothing here; `run` must
+    /// check again all the same.
+    fn check_input(&self, _input: &Value) -> Result<(), ToolError> {
+        Ok(())
+    }
+
     /// Runs the tool with the input the last before-tool-call hook left.
     async fn run(&self, input: Value, context: ToolContext) -> Result<ToolOutput, ToolError>;
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use tau_protocol::{Approval, CallStatus, DecidedBy, Decision, Tier};
+use tau_protocol::{Approval, ApprovalQuestion, CallStatus, DecidedBy, Decision, Tier};
 
 /// Where an error event comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,18 +49,7 @@ pub enum AuditEvent {
         duration_ms: Option<u64>,
     },
     /// A tier-2 question was put to a channel.
-    ApprovalRequested {
-        approval_id: String,
-        tool: String,
-        tier: Tier,
-        effect: String,
-        tool_use_id: String,
-        arguments: Value,
-        channel: String,
-        /// RFC 3339; absent when the question waits as long as the channel does.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        deadline: Option<String>,
-    },
+    ApprovalRequested(ApprovalQuestion),
     /// The question's answer, or the end of its wait.
     Approval {
         approval_id: String,

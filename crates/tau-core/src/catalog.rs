@@ -13,6 +13,8 @@ use serde_json::{Map, Value, json};
 use tau_agent::{SharedTool, ToolSpec, is_valid_tool_name};
 
 use crate::approval::{Standing, TierLookup};
+use crate::card::CardWriter;
+use tau_protocol::CallCard;
 use tau_protocol::{Tier, TierError};
 
 /// The annotation key tau owns.
@@ -125,10 +127,11 @@ pub struct CatalogEntry {
     pub effect: String,
 }
 
-/// Every tool tau runs, by name.
+/// Every tool tau runs, by name, and what tau says about a call to one of them.
 #[derive(Clone, Default)]
 pub struct ToolCatalog {
     entries: BTreeMap<String, CatalogEntry>,
+    card_writers: Vec<Arc<dyn CardWriter>>,
 }
 
 impl ToolCatalog {
@@ -164,6 +167,11 @@ impl ToolCatalog {
         }
         self.entries.extend(staged);
         Ok(())
+    }
+
+    /// Adds a writer of question cards; writers run in the order they were added.
+    pub fn add_card_writer(&mut self, writer: Arc<dyn CardWriter>) {
+        self.card_writers.push(writer);
     }
 
     pub fn get(&self, name: &str) -> Option<&CatalogEntry> {
@@ -214,6 +222,28 @@ impl TierLookup for ToolCatalog {
             Err(error) => Standing::Invalid {
                 reason: error.to_string(),
             },
+        }
+    }
+
+    fn card(&self, tool: &str, arguments: &Value) -> CallCard {
+        let mut card = CallCard::default();
+        for writer in &self.card_writers {
+            writer.write(tool, arguments, &mut card);
+        }
+        card
+    }
+
+    /// Asks the tool itself; a tool that panics here refuses the call.
+    fn check_input(&self, tool: &str, arguments: &Value) -> Result<(), String> {
+        let Some(entry) = self.entries.get(tool) else {
+            return Ok(());
+        };
+        let copy = arguments.clone();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            entry.tool.check_input(&copy)
+        })) {
+            Ok(checked) => checked.map_err(|error| error.message),
+            Err(_) => Err("the tool failed while checking the arguments".to_owned()),
         }
     }
 }

@@ -88,6 +88,11 @@ pub struct ApprovalConfig {
     /// How long a stored question of a remote channel (the web page, Telegram) waits
     /// before it expires and the call is refused.
     pub remote_timeout_seconds: f64,
+    /// Whether approving a lock-class call (a lock, a garage door, a cover, a heater) takes
+    /// a second, deliberate step: typing or pressing the device's name or a number shown
+    /// on the card, never a bare yes. (Inside `[approval]`: `[[devices]]` already names the
+    /// device list, so TOML has no room for a `[devices]` table beside it.)
+    pub confirm_high_risk: bool,
 }
 
 impl Default for ApprovalConfig {
@@ -95,6 +100,7 @@ impl Default for ApprovalConfig {
         Self {
             timeout_seconds: None,
             remote_timeout_seconds: 1800.0,
+            confirm_high_risk: true,
         }
     }
 }

@@ -9,7 +9,8 @@
 //! Layout
 //! - `approval/`: `TierGate`, `Approver`, exemptions, the texts the model reads (imports
 //!   nothing from the agent loop, so the MCP server and routines call it directly)
-//! - `catalog.rs`: `ToolCatalog`, tier and effect annotations (tiers themselves are
+//! - `catalog.rs`: `ToolCatalog`, tier and effect annotations; `card.rs`: `CardWriter`, what
+//!   tau writes on a question's card (tiers themselves are
 //!   `tau-protocol`'s, re-exported here)
 //! - `audit.rs`: `AuditEvent` (a line of the audit log) and the `EventBus` it travels on
 //! - `gated.rs`: the one gated call (check -> run or refuse -> record)
@@ -23,6 +24,7 @@
 pub mod approval;
 mod audit;
 mod build;
+mod card;
 mod catalog;
 mod child_env;
 mod config;
@@ -34,13 +36,14 @@ mod ids;
 mod turn;
 
 pub use approval::{
-    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
-    TierGate, ToolCallRecord, refusal_text, unknown_tool_text,
+    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
+    TierGate, ToolCallRecord, invalid_call_text, refusal_text, unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{
     AgentParts, BuildError, HookProvider, PERSONA_HOOK, Plugin, build_agent, hooks_behind_gate,
 };
+pub use card::CardWriter;
 pub use catalog::{
     CatalogEntry, CatalogError, TAU_ANNOTATION, TauToolSpec, ToolCatalog, adopt_external_spec,
     effect_of, tier_of,
@@ -58,8 +61,8 @@ pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_id};
 pub use tau_protocol::{
-    Approval, ApprovalId, CallStatus, ChannelEvent, DecidedBy, Decision, NoticeKind, SessionId,
-    StopReason, Tier, TierError, TurnUsage,
+    Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, DecidedBy, Decision,
+    NoteLevel, NoticeKind, SessionId, StopReason, Tier, TierError, TurnUsage,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,

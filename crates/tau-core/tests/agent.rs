@@ -19,7 +19,7 @@ use tau_agent::{
     SharedTool, StopReason, SyncHook,
 };
 use tau_core::{
-    Approval, ApprovalRequest, AuditEvent, BuildError, CallStatus, ChannelEvent, CoreConfig,
+    Approval, ApprovalQuestion, AuditEvent, BuildError, CallStatus, ChannelEvent, CoreConfig,
     DecidedBy, Decision, ErrorSite, HookProvider, Language, Notice, Plugin, ScriptedApprover, Tier,
     refusal_text,
 };
@@ -72,16 +72,17 @@ fn decided_by_for(approval: Approval) -> DecidedBy {
 }
 
 fn question(n: u32, tool: &str, id: &str, arguments: Value) -> AuditEvent {
-    AuditEvent::ApprovalRequested {
+    AuditEvent::ApprovalRequested(ApprovalQuestion {
         approval_id: format!("ap_{n}"),
         tool: tool.into(),
         tier: Tier::Physical,
         effect: format!("switches {tool} in the house"),
-        tool_use_id: id.into(),
+        call_id: id.into(),
         arguments,
         channel: "scripted".into(),
         deadline: None,
-    }
+        card: Default::default(),
+    })
 }
 
 fn answer(n: u32, tool: &str, id: &str, arguments: Value, decision: Decision) -> AuditEvent {
@@ -511,7 +512,7 @@ async fn a_selected_tool_swapped_by_a_hook_is_refused() {
         .await;
     built.agent.stream("go", None).await.unwrap();
     assert_eq!((impostor.runs(), house.lights.runs()), (0, 0));
-    assert_eq!(approver.requests(), Vec::<ApprovalRequest>::new());
+    assert_eq!(approver.requests(), Vec::<ApprovalQuestion>::new());
     assert_eq!(
         last_results(built.agent.messages()),
         vec![(
@@ -636,7 +637,7 @@ async fn an_interrupt_is_refused_inside_the_turn() {
     assert_eq!(house.lights.runs(), 0);
     assert_eq!(
         approver.requests(),
-        Vec::<ApprovalRequest>::new(),
+        Vec::<ApprovalQuestion>::new(),
         "nobody is asked about a cancelled call"
     );
     assert_eq!(

@@ -19,12 +19,13 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
-    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, Check, ExemptionError,
-    ScriptedApprover, Standing, TierGate, TierLookup, refusal_text, unknown_tool_text,
+    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, DurableCheck,
+    DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
+    refusal_text, requested_event, unknown_tool_text,
 };
 use tau_core::{
-    Approval, AuditEvent, DecidedBy, Decision, ErrorSite, EventBus, RecordedEvents, TauToolSpec,
-    Tier, ToolCatalog,
+    Approval, AuditEvent, CallCard, CardNote, ChannelEvent, DecidedBy, Decision, ErrorSite,
+    EventBus, RecordedEvents, TauToolSpec, Tier, ToolCatalog,
 };
 
 fn gate_with(approver: Arc<dyn Approver>) -> (TierGate, RecordedEvents) {
@@ -52,6 +53,7 @@ fn refused(
         decided_by,
         approval_id: asked.then(|| "ap_1".to_owned()),
         unknown_tool: false,
+        invalid: false,
     }
 }
 
@@ -64,27 +66,29 @@ fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -
         decided_by,
         approval_id: asked.then(|| "ap_1".to_owned()),
         unknown_tool: false,
+        invalid: false,
     }
 }
 
 /// The question about `lights` in the kitchen, as the audit log records it.
 fn requested(channel: &str) -> AuditEvent {
-    AuditEvent::ApprovalRequested {
+    AuditEvent::ApprovalRequested(ApprovalQuestion {
         approval_id: "ap_1".into(),
         tool: "lights".into(),
         tier: Tier::Physical,
         effect: "switches lights in the house".into(),
-        tool_use_id: "t1".into(),
+        call_id: "t1".into(),
         arguments: json!({"room": "kitchen"}),
         channel: channel.into(),
         deadline: None,
-    }
+        card: Default::default(),
+    })
 }
 
 fn requested_with_deadline(channel: &str) -> AuditEvent {
     let mut event = requested(channel);
-    if let AuditEvent::ApprovalRequested { deadline, .. } = &mut event {
-        *deadline = Some("<deadline>".into());
+    if let AuditEvent::ApprovalRequested(question) = &mut event {
+        question.deadline = Some("<deadline>".into());
     }
     event
 }
@@ -158,17 +162,101 @@ async fn approval_request_carries_tool_tier_effect_arguments_id_and_channel() {
     assert_eq!(check.approval_id.as_ref(), Some(&requests[0].approval_id));
     assert_eq!(
         requests,
-        vec![ApprovalRequest {
+        vec![ApprovalQuestion {
             approval_id: requests[0].approval_id.clone(),
             tool: "lights".into(),
             tier: Tier::Physical,
             effect: "switches lights in the house".into(),
             arguments: json!({"room": "kitchen"}),
-            tool_use_id: "t1".into(),
+            call_id: "t1".into(),
             channel: "terminal".into(),
             deadline: None,
+            card: Default::default(),
         }]
     );
+}
+
+/// A catalog whose card writers say where the lights are, and warn about one room.
+fn catalog_with_cards() -> ToolCatalog {
+    let mut catalog = House::new().catalog();
+    catalog.add_card_writer(Arc::new(
+        |tool: &str, arguments: &Value, card: &mut CallCard| {
+            if tool == "lights" {
+                card.headline = Some(format!("switch · {}", arguments["room"]));
+            }
+        },
+    ));
+    catalog.add_card_writer(Arc::new(
+        |_: &str, arguments: &Value, card: &mut CallCard| {
+            if arguments["room"] == "garage" {
+                card.push(CardNote::warning("room", "the garage door is in this room"));
+            }
+        },
+    ));
+    catalog
+}
+
+#[tokio::test]
+async fn the_catalog_s_card_writers_fill_the_question_in_order_for_tier_2_calls_only() {
+    let approver = ScriptedApprover::new([Decision::Rejected]);
+    let bus = EventBus::new();
+    let events = RecordedEvents::subscribed_to(&bus);
+    let gate = TierGate::new(
+        Arc::new(catalog_with_cards()),
+        Arc::new(approver.clone()),
+        bus,
+    );
+    gate.check("clock", &json!({"room": "garage"}), "t0").await;
+    gate.check("lights", &json!({"room": "garage"}), "t1").await;
+    let mut expected = CallCard {
+        headline: Some("switch · \"garage\"".into()),
+        ..CallCard::default()
+    };
+    expected.push(CardNote::warning("room", "the garage door is in this room"));
+    let requests = approver.requests();
+    assert_eq!(requests.len(), 1, "only the tier-2 call was asked");
+    assert_eq!(requests[0].card, expected);
+    let audited = events.events().into_iter().find_map(|event| match event {
+        AuditEvent::ApprovalRequested(question) => Some(question.card),
+        _ => None,
+    });
+    assert_eq!(
+        audited,
+        Some(expected),
+        "the audit log keeps the card whole"
+    );
+}
+
+#[tokio::test]
+async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StateDb::open(&dir.path().join("state.db")).unwrap();
+    let gate = TierGate::new(
+        Arc::new(catalog_with_cards()),
+        Arc::new(AutoRejectApprover),
+        EventBus::new(),
+    )
+    .with_durable(DurableQuestions {
+        store: store.clone(),
+        session: tau_core::SessionId::parse("web-1").unwrap(),
+        channel: "web".into(),
+        timeout: Duration::from_secs(60),
+    });
+    let DurableCheck::Asked { approval_id } =
+        gate.check_durable("lights", &json!({"room": "kitchen"}), "t1")
+    else {
+        panic!("the question was not stored");
+    };
+    let row = store.approval(&approval_id).unwrap().unwrap();
+    let card = CallCard {
+        headline: Some("switch · \"kitchen\"".into()),
+        ..CallCard::default()
+    };
+    assert_eq!(row.card, card);
+    let ChannelEvent::ApprovalRequested(question) = requested_event(&row) else {
+        panic!("not a question");
+    };
+    assert_eq!(question.card, card);
 }
 
 #[tokio::test]
@@ -233,6 +321,7 @@ async fn an_unknown_tool_is_refused_with_the_unknown_tool_text() {
             decided_by: DecidedBy::Policy,
             approval_id: None,
             unknown_tool: true,
+            invalid: false,
         }
     );
     assert_eq!(check.refusal_text, Some(unknown_tool_text("open_door")));
@@ -319,7 +408,7 @@ impl Approver for Failing {
     fn name(&self) -> &str {
         "failing"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, _request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         Err(ApproverError::new("the terminal is gone"))
     }
 }
@@ -331,7 +420,7 @@ impl Approver for Panicking {
     fn name(&self) -> &str {
         "panicking"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, _request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         panic!("approver bug")
     }
 }
@@ -460,7 +549,7 @@ impl Approver for Silent {
     fn name(&self) -> &str {
         "silent"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, _request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         self.open.fetch_add(1, Ordering::SeqCst);
         let _question = OpenQuestion(Arc::clone(&self.open));
         std::future::pending::<()>().await;
@@ -500,10 +589,10 @@ async fn a_silent_approver_times_out_refuses_and_leaves_nothing_running() {
         "the question's future was dropped"
     );
     let events = events.events();
-    let AuditEvent::ApprovalRequested {
+    let AuditEvent::ApprovalRequested(ApprovalQuestion {
         deadline: Some(deadline),
         ..
-    } = &events[0]
+    }) = &events[0]
     else {
         panic!("no deadline in {:?}", events[0]);
     };
@@ -684,7 +773,7 @@ impl Approver for Overlap {
     fn name(&self) -> &str {
         "overlap"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, _request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         let now = self.open.fetch_add(1, Ordering::SeqCst) + 1;
         self.most.fetch_max(now, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -788,4 +877,73 @@ async fn every_question_has_its_own_unguessable_id() {
     assert_eq!(first.approval_id.as_ref(), Some(&ids[0]));
     assert_eq!(second.approval_id.as_ref(), Some(&ids[1]));
     assert!(ids.iter().all(|id| id.len() == 35 && id.starts_with("ap_")));
+}
+
+/// A tier-2 tool that can tell some arguments are wrong before anyone is asked, and one
+/// whose check panics.
+struct Picky {
+    spec: ToolSpec,
+    panics: bool,
+}
+
+#[async_trait]
+impl Tool for Picky {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn check_input(&self, input: &Value) -> Result<(), ToolError> {
+        assert!(!self.panics, "checker bug");
+        match input.get("room").and_then(Value::as_str) {
+            Some("kitchen") => Ok(()),
+            _ => Err(ToolError::new("there is no room named \"attic\"")),
+        }
+    }
+    async fn run(&self, _input: Value, _context: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("done"))
+    }
+}
+
+#[tokio::test]
+async fn arguments_the_tool_refuses_are_refused_before_anyone_is_asked() {
+    let picky = |name: &str, panics| {
+        Arc::new(Picky {
+            spec: TauToolSpec::new(name, "d", Tier::Physical, "switches lights").build(),
+            panics,
+        }) as Arc<dyn Tool>
+    };
+    let mut catalog = ToolCatalog::new();
+    catalog
+        .extend([picky("lights", false), picky("broken", true)])
+        .unwrap();
+    let approver = ScriptedApprover::new([Decision::Approved]);
+    let bus = EventBus::new();
+    let events = RecordedEvents::subscribed_to(&bus);
+    let gate = TierGate::new(Arc::new(catalog), Arc::new(approver.clone()), bus);
+    // Not even an exemption lets such a call through: the tool would refuse it anyway.
+    let _exempt = gate.add_exemption("routine", Arc::new(|_: &str, _: &Value| true));
+    let invalid = |tool: &str, reason: &str| Check {
+        allowed: false,
+        refusal_text: Some(tau_core::invalid_call_text(tool, reason)),
+        approval: Approval::Refused,
+        tier: Some(Tier::Physical),
+        decided_by: DecidedBy::Policy,
+        approval_id: None,
+        unknown_tool: false,
+        invalid: true,
+    };
+    let check = gate.check("lights", &json!({"room": "attic"}), "t1").await;
+    assert_eq!(check, invalid("lights", "there is no room named \"attic\""));
+    assert_eq!(check.refused_status(), tau_core::CallStatus::Invalid);
+    assert_eq!(
+        gate.check("broken", &json!({"room": "kitchen"}), "t2")
+            .await,
+        invalid("broken", "the tool failed while checking the arguments")
+    );
+    assert_eq!(approver.requests(), vec![]);
+    assert_eq!(events.events(), vec![]);
+    let check = gate
+        .check("lights", &json!({"room": "kitchen"}), "t3")
+        .await;
+    assert!(check.allowed);
+    assert_eq!(check.approval, Approval::Exempt);
 }

@@ -16,8 +16,8 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_core::{Answer, CallStatus, DecidedBy, ToolCallRecord};
 use tau_core::{
-    Approval, ApprovalRequest, Approver, ApproverError, Decision, EventBus, ScriptedApprover, Tier,
-    TierGate,
+    Approval, ApprovalQuestion, Approver, ApproverError, Decision, EventBus, ScriptedApprover,
+    Tier, TierGate,
 };
 use tracing::Level;
 use tracing_subscriber::layer::SubscriberExt;
@@ -111,7 +111,7 @@ impl Approver for Silent {
     fn name(&self) -> &str {
         "silent"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, _request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         std::future::pending().await
     }
 }
@@ -123,7 +123,7 @@ impl Approver for Broken {
     fn name(&self) -> &str {
         "broken"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, _request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         Err(ApproverError::new("gone"))
     }
 }

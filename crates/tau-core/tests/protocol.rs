@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use common::{House, Setup, calls, text, tool_use};
 use serde_json::{Value, json};
 use tau_core::{
-    Answer, ApprovalRequest, Approver, ApproverError, ChannelEvent, ChannelSink, CoreConfig,
+    Answer, ApprovalQuestion, Approver, ApproverError, ChannelEvent, ChannelSink, CoreConfig,
     DecidedBy, Decision, ScriptedApprover, ToolCatalog, gated_call,
 };
 
@@ -98,7 +98,7 @@ impl Approver for Silent {
     fn name(&self) -> &str {
         "silent"
     }
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, _request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         std::future::pending().await
     }
 }

@@ -75,8 +75,8 @@ impl Hub {
         let hub = self.clone();
         let session = session.clone();
         ChannelSink::from_fn(move |event| {
-            if let ChannelEvent::ApprovalRequested { approval_id, .. } = &event {
-                let stored = tau_protocol::ApprovalId::parse(approval_id)
+            if let ChannelEvent::ApprovalRequested(question) = &event {
+                let stored = tau_protocol::ApprovalId::parse(&question.approval_id)
                     .ok()
                     .and_then(|id| hub.inner.state.approval(&id).ok().flatten());
                 match stored {
@@ -84,7 +84,7 @@ impl Hub {
                         let _ = hub.inner.changes.send(row);
                     }
                     None => {
-                        tracing::warn!(%approval_id, "an announced question is not in the store");
+                        tracing::warn!(approval_id = %question.approval_id, "an announced question is not in the store");
                     }
                 }
                 hub.inner.sweep.notify_one();

@@ -173,10 +173,11 @@ fn is_region(region: &str) -> bool {
 }
 
 /// One client per model. A model server on this machine is never reached through a proxy
-/// from the environment.
+/// from the environment, and a redirect is followed only within the server's own origin.
 fn http_client(base_url: &str, timeout: Duration) -> Result<reqwest::Client, ModelBuildError> {
     let mut builder = reqwest::Client::builder()
         .connect_timeout(timeout.min(MAX_CONNECT_TIMEOUT))
+        .redirect(same_origin_redirects())
         .tcp_nodelay(true);
     let loopback = reqwest::Url::parse(base_url)
         .ok()
@@ -188,6 +189,29 @@ fn http_client(base_url: &str, timeout: Duration) -> Result<reqwest::Client, Mod
     builder
         .build()
         .map_err(|e| ModelBuildError::Client(error_chain(&e)))
+}
+
+/// The most redirects followed within one origin.
+const MAX_REDIRECTS: usize = 5;
+
+/// Follows a redirect only to the same scheme, host and port as the first request. A key
+/// travels in headers reqwest does not know to be secret (`x-api-key`, a bearer token in
+/// its own header), so a redirect to another origin would hand it to that origin: such a
+/// redirect is not followed, and the 3xx reaches the model as an error.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 #[cfg(test)]

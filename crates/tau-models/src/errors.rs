@@ -38,7 +38,9 @@ impl ErrorContext {
     /// 1. 429, 503, 529 -> throttled, with Retry-After when sent
     /// 2. 400 or 413 naming a context-length problem -> context window overflow
     /// 3. 401, 403 -> the key was refused; the message names where it came from
-    /// 4. anything else (5xx included) -> other, with the provider's message
+    /// 4. 3xx -> a redirect to another server, which is never followed (the key would go
+    ///    with it); the message names where it pointed
+    /// 5. anything else (5xx included) -> other, with the provider's message
     pub(crate) fn http(&self, status: u16, headers: &HeaderMap, body: &str) -> ModelError {
         let message = self.scrub(&provider_message(body));
         match status {
@@ -48,6 +50,16 @@ impl ErrorContext {
             },
             400 | 413 if is_overflow(body) => ModelError::ContextWindowOverflow { message },
             401 | 403 => ModelError::other(self.refused_key(status, &message)),
+            300..=399 => ModelError::other(format!(
+                "{} answered HTTP {status}, a redirect to {}; tau does not follow a model server to another address, so the key stays with the one configured: set model.base_url to the address that answers",
+                self.server,
+                self.scrub(&truncate(
+                    headers
+                        .get(reqwest::header::LOCATION)
+                        .and_then(|l| l.to_str().ok())
+                        .unwrap_or("an address it did not give")
+                ))
+            )),
             _ => ModelError::other(format!("{} answered HTTP {status}: {message}", self.server)),
         }
     }

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::question::ApprovalQuestion;
 use crate::tier::Tier;
 use crate::vocabulary::{Approval, CallStatus, DecidedBy, Decision};
 
@@ -26,19 +27,8 @@ pub enum ChannelEvent {
     },
     /// A running tool's own progress line. Untrusted.
     ToolProgress { call_id: String, message: String },
-    /// A tier-2 call waits for a person's answer on `channel`.
-    ApprovalRequested {
-        approval_id: String,
-        call_id: String,
-        tool: String,
-        tier: Tier,
-        effect: String,
-        arguments: Value,
-        channel: String,
-        /// When the question is withdrawn unanswered (RFC 3339), if it ever is.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        deadline: Option<String>,
-    },
+    /// A tier-2 call waits for a person's answer on the question's channel.
+    ApprovalRequested(Box<ApprovalQuestion>),
     /// The question was answered, timed out, withdrawn or superseded.
     ApprovalDecided {
         approval_id: String,

@@ -14,15 +14,19 @@
 //! - `event.rs`: [`ChannelEvent`] and its parts
 //! - `ids.rs`: [`SessionId`], [`ApprovalId`]
 //! - `canonical.rs`: [`canonical_json`], the one text of a JSON value
+//! - `question.rs`: [`ApprovalQuestion`], the tier-2 question carried whole, and its
+//!   [`CallCard`]
 
 mod canonical;
 mod event;
 mod ids;
+mod question;
 mod tier;
 mod vocabulary;
 
 pub use canonical::canonical_json;
 pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
+pub use question::{ApprovalQuestion, CallCard, CardNote, NoteLevel};
 pub use tier::{Tier, TierError};
 pub use vocabulary::{Approval, CallStatus, DecidedBy, Decision};

@@ -16,7 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::{SignedDuration, Timestamp};
 use tau_core::approval::{
-    Answer, ApprovalRequest, ApprovalRow, ApprovalState, Approver, ApproverError, NewApproval,
+    Answer, ApprovalQuestion, ApprovalRow, ApprovalState, Approver, ApproverError, NewApproval,
     StateDb, canonical_arguments,
 };
 use tau_core::{DecidedBy, Decision};
@@ -82,7 +82,7 @@ impl Approver for AskApprover {
         Some(self.timeout)
     }
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         let now = Timestamp::now();
         let deadline = SignedDuration::try_from(self.timeout)
             .ok()
@@ -92,7 +92,7 @@ impl Approver for AskApprover {
         let row = NewApproval {
             id,
             session: self.session.clone(),
-            call_id: request.tool_use_id.clone(),
+            call_id: request.call_id.clone(),
             tool: request.tool.clone(),
             tier: request.tier,
             effect: request.effect.clone(),
@@ -100,6 +100,7 @@ impl Approver for AskApprover {
             channel: self.channel.as_str().to_owned(),
             created_at: now,
             deadline,
+            card: request.card.clone(),
         }
         .into_row();
         self.store
@@ -129,7 +130,7 @@ impl AskApprover {
     async fn wait(
         &self,
         asked: &ApprovalRow,
-        request: &ApprovalRequest,
+        request: &ApprovalQuestion,
     ) -> Result<Answer, ApproverError> {
         loop {
             let row = self
@@ -182,11 +183,11 @@ impl AskApprover {
     fn approved(
         &self,
         row: &ApprovalRow,
-        request: &ApprovalRequest,
+        request: &ApprovalQuestion,
         decided_by: DecidedBy,
     ) -> Result<Answer, ApproverError> {
         if row.tool != request.tool
-            || row.call_id != request.tool_use_id
+            || row.call_id != request.call_id
             || row.channel != self.channel.as_str()
             || row.arguments_sha256 != canonical_arguments(&request.arguments).1
         {

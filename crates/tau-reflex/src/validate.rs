@@ -327,6 +327,12 @@ fn action(def: &RoutineDef, checks: &Checks<'_>) -> Result<Action, FieldError> {
                 };
                 schema::check(&entry.tool.spec().input_schema, &arguments)
                     .map_err(|e| FieldError::new(e.path, e.message))?;
+                // What the tool itself would refuse (a device it does not know, a value
+                // out of its range) is refused here, not at the first run.
+                entry
+                    .tool
+                    .check_input(&arguments)
+                    .map_err(|e| FieldError::new("arguments", e.message))?;
             }
             Ok(Action::Tool {
                 tool: tool.clone(),

@@ -310,11 +310,9 @@ async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
         let person = json!({"kind": "person", "channel": "web", "user": "ada"});
         assert_eq!(call["decided_by"], person);
         let requested = rig.recorded.events().into_iter().find_map(|e| match e {
-            AuditEvent::ApprovalRequested {
-                approval_id,
-                channel,
-                ..
-            } => Some((approval_id, channel)),
+            AuditEvent::ApprovalRequested(question) => {
+                Some((question.approval_id, question.channel))
+            }
             _ => None,
         });
         assert_eq!(

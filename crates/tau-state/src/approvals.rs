@@ -13,7 +13,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use tau_protocol::{ApprovalId, DecidedBy, SessionId, Tier, canonical_json};
+use tau_protocol::{
+    ApprovalId, ApprovalQuestion, CallCard, DecidedBy, SessionId, Tier, canonical_json,
+};
 
 use crate::db::StateDb;
 use crate::error::StateError;
@@ -82,12 +84,29 @@ pub struct ApprovalRow {
     pub decided_at: Option<Timestamp>,
     /// When the approved call was let through; set once.
     pub consumed_at: Option<Timestamp>,
+    /// What tau said about the call on its card when it asked.
+    pub card: CallCard,
 }
 
 impl ApprovalRow {
     /// The arguments as a JSON value (for showing them).
     pub fn arguments_value(&self) -> Value {
         serde_json::from_str(&self.arguments).unwrap_or(Value::Null)
+    }
+
+    /// The question as it was asked, for a channel to show (again, after a restart).
+    pub fn question(&self) -> ApprovalQuestion {
+        ApprovalQuestion {
+            approval_id: self.id.to_string(),
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            tier: self.tier,
+            effect: self.effect.clone(),
+            arguments: self.arguments_value(),
+            channel: self.channel.clone(),
+            deadline: Some(self.deadline.to_string()),
+            card: self.card.clone(),
+        }
     }
 }
 
@@ -104,6 +123,7 @@ pub struct NewApproval {
     pub channel: String,
     pub created_at: Timestamp,
     pub deadline: Timestamp,
+    pub card: CallCard,
 }
 
 impl NewApproval {
@@ -126,6 +146,7 @@ impl NewApproval {
             decided_by: None,
             decided_at: None,
             consumed_at: None,
+            card: self.card,
         }
     }
 }
@@ -155,11 +176,11 @@ pub enum Answered {
 }
 
 const COLUMNS: &str = "id, session, call_id, tool, tier, effect, arguments, arguments_sha256, \
-     channel, created_at, deadline, state, decided_by, decided_at, consumed_at";
+     channel, created_at, deadline, state, decided_by, decided_at, consumed_at, card";
 
 /// A row's columns as stored, before they are checked.
 struct Raw {
-    text: [String; 11],
+    text: [String; 12],
     tier: i64,
     decided_by: Option<String>,
     decided_at: Option<String>,
@@ -181,6 +202,7 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
             text(9)?,
             text(10)?,
             text(11)?,
+            text(15)?,
         ],
         tier: row.get(4)?,
         decided_by: row.get(12)?,
@@ -206,6 +228,7 @@ fn parse(raw: Raw) -> Result<ApprovalRow, StateError> {
                 created_at,
                 deadline,
                 state,
+                card,
             ],
         tier,
         decided_by,
@@ -230,6 +253,7 @@ fn parse(raw: Raw) -> Result<ApprovalRow, StateError> {
             .transpose()?,
         decided_at: decided_at.map(|t| time(&t, "decided_at")).transpose()?,
         consumed_at: consumed_at.map(|t| time(&t, "consumed_at")).transpose()?,
+        card: serde_json::from_str(&card).map_err(|_| bad("card"))?,
         created_at: time(&created_at, "created_at")?,
         deadline: time(&deadline, "deadline")?,
         call_id,
@@ -260,11 +284,13 @@ impl StateDb {
             .map(serde_json::to_string)
             .transpose()
             .map_err(|e| StateError::Invalid(e.to_string()))?;
+        let card =
+            serde_json::to_string(&row.card).map_err(|e| StateError::Invalid(e.to_string()))?;
         let inserted = self.write_durable(|tx| {
             Ok(tx.execute(
                 &format!(
                     "INSERT OR IGNORE INTO approvals ({COLUMNS}) VALUES \
-                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
                 ),
                 params![
                     row.id.as_str(),
@@ -282,6 +308,7 @@ impl StateDb {
                     decided_by,
                     row.decided_at.map(|t| t.to_string()),
                     row.consumed_at.map(|t| t.to_string()),
+                    card,
                 ],
             )?)
         })?;
@@ -422,6 +449,7 @@ mod tests {
             channel: "web".into(),
             created_at: Timestamp::from_second(created).unwrap(),
             deadline: Timestamp::from_second(created + 1800).unwrap(),
+            card: CallCard::default(),
         }
         .into_row()
     }
@@ -453,6 +481,21 @@ mod tests {
             store.create_approval(&row("ap_1", 11)).is_err(),
             "ids are never reused"
         );
+    }
+
+    #[test]
+    fn a_card_is_stored_whole_with_its_question() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let mut written = row("ap_1", 10);
+        written.card.headline = Some("switch ON · Kitchen light (kitchen)".into());
+        written.card.push(
+            tau_protocol::CardNote::warning("file", "setup.sh (8 bytes)").with_detail("echo hi\n"),
+        );
+        store.create_approval(&written).unwrap();
+        let read = store.approval(&id("ap_1")).unwrap().unwrap();
+        assert_eq!(read.question().card, written.card);
+        assert_eq!(read, written);
     }
 
     #[test]
@@ -613,6 +656,7 @@ mod tests {
             ("tier", "'two'"),
             ("session", "'../x'"),
             ("decided_by", "'{\"kind\":\"model\"}'"),
+            ("card", "'{\"notes\":[{\"level\":\"fine\"}]}'"),
         ] {
             store
                 .write(|tx| {

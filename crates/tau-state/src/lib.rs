@@ -22,12 +22,14 @@
 //! - `sessions.rs`: messages and agent state (`tau-agent`'s `SessionRepository`)
 //! - `approvals.rs`: durable questions; `conversations.rs`: a channel's conversations
 //! - `routines.rs`: definitions, switches, runs, marks; `telegram.rs`: the channel's memory
-//! - `anchor.rs`: the audit log's anchor
+//! - `devices.rs`: devices, discovery configs seen, last states
+//! - `anchor.rs`: the audit log's anchor and the line announced before it is written
 
 mod anchor;
 mod approvals;
 mod conversations;
 mod db;
+mod devices;
 mod error;
 mod migrate;
 mod routines;
@@ -38,6 +40,7 @@ pub use anchor::AuditHead;
 pub use approvals::{Answered, ApprovalRow, ApprovalState, NewApproval, canonical_arguments};
 pub use conversations::Conversation;
 pub use db::StateDb;
+pub use devices::{DeviceRow, SeenConfig, SeenState};
 pub use error::StateError;
 pub use migrate::LATEST as SCHEMA_VERSION;
 pub use routines::{RoutineRow, RunRow, Switch};

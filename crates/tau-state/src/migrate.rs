@@ -4,9 +4,10 @@
 //!
 //! Step 1 is the schema tau kept before this crate owned the file, exactly, created only
 //! where it is missing: a home from then (at version 0, its tables made table by table by
-//! their old owners) is taken over in place, with all it holds.
+//! their old owners, some before questions had cards) is taken over in place, with all it
+//! holds.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use crate::error::StateError;
 
@@ -44,7 +45,8 @@ CREATE TABLE IF NOT EXISTS approvals (
     decided_by TEXT,
     decided_at TEXT,
     consumed_at TEXT,
-    settled INTEGER NOT NULL DEFAULT 0
+    settled INTEGER NOT NULL DEFAULT 0,
+    card TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS approvals_state ON approvals (state, settled);
 CREATE TABLE IF NOT EXISTS conversations (
@@ -106,7 +108,47 @@ CREATE TABLE IF NOT EXISTS audit_anchor (
     seq INTEGER NOT NULL,
     hash TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS devices (
+    name TEXT PRIMARY KEY,
+    definition TEXT NOT NULL,
+    discovery_topic TEXT,
+    added_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS device_discoveries (
+    topic TEXT PRIMARY KEY,
+    payload TEXT NOT NULL,
+    since TEXT NOT NULL,
+    seen_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS device_states (
+    device TEXT PRIMARY KEY,
+    payload BLOB NOT NULL,
+    since TEXT NOT NULL,
+    checked_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS audit_announced (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL
+);
 ";
+
+/// Step 1: the tables as they were, and the card column a table of questions made
+/// before cards lacks.
+fn before_one_owner(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(TABLES_BEFORE_ONE_OWNER)?;
+    let has_card = tx
+        .prepare("SELECT 1 FROM pragma_table_info('approvals') WHERE name = 'card'")?
+        .exists([])?;
+    if !has_card {
+        tx.execute_batch("ALTER TABLE approvals ADD COLUMN card TEXT NOT NULL DEFAULT '{}'")?;
+    }
+    Ok(())
+}
+
+fn state_meta(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(STATE_META)
+}
 
 /// Step 2: the store's own small facts (when it was last flushed).
 const STATE_META: &str = "
@@ -116,8 +158,11 @@ CREATE TABLE state_meta (
 );
 ";
 
+/// One step of the schema, run inside the migration's transaction.
+type Step = fn(&Transaction<'_>) -> rusqlite::Result<()>;
+
 /// Every step, in order; a file at version N has had the first N.
-const STEPS: &[&str] = &[TABLES_BEFORE_ONE_OWNER, STATE_META];
+const STEPS: &[Step] = &[before_one_owner, state_meta];
 
 /// The version a file has once this tau opened it.
 pub const LATEST: i64 = STEPS.len() as i64;
@@ -144,8 +189,8 @@ pub(crate) fn to_latest(connection: &mut Connection) -> Result<(), StateError> {
         return Err(newer(current));
     }
     let done = usize::try_from(current).unwrap_or(0);
-    for (step, sql) in STEPS.iter().enumerate().skip(done) {
-        tx.execute_batch(sql)?;
+    for (step, run) in STEPS.iter().enumerate().skip(done) {
+        run(&tx)?;
         tx.pragma_update(None, "user_version", step + 1)?;
         tracing::info!(version = step + 1, "state.db migrated");
     }

@@ -20,7 +20,7 @@ use crate::hub::{
     Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
 };
 use crate::poller::{self, Handler, Pacing, PollError};
-use crate::question::{Asked, outcome};
+use crate::question::outcome;
 use crate::store::Store;
 use crate::texts::texts;
 use crate::updates::{Incoming, Press, Update, UpdateKind};
@@ -37,6 +37,8 @@ pub struct TelegramChannel {
     hub: Arc<dyn Hub>,
     store: Arc<Store>,
     access: Access,
+    /// The first owner: where [`TelegramChannel::tell_owner`] writes.
+    owner: Option<i64>,
     language: Language,
     pacing: Pacing,
     parts: Arc<ChatParts>,
@@ -71,6 +73,7 @@ impl TelegramChannel {
             hub,
             store,
             access: Access::new(config.owner_set(), config.chat_set()),
+            owner: config.owners.first().copied(),
             language,
             pacing: Pacing {
                 timeout_seconds: config.poll_timeout_seconds,
@@ -81,6 +84,16 @@ impl TelegramChannel {
             parts,
             chats: Mutex::new(HashMap::new()),
         }))
+    }
+
+    /// Sends tau's own `text` (multi-line, written by tau) to the first owner's private
+    /// chat: what tau has to tell the owner outside any conversation.
+    pub async fn tell_owner(&self, text: &str) -> Result<(), ApiError> {
+        let Some(owner) = self.owner else {
+            return Ok(());
+        };
+        let html = crate::html::escape(&tau_core::display_multiline(text));
+        self.api.send_message(owner, &html, None).await.map(|_| ())
     }
 
     /// Runs the channel until polling meets a failure no retry mends (409: another
@@ -305,7 +318,7 @@ impl TelegramChannel {
         // 5. "Show all" shows; Approve and Reject decide, if it is still open
         let reply = match button.action {
             Action::ShowAll => {
-                self.to_chat(chat, ChatCommand::ShowAll(Asked::from_row(&question.row)));
+                self.to_chat(chat, ChatCommand::ShowAll(question.row.question()));
                 self.answer_press(&callback, "").await;
                 return;
             }

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tau_core::approval::ApprovalState;
-use tau_core::{ChannelEvent, Language, StopReason};
+use tau_core::{ApprovalQuestion, ChannelEvent, Language, StopReason};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::api::{ApiError, BotApi, Keyboard};
 use crate::hub::Hub;
-use crate::question::{Asked, all_arguments, closed, not_found, question};
+use crate::question::{all_arguments, closed, not_found, question};
 use crate::store::Store;
 use crate::view::TurnView;
 
@@ -30,7 +30,7 @@ pub(crate) enum ChatCommand {
     /// A message of the channel's own (HTML).
     Say(String),
     /// Every argument of a question, whole.
-    ShowAll(Asked),
+    ShowAll(ApprovalQuestion),
     /// Make the question's message show how it ended, if it did.
     Close(String),
 }
@@ -121,24 +121,8 @@ impl Chat {
             return;
         }
         match event {
-            ChannelEvent::ApprovalRequested {
-                approval_id,
-                tool,
-                tier,
-                effect,
-                arguments,
-                deadline,
-                ..
-            } => {
+            ChannelEvent::ApprovalRequested(asked) => {
                 self.flush().await;
-                let asked = Asked {
-                    approval_id,
-                    tool,
-                    tier,
-                    effect,
-                    arguments,
-                    deadline,
-                };
                 self.ask(&asked).await;
                 self.next_stretch();
             }
@@ -194,7 +178,7 @@ impl Chat {
 
     /// Sends a question, unless its message exists already (a question shown again after
     /// a restart keeps its first message, whose buttons still work).
-    async fn ask(&mut self, asked: &Asked) {
+    async fn ask(&mut self, asked: &ApprovalQuestion) {
         match self.parts.store.shown(&asked.approval_id) {
             Ok(None) => {}
             Ok(Some(_)) => return,

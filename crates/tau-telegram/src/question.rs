@@ -5,7 +5,10 @@
 use jiff::Timestamp;
 use serde_json::Value;
 use tau_core::approval::{ApprovalRow, ApprovalState};
-use tau_core::{DecidedBy, Language, Tier, display, sorted_json};
+use tau_core::{
+    ApprovalQuestion, CardNote, DecidedBy, Language, NoteLevel, display, display_multiline,
+    sorted_json,
+};
 
 use crate::api::Keyboard;
 use crate::callback::{Action, ButtonData};
@@ -14,31 +17,9 @@ use crate::texts::{Texts, texts};
 
 /// How many characters of arguments the question shows before "Show all".
 const ARGUMENTS_SHOWN: usize = 2500;
-
-/// A question as asked (from the event or the stored row).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Asked {
-    pub approval_id: String,
-    pub tool: String,
-    pub tier: Tier,
-    pub effect: String,
-    pub arguments: Value,
-    /// RFC 3339, as the event carries it.
-    pub deadline: Option<String>,
-}
-
-impl Asked {
-    pub(crate) fn from_row(row: &ApprovalRow) -> Self {
-        Self {
-            approval_id: row.id.to_string(),
-            tool: row.tool.clone(),
-            tier: row.tier,
-            effect: row.effect.clone(),
-            arguments: row.arguments_value(),
-            deadline: Some(row.deadline.to_string()),
-        }
-    }
-}
+/// How many characters of a note's detail (a file's content) the question shows before
+/// "Show all".
+const DETAIL_SHOWN: usize = 800;
 
 /// `2026-12-02 14:03:05 UTC`
 pub(crate) fn when(at: Timestamp) -> String {
@@ -46,7 +27,7 @@ pub(crate) fn when(at: Timestamp) -> String {
 }
 
 /// The question message and its buttons.
-pub(crate) fn question(asked: &Asked, language: Language) -> (String, Keyboard) {
+pub(crate) fn question(asked: &ApprovalQuestion, language: Language) -> (String, Keyboard) {
     let t = texts(language);
     let (mut html, cut) = body(asked, t);
     if let Some(deadline) = &asked.deadline {
@@ -79,7 +60,7 @@ pub(crate) fn question(asked: &Asked, language: Language) -> (String, Keyboard) 
 /// buttons go with it.
 pub(crate) fn closed(row: &ApprovalRow, language: Language) -> String {
     let t = texts(language);
-    let (html, _) = body(&Asked::from_row(row), t);
+    let (html, _) = body(&row.question(), t);
     format!("{html}\n\n<b>{}</b>", escape(&outcome(row, language)))
 }
 
@@ -128,18 +109,41 @@ pub(crate) fn not_found(language: Language) -> String {
 
 /// The question's head and its arguments, cut after [`ARGUMENTS_SHOWN`] characters.
 /// Returns the HTML and whether something was cut.
-fn body(asked: &Asked, t: &Texts) -> (String, bool) {
+fn body(asked: &ApprovalQuestion, t: &Texts) -> (String, bool) {
     let mut html = format!(
-        "<b>⚠ {} · {} {}</b>\n{}: <code>{}</code>\n{}: {}\n{}:",
+        "<b>⚠ {} · {} {}</b>",
         escape(t.approval_needed),
         escape(t.tier),
         asked.tier,
+    );
+    if let Some(headline) = &asked.card.headline {
+        html.push_str(&format!("\n<b>{}</b>", escape(&display(headline))));
+    }
+    html.push_str(&format!(
+        "\n{}: <code>{}</code>\n{}: {}",
         escape(t.tool),
         escape(&display(&asked.tool)),
         escape(t.effect),
         escape(&display(&asked.effect)),
-        escape(t.arguments),
-    );
+    ));
+    let mut detail_cut = false;
+    for note in &asked.card.notes {
+        html.push_str(&format!("\n{}", note_line(note)));
+        if let Some(detail) = &note.detail {
+            let shown = display_multiline(detail);
+            let kept: String = shown.chars().take(DETAIL_SHOWN).collect();
+            html.push_str(&format!("\n<pre>{}</pre>", escape(&kept)));
+            let rest = shown.chars().count() - kept.chars().count();
+            if rest > 0 {
+                let more = t
+                    .more
+                    .replace("{n}", &tau_core::grouped_digits(rest, t.thousands));
+                html.push_str(&format!("\n<i>{}</i>", escape(&more)));
+                detail_cut = true;
+            }
+        }
+    }
+    html.push_str(&format!("\n{}:", escape(t.arguments)));
     let rows = argument_rows(&asked.arguments, t);
     let mut budget = ARGUMENTS_SHOWN;
     let mut rest = 0;
@@ -163,16 +167,41 @@ fn body(asked: &Asked, t: &Texts) -> (String, bool) {
             .replace("{n}", &tau_core::grouped_digits(rest, t.thousands));
         html.push_str(&format!("\n<i>{}</i>", escape(&more)));
     }
-    (html, rest > 0)
+    (html, rest > 0 || detail_cut)
 }
 
-/// Every argument whole, as messages (for "Show all").
-pub(crate) fn all_arguments(asked: &Asked, language: Language) -> Vec<String> {
+/// One note of tau's on a line: `⚠ <b>label</b>: text` for a warning, `· label: text` for
+/// a fact.
+fn note_line(note: &CardNote) -> String {
+    let label = escape(&display(&note.label));
+    let text = escape(&display(&note.text));
+    match note.level {
+        NoteLevel::Info => format!("· {label}: {text}"),
+        NoteLevel::Warning => format!("⚠ <b>{label}</b>: {text}"),
+    }
+}
+
+/// Every note's detail and every argument whole, as messages (for "Show all").
+pub(crate) fn all_arguments(asked: &ApprovalQuestion, language: Language) -> Vec<String> {
     let t = texts(language);
-    let mut lines = vec![Line::new(
+    let mut lines = Vec::new();
+    for note in &asked.card.notes {
+        if let Some(detail) = &note.detail {
+            lines.push(Line::new(
+                format!("{}: {}", display(&note.label), display(&note.text)),
+                Style::Bold,
+            ));
+            lines.extend(
+                display_multiline(detail)
+                    .lines()
+                    .map(|line| Line::new(line.to_owned(), Style::Code)),
+            );
+        }
+    }
+    lines.push(Line::new(
         format!("{}: {}", t.arguments, display(&asked.tool)),
         Style::Bold,
-    )];
+    ));
     lines.extend(
         argument_rows(&asked.arguments, t)
             .into_iter()

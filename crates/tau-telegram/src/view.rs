@@ -137,9 +137,10 @@ impl TurnView {
                     progress: None,
                 }),
             },
-            ChannelEvent::ApprovalRequested { call_id, tier, .. } => {
-                self.tiers.insert(call_id.clone(), Some(*tier));
-                if let Some(Block::Tool { state, .. }) = self.tool_mut(call_id) {
+            ChannelEvent::ApprovalRequested(question) => {
+                self.tiers
+                    .insert(question.call_id.clone(), Some(question.tier));
+                if let Some(Block::Tool { state, .. }) = self.tool_mut(&question.call_id) {
                     *state = ToolState::Asking;
                 }
                 return false;
@@ -271,7 +272,7 @@ mod tests {
     fn tool_lines_in_turkish_and_a_call_finished_after_a_question() {
         let mut view = TurnView::new(Language::Tr);
         view.apply(&started("t1", "run_command", Some(Tier::Physical)));
-        let asked = ChannelEvent::ApprovalRequested {
+        let asked = ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
             approval_id: "ap_1".into(),
             call_id: "t1".into(),
             tool: "run_command".into(),
@@ -280,7 +281,8 @@ mod tests {
             arguments: json!({}),
             channel: "telegram".into(),
             deadline: None,
-        };
+            card: Default::default(),
+        }));
         assert!(!view.apply(&asked));
         let before = view.messages().join("");
         view.next_stretch();

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_core::{Answer, ApprovalRequest, Approver, ApproverError, DecidedBy};
+use tau_core::{Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy};
 
 use crate::console::Console;
 use crate::prompt::parse_answer;
@@ -38,7 +38,7 @@ impl Approver for TerminalApprover {
         TERMINAL_CHANNEL
     }
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         let mut asking = self.questions.ask(&request.approval_id);
         let reply = loop {
             match asking.next().await {
@@ -83,31 +83,33 @@ mod tests {
     use tau_core::{ChannelEvent, Decision, Language, Tier};
     use tokio::io::{AsyncWriteExt, DuplexStream};
 
-    fn request() -> ApprovalRequest {
-        ApprovalRequest {
+    fn request() -> ApprovalQuestion {
+        ApprovalQuestion {
             approval_id: "ap_1".into(),
             tool: "run_command".into(),
             tier: Tier::Physical,
             effect: "runs a shell command".into(),
             arguments: json!({"command": "touch b.txt"}),
-            tool_use_id: "t1".into(),
+            call_id: "t1".into(),
             channel: TERMINAL_CHANNEL.into(),
             deadline: None,
+            card: Default::default(),
         }
     }
 
     fn requested() -> ChannelEvent {
         let r = request();
-        ChannelEvent::ApprovalRequested {
+        ChannelEvent::ApprovalRequested(Box::new(ApprovalQuestion {
             approval_id: r.approval_id,
-            call_id: r.tool_use_id,
+            call_id: r.call_id,
             tool: r.tool,
             tier: r.tier,
             effect: r.effect,
             arguments: r.arguments,
             channel: r.channel,
             deadline: None,
-        }
+            card: Default::default(),
+        }))
     }
 
     fn decided(answer: &Answer) -> ChannelEvent {

@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tau_core::{
-    ApprovalRequest, CallStatus, ChannelEvent, ChannelSink, DecidedBy, Decision, Language, Notice,
-};
+use tau_core::{CallStatus, ChannelEvent, ChannelSink, DecidedBy, Decision, Language, Notice};
 
 use crate::escape::{escape_for_terminal, sorted_json};
 use crate::prompt::{question_line, render_prompt};
@@ -241,33 +239,14 @@ impl Console {
                     write(&mut state, &format!("  {}… {message}{}\n", s.dim, s.reset));
                 }
             }
-            ChannelEvent::ApprovalRequested {
-                approval_id,
-                call_id,
-                tool,
-                tier,
-                effect,
-                arguments,
-                channel,
-                deadline,
-            } => {
+            ChannelEvent::ApprovalRequested(request) => {
                 end_text(&mut state);
-                let request = ApprovalRequest {
-                    approval_id: approval_id.clone(),
-                    tool: tool.clone(),
-                    tier: *tier,
-                    effect: effect.clone(),
-                    arguments: arguments.clone(),
-                    tool_use_id: call_id.clone(),
-                    channel: channel.clone(),
-                    deadline: deadline.clone(),
-                };
                 let columns = crate::width::columns(self.tty);
-                write_question(&mut state, &render_prompt(&request, self.language, columns));
+                write_question(&mut state, &render_prompt(request, self.language, columns));
                 state.question_open = true;
                 // Only now is the question on screen: its guard starts here.
                 if let Some(questions) = &state.questions {
-                    questions.drawn(approval_id);
+                    questions.drawn(&request.approval_id);
                 }
             }
             ChannelEvent::ApprovalDecided {
@@ -462,7 +441,7 @@ mod tests {
     }
 
     fn requested() -> ChannelEvent {
-        ChannelEvent::ApprovalRequested {
+        ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
             approval_id: "ap_1".into(),
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),
@@ -471,7 +450,8 @@ mod tests {
             arguments: json!({"topic": "home/light", "payload": "on"}),
             channel: "terminal".into(),
             deadline: None,
-        }
+            card: Default::default(),
+        }))
     }
 
     fn decided(decision: Decision, decided_by: DecidedBy) -> ChannelEvent {

@@ -1,13 +1,15 @@
 //! tau-test-support: what several of tau's test suites need, in one place.
 //!
 //! Owns helpers that make recorded events comparable as whole values, and the real peers
-//! several suites talk to: an MQTT broker (`mosquitto.rs`) and the Telegram Bot API
-//! emulator (`telegram`). Used only as a dev-dependency; knows nothing of tau's crates,
+//! several suites talk to: an MQTT broker (`mosquitto.rs`), a device on it (`device.rs`)
+//! and the Telegram Bot API emulator (`telegram`). Used only as a dev-dependency; knows nothing of tau's crates,
 //! only the JSON they write and the peers they talk to.
 
+mod device;
 mod mosquitto;
 pub mod telegram;
 
+pub use device::{DeviceStandIn, StandInSpec, publish};
 pub use mosquitto::Mosquitto;
 
 use serde_json::Value;

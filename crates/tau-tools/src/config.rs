@@ -132,7 +132,7 @@ const MAX_COMMAND_TIMEOUT_SECONDS: u64 = 86_400;
 /// Beyond this a captured output no longer fits in a model's context anyway.
 const MAX_OUTPUT_LIMIT_BYTES: usize = 16 * 1024 * 1024;
 /// MQTT 3.1.1 limits client ids to 23 bytes for brokers that enforce the minimum.
-const MAX_CLIENT_ID_BYTES: usize = 23;
+pub(crate) const MAX_CLIENT_ID_BYTES: usize = 23;
 
 impl ToolsConfig {
     /// Checks the values serde cannot: ranges and one-line names.

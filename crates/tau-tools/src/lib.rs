@@ -13,13 +13,15 @@
 //! - `args.rs`: strict argument parsing shared by every tool
 //! - one file per tool: `clock.rs`, `read_file.rs`, `list_dir.rs`, `write_file.rs`,
 //!   `append_note.rs`, `run_command.rs` (with `run_command/`: output capture, the process,
-//!   `tree.rs` finding and stopping everything a command started), `mqtt_publish.rs`
+//!   `tree.rs` finding and stopping everything a command started), `mqtt_publish.rs` (with
+//!   `mqtt_link.rs`: the broker, shared with the device tools and the routines)
 
 mod append_note;
 mod args;
 mod clock;
 mod config;
 mod list_dir;
+mod mqtt_link;
 mod mqtt_publish;
 mod read_file;
 mod run_command;
@@ -34,12 +36,12 @@ use std::sync::Arc;
 use tau_agent::SharedTool;
 
 pub use config::{ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError};
-pub use mqtt_publish::broker_options;
+pub use mqtt_link::{MqttBroker, MqttMessage, broker_options, check_topic};
 
 use crate::append_note::AppendNote;
 use crate::clock::{Clock, TimeSource};
 use crate::list_dir::ListDir;
-use crate::mqtt_publish::{Broker, MqttPublish};
+use crate::mqtt_publish::MqttPublish;
 use crate::read_file::ReadFile;
 use crate::run_command::RunCommand;
 use crate::workspace::Workspace;
@@ -66,7 +68,7 @@ pub fn builtin_tools(
     config.validate()?;
     let workspace = Workspace::open(&config.workspace)?;
     let time = TimeSource::from_config(&config.clock)?;
-    let broker = Broker::from_config(&config.mqtt, env)?;
+    let broker = MqttBroker::from_config(&config.mqtt, env)?;
     let tools: Vec<SharedTool> = vec![
         Arc::new(Clock::new(time.clone())),
         Arc::new(ReadFile::new(workspace.clone())),

@@ -121,22 +121,9 @@ impl App {
 
     pub(crate) fn event(&mut self, event: &ChannelEvent) {
         match event {
-            ChannelEvent::ApprovalRequested {
-                approval_id,
-                tool,
-                tier,
-                effect,
-                arguments,
-                deadline,
-                ..
-            } => self.cards.push_back(Card::new(
-                approval_id,
-                tool,
-                *tier,
-                effect,
-                arguments,
-                deadline.as_deref(),
-            )),
+            ChannelEvent::ApprovalRequested(question) => {
+                self.cards.push_back(Card::new(question));
+            }
             ChannelEvent::ApprovalDecided { approval_id, .. } => {
                 self.cards.retain(|card| &card.approval_id != approval_id);
             }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use tau_core::{Answer, ApprovalRequest, Approver, ApproverError, DecidedBy, Decision};
+use tau_core::{Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision};
 use tokio::sync::oneshot;
 
 /// The channel name in approval requests and `decided_by`.
@@ -128,7 +128,7 @@ impl Approver for TuiApprover {
         TUI_CHANNEL
     }
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         Ok(self.questions.ask(&request.approval_id).await)
     }
 }
@@ -141,16 +141,17 @@ mod tests {
     use std::time::Duration;
     use tau_core::Tier;
 
-    fn request(id: &str) -> ApprovalRequest {
-        ApprovalRequest {
+    fn request(id: &str) -> ApprovalQuestion {
+        ApprovalQuestion {
             approval_id: id.into(),
             tool: "run_command".into(),
             tier: Tier::Physical,
             effect: "runs a shell command".into(),
             arguments: json!({"command": "ls"}),
-            tool_use_id: "t1".into(),
+            call_id: "t1".into(),
             channel: TUI_CHANNEL.into(),
             deadline: None,
+            card: Default::default(),
         }
     }
 

@@ -9,7 +9,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
-use tau_core::{Tier, display};
+use tau_core::{ApprovalQuestion, CallCard, CardNote, NoteLevel, Tier, display, display_multiline};
 
 use crate::args::pretty;
 use crate::texts::Texts;
@@ -28,6 +28,8 @@ pub(crate) struct Card {
     /// tau's own text, from the tool's registration; never the model's.
     pub effect: String,
     pub arguments: Value,
+    /// What tau says about the call besides its effect.
+    pub call_card: CallCard,
     /// When the gate withdraws the question.
     pub deadline: Option<jiff::Timestamp>,
     /// When the card was first on screen.
@@ -41,21 +43,15 @@ pub(crate) struct Card {
 }
 
 impl Card {
-    pub(crate) fn new(
-        approval_id: &str,
-        tool: &str,
-        tier: Tier,
-        effect: &str,
-        arguments: &Value,
-        deadline: Option<&str>,
-    ) -> Self {
+    pub(crate) fn new(question: &ApprovalQuestion) -> Self {
         Self {
-            approval_id: approval_id.to_owned(),
-            tool: tool.to_owned(),
-            tier,
-            effect: effect.to_owned(),
-            arguments: arguments.clone(),
-            deadline: deadline.and_then(|d| d.parse().ok()),
+            approval_id: question.approval_id.clone(),
+            tool: question.tool.clone(),
+            tier: question.tier,
+            effect: question.effect.clone(),
+            arguments: question.arguments.clone(),
+            call_card: question.card.clone(),
+            deadline: question.deadline.as_deref().and_then(|d| d.parse().ok()),
             shown_at: None,
             scroll: 0,
             seen_end: false,
@@ -146,7 +142,8 @@ fn dim() -> Style {
     Style::new().fg(Color::DarkGray)
 }
 
-/// The rows of the card's body: tool, tier, effect, then every argument.
+/// The rows of the card's body: tau's headline, tool, tier, effect, tau's notes, then every
+/// argument.
 fn body(card: &Card, columns: usize, t: &Texts) -> Vec<Line<'static>> {
     let label_width = [t.tool, t.tier, t.effect]
         .iter()
@@ -155,6 +152,14 @@ fn body(card: &Card, columns: usize, t: &Texts) -> Vec<Line<'static>> {
         .unwrap_or(0)
         + 2;
     let mut rows = Vec::new();
+    if let Some(headline) = &card.call_card.headline {
+        for piece in wrap(&display(headline), columns) {
+            rows.push(Line::from(Span::styled(
+                piece,
+                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            )));
+        }
+    }
     let labelled = |rows: &mut Vec<Line<'static>>, label: &str, value: String, style: Style| {
         let value_columns = columns.saturating_sub(label_width);
         for (i, piece) in wrap(&value, value_columns).into_iter().enumerate() {
@@ -179,8 +184,36 @@ fn body(card: &Card, columns: usize, t: &Texts) -> Vec<Line<'static>> {
         tier_style(Some(card.tier)),
     );
     labelled(&mut rows, t.effect, display(&card.effect), Style::new());
+    for note in &card.call_card.notes {
+        rows.extend(note_rows(note, columns));
+    }
     rows.push(Line::from(Span::styled(t.arguments.to_owned(), dim())));
     rows.extend(argument_rows(&card.arguments, columns, t));
+    rows
+}
+
+/// A note of tau's: its label and line (a warning marked and loud), then its detail
+/// indented, every row of it: the card scrolls, and a yes waits until its end was seen.
+fn note_rows(note: &CardNote, columns: usize) -> Vec<Line<'static>> {
+    let (mark, style) = match note.level {
+        NoteLevel::Info => ("·", Style::new().fg(Color::Cyan)),
+        NoteLevel::Warning => (
+            "⚠",
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ),
+    };
+    let line = format!("{mark} {}: {}", display(&note.label), display(&note.text));
+    let mut rows: Vec<Line<'static>> = wrap(&line, columns)
+        .into_iter()
+        .map(|piece| Line::from(Span::styled(piece, style)))
+        .collect();
+    if let Some(detail) = &note.detail {
+        for text_line in display_multiline(detail).replace('\t', "    ").lines() {
+            for piece in wrap(text_line, columns.saturating_sub(4)) {
+                rows.push(Line::from(vec![Span::raw("  │ "), Span::raw(piece)]));
+            }
+        }
+    }
     rows
 }
 

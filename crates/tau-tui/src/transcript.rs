@@ -136,18 +136,12 @@ impl Transcript {
                     call.progress = Some(message.clone());
                 }
             }
-            ChannelEvent::ApprovalRequested {
-                call_id,
-                tool,
-                tier,
-                arguments,
-                ..
-            } => {
-                self.with_call(call_id, tool, |call| {
+            ChannelEvent::ApprovalRequested(question) => {
+                self.with_call(&question.call_id, &question.tool, |call| {
                     call.state = CallState::Waiting;
-                    call.tier = Some(*tier);
+                    call.tier = Some(question.tier);
                     if call.arguments.is_null() {
-                        call.arguments = arguments.clone();
+                        call.arguments = question.arguments.clone();
                     }
                 });
             }

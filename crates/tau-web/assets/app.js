@@ -367,12 +367,28 @@ function closeCard(id, decision, decidedBy) {
   card.closed = true;
 }
 
+// What tau itself says about the call: its headline, then each note (a warning marked),
+// a note's detail (a file's content) whole below it.
+function cardNotes(said) {
+  const box = el("div", "said");
+  if (!said) return box;
+  if (said.headline) box.append(el("div", "headline", said.headline));
+  for (const note of said.notes || []) {
+    const row = el("div", "note " + (note.level === "warning" ? "warning" : "info"));
+    row.append(el("span", "label", (note.level === "warning" ? "⚠ " : "") + note.label), document.createTextNode(" " + note.text));
+    box.append(row);
+    if (note.detail) box.append(el("pre", "detail mono", note.detail));
+  }
+  return box;
+}
+
 function card(row) {
   const node = el("article", "card");
   node.dataset.approval = row.id;
   const title = el("h2");
   title.append(el("span", "tier", "tier " + row.tier), el("span", "mono", row.tool));
   const effect = el("div", "effect", row.effect);
+  const said = cardNotes(row.card);
   const args = el("pre", "args mono", row.arguments);
   const actions = el("div", "actions");
   const approve = el("button", "approve", "Approve");
@@ -392,7 +408,7 @@ function card(row) {
   actions.append(approve, reject, whole, outcome);
   const footer = el("div", "when");
   footer.append(when, document.createTextNode(" · "), session);
-  node.append(title, effect, args, actions, footer);
+  node.append(title, effect, said, args, actions, footer);
   const entry = { node, buttons: [approve, reject], outcome, when, footer, closed: false };
   const answer = async (decision) => {
     approve.disabled = reject.disabled = true;

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tau_core::{display, display_multiline, sorted_json};
 
 /// Keys whose strings are prose and keep their line breaks.
-const MULTILINE: &[&str] = &["text", "message", "result_summary"];
+const MULTILINE: &[&str] = &["text", "message", "result_summary", "detail"];
 /// Keys whose value is a tool's arguments: shown as one line of sorted JSON.
 const ARGUMENTS: &[&str] = &["arguments", "input"];
 
@@ -67,6 +67,19 @@ mod tests {
                 "content": [{"text": "line one\nline\\u{1b}[31m two"}],
                 "usage": {"model_calls": 2, "done": true, "none": null}
             })
+        );
+    }
+
+    #[test]
+    fn a_card_note_s_detail_keeps_its_lines() {
+        let row = json!({"card": {"headline": "run\u{202e}", "notes": [
+            {"level": "warning", "label": "file", "text": "setup.sh", "detail": "echo hi\n\u{200b}ls\n"}
+        ]}});
+        assert_eq!(
+            shown(row),
+            json!({"card": {"headline": "run\\u{202e}", "notes": [
+                {"level": "warning", "label": "file", "text": "setup.sh", "detail": "echo hi\n\\u{200b}ls\n"}
+            ]}})
         );
     }
 

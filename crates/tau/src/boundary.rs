@@ -1,13 +1,19 @@
 //! The workspace is a trust boundary: the file and command tools may change anything in
 //! it, a tier-1 `write_file` without a question. So it must hold nothing tau trusts and
 //! not the person's home: not the root, not `$HOME`, not tau's home or its files, not the
-//! config file in use (or, when there is none, where tau would look for one). Paths are compared resolved (symlinks followed, also those whose
-//! target does not exist yet); "holds" means the path is the workspace or below it. A
-//! workspace inside tau's home (the default `home/workspace`) is fine.
+//! config file in use, not the one tau reads when started without `--config`, and no
+//! program tau starts: the command of every MCP server (found through `PATH` when it is a
+//! bare name, so no folder of `PATH` before it may be in the workspace either) and every
+//! argument that names a file (an absolute path, or a relative one that names a file).
+//! Paths are compared resolved (symlinks followed, also those whose target does not exist
+//! yet); "holds" means the path is the workspace or below it. A workspace inside tau's
+//! home (the default `home/workspace`) is fine.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+
+use tau_mcp::McpConfig;
 
 use crate::errors::usage;
 use crate::paths::{Env, Home, config_path};
@@ -15,15 +21,17 @@ use crate::paths::{Env, Home, config_path};
 /// Symlinks followed before giving up on resolving a path.
 const MAX_LINKS: u32 = 40;
 
-/// Refuses a workspace that holds something tau trusts, with one error naming the key.
-/// `config` is the file the config was read from, if any.
+/// Refuses a workspace that holds something tau trusts or starts, with one error naming
+/// the key. `config` is the file the config was read from, if any.
 pub(crate) fn check_workspace(
     workspace: &Path,
     home: &Home,
     config: Option<&Path>,
+    mcp: &McpConfig,
     env: Env<'_>,
 ) -> anyhow::Result<()> {
     let resolved = resolve(workspace);
+    let file = config.map_or_else(|| "tau.toml".to_owned(), |c| c.display().to_string());
     let mut protected: Vec<(&str, PathBuf)> = vec![("the root of the file system", "/".into())];
     if let Some(person) = env("HOME").filter(|h| !h.is_empty()) {
         protected.push(("your home directory", PathBuf::from(person)));
@@ -36,12 +44,17 @@ pub(crate) fn check_workspace(
         ("tau's log folder", home.log_dir()),
         ("tau's lock folder", home.locks()),
     ]);
-    // A config file that does not exist yet would be read once a tool wrote it.
-    if let Some(file) = config
-        .map(Path::to_owned)
-        .or_else(|| config_path(None, env).map(|(path, _)| path))
-    {
-        protected.push(("the config file", file));
+    // A config file that does not exist yet would be read once a tool wrote it; the
+    // default one is read by the next plain `tau`, whatever `--config` says now.
+    if let Some(file) = config {
+        protected.push(("the config file", file.to_owned()));
+    }
+    if let Some((default, _)) = config_path(None, env) {
+        let what = match config {
+            Some(_) => "the config file tau reads without --config",
+            None => "the config file",
+        };
+        protected.push((what, default));
     }
     for (what, path) in protected {
         let path = resolve(&path);
@@ -54,11 +67,73 @@ pub(crate) fn check_workspace(
         } else {
             format!(" '{}'", path.display())
         };
-        let file = config.map_or_else(|| "tau.toml".to_owned(), |c| c.display().to_string());
         return Err(usage(format!(
             "{file}: tools.workspace: '{}' {relation} {what}{shown}, which tools that write files must not reach; give the tools a folder of their own",
             workspace.display()
         )));
+    }
+    check_programs(&resolved, mcp, env).map_err(|reach| {
+        usage(format!(
+            "{file}: {}: {}, inside the workspace '{}' (tools.workspace), where a tier-1 write can change what tau starts; keep the programs tau starts out of the workspace",
+            reach.key,
+            reach.what,
+            workspace.display()
+        ))
+    })
+}
+
+/// A program or file tau starts that the workspace holds.
+struct Reach {
+    key: String,
+    what: String,
+}
+
+/// 1. a command with a `/` -> the file it names
+/// 2. a bare command -> every `PATH` folder up to the one that has it (all when none has)
+/// 3. each argument that is an absolute path or names a file -> that file
+fn check_programs(resolved: &Path, mcp: &McpConfig, env: Env<'_>) -> Result<(), Reach> {
+    let inside = |path: &Path| resolve(path).starts_with(resolved);
+    for (name, server) in &mcp.servers {
+        let Some(command) = &server.command else {
+            continue;
+        };
+        let key = format!("mcp.servers.{name}.command");
+        if command.contains('/') {
+            if inside(Path::new(command)) {
+                return Err(Reach {
+                    key,
+                    what: format!("'{command}' is '{}'", resolve(Path::new(command)).display()),
+                });
+            }
+        } else {
+            let path = env("PATH").unwrap_or_default();
+            for folder in path.split(':') {
+                // An empty entry is the working directory, as the shell reads it.
+                let folder = Path::new(if folder.is_empty() { "." } else { folder });
+                if inside(folder) {
+                    return Err(Reach {
+                        key,
+                        what: format!(
+                            "'{command}' is looked up in PATH, whose folder '{}' is before any that has it",
+                            resolve(folder).display()
+                        ),
+                    });
+                }
+                if folder.join(command).is_file() {
+                    break;
+                }
+            }
+        }
+        for (i, argument) in server.args.iter().enumerate() {
+            let path = Path::new(argument);
+            let names_file = path.is_absolute() || resolve(path).is_file();
+            if names_file && inside(path) {
+                return Err(Reach {
+                    key: format!("mcp.servers.{name}.args[{i}]"),
+                    what: format!("'{argument}' is '{}'", resolve(path).display()),
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -110,7 +185,13 @@ mod tests {
 
     fn refused(workspace: &Path, home: &Path, config: Option<&Path>, person: &str) -> String {
         let env = |name: &str| (name == "HOME").then(|| person.to_owned());
-        match check_workspace(workspace, &Home::at(home), config, &env) {
+        match check_workspace(
+            workspace,
+            &Home::at(home),
+            config,
+            &McpConfig::default(),
+            &env,
+        ) {
             Ok(()) => "fine".to_owned(),
             Err(error) => error
                 .to_string()
@@ -180,6 +261,118 @@ mod tests {
                 expected,
                 "{}",
                 workspace.display()
+            );
+        }
+    }
+
+    #[test]
+    fn the_default_config_is_protected_even_when_another_is_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let person = root.join("me");
+        let default = person.join(".config/tau");
+        std::fs::create_dir_all(&default).unwrap();
+        let other = root.join("other.toml");
+        assert_eq!(
+            refused(
+                &default,
+                &root.join("home"),
+                Some(&other),
+                person.to_str().unwrap()
+            ),
+            format!(
+                "{}: tools.workspace: '{}' contains the config file tau reads without --config '{}',",
+                other.display(),
+                default.display(),
+                default.join("tau.toml").display()
+            )
+        );
+    }
+
+    /// The error for a workspace at `root/ws` and these MCP servers, with `PATH`.
+    fn programs_refused(root: &Path, servers: &str, path: &str) -> String {
+        let mcp: McpConfig = toml::from_str(servers).unwrap();
+        let env = |name: &str| (name == "PATH").then(|| path.to_owned());
+        let home = Home::at(&root.join("home"));
+        match check_workspace(&root.join("ws"), &home, None, &mcp, &env) {
+            Ok(()) => "fine".to_owned(),
+            Err(error) => error
+                .to_string()
+                .split_once(", inside the workspace")
+                .map(|(head, _)| head.to_owned())
+                .unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn programs_tau_starts_may_not_be_in_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for folder in ["ws/bin", "bin"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+        }
+        for file in ["ws/server.py", "ws/bin/srv", "bin/srv", "bin/python3"] {
+            std::fs::write(root.join(file), "").unwrap();
+        }
+        let r = |s: &str| root.join(s).display().to_string();
+        let cases = [
+            (
+                format!(
+                    "[servers.a]\ncommand = \"python3\"\nargs = [\"-u\", \"{}\"]\n",
+                    r("ws/server.py")
+                ),
+                r("bin"),
+                format!(
+                    "tau.toml: mcp.servers.a.args[1]: '{0}' is '{0}'",
+                    r("ws/server.py")
+                ),
+            ),
+            (
+                format!("[servers.a]\ncommand = \"{}\"\n", r("ws/bin/srv")),
+                r("bin"),
+                format!(
+                    "tau.toml: mcp.servers.a.command: '{0}' is '{0}'",
+                    r("ws/bin/srv")
+                ),
+            ),
+            (
+                // Not written yet: a tier-1 write would create it.
+                format!("[servers.a]\ncommand = \"{}\"\n", r("ws/later")),
+                r("bin"),
+                format!(
+                    "tau.toml: mcp.servers.a.command: '{0}' is '{0}'",
+                    r("ws/later")
+                ),
+            ),
+            (
+                "[servers.a]\ncommand = \"srv\"\n".to_owned(),
+                format!("{}:{}", r("ws/bin"), r("bin")),
+                format!(
+                    "tau.toml: mcp.servers.a.command: 'srv' is looked up in PATH, whose folder '{}' is before any that has it",
+                    r("ws/bin")
+                ),
+            ),
+            (
+                // A folder after the one that has it is never reached.
+                "[servers.a]\ncommand = \"srv\"\nargs = [\"--zone\", \"Europe/Istanbul\"]\n"
+                    .to_owned(),
+                format!("{}:{}", r("bin"), r("ws/bin")),
+                "fine".to_owned(),
+            ),
+            (
+                format!(
+                    "[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\n[servers.b]\ncommand = \"{}\"\n",
+                    r("bin/srv")
+                ),
+                r("bin"),
+                "fine".to_owned(),
+            ),
+        ];
+        for (servers, path, expected) in cases {
+            assert_eq!(
+                programs_refused(&root, &servers, &path),
+                expected,
+                "{servers}"
             );
         }
     }

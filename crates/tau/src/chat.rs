@@ -82,10 +82,12 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
     let Chat {
         session,
         model,
-        tools: Tools {
-            catalog,
-            startup_errors,
-        },
+        tools:
+            Tools {
+                catalog,
+                startup_errors,
+                watch: _watch,
+            },
         prompts: scripted,
         answers_from_stdin,
     } = chat;

@@ -59,6 +59,11 @@ pub(crate) enum Command {
     },
     /// Every tool with its tier and effect
     Tools,
+    /// Devices tau knows by name: list, add, remove, and Home Assistant discovery
+    Devices {
+        #[command(subcommand)]
+        command: DevicesCommand,
+    },
     /// Routines: triggers that call tools through the gate
     Routines {
         #[command(subcommand)]
@@ -131,9 +136,93 @@ pub(crate) enum RoutinesCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum DevicesCommand {
+    /// Every device: name, label, room, kind, actions, where it came from
+    List,
+    /// One device: its topics, the payload of each action, what discovery says now
+    Show { name: String },
+    /// Keeps a device in state.db (like a [[devices]] entry in tau.toml)
+    Add(Box<AddDevice>),
+    /// Removes a device added or pinned here (tau.toml's are edited there)
+    Remove { name: String },
+    /// Reads Home Assistant's discovery configs from the broker and proposes devices;
+    /// nothing is added until `tau devices pin`
+    Discover {
+        /// The discovery prefix
+        #[arg(long, default_value = "homeassistant")]
+        prefix: String,
+        /// Seconds to wait for one more config before the read ends
+        #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+        wait: f64,
+    },
+    /// Adds the discovery proposal NAME; later discovery configs never change it
+    Pin(PinDevice),
+}
+
+/// `tau devices add`
+#[derive(Debug, Args)]
+pub(crate) struct AddDevice {
+    /// What the model names: 3 to 40 of a-z, 0-9 and '-'
+    pub name: String,
+    /// What you read on the card
+    #[arg(long)]
+    pub label: String,
+    #[arg(long)]
+    pub room: Option<String>,
+    /// light, switch, plug, fan, lock, cover, garage, valve, climate, heater or sensor
+    #[arg(long)]
+    pub kind: String,
+    #[arg(long, value_name = "TOPIC")]
+    pub command_topic: Option<String>,
+    #[arg(long, value_name = "TOPIC")]
+    pub state_topic: Option<String>,
+    /// An action and its payload, e.g. --action on=ON (repeat for each)
+    #[arg(long, value_name = "NAME=PAYLOAD")]
+    pub action: Vec<String>,
+    /// An action that takes a number, e.g. --range set=5:30:0.5
+    #[arg(long, value_name = "NAME=MIN:MAX[:STEP]")]
+    pub range: Vec<String>,
+    /// The unit of a range, e.g. --unit set=°C
+    #[arg(long, value_name = "NAME=UNIT")]
+    pub unit: Vec<String>,
+    /// The payload of a range, with {value} where the number goes
+    #[arg(long, value_name = "NAME=TEMPLATE")]
+    pub payload_template: Vec<String>,
+    /// Publish its commands retained
+    #[arg(long)]
+    pub retain: bool,
+    /// Overrides the kind's lock class (true or false)
+    #[arg(long, value_name = "BOOL")]
+    pub high_risk: Option<bool>,
+}
+
+/// `tau devices pin`
+#[derive(Debug, Args)]
+pub(crate) struct PinDevice {
+    /// The proposal's name, as `tau devices discover` shows it
+    pub name: String,
+    /// Keep it under another name
+    #[arg(long = "as", value_name = "NAME")]
+    pub as_name: Option<String>,
+    /// Your own label instead of the one discovery gave
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Your own room instead of the one discovery gave
+    #[arg(long)]
+    pub room: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum AuditCommand {
     /// Checks that no line of audit.jsonl was edited, dropped or reordered
-    Verify,
+    Verify {
+        /// Also proves the log extends this head, kept elsewhere (as `tau audit head`
+        /// printed it)
+        #[arg(long, value_name = "SEQ:HASH")]
+        from: Option<String>,
+    },
+    /// Prints the chain's head as SEQ:HASH, to keep somewhere the log's writers cannot reach
+    Head,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,4 +1,4 @@
-//! The small commands: sessions, tools, audit, config.
+//! The small commands: sessions, tools, config.
 
 use std::fmt::Write;
 
@@ -6,7 +6,6 @@ use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolR
 use tau_core::{ToolCatalog, display, json_for_terminal, sorted_json};
 use tau_state::StateDb;
 
-use crate::audit::{Verdict, verify};
 use crate::context::Context;
 use crate::errors::usage;
 use crate::lock::SessionLock;
@@ -135,68 +134,6 @@ pub(crate) fn tools(catalog: &ToolCatalog) -> String {
         );
     }
     out
-}
-
-fn lines_were(n: u64) -> String {
-    if n == 1 {
-        "1 line was".to_owned()
-    } else {
-        format!("{n} lines were")
-    }
-}
-
-/// The report of `tau audit verify`, and whether it vouches for the whole log.
-pub(crate) fn audit_verify(ctx: &Context) -> anyhow::Result<(String, bool)> {
-    let path = ctx.home.audit_log();
-    let state = ctx.existing_state()?;
-    let report = match verify(&path, state.as_ref())? {
-        Verdict::NoLog => (format!("no audit log yet at {}\n", path.display()), true),
-        Verdict::Intact { lines } => (format!("audit log intact: {lines} lines\n"), true),
-        Verdict::IntactLastNotAnchored { lines } => (
-            format!(
-                "audit log intact: {lines} lines; the last one is not anchored in state.db yet (tau stopped between writing and anchoring it; the next entry anchors it)\n"
-            ),
-            true,
-        ),
-        Verdict::Unanchored { lines } => (
-            format!(
-                "audit log chain intact for {lines} lines, but state.db holds no anchor for it: lines dropped from its end would not show\n"
-            ),
-            false,
-        ),
-        Verdict::Broken { line, reason } => (
-            format!("audit log broken at line {line}: {reason}\n"),
-            false,
-        ),
-        Verdict::Dropped { lines: 0, anchored } => (
-            format!(
-                "audit log broken: it is empty, but state.db's anchor says entry {anchored} was written: it was emptied\n"
-            ),
-            false,
-        ),
-        Verdict::Dropped { lines: n, anchored } => (
-            format!(
-                "audit log broken after line {n}: state.db's anchor says entry {anchored} was written: the last {} dropped\n",
-                lines_were(anchored - n)
-            ),
-            false,
-        ),
-        Verdict::Added { lines: n, anchored } => (
-            format!(
-                "audit log broken after line {anchored}: state.db's anchor says it is the last: {} added behind tau's back\n",
-                lines_were(n - anchored)
-            ),
-            false,
-        ),
-        Verdict::Missing { anchored } => (
-            format!(
-                "audit log missing at {}, but state.db's anchor says entry {anchored} was written: it was deleted\n",
-                path.display()
-            ),
-            false,
-        ),
-    };
-    Ok(report)
 }
 
 /// The effective config, once everything `tau chat` and `tau serve` would check holds: the

@@ -28,6 +28,8 @@ pub(crate) struct Context {
 pub(crate) struct Tools {
     pub catalog: ToolCatalog,
     pub startup_errors: Vec<AuditEvent>,
+    /// Records what discovery says about pinned devices while the tools are in use.
+    pub watch: Option<crate::devices::WatchGuard>,
 }
 
 impl Context {
@@ -58,6 +60,7 @@ impl Context {
             &self.loaded.config.tools.workspace,
             &self.home,
             self.loaded.path.as_deref(),
+            &self.loaded.config.mcp,
             &*self.env,
         )
     }
@@ -95,6 +98,10 @@ impl Context {
             .map_err(|e| usage(e.to_string()))?;
         let mut catalog = ToolCatalog::new();
         catalog.extend(tools)?;
+        let store = self.device_store()?;
+        let registry = Arc::new(self.registry(&store)?);
+        let watch = self.watch_discovery(&registry, Arc::clone(&store))?;
+        catalog.extend(self.device_tools(registry, store)?.tools())?;
         let mcp = tau_mcp::connect_servers(&self.loaded.config.mcp, &self.events, &*self.env).await;
         for warning in &mcp.warnings {
             // The message quotes what the server said: escaped, like everything from a peer.
@@ -108,6 +115,7 @@ impl Context {
                 .iter()
                 .filter_map(tau_mcp::McpWarning::event)
                 .collect(),
+            watch,
         })
     }
 

@@ -11,6 +11,7 @@ mod cli;
 mod commands;
 mod context;
 mod demo;
+mod devices;
 mod errors;
 mod hosted;
 mod lock;
@@ -31,12 +32,15 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{AuditCommand, Cli, Command, ConfigCommand, RoutinesCommand, SessionsCommand};
+use crate::cli::{
+    AuditCommand, Cli, Command, ConfigCommand, DevicesCommand, RoutinesCommand, SessionsCommand,
+};
 use crate::context::Context;
 use crate::errors::exit_code;
 use crate::paths::Home;
 
 fn main() -> ExitCode {
+    close_own_process();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -61,6 +65,19 @@ fn main() -> ExitCode {
             );
             ExitCode::from(exit_code(&error))
         }
+    }
+}
+
+/// Makes tau's process non-dumpable, before any secret is read: `/proc/<tau>/environ`,
+/// `mem`, `fd` and `maps` then belong to root and a process of the same user (a command
+/// tau ran, an MCP server, anything else the person runs) cannot read tau's keys and tokens
+/// there or attach to it; no core dump holds them either. Programs tau starts are dumpable
+/// again after their `exec`, as usual.
+fn close_own_process() {
+    if let Err(error) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        eprintln!("tau: warning: cannot close its process to other programs of this user: {error}");
     }
 }
 
@@ -126,6 +143,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let tools = ctx.catalog_with_routines().await?;
             print(&commands::tools(&tools.catalog));
         }
+        Command::Devices { command } => match command {
+            DevicesCommand::List => print(&devices::list(&ctx)?),
+            DevicesCommand::Show { name } => print(&devices::show(&ctx, &name)?),
+            DevicesCommand::Add(add) => print(&devices::add(&ctx, &add)?),
+            DevicesCommand::Remove { name } => print(&devices::remove(&ctx, &name)?),
+            DevicesCommand::Discover { prefix, wait } => {
+                print(&devices::discover(&ctx, &prefix, wait).await?);
+            }
+            DevicesCommand::Pin(pin) => print(&devices::pin(&ctx, &pin)?),
+        },
         Command::Routines { command } => match command {
             RoutinesCommand::List => print(&routines::list(&ctx).await?),
             RoutinesCommand::Show { name } => print(&routines::show(&ctx, &name).await?),
@@ -140,10 +167,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         },
         Command::Mcp { http } => mcp::run(&ctx, http).await?,
-        Command::Audit {
-            command: AuditCommand::Verify,
-        } => {
-            let (report, intact) = commands::audit_verify(&ctx)?;
+        Command::Audit { command } => {
+            let (report, intact) = match command {
+                AuditCommand::Verify { from } => audit::verify_command(&ctx, from.as_deref())?,
+                AuditCommand::Head => audit::head_command(&ctx)?,
+            };
             print(&report);
             if !intact {
                 return Ok(ExitCode::from(1));

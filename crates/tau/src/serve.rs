@@ -15,6 +15,7 @@ use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
 use tau_state::StateDb;
 use tau_web::{REMOTE_RISK, WebChannel, WebError};
 
+use crate::audit::witness::Witness;
 use crate::audit::{AuditLog, SessionAudit};
 use crate::context::Context;
 use crate::errors::usage;
@@ -124,19 +125,32 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         web_url = Some(web.url());
         channels.push(Arc::new(web));
     }
+    let mut witness = None;
     if let (Some(telegram), Some(token)) = (&config.telegram, telegram_token) {
-        channels.push(crate::telegram::host(
+        let (hosted, channel) = crate::telegram::host(
             telegram,
             &token,
             hub.clone(),
             hub_events.clone(),
-            state,
+            state.clone(),
             config.ui.language(),
-        )?);
+        )?;
+        channels.push(hosted);
+        if config.audit.witness == Some(Witness::Telegram) {
+            witness = Some(channel);
+        }
     }
     let recovery = hub.start().await?;
     let stop_routines = tokio_util::sync::CancellationToken::new();
     let routines = hosted.start(stop_routines.clone());
+    let witness = witness.map(|channel| {
+        crate::audit::witness::start(
+            ctx.home.audit_log(),
+            state.clone(),
+            channel,
+            stop_routines.clone(),
+        )
+    });
 
     crate::print(&announce(
         web_url.as_deref(),
@@ -147,6 +161,9 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     let served = hub.run_channels(channels, stop_signal()).await;
     stop_routines.cancel();
     let _ = routines.await;
+    if let Some(witness) = witness {
+        let _ = witness.await;
+    }
     served?;
     crate::print("tau serve: stopped; pending questions stay pending\n");
     Ok(())

@@ -10,6 +10,7 @@ use tau_telegram::TelegramConfig;
 use tau_tools::ToolsConfig;
 use tau_web::WebConfig;
 
+use crate::audit::witness::AuditConfig;
 use crate::errors::usage;
 use crate::paths::{Env, Home, config_path};
 
@@ -27,6 +28,11 @@ pub(crate) struct TauConfig {
     /// `[telegram]`: the channel runs under `tau serve` when the section is there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telegram: Option<TelegramConfig>,
+    /// `[audit]`: where `tau serve` sends the day's head.
+    pub audit: AuditConfig,
+    /// `[[devices]]`: the devices tau knows by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<tau_devices::DeviceDef>,
     /// `[[routines]]`, as written; read by `tau-reflex` (`Context::routine_defs`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routines: Vec<toml::Value>,
@@ -78,9 +84,14 @@ pub(crate) fn load(
     let shown = path
         .as_ref()
         .map_or_else(|| "tau.toml".to_owned(), |p| p.display().to_string());
+    let raw: toml::Table = toml::from_str(&text).unwrap_or_default();
+    if raw.get("devices").is_some_and(toml::Value::is_table) {
+        return Err(usage(format!(
+            "{shown}: devices: write each device as a [[devices]] table; the second step for lock-class devices is [approval] confirm_high_risk"
+        )));
+    }
     let mut config: TauConfig =
         toml::from_str(&text).map_err(|e| usage(format!("{shown}: {}", toml_error(&text, &e))))?;
-    let raw: toml::Table = toml::from_str(&text).unwrap_or_default();
     let set = |table: &str, key: &str| raw.get(table).and_then(|t| t.get(key)).is_some();
     let mut model_configured = set("model", "spec");
     if let Some(spec) = model {
@@ -116,6 +127,11 @@ pub(crate) fn load(
             .validate()
             .map_err(|e| usage(format!("{shown}: {e}")))?;
     }
+    config
+        .audit
+        .validate(config.telegram.is_some())
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    crate::devices::config_registry(&config.devices).map_err(|e| usage(format!("{shown}: {e}")))?;
     crate::routines::check_config(&config, env).map_err(|e| usage(format!("{shown}: {e}")))?;
     Ok(Loaded {
         config,

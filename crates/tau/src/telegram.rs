@@ -199,7 +199,8 @@ impl Channel for HostedTelegram {
     }
 }
 
-/// The channel for `[telegram]`, its memory beside the hub's in `state.db`.
+/// The channel for `[telegram]`, its memory beside the hub's in `state.db`; the channel
+/// itself too, for what tau tells the owner outside a conversation.
 pub(crate) fn host(
     config: &TelegramConfig,
     token: &str,
@@ -207,7 +208,7 @@ pub(crate) fn host(
     events: EventBus,
     state: tau_state::StateDb,
     language: tau_core::Language,
-) -> anyhow::Result<Arc<dyn Channel>> {
+) -> anyhow::Result<(Arc<dyn Channel>, Arc<TelegramChannel>)> {
     let store = tau_telegram::Store::new(state);
     let adapter = Arc::new(TelegramHub::new(hub, config, events));
     let channel = TelegramChannel::new(
@@ -217,8 +218,9 @@ pub(crate) fn host(
         store,
         language,
     )?;
-    Ok(Arc::new(HostedTelegram {
-        channel,
+    let hosted: Arc<dyn Channel> = Arc::new(HostedTelegram {
+        channel: Arc::clone(&channel),
         hub: adapter,
-    }))
+    });
+    Ok((hosted, channel))
 }

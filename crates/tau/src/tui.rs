@@ -32,6 +32,7 @@ pub(crate) async fn run(
     let Tools {
         catalog,
         startup_errors,
+        watch: _watch,
     } = tools;
     let config = &ctx.loaded.config;
     let language = config.ui.language();

@@ -106,7 +106,7 @@ fn assert_refused_session(out: &Value, tau: &Tau, ids: [&str; 2]) {
         pin_clock_events(tau.audit_events()),
         vec![
             json!({"type": "tool_call", "tool": "clock", "tier": 0, "tool_use_id": ids[0], "arguments": {}, "status": "success", "approval": "not_required", "decided_by": {"kind": "policy"}, "result_summary": "<clock>"}),
-            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "channel": "mcp"}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": ids[1], "arguments": {"command": "touch proof.txt"}, "channel": "mcp"}),
             json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "decided_by": {"kind": "policy"}, "approver": "auto_reject", "channel": "mcp"}),
             json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "rejected", "decided_by": {"kind": "policy"}, "approval_id": "ap_1", "result_summary": REFUSAL}),
         ]
@@ -457,7 +457,7 @@ fn an_unanswered_question_times_out_and_refuses() {
     assert_eq!(
         tau.audit_events(),
         vec![
-            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "tool_use_id": "mcp-1-4", "arguments": arguments, "channel": "mcp", "deadline": "<deadline>"}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": "mcp-1-4", "arguments": arguments, "channel": "mcp", "deadline": "<deadline>"}),
             json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "decision": "timeout", "decided_by": {"kind": "timeout"}, "approver": "mcp_elicitation", "channel": "mcp"}),
             json!({"type": "error", "where": "approver", "message": "no answer before the approval timeout", "tool": "run_command", "tool_use_id": "mcp-1-4"}),
             json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "status": "refused", "approval": "timeout", "decided_by": {"kind": "timeout"}, "approval_id": "ap_1", "result_summary": REFUSAL}),

@@ -253,3 +253,51 @@ fn a_workspace_inside_taus_home_is_fine() {
         }
     }
 }
+
+#[test]
+fn an_mcp_server_script_in_the_workspace_is_refused_before_anything_runs() {
+    // The person's own server script, kept in the workspace: a tier-1 write_file could
+    // replace it, and the next start would run it.
+    let tau = Tau::new();
+    let workspace = tau.workspace();
+    std::fs::create_dir_all(&workspace).unwrap();
+    let script = workspace.join("server.sh");
+    let proof = tau.dir.path().join("pwned");
+    std::fs::write(&script, format!("touch {}\n", proof.display())).unwrap();
+    let config = tau.config(&format!(
+        "[mcp.servers.notes]\ncommand = \"sh\"\nargs = [{}]\n",
+        json!(script.to_str().unwrap())
+    ));
+    assert_refused(
+        &tau,
+        &["--config", config.to_str().unwrap()],
+        &format!(
+            "tau: {}: mcp.servers.notes.args[0]: '{}' is '{}', inside the workspace '{}' (tools.workspace), where a tier-1 write can change what tau starts; keep the programs tau starts out of the workspace\n",
+            config.display(),
+            script.display(),
+            canonical(&script).display(),
+            workspace.display()
+        ),
+    );
+    assert!(!proof.exists(), "the script never ran");
+}
+
+#[test]
+fn the_default_config_folder_as_workspace_is_refused_even_with_another_config() {
+    // `--config` names a file elsewhere; the workspace is the folder the next plain `tau`
+    // reads tau.toml from, so a tier-1 write could plant one there.
+    let tau = Tau::new();
+    let folder = tau.dir.path().join(".config/tau");
+    std::fs::create_dir_all(&folder).unwrap();
+    let config = config_with_workspace(&tau, &folder);
+    assert_refused(
+        &tau,
+        &["--config", config.to_str().unwrap()],
+        &format!(
+            "tau: {}: tools.workspace: '{}' contains the config file tau reads without --config '{}'{TAIL}\n",
+            config.display(),
+            folder.display(),
+            canonical(&folder).join("tau.toml").display()
+        ),
+    );
+}

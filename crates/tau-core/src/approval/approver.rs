@@ -6,26 +6,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use tau_protocol::{DecidedBy, Decision, Tier};
-
-/// The question put to a person.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ApprovalRequest {
-    /// Names this question; an answer to another id is not an answer to it.
-    pub approval_id: String,
-    pub tool: String,
-    pub tier: Tier,
-    /// One line a person reads: what the call will do.
-    pub effect: String,
-    /// A copy of the arguments; changing it changes nothing that runs.
-    pub arguments: Value,
-    pub tool_use_id: String,
-    pub channel: String,
-    /// When the gate withdraws the question (RFC 3339), if it does.
-    pub deadline: Option<String>,
-}
+pub use tau_protocol::ApprovalQuestion;
+use tau_protocol::{DecidedBy, Decision};
 
 /// What an approver says, and who said it. Only a person's yes approves: the gate refuses
 /// an `Approved` from anyone else as a failed approver.
@@ -74,7 +57,7 @@ impl ApproverError {
 pub trait Approver: Send + Sync {
     fn name(&self) -> &str;
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError>;
+    async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError>;
 
     /// How long this channel naturally waits for an answer; the gate's own timeout wins.
     fn timeout(&self) -> Option<Duration> {
@@ -92,7 +75,7 @@ impl Approver for AutoRejectApprover {
         "auto_reject"
     }
 
-    async fn decide(&self, _request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, _request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         Ok(Answer::rejected(DecidedBy::Policy))
     }
 }
@@ -102,7 +85,7 @@ impl Approver for AutoRejectApprover {
 #[derive(Clone, Default)]
 pub struct ScriptedApprover {
     answers: Arc<Mutex<VecDeque<Answer>>>,
-    requests: Arc<Mutex<Vec<ApprovalRequest>>>,
+    requests: Arc<Mutex<Vec<ApprovalQuestion>>>,
 }
 
 impl ScriptedApprover {
@@ -123,7 +106,7 @@ impl ScriptedApprover {
     }
 
     /// Every request received so far, in order.
-    pub fn requests(&self) -> Vec<ApprovalRequest> {
+    pub fn requests(&self) -> Vec<ApprovalQuestion> {
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -137,7 +120,7 @@ impl Approver for ScriptedApprover {
         "scripted"
     }
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

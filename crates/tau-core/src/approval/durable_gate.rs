@@ -64,7 +64,7 @@ impl TierGate {
         self.durable.is_some()
     }
 
-    /// Steps 1 to 4 of the ladder, then (5) the question stored as a `pending` row and
+    /// Steps 1 to 5 of the ladder, then (6) the question stored as a `pending` row and
     /// announced. Anything that fails on the way refuses.
     pub fn check_durable(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> DurableCheck {
         let (tier, effect) = match self.precheck(tool, arguments, tool_use_id) {
@@ -101,6 +101,7 @@ impl TierGate {
             channel: self.channel.clone(),
             created_at: now,
             deadline,
+            card: self.tiers.card(tool, arguments),
         }
         .into_row();
         if let Err(error) = durable.store.create_approval(&row) {
@@ -112,7 +113,8 @@ impl TierGate {
             ));
         }
         tracing::info!(tool, tool_use_id, approval_id = %id, channel = %self.channel, "approval stored; the turn pauses");
-        self.events.emit(&requested_audit(&row, arguments));
+        self.events
+            .emit(&AuditEvent::ApprovalRequested(row.question()));
         DurableCheck::Asked { approval_id: id }
     }
 
@@ -151,6 +153,12 @@ impl TierGate {
                     "the tool is no longer registered with the approved tier",
                 );
             }
+        }
+        if let Err(reason) = self.tiers.check_input(tool, arguments) {
+            return refuse(
+                tier,
+                &format!("the tool now refuses the arguments: {reason}"),
+            );
         }
         let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
         let refused = |approval| {
@@ -216,32 +224,9 @@ impl TierGate {
     }
 }
 
-/// The audit event of a stored question.
-fn requested_audit(row: &ApprovalRow, arguments: &Value) -> AuditEvent {
-    AuditEvent::ApprovalRequested {
-        approval_id: row.id.to_string(),
-        tool: row.tool.clone(),
-        tier: row.tier,
-        effect: row.effect.clone(),
-        tool_use_id: row.call_id.clone(),
-        arguments: arguments.clone(),
-        channel: row.channel.clone(),
-        deadline: Some(row.deadline.to_string()),
-    }
-}
-
 /// A stored, still pending question as a channel shows it (again, after a restart).
 pub fn requested_event(row: &ApprovalRow) -> ChannelEvent {
-    ChannelEvent::ApprovalRequested {
-        approval_id: row.id.to_string(),
-        call_id: row.call_id.clone(),
-        tool: row.tool.clone(),
-        tier: row.tier,
-        effect: row.effect.clone(),
-        arguments: row.arguments_value(),
-        channel: row.channel.clone(),
-        deadline: Some(row.deadline.to_string()),
-    }
+    ChannelEvent::ApprovalRequested(Box::new(row.question()))
 }
 
 /// Answers a stored question: the compare-and-set `pending -> to`, and when this answer

@@ -8,10 +8,10 @@ use std::time::Duration;
 use futures::FutureExt;
 use serde_json::Value;
 
-use tau_protocol::{Approval, CallStatus, DecidedBy, Decision, Tier};
+use tau_protocol::{Approval, CallCard, CallStatus, DecidedBy, Decision, Tier};
 
-use super::approver::{Answer, ApprovalRequest, Approver};
-use super::texts::{refusal_text, unknown_tool_text};
+use super::approver::{Answer, ApprovalQuestion, Approver};
+use super::texts::{invalid_call_text, refusal_text, unknown_tool_text};
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::random_id;
 
@@ -34,6 +34,16 @@ pub enum Standing {
 /// Where the gate looks tools up; the catalog implements it.
 pub trait TierLookup: Send + Sync {
     fn standing(&self, tool: &str) -> Standing;
+
+    /// What tau says about a tier-2 call on its question's card.
+    fn card(&self, _tool: &str, _arguments: &Value) -> CallCard {
+        CallCard::default()
+    }
+
+    /// The reason the tool would refuse `arguments`, said before anyone is asked.
+    fn check_input(&self, _tool: &str, _arguments: &Value) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The gate's answer: `(allowed, refusal_text, approval)`, the tier it used, and who or
@@ -50,6 +60,8 @@ pub struct Check {
     pub approval_id: Option<String>,
     /// No tool of that name is registered.
     pub unknown_tool: bool,
+    /// The tool refused the arguments before anyone was asked.
+    pub invalid: bool,
 }
 
 impl Check {
@@ -62,6 +74,7 @@ impl Check {
             decided_by,
             approval_id: None,
             unknown_tool: false,
+            invalid: false,
         }
     }
 
@@ -80,6 +93,7 @@ impl Check {
             decided_by,
             approval_id: None,
             unknown_tool: false,
+            invalid: false,
         }
     }
 
@@ -92,6 +106,8 @@ impl Check {
     pub fn refused_status(&self) -> CallStatus {
         if self.unknown_tool {
             CallStatus::UnknownTool
+        } else if self.invalid {
+            CallStatus::Invalid
         } else {
             CallStatus::Refused
         }
@@ -138,7 +154,7 @@ impl ExemptionHandle {
     }
 }
 
-/// Steps 1 to 4 of the ladder decided, or a person must be asked.
+/// Steps 1 to 5 of the ladder decided, or a person must be asked.
 pub(super) enum Precheck {
     Decided(Check),
     Ask { tier: Tier, effect: String },
@@ -287,7 +303,7 @@ impl TierGate {
         }
     }
 
-    /// Steps 1 to 4 of the ladder: everything decided without asking anyone.
+    /// Steps 1 to 5 of the ladder: everything decided without asking anyone.
     pub(super) fn precheck(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Precheck {
         // 1. unknown tool -> refuse
         // 2. invalid tier -> refuse
@@ -321,11 +337,23 @@ impl TierGate {
             }
             Standing::Known { tier, effect } => (tier, effect),
         };
-        // 3. tier 0 or 1 -> allow
+        // 3. arguments the tool itself refuses -> refuse as invalid, nobody asked
+        if let Err(reason) = self.tiers.check_input(tool, arguments) {
+            tracing::info!(tool, tool_use_id, %reason, "call refused by its tool before asking");
+            let mut check = Check::refuse(
+                invalid_call_text(tool, &reason),
+                Approval::Refused,
+                Some(tier),
+                DecidedBy::Policy,
+            );
+            check.invalid = true;
+            return Precheck::Decided(check);
+        }
+        // 4. tier 0 or 1 -> allow
         if tier != Tier::Physical {
             return Precheck::Decided(Check::allow(tier, Approval::NotRequired, DecidedBy::Policy));
         }
-        // 4. exempt (exactly Ok(true)) -> allow, recorded "exempt"
+        // 5. exempt (exactly Ok(true)) -> allow, recorded "exempt"
         if let Some(name) = self.exempting(tool, arguments, tool_use_id) {
             return Precheck::Decided(Check::allow(
                 tier,
@@ -357,22 +385,23 @@ impl TierGate {
             Precheck::Decided(check) => return check,
             Precheck::Ask { tier, effect } => (tier, effect),
         };
-        // 5. ask the approver, one question at a time, bounded by the timeout
+        // 6. ask the approver, one question at a time, bounded by the timeout
         // anything that fails on the way -> refuse
         let _turn = self.prompt_lock.lock().await;
         let Ok(approval_id) = random_id("ap") else {
             return self.no_randomness(tool, tool_use_id, tier);
         };
         let timeout = self.effective_timeout();
-        let request = ApprovalRequest {
+        let request = ApprovalQuestion {
             approval_id: approval_id.clone(),
             tool: tool.to_owned(),
             tier,
             effect,
             arguments: arguments.clone(),
-            tool_use_id: tool_use_id.to_owned(),
+            call_id: tool_use_id.to_owned(),
             channel: self.channel.clone(),
             deadline: timeout.and_then(deadline_after),
+            card: self.tiers.card(tool, arguments),
         };
         self.emit_approval_requested(&request);
         let answer = self.ask(request.clone(), timeout).await;
@@ -468,10 +497,10 @@ impl TierGate {
     /// none. The caller holds the prompt lock.
     async fn ask(
         &self,
-        request: ApprovalRequest,
+        request: ApprovalQuestion,
         timeout: Option<Duration>,
     ) -> Result<Answer, String> {
-        let (tool, id) = (request.tool.clone(), request.tool_use_id.clone());
+        let (tool, id) = (request.tool.clone(), request.call_id.clone());
         let decide = AssertUnwindSafe(async { self.approver.decide(request).await }).catch_unwind();
         let answered = match timeout {
             Some(limit) => match tokio::time::timeout(limit, decide).await {
@@ -559,25 +588,17 @@ impl TierGate {
         ));
     }
 
-    fn emit_approval_requested(&self, request: &ApprovalRequest) {
-        self.events.emit(&AuditEvent::ApprovalRequested {
-            approval_id: request.approval_id.clone(),
-            tool: request.tool.clone(),
-            tier: request.tier,
-            effect: request.effect.clone(),
-            tool_use_id: request.tool_use_id.clone(),
-            arguments: request.arguments.clone(),
-            channel: request.channel.clone(),
-            deadline: request.deadline.clone(),
-        });
+    fn emit_approval_requested(&self, request: &ApprovalQuestion) {
+        self.events
+            .emit(&AuditEvent::ApprovalRequested(request.clone()));
     }
 
-    fn emit_approval(&self, request: &ApprovalRequest, decision: Decision, decided_by: DecidedBy) {
+    fn emit_approval(&self, request: &ApprovalQuestion, decision: Decision, decided_by: DecidedBy) {
         self.events.emit(&AuditEvent::Approval {
             approval_id: request.approval_id.clone(),
             tool: request.tool.clone(),
             tier: request.tier,
-            tool_use_id: request.tool_use_id.clone(),
+            tool_use_id: request.call_id.clone(),
             arguments: request.arguments.clone(),
             decision,
             decided_by,

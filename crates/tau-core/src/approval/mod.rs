@@ -14,7 +14,7 @@ mod gate;
 mod texts;
 
 pub use approver::{
-    Answer, ApprovalRequest, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
+    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
 };
 pub use durable::{
     Answered, ApprovalRow, ApprovalState, NewApproval, StateDb, StateError, canonical_arguments,
@@ -28,4 +28,4 @@ pub use gate::{
     Check, Exemption, ExemptionError, ExemptionHandle, Standing, TierGate, TierLookup,
     ToolCallRecord,
 };
-pub use texts::{refusal_text, unknown_tool_text};
+pub use texts::{invalid_call_text, refusal_text, unknown_tool_text};

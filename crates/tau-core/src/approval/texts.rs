@@ -12,6 +12,12 @@ pub fn unknown_tool_text(tool: &str) -> String {
     format!("Tool '{tool}' is not registered; it was not run.")
 }
 
+/// What the model reads when the tool itself refused the arguments before anyone was
+/// asked (an unknown device, an action it lacks, a value out of range).
+pub fn invalid_call_text(tool: &str, reason: &str) -> String {
+    format!("Tool '{tool}' refused these arguments; it was not run and nobody was asked: {reason}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -29,6 +35,14 @@ mod tests {
         assert_eq!(
             unknown_tool_text("open_door"),
             "Tool 'open_door' is not registered; it was not run."
+        );
+    }
+
+    #[test]
+    fn invalid_call_text_is_byte_exact() {
+        assert_eq!(
+            invalid_call_text("device_set", "there is no device named \"oven\""),
+            "Tool 'device_set' refused these arguments; it was not run and nobody was asked: there is no device named \"oven\""
         );
     }
 }

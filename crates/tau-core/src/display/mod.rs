@@ -6,8 +6,9 @@
 //! reorder what a person reads: C0 and C1 controls, format characters (bidi overrides,
 //! zero-width characters), every `Default_Ignorable_Code_Point` (the combining grapheme
 //! joiner, variation selectors, Hangul fillers, tags), line and paragraph separators,
-//! private-use, surrogate and unassigned code points, and U+2800 (the blank braille
-//! pattern). A run of whitespace longer than a few characters becomes a visible marker
+//! private-use, surrogate and unassigned code points, U+2800 (the blank braille pattern)
+//! and every whitespace character other than the ASCII space, tab and newline (a no-break
+//! space or an ideographic space reads as a space but is not one to a shell). A run of whitespace longer than a few characters becomes a visible marker
 //! such as `⟨20000 spaces⟩`. The marks tau draws itself (`⟨`, `⟩`, `↩`) are escaped when
 //! they come from outside, so no text can forge one.
 //!
@@ -16,6 +17,7 @@
 //! property of `DerivedCoreProperties.txt`.
 
 mod json;
+mod lookalike;
 #[cfg(test)]
 mod tests;
 mod wrap;
@@ -26,6 +28,7 @@ use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
 use icu_properties::{CodePointMapData, CodePointSetData};
 
 pub use json::{grouped_digits, json_for_terminal, shown_length, sorted_json};
+pub use lookalike::{Lookalike, OddChar, lookalike_arguments, lookalikes};
 pub use wrap::{Measure, wrap_rows};
 
 /// Opens a whitespace-run marker.
@@ -59,7 +62,9 @@ pub fn display_multiline(text: &str) -> String {
 
 /// True for every character [`display`] writes as `\u{hex}`: controls (C0, C1), format
 /// characters, `Default_Ignorable_Code_Point`, line and paragraph separators, private
-/// use, surrogates, unassigned code points, U+2800 and tau's own marks.
+/// use, surrogates, unassigned code points, U+2800, whitespace other than the ASCII space,
+/// tab and newline, and tau's own marks. (Tab and newline are controls: a one-line field
+/// escapes them too; multi-line text keeps them.)
 pub fn is_escaped(c: char) -> bool {
     let category = CodePointMapData::<GeneralCategory>::new().get(c);
     matches!(
@@ -74,6 +79,9 @@ pub fn is_escaped(c: char) -> bool {
     ) || CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
         // Not ignorable, yet it draws nothing in most fonts.
         || c == '\u{2800}'
+        // A space to the eye, a letter to a shell: `sh setup.sh\u{a0}--dry-run` runs the
+        // file `setup.sh --dry-run`.
+        || (c.is_whitespace() && !matches!(c, ' ' | '\t' | '\n'))
         || matches!(c, RUN_OPEN | RUN_CLOSE | WRAP_MARK)
 }
 

@@ -11,7 +11,17 @@ fn each_class_is_escaped_in_one_line_fields() {
             "plain text, üñí, 中文, Türkçe ığş",
             "plain text, üñí, 中文, Türkçe ığş",
         ),
-        ("a b\u{a0}c\u{3000}d", "a b\u{a0}c\u{3000}d"),
+        // Whitespace other than the ASCII space, tab and newline reads as a space and is
+        // not one: `sh setup.sh\u{a0}--dry-run` runs the file `setup.sh --dry-run`.
+        ("sh setup.sh\u{a0}--dry-run", "sh setup.sh\\u{a0}--dry-run"),
+        (
+            "a\u{2000}b\u{2001}c\u{2002}d\u{2003}e\u{2004}f\u{2005}g\u{2006}h\u{2007}i\u{2008}j\u{2009}k\u{200a}l",
+            "a\\u{2000}b\\u{2001}c\\u{2002}d\\u{2003}e\\u{2004}f\\u{2005}g\\u{2006}h\\u{2007}i\\u{2008}j\\u{2009}k\\u{200a}l",
+        ),
+        (
+            "ideographic\u{3000}narrow\u{202f}math\u{205f}ogham\u{1680}vt\u{b}ff\u{c}",
+            "ideographic\\u{3000}narrow\\u{202f}math\\u{205f}ogham\\u{1680}vt\\u{b}ff\\u{c}",
+        ),
         (
             "emoji 🙂 and é (e + \u{301})",
             "emoji 🙂 and é (e + \u{301})",
@@ -139,6 +149,10 @@ fn multi_line_text_keeps_line_breaks_tabs_and_indentation() {
             "a⟨81 whitespace: 80 spaces, 1 × \\u{9}⟩b".to_owned(),
         ),
         ("\u{2028}".to_owned(), "\\u{2028}".to_owned()),
+        (
+            "prix\u{a0}: 3\u{202f}€\u{3000}end".to_owned(),
+            "prix\\u{a0}: 3\\u{202f}€\\u{3000}end".to_owned(),
+        ),
     ];
     for (input, expected) in cases {
         assert_eq!(display_multiline(&input), expected, "{input:?}");
@@ -239,6 +253,7 @@ proptest! {
         prop_assert!(!shown.contains(HOSTILE), "{shown:?}");
         prop_assert!(!shown.contains(['\n', '\t', WRAP_MARK]), "{shown:?}");
         prop_assert!(longest_run(&shown, char::is_whitespace) <= LINE_RUN, "{shown:?}");
+        prop_assert!(shown.chars().all(|c| c == ' ' || !c.is_whitespace()), "{shown:?}");
     }
 
     #[test]
@@ -252,6 +267,10 @@ proptest! {
             "{shown:?}"
         );
         prop_assert_eq!(shown.matches('\n').count(), text.matches('\n').count());
+        prop_assert!(
+            shown.chars().all(|c| matches!(c, ' ' | '\t' | '\n') || !c.is_whitespace()),
+            "{shown:?}"
+        );
     }
 
     #[test]

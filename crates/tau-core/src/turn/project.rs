@@ -36,25 +36,9 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
             duration_ms: *duration_ms,
             result_summary: result_summary.clone(),
         }),
-        AuditEvent::ApprovalRequested {
-            approval_id,
-            tool,
-            tier,
-            effect,
-            tool_use_id,
-            arguments,
-            channel,
-            deadline,
-        } => Some(ChannelEvent::ApprovalRequested {
-            approval_id: approval_id.clone(),
-            call_id: tool_use_id.clone(),
-            tool: tool.clone(),
-            tier: *tier,
-            effect: effect.clone(),
-            arguments: arguments.clone(),
-            channel: channel.clone(),
-            deadline: deadline.clone(),
-        }),
+        AuditEvent::ApprovalRequested(question) => {
+            Some(ChannelEvent::ApprovalRequested(Box::new(question.clone())))
+        }
         AuditEvent::Approval {
             approval_id,
             tool,

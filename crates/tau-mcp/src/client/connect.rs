@@ -11,6 +11,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer};
 
+use crate::client::spawn::{ServerProgram, log_stderr};
 use crate::config::Endpoint;
 use crate::error::McpError;
 
@@ -100,20 +101,20 @@ async fn start(
             env: values,
             pass_env,
         } => {
-            let mut command = tokio::process::Command::new(program);
-            // The allow-list, what the config passes on, then what it sets: never the rest
-            // of tau's environment, which holds its keys and tokens.
-            command
-                .args(args)
-                .env_clear()
-                .envs(tau_core::child_env(pass_env, env))
-                .envs(values)
-                .kill_on_drop(true);
-            // The server's own diagnostics would break into the chat; they are dropped.
-            let (transport, _stderr) = TokioChildProcess::builder(command)
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| failed(format!("cannot start {program:?}: {e}")))?;
+            // A session of its own, pipes only, the allow-listed environment (see `spawn`).
+            let started = ServerProgram::new(program, args, values, pass_env, env)
+                .map(|server| server.command())
+                .and_then(|command| {
+                    TokioChildProcess::builder(command)
+                        .stderr(Stdio::piped())
+                        .spawn()
+                });
+            let (transport, stderr) =
+                started.map_err(|e| failed(format!("cannot start {program:?}: {e}")))?;
+            // Its own diagnostics would break into the chat: they go to the log.
+            if let Some(stderr) = stderr {
+                log_stderr(server, stderr);
+            }
             TauClient
                 .serve(transport)
                 .await

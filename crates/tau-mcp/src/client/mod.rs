@@ -3,6 +3,7 @@
 //! (a `tau` annotation, `readOnlyHint`) never choose a tier.
 
 mod connect;
+mod spawn;
 pub(crate) mod tool;
 
 use std::collections::BTreeSet;

@@ -8,7 +8,8 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tau_core::{
-    Answer, ApprovalRequest, Approver, ApproverError, DecidedBy, Decision, display, sorted_json,
+    Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision, NoteLevel, display,
+    display_multiline, sorted_json,
 };
 
 /// The field the client's user must set to `true` to approve.
@@ -31,7 +32,7 @@ impl Approver for ElicitationApprover {
         "mcp_elicitation"
     }
 
-    async fn decide(&self, request: ApprovalRequest) -> Result<Answer, ApproverError> {
+    async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         let answer = self
             .peer
             .create_elicitation(question(&request)?)
@@ -72,14 +73,34 @@ pub(crate) fn decision(answer: &ElicitResult) -> Answer {
 /// The form the client shows: what runs, what it does, with which arguments (sorted
 /// JSON), and one yes/no field that defaults to no. Every field goes through tau's display
 /// function: the client's user reads it, and a model chose the arguments.
-pub(crate) fn question(request: &ApprovalRequest) -> Result<ElicitRequestParams, ApproverError> {
-    let message = format!(
-        "tau asks before it runs a tier-{} tool.\nTool: {}\nEffect: {}\nArguments: {}",
-        request.tier,
+pub(crate) fn question(request: &ApprovalQuestion) -> Result<ElicitRequestParams, ApproverError> {
+    let mut message = format!("tau asks before it runs a tier-{} tool.", request.tier);
+    if let Some(headline) = &request.card.headline {
+        message.push_str(&format!("\n{}", display(headline)));
+    }
+    message.push_str(&format!(
+        "\nTool: {}\nEffect: {}",
         display(&request.tool),
-        display(&request.effect),
+        display(&request.effect)
+    ));
+    for note in &request.card.notes {
+        let mark = match note.level {
+            NoteLevel::Info => "",
+            NoteLevel::Warning => "Warning: ",
+        };
+        message.push_str(&format!(
+            "\n{mark}{}: {}",
+            display(&note.label),
+            display(&note.text)
+        ));
+        if let Some(detail) = &note.detail {
+            message.push_str(&format!("\n{}", display_multiline(detail)));
+        }
+    }
+    message.push_str(&format!(
+        "\nArguments: {}",
         display(&sorted_json(&request.arguments))
-    );
+    ));
     serde_json::from_value(json!({
         "mode": "form",
         "message": message,
@@ -146,15 +167,16 @@ mod tests {
 
     #[test]
     fn the_question_names_the_call_and_asks_for_one_boolean() {
-        let request = ApprovalRequest {
+        let request = ApprovalQuestion {
             tool: "run_command".into(),
             tier: Tier::Physical,
             effect: "runs a shell command in the workspace".into(),
             arguments: json!({"timeout": 5, "command": "ls"}),
-            tool_use_id: "mcp-1-2".into(),
+            call_id: "mcp-1-2".into(),
             channel: "mcp".into(),
             approval_id: "ap_1".into(),
             deadline: None,
+            card: Default::default(),
         };
         let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
         assert_eq!(
@@ -173,23 +195,53 @@ mod tests {
 
     #[test]
     fn the_question_shows_bidi_and_invisible_characters_escaped() {
-        let request = ApprovalRequest {
+        let request = ApprovalQuestion {
             tool: "run_command".into(),
             tier: Tier::Physical,
             effect: "runs a shell command\u{2028}in the workspace".into(),
             arguments: json!({
                 "command": format!("sh setup.sh\u{34f}{}rm -rf ~ #\u{202e}\u{1b}[8m\u{9b}\u{fe0f}\u{e0041}\u{3164}\u{2800}", " ".repeat(40)),
             }),
-            tool_use_id: "mcp-1-3".into(),
+            call_id: "mcp-1-3".into(),
             channel: "mcp".into(),
             approval_id: "ap_1".into(),
             deadline: None,
+            card: Default::default(),
         };
         let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
         let message = wire["message"].as_str().unwrap();
         assert_eq!(
             message,
             "tau asks before it runs a tier-2 tool.\nTool: run_command\nEffect: runs a shell command\\u{2028}in the workspace\nArguments: {\"command\":\"sh setup.sh\\u{34f}⟨40 spaces⟩rm -rf ~ #\\u{202e}\\u001b[8m\\u{9b}\\u{fe0f}\\u{e0041}\\u{3164}\\u{2800}\"}"
+        );
+    }
+
+    #[test]
+    fn the_question_carries_tau_s_card() {
+        let mut request = ApprovalQuestion {
+            tool: "run_command".into(),
+            tier: Tier::Physical,
+            effect: "runs a shell command in the workspace".into(),
+            arguments: json!({"command": "sh setup.sh"}),
+            call_id: "mcp-1-4".into(),
+            channel: "mcp".into(),
+            approval_id: "ap_1".into(),
+            deadline: None,
+            card: Default::default(),
+        };
+        request.card.headline = Some("run · sh setup.sh".into());
+        request.card.push(tau_core::CardNote::info(
+            "sandbox",
+            "writes: workspace only · network: none",
+        ));
+        request.card.push(
+            tau_core::CardNote::warning("file", "setup.sh (12 bytes)")
+                .with_detail("echo hi\u{202e}\nls\n"),
+        );
+        let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
+        assert_eq!(
+            wire["message"].as_str().unwrap(),
+            "tau asks before it runs a tier-2 tool.\nrun · sh setup.sh\nTool: run_command\nEffect: runs a shell command in the workspace\nsandbox: writes: workspace only · network: none\nWarning: file: setup.sh (12 bytes)\necho hi\\u{202e}\nls\n\nArguments: {\"command\":\"sh setup.sh\"}"
         );
     }
 }

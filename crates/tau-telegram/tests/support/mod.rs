@@ -327,6 +327,7 @@ impl FakeHub {
             channel: "telegram".into(),
             created_at: now,
             deadline: now + jiff::SignedDuration::from_mins(30),
+            card: Default::default(),
         }
         .into_row();
         self.approvals.create_approval(&row).unwrap();

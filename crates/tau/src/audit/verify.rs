@@ -1,19 +1,24 @@
-//! `tau audit verify`: the chain line by line, then its end against the anchor.
+//! `tau audit verify`: the chain line by line, then its end against the anchor, and with
+//! `--from SEQ:HASH` against a head kept elsewhere.
 //!
 //! The rule: every line up to the anchored one must chain and the anchored one must hash
 //! to the anchor; at most one line may follow it (written by a process that stopped
-//! before anchoring it), and that line is reported as not anchored. A log shorter than
-//! the anchor, a last line that is not the anchored one, or a log without an anchor is
-//! never called intact.
+//! before anchoring it), and only when it was announced in `state.db` before it was
+//! written; it is reported as not anchored. A log shorter than the anchor, a last line
+//! that is not the anchored one, a line nobody announced or a log without an anchor is
+//! never called intact. A head kept elsewhere must be in the log: entry SEQ is there and
+//! hashes to HASH, so nothing up to it was cut, edited or recomputed, whatever `state.db`
+//! says now.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, ErrorKind};
 use std::path::Path;
 
 use serde_json::Value;
-use tau_state::{AuditHead as Head, StateDb};
 
-use super::{GENESIS, line_hash};
+use tau_state::StateDb;
+
+use super::{GENESIS, Head, line_hash};
 
 /// What `tau audit verify` found.
 #[derive(Debug, PartialEq, Eq)]
@@ -49,12 +54,53 @@ pub(crate) enum Verdict {
     Missing {
         anchored: u64,
     },
+    /// One line past the anchored one that no tau process announced.
+    Unannounced {
+        line: u64,
+    },
+    /// The log ends at `lines`, before the head kept elsewhere (`kept`).
+    BeforeKeptHead {
+        lines: u64,
+        kept: u64,
+    },
+    /// Entry `kept` is not the one the head kept elsewhere names.
+    NotKeptHead {
+        kept: u64,
+    },
+}
+
+impl Verdict {
+    /// Whether it vouches for the log.
+    pub(crate) fn intact(&self) -> bool {
+        match self {
+            Verdict::NoLog | Verdict::Intact { .. } | Verdict::IntactLastNotAnchored { .. } => true,
+            Verdict::Unanchored { .. }
+            | Verdict::Broken { .. }
+            | Verdict::Dropped { .. }
+            | Verdict::Added { .. }
+            | Verdict::Missing { .. }
+            | Verdict::Unannounced { .. }
+            | Verdict::BeforeKeptHead { .. }
+            | Verdict::NotKeptHead { .. } => false,
+        }
+    }
 }
 
 /// Checks the log at `path` against the anchor in `state` (the home's `state.db`; `None`
 /// when there is none). Holds a shared lock on the log, so no append is half done while it
 /// reads.
 pub(crate) fn verify(path: &Path, state: Option<&StateDb>) -> io::Result<Verdict> {
+    verify_from(path, state, None)
+}
+
+/// [`verify`], and first that the log holds `kept` (a head kept elsewhere): its entry
+/// `kept.seq` is there and hashes to `kept.hash`. The genesis head (`0:000…`) is in every
+/// log.
+pub(crate) fn verify_from(
+    path: &Path,
+    state: Option<&StateDb>,
+    kept: Option<&Head>,
+) -> io::Result<Verdict> {
     let file = match File::open(path) {
         Ok(file) => Some(file),
         Err(error) if error.kind() == ErrorKind::NotFound => None,
@@ -63,35 +109,73 @@ pub(crate) fn verify(path: &Path, state: Option<&StateDb>) -> io::Result<Verdict
     if let Some(file) = &file {
         file.lock_shared()?;
     }
-    let head = match state {
-        Some(state) => state.audit_head().map_err(io::Error::other)?,
-        None => None,
-    };
+    let (head, announced) = read_head(state)?;
+    let kept = kept.filter(|k| k.seq > 0);
     let Some(file) = file else {
-        return Ok(match head {
-            Some(head) => Verdict::Missing { anchored: head.seq },
-            None => Verdict::NoLog,
+        return Ok(match (kept, head) {
+            (Some(kept), _) => Verdict::BeforeKeptHead {
+                lines: 0,
+                kept: kept.seq,
+            },
+            (None, Some(head)) => Verdict::Missing { anchored: head.seq },
+            (None, None) => Verdict::NoLog,
         });
     };
-    let chain = match walk(&file, head.as_ref().map(|h| h.seq))? {
+    let at = [head.as_ref().map(|h| h.seq), kept.map(|k| k.seq)];
+    let chain = match walk(&file, at)? {
         Ok(chain) => chain,
         Err(broken) => return Ok(broken),
     };
-    Ok(judge(&chain, head.as_ref()))
+    // A head kept elsewhere comes first: a restored state.db agrees with a cut log.
+    if let Some(kept) = kept {
+        if chain.lines < kept.seq {
+            return Ok(Verdict::BeforeKeptHead {
+                lines: chain.lines,
+                kept: kept.seq,
+            });
+        }
+        if chain.hash_at(kept.seq) != Some(kept.hash.as_str()) {
+            return Ok(Verdict::NotKeptHead { kept: kept.seq });
+        }
+    }
+    Ok(judge(&chain, head.as_ref(), announced.as_ref()))
+}
+
+/// The anchored head and the line announced last.
+fn read_head(state: Option<&StateDb>) -> io::Result<(Option<Head>, Option<Head>)> {
+    match state {
+        Some(state) => Ok((
+            state.audit_head().map_err(io::Error::other)?,
+            state.audit_announced().map_err(io::Error::other)?,
+        )),
+        None => Ok((None, None)),
+    }
 }
 
 /// What the walk saw of a chain that held.
 struct Chain {
     lines: u64,
-    /// The hash of the line whose number is the anchor's `seq`, when there is one.
-    at_anchor: Option<String>,
+    /// The hashes of the lines asked for (the anchored one, the kept head), when there.
+    hashes: Vec<(u64, String)>,
+    /// The hash of the last line.
+    last: Option<String>,
 }
 
-/// Walks the chain; `Err` is the first broken line.
-fn walk(file: &File, anchored: Option<u64>) -> io::Result<Result<Chain, Verdict>> {
+impl Chain {
+    fn hash_at(&self, seq: u64) -> Option<&str> {
+        self.hashes
+            .iter()
+            .find(|(at, _)| *at == seq)
+            .map(|(_, hash)| hash.as_str())
+    }
+}
+
+/// Walks the chain, keeping the hashes of the lines numbered in `at`; `Err` is the first
+/// broken line.
+fn walk(file: &File, at: [Option<u64>; 2]) -> io::Result<Result<Chain, Verdict>> {
     let mut prev_hash = GENESIS.to_owned();
     let mut lines = 0u64;
-    let mut at_anchor = None;
+    let mut hashes = Vec::new();
     for (index, line) in BufReader::new(file).split(b'\n').enumerate() {
         let line = line?;
         let number = index as u64 + 1;
@@ -124,15 +208,20 @@ fn walk(file: &File, anchored: Option<u64>) -> io::Result<Result<Chain, Verdict>
             });
         }
         prev_hash = line_hash(&line);
-        if anchored == Some(number) {
-            at_anchor = Some(prev_hash.clone());
+        if at.contains(&Some(number)) {
+            hashes.push((number, prev_hash.clone()));
         }
     }
-    Ok(Ok(Chain { lines, at_anchor }))
+    let last = (lines > 0).then_some(prev_hash);
+    Ok(Ok(Chain {
+        lines,
+        hashes,
+        last,
+    }))
 }
 
-/// The end of a chain that held, against the anchor.
-fn judge(chain: &Chain, head: Option<&Head>) -> Verdict {
+/// The end of a chain that held, against the anchor and the line announced last.
+fn judge(chain: &Chain, head: Option<&Head>, announced: Option<&Head>) -> Verdict {
     let lines = chain.lines;
     // 1. no anchor: an empty log is intact, any other cannot be vouched for
     let Some(head) = head else {
@@ -150,7 +239,7 @@ fn judge(chain: &Chain, head: Option<&Head>) -> Verdict {
         };
     }
     // 3. the anchored line is not the one anchored: edited
-    if chain.at_anchor.as_deref() != Some(head.hash.as_str()) {
+    if chain.hash_at(head.seq) != Some(head.hash.as_str()) {
         return Verdict::Broken {
             line: head.seq,
             reason: format!(
@@ -159,10 +248,14 @@ fn judge(chain: &Chain, head: Option<&Head>) -> Verdict {
             ),
         };
     }
-    // 4. it ends at the anchor, or one line after it (a process stopped before anchoring)
+    // 4. it ends at the anchor, or one announced line after it (a process stopped before
+    //    anchoring); a line after it that nobody announced was written by someone else
+    let was_announced =
+        announced.is_some_and(|a| a.seq == lines && Some(a.hash.as_str()) == chain.last.as_deref());
     match lines - head.seq {
         0 => Verdict::Intact { lines },
-        1 => Verdict::IntactLastNotAnchored { lines },
+        1 if was_announced => Verdict::IntactLastNotAnchored { lines },
+        1 => Verdict::Unannounced { line: lines },
         _ => Verdict::Added {
             lines,
             anchored: head.seq,
@@ -173,7 +266,7 @@ fn judge(chain: &Chain, head: Option<&Head>) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::AuditLog;
+    use crate::audit::{AuditLog, anchor_db};
     use pretty_assertions::assert_eq;
     use std::path::PathBuf;
     use tau_core::AuditEvent;
@@ -207,21 +300,24 @@ mod tests {
         .unwrap();
     }
 
-    fn anchor_db(path: &Path) -> PathBuf {
-        path.with_file_name("state.db")
-    }
-
     fn anchor(path: &Path) -> StateDb {
         StateDb::open(&anchor_db(path)).unwrap()
     }
 
     /// `tau audit verify` as the command runs it: the home's `state.db` if there is one.
-    fn check(path: &Path) -> Verdict {
-        verify(
+    fn verify(path: &Path) -> io::Result<Verdict> {
+        super::verify(
             path,
             StateDb::open_existing(&anchor_db(path)).unwrap().as_ref(),
         )
-        .unwrap()
+    }
+
+    fn verify_from(path: &Path, kept: Option<&Head>) -> io::Result<Verdict> {
+        super::verify_from(
+            path,
+            StateDb::open_existing(&anchor_db(path)).unwrap().as_ref(),
+            kept,
+        )
     }
 
     #[test]
@@ -232,7 +328,7 @@ mod tests {
         all[1] = all[1].replace("\"max_turns\":1", "\"max_turns\":9");
         rewrite(&path, &all);
         assert_eq!(
-            check(&path),
+            verify(&path).unwrap(),
             Verdict::Broken {
                 line: 3,
                 reason: "it does not follow line 2: line 2 was edited".into()
@@ -248,7 +344,7 @@ mod tests {
         all.remove(1);
         rewrite(&path, &all);
         assert_eq!(
-            check(&path),
+            verify(&path).unwrap(),
             Verdict::Broken {
                 line: 2,
                 reason: "expected entry 2, found entry 3: lines were dropped or reordered".into()
@@ -258,7 +354,7 @@ mod tests {
         all.swap(0, 1);
         rewrite(&path, &all);
         assert_eq!(
-            check(&path),
+            verify(&path).unwrap(),
             Verdict::Broken {
                 line: 1,
                 reason: "expected entry 1, found entry 3: lines were dropped or reordered".into()
@@ -273,7 +369,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, &text[..text.len() - 10]).unwrap();
         assert_eq!(
-            check(&path),
+            verify(&path).unwrap(),
             Verdict::Broken {
                 line: 2,
                 reason: "not a JSON object: the line was edited or cut".into()
@@ -282,7 +378,7 @@ mod tests {
         write_events(&path, 1);
         assert_eq!(lines(&path).len(), 3);
         assert_eq!(
-            check(&path),
+            verify(&path).unwrap(),
             Verdict::Broken {
                 line: 2,
                 reason: "not a JSON object: the line was edited or cut".into()
@@ -293,14 +389,14 @@ mod tests {
     #[test]
     fn the_end_of_the_log_is_checked_against_the_anchor() {
         let (_dir, path) = log();
-        assert_eq!(check(&path), Verdict::NoLog);
+        assert_eq!(verify(&path).unwrap(), Verdict::NoLog);
         write_events(&path, 4);
-        assert_eq!(check(&path), Verdict::Intact { lines: 4 });
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 4 });
         let all = lines(&path);
 
         rewrite(&path, &all[..3]);
         assert_eq!(
-            check(&path),
+            verify(&path).unwrap(),
             Verdict::Dropped {
                 lines: 3,
                 anchored: 4
@@ -308,7 +404,7 @@ mod tests {
         );
         std::fs::write(&path, "").unwrap();
         assert_eq!(
-            check(&path),
+            verify(&path).unwrap(),
             Verdict::Dropped {
                 lines: 0,
                 anchored: 4
@@ -318,14 +414,14 @@ mod tests {
         edited[3] = edited[3].replace("\"max_turns\":3", "\"max_turns\":0");
         rewrite(&path, &edited);
         assert_eq!(
-            check(&path),
+            verify(&path).unwrap(),
             Verdict::Broken {
                 line: 4,
                 reason: "it does not match the anchor in state.db: line 4 was edited".into()
             }
         );
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(check(&path), Verdict::Missing { anchored: 4 });
+        assert_eq!(verify(&path).unwrap(), Verdict::Missing { anchored: 4 });
     }
 
     #[test]
@@ -336,16 +432,19 @@ mod tests {
         write_events(&path, 1);
         // The process stopped after writing line 4 and before anchoring it.
         anchor(&path).set_audit_head(&behind).unwrap();
-        assert_eq!(check(&path), Verdict::IntactLastNotAnchored { lines: 4 });
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::IntactLastNotAnchored { lines: 4 }
+        );
         write_events(&path, 1);
-        assert_eq!(check(&path), Verdict::Intact { lines: 5 });
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 5 });
 
         // Two lines past it are not a stopped process; an edited anchored line never passes.
         let behind = anchor(&path).audit_head().unwrap().unwrap();
         write_events(&path, 2);
         anchor(&path).set_audit_head(&behind).unwrap();
         assert_eq!(
-            check(&path),
+            verify(&path).unwrap(),
             Verdict::Added {
                 lines: 7,
                 anchored: 5
@@ -356,7 +455,7 @@ mod tests {
         all[4] = all[4].replace("\"max_turns\":0", "\"max_turns\":7");
         rewrite(&path, &all);
         assert_eq!(
-            check(&path),
+            verify(&path).unwrap(),
             Verdict::Broken {
                 line: 5,
                 reason: "it does not match the anchor in state.db: line 5 was edited".into()
@@ -369,9 +468,116 @@ mod tests {
         let (_dir, path) = log();
         write_events(&path, 2);
         std::fs::remove_file(anchor_db(&path)).unwrap();
-        assert_eq!(check(&path), Verdict::Unanchored { lines: 2 });
+        assert_eq!(verify(&path).unwrap(), Verdict::Unanchored { lines: 2 });
         std::fs::write(&path, "").unwrap();
-        assert_eq!(check(&path), Verdict::Intact { lines: 0 });
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 0 });
         assert!(!anchor_db(&path).exists(), "verify creates nothing");
+    }
+
+    /// Recomputes `seq` and `prev` of every line, as someone who rewrites the log does.
+    fn rechain(lines: &[String]) -> Vec<String> {
+        let mut prev = GENESIS.to_owned();
+        let mut out = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let mut value: Value = serde_json::from_str(line).unwrap();
+            value["seq"] = Value::from(i as u64 + 1);
+            value["prev"] = Value::from(prev.clone());
+            let text = value.to_string();
+            prev = line_hash(text.as_bytes());
+            out.push(text);
+        }
+        out
+    }
+
+    fn head_of(path: &Path) -> Head {
+        anchor(path).audit_head().unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_line_nobody_announced_is_never_anchored() {
+        let (_dir, path) = log();
+        write_events(&path, 3);
+        let mut all = lines(&path);
+        let forged = rechain(
+            &[
+                all.clone(),
+                vec![r#"{"type":"tool_call","forged":true}"#.to_owned()],
+            ]
+            .concat(),
+        );
+        all.push(forged[3].clone());
+        rewrite(&path, &all);
+        assert_eq!(verify(&path).unwrap(), Verdict::Unannounced { line: 4 });
+        // The next append goes on from the anchor: the forged line stays visible.
+        write_events(&path, 1);
+        assert_eq!(
+            verify(&path).unwrap(),
+            Verdict::Broken {
+                line: 5,
+                reason: "expected entry 5, found entry 4: lines were dropped or reordered".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_head_kept_elsewhere_catches_a_cut_log_with_its_anchor_restored() {
+        let (_dir, path) = log();
+        write_events(&path, 3);
+        let old = head_of(&path);
+        write_events(&path, 3);
+        let kept = head_of(&path);
+        assert_eq!(
+            verify_from(&path, Some(&kept)).unwrap(),
+            Verdict::Intact { lines: 6 }
+        );
+        assert_eq!(
+            verify_from(&path, Some(&old)).unwrap(),
+            Verdict::Intact { lines: 6 }
+        );
+        // Cut back to 3 lines, and state.db's anchor set back to match them.
+        rewrite(&path, &lines(&path)[..3]);
+        anchor(&path).set_audit_head(&old).unwrap();
+        anchor(&path).announce_audit_line(&old).unwrap();
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 3 });
+        assert_eq!(
+            verify_from(&path, Some(&kept)).unwrap(),
+            Verdict::BeforeKeptHead { lines: 3, kept: 6 }
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            verify_from(&path, Some(&kept)).unwrap(),
+            Verdict::BeforeKeptHead { lines: 0, kept: 6 }
+        );
+    }
+
+    #[test]
+    fn a_head_kept_elsewhere_catches_a_recomputed_chain() {
+        let (_dir, path) = log();
+        write_events(&path, 4);
+        let kept = head_of(&path);
+        let mut all = lines(&path);
+        all[1] = all[1].replace("\"max_turns\":1", "\"max_turns\":9");
+        let all = rechain(&all);
+        rewrite(&path, &all);
+        let head = Head {
+            seq: 4,
+            hash: line_hash(all[3].as_bytes()),
+        };
+        anchor(&path).set_audit_head(&head).unwrap();
+        anchor(&path).announce_audit_line(&head).unwrap();
+        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 4 });
+        assert_eq!(
+            verify_from(&path, Some(&kept)).unwrap(),
+            Verdict::NotKeptHead { kept: 4 }
+        );
+        // The genesis head is in every log.
+        let genesis = Head {
+            seq: 0,
+            hash: GENESIS.to_owned(),
+        };
+        assert_eq!(
+            verify_from(&path, Some(&genesis)).unwrap(),
+            Verdict::Intact { lines: 4 }
+        );
     }
 }

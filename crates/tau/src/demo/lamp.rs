@@ -1,14 +1,22 @@
-//! The demo's lamp: a tiny MQTT 3.1.1 endpoint on 127.0.0.1 that accepts a connection,
-//! acknowledges publishes and says what the lamp did. Just enough for `mqtt_publish` to
-//! do real network work in the demo; the tests use a real Mosquitto broker.
+//! The demo's lamp: a tiny MQTT 3.1.1 endpoint on 127.0.0.1 that is both the broker and the
+//! lamp. It acknowledges commands on the lamp's command topic, says what the lamp did and
+//! keeps its state, which it hands to whoever subscribes to the state topic (as a broker
+//! hands out a retained message). Just enough for `device_set` and `device_state` to do
+//! real network work in the demo; the tests use a real Mosquitto broker.
+
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::BytesMut;
-use rumqttc::{ConnAck, ConnectReturnCode, Packet, PubAck, QoS};
+use rumqttc::{
+    ConnAck, ConnectReturnCode, Packet, PubAck, Publish, QoS, SubAck, SubscribeReasonCode,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 const MAX_PACKET: usize = 64 * 1024;
+pub(crate) const COMMAND_TOPIC: &str = "home/living-room/lamp/set";
+pub(crate) const STATE_TOPIC: &str = "home/living-room/lamp/state";
 
 pub(crate) struct Lamp {
     port: u16,
@@ -25,18 +33,93 @@ impl Lamp {
     }
 }
 
+/// The lamp as tau's registry knows it.
+pub(crate) fn device() -> tau_devices::DeviceDef {
+    tau_devices::DeviceDef {
+        name: "living-room-lamp".to_owned(),
+        label: "Living-room lamp".to_owned(),
+        room: Some("living room".to_owned()),
+        kind: tau_devices::DeviceKind::Light,
+        command_topic: Some(COMMAND_TOPIC.to_owned()),
+        state_topic: Some(STATE_TOPIC.to_owned()),
+        actions: [
+            (
+                "on".to_owned(),
+                tau_devices::ActionDef::Payload("ON".to_owned()),
+            ),
+            (
+                "off".to_owned(),
+                tau_devices::ActionDef::Payload("OFF".to_owned()),
+            ),
+        ]
+        .into(),
+        retain: false,
+        high_risk: None,
+    }
+}
+
 pub(crate) async fn start() -> std::io::Result<Lamp> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
+    let state = Arc::new(Mutex::new("OFF".to_owned()));
     let task = tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(serve(stream));
+            tokio::spawn(serve(stream, Arc::clone(&state)));
         }
     });
     Ok(Lamp { port, task })
 }
 
-async fn serve(mut stream: TcpStream) {
+fn replies(packet: Packet, state: &Mutex<String>) -> Option<Vec<Packet>> {
+    let replies = match packet {
+        Packet::Connect(_) => vec![Packet::ConnAck(ConnAck::new(
+            ConnectReturnCode::Success,
+            false,
+        ))],
+        Packet::Subscribe(subscribe) => {
+            let mut out = vec![Packet::SubAck(SubAck::new(
+                subscribe.pkid,
+                subscribe
+                    .filters
+                    .iter()
+                    .map(|_| SubscribeReasonCode::Success(QoS::AtMostOnce))
+                    .collect(),
+            ))];
+            if subscribe.filters.iter().any(|f| f.path == STATE_TOPIC) {
+                let now = state.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                let mut retained = Publish::new(STATE_TOPIC, QoS::AtMostOnce, now);
+                retained.retain = true;
+                out.push(Packet::Publish(retained));
+            }
+            out
+        }
+        Packet::Publish(publish) => {
+            if publish.topic == COMMAND_TOPIC {
+                let payload = String::from_utf8_lossy(&publish.payload);
+                let new = match payload.trim() {
+                    "ON" | "OFF" => payload.trim().to_owned(),
+                    other => format!("set to {other:?}"),
+                };
+                crate::print(&format!(
+                    "  [demo lamp] the living-room lamp is now {}\n",
+                    tau_terminal::escape_for_terminal(&new)
+                ));
+                *state.lock().unwrap_or_else(PoisonError::into_inner) = new;
+            }
+            if publish.qos == QoS::AtMostOnce {
+                Vec::new()
+            } else {
+                vec![Packet::PubAck(PubAck::new(publish.pkid))]
+            }
+        }
+        Packet::PingReq => vec![Packet::PingResp],
+        Packet::Disconnect => return None,
+        _ => Vec::new(),
+    };
+    Some(replies)
+}
+
+async fn serve(mut stream: TcpStream, state: Arc<Mutex<String>>) {
     let mut buffer = BytesMut::with_capacity(4096);
     loop {
         let packet = match Packet::read(&mut buffer, MAX_PACKET) {
@@ -49,30 +132,10 @@ async fn serve(mut stream: TcpStream) {
             }
             Err(_) => return,
         };
-        let reply = match packet {
-            Packet::Connect(_) => Some(Packet::ConnAck(ConnAck::new(
-                ConnectReturnCode::Success,
-                false,
-            ))),
-            Packet::Publish(publish) => {
-                let payload = String::from_utf8_lossy(&publish.payload);
-                let state = match payload.trim().to_ascii_lowercase().as_str() {
-                    "on" | "1" | "true" => "ON".to_owned(),
-                    "off" | "0" | "false" => "OFF".to_owned(),
-                    other => format!("set to {other:?}"),
-                };
-                let topic = tau_terminal::escape_for_terminal(&publish.topic);
-                crate::print(&format!(
-                    "  [demo lamp] {topic} is now {}\n",
-                    tau_terminal::escape_for_terminal(&state)
-                ));
-                (publish.qos != QoS::AtMostOnce).then(|| Packet::PubAck(PubAck::new(publish.pkid)))
-            }
-            Packet::PingReq => Some(Packet::PingResp),
-            Packet::Disconnect => return,
-            _ => None,
+        let Some(replies) = replies(packet, &state) else {
+            return;
         };
-        if let Some(reply) = reply {
+        for reply in replies {
             let mut out = BytesMut::new();
             if reply.write(&mut out, MAX_PACKET).is_err() || stream.write_all(&out).await.is_err() {
                 return;

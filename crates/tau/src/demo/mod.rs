@@ -1,7 +1,8 @@
 //! `tau demo`: `tau chat` on a replay shipped in the binary, offline. The model reads a
-//! note, switches a lamp through `mqtt_publish` and writes a script and asks to run it;
-//! the person answers the real approval prompts. Only the model is scripted: the tools,
-//! the gate, the prompts and the audit log are the ones `tau chat` uses.
+//! note, switches a lamp of tau's device registry with `device_set` (the card says so in
+//! tau's words), reads the lamp's state back and writes a script and asks to run it; the
+//! person answers the real approval prompts. Only the model is scripted: the tools, the
+//! registry, the gate, the prompts and the audit log are the ones `tau chat` uses.
 
 mod lamp;
 
@@ -20,7 +21,8 @@ const NOTE: &str = "# Evening routine\n\n- At sunset, turn on the living-room la
 
 const INTRO: &str = "\
 tau demo: a scripted model with real tools and real approval prompts, all offline.
-The lamp is a small MQTT device inside this process; the workspace is a temporary folder.
+The lamp is a small MQTT device inside this process, in tau's device registry as
+living-room-lamp; the workspace is a temporary folder.
 Answer y (or e/evet) to run a tier-2 call; anything else refuses it.
 
 ";
@@ -40,8 +42,9 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
     config.tools.mqtt.port = lamp.port();
     config.tools.mqtt.username = None;
     config.tools.mqtt.password_env = None;
-    // The demo stays offline and the same every time: no MCP servers.
+    // The demo stays offline and the same every time: no MCP servers, one device.
     config.mcp.servers.clear();
+    config.devices = vec![lamp::device()];
     let demo = Context {
         home,
         loaded: Loaded {

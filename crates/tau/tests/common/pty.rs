@@ -28,7 +28,13 @@ pub struct Pty {
 impl Pty {
     /// tau with `args` on a terminal: stdin, stdout and stderr are the terminal.
     pub fn start(tau: &Tau, args: &[&str]) -> Self {
-        Self::spawn_with(tau, args, None)
+        Self::spawn_with(tau, &[], args, None)
+    }
+
+    /// [`Pty::start`] with `wrapper` (a program and its arguments that then runs tau, like
+    /// `setpriv ...`) between the session leader and tau.
+    pub fn start_wrapped(tau: &Tau, wrapper: &[&str], args: &[&str]) -> Self {
+        Self::spawn_with(tau, wrapper, args, None)
     }
 
     /// tau with `args`, its prompts read from `prompts` (a file, so stdin is not a
@@ -36,10 +42,10 @@ impl Pty {
     pub fn start_with_prompts_from(tau: &Tau, args: &[&str], prompts: &str) -> Self {
         let path = tau.dir.path().join("prompts.txt");
         std::fs::write(&path, prompts).unwrap();
-        Self::spawn_with(tau, args, Some(&path))
+        Self::spawn_with(tau, &[], args, Some(&path))
     }
 
-    fn spawn_with(tau: &Tau, args: &[&str], prompts: Option<&Path>) -> Self {
+    fn spawn_with(tau: &Tau, wrapper: &[&str], args: &[&str], prompts: Option<&Path>) -> Self {
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
         grantpt(&master).unwrap();
         unlockpt(&master).unwrap();
@@ -53,7 +59,7 @@ impl Pty {
         // `setsid -c` makes the terminal on its stdin the controlling terminal; with
         // prompts from a file, a shell then puts the file on tau's stdin and execs it.
         let mut command = match prompts {
-            None => tau.command_in_session(&["-c"], args),
+            None => tau.command_in_session(&[&["-c"], wrapper].concat(), args),
             Some(path) => tau.command_in_session(
                 &[
                     "-c",

@@ -1,0 +1,52 @@
+//! Keeps the discovery configs of pinned devices up to date while tau runs: a config
+//! published later (a rename, a new command topic) is recorded at once, so the next card
+//! of that device shows the mismatch. What is recorded never changes the pinned device.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use tau_tools::MqttBroker;
+
+use crate::registry::{Origin, Registry};
+use crate::store::DeviceStore;
+
+/// The discovery topics of the registry's pinned devices.
+pub fn pinned_topics(registry: &Registry) -> Vec<String> {
+    let mut topics: Vec<String> = registry
+        .devices()
+        .filter_map(|r| match &r.origin {
+            Origin::Pinned { discovery_topic } => Some(discovery_topic.clone()),
+            Origin::Config | Origin::Added => None,
+        })
+        .collect();
+    topics.sort();
+    topics.dedup();
+    topics
+}
+
+/// Records every config published at `topics` until `stop` resolves.
+pub async fn watch_discovery(
+    broker: MqttBroker,
+    topics: Vec<String>,
+    store: Arc<DeviceStore>,
+    stop: impl Future<Output = ()> + Send,
+) {
+    if topics.is_empty() {
+        return;
+    }
+    broker
+        .watch(
+            &topics,
+            |message| {
+                let payload = String::from_utf8_lossy(&message.payload);
+                if let Err(error) = store.record_discovery(&message.topic, &payload, Timestamp::now()) {
+                    tracing::warn!(topic = %message.topic, %error, "cannot record a discovery config");
+                } else {
+                    tracing::info!(topic = %message.topic, "discovery config recorded");
+                }
+            },
+            stop,
+        )
+        .await;
+}

@@ -1,0 +1,160 @@
+//! `tau audit verify [--from SEQ:HASH]` and `tau audit head`: what they print, and whether
+//! the log is vouched for (exit 0) or not (exit 1).
+//!
+//! A head is `SEQ:HASH`: the number of the chain's last anchored entry and the SHA-256 of
+//! its line. Kept somewhere the log's writers cannot reach (a note, another machine, a
+//! message tau sent to Telegram), it lets `verify --from` prove later that the log still
+//! holds it, whatever `state.db` says then.
+
+use std::path::Path;
+
+use tau_state::StateDb;
+
+use super::verify::{Verdict, verify, verify_from};
+use super::{GENESIS, Head};
+use crate::context::Context;
+use crate::errors::usage;
+
+/// `SEQ:HASH` of `head`.
+pub(crate) fn format_head(head: &Head) -> String {
+    format!("{}:{}", head.seq, head.hash)
+}
+
+/// A head as `tau audit head` prints it; anything else is a usage error naming `--from`.
+pub(crate) fn parse_head(text: &str) -> anyhow::Result<Head> {
+    let parsed = text.trim().split_once(':').and_then(|(seq, hash)| {
+        let hex = hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let digits = !seq.is_empty() && seq.bytes().all(|b| b.is_ascii_digit());
+        (hex && digits).then(|| {
+            seq.parse().ok().map(|seq| Head {
+                seq,
+                hash: hash.to_owned(),
+            })
+        })?
+    });
+    parsed.ok_or_else(|| {
+        usage(format!(
+            "--from: {:?} is not a head: write it as `tau audit head` prints it, SEQ:HASH (a number, a colon and 64 lowercase hex digits)",
+            tau_core::display(text)
+        ))
+    })
+}
+
+/// The head of an intact log, or the report of why there is none.
+pub(crate) fn head_command(ctx: &Context) -> anyhow::Result<(String, bool)> {
+    let path = ctx.home.audit_log();
+    let state = ctx.existing_state()?;
+    let verdict = verify(&path, state.as_ref())?;
+    if !verdict.intact() {
+        let report = report(&verdict, &path, None);
+        return Ok((
+            format!("no head: the log cannot be vouched for; {report}"),
+            false,
+        ));
+    }
+    let head = anchored_head(state.as_ref())?.unwrap_or_else(|| Head {
+        seq: 0,
+        hash: GENESIS.to_owned(),
+    });
+    Ok((format!("{}\n", format_head(&head)), true))
+}
+
+/// The anchored head in `state` (the home's `state.db`), if any.
+pub(crate) fn anchored_head(state: Option<&StateDb>) -> anyhow::Result<Option<Head>> {
+    match state {
+        Some(state) => Ok(state.audit_head()?),
+        None => Ok(None),
+    }
+}
+
+/// The report of `tau audit verify`, and whether it vouches for the whole log.
+pub(crate) fn verify_command(ctx: &Context, from: Option<&str>) -> anyhow::Result<(String, bool)> {
+    let kept = from.map(parse_head).transpose()?;
+    let path = ctx.home.audit_log();
+    let state = ctx.existing_state()?;
+    let verdict = verify_from(&path, state.as_ref(), kept.as_ref())?;
+    Ok((report(&verdict, &path, kept.as_ref()), verdict.intact()))
+}
+
+fn lines_were(n: u64) -> String {
+    if n == 1 {
+        "1 line was".to_owned()
+    } else {
+        format!("{n} lines were")
+    }
+}
+
+fn report(verdict: &Verdict, path: &Path, kept: Option<&Head>) -> String {
+    let extends = kept.map_or_else(String::new, |k| {
+        format!(", and it holds the head you kept (entry {})", k.seq)
+    });
+    match verdict {
+        Verdict::NoLog => format!("no audit log yet at {}\n", path.display()),
+        Verdict::Intact { lines } => format!("audit log intact: {lines} lines{extends}\n"),
+        Verdict::IntactLastNotAnchored { lines } => format!(
+            "audit log intact: {lines} lines{extends}; the last one is not anchored in state.db yet (tau stopped between writing and anchoring it; the next entry anchors it)\n"
+        ),
+        Verdict::Unanchored { lines } => format!(
+            "audit log chain intact for {lines} lines, but state.db holds no anchor for it: lines dropped from its end would not show\n"
+        ),
+        Verdict::Broken { line, reason } => {
+            format!("audit log broken at line {line}: {reason}\n")
+        }
+        Verdict::Dropped { lines: 0, anchored } => format!(
+            "audit log broken: it is empty, but state.db's anchor says entry {anchored} was written: it was emptied\n"
+        ),
+        Verdict::Dropped { lines: n, anchored } => format!(
+            "audit log broken after line {n}: state.db's anchor says entry {anchored} was written: the last {} dropped\n",
+            lines_were(anchored - n)
+        ),
+        Verdict::Added { lines: n, anchored } => format!(
+            "audit log broken after line {anchored}: state.db's anchor says it is the last: {} added behind tau's back\n",
+            lines_were(n - anchored)
+        ),
+        Verdict::Missing { anchored } => format!(
+            "audit log missing at {}, but state.db's anchor says entry {anchored} was written: it was deleted\n",
+            path.display()
+        ),
+        Verdict::Unannounced { line } => format!(
+            "audit log broken at line {line}: it follows the anchored line, but no tau process announced it in state.db before writing it: it was added behind tau's back\n"
+        ),
+        Verdict::BeforeKeptHead { lines, kept } => format!(
+            "audit log broken: it ends at line {lines}, before entry {kept} of the head you kept: it was cut back (and state.db with it, if its anchor agrees)\n"
+        ),
+        Verdict::NotKeptHead { kept } => format!(
+            "audit log broken at line {kept}: it is not the entry of the head you kept (its hash differs): the log was rewritten up to there\n"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_head_is_a_number_a_colon_and_64_hex_digits() {
+        let hash = "ab".repeat(32);
+        assert_eq!(
+            parse_head(&format!("12:{hash}\n")).unwrap(),
+            Head {
+                seq: 12,
+                hash: hash.clone()
+            }
+        );
+        for bad in [
+            String::new(),
+            "12".to_owned(),
+            format!("12:{}", &hash[1..]),
+            format!("-1:{hash}"),
+            format!("x:{hash}"),
+            format!("12:{}", hash.to_uppercase()),
+            format!("99999999999999999999999:{hash}"),
+            "\u{1b}[2J".to_owned(),
+        ] {
+            let error = parse_head(&bad).unwrap_err().to_string();
+            assert!(error.starts_with("--from: "), "{bad:?}: {error}");
+            assert!(!error.contains('\u{1b}'), "{error}");
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! An MCP server started as a program cannot reach the terminal tau asks on, nor tau's own
+//! process: a real stdio server (the Python `mcp` SDK) types `y` into every terminal it can
+//! find (TIOCSTI), draws over the question on `/dev/tty` and reads `/proc/<tau>/environ`,
+//! `mem` and `fd` while tau asks about a `run_command`. Every attempt fails, the question
+//! waits for the person, and the person's `n` refuses it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::pty::Pty;
+use common::{Tau, answer, peers, tool_call};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const QUESTION: &str = "run it? [y/N]";
+const SECRET: &str = "sk-never-readable-0123456789";
+
+/// Waits (generously) until the server wrote its report.
+fn report(path: &std::path::Path) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return serde_json::from_str(&text).unwrap();
+        }
+        assert!(Instant::now() < deadline, "the server never reported");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_stdio_server_cannot_type_into_draw_on_or_read_tau() {
+    let Some(python) = peers::python() else {
+        return;
+    };
+    let tau = Tau::new();
+    let report_path = tau.dir.path().join("report.json");
+    let config = tau.config(&format!(
+        "[mcp.servers.prying]\ncommand = {}\nargs = {}\ntools = {{ pry = 0 }}\n",
+        json!(python),
+        json!([
+            peers::script("prying_server.py"),
+            report_path.to_str().unwrap()
+        ])
+    ));
+    let model = tau.replay(&json!([
+        tool_call("t1", "prying__pry", &json!({})),
+        tool_call("t2", "run_command", &json!({"command": "touch pwned"})),
+        answer("done"),
+    ]));
+    // As root, any process could read another's /proc files; a root without capabilities
+    // is the same user as everyone else of uid 0, as a person's processes are to theirs.
+    // tau holds a secret in its environment, as it holds provider keys.
+    let secret = format!("TAU_TEST_SECRET={SECRET}");
+    let mut wrapper = vec!["env", secret.as_str()];
+    if rustix::process::geteuid().is_root() {
+        wrapper.extend(["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--"]);
+    }
+    let mut pty = Pty::start_wrapped(
+        &tau,
+        &wrapper,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "chat",
+            "--session",
+            "s1",
+        ],
+    );
+    pty.wait_for("you> ");
+    pty.type_keys("go\n");
+    pty.wait_for(QUESTION);
+    // The server tries for seconds while the question is open; then the person answers.
+    let report = report(&report_path);
+    pty.type_keys("n\n");
+    pty.wait_for("tau> done");
+    pty.type_keys("\u{4}");
+    let (code, screen) = pty.finish();
+    assert_eq!(code, 0, "{screen}");
+
+    assert!(report["tries"].as_u64().unwrap() > 1, "{report}");
+    assert_eq!(
+        report["attempts"],
+        json!({
+            "tiocsti /dev/tty": "ENXIO",
+            "tiocsti stdin": "ENOTTY",
+            "tiocsti stdout": "ENOTTY",
+            "tiocsti stderr": "ENOTTY",
+            "write /dev/tty": "ENXIO",
+            "read tau environ": "EACCES",
+            "read tau mem": "EACCES",
+            "open tau stdin": "EACCES",
+            "readlink tau stdin": "EACCES",
+        }),
+        "{screen}"
+    );
+    assert_eq!(report["ttys"], json!({"0": false, "1": false, "2": false}));
+    assert_eq!(report["own session"], json!(true));
+    assert!(
+        !report["environment"]
+            .to_string()
+            .contains("TAU_TEST_SECRET")
+    );
+    assert!(!screen.contains("\"ls -la\""), "{screen}");
+    assert!(!tau.workspace().join("pwned").exists(), "{screen}");
+    let decided: Vec<Value> = tau
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["type"] == "approval")
+        .map(|e| json!([e["decision"], e["decided_by"]]))
+        .collect();
+    assert_eq!(
+        decided,
+        vec![json!(["rejected", {"kind": "person", "channel": "terminal"}])]
+    );
+}
