@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_core::{Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy};
+use tau_core::{Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision};
 
 use crate::console::Console;
 use crate::prompt::parse_answer;
@@ -39,10 +39,23 @@ impl Approver for TerminalApprover {
     }
 
     async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
-        let mut asking = self.questions.ask(&request.approval_id);
+        let id = &request.approval_id;
+        let mut asking = self.questions.ask(id);
         let reply = loop {
             match asking.next().await {
                 Heard::TooSoon(line) => self.console.too_soon(&line),
+                // A question taller than the screen: Enter shows more, and a yes before
+                // its end was on screen is no answer; anything else refuses as usual.
+                Heard::Reply(Reply::Line(line)) if self.console.more_to_show(id) => {
+                    if line.trim().is_empty() {
+                        self.console.next_page(id);
+                    } else if parse_answer(Some(&line)) == Decision::Approved {
+                        self.console.not_seen_yet(id, &line);
+                    } else {
+                        break Reply::Line(line);
+                    }
+                    asking = self.questions.ask(id);
+                }
                 Heard::Reply(reply) => break reply,
             }
         };
