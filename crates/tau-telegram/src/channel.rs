@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::Timestamp;
 use tau_core::approval::{Answered, ApprovalState, requested_event};
+use tau_core::flood::{FLOOD_WINDOW, Flood, Sender, Tally};
 use tau_core::{DecidedBy, Language};
 use tokio::sync::mpsc;
 
@@ -43,6 +44,30 @@ pub struct TelegramChannel {
     pacing: Pacing,
     parts: Arc<ChatParts>,
     chats: Mutex<HashMap<i64, mpsc::UnboundedSender<ChatCommand>>>,
+    /// Presses that did not count, by (user, chat, why): logged and audited once per
+    /// window, the rest counted.
+    refused: Flood<Presser>,
+}
+
+/// Who pressed, where, and why it did not count.
+type Presser = (Option<i64>, Option<i64>, PressRefusal);
+
+/// The summary of presses refused in one window.
+fn refused_summary(hub: Arc<dyn Hub>) -> impl Fn(&Sender<Presser>, u64) + Send + Sync {
+    move |sender, count| {
+        let (user, chat, reason) = match sender {
+            Sender::One((user, chat, reason)) => (*user, *chat, *reason),
+            Sender::Others => (None, None, PressRefusal::NotAnOwner),
+        };
+        tracing::warn!(user = ?user, chat = ?chat, reason = reason.as_str(), count, "telegram: presses were refused");
+        hub.refused_press(&RefusedPress {
+            approval_id: None,
+            user,
+            chat,
+            reason,
+            count: Some(count),
+        });
+    }
 }
 
 impl std::fmt::Debug for TelegramChannel {
@@ -61,6 +86,7 @@ impl TelegramChannel {
     ) -> Result<Arc<Self>, ApiError> {
         let api = BotApi::new(config.api_base(), token, config.poll_timeout())?;
         let store = Arc::new(store);
+        let refused = Flood::new(FLOOD_WINDOW, refused_summary(Arc::clone(&hub)));
         let parts = Arc::new(ChatParts {
             api: api.clone(),
             hub: Arc::clone(&hub),
@@ -83,6 +109,7 @@ impl TelegramChannel {
             },
             parts,
             chats: Mutex::new(HashMap::new()),
+            refused,
         }))
     }
 
@@ -260,12 +287,16 @@ impl TelegramChannel {
         let t = texts(self.language);
         let button = data.as_deref().and_then(ButtonData::parse);
         let refuse = |reason: PressRefusal| {
+            if self.refused.event((from, chat, reason)) == Tally::Counted {
+                return;
+            }
             tracing::warn!(user = ?from, chat = ?chat, reason = reason.as_str(), "telegram: a press was refused");
             self.hub.refused_press(&RefusedPress {
                 approval_id: button.as_ref().map(|b| b.approval_id.clone()),
                 user: from,
                 chat,
                 reason,
+                count: None,
             });
         };
         // 1. a stranger, or a chat not allowed: "not yours", audited

@@ -51,7 +51,7 @@ pub fn chat_of(key: &str) -> Option<i64> {
 }
 
 /// Why a press did not count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PressRefusal {
     /// The presser is not an owner.
     NotAnOwner,
@@ -81,6 +81,9 @@ pub struct RefusedPress {
     pub user: Option<i64>,
     pub chat: Option<i64>,
     pub reason: PressRefusal,
+    /// How many presses this stands for, when more than one (the rest of a sender's
+    /// window, counted).
+    pub count: Option<u64>,
 }
 
 /// The hub, as the Telegram channel uses it.

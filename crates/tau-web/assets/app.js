@@ -382,6 +382,51 @@ function cardNotes(said) {
   return box;
 }
 
+// The most of one argument a card shows before it says how much more there is.
+const ARGUMENT_SHOWN = 2000;
+
+function chars(count) {
+  return count.toLocaleString("en-US") + (count === 1 ? " char" : " chars");
+}
+
+// Every argument on its own row, with its length; one longer than the card shows its
+// start, says how many characters more there are, and "Show all" opens it whole. Nothing
+// is ever cut without saying so.
+function argumentRows(row) {
+  const box = el("div", "args mono");
+  const rows = Array.isArray(row.argument_rows)
+    ? row.argument_rows
+    : [{ name: "", value: row.arguments, chars: null }];
+  for (const arg of rows) {
+    const item = el("div", "arg");
+    const head = el("div", "arg-head");
+    if (arg.name) head.append(el("span", "arg-name", arg.name));
+    if (typeof arg.chars === "number") head.append(el("span", "arg-len", chars(arg.chars)));
+    const value = el("div", "arg-value");
+    const text = String(arg.value);
+    const shown = [...text];
+    item.append(head, value);
+    if (shown.length <= ARGUMENT_SHOWN) {
+      value.textContent = text;
+    } else {
+      value.textContent = shown.slice(0, ARGUMENT_SHOWN).join("") + "…";
+      const more = el("div", "arg-more");
+      const rest = shown.length - ARGUMENT_SHOWN;
+      more.append(el("span", "", `${rest.toLocaleString("en-US")} more characters `));
+      const all = el("button", "link show-all", "Show all");
+      all.type = "button";
+      all.addEventListener("click", () => {
+        value.textContent = text;
+        more.remove();
+      });
+      more.append(all);
+      item.append(more);
+    }
+    box.append(item);
+  }
+  return box;
+}
+
 function card(row) {
   const node = el("article", "card");
   node.dataset.approval = row.id;
@@ -389,23 +434,17 @@ function card(row) {
   title.append(el("span", "tier", "tier " + row.tier), el("span", "mono", row.tool));
   const effect = el("div", "effect", row.effect);
   const said = cardNotes(row.card);
-  const args = el("pre", "args mono", row.arguments);
+  const args = argumentRows(row);
   const actions = el("div", "actions");
   const approve = el("button", "approve", "Approve");
   const reject = el("button", "reject", "Reject");
   approve.type = reject.type = "button";
-  const whole = el("button", "link", "Show all");
-  whole.type = "button";
-  whole.addEventListener("click", () => {
-    args.classList.toggle("whole");
-    whole.textContent = args.classList.contains("whole") ? "Show less" : "Show all";
-  });
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));
   const session = el("button", "link", row.session);
   session.type = "button";
   session.addEventListener("click", () => select(row.session));
-  actions.append(approve, reject, whole, outcome);
+  actions.append(approve, reject, outcome);
   const footer = el("div", "when");
   footer.append(when, document.createTextNode(" · "), session);
   node.append(title, effect, said, args, actions, footer);
@@ -462,6 +501,24 @@ async function loadApprovals() {
   }
 }
 
+// ---- channels ----
+
+const CHANNEL_NAMES = { web: "TauBar", telegram: "Telegram" };
+
+async function loadChannels() {
+  const { status, data } = await api("GET", "/api/channels?display=true");
+  if (status !== 200 || !Array.isArray(data)) return;
+  const box = $("channels-down");
+  box.replaceChildren();
+  for (const channel of data.filter((c) => c.state === "stopped")) {
+    const name = CHANNEL_NAMES[channel.name] || channel.name;
+    const row = el("p", "down-row");
+    row.append(el("strong", "", `${name} is down.`), document.createTextNode(" " + (channel.error || "")));
+    box.append(row);
+  }
+  box.hidden = box.childElementCount === 0;
+}
+
 // ---- routines ----
 
 const TRIGGERS = ["every", "cron", "at", "mqtt"];
@@ -504,6 +561,7 @@ async function start() {
   await loadSessions();
   await loadApprovals();
   await loadRoutines();
+  await loadChannels();
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
   if (wanted && state.sessions.some((s) => s.id === wanted)) {
     await select(wanted);
@@ -526,6 +584,6 @@ async function boot() {
   await start();
 }
 
-setInterval(() => { if (!$("app").hidden) loadApprovals(); }, 10000);
+setInterval(() => { if (!$("app").hidden) { loadApprovals(); loadChannels(); } }, 10000);
 setInterval(() => { if (!$("app").hidden) loadRoutines(); }, 30000);
 boot();

@@ -117,6 +117,29 @@ pub(crate) async fn sessions(State(app): State<App>) -> Response {
     Json(Value::Array(rows)).into_response()
 }
 
+/// `GET /api/channels`: the hub's channels; a stopped one says why.
+pub(crate) async fn channels(
+    State(app): State<App>,
+    query: Result<Query<View>, QueryRejection>,
+) -> Response {
+    let Ok(Query(wanted)) = query else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "the only parameter is display=true",
+        );
+    };
+    let rows: Vec<Value> = app
+        .hub
+        .channels()
+        .into_iter()
+        .map(|channel| match channel.stopped {
+            None => json!({ "name": channel.name, "state": "running" }),
+            Some(why) => json!({ "name": channel.name, "state": "stopped", "error": why }),
+        })
+        .collect();
+    Json(view(Value::Array(rows), &wanted)).into_response()
+}
+
 /// `POST /api/sessions`: a new conversation.
 pub(crate) async fn create_session(State(app): State<App>) -> Response {
     match app.hub.new_conversation(WEB) {

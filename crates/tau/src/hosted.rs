@@ -281,9 +281,19 @@ pub(crate) struct WebRoutines {
 }
 
 impl tau_web::Routines for WebRoutines {
-    fn webhook(&self, name: &str, authorization: Option<&str>, body: &[u8]) -> (u16, String) {
-        let reply = self.engine.webhook(name, authorization, body);
-        (reply.status, reply.text)
+    fn webhook(
+        &self,
+        name: &str,
+        authorization: Option<&str>,
+        sender: &str,
+    ) -> Result<tau_web::WebhookDelivery, (u16, String)> {
+        match self.engine.webhook(name, authorization, sender) {
+            Ok(call) => Ok(Box::new(move |body: &[u8]| {
+                let reply = call.deliver(body);
+                (reply.status, reply.text)
+            })),
+            Err(refused) => Err((refused.status, refused.text)),
+        }
     }
 
     fn list(&self) -> serde_json::Value {

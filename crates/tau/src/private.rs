@@ -40,6 +40,12 @@ pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     Ok(file)
 }
 
+/// Makes sure `path` exists as a private file, without touching what it holds. Never for
+/// `state.db`: its descriptor would be closed under SQLite's locks.
+pub(crate) fn ensure_file(path: &Path) -> io::Result<()> {
+    open(path, OpenOptions::new().create(true).append(true)).map(drop)
+}
+
 /// Tightens `path` to 0600 when it exists; a missing file is fine.
 pub(crate) fn tighten_file(path: &Path) -> io::Result<()> {
     match std::fs::metadata(path) {

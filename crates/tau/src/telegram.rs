@@ -141,6 +141,7 @@ impl tau_telegram::Hub for TelegramHub {
             user: press.user.map(|u| u.to_string()),
             place: press.chat.map(|c| c.to_string()),
             reason: press.reason.as_str().to_owned(),
+            count: press.count,
         });
     }
 }
