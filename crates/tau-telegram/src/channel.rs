@@ -18,7 +18,7 @@ use crate::callback::{Action, ButtonData};
 use crate::chat::{self, ChatCommand, ChatParts};
 use crate::config::TelegramConfig;
 use crate::hub::{
-    Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
+    Happened, Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
 };
 use crate::poller::{self, Handler, Pacing, PollError};
 use crate::question::outcome;
@@ -136,9 +136,22 @@ impl TelegramChannel {
             }) = events.recv().await
             {
                 match chat_of(&conversation) {
-                    Some(chat) if pump.access.chat_allowed(chat) => {
-                        pump.to_chat(chat, ChatCommand::Event(event));
-                    }
+                    Some(chat) if pump.access.chat_allowed(chat) => match event {
+                        Happened::Turn(event) => pump.to_chat(chat, ChatCommand::Event(event)),
+                        Happened::RoutinePrompt {
+                            routine,
+                            trigger,
+                            text,
+                        } => pump.to_chat(
+                            chat,
+                            ChatCommand::Say(routine_prompt(
+                                pump.language,
+                                &routine,
+                                &trigger,
+                                &text,
+                            )),
+                        ),
+                    },
                     // A conversation of a chat no longer allowed (the config changed).
                     Some(_) | None => {
                         tracing::debug!(%conversation, "telegram: an event for no allowed chat");
@@ -391,6 +404,20 @@ impl TelegramChannel {
     }
 }
 
+/// A routine's prompt as the chat shows it: whose it is and what fired it (tau's words,
+/// bold), then the prompt, escaped like everything else.
+fn routine_prompt(language: Language, routine: &str, trigger: &str, text: &str) -> String {
+    let header = texts(language)
+        .routine_prompt
+        .replace("{routine}", &tau_core::display(routine))
+        .replace("{trigger}", &tau_core::display(trigger));
+    format!(
+        "<b>{}</b>\n{}",
+        crate::html::escape(&header),
+        crate::html::escape(&tau_core::display_multiline(text))
+    )
+}
+
 /// `/new`, `/new@tau_bot`, `/new args` -> `new`. `None` for anything but a command.
 fn command(text: &str) -> Option<&str> {
     let word = text.strip_prefix('/')?.split(char::is_whitespace).next()?;
@@ -431,6 +458,19 @@ impl Handler for Updates {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_routine_prompt_says_whose_it_is_and_stays_text() {
+        assert_eq!(
+            routine_prompt(
+                Language::En,
+                "doorbell",
+                "webhook doorbell",
+                "Open <b>the</b> door\u{202e}"
+            ),
+            "<b>⚙ Routine doorbell (webhook doorbell) asks tau:</b>\nOpen &lt;b&gt;the&lt;/b&gt; door\\u{202e}"
+        );
+    }
 
     #[test]
     fn commands_are_read_with_or_without_the_bot_name() {

@@ -24,7 +24,28 @@ pub struct Question {
 #[derive(Debug, Clone, PartialEq)]
 pub struct HubEvent {
     pub conversation: String,
-    pub event: ChannelEvent,
+    pub event: Happened,
+}
+
+/// What happened in a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Happened {
+    /// A turn's event.
+    Turn(ChannelEvent),
+    /// A routine's prompt starts a turn (in the chat where its questions are shown): shown
+    /// as the routine's, with what fired it, never as the person's.
+    RoutinePrompt {
+        routine: String,
+        /// `webhook doorbell`, `mqtt home/door/+`.
+        trigger: String,
+        text: String,
+    },
+}
+
+impl From<ChannelEvent> for Happened {
+    fn from(event: ChannelEvent) -> Self {
+        Self::Turn(event)
+    }
 }
 
 /// A person's answer to a question.

@@ -68,9 +68,10 @@ function when(text) {
 }
 
 async function loadSessions() {
-  const { status, data } = await api("GET", "/api/sessions");
+  const { status, data } = await api("GET", "/api/sessions?display=true");
   if (status !== 200) return;
   state.sessions = data;
+  updateComposer();
   const list = $("session-list");
   list.replaceChildren();
   for (const session of data) {
@@ -78,9 +79,11 @@ async function loadSessions() {
     const button = el("button");
     button.type = "button";
     button.dataset.session = session.id;
-    const title = el("span", "title", session.id);
+    const routine = session.kind === "routine";
+    const title = el("span", "title", routine ? `⚙ routine ${session.routine}` : session.id);
     if (session.pending_approvals > 0) title.append(el("span", "badge", session.pending_approvals));
-    const meta = el("span", "meta", `${session.message_count} messages · ${when(session.updated_at)}${session.busy ? " · working" : ""}`);
+    const origin = routine ? `${session.trigger} · ` : "";
+    const meta = el("span", "meta", `${origin}${session.message_count} messages · ${when(session.updated_at)}${session.busy ? " · working" : ""}`);
     button.append(title, meta);
     button.addEventListener("click", () => {
       $("sessions").classList.remove("open");
@@ -89,6 +92,33 @@ async function loadSessions() {
     item.append(button);
     list.append(item);
   }
+}
+
+// The routine whose conversation is open, when it is a routine's.
+function currentRoutine() {
+  const session = state.sessions.find((s) => s.id === state.current);
+  return session && session.kind === "routine" ? session : null;
+}
+
+// A routine's conversation takes its prompts from its trigger: nobody writes there.
+function updateComposer() {
+  const routine = currentRoutine();
+  $("prompt").disabled = $("send").disabled = !!routine;
+  $("prompt").placeholder = routine
+    ? `routine ${routine.routine}'s conversation: its prompts come from ${routine.trigger}`
+    : "Message tau…";
+}
+
+// A prompt: a person's ("you"), or in a routine's conversation the routine's, with what
+// fired it, never "you".
+function addPrompt(text) {
+  const routine = currentRoutine();
+  if (!routine) return addMessage("you", text);
+  const node = el("div", "msg routine");
+  node.append(el("div", "from", `routine ${routine.routine} · ${routine.trigger}`), el("div", "", text));
+  transcript().append(node);
+  scrollDown();
+  return node;
 }
 
 $("new-session").addEventListener("click", async () => {
@@ -182,7 +212,8 @@ async function loadTranscript(session) {
   for (const message of messages.data) {
     for (const block of message.content) {
       if (block.text !== undefined) {
-        addMessage(message.role === "user" ? "you" : "tau", block.text);
+        if (message.role === "user") addPrompt(block.text);
+        else addMessage("tau", block.text);
       } else if (block.toolUse) {
         const use = block.toolUse;
         const row = asked.get(use.toolUseId);
@@ -279,7 +310,7 @@ function listen(session) {
       const empty = transcript().querySelector(".empty");
       if (empty) empty.remove();
       state.live = null;
-      addMessage("you", data.text);
+      addPrompt(data.text);
       setStatus("tau is working…");
     } catch (_) { /* skipped */ }
   });
@@ -307,6 +338,7 @@ function setStatus(text) {
 
 async function select(session) {
   state.current = session;
+  updateComposer();
   history.replaceState(null, "", "#session=" + encodeURIComponent(session));
   listen(session);
   await loadTranscript(session);
@@ -447,7 +479,10 @@ function card(row) {
   actions.append(approve, reject, outcome);
   const footer = el("div", "when");
   footer.append(when, document.createTextNode(" · "), session);
-  node.append(title, effect, said, args, actions, footer);
+  node.append(title);
+  // A routine's question says whose it is: nobody should take it for their own.
+  if (row.routine) node.append(el("div", "asked-by", `asked by routine ${row.routine.name} · ${row.routine.trigger}`));
+  node.append(effect, said, args, actions, footer);
   const entry = { node, buttons: [approve, reject], outcome, when, footer, closed: false };
   const answer = async (decision) => {
     approve.disabled = reject.disabled = true;

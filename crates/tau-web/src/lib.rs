@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
-pub use routines::{Routines, WebhookDelivery};
+pub use routines::{RoutineOrigin, Routines, WebhookDelivery};
 
 /// The channel's name: what approval rows and `decided_by` say.
 pub const WEB: &str = "web";
@@ -147,6 +147,22 @@ impl Channel for WebChannel {
         };
         server::serve(listener, router(app), stop).await;
         Ok(())
+    }
+}
+
+impl App {
+    /// The routine whose conversation has `key`, when it is a routine's.
+    pub(crate) fn origin_of_key(&self, key: &str) -> Option<RoutineOrigin> {
+        self.routines.as_ref()?.origin(key)
+    }
+
+    /// The routine whose conversation `session` is, when it is a routine's.
+    pub(crate) fn origin_of_session(
+        &self,
+        session: &tau_agent::SessionId,
+    ) -> Option<RoutineOrigin> {
+        let conversation = self.hub.conversation_of(session).ok().flatten()?;
+        self.origin_of_key(&conversation.key)
     }
 }
 

@@ -22,6 +22,14 @@ use crate::{App, MAX_BODY_BYTES};
 /// one-line text.
 pub type WebhookDelivery = Box<dyn FnOnce(&[u8]) -> (u16, String) + Send>;
 
+/// Where a routine's conversation comes from, as the page says it instead of "you".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoutineOrigin {
+    pub routine: String,
+    /// What fires it: `webhook doorbell`, `mqtt home/door/+`.
+    pub trigger: String,
+}
+
 /// What the host offers about its routines.
 pub trait Routines: Send + Sync {
     /// Checks `POST /hooks/{name}` before its body is read: the routine, and its secret
@@ -35,6 +43,9 @@ pub trait Routines: Send + Sync {
     ) -> Result<WebhookDelivery, (u16, String)>;
     /// Every routine as the page lists it (a JSON array).
     fn list(&self) -> Value;
+    /// The routine whose conversation has `key` (a conversation of this channel), if it
+    /// is a routine's: its prompts are the routine's, never a person's.
+    fn origin(&self, key: &str) -> Option<RoutineOrigin>;
 }
 
 fn reply(status: u16, text: &str) -> Response {

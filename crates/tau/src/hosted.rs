@@ -28,6 +28,18 @@ use crate::paths::Home;
 
 /// The client id of the routines' MQTT subscriptions, beside `mqtt_publish`'s own.
 const MQTT_CLIENT_SUFFIX: &str = "-routines";
+/// Opens the key of a routine's conversation on its `ask` channel: `routine:NAME`.
+const ROUTINE_KEY: &str = "routine:";
+
+/// The key of routine `name`'s conversation on its `ask` channel.
+pub(crate) fn routine_key(name: &str) -> String {
+    format!("{ROUTINE_KEY}{name}")
+}
+
+/// The routine whose conversation has `key`, if it is one's.
+pub(crate) fn routine_of_key(key: &str) -> Option<&str> {
+    key.strip_prefix(ROUTINE_KEY)
+}
 
 /// What `tau serve` hands the engine.
 pub(crate) struct HostParts {
@@ -236,7 +248,7 @@ impl RoutineHost for HubHost {
             None => tau_reflex::session_of(routine).map_err(host_error),
             Some(channel) => self
                 .hub
-                .open_conversation(channel.as_str(), &format!("routine:{routine}"))
+                .open_conversation(channel.as_str(), &routine_key(routine))
                 .map_err(host_error),
         }
     }
@@ -297,6 +309,33 @@ impl tau_web::Routines for WebRoutines {
     }
 
     fn list(&self) -> serde_json::Value {
+        self.book()
+            .and_then(|book| tau_reflex::routines_json(&book, &self.store))
+            .unwrap_or_else(|error| {
+                tracing::error!(%error, "cannot list the routines");
+                serde_json::json!([])
+            })
+    }
+
+    fn origin(&self, key: &str) -> Option<tau_web::RoutineOrigin> {
+        let name = routine_of_key(key)?;
+        let trigger = match self.book() {
+            Ok(book) => book.get(name).map(tau_reflex::Routine::origin),
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the routines");
+                None
+            }
+        };
+        Some(tau_web::RoutineOrigin {
+            routine: name.to_owned(),
+            // A routine since deleted still owns its conversation.
+            trigger: trigger.unwrap_or_else(|| "no longer set up".to_owned()),
+        })
+    }
+}
+
+impl WebRoutines {
+    fn book(&self) -> Result<tau_reflex::Book, tau_reflex::StoreError> {
         let no_env = |_: &str| None;
         let checks = Checks {
             tools: None,
@@ -307,10 +346,5 @@ impl tau_web::Routines for WebRoutines {
             webhooks: None,
         };
         tau_reflex::load(&self.ctx_config, &self.store, &checks)
-            .and_then(|book| tau_reflex::routines_json(&book, &self.store))
-            .unwrap_or_else(|error| {
-                tracing::error!(%error, "cannot list the routines");
-                serde_json::json!([])
-            })
     }
 }

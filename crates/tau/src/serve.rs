@@ -129,15 +129,16 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     }
     let mut witness = None;
     if let (Some(telegram), Some(token)) = (&config.telegram, telegram_token) {
-        let (hosted, channel) = crate::telegram::host(
+        let (telegram_channel, channel) = crate::telegram::host(
             telegram,
             &token,
             hub.clone(),
             hub_events.clone(),
             state.clone(),
             config.ui.language(),
+            Arc::clone(&hosted.web) as _,
         )?;
-        channels.push(hosted);
+        channels.push(telegram_channel);
         if config.audit.witness == Some(Witness::Telegram) {
             witness = Some(channel);
         }

@@ -147,3 +147,142 @@ async fn every_argument_shows_with_its_length_and_a_long_one_is_never_cut_silent
     assert!(!tau.workspace().join("backup").exists());
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_routines_prompt_and_question_are_the_routines_never_yours() {
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let tau = Tau::new();
+    let config = tau.serve_config(
+        "[[routines]]\nname = \"doorbell\"\nwebhook = { secret_env = \"TAU_TEST_DOORBELL\" }\n\
+         prompt = \"Someone rang: open the door for them.\"\nask = \"web\"\n",
+    );
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo open >> door.txt"})
+        ),
+        answer("I did not open it."),
+    ]));
+    let secret = "a-doorbell-secret-long-enough";
+    let serve = tau.serve_env(&model, &config, &[("TAU_TEST_DOORBELL", secret)]);
+    let host = serve.host();
+    let bearer = format!("Bearer {secret}");
+    let fired = common::serve::request(
+        serve.addr,
+        "POST",
+        "/hooks/doorbell",
+        &[("Host", &host), ("Authorization", &bearer)],
+        Some(""),
+    );
+    assert_eq!(fired.status, 202, "{fired:?}");
+    let row = serve.until(|serve| {
+        let rows = serve.get("/api/approvals?state=pending").json();
+        rows.as_array().unwrap().first().cloned()
+    });
+    assert_eq!(
+        row["routine"],
+        json!({"name": "doorbell", "trigger": "webhook doorbell"})
+    );
+    // The API marks the conversation as the routine's, and nobody writes in it.
+    let session = row["session"].as_str().unwrap().to_owned();
+    let listed = serve.get("/api/sessions").json();
+    let listed = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == session.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (&listed["kind"], &listed["routine"], &listed["trigger"]),
+        (
+            &json!("routine"),
+            &json!("doorbell"),
+            &json!("webhook doorbell")
+        )
+    );
+    let written = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        r#"{"text":"I am the person"}"#,
+    );
+    assert_eq!(written.status, 409, "{written:?}");
+
+    // The page: the prompt is the routine's, with its trigger; the card says whose it is.
+    let driver = start_driver(&driver_path);
+    let client = connect(&driver, &chromium, 1100, 760).await;
+    client
+        .goto(&format!(
+            "http://{}/#token={}&session={session}",
+            serve.host(),
+            serve.token
+        ))
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the app",
+        "return !document.getElementById('app').hidden",
+    )
+    .await;
+    client
+        .execute(&format!("select({})", json!(session)), vec![])
+        .await
+        .unwrap();
+    let prompt = until(
+        &client,
+        "the routine's prompt",
+        "const m = document.querySelector('.msg.routine'); return m && m.innerText",
+    )
+    .await;
+    assert_eq!(
+        prompt,
+        json!("routine doorbell · webhook doorbell\nSomeone rang: open the door for them.")
+    );
+    let yours = client
+        .execute(
+            "return document.querySelectorAll('.msg.you').length",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(yours, json!(0), "nothing is drawn as the person's");
+    let asked = until(
+        &client,
+        "the card's owner",
+        "const a = document.querySelector('.card .asked-by'); return a && a.textContent",
+    )
+    .await;
+    assert_eq!(asked, json!("asked by routine doorbell · webhook doorbell"));
+    let composer = client
+        .execute(
+            "return [document.getElementById('prompt').disabled, document.getElementById('prompt').placeholder]",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        composer,
+        json!([
+            true,
+            "routine doorbell's conversation: its prompts come from webhook doorbell"
+        ])
+    );
+    let listed = until(
+        &client,
+        "the conversation in the list",
+        "const t = [...document.querySelectorAll('#session-list .title')].map((t) => t.textContent).find((t) => t.startsWith('⚙')); return t || null",
+    )
+    .await;
+    assert_eq!(
+        listed,
+        json!("⚙ routine doorbell1"),
+        "its name and its waiting question"
+    );
+    click(&client, Locator::Css(".card button.reject")).await;
+    serve.until_answered(&session, "I did not open it.");
+    assert!(!tau.workspace().join("door.txt").exists());
+    client.close().await.unwrap();
+}

@@ -261,3 +261,66 @@ fn a_proxy_error_page_quoting_the_token_url_is_logged_without_the_token() {
     let audit = std::fs::read_to_string(tau.home().join("audit.jsonl")).unwrap_or_default();
     assert!(!audit.contains(TOKEN));
 }
+
+#[test]
+fn a_routines_prompt_on_telegram_is_the_routines_with_what_fired_it() {
+    use tau_test_support::telegram::Emulator;
+    const BOT: &str = "123456:TEST-token_x";
+    let Some(emulator) = Emulator::start(BOT) else {
+        return;
+    };
+    let tau = Tau::new();
+    let secret = "a-doorbell-secret-long-enough";
+    let config = tau.serve_config(&format!(
+        "[telegram]\nowners = [{OWNER}]\napi_url = \"{}\"\npoll_timeout_seconds = 0\n\
+         min_poll_interval_ms = 50\nedit_interval_ms = 50\n\n\
+         [[routines]]\nname = \"doorbell\"\nwebhook = {{ secret_env = \"TAU_TEST_DOORBELL\" }}\n\
+         prompt = \"Someone rang: <b>open</b> the door.\"\nask = \"telegram\"\n",
+        emulator.url
+    ));
+    let model = tau.replay(&json!([
+        common::tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo open >> door.txt"})
+        ),
+        answer("I did not open it."),
+    ]));
+    let serve = tau.serve_env(
+        &model,
+        &config,
+        &[("TAU_TELEGRAM_TOKEN", BOT), ("TAU_TEST_DOORBELL", secret)],
+    );
+    let host = serve.host();
+    let bearer = format!("Bearer {secret}");
+    let fired = common::serve::request(
+        serve.addr,
+        "POST",
+        "/hooks/doorbell",
+        &[("Host", &host), ("Authorization", &bearer)],
+        Some(""),
+    );
+    assert_eq!(fired.status, 202, "{fired:?}");
+    let id = emulator.wait("the routine's question", |messages| {
+        messages
+            .iter()
+            .find_map(|m| m.buttons.iter().find_map(|b| b.strip_prefix("v1:a:")))
+            .map(str::to_owned)
+    });
+    // Before the turn's answer and its question: the routine's prompt, as the routine's.
+    let messages = emulator.bot_messages();
+    assert_eq!(
+        messages[0].text,
+        "<b>⚙ Routine doorbell (webhook doorbell) asks tau:</b>\nSomeone rang: &lt;b&gt;open&lt;/b&gt; the door.",
+        "tau's words in bold, the prompt escaped"
+    );
+    assert_eq!(messages[0].chat, OWNER);
+    emulator.press(OWNER, OWNER, &format!("v1:r:{id}"));
+    emulator.wait("the answer", |m| {
+        m.iter()
+            .find(|m| m.text.contains("I did not open it."))
+            .cloned()
+    });
+    assert!(!tau.workspace().join("door.txt").exists());
+    serve.kill_hard();
+}

@@ -302,7 +302,7 @@ impl FakeHub {
         self.events
             .send(HubEvent {
                 conversation: key.to_owned(),
-                event,
+                event: event.into(),
             })
             .await
             .unwrap();
@@ -354,7 +354,7 @@ impl FakeHub {
                 .events
                 .send(HubEvent {
                     conversation: key,
-                    event,
+                    event: event.into(),
                 })
                 .await;
         }
