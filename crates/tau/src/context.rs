@@ -168,6 +168,7 @@ impl Context {
             // The message quotes what the server said: escaped, like everything from a peer.
             eprintln!("tau: warning: {}", tau_core::display(&warning.to_string()));
         }
+        catalog.add_card_writer(mcp.card_writer());
         catalog.extend(mcp.tools)?;
         Ok(Tools {
             catalog,
