@@ -463,6 +463,53 @@ async fn an_approver_that_fails_or_panics_refuses() {
     }
 }
 
+struct CannotAsk;
+
+#[async_trait]
+impl Approver for CannotAsk {
+    fn name(&self) -> &str {
+        "cannot_ask"
+    }
+    async fn decide(&self, _request: ApprovalQuestion) -> Result<Answer, ApproverError> {
+        Err(ApproverError::nobody_asked(
+            "this channel has no way to ask",
+            "Nobody was asked about lights.",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn an_approver_that_could_ask_nobody_gives_the_model_its_own_text() {
+    let (gate, events) = gate_with(Arc::new(CannotAsk));
+    let mut expected = refused(
+        "lights",
+        Approval::Failed,
+        Some(Tier::Physical),
+        DecidedBy::ApproverFailed,
+        true,
+    );
+    expected.refusal_text = Some("Nobody was asked about lights.".into());
+    assert_eq!(
+        stable_check(
+            gate.check("lights", &json!({"room": "kitchen"}), "t1")
+                .await
+        ),
+        expected
+    );
+    assert_eq!(
+        stable_ids(events.events()),
+        vec![
+            requested("cannot_ask"),
+            error_event(
+                ErrorSite::Approver,
+                "approver 'cannot_ask' failed: this channel has no way to ask",
+                "lights"
+            ),
+            approval_event(Decision::Rejected, DecidedBy::ApproverFailed, "cannot_ask"),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_scripted_approver_that_ran_out_refuses() {
     let (gate, events) = gate_with(Arc::new(ScriptedApprover::new([])));

@@ -13,6 +13,9 @@ use crate::errors::usage;
 use crate::paths::{EnvFn, Home};
 use crate::settings::{Loaded, NO_MODEL_HELP};
 
+/// How long a start waits to learn whether the model answers.
+pub(crate) const MODEL_CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 pub(crate) struct Context {
     pub home: Home,
     pub loaded: Loaded,
@@ -50,6 +53,25 @@ impl Context {
                 _ => usage(error.to_string()),
             }
         })
+    }
+
+    /// What is wrong with the configured model, said at start: a server that does not
+    /// answer, a key it refuses, a model it does not have, each with its provider's hint.
+    /// Waits at most [`MODEL_CHECK_WAIT`]; a slower server is left to the first turn.
+    pub(crate) async fn model_problem(&self) -> Option<String> {
+        match tau_models::check_model(&self.loaded.config.model, &*self.env, MODEL_CHECK_WAIT).await
+        {
+            tau_models::Reachability::Problem(problem) => Some(problem),
+            tau_models::Reachability::Reachable
+            | tau_models::Reachability::NotChecked
+            | tau_models::Reachability::NoAnswerYet => None,
+        }
+    }
+
+    /// [`Context::catalog_with_routines`] with the model checked meanwhile.
+    pub(crate) async fn conversation_tools(&self) -> anyhow::Result<(Tools, Option<String>)> {
+        let (tools, problem) = tokio::join!(self.catalog_with_routines(), self.model_problem());
+        Ok((tools?, problem))
     }
 
     /// Refuses a workspace that holds what tau trusts (see `boundary`).

@@ -78,6 +78,11 @@ impl Home {
         self.root.join("mcp-token")
     }
 
+    /// The prompts typed at `tau chat` (see `chat_history`).
+    pub(crate) fn chat_history(&self) -> PathBuf {
+        self.root.join("chat-history")
+    }
+
     /// The token TauBar (`tau serve`) generates for its page and API.
     pub(crate) fn web_token(&self) -> PathBuf {
         self.root.join("web-token")

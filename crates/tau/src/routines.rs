@@ -308,7 +308,7 @@ pub(crate) async fn run(
         questions,
         question_screen,
         ..
-    } = start_stdin(answers_from_stdin, stdout_tty);
+    } = start_stdin(answers_from_stdin, stdout_tty, false);
     if let Some(screen) = question_screen {
         console.draw_questions_also_on(screen);
     }

@@ -69,7 +69,12 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     } else {
         None
     };
-    let tools = ctx.catalog_with_routines().await?;
+    let (tools, problem) = ctx.conversation_tools().await?;
+    if let Some(problem) = problem {
+        // Said before anything waits on the model; the hub starts all the same, since
+        // the model may be started after it.
+        eprintln!("tau serve: warning: {}", tau_core::display(&problem));
+    }
     let audit = Arc::new(AuditLog::open(&ctx.home.audit_log(), AUDIT_SESSION)?);
     let hub_events = EventBus::new();
     hub_events.subscribe(Arc::clone(&audit) as _);

@@ -23,6 +23,7 @@ pub(crate) async fn run(
     session: Option<SessionId>,
     model: Arc<dyn Model>,
     tools: Tools,
+    warnings: Vec<String>,
 ) -> anyhow::Result<ExitCode> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(usage(
@@ -89,6 +90,7 @@ pub(crate) async fn run(
         model: config.model.spec.clone(),
         max_turns: config.agent.max_turns,
         stored,
+        warnings,
     };
     let exit = tau_tui::chat(&mut screen, &mut agent, questions, calls, setup).await?;
     drop(screen);
