@@ -19,9 +19,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
-    Answer, ApprovalQuestion, ApprovalStore, Approver, ApproverError, AutoRejectApprover, Check,
-    DurableCheck, DurableQuestions, ExemptionError, MemoryApprovals, ScriptedApprover, Standing,
-    TierGate, TierLookup, refusal_text, requested_event, unknown_tool_text,
+    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, DurableCheck,
+    DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
+    refusal_text, requested_event, unknown_tool_text,
 };
 use tau_core::{
     Approval, AuditEvent, CallCard, CardNote, ChannelEvent, DecidedBy, Decision, ErrorSite,
@@ -229,15 +229,16 @@ async fn the_catalog_s_card_writers_fill_the_question_in_order_for_tier_2_calls_
 
 #[tokio::test]
 async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
-    let store = Arc::new(MemoryApprovals::default());
+    let dir = tempfile::tempdir().unwrap();
+    let store = StateDb::open(&dir.path().join("state.db")).unwrap();
     let gate = TierGate::new(
         Arc::new(catalog_with_cards()),
         Arc::new(AutoRejectApprover),
         EventBus::new(),
     )
     .with_durable(DurableQuestions {
-        store: Arc::clone(&store) as Arc<dyn ApprovalStore>,
-        session: "web-1".into(),
+        store: store.clone(),
+        session: tau_core::SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
@@ -246,7 +247,7 @@ async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
     else {
         panic!("the question was not stored");
     };
-    let row = store.get(&approval_id).unwrap().unwrap();
+    let row = store.approval(&approval_id).unwrap().unwrap();
     let card = CallCard {
         headline: Some("switch · \"kitchen\"".into()),
         ..CallCard::default()

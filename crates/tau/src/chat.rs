@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use tau_agent::{Model, SessionId, SessionRepository, SqliteSessions};
+use tau_agent::{Model, SessionId, SessionRepository};
 use tau_core::{AgentParts, AuditEvent, EventBus, build_agent};
 use tau_terminal::{
     Console, Edited, Input, PromptEditor, Prompts, Read, TerminalApprover, start_stdin, texts,
@@ -90,6 +90,7 @@ pub(crate) fn open_session(
     events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         id.as_str(),
+        ctx.state()?,
     )?));
     for event in startup_errors {
         events.emit(event);
@@ -118,8 +119,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     let mut scripted = scripted.map(std::collections::VecDeque::from);
     let config = &ctx.loaded.config;
     let language = config.ui.language();
-    let repository: Arc<dyn SessionRepository> =
-        Arc::new(SqliteSessions::open(&ctx.home.state_db())?);
+    let repository: Arc<dyn SessionRepository> = Arc::new(ctx.state()?);
     let id = match session {
         Some(id) => id,
         None => new_session_id()?,

@@ -2,12 +2,13 @@
 //! bus the audit log listens on.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tau_agent::Model;
 use tau_core::{AuditEvent, EventBus, ToolCatalog};
 use tau_models::ModelBuildError;
 use tau_sandbox::{Sandbox, SandboxMode};
+use tau_state::StateDb;
 
 use crate::errors::usage;
 use crate::paths::{EnvFn, Home};
@@ -22,6 +23,9 @@ pub(crate) struct Context {
     pub env: Box<EnvFn>,
     /// Every event of this run; the command subscribes the audit log to it.
     pub events: EventBus,
+    /// `state.db`, opened once for the whole run: one connection per process, so no
+    /// second open (and close) of the file can drop the locks SQLite holds on it.
+    pub state: OnceLock<StateDb>,
 }
 
 /// The tools of this run, and the error events of MCP servers that could not be used
@@ -85,6 +89,24 @@ impl Context {
         )
     }
 
+    /// `state.db`, opened (and created, in a home that exists) on first use.
+    pub(crate) fn state(&self) -> anyhow::Result<StateDb> {
+        if let Some(state) = self.state.get() {
+            return Ok(state.clone());
+        }
+        let opened = StateDb::open(&self.home.state_db())?;
+        Ok(self.state.get_or_init(|| opened).clone())
+    }
+
+    /// `state.db` when it exists; `None`, and nothing created, when it does not.
+    pub(crate) fn existing_state(&self) -> anyhow::Result<Option<StateDb>> {
+        if let Some(state) = self.state.get() {
+            return Ok(Some(state.clone()));
+        }
+        Ok(StateDb::open_existing(&self.home.state_db())?
+            .map(|opened| self.state.get_or_init(|| opened).clone()))
+    }
+
     /// How commands (and MCP servers started as programs) are confined: tau's own
     /// executable is their launcher, and nothing of tau's home (but the workspace), its
     /// config file or `[tools.command] deny_read` can be read.
@@ -115,8 +137,7 @@ impl Context {
 
     /// The routines, switches and runs in `state.db`.
     pub(crate) fn routine_store(&self) -> anyhow::Result<Arc<tau_reflex::RoutineStore>> {
-        let db = self.home.prepare_state_db()?;
-        Ok(Arc::new(tau_reflex::RoutineStore::open(&db)?))
+        Ok(Arc::new(tau_reflex::RoutineStore::new(self.state()?)))
     }
 
     /// Every tool tau runs: the built-in ones and those of the configured MCP servers,
@@ -147,6 +168,7 @@ impl Context {
             // The message quotes what the server said: escaped, like everything from a peer.
             eprintln!("tau: warning: {}", tau_core::display(&warning.to_string()));
         }
+        catalog.add_card_writer(mcp.card_writer());
         catalog.extend(mcp.tools)?;
         Ok(Tools {
             catalog,

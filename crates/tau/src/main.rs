@@ -106,6 +106,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         loaded,
         env,
         events: tau_core::EventBus::new(),
+        state: std::sync::OnceLock::new(),
     };
     match cli.command {
         Command::Chat { session, answers } => {
