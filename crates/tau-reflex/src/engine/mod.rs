@@ -497,6 +497,7 @@ impl Inner {
                 session: session.clone(),
                 timeout: self.settings.ask_timeout,
                 cancel: slot.cancel.clone(),
+                origin: crate::ask::origin_note(routine).text,
             };
             return (Arc::new(approver), channel.as_str().to_owned());
         }
