@@ -46,7 +46,7 @@ pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents
 pub use build::{
     AgentParts, BuildError, HookProvider, PERSONA_HOOK, Plugin, build_agent, hooks_behind_gate,
 };
-pub use card::{CardWriter, LOOKALIKE, LookalikeWriter};
+pub use card::{CardWriter, LOOKALIKE, LookalikeWriter, Resumed, SHOWN_FILES_UNCHECKED_TEXT};
 pub use catalog::{
     CatalogEntry, CatalogError, TAU_ANNOTATION, TauToolSpec, ToolCatalog, adopt_external_spec,
     effect_of, tier_of,
@@ -66,7 +66,7 @@ pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_id};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, DecidedBy, Decision,
-    NoteLevel, NoticeKind, SessionId, StopReason, Tier, TierError, TurnUsage,
+    NoteLevel, NoticeKind, SessionId, ShownFile, StopReason, Tier, TierError, TurnUsage,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,

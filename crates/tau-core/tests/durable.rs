@@ -21,7 +21,8 @@ use tau_core::approval::{
     Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable,
 };
 use tau_core::{
-    ApprovalId, ChannelEvent, ChannelSink, DecidedBy, EventBus, ScriptedApprover, refusal_text,
+    ApprovalId, CallCard, CardWriter, ChannelEvent, ChannelSink, DecidedBy, EventBus, Resumed,
+    SHOWN_FILES_UNCHECKED_TEXT, ScriptedApprover, ShownFile, ToolCatalog, refusal_text,
 };
 
 struct Hub {
@@ -63,8 +64,13 @@ impl Hub {
     /// A conversation's agent over the shared store and sessions, as `tau serve` (re)builds
     /// it; `script` is what the model says from here on.
     async fn agent(&self, script: Vec<Message>) -> tau_core::TauAgent {
+        self.agent_on(self.house.catalog(), script).await
+    }
+
+    /// [`Hub::agent`] over `catalog` (the house's tools and card writers of the test's).
+    async fn agent_on(&self, catalog: ToolCatalog, script: Vec<Message>) -> tau_core::TauAgent {
         let mut setup = Setup::new(
-            self.house.catalog(),
+            catalog,
             // Never asked: a durable gate stores questions instead.
             Arc::new(ScriptedApprover::new([])),
         );
@@ -515,4 +521,92 @@ async fn closing_every_stored_question_asks_the_model_nothing() {
     assert_eq!(closed.model_calls, 0);
     assert_eq!(hub.house.lights.runs(), 0);
     assert!(agent.pending_approvals().is_empty());
+}
+
+/// Shows a file on the card of every `lights` call; after a restart answers the stored
+/// card with `resumed` and keeps the cards it was handed.
+struct ShowsAFile {
+    resumed: Result<Resumed, String>,
+    handed: std::sync::Mutex<Vec<CallCard>>,
+}
+
+impl CardWriter for ShowsAFile {
+    fn write(&self, _tool: &str, _arguments: &Value, card: &mut CallCard) {
+        card.shown_files.push(ShownFile {
+            path: "setup.sh".into(),
+            sha256: Some("ab12".into()),
+        });
+    }
+
+    fn resume(&self, _tool: &str, _arguments: &Value, card: &CallCard) -> Result<Resumed, String> {
+        self.handed.lock().unwrap().push(card.clone());
+        self.resumed.clone()
+    }
+}
+
+/// The hashes a question showed come back from its stored card when the call runs after a
+/// restart; when nothing holds the call to them, or a writer refuses, it does not run.
+#[tokio::test]
+async fn a_stored_card_that_showed_files_runs_only_when_the_call_is_held_to_them() {
+    let cases = [
+        (Ok(Resumed::HoldsShownFiles), None),
+        (
+            Ok(Resumed::Nothing),
+            Some(SHOWN_FILES_UNCHECKED_TEXT.to_owned()),
+        ),
+        (
+            Err("the sandbox changed".to_owned()),
+            Some("the sandbox changed".to_owned()),
+        ),
+    ];
+    for (resumed, refused) in cases {
+        let hub = Hub::new();
+        let writer = |resumed| {
+            Arc::new(ShowsAFile {
+                resumed,
+                handed: std::sync::Mutex::default(),
+            })
+        };
+        let id = {
+            let mut catalog = hub.house.catalog();
+            catalog.add_card_writer(writer(Ok(Resumed::Nothing)));
+            let mut before = hub.agent_on(catalog, lights_then("never said")).await;
+            ask(&mut before).await
+        };
+        assert_eq!(
+            hub.row(&id).card.shown_files,
+            vec![ShownFile {
+                path: "setup.sh".into(),
+                sha256: Some("ab12".into())
+            }],
+            "stored with the question"
+        );
+        hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
+        // The restarted process: its writer knows nothing but what the row brings back.
+        let after_writer = writer(resumed);
+        let mut catalog = hub.house.catalog();
+        catalog.add_card_writer(Arc::clone(&after_writer) as Arc<dyn CardWriter>);
+        let mut after = hub.agent_on(catalog, vec![text("After.")]).await;
+        after.resume(&id, None).await.unwrap();
+        let handed = after_writer.handed.lock().unwrap().clone();
+        assert_eq!(handed, vec![hub.row(&id).card], "{refused:?}");
+        let Some(refused) = refused else {
+            assert_eq!(hub.house.lights.runs(), 1);
+            continue;
+        };
+        assert_eq!(hub.house.lights.runs(), 0, "{refused}");
+        assert_eq!(last_results(after.messages())[0].2, refused);
+        let errors: Vec<String> = hub
+            .audit
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                tau_core::AuditEvent::Error { message, .. } => Some(message),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(errors, vec![format!("stored approval refused: {refused}")]);
+        // Refused for good: the approval was used.
+        assert!(hub.row(&id).consumed_at.is_some());
+    }
 }

@@ -27,6 +27,6 @@ mod vocabulary;
 pub use canonical::canonical_json;
 pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
-pub use question::{ApprovalQuestion, CallCard, CardNote, NoteLevel};
+pub use question::{ApprovalQuestion, CallCard, CardNote, NoteLevel, ShownFile};
 pub use tier::{Tier, TierError};
 pub use vocabulary::{Approval, CallStatus, DecidedBy, Decision};

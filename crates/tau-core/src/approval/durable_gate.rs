@@ -121,7 +121,9 @@ impl TierGate {
     /// The stored answer, checked again right before the call would run: the row is this
     /// call's and approved by a person, not consumed (consuming it now), not past its
     /// deadline, the tool still registered with the same tier, the arguments the tool
-    /// would run with hash to the approved ones. Anything else refuses.
+    /// would run with hash to the approved ones, and the stored card taken back by its
+    /// writers (a card that showed files refuses unless the call is held to their
+    /// hashes). Anything else refuses.
     pub fn resume_durable(
         &self,
         tool: &str,
@@ -190,6 +192,20 @@ impl TierGate {
             Ok(true) => {}
             Ok(false) => return refuse(tier, "the approval was already used"),
             Err(error) => return refuse(tier, &error.to_string()),
+        }
+        // What the card promised (the hashes of the files it showed) comes back from the
+        // stored row, not from this process's memory, which a restart emptied.
+        if let Err(text) = self.tiers.resume_card(tool, arguments, &row.card) {
+            tracing::error!(tool, tool_use_id, approval_id = %row.id, reason = %text, "stored approval refused");
+            self.emit_error(
+                ErrorSite::TierGate,
+                format!("stored approval refused: {text}"),
+                tool,
+                tool_use_id,
+            );
+            let mut check = Check::refuse(text, Approval::Refused, tier, DecidedBy::Policy);
+            check.approval_id = Some(row.id.to_string());
+            return check;
         }
         tracing::info!(tool, tool_use_id, approval_id = %row.id, "stored approval checked and consumed");
         let mut check = Check::refuse(String::new(), Approval::Approved, tier, decided_by);

@@ -44,6 +44,17 @@ pub trait TierLookup: Send + Sync {
     fn check_input(&self, _tool: &str, _arguments: &Value) -> Result<(), String> {
         Ok(())
     }
+
+    /// A stored question's card, right before its approved call runs; `Err` is the text
+    /// the model reads instead, and the call does not run. A card that showed files
+    /// refuses unless something holds the call to them.
+    fn resume_card(&self, _tool: &str, _arguments: &Value, card: &CallCard) -> Result<(), String> {
+        if card.shown_files.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::card::SHOWN_FILES_UNCHECKED_TEXT.to_owned())
+        }
+    }
 }
 
 /// Why an approver gave no answer, and what the model reads then (the refusal text when
