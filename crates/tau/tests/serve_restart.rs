@@ -267,6 +267,12 @@ fn ran(tau: &Tau) -> Option<String> {
     std::fs::read_to_string(tau.workspace().join("ran.txt")).ok()
 }
 
+/// The audit line's summary is `text`, cut short with an ellipsis where it is long.
+fn summarizes(call: &Value, text: &str) -> bool {
+    let summary = call["result_summary"].as_str().unwrap();
+    summary.len() > 100 && text.starts_with(summary.trim_end_matches('…'))
+}
+
 /// The text of the tool result the model was given for call `t1`.
 fn result_of_t1(messages: &[Value]) -> String {
     let results: Vec<&Value> = messages
@@ -276,7 +282,18 @@ fn result_of_t1(messages: &[Value]) -> String {
         .filter(|result| result["toolUseId"] == "t1")
         .collect();
     assert_eq!(results.len(), 1, "{messages:#?}");
-    results[0]["content"].to_string()
+    let mut texts = Vec::new();
+    strings_in(&results[0]["content"], &mut texts);
+    texts.join("\n")
+}
+
+fn strings_in(value: &Value, into: &mut Vec<String>) {
+    match value {
+        Value::String(text) => into.push(text.clone()),
+        Value::Array(items) => items.iter().for_each(|v| strings_in(v, into)),
+        Value::Object(fields) => fields.values().for_each(|v| strings_in(v, into)),
+        _ => {}
+    }
 }
 
 #[test]
@@ -313,10 +330,7 @@ fn a_script_edited_while_the_hub_was_down_does_not_run_after_the_yes() {
          {SCRIPT_SHA256} then, {EDITED_SHA256} now)"
     );
     assert_eq!(call["status"], "error", "{call:#}");
-    assert!(
-        call["result_summary"].as_str().unwrap().contains(&text),
-        "{call:#}"
-    );
+    assert!(summarizes(&call, &format!("Error: {text}")), "{call:#}");
     assert!(result_of_t1(&messages).contains(&text), "{messages:#?}");
 }
 
@@ -342,11 +356,8 @@ fn a_stored_command_question_runs_only_in_the_sandbox_it_named() {
     let text = "the command did not run: its question said \"sandbox: writes: workspace only · \
                 network: none\", but commands now run with \"runs without a sandbox\" (tau's \
                 configuration changed since). Ask the user again if it is still needed.";
-    assert_eq!(
-        (&call["status"], &call["result_summary"]),
-        (&json!("refused"), &json!(text)),
-        "{call:#}"
-    );
+    assert_eq!(call["status"], "refused", "{call:#}");
+    assert!(summarizes(&call, text), "{call:#}");
     assert!(result_of_t1(&messages).contains(text), "{messages:#?}");
     assert!(
         tau.audit()
