@@ -23,6 +23,7 @@
 //! - `approvals.rs`: durable questions; `conversations.rs`: a channel's conversations
 //! - `routines.rs`: definitions, switches, runs, marks; `telegram.rs`: the channel's memory
 //! - `devices.rs`: devices, discovery configs seen, last states
+//! - `grants.rs`: grants, their exact match, and their uses and revokes (one order)
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
 
 mod anchor;
@@ -31,6 +32,7 @@ mod conversations;
 mod db;
 mod devices;
 mod error;
+mod grants;
 mod migrate;
 mod routines;
 mod sessions;
@@ -42,6 +44,7 @@ pub use conversations::Conversation;
 pub use db::StateDb;
 pub use devices::{DeviceRow, SeenConfig, SeenState};
 pub use error::StateError;
+pub use grants::{GrantedCall, Revoked, is_live};
 pub use migrate::LATEST as SCHEMA_VERSION;
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use telegram::ShownQuestion;
