@@ -45,11 +45,13 @@
 //! channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `expiry.rs` deadlines and recovery.
+//! resumed or closed, `expiry.rs` deadlines and recovery, `ids.rs`
+//! new conversations' ids (128 random bits; a taken one is drawn again, never reused).
 
 mod channel;
 mod expiry;
 mod hub;
+mod ids;
 mod turns;
 mod types;
 
