@@ -21,7 +21,7 @@ use crate::channel::{Channel, ChannelError, ChannelStatus};
 use crate::ids::new_session_id;
 pub use crate::types::{
     ChannelEvents, ConversationEvent, ConversationInfo, HubOptions, OpenError, Opened, Recovery,
-    Reply, SessionEvent, SessionFactory,
+    Refused, Reply, SessionEvent, SessionFactory,
 };
 
 /// How many events a slow subscriber may fall behind before it is told it lagged.
