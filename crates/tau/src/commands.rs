@@ -28,10 +28,13 @@ pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
     if sessions.is_empty() {
         return Ok("no sessions yet\n".to_owned());
     }
+    let zone = crate::routines::zone(&ctx.loaded.config)?;
     let mut out = format!("{:<28} {:>8}  {}\n", "SESSION", "MESSAGES", "UPDATED");
     for s in sessions {
-        let updated = jiff::Timestamp::from_second(s.updated_at)
-            .map_or_else(|_| s.updated_at.to_string(), |t| t.to_string());
+        let updated = jiff::Timestamp::from_second(s.updated_at).map_or_else(
+            |_| s.updated_at.to_string(),
+            |t| crate::routines::when(t, &zone),
+        );
         let _ = writeln!(
             out,
             "{:<28} {:>8}  {updated}",
