@@ -1,4 +1,4 @@
-//! The small commands: sessions, tools, config.
+//! The small commands: sessions, tools.
 
 use std::fmt::Write;
 
@@ -28,10 +28,13 @@ pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
     if sessions.is_empty() {
         return Ok("no sessions yet\n".to_owned());
     }
+    let zone = crate::routines::zone(&ctx.loaded.config)?;
     let mut out = format!("{:<28} {:>8}  {}\n", "SESSION", "MESSAGES", "UPDATED");
     for s in sessions {
-        let updated = jiff::Timestamp::from_second(s.updated_at)
-            .map_or_else(|_| s.updated_at.to_string(), |t| t.to_string());
+        let updated = jiff::Timestamp::from_second(s.updated_at).map_or_else(
+            |_| s.updated_at.to_string(),
+            |t| crate::routines::when(t, &zone),
+        );
         let _ = writeln!(
             out,
             "{:<28} {:>8}  {updated}",
@@ -134,25 +137,4 @@ pub(crate) fn tools(catalog: &ToolCatalog) -> String {
         );
     }
     out
-}
-
-/// The effective config, once everything `tau chat` and `tau serve` would check holds: the
-/// workspace boundary, the model (its key included) and the Telegram bot token when
-/// `[telegram]` is there (nothing is connected).
-pub(crate) fn config_check(ctx: &Context) -> anyhow::Result<String> {
-    ctx.check_workspace()?;
-    ctx.build_model()?;
-    if let Some(telegram) = &ctx.loaded.config.telegram {
-        telegram
-            .token(|name| (ctx.env)(name))
-            .map_err(|e| crate::errors::usage(e.to_string()))?;
-    }
-    let source = ctx.loaded.path.as_ref().map_or_else(
-        || "no config file; defaults".to_owned(),
-        |p| format!("from {}", p.display()),
-    );
-    Ok(format!(
-        "# effective config ({source})\n{}",
-        toml::to_string_pretty(&ctx.loaded.config)?
-    ))
 }
