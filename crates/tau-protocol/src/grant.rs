@@ -258,7 +258,7 @@ pub struct Grant {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Allowance {
-    Grant(Grant),
+    Grant(Box<Grant>),
     /// Revoked by disabling or deleting the routine, not here.
     Routine(RoutineAllowance),
 }
