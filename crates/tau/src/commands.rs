@@ -4,8 +4,9 @@ use std::fmt::Write;
 
 use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolResultStatus};
 use tau_core::{ToolCatalog, display, json_for_terminal, sorted_json};
-use tau_state::StateDb;
+use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
+use crate::approvals;
 use crate::context::Context;
 use crate::errors::usage;
 use crate::lock::SessionLock;
@@ -28,18 +29,38 @@ pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
     if sessions.is_empty() {
         return Ok("no sessions yet\n".to_owned());
     }
-    let mut out = format!("{:<28} {:>8}  {}\n", "SESSION", "MESSAGES", "UPDATED");
+    let pending = store.approvals(Some(ApprovalState::Pending))?;
+    let mut out = format!(
+        "{:<28} {:>8}  {:<20}  {}\n",
+        "SESSION", "MESSAGES", "UPDATED", "WAITING"
+    );
     for s in sessions {
         let updated = jiff::Timestamp::from_second(s.updated_at)
             .map_or_else(|_| s.updated_at.to_string(), |t| t.to_string());
-        let _ = writeln!(
-            out,
-            "{:<28} {:>8}  {updated}",
+        let line = format!(
+            "{:<28} {:>8}  {updated:<20}  {}",
             s.id.as_str(),
-            s.message_count
+            s.message_count,
+            waiting(&pending, &s.id)
         );
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     Ok(out)
+}
+
+/// What waits in `session`: `1 question on TauBar`, or nothing.
+fn waiting(pending: &[ApprovalRow], session: &SessionId) -> String {
+    let rows: Vec<&ApprovalRow> = pending.iter().filter(|r| &r.session == session).collect();
+    let Some(first) = rows.first() else {
+        return String::new();
+    };
+    let questions = if rows.len() == 1 { "question" } else { "questions" };
+    format!(
+        "{} {questions} on {}",
+        rows.len(),
+        approvals::channel_name(&first.channel)
+    )
 }
 
 fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
@@ -49,6 +70,27 @@ fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
         return Err(usage(format!("no session named '{id}'")));
     }
     Ok(store.messages(&id, 0)?)
+}
+
+/// The questions of `name` that wait, one line each.
+fn waiting_lines(ctx: &Context, name: &str) -> anyhow::Result<String> {
+    let id = session_id(name)?;
+    let Some(store) = open_store(ctx)? else {
+        return Ok(String::new());
+    };
+    let mut out = String::new();
+    for row in store.approvals_of_session(&id)? {
+        if row.state == ApprovalState::Pending {
+            let _ = writeln!(
+                out,
+                "  ? {} waits for your answer on {} ({})",
+                display(&row.tool),
+                approvals::channel_name(&row.channel),
+                row.id
+            );
+        }
+    }
+    Ok(out)
 }
 
 pub(crate) fn sessions_show(ctx: &Context, name: &str, json: bool) -> anyhow::Result<String> {
@@ -86,6 +128,7 @@ pub(crate) fn sessions_show(ctx: &Context, name: &str, json: bool) -> anyhow::Re
             out.push('\n');
         }
     }
+    out.push_str(&waiting_lines(ctx, name)?);
     Ok(out)
 }
 
