@@ -127,7 +127,11 @@ impl App {
         match event {
             ChannelEvent::ApprovalRequested(question) => {
                 // A question asked again (the same id) is not new: no second bell.
-                if !self.cards.iter().any(|c| c.approval_id == question.approval_id) {
+                if !self
+                    .cards
+                    .iter()
+                    .any(|c| c.approval_id == question.approval_id)
+                {
                     self.bells += 1;
                 }
                 self.cards.push_back(Card::new(question));

@@ -55,7 +55,11 @@ fn waiting(pending: &[ApprovalRow], session: &SessionId) -> String {
     let Some(first) = rows.first() else {
         return String::new();
     };
-    let questions = if rows.len() == 1 { "question" } else { "questions" };
+    let questions = if rows.len() == 1 {
+        "question"
+    } else {
+        "questions"
+    };
     format!(
         "{} {questions} on {}",
         rows.len(),

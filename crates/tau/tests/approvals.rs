@@ -20,10 +20,17 @@ fn a_waiting_question_is_listed_with_where_to_answer_it_until_it_is_answered() {
         (before.code, before.stdout.as_str()),
         (0, "nothing waits for you\n")
     );
-    assert!(!tau.home().join("state.db").exists(), "listing creates nothing");
+    assert!(
+        !tau.home().join("state.db").exists(),
+        "listing creates nothing"
+    );
 
     let model = tau.replay(&json!([
-        tool_call("t1", "run_command", &json!({"command": "echo hi >> out.txt"})),
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo hi >> out.txt"})
+        ),
         answer("done"),
     ]));
     let serve = tau.serve(&model, &tau.serve_config(""));
@@ -55,7 +62,11 @@ fn a_waiting_question_is_listed_with_where_to_answer_it_until_it_is_answered() {
         .find(|l| l.starts_with(&session))
         .unwrap_or_default()
         .to_owned();
-    assert!(line.ends_with("  1 question on TauBar"), "{}", sessions.stdout);
+    assert!(
+        line.ends_with("  1 question on TauBar"),
+        "{}",
+        sessions.stdout
+    );
     let shown = tau.run(&["sessions", "show", &session], "");
     assert_eq!(
         shown.stdout.lines().last(),
@@ -78,10 +89,12 @@ fn a_waiting_question_is_listed_with_where_to_answer_it_until_it_is_answered() {
 /// The minutes left depend on how fast the machine is: `(N min left)` becomes `(<n> min left)`.
 fn regex_lite_minutes(text: &str) -> String {
     text.lines()
-        .map(|line| match (line.rfind(" ("), line.strip_suffix(" min left)")) {
-            (Some(at), Some(_)) => format!("{} (<n> min left)", &line[..at]),
-            _ => line.to_owned(),
-        })
+        .map(
+            |line| match (line.rfind(" ("), line.strip_suffix(" min left)")) {
+                (Some(at), Some(_)) => format!("{} (<n> min left)", &line[..at]),
+                _ => line.to_owned(),
+            },
+        )
         .collect::<Vec<_>>()
         .join("\n")
         + "\n"

@@ -193,13 +193,39 @@ fn each_new_question_rings_once_and_nothing_else_rings() {
     assert_eq!(app.bells, 1);
     app.bells = 0;
     // The same question again, its decision, text, the turn's end: no bell.
-    app.event(&requested("ap_1", "t1", "run_command", EFFECT, command("ls"), None));
-    app.event(&decided("ap_1", "t1", Decision::Rejected, DecidedBy::Timeout));
+    app.event(&requested(
+        "ap_1",
+        "t1",
+        "run_command",
+        EFFECT,
+        command("ls"),
+        None,
+    ));
+    app.event(&decided(
+        "ap_1",
+        "t1",
+        Decision::Rejected,
+        DecidedBy::Timeout,
+    ));
     app.event(&text("done"));
     app.event(&ended(StopReason::EndTurn));
     assert_eq!(app.bells, 0);
-    app.event(&requested("ap_2", "t2", "run_command", EFFECT, command("a"), None));
-    app.event(&requested("ap_3", "t3", "run_command", EFFECT, command("b"), None));
+    app.event(&requested(
+        "ap_2",
+        "t2",
+        "run_command",
+        EFFECT,
+        command("a"),
+        None,
+    ));
+    app.event(&requested(
+        "ap_3",
+        "t3",
+        "run_command",
+        EFFECT,
+        command("b"),
+        None,
+    ));
     assert_eq!(app.bells, 2);
 }
 
