@@ -1,4 +1,4 @@
-//! The small commands: sessions, tools, config.
+//! The small commands: sessions, tools.
 
 use std::fmt::Write;
 
@@ -181,25 +181,4 @@ pub(crate) fn tools(catalog: &ToolCatalog) -> String {
         );
     }
     out
-}
-
-/// The effective config, once everything `tau chat` and `tau serve` would check holds: the
-/// workspace boundary, the model (its key included) and the Telegram bot token when
-/// `[telegram]` is there (nothing is connected).
-pub(crate) fn config_check(ctx: &Context) -> anyhow::Result<String> {
-    ctx.check_workspace()?;
-    ctx.build_model()?;
-    if let Some(telegram) = &ctx.loaded.config.telegram {
-        telegram
-            .token(|name| (ctx.env)(name))
-            .map_err(|e| crate::errors::usage(e.to_string()))?;
-    }
-    let source = ctx.loaded.path.as_ref().map_or_else(
-        || "no config file; defaults".to_owned(),
-        |p| format!("from {}", p.display()),
-    );
-    Ok(format!(
-        "# effective config ({source})\n{}",
-        toml::to_string_pretty(&ctx.loaded.config)?
-    ))
 }

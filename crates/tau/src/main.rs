@@ -11,6 +11,7 @@ mod chat;
 mod chat_history;
 mod cli;
 mod commands;
+mod config_check;
 mod context;
 mod demo;
 mod devices;
@@ -191,7 +192,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Config {
             command: ConfigCommand::Check,
-        } => print(&commands::config_check(&ctx)?),
+        } => print(&config_check::run(&ctx)?),
         Command::Doctor => {
             let (report, healthy) = doctor::run(&ctx).await;
             print(&report);

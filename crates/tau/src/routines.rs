@@ -78,11 +78,7 @@ pub(crate) fn config_routines(
         at_must_be_future: false,
         webhooks: None,
     };
-    let shown = ctx
-        .loaded
-        .path
-        .as_ref()
-        .map_or_else(|| "tau.toml".to_owned(), |p| p.display().to_string());
+    let shown = ctx.config_name();
     validate_config(&defs(config)?, &checks).map_err(|e| usage(format!("{shown}: {e}")))
 }
 

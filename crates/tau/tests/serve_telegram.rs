@@ -450,6 +450,11 @@ fn a_routine_that_asks_on_telegram_asks_the_first_owner_and_runs_on_yes() {
     let (asked, id) = question(&emulator);
     assert_eq!(asked.chat, OWNER);
     assert!(asked.text.contains("echo tock"), "{}", asked.text);
+    assert!(
+        asked.text.contains("tick · every 1s"),
+        "whose question: {}",
+        asked.text
+    );
     // Only the owner's press, in the owner's chat, counts.
     emulator.press(OWNER, STRANGER, &format!("v1:a:{id}"));
     emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
