@@ -29,22 +29,39 @@ pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
     if sessions.is_empty() {
         return Ok("no sessions yet\n".to_owned());
     }
+    let zone = crate::routines::zone(&ctx.loaded.config)?;
     let pending = store.approvals(Some(ApprovalState::Pending))?;
-    let mut out = format!(
-        "{:<28} {:>8}  {:<20}  {}\n",
-        "SESSION", "MESSAGES", "UPDATED", "WAITING"
-    );
-    for s in sessions {
-        let updated = jiff::Timestamp::from_second(s.updated_at)
-            .map_or_else(|_| s.updated_at.to_string(), |t| t.to_string());
-        let line = format!(
-            "{:<28} {:>8}  {updated:<20}  {}",
-            s.id.as_str(),
-            s.message_count,
-            waiting(&pending, &s.id)
-        );
-        out.push_str(line.trim_end());
+    let rows: Vec<_> = sessions
+        .into_iter()
+        .map(|s| {
+            let updated = jiff::Timestamp::from_second(s.updated_at).map_or_else(
+                |_| s.updated_at.to_string(),
+                |t| crate::routines::when(t, &zone),
+            );
+            let waiting = waiting(&pending, &s.id);
+            (s.id.as_str().to_owned(), s.message_count, updated, waiting)
+        })
+        .collect();
+    // The WAITING column is there while a question waits somewhere.
+    let width = rows
+        .iter()
+        .map(|row| row.2.chars().count())
+        .max()
+        .unwrap_or_default()
+        .max("UPDATED".len());
+    let mut out = String::new();
+    let mut line = |id: &str, count: &str, updated: &str, waiting: &str| {
+        let text = if pending.is_empty() {
+            format!("{id:<28} {count:>8}  {updated}")
+        } else {
+            format!("{id:<28} {count:>8}  {updated:<width$}  {waiting}")
+        };
+        out.push_str(text.trim_end());
         out.push('\n');
+    };
+    line("SESSION", "MESSAGES", "UPDATED", "WAITING");
+    for (id, count, updated, waiting) in &rows {
+        line(id, &count.to_string(), updated, waiting);
     }
     Ok(out)
 }

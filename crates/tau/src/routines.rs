@@ -110,8 +110,9 @@ fn find<'a>(book: &'a Book, name: &str) -> anyhow::Result<&'a Routine> {
         })
 }
 
-/// A time as a person reads it: to the second, in the routine zone.
-fn when(at: Timestamp, zone: &TimeZone) -> String {
+/// A time as a person reads it: to the second, in the configured zone (`zone`), which is
+/// named (`2026-12-03 11:02:19 +03`).
+pub(crate) fn when(at: Timestamp, zone: &TimeZone) -> String {
     at.to_zoned_datetime(zone.clone())
         .strftime("%Y-%m-%d %H:%M:%S %Z")
         .to_string()
