@@ -20,6 +20,7 @@ use crate::config::TelegramConfig;
 use crate::hub::{
     Happened, Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
 };
+use crate::pending::pending_text;
 use crate::poller::{self, Handler, Pacing, PollError};
 use crate::question::outcome;
 use crate::store::Store;
@@ -269,6 +270,10 @@ impl TelegramChannel {
             // here until they are decided or expire.
             Some("new") => match self.store.next_generation(chat) {
                 Ok(_) => self.say(chat, t.new_session),
+                Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
+            },
+            Some("pending") => match self.hub.waiting().await {
+                Ok(questions) => self.say(chat, &pending_text(t, chat, &questions)),
                 Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
             },
             Some("cancel") => match self.hub.cancel(&key).await {

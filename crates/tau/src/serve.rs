@@ -197,6 +197,14 @@ fn announce(
     if telegram {
         out.push_str("tau serve: Telegram: answering the owners named in [telegram]\n");
     }
+    for refused in &recovery.refused {
+        out.push_str(&format!(
+            "tau serve: question {} ({}) refused, never run: {}\n",
+            refused.row.id,
+            tau_core::display(&refused.row.tool),
+            refused.why
+        ));
+    }
     if recovery.cancelled > 0 {
         out.push_str(&format!(
             "tau serve: {} question(s) cancelled: their turn was given up while tau was not running\n",
@@ -279,6 +287,11 @@ fn model_for_session(model: &Arc<dyn Model>, stored: &[Message]) -> Arc<dyn Mode
 
 #[async_trait]
 impl SessionFactory for Factory {
+    fn recorded_answers(&self) -> Result<Vec<tau_state::RecordedAnswer>, OpenError> {
+        crate::audit::recorded_answers(&self.home.audit_log())
+            .map_err(|e| OpenError(format!("cannot read the audit log: {e}")))
+    }
+
     fn events(&self, session: &SessionId) -> EventBus {
         let bus = EventBus::new();
         bus.subscribe(Arc::new(SessionAudit {

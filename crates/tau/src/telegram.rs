@@ -143,6 +143,15 @@ impl tau_telegram::Hub for TelegramHub {
             .collect()
     }
 
+    async fn waiting(&self) -> Result<Vec<Question>, tau_telegram::HubError> {
+        self.hub
+            .approvals_of_every_channel(Some(ApprovalState::Pending))
+            .map_err(hub_error)?
+            .into_iter()
+            .map(|row| self.question_of(row))
+            .collect()
+    }
+
     fn refused_press(&self, press: &RefusedPress) {
         self.events.emit(&AuditEvent::AnswerRefused {
             channel: CHANNEL.to_owned(),

@@ -127,6 +127,36 @@ fn the_owner_approves_on_telegram_and_the_command_runs_once() {
         !tau.workspace().join("out.txt").exists(),
         "nothing runs before the answer"
     );
+    // TauBar lists the question among what waits, as Telegram's; it cannot answer it.
+    let every = serve.get("/api/approvals?state=pending&channel=all").json();
+    assert_eq!(
+        every
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["id"].clone(), r["channel"].clone()))
+            .collect::<Vec<_>>(),
+        vec![(json!(id), json!("telegram"))]
+    );
+    let webs_own = serve.get("/api/approvals?state=pending").json();
+    assert_eq!(webs_own, json!([]));
+    let answered_on_web = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(answered_on_web.status, 404, "{answered_on_web:?}");
+    // A question on TauBar too: /pending lists both, each with where it is answered.
+    let web = serve.new_session();
+    serve.ask(&web, "write hi from the web");
+    emulator.write(OWNER, OWNER, "/pending");
+    let pending = emulator.wait("the pending list", |m| {
+        m.iter()
+            .find(|m| m.text.starts_with("Waiting for your answer"))
+            .cloned()
+    });
+    assert_eq!(
+        pending.text,
+        "Waiting for your answer (2):\n\
+         • run_command (tier 2): its buttons are on its message in this chat\n\
+         • run_command (tier 2): answer it on TauBar"
+    );
 
     emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
     // The shell makes the file before it writes the line: wait for the line.
