@@ -4,6 +4,7 @@
 //! commands; the chat itself is tau-terminal's, the policy tau-core's. Exit codes: 0 done,
 //! 1 failed, 2 a usage or configuration mistake.
 
+mod approvals;
 mod audit;
 mod boundary;
 mod chat;
@@ -149,6 +150,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             SessionsCommand::Delete { name } => print(&commands::sessions_delete(&ctx, &name)?),
         },
+        Command::Approvals => print(&approvals::list(&ctx)?),
         Command::Tools => {
             ctx.home.create()?;
             let tools = ctx.catalog_with_routines().await?;
