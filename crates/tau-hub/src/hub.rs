@@ -278,6 +278,16 @@ impl Hub {
             .collect())
     }
 
+    /// The stored questions of every channel in `state` (all of them for `None`), oldest
+    /// first: what waits for the person wherever it was asked. Only a question's own
+    /// channel may answer it ([`Hub::answer`] checks).
+    pub fn approvals_of_every_channel(
+        &self,
+        state: Option<ApprovalState>,
+    ) -> Result<Vec<ApprovalRow>, HubError> {
+        Ok(self.inner.state.approvals(state)?)
+    }
+
     /// One stored question of `channel` and the conversation it belongs to; `None` for an
     /// unknown id or another channel's question.
     pub fn approval(

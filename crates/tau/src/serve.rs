@@ -140,7 +140,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             hub.clone(),
             hub_events.clone(),
             state.clone(),
-            config.ui.language(),
+            config,
             Arc::clone(&hosted.web) as _,
         )?;
         channels.push(telegram_channel);
