@@ -20,6 +20,9 @@ use tau_protocol::{
 use crate::db::StateDb;
 use crate::error::StateError;
 
+mod check;
+pub use check::{RecordedAnswer, Untrusted, cross_check, needs_check};
+
 /// Where a question stands. Only `pending` can change, and only once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -106,6 +109,7 @@ impl ApprovalRow {
             channel: self.channel.clone(),
             deadline: Some(self.deadline.to_string()),
             card: self.card.clone(),
+            grant: None,
         }
     }
 }
