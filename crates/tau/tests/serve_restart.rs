@@ -367,6 +367,7 @@ fn a_stored_command_question_runs_only_in_the_sandbox_it_named() {
         "{:#?}",
         tau.audit()
     );
+}
 
 /// Runs `sql` on the home's `state.db` as another program would, `?1` bound to `id`.
 fn edit_state_db(tau: &Tau, sql: &str, id: &str) {
