@@ -37,7 +37,9 @@ mod sessions;
 mod telegram;
 
 pub use anchor::AuditHead;
-pub use approvals::{Answered, ApprovalRow, ApprovalState, NewApproval, canonical_arguments};
+pub use approvals::{
+    Answered, ApprovalRow, ApprovalState, CallOutcome, NewApproval, canonical_arguments,
+};
 pub use conversations::Conversation;
 pub use db::StateDb;
 pub use devices::{DeviceRow, SeenConfig, SeenState};

@@ -197,6 +197,12 @@ fn announce(
     if telegram {
         out.push_str("tau serve: Telegram: answering the owners named in [telegram]\n");
     }
+    if recovery.uncertain > 0 {
+        out.push_str(&format!(
+            "tau serve: {} approved call(s) were running when tau stopped: they may or may not have run, and are not run again\n",
+            recovery.uncertain
+        ));
+    }
     if recovery.cancelled > 0 {
         out.push_str(&format!(
             "tau serve: {} question(s) cancelled: their turn was given up while tau was not running\n",
