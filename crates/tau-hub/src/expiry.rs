@@ -1,6 +1,7 @@
-//! Deadlines and restarts: a stored question past its deadline expires (its turn goes on
-//! with `timeout`), and at start the hub closes the approved calls that were running when
-//! it stopped (never running them again), expires what the downtime let pass, resumes the
+//! Deadlines and restarts: after the cross-check (`check.rs`), a stored question past its
+//! deadline expires (its turn goes on with `timeout`), and at start the hub closes the
+//! approved calls that were running when it stopped (never running them again), expires
+//! what the downtime let pass, resumes the
 //! turns whose questions were decided just before it stopped, and reports what is still
 //! pending so channels show it again.
 
@@ -24,6 +25,7 @@ impl Hub {
     /// Recovers from the last run and starts the expiry task. Call once, before the
     /// channels start.
     pub async fn start(&self) -> Result<Recovery, HubError> {
+        let refused = self.refuse_untrusted()?;
         let uncertain = self.close_cut_off_calls()?;
         let cancelled = self.cancel_abandoned()?;
         let expired = self.expire_due().await?;
@@ -49,6 +51,7 @@ impl Hub {
             expired,
             resumed,
             pending,
+            refused,
         })
     }
 
