@@ -84,6 +84,7 @@ fn requested(channel: &str) -> AuditEvent {
         channel: channel.into(),
         deadline: None,
         card: Default::default(),
+        grant: None,
     })
 }
 
@@ -106,6 +107,7 @@ fn approval_event(decision: Decision, decided_by: DecidedBy, approver: &str) -> 
         decided_by,
         approver: approver.into(),
         channel: approver.into(),
+        grant: None,
     }
 }
 
@@ -174,6 +176,7 @@ async fn approval_request_carries_tool_tier_effect_arguments_id_and_channel() {
             channel: "terminal".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }]
     );
 }
@@ -864,6 +867,7 @@ async fn a_yes_that_no_person_gave_is_a_failed_approver_not_an_approval() {
         let approver = ScriptedApprover::answers([Answer {
             decision: Decision::Approved,
             decided_by: decided_by.clone(),
+            grant: None,
         }]);
         let (gate, events) = gate_with(Arc::new(approver));
         let check = gate

@@ -477,7 +477,7 @@ fn decision_line(
         (Decision::Rejected, DecidedBy::Person { .. })
         | (
             Decision::Approved | Decision::Rejected,
-            DecidedBy::Policy | DecidedBy::Exemption { .. },
+            DecidedBy::Policy | DecidedBy::Exemption { .. } | DecidedBy::Grant { .. },
         ) => refused(t.refused),
     }
 }
@@ -591,6 +591,7 @@ mod tests {
             channel: "terminal".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }))
     }
 
@@ -601,6 +602,7 @@ mod tests {
             tool: "mqtt_publish".into(),
             decision,
             decided_by,
+            grant: None,
         }
     }
 

@@ -333,6 +333,7 @@ impl SessionFactory for Factory {
             )),
             events,
             durable: Some(durable),
+            grants: None,
         })
         .await
         .map_err(|e| OpenError(e.to_string()))?;
