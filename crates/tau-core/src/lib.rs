@@ -67,8 +67,9 @@ pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_id};
 pub use tau_protocol::{
-    Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, DecidedBy, Decision,
-    NoteLevel, NoticeKind, SessionId, StopReason, Tier, TierError, TurnUsage,
+    Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, DecidedBy, Decision, Grant,
+    GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, NoteLevel, NoticeKind, SessionId,
+    StopReason, Tier, TierError, TurnUsage,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,
