@@ -88,6 +88,9 @@ pub struct Check {
     pub unknown_tool: bool,
     /// The tool refused the arguments before anyone was asked.
     pub invalid: bool,
+    /// The call was approved and let through before, and tau stopped before its result
+    /// was stored: it is not run again, and may or may not have run.
+    pub effect_uncertain: bool,
 }
 
 impl Check {
@@ -101,6 +104,7 @@ impl Check {
             approval_id: None,
             unknown_tool: false,
             invalid: false,
+            effect_uncertain: false,
         }
     }
 
@@ -120,6 +124,7 @@ impl Check {
             approval_id: None,
             unknown_tool: false,
             invalid: false,
+            effect_uncertain: false,
         }
     }
 
@@ -130,7 +135,10 @@ impl Check {
 
     /// The status a refused call is recorded with.
     pub fn refused_status(&self) -> CallStatus {
-        if self.unknown_tool {
+        if self.effect_uncertain {
+            // It may have run; "refused" would say it did not.
+            CallStatus::Error
+        } else if self.unknown_tool {
             CallStatus::UnknownTool
         } else if self.invalid {
             CallStatus::Invalid
@@ -239,6 +247,9 @@ pub struct TierGate {
     prompt_lock: tokio::sync::Mutex<()>,
     /// Set where a person's grants apply: checked before asking, offered on questions.
     pub(super) grants: Option<GateGrants>,
+    /// Stored questions not shown to anyone yet: announced once the turn's paused state
+    /// is saved ([`TierGate::announce_stored`]).
+    pub(super) unannounced: std::sync::Mutex<Vec<ApprovalQuestion>>,
 }
 
 const SUMMARY_CHARS: usize = 200;
@@ -257,6 +268,7 @@ impl TierGate {
             next_exemption: AtomicU64::new(0),
             prompt_lock: tokio::sync::Mutex::new(()),
             grants: None,
+            unannounced: std::sync::Mutex::default(),
         }
     }
 

@@ -189,7 +189,8 @@ impl TauAgent {
         let _attached = self.forwarder.attach(sink.cloned());
         if self.agent.interrupt_state().activated {
             let pending = self.agent.interrupt_state().pending();
-            let stored = self.stored_question_ids(&pending);
+            // Answered ones too: a resumed turn cut off before it finished goes on first.
+            let stored = self.stored_question_ids(&self.agent.interrupt_state().unfinished());
             if !stored.is_empty() {
                 // A stored question waits: its answer, expiry or supersession comes first.
                 let source = AgentError::MustResume {
@@ -240,6 +241,9 @@ impl TauAgent {
             };
             self.agent.set_limits(limits);
             let result = self.agent.invoke(input, Some(&turn.events())).await;
+            // The paused state is saved (and flushed) when the loop returns: only now may
+            // the questions it stored be shown.
+            self.gate.announce_stored(result.is_ok());
             let result = match result {
                 Ok(result) => result,
                 Err(source) => return Err(self.fail(turn, source, calls, usage)),
