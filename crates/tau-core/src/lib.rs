@@ -66,9 +66,10 @@ pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_id};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, DecidedBy, Decision,
-    NoteLevel, NoticeKind, SessionId, StopReason, Tier, TierError, TurnUsage,
+    NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock, SessionId, StopReason, Tier, TierError,
+    TurnUsage, shown_lines,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,
-    interrupt_rejection, waits_on,
+    interrupt_rejection, output_blocks, waits_on,
 };

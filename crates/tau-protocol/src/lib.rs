@@ -14,12 +14,14 @@
 //! - `event.rs`: [`ChannelEvent`] and its parts
 //! - `ids.rs`: [`SessionId`], [`ApprovalId`]
 //! - `canonical.rs`: [`canonical_json`], the one text of a JSON value
+//! - `output.rs`: [`OutputBlock`], a tool's result as a person reads it
 //! - `question.rs`: [`ApprovalQuestion`], the tier-2 question carried whole, and its
 //!   [`CallCard`]
 
 mod canonical;
 mod event;
 mod ids;
+mod output;
 mod question;
 mod tier;
 mod vocabulary;
@@ -27,6 +29,7 @@ mod vocabulary;
 pub use canonical::canonical_json;
 pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
+pub use output::{OUTPUT_LINES, OutputBlock, shown_lines};
 pub use question::{ApprovalQuestion, CallCard, CardNote, NoteLevel};
 pub use tier::{Tier, TierError};
 pub use vocabulary::{Approval, CallStatus, DecidedBy, Decision};

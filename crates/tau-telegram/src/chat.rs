@@ -145,6 +145,7 @@ impl Chat {
             | ChannelEvent::ToolCallStarted { .. }
             | ChannelEvent::ToolProgress { .. }
             | ChannelEvent::ToolCallFinished { .. }
+            | ChannelEvent::ToolOutput { .. }
             | ChannelEvent::Notice { .. } => {}
         }
     }

@@ -46,6 +46,8 @@ pub struct Texts {
     pub goodbye: &'static str,
     /// Beside the spinner while the model has not answered yet (terminals only).
     pub thinking: &'static str,
+    /// Below a call's output cut short: `{n}` lines.
+    pub more_lines: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -81,6 +83,7 @@ const EN: Texts = Texts {
     result_cancelled: "cancelled",
     goodbye: "bye",
     thinking: "thinking…",
+    more_lines: "… {n} more lines (tau sessions show has them all)",
 };
 
 const TR: Texts = Texts {
@@ -116,6 +119,7 @@ const TR: Texts = Texts {
     result_cancelled: "iptal edildi",
     goodbye: "hoşça kal",
     thinking: "düşünüyor…",
+    more_lines: "… {n} satır daha (tau sessions show hepsini gösterir)",
 };
 
 pub fn texts(language: Language) -> &'static Texts {

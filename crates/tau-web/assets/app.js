@@ -192,12 +192,51 @@ function callNode(id, tool, tier, args) {
 }
 
 function finishCall(entry, status, decidedBy, summary) {
+  entry.finished = status;
   entry.node.classList.add(status);
   entry.status.textContent = status.replace("_", " ");
   entry.decided.textContent = decidedText(decidedBy);
   if (summary) {
     entry.result.hidden = false;
     entry.result.textContent = summary;
+  }
+}
+
+// The lines of a text block shown before "N more lines" (tau's OUTPUT_LINES).
+const OUTPUT_LINES = 8;
+
+// Whether a call's output is shown under it: a success's, and a failure's when it has
+// fields (a command that exited non-zero); other texts are tau's own and on the line.
+function worthShowing(status, blocks) {
+  if (status === "success") return blocks.length > 0;
+  if (status === "error") return blocks.some((block) => block.type === "field");
+  return false;
+}
+
+// What a call gave back, as text: its fields on one line, each text's first lines, and
+// "N more lines" that opens the rest. Escaped once, on the server; set as text.
+function showOutput(entry, blocks) {
+  const box = entry.result;
+  box.replaceChildren();
+  box.hidden = false;
+  box.classList.add("output");
+  const fields = blocks.filter((block) => block.type === "field").map((block) => `${block.name} ${block.value}`);
+  if (fields.length > 0) box.append(el("div", "fields", fields.join(" · ")));
+  for (const block of blocks) {
+    if (block.type !== "text") continue;
+    if (block.name) box.append(el("div", "block-name", block.name));
+    const lines = String(block.text).replace(/\n$/, "").split("\n");
+    const text = el("pre", "block", lines.slice(0, OUTPUT_LINES).join("\n"));
+    box.append(text);
+    if (lines.length > OUTPUT_LINES) {
+      const more = el("button", "link more-lines", `${lines.length - OUTPUT_LINES} more lines`);
+      more.type = "button";
+      more.addEventListener("click", () => {
+        text.textContent = lines.join("\n");
+        more.remove();
+      });
+      box.append(more);
+    }
   }
 }
 
@@ -233,8 +272,14 @@ async function loadTranscript(session) {
         const result = block.toolResult;
         const entry = state.calls.get(result.toolUseId);
         if (entry) {
-          const text = (result.content || []).map((c) => (c.text !== undefined ? c.text : JSON.stringify(c.json))).join("\n");
-          finishCall(entry, result.status, null, text.slice(0, 200));
+          const blocks = Array.isArray(result.blocks) ? result.blocks : [];
+          if (worthShowing(result.status, blocks)) {
+            finishCall(entry, result.status, null, null);
+            showOutput(entry, blocks);
+          } else {
+            const text = blocks.filter((block) => block.type === "text").map((block) => block.text).join("\n");
+            finishCall(entry, result.status, null, text.slice(0, 200));
+          }
           const row = asked.get(result.toolUseId);
           if (row) entry.decided.textContent = decidedText(row.decided_by);
         }
@@ -286,6 +331,11 @@ function onEvent(event) {
       state.live = null;
       const entry = callNode(event.call_id, event.tool, null, "");
       finishCall(entry, event.status, event.decided_by, event.result_summary);
+      return;
+    }
+    case "tool_output": {
+      const entry = state.calls.get(event.call_id);
+      if (entry && Array.isArray(event.blocks) && worthShowing(entry.finished, event.blocks)) showOutput(entry, event.blocks);
       return;
     }
     case "notice":
