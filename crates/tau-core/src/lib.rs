@@ -39,8 +39,8 @@ mod ids;
 mod turn;
 
 pub use approval::{
-    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
-    TierGate, ToolCallRecord, invalid_call_text, refusal_text, unknown_tool_text,
+    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, GateGrants,
+    ScriptedApprover, TierGate, ToolCallRecord, invalid_call_text, refusal_text, unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{

@@ -82,6 +82,7 @@ fn requested(channel: &str) -> AuditEvent {
         channel: channel.into(),
         deadline: None,
         card: Default::default(),
+        grant: None,
     })
 }
 
@@ -104,6 +105,7 @@ fn approval_event(decision: Decision, decided_by: DecidedBy, approver: &str) -> 
         decided_by,
         approver: approver.into(),
         channel: approver.into(),
+        grant: None,
     }
 }
 
@@ -172,6 +174,7 @@ async fn approval_request_carries_tool_tier_effect_arguments_id_and_channel() {
             channel: "terminal".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }]
     );
 }
@@ -861,6 +864,7 @@ async fn a_yes_that_no_person_gave_is_a_failed_approver_not_an_approval() {
         let approver = ScriptedApprover::answers([Answer {
             decision: Decision::Approved,
             decided_by: decided_by.clone(),
+            grant: None,
         }]);
         let (gate, events) = gate_with(Arc::new(approver));
         let check = gate

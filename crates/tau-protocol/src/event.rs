@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::grant::GrantMade;
 use crate::output::OutputBlock;
 use crate::question::ApprovalQuestion;
 use crate::tier::Tier;
@@ -37,6 +38,9 @@ pub enum ChannelEvent {
         tool: String,
         decision: Decision,
         decided_by: DecidedBy,
+        /// The grant this answer made ("yes, and allow this again"), if it made one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<GrantMade>,
     },
     /// A call's fate, whatever its tier.
     ToolCallFinished {

@@ -17,9 +17,13 @@
 //! - `output.rs`: [`OutputBlock`], a tool's result as a person reads it
 //! - `question.rs`: [`ApprovalQuestion`], the tier-2 question carried whole, and its
 //!   [`CallCard`]
+//! - `grant.rs`: [`GrantId`], [`GrantScope`], [`GrantRequest`] (what a "yes, and allow
+//!   this again" asks for), [`GrantOffer`] (what it would cover), [`Grant`] (one as stored), [`Allowance`] (a
+//!   grant or a routine's exemption, as the lists show them)
 
 mod canonical;
 mod event;
+mod grant;
 mod ids;
 mod output;
 mod question;
@@ -28,6 +32,11 @@ mod vocabulary;
 
 pub use canonical::canonical_json;
 pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
+pub use grant::{
+    Allowance, DEFAULT_GRANT_HOURS, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,
+    GrantRequestError, GrantScope, InvalidGrantId, MAX_GRANT_HOURS, MAX_GRANT_USES,
+    RoutineAllowance,
+};
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
 pub use output::{OUTPUT_LINES, OutputBlock, shown_lines};
 pub use question::{ApprovalQuestion, CallCard, CardNote, NoteLevel};

@@ -169,6 +169,7 @@ impl AskApprover {
                         return Ok(Answer {
                             decision: Decision::Timeout,
                             decided_by: DecidedBy::Timeout,
+                            grant: None,
                         });
                     }
                     let left = crate::clock::until(now, row.deadline);
@@ -185,6 +186,7 @@ impl AskApprover {
                     return Ok(Answer {
                         decision: Decision::Timeout,
                         decided_by: DecidedBy::Timeout,
+                        grant: None,
                     });
                 }
                 ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
@@ -216,6 +218,7 @@ impl AskApprover {
             Ok(true) => Ok(Answer {
                 decision: Decision::Approved,
                 decided_by,
+                grant: None,
             }),
             Ok(false) => Err(failed("the approval was already used")),
             Err(error) => Err(failed(error.to_string())),

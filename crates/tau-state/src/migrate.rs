@@ -158,11 +158,16 @@ CREATE TABLE state_meta (
 );
 ";
 
+/// Step 3: grants, a person's "yes, and allow exactly this again".
+fn grants(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(crate::grants::GRANTS_TABLE)
+}
+
 /// One step of the schema, run inside the migration's transaction.
 type Step = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
 /// Every step, in order; a file at version N has had the first N.
-const STEPS: &[Step] = &[before_one_owner, state_meta];
+const STEPS: &[Step] = &[before_one_owner, state_meta, grants];
 
 /// The version a file has once this tau opened it.
 pub const LATEST: i64 = STEPS.len() as i64;

@@ -15,6 +15,7 @@ fn asked(arguments: Value) -> ApprovalQuestion {
         arguments,
         deadline: Some("2026-12-02T14:33:05Z".into()),
         card: Default::default(),
+        grant: None,
     }
 }
 
@@ -62,13 +63,13 @@ fn shown((html, keyboard): (String, Keyboard)) -> String {
 #[test]
 fn question_en() {
     let a = asked(json!({"command": "sh setup.sh", "timeout_seconds": 30}));
-    insta::assert_snapshot!(shown(question(&a, Language::En)));
+    insta::assert_snapshot!(shown(question(&a, Language::En, &TimeZone::UTC)));
 }
 
 #[test]
 fn question_tr() {
     let a = asked(json!({"command": "sh setup.sh", "timeout_seconds": 30}));
-    insta::assert_snapshot!(shown(question(&a, Language::Tr)));
+    insta::assert_snapshot!(shown(question(&a, Language::Tr, &TimeZone::UTC)));
 }
 
 #[test]
@@ -78,7 +79,7 @@ fn question_with_long_arguments_shows_the_start_and_offers_all() {
         "A".repeat(6000)
     );
     let a = asked(json!({"command": command, "timeout_seconds": 30}));
-    let (html, keyboard) = question(&a, Language::En);
+    let (html, keyboard) = question(&a, Language::En, &TimeZone::UTC);
     assert!(html.chars().count() < MESSAGE_LIMIT, "{}", html.len());
     assert_eq!(keyboard.len(), 2);
     insta::assert_snapshot!(shown((html.replace(&"A".repeat(50), "A×50"), keyboard)));
@@ -106,7 +107,7 @@ fn tau_s_card_is_in_the_question_and_a_long_detail_is_offered_whole() {
     a.card.push(
         tau_core::CardNote::warning("file", "setup.sh, written in this turn").with_detail(script),
     );
-    let (html, keyboard) = question(&a, Language::En);
+    let (html, keyboard) = question(&a, Language::En, &TimeZone::UTC);
     assert!(!html.contains("<b>\n"), "the headline is escaped: {html}");
     assert_eq!(keyboard.len(), 2, "the detail was cut: Show all is offered");
     insta::assert_snapshot!(shown((html.replace(&"#\n".repeat(20), "#×20\n"), keyboard)));
@@ -124,7 +125,7 @@ fn what_the_model_wrote_cannot_add_markup_or_hide_text() {
         "padding": format!("x{}y", " ".repeat(300)),
     }));
     a.tool = "<i>lights</i>\u{200b}".into();
-    let (html, _) = question(&a, Language::En);
+    let (html, _) = question(&a, Language::En, &TimeZone::UTC);
     insta::assert_snapshot!(html);
     for bad in ["<a ", "<i>lights", "<b>bold", "\u{202e}", "\u{200b}"] {
         assert!(!html.contains(bad), "{bad} in {html}");
@@ -145,9 +146,9 @@ fn closed_questions_say_what_was_decided_by_whom_and_when() {
             let r = row(state, by);
             shots.push_str(&format!("== {} {}\n", language.code(), state.as_str()));
             if state == ApprovalState::Approved {
-                shots.push_str(&closed(&r, language));
+                shots.push_str(&closed(&r, language, &TimeZone::UTC));
             } else {
-                shots.push_str(&outcome(&r, language));
+                shots.push_str(&outcome(&r, language, &TimeZone::UTC));
             }
             shots.push_str("\n\n");
         }
@@ -158,7 +159,11 @@ fn closed_questions_say_what_was_decided_by_whom_and_when() {
 #[test]
 fn an_open_question_has_no_outcome() {
     assert_eq!(
-        outcome(&row(ApprovalState::Pending, None), Language::En),
+        outcome(
+            &row(ApprovalState::Pending, None),
+            Language::En,
+            &TimeZone::UTC
+        ),
         ""
     );
 }
@@ -169,4 +174,19 @@ fn arguments_that_are_not_an_object_are_shown_too() {
     assert_eq!(argument_rows(&json!({}), t), vec!["{}"]);
     assert_eq!(argument_rows(&json!("on"), t), vec!["\"on\" (2 chars)"]);
     assert_eq!(argument_rows(&json!({"a b": 1}), t), vec!["\"a b\": 1"]);
+}
+
+#[test]
+fn times_are_shown_in_tau_s_zone_and_name_it() {
+    let istanbul = TimeZone::get("Europe/Istanbul").unwrap();
+    let (html, _) = question(&asked(json!({"command": "ls"})), Language::En, &istanbul);
+    let decided = outcome(
+        &row(ApprovalState::Approved, owner()),
+        Language::En,
+        &istanbul,
+    );
+    insta::assert_snapshot!(format!(
+        "{}\n{decided}",
+        html.lines().last().unwrap_or_default()
+    ));
 }

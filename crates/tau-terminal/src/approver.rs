@@ -65,6 +65,7 @@ impl Approver for TerminalApprover {
                 Answer {
                     decision: parse_answer(Some(&line)),
                     decided_by: DecidedBy::person(TERMINAL_CHANNEL),
+                    grant: None,
                 }
             }
             Reply::EndOfInput => {
@@ -107,6 +108,7 @@ mod tests {
             channel: TERMINAL_CHANNEL.into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }
     }
 
@@ -122,6 +124,7 @@ mod tests {
             channel: r.channel,
             deadline: None,
             card: Default::default(),
+            grant: None,
         }))
     }
 
@@ -132,6 +135,7 @@ mod tests {
             tool: "run_command".into(),
             decision: answer.decision,
             decided_by: answer.decided_by.clone(),
+            grant: None,
         }
     }
 

@@ -499,7 +499,7 @@ fn decision_line(
         (Decision::Rejected, DecidedBy::Person { .. })
         | (
             Decision::Approved | Decision::Rejected,
-            DecidedBy::Policy | DecidedBy::Exemption { .. },
+            DecidedBy::Policy | DecidedBy::Exemption { .. } | DecidedBy::Grant { .. },
         ) => refused(t.refused),
     }
 }
@@ -613,6 +613,7 @@ mod tests {
             channel: "terminal".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }))
     }
 
@@ -623,6 +624,7 @@ mod tests {
             tool: "mqtt_publish".into(),
             decision,
             decided_by,
+            grant: None,
         }
     }
 

@@ -36,6 +36,7 @@ impl Questions {
         let answer = Answer {
             decision,
             decided_by: DecidedBy::person(TUI_CHANNEL),
+            grant: None,
         };
         self.send(approval_id, answer);
     }
@@ -152,6 +153,7 @@ mod tests {
             channel: TUI_CHANNEL.into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }
     }
 
@@ -178,7 +180,8 @@ mod tests {
             first.await.unwrap().unwrap(),
             Answer {
                 decision: Decision::Rejected,
-                decided_by: DecidedBy::person("tui")
+                decided_by: DecidedBy::person("tui"),
+                grant: None,
             }
         );
     }

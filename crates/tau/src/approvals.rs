@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use jiff::Timestamp;
+use jiff::tz::TimeZone;
 use tau_core::display;
 use tau_state::{ApprovalRow, ApprovalState};
 
@@ -21,11 +22,11 @@ pub(crate) fn channel_name(channel: &str) -> &str {
     }
 }
 
-/// How long a question still waits, from `now`.
-fn remaining(deadline: Timestamp, now: Timestamp) -> String {
-    // Whole seconds: a person reads no nanoseconds.
-    let deadline = Timestamp::from_second(deadline.as_second()).unwrap_or(deadline);
+/// How long a question still waits, from `now`; its deadline in tau's zone, named.
+fn remaining(deadline: Timestamp, now: Timestamp, zone: &TimeZone) -> String {
     let seconds = deadline.as_second() - now.as_second();
+    // Whole seconds: a person reads no nanoseconds.
+    let deadline = crate::routines::when(deadline, zone);
     if seconds <= 0 {
         // Only `tau serve` closes a question; until it runs, a late one stays listed.
         return format!("deadline {deadline} passed");
@@ -34,8 +35,8 @@ fn remaining(deadline: Timestamp, now: Timestamp) -> String {
     format!("until {deadline} ({minutes} min left)")
 }
 
-/// The pending questions, oldest first, as the person reads them at `now`.
-pub(crate) fn render(rows: &[ApprovalRow], now: Timestamp) -> String {
+/// The pending questions, oldest first, as the person reads them at `now` in `zone`.
+pub(crate) fn render(rows: &[ApprovalRow], now: Timestamp, zone: &TimeZone) -> String {
     let pending: Vec<&ApprovalRow> = rows
         .iter()
         .filter(|r| r.state == ApprovalState::Pending)
@@ -59,7 +60,7 @@ pub(crate) fn render(rows: &[ApprovalRow], now: Timestamp) -> String {
             out,
             "  session {} · {}",
             row.session,
-            remaining(row.deadline, now)
+            remaining(row.deadline, now, zone)
         );
     }
     out
@@ -67,11 +68,12 @@ pub(crate) fn render(rows: &[ApprovalRow], now: Timestamp) -> String {
 
 /// `tau approvals`.
 pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
+    let zone = crate::routines::zone(&ctx.loaded.config)?;
     let Some(store) = ctx.existing_state()? else {
-        return Ok(render(&[], Timestamp::now()));
+        return Ok(render(&[], Timestamp::now(), &zone));
     };
     let rows = store.approvals(Some(ApprovalState::Pending))?;
-    Ok(render(&rows, Timestamp::now()))
+    Ok(render(&rows, Timestamp::now(), &zone))
 }
 
 #[cfg(test)]
@@ -116,9 +118,17 @@ mod tests {
                 json!({"command": "echo \u{1b}[2Jgone"}),
             ),
         ];
-        insta::assert_snapshot!(render(&rows, now));
+        insta::assert_snapshot!(render(&rows, now, &TimeZone::UTC));
         let late: Timestamp = "2026-12-03T12:06:00Z".parse().unwrap();
-        assert!(render(&rows[..1], late).contains("deadline 2026-12-03T12:05:00Z passed"));
-        assert_eq!(render(&[], now), "nothing waits for you\n");
+        assert!(
+            render(&rows[..1], late, &TimeZone::UTC)
+                .contains("deadline 2026-12-03 12:05:00 UTC passed")
+        );
+        let istanbul = TimeZone::get("Europe/Istanbul").unwrap();
+        assert!(
+            render(&rows[..1], now, &istanbul)
+                .contains("until 2026-12-03 15:05:00 +03 (4 min left)")
+        );
+        assert_eq!(render(&[], now, &TimeZone::UTC), "nothing waits for you\n");
     }
 }

@@ -140,7 +140,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             hub.clone(),
             hub_events.clone(),
             state.clone(),
-            config.ui.language(),
+            config,
             Arc::clone(&hosted.web) as _,
         )?;
         channels.push(telegram_channel);
@@ -327,6 +327,7 @@ impl SessionFactory for Factory {
             )),
             events,
             durable: Some(durable),
+            grants: None,
         })
         .await
         .map_err(|e| OpenError(e.to_string()))?;

@@ -38,14 +38,15 @@ fn a_waiting_question_is_listed_with_where_to_answer_it_until_it_is_answered() {
     let question = serve.ask(&session, "write hi");
     let id = question["id"].as_str().unwrap();
 
-    let listed = tau.run(&["approvals"], "");
+    // Shown in whole seconds, in tau's zone, named.
+    let zoned = tau.config("[tools.clock]\nzone = \"Asia/Tokyo\"\n");
+    let listed = tau.run(&["--config", zoned.to_str().unwrap(), "approvals"], "");
     assert_eq!(listed.code, 0, "{}", listed.stderr);
-    // Shown in whole seconds.
-    let deadline = question["deadline"].as_str().unwrap();
-    let deadline = match deadline.split_once('.') {
-        Some((seconds, _)) => format!("{seconds}Z"),
-        None => deadline.to_owned(),
-    };
+    let deadline: jiff::Timestamp = question["deadline"].as_str().unwrap().parse().unwrap();
+    let deadline = deadline
+        .to_zoned_datetime(jiff::tz::TimeZone::get("Asia/Tokyo").unwrap())
+        .strftime("%Y-%m-%d %H:%M:%S JST")
+        .to_string();
     let shown = listed
         .stdout
         .replace(id, "<id>")

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use tau_protocol::ApprovalQuestion;
-use tau_protocol::{DecidedBy, Decision};
+use tau_protocol::{DecidedBy, Decision, GrantRequest};
 
 /// What an approver says, and who said it. Only a person's yes approves: the gate refuses
 /// an `Approved` from anyone else as a failed approver.
@@ -16,6 +16,10 @@ use tau_protocol::{DecidedBy, Decision};
 pub struct Answer {
     pub decision: Decision,
     pub decided_by: DecidedBy,
+    /// "Yes, and allow this again": the grant the person asked for with their yes. Only a
+    /// person's yes to a question that offered a grant makes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantRequest>,
 }
 
 impl Answer {
@@ -24,6 +28,15 @@ impl Answer {
         Self {
             decision: Decision::Approved,
             decided_by: DecidedBy::person(channel),
+            grant: None,
+        }
+    }
+
+    /// A person on `channel` said "yes, and allow this again".
+    pub fn approved_with_grant(channel: impl Into<String>, grant: GrantRequest) -> Self {
+        Self {
+            grant: Some(grant),
+            ..Self::approved_by(channel)
         }
     }
 
@@ -32,6 +45,7 @@ impl Answer {
         Self {
             decision: Decision::Rejected,
             decided_by,
+            grant: None,
         }
     }
 }
@@ -107,6 +121,7 @@ impl ScriptedApprover {
         Self::answers(decisions.into_iter().map(|decision| Answer {
             decision,
             decided_by: DecidedBy::person("scripted"),
+            grant: None,
         }))
     }
 

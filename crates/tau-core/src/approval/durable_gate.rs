@@ -262,6 +262,7 @@ pub fn answer_durable(
         decided_by: decided_by.clone(),
         approver: "durable".to_owned(),
         channel: row.channel.clone(),
+        grant: None,
     });
     let closed = ChannelEvent::ApprovalDecided {
         approval_id: row.id.to_string(),
@@ -269,6 +270,7 @@ pub fn answer_durable(
         tool: row.tool.clone(),
         decision,
         decided_by: decided_by.clone(),
+        grant: None,
     };
     Ok((answered, Some(closed)))
 }

@@ -16,6 +16,8 @@ use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::random_id;
 
 use super::durable_gate::DurableQuestions;
+use super::grants::GateGrants;
+use tau_protocol::GrantMade;
 
 /// What the gate knows about a tool name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +36,12 @@ pub enum Standing {
 /// Where the gate looks tools up; the catalog implements it.
 pub trait TierLookup: Send + Sync {
     fn standing(&self, tool: &str) -> Standing;
+
+    /// SHA-256 of the tool's input schema as it is now; `None` (the default) means no
+    /// grant can ever cover a call to it.
+    fn schema_sha256(&self, _tool: &str) -> Option<String> {
+        None
+    }
 
     /// What tau says about a tier-2 call on its question's card.
     fn card(&self, _tool: &str, _arguments: &Value) -> CallCard {
@@ -218,6 +226,8 @@ pub struct TierGate {
     next_exemption: AtomicU64,
     /// One question at a time per gate: parallel calls queue here.
     prompt_lock: tokio::sync::Mutex<()>,
+    /// Set where a person's grants apply: checked before asking, offered on questions.
+    pub(super) grants: Option<GateGrants>,
 }
 
 const SUMMARY_CHARS: usize = 200;
@@ -235,6 +245,7 @@ impl TierGate {
             exemptions: Arc::default(),
             next_exemption: AtomicU64::new(0),
             prompt_lock: tokio::sync::Mutex::new(()),
+            grants: None,
         }
     }
 
@@ -368,6 +379,14 @@ impl TierGate {
                 DecidedBy::Exemption { name },
             ));
         }
+        // 5b. a live grant covers exactly this call -> allow, recorded "granted"
+        if let Some(id) = self.granted(tool, tier, arguments, tool_use_id) {
+            return Precheck::Decided(Check::allow(
+                tier,
+                Approval::Granted,
+                DecidedBy::Grant { id },
+            ));
+        }
         Precheck::Ask { tier, effect }
     }
 
@@ -399,6 +418,7 @@ impl TierGate {
             return self.no_randomness(tool, tool_use_id, tier);
         };
         let timeout = self.effective_timeout();
+        let card = self.tiers.card(tool, arguments);
         let request = ApprovalQuestion {
             approval_id: approval_id.clone(),
             tool: tool.to_owned(),
@@ -408,7 +428,8 @@ impl TierGate {
             call_id: tool_use_id.to_owned(),
             channel: self.channel.clone(),
             deadline: timeout.and_then(deadline_after),
-            card: self.tiers.card(tool, arguments),
+            grant: self.grant_offer(tool, arguments, &card),
+            card,
         };
         self.emit_approval_requested(&request);
         let answer = self.ask(request.clone(), timeout).await;
@@ -419,13 +440,16 @@ impl TierGate {
             Ok(Answer {
                 decision: Decision::Approved,
                 decided_by: decided_by @ DecidedBy::Person { .. },
+                grant,
             }) => {
-                self.emit_approval(&request, Decision::Approved, decided_by.clone());
+                let made = grant.and_then(|wanted| self.make_grant(&request, &wanted, &decided_by));
+                self.emit_approval_with(&request, Decision::Approved, decided_by.clone(), made);
                 Check::allow(tier, Approval::Approved, decided_by).asked(&approval_id)
             }
             Ok(Answer {
                 decision: Decision::Approved,
                 decided_by,
+                ..
             }) => {
                 // A yes that no person gave is a broken approver, never an approval.
                 let message = format!(
@@ -440,6 +464,7 @@ impl TierGate {
             Ok(Answer {
                 decision: Decision::Rejected,
                 decided_by,
+                ..
             }) => {
                 self.emit_approval(&request, Decision::Rejected, decided_by.clone());
                 refuse(Approval::Rejected, decided_by)
@@ -524,6 +549,7 @@ impl TierGate {
                     return Ok(Answer {
                         decision: Decision::Timeout,
                         decided_by: DecidedBy::Timeout,
+                        grant: None,
                     });
                 }
             },
@@ -615,6 +641,16 @@ impl TierGate {
     }
 
     fn emit_approval(&self, request: &ApprovalQuestion, decision: Decision, decided_by: DecidedBy) {
+        self.emit_approval_with(request, decision, decided_by, None);
+    }
+
+    fn emit_approval_with(
+        &self,
+        request: &ApprovalQuestion,
+        decision: Decision,
+        decided_by: DecidedBy,
+        grant: Option<GrantMade>,
+    ) {
         self.events.emit(&AuditEvent::Approval {
             approval_id: request.approval_id.clone(),
             tool: request.tool.clone(),
@@ -625,6 +661,7 @@ impl TierGate {
             decided_by,
             approver: self.approver.name().to_owned(),
             channel: request.channel.clone(),
+            grant,
         });
     }
 }

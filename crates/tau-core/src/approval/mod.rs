@@ -5,12 +5,14 @@
 //! - `gate.rs`: [`TierGate`], its decision ladder, exemptions and records
 //! - `durable.rs`: durable questions (the rows `tau-state` keeps in `state.db`);
 //!   `durable_gate.rs`: how the gate stores a question, and checks it again on resume
+//! - `grants.rs`: [`GateGrants`]; how the gate uses, offers and makes grants
 //! - `texts.rs`: the fixed English texts the model reads
 
 mod approver;
 mod durable;
 mod durable_gate;
 mod gate;
+mod grants;
 mod texts;
 
 pub use approver::{
@@ -28,4 +30,5 @@ pub use gate::{
     Check, Exemption, ExemptionError, ExemptionHandle, Standing, TierGate, TierLookup,
     ToolCallRecord,
 };
+pub use grants::GateGrants;
 pub use texts::{invalid_call_text, refusal_text, unknown_tool_text};

@@ -45,6 +45,7 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
             tool_use_id,
             decision,
             decided_by,
+            grant,
             ..
         } => Some(ChannelEvent::ApprovalDecided {
             approval_id: approval_id.clone(),
@@ -52,6 +53,7 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
             tool: tool.clone(),
             decision: *decision,
             decided_by: decided_by.clone(),
+            grant: grant.clone(),
         }),
         // Errors reach a person as notices where they matter; the turn's end is sent by
         // the turn itself with its typed stop reason.
@@ -61,7 +63,10 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
         | AuditEvent::RoutineRun { .. }
         | AuditEvent::AnswerRefused { .. }
         | AuditEvent::WebhookRefused { .. }
-        | AuditEvent::ChannelStopped { .. } => None,
+        | AuditEvent::ChannelStopped { .. }
+        | AuditEvent::GrantCreated(_)
+        | AuditEvent::GrantUsed { .. }
+        | AuditEvent::GrantRevoked { .. } => None,
     }
 }
 

@@ -65,6 +65,7 @@ pub(crate) fn decision(answer: &ElicitResult) -> Answer {
         ElicitationAction::Accept | ElicitationAction::Decline => Answer {
             decision: Decision::Rejected,
             decided_by: DecidedBy::person(MCP_CHANNEL),
+            grant: None,
         },
         _ => Answer::rejected(DecidedBy::Cancelled),
     }
@@ -135,6 +136,7 @@ mod tests {
         let person_no = Answer {
             decision: Decision::Rejected,
             decided_by: DecidedBy::person("mcp"),
+            grant: None,
         };
         let cases = [
             (
@@ -177,6 +179,7 @@ mod tests {
             approval_id: "ap_1".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         };
         let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
         assert_eq!(
@@ -207,6 +210,7 @@ mod tests {
             approval_id: "ap_1".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         };
         let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
         let message = wire["message"].as_str().unwrap();
@@ -228,6 +232,7 @@ mod tests {
             approval_id: "ap_1".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         };
         request.card.headline = Some("run · sh setup.sh".into());
         request.card.push(tau_core::CardNote::info(

@@ -109,6 +109,7 @@ impl ApprovalRow {
             channel: self.channel.clone(),
             deadline: Some(self.deadline.to_string()),
             card: self.card.clone(),
+            grant: None,
         }
     }
 }

@@ -115,6 +115,7 @@ pub(crate) fn requested(
         channel: "tui".into(),
         deadline: deadline.map(str::to_owned),
         card: Default::default(),
+        grant: None,
     }))
 }
 
@@ -130,6 +131,7 @@ pub(crate) fn decided(
         tool: "run_command".into(),
         decision,
         decided_by: by,
+        grant: None,
     }
 }
 
