@@ -25,7 +25,7 @@ pub fn output_blocks(result: &ToolResult) -> Vec<OutputBlock> {
                 object_blocks(object, &mut fields, &mut texts);
             }
             ToolResultContent::Json(Value::String(text)) => {
-                push_text(&mut texts, None, text.clone())
+                push_text(&mut texts, None, text.clone());
             }
             ToolResultContent::Json(other) => push_text(&mut texts, None, pretty(other)),
         }
