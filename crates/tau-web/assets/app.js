@@ -249,6 +249,9 @@ async function loadTranscript(session) {
   const asked = new Map();
   for (const row of rows.data || []) if (row.session === session) asked.set(row.call_id, row);
   const box = transcript();
+  // This conversation's cards are the same nodes after a reload (a button in hand stays
+  // the button that answers).
+  const cards = [...state.cards.values()].filter((entry) => entry.session === session);
   box.replaceChildren();
   state.calls.clear();
   state.live = null;
@@ -286,6 +289,7 @@ async function loadTranscript(session) {
       }
     }
   }
+  for (const entry of cards) placeCard(entry.node, entry.callId);
   scrollDown();
 }
 
@@ -538,7 +542,7 @@ function card(row) {
   // A routine's question says whose it is: nobody should take it for their own.
   if (row.routine) node.append(el("div", "asked-by", `asked by routine ${row.routine.name} · ${row.routine.trigger}`));
   node.append(effect, said, args, actions, footer);
-  const entry = { node, session: row.session, buttons: [approve, reject], outcome, when, footer, closed: false };
+  const entry = { node, session: row.session, callId: row.call_id, buttons: [approve, reject], outcome, when, footer, closed: false };
   const answer = async (decision) => {
     approve.disabled = reject.disabled = true;
     const { status, data } = await api("POST", `/api/approvals/${encodeURIComponent(row.id)}`, { decision });
@@ -612,15 +616,22 @@ function channelName(channel) {
 // to the conversation (TauBar's own) or where to answer (another channel's).
 function showElsewhere(rows) {
   const list = $("elsewhere-list");
-  list.replaceChildren();
+  const wanted = new Set(rows.map((row) => row.id));
+  // A line stays the same node while its question waits: only its clock changes.
+  for (const item of [...list.children]) if (!wanted.has(item.dataset.approval)) item.remove();
   for (const row of rows) {
+    const whose = row.routine ? `asked by routine ${row.routine.name}` : `in ${row.session}`;
+    const meta = `${whose} · ${remaining(row.deadline)}`;
+    const existing = [...list.children].find((item) => item.dataset.approval === row.id);
+    if (existing) {
+      existing.querySelector(".meta").textContent = meta;
+      continue;
+    }
     const item = el("li", "waiting");
     item.dataset.approval = row.id;
     const what = el("span", "what");
     what.append(el("span", "tier", "tier " + row.tier), document.createTextNode(" "), el("span", "mono", row.tool));
-    item.append(what);
-    const whose = row.routine ? `asked by routine ${row.routine.name}` : `in ${row.session}`;
-    item.append(el("span", "meta", `${whose} · ${remaining(row.deadline)}`));
+    item.append(what, el("span", "meta", meta));
     if (row.channel === "web") {
       const open = el("button", "link open", "Open to answer");
       open.type = "button";
