@@ -162,6 +162,17 @@ pub enum AuditEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         count: Option<u64>,
     },
+    /// An approved call was let through and tau stopped before its result was stored: it
+    /// may or may not have run. It is not run again.
+    EffectUncertain {
+        approval_id: String,
+        tool: String,
+        tool_use_id: String,
+        /// The channel that asked the question.
+        channel: String,
+        /// When it was let through.
+        dispatched_at: String,
+    },
     /// A channel of the hub stopped with an error; the hub and its other channels go on.
     ChannelStopped { channel: String, error: String },
 }

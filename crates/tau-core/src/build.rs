@@ -79,7 +79,7 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
     // The conversation's own bus: its turn's listener hears only this conversation, the
     // caller's subscribers (the audit log) still hear everything.
     let events = EventBus::child_of(&events);
-    let forwarder = Arc::new(TurnForwarder::default());
+    let forwarder = Arc::new(TurnForwarder::new(config.ui.language()));
     events.subscribe(Arc::clone(&forwarder) as _);
     let catalog = Arc::new(catalog);
     let mut gate = TierGate::new(Arc::clone(&catalog) as _, approver, events.clone())

@@ -21,6 +21,7 @@
 //! - `display/`: the one display function for untrusted text, sorted JSON
 //! - `flood.rs`: bounded records of what outsiders repeat (a window per sender, counted),
 //!   and the cap for outside texts in logs and audit lines
+//! - `failpoint.rs`: where a test build can be stopped dead (empty in any other build)
 //! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
 
 pub mod approval;
@@ -31,6 +32,7 @@ mod catalog;
 mod child_env;
 mod config;
 pub mod display;
+pub mod failpoint;
 pub mod flood;
 mod gated;
 mod hook;
@@ -65,9 +67,9 @@ pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_id};
 pub use tau_protocol::{
-    Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, DecidedBy, Decision,
-    NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock, SessionId, StopReason, Tier, TierError,
-    TurnUsage, shown_lines,
+    Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, DecidedBy, Decision, Grant,
+    GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, NoteLevel, NoticeKind, OUTPUT_LINES,
+    OutputBlock, SessionId, StopReason, Tier, TierError, TurnUsage, shown_lines,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,

@@ -84,6 +84,9 @@ pub enum NoticeKind {
     ContextOverflow,
     InterruptRefused,
     ApprovalTimedOut,
+    /// An approved call was let through and tau stopped before its result was stored: it
+    /// may or may not have run.
+    EffectUncertain,
 }
 
 /// Why a turn ended.

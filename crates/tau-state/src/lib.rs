@@ -41,7 +41,7 @@ mod telegram;
 
 pub use anchor::AuditHead;
 pub use approvals::{
-    Answered, ApprovalRow, ApprovalState, NewApproval, RecordedAnswer, Untrusted,
+    Answered, ApprovalRow, ApprovalState, CallOutcome, NewApproval, RecordedAnswer, Untrusted,
     canonical_arguments, cross_check, needs_check,
 };
 pub use conversations::Conversation;

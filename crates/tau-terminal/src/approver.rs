@@ -5,10 +5,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_core::{Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision};
+use tau_core::{
+    Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision, GrantRequest,
+};
 
 use crate::console::Console;
-use crate::prompt::parse_answer;
+use crate::prompt::{is_always, parse_answer};
 use crate::question::{Heard, Questions, Reply};
 
 /// The channel name in approval requests and `decided_by`.
@@ -49,7 +51,7 @@ impl Approver for TerminalApprover {
                 Heard::Reply(Reply::Line(line)) if self.console.more_to_show(id) => {
                     if line.trim().is_empty() {
                         self.console.next_page(id);
-                    } else if parse_answer(Some(&line)) == Decision::Approved {
+                    } else if parse_answer(Some(&line)) == Decision::Approved || is_always(&line) {
                         self.console.not_seen_yet(id, &line);
                     } else {
                         break Reply::Line(line);
@@ -60,6 +62,10 @@ impl Approver for TerminalApprover {
             }
         };
         Ok(match reply {
+            Reply::Line(line) if request.grant.is_some() && is_always(&line) => {
+                self.console.answered(Some(&line));
+                Answer::approved_with_grant(TERMINAL_CHANNEL, GrantRequest::conversation())
+            }
             Reply::Line(line) => {
                 self.console.answered(Some(&line));
                 Answer {

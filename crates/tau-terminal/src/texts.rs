@@ -16,6 +16,8 @@ pub struct Texts {
     /// Groups the digits of a length.
     pub thousands: char,
     pub question: &'static str,
+    /// How a grant is made at the terminal: a word, never a key typed ahead.
+    pub grant_how: &'static str,
     pub approved: &'static str,
     pub refused: &'static str,
     pub refused_end_of_input: &'static str,
@@ -60,6 +62,7 @@ const EN: Texts = Texts {
     characters: "chars",
     thousands: ',',
     question: "run it? [y/N]",
+    grant_how: "type always to approve it and make that grant",
     approved: "approved",
     refused: "refused",
     refused_end_of_input: "refused: the input ended",
@@ -96,6 +99,7 @@ const TR: Texts = Texts {
     characters: "karakter",
     thousands: '.',
     question: "çalıştırılsın mı? [e/H]",
+    grant_how: "onaylayıp bu izni vermek için always yazın",
     approved: "onaylandı",
     refused: "reddedildi",
     refused_end_of_input: "reddedildi: girdi sona erdi",

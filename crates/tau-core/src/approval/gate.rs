@@ -77,6 +77,9 @@ pub struct Check {
     pub unknown_tool: bool,
     /// The tool refused the arguments before anyone was asked.
     pub invalid: bool,
+    /// The call was approved and let through before, and tau stopped before its result
+    /// was stored: it is not run again, and may or may not have run.
+    pub effect_uncertain: bool,
 }
 
 impl Check {
@@ -90,6 +93,7 @@ impl Check {
             approval_id: None,
             unknown_tool: false,
             invalid: false,
+            effect_uncertain: false,
         }
     }
 
@@ -109,6 +113,7 @@ impl Check {
             approval_id: None,
             unknown_tool: false,
             invalid: false,
+            effect_uncertain: false,
         }
     }
 
@@ -119,7 +124,10 @@ impl Check {
 
     /// The status a refused call is recorded with.
     pub fn refused_status(&self) -> CallStatus {
-        if self.unknown_tool {
+        if self.effect_uncertain {
+            // It may have run; "refused" would say it did not.
+            CallStatus::Error
+        } else if self.unknown_tool {
             CallStatus::UnknownTool
         } else if self.invalid {
             CallStatus::Invalid

@@ -19,11 +19,12 @@ pub use approver::{
     Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
 };
 pub use durable::{
-    Answered, ApprovalRow, ApprovalState, NewApproval, StateDb, StateError, canonical_arguments,
+    Answered, ApprovalRow, ApprovalState, CallOutcome, NewApproval, StateDb, StateError,
+    canonical_arguments,
 };
 pub use durable_gate::{
-    APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, question_reason,
-    requested_event, stored_question,
+    APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, effect_uncertain_event,
+    question_reason, requested_event, stored_question,
 };
 pub(crate) use gate::summarize;
 pub use gate::{
@@ -31,4 +32,4 @@ pub use gate::{
     ToolCallRecord,
 };
 pub use grants::GateGrants;
-pub use texts::{invalid_call_text, refusal_text, unknown_tool_text};
+pub use texts::{effect_uncertain_text, invalid_call_text, refusal_text, unknown_tool_text};
