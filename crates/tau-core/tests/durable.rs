@@ -365,6 +365,64 @@ async fn a_call_cut_off_after_it_was_let_through_is_never_run_again() {
     assert!(hub.store.dispatched_without_outcome().unwrap().is_empty());
 }
 
+/// What a subscriber found in the store at the moment each question was announced.
+struct SavedWhenAnnounced {
+    store: StateDb,
+    seen: std::sync::Mutex<Vec<(ApprovalId, bool, bool)>>,
+}
+
+impl tau_core::EventSubscriber for SavedWhenAnnounced {
+    fn on_event(&self, event: &tau_core::AuditEvent) {
+        let tau_core::AuditEvent::ApprovalRequested(question) = event else {
+            return;
+        };
+        let id = ApprovalId::parse(&question.approval_id).unwrap();
+        let waits = self
+            .store
+            .load_state(&SessionId::parse("web-1").unwrap())
+            .unwrap()
+            .is_some_and(|state| {
+                state
+                    .interrupt_state
+                    .pending()
+                    .iter()
+                    .any(|i| tau_core::waits_on(i).as_ref() == Some(&id))
+            });
+        let stored = self.store.approval(&id).unwrap().is_some();
+        self.seen.lock().unwrap().push((id, stored, waits));
+    }
+}
+
+/// The turn's paused state is saved before its question is shown to anyone: a kill
+/// between the two can never cancel a question a person saw.
+#[tokio::test]
+async fn a_question_is_announced_only_after_the_paused_turn_is_saved() {
+    let hub = Hub::new();
+    let watcher = Arc::new(SavedWhenAnnounced {
+        store: hub.store.clone(),
+        seen: std::sync::Mutex::default(),
+    });
+    hub.bus.subscribe(Arc::clone(&watcher) as _);
+    let mut agent = hub.agent(lights_then("On.")).await;
+    let (sink, mut receiver) = ChannelSink::channel();
+    let outcome = agent.stream("lights on", Some(&sink)).await.unwrap();
+    let id = outcome.pending_approvals[0].clone();
+    assert_eq!(
+        *watcher.seen.lock().unwrap(),
+        vec![(id, true, true)],
+        "(question, row stored, turn saved waiting on it) when it was announced"
+    );
+    let types: Vec<Value> = events_of(&mut receiver)
+        .into_iter()
+        .map(|e| e["type"].clone())
+        .collect();
+    assert_eq!(
+        types[types.len() - 2..],
+        [json!("approval_requested"), json!("turn_ended")],
+        "announced before the turn says it paused: {types:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_call_that_ran_is_recorded_as_finished() {
     let hub = Hub::new();

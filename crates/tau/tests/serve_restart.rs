@@ -39,9 +39,10 @@ fn ask_and_kill(tau: &Tau, model: &str, config: &std::path::Path) -> (String, St
     let serve = tau.serve(model, config);
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
-    // The row is stored before the question is shown; the turn's paused state is saved
-    // when the turn ends. Killed between the two, the question is rightly cancelled at the
-    // next start (nobody waits on it), which is not what these tests are about.
+    // The row is stored, then the turn's paused state is saved, and only then is the
+    // question announced; the `turn_end` line says the turn paused. Killed before that,
+    // the question is rightly cancelled at the next start (nobody waits on it), which is
+    // not what these tests are about.
     serve.until(|_| paused(tau, &session));
     serve.kill_hard();
     (session, row["id"].as_str().unwrap().to_owned())

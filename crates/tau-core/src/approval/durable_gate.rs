@@ -113,8 +113,12 @@ impl TierGate {
             ));
         }
         tracing::info!(tool, tool_use_id, approval_id = %id, channel = %self.channel, "approval stored; the turn pauses");
-        self.events
-            .emit(&AuditEvent::ApprovalRequested(row.question()));
+        // Shown to nobody yet: the turn's paused state must be saved first, so a kill
+        // in between never cancels a question a person saw (`announce_stored`).
+        self.unannounced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(row.question());
         DurableCheck::Asked { approval_id: id }
     }
 
@@ -202,6 +206,25 @@ impl TierGate {
         check.refusal_text = None;
         check.approval_id = Some(row.id.to_string());
         check
+    }
+
+    /// Announces the questions stored since the last call (the `approval_requested` audit
+    /// line, which the turn forwards to its channel and the hub to every channel). The
+    /// turn calls it once the loop returned, its paused state saved; with `saved` false
+    /// (the loop failed) they are dropped unannounced, and the next start cancels them.
+    pub fn announce_stored(&self, saved: bool) {
+        let questions = std::mem::take(
+            &mut *self
+                .unannounced
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if !saved {
+            return;
+        }
+        for question in questions {
+            self.events.emit(&AuditEvent::ApprovalRequested(question));
+        }
     }
 
     /// The call of `row` was dispatched and its result never stored: closes the row as

@@ -236,6 +236,9 @@ pub struct TierGate {
     prompt_lock: tokio::sync::Mutex<()>,
     /// Set where a person's grants apply: checked before asking, offered on questions.
     pub(super) grants: Option<GateGrants>,
+    /// Stored questions not shown to anyone yet: announced once the turn's paused state
+    /// is saved ([`TierGate::announce_stored`]).
+    pub(super) unannounced: std::sync::Mutex<Vec<ApprovalQuestion>>,
 }
 
 const SUMMARY_CHARS: usize = 200;
@@ -254,6 +257,7 @@ impl TierGate {
             next_exemption: AtomicU64::new(0),
             prompt_lock: tokio::sync::Mutex::new(()),
             grants: None,
+            unannounced: std::sync::Mutex::default(),
         }
     }
 

@@ -243,6 +243,9 @@ impl TauAgent {
             };
             self.agent.set_limits(limits);
             let result = self.agent.invoke(input, Some(&turn.events())).await;
+            // The paused state is saved (and flushed) when the loop returns: only now may
+            // the questions it stored be shown.
+            self.gate.announce_stored(result.is_ok());
             let result = match result {
                 Ok(result) => result,
                 Err(source) => return Err(self.fail(turn, source, calls, usage)),
