@@ -68,10 +68,10 @@ pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_id};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, DecidedBy, Decision, Grant,
-    GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, NoteLevel, NoticeKind, SessionId,
-    ShownFile, StopReason, Tier, TierError, TurnUsage,
+    GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, NoteLevel, NoticeKind, OUTPUT_LINES,
+    OutputBlock, SessionId, ShownFile, StopReason, Tier, TierError, TurnUsage, shown_lines,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,
-    interrupt_rejection, waits_on,
+    interrupt_rejection, output_blocks, waits_on,
 };

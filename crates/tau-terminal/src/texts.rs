@@ -48,6 +48,8 @@ pub struct Texts {
     pub goodbye: &'static str,
     /// Beside the spinner while the model has not answered yet (terminals only).
     pub thinking: &'static str,
+    /// Below a call's output cut short: `{n}` lines.
+    pub more_lines: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -84,6 +86,7 @@ const EN: Texts = Texts {
     result_cancelled: "cancelled",
     goodbye: "bye",
     thinking: "thinking…",
+    more_lines: "… {n} more lines (tau sessions show has them all)",
 };
 
 const TR: Texts = Texts {
@@ -120,6 +123,7 @@ const TR: Texts = Texts {
     result_cancelled: "iptal edildi",
     goodbye: "hoşça kal",
     thinking: "düşünüyor…",
+    more_lines: "… {n} satır daha (tau sessions show hepsini gösterir)",
 };
 
 pub fn texts(language: Language) -> &'static Texts {

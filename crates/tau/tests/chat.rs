@@ -429,6 +429,33 @@ fn sessions_list_shows_times_in_the_configured_zone_and_names_it() {
     ));
 }
 
+#[test]
+fn a_commands_output_is_shown_as_text_its_first_lines_and_how_many_more() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "seq 1 12; printf '\\033[2Jgone\\n' >&2; exit 3"})
+        ),
+        answer("It counted.")
+    ]));
+    let run = tau.run(
+        &["--model", &model, "chat", "--answers-from-stdin"],
+        "count\ny\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let output: String = run
+        .stdout
+        .lines()
+        .skip_while(|line| !line.contains("✗ run_command"))
+        .take_while(|line| !line.starts_with("tau>"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(!output.contains('\u{1b}'), "{output}");
+    insta::assert_snapshot!(output);
+}
+
 /// `always` approves the call and grants exactly it: the same call again in the
 /// conversation runs without a question, recorded as the grant's; another call is asked.
 #[test]

@@ -3,6 +3,7 @@
 //! and streams it to the channel as `ChannelEvent`s (`project.rs`).
 
 mod durable;
+mod output;
 mod project;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,6 +22,7 @@ use crate::config::CoreConfig;
 use crate::i18n::{Language, Notice};
 
 pub use durable::waits_on;
+pub use output::output_blocks;
 pub(crate) use project::TurnForwarder;
 pub use project::{ChannelSink, from_audit};
 
