@@ -127,7 +127,10 @@ mod tests {
             output_blocks(&result(vec![
                 ToolResultContent::Text("12:00 in Istanbul".into()),
                 ToolResultContent::Text(r#"{"city":"Istanbul","time":"12:00"}"#.into()),
-                ToolResultContent::Json(json!({"note": long, "empty": "", "list": [1, 2]})),
+                // Written in key order: with serde_json's `preserve_order` (which another
+                // crate of the workspace may turn on) an object keeps the order it was
+                // written in, without it the keys are sorted; both read the same here.
+                ToolResultContent::Json(json!({"empty": "", "list": [1, 2], "note": long})),
                 ToolResultContent::Json(json!([1])),
                 ToolResultContent::Text(String::new()),
             ])),
