@@ -19,9 +19,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
-    Answer, Answered, ApprovalQuestion, ApprovalState, Approver, ApproverError, AutoRejectApprover, Check, DurableCheck,
-    DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
-    refusal_text, requested_event, unknown_tool_text,
+    Answer, Answered, ApprovalQuestion, ApprovalState, Approver, ApproverError, AutoRejectApprover,
+    Check, DurableCheck, DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb,
+    TierGate, TierLookup, refusal_text, requested_event, unknown_tool_text,
 };
 use tau_core::{
     Approval, AuditEvent, CallCard, CardNote, ChannelEvent, DecidedBy, Decision, ErrorSite,
@@ -307,7 +307,12 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
     assert_eq!(requested(), 0);
     assert!(matches!(
         store
-            .decide_approval(&first, ApprovalState::Approved, &person, jiff::Timestamp::now())
+            .decide_approval(
+                &first,
+                ApprovalState::Approved,
+                &person,
+                jiff::Timestamp::now()
+            )
             .unwrap(),
         Answered::NotFound
     ));
@@ -328,7 +333,12 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
     assert_eq!(requested(), 1);
     assert!(matches!(
         store
-            .decide_approval(&second, ApprovalState::Approved, &person, jiff::Timestamp::now())
+            .decide_approval(
+                &second,
+                ApprovalState::Approved,
+                &person,
+                jiff::Timestamp::now()
+            )
             .unwrap(),
         Answered::Decided(_)
     ));

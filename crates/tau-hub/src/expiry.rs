@@ -102,7 +102,11 @@ impl Hub {
     /// one could never run anything, so no card may offer it.
     fn cancel_abandoned(&self) -> Result<usize, HubError> {
         let mut cancelled = 0;
-        for row in self.inner.state.all_approvals(Some(ApprovalState::Pending))? {
+        for row in self
+            .inner
+            .state
+            .all_approvals(Some(ApprovalState::Pending))?
+        {
             // Only a hub conversation's questions: another asker (a routine) keeps its own.
             if self.conversation_of(&row.session)?.is_none() {
                 continue;
@@ -142,7 +146,11 @@ impl Hub {
         let mut expired = 0;
         // Shown or not: a question its turn never showed (tau could not) still ends at
         // its deadline, and its turn goes on.
-        for row in self.inner.state.all_approvals(Some(ApprovalState::Pending))? {
+        for row in self
+            .inner
+            .state
+            .all_approvals(Some(ApprovalState::Pending))?
+        {
             if row.deadline > now {
                 continue;
             }

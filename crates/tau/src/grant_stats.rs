@@ -212,6 +212,11 @@ mod tests {
                "decided_by": {"kind": kind, "channel": "terminal"}})
     }
 
+    /// A person's yes to `run_command`.
+    fn approved(id: &str, at: &str) -> Value {
+        answered(id, "run_command", at, "approved", "person")
+    }
+
     fn log(lines: &[Value]) -> String {
         let mut out = String::new();
         for line in lines {
@@ -226,16 +231,28 @@ mod tests {
         let now: Timestamp = "2026-12-03T12:00:00Z".parse().unwrap();
         let lines = [
             asked("ap_1", "run_command", "2026-12-01T10:00:00Z"),
-            answered("ap_1", "run_command", "2026-12-01T10:00:04Z", "approved", "person"),
+            approved("ap_1", "2026-12-01T10:00:04Z"),
             asked("ap_2", "run_command", "2026-12-02T10:00:00Z"),
-            answered("ap_2", "run_command", "2026-12-02T10:00:02Z", "approved", "person"),
+            approved("ap_2", "2026-12-02T10:00:02Z"),
             asked("ap_3", "run_command", "2026-12-03T10:00:00Z"),
-            answered("ap_3", "run_command", "2026-12-03T10:00:10Z", "approved", "person"),
+            approved("ap_3", "2026-12-03T10:00:10Z"),
             asked("ap_4", "device_set", "2026-12-03T11:00:00Z"),
-            answered("ap_4", "device_set", "2026-12-03T11:02:00Z", "rejected", "person"),
+            answered(
+                "ap_4",
+                "device_set",
+                "2026-12-03T11:02:00Z",
+                "rejected",
+                "person",
+            ),
             // The wait ended: asked, never answered by a person.
             asked("ap_5", "device_set", "2026-12-03T11:10:00Z"),
-            answered("ap_5", "device_set", "2026-12-03T11:40:00Z", "timeout", "timeout"),
+            answered(
+                "ap_5",
+                "device_set",
+                "2026-12-03T11:40:00Z",
+                "timeout",
+                "timeout",
+            ),
             json!({"type": "tool_call", "at": "2026-12-03T11:50:00Z", "tool": "run_command",
                    "decided_by": {"kind": "grant", "id": "gr_1"}}),
             json!({"type": "turn_end", "at": "2026-12-03T11:50:01Z"}),
@@ -244,16 +261,19 @@ mod tests {
         text.push_str("not json at all\n");
         let out = render(text.as_bytes(), now).unwrap();
         insta::assert_snapshot!(out);
-        assert!(out.contains("run_command      3         3        0         1  4.0 s"), "{out}");
+        assert!(
+            out.contains("run_command      3         3        0         1  4.0 s"),
+            "{out}"
+        );
     }
 
     #[test]
     fn approvals_older_than_a_week_do_not_count_toward_a_suggestion() {
         let now: Timestamp = "2026-12-20T12:00:00Z".parse().unwrap();
         let lines = [
-            answered("ap_1", "run_command", "2026-12-01T10:00:04Z", "approved", "person"),
-            answered("ap_2", "run_command", "2026-12-19T10:00:02Z", "approved", "person"),
-            answered("ap_3", "run_command", "2026-12-20T10:00:10Z", "approved", "person"),
+            approved("ap_1", "2026-12-01T10:00:04Z"),
+            approved("ap_2", "2026-12-19T10:00:02Z"),
+            approved("ap_3", "2026-12-20T10:00:10Z"),
         ];
         let out = render(log(&lines).as_bytes(), now).unwrap();
         assert!(

@@ -80,7 +80,10 @@ fn who(decided_by: &DecidedBy) -> String {
             channel,
             user: Some(user),
         } => format!("a person on {} ({})", channel_name(channel), display(user)),
-        DecidedBy::Person { channel, user: None } => {
+        DecidedBy::Person {
+            channel,
+            user: None,
+        } => {
             format!("a person on {}", channel_name(channel))
         }
         other => display(&serde_json::to_string(other).unwrap_or_default()),
@@ -95,9 +98,13 @@ pub(crate) fn render_one(grant: &Grant, now: Timestamp, zone: &TimeZone) -> Stri
         (Some(at), by) => format!(
             "revoked {}{}: covers nothing",
             when(at, zone),
-            by.as_ref().map(|b| format!(" by {}", who(b))).unwrap_or_default()
+            by.as_ref()
+                .map(|b| format!(" by {}", who(b)))
+                .unwrap_or_default()
         ),
-        (None, _) if is_live(grant, now) => "live: the exact call above runs without a question".to_owned(),
+        (None, _) if is_live(grant, now) => {
+            "live: the exact call above runs without a question".to_owned()
+        }
         (None, _) => "ended (expired or used up): covers nothing".to_owned(),
     };
     let _ = writeln!(out, "  {standing}");

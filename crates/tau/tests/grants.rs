@@ -136,10 +136,15 @@ fn show_tells_what_a_grant_covers_and_what_became_of_it() {
         "  made by a person on tau chat\n",
         &format!("  arguments sha-256 {sha}\n"),
     ] {
-        assert!(live.stdout.contains(expected), "{expected}\n{}", live.stdout);
+        assert!(
+            live.stdout.contains(expected),
+            "{expected}\n{}",
+            live.stdout
+        );
     }
     assert_eq!(
-        tau.run(&["grants", "revoke", "gr_0123456789abcdef"], "").code,
+        tau.run(&["grants", "revoke", "gr_0123456789abcdef"], "")
+            .code,
         0
     );
     let ended = tau.run(&["grants", "show", "gr_0123456789abcdef"], "");
@@ -152,7 +157,11 @@ fn show_tells_what_a_grant_covers_and_what_became_of_it() {
     assert!(!ended.stdout.contains("live:"), "{}", ended.stdout);
     let missing = tau.run(&["grants", "show", "gr_nothere"], "");
     assert_ne!(missing.code, 0);
-    assert!(missing.stderr.contains("no grant gr_nothere"), "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("no grant gr_nothere"),
+        "{}",
+        missing.stderr
+    );
 }
 
 #[test]

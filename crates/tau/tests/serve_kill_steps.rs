@@ -75,12 +75,13 @@ fn a_question_stored_before_its_turn_was_saved_is_never_shown_and_cancelled_at_s
     let id = stored[0].id.to_string();
     assert_eq!(serve.get("/api/approvals?state=pending").json(), json!([]));
     assert_eq!(
-        serve
-            .get("/api/approvals?state=pending&channel=all")
-            .json(),
+        serve.get("/api/approvals?state=pending&channel=all").json(),
         json!([])
     );
-    assert_eq!(tau.run(&["approvals"], "").stdout, "nothing waits for you\n");
+    assert_eq!(
+        tau.run(&["approvals"], "").stdout,
+        "nothing waits for you\n"
+    );
     // An answer to it finds nothing to answer, so nothing is approved.
     let forged = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
     assert_eq!(forged.status, 404, "{forged:?}");
@@ -95,11 +96,17 @@ fn a_question_stored_before_its_turn_was_saved_is_never_shown_and_cancelled_at_s
 
     let serve = tau.serve(&model, &config);
     assert!(
-        serve.banner.iter().any(|l| l.contains("1 question(s) cancelled")),
+        serve
+            .banner
+            .iter()
+            .any(|l| l.contains("1 question(s) cancelled")),
         "{:?}",
         serve.banner
     );
-    let row = rows(&tau).into_iter().find(|r| r.id.to_string() == id).unwrap();
+    let row = rows(&tau)
+        .into_iter()
+        .find(|r| r.id.to_string() == id)
+        .unwrap();
     assert_eq!(row.state, ApprovalState::Cancelled);
     assert_eq!(serve.get("/api/approvals?state=pending").json(), json!([]));
     serve.kill_hard();
@@ -145,7 +152,11 @@ fn a_yes_stored_without_its_audit_line_is_refused_at_start_and_never_runs() {
     serve.until(|_| reached(&mark, "answered"));
     serve.kill_hard();
     let approved = rows(&tau);
-    assert_eq!(approved[0].state, ApprovalState::Approved, "the yes was stored");
+    assert_eq!(
+        approved[0].state,
+        ApprovalState::Approved,
+        "the yes was stored"
+    );
     assert!(
         tau.audit().iter().all(|l| l["type"] != "approval"),
         "its line was not"
@@ -153,8 +164,9 @@ fn a_yes_stored_without_its_audit_line_is_refused_at_start_and_never_runs() {
 
     let serve = tau.serve(&model, &config);
     assert!(
-        serve.banner.iter().any(|l| l
-            .starts_with(&format!("tau serve: question {id} (run_command) refused, never run: "))),
+        serve.banner.iter().any(|l| l.starts_with(&format!(
+            "tau serve: question {id} (run_command) refused, never run: "
+        ))),
         "{:?}",
         serve.banner
     );
@@ -167,7 +179,11 @@ fn a_yes_stored_without_its_audit_line_is_refused_at_start_and_never_runs() {
         (!lines.is_empty()).then_some(lines)
     });
     assert_eq!(
-        (&lines[0]["decision"], &lines[0]["decided_by"], &lines[0]["approver"]),
+        (
+            &lines[0]["decision"],
+            &lines[0]["decided_by"],
+            &lines[0]["approver"]
+        ),
         (
             &json!("rejected"),
             &json!({"kind": "approver_failed"}),

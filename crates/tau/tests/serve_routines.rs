@@ -159,7 +159,13 @@ fn a_switch_from_another_tau_process_reaches_the_running_hub_without_a_restart()
     assert_eq!(call("knock"), 400, "the routine starts enabled");
     let switch = |to: &str| {
         let run = tau.run_env(
-            &["--config", config.to_str().unwrap(), "routines", to, "doorbell"],
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "routines",
+                to,
+                "doorbell",
+            ],
             &[("TAU_TEST_DOORBELL", SECRET)],
             "",
         );

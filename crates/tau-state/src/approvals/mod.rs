@@ -356,7 +356,9 @@ impl StateDb {
     pub fn show_waiting_approvals(&self) -> Result<usize, StateError> {
         self.write_durable(|tx| {
             Ok(tx
-                .prepare_cached("UPDATE approvals SET shown = 1 WHERE shown = 0 AND state = 'pending'")?
+                .prepare_cached(
+                    "UPDATE approvals SET shown = 1 WHERE shown = 0 AND state = 'pending'",
+                )?
                 .execute([])?)
         })
     }
