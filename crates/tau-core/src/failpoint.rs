@@ -7,6 +7,10 @@
 //! `TAU_FAILPOINT_MARK` (how the test knows) and blocks the thread forever, so nothing
 //! after it happens until the test kills the process.
 
+/// A question was stored (hidden) and the turn's paused state is not saved yet.
+pub const ASKED: &str = "asked";
+/// A person's answer was stored and its `approval` audit line not written yet.
+pub const ANSWERED: &str = "answered";
 /// A call to a tier-2 tool was let through (its approval consumed); the tool has not
 /// started.
 pub const DISPATCHED: &str = "dispatched";

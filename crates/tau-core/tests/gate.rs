@@ -19,9 +19,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
-    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, DurableCheck,
-    DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
-    refusal_text, requested_event, unknown_tool_text,
+    Answer, Answered, ApprovalQuestion, ApprovalState, Approver, ApproverError, AutoRejectApprover,
+    Check, DurableCheck, DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb,
+    TierGate, TierLookup, refusal_text, requested_event, unknown_tool_text,
 };
 use tau_core::{
     Approval, AuditEvent, CallCard, CardNote, ChannelEvent, DecidedBy, Decision, ErrorSite,
@@ -262,6 +262,98 @@ async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
         panic!("not a question");
     };
     assert_eq!(question.card, card);
+}
+
+/// A stored question is hidden until its turn's paused state is saved: listed nowhere
+/// and answerable by no person, so a kill before the save cancels a question nobody saw.
+#[tokio::test]
+async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerable() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StateDb::open(&dir.path().join("state.db")).unwrap();
+    let bus = EventBus::new();
+    let events = RecordedEvents::subscribed_to(&bus);
+    let gate = TierGate::new(
+        Arc::new(catalog_with_cards()),
+        Arc::new(AutoRejectApprover),
+        bus,
+    )
+    .with_durable(DurableQuestions {
+        store: store.clone(),
+        session: tau_core::SessionId::parse("web-1").unwrap(),
+        channel: "web".into(),
+        timeout: Duration::from_secs(60),
+    });
+    let asked = |call: &str| {
+        let DurableCheck::Asked { approval_id } =
+            gate.check_durable("lights", &json!({"room": "kitchen"}), call)
+        else {
+            panic!("the question was not stored");
+        };
+        approval_id
+    };
+    let pending = || store.approvals(Some(ApprovalState::Pending)).unwrap();
+    let requested = || {
+        events
+            .events()
+            .into_iter()
+            .filter(|e| matches!(e, AuditEvent::ApprovalRequested(_)))
+            .count()
+    };
+    let person = DecidedBy::person("web");
+
+    // Stored, the loop not yet returned: nobody sees it, nobody can answer it.
+    let first = asked("t1");
+    assert!(pending().is_empty());
+    assert_eq!(requested(), 0);
+    assert!(matches!(
+        store
+            .decide_approval(
+                &first,
+                ApprovalState::Approved,
+                &person,
+                jiff::Timestamp::now()
+            )
+            .unwrap(),
+        Answered::NotFound
+    ));
+    assert_eq!(
+        store.approval(&first).unwrap().unwrap().state,
+        ApprovalState::Pending
+    );
+    // The loop failed before its state was saved: never shown.
+    gate.announce_stored(false);
+    assert!(pending().is_empty());
+    assert_eq!(requested(), 0);
+
+    // Saved: shown, announced, answerable.
+    let second = asked("t2");
+    gate.announce_stored(true);
+    let ids: Vec<_> = pending().into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, vec![second.clone()]);
+    assert_eq!(requested(), 1);
+    assert!(matches!(
+        store
+            .decide_approval(
+                &second,
+                ApprovalState::Approved,
+                &person,
+                jiff::Timestamp::now()
+            )
+            .unwrap(),
+        Answered::Decided(_)
+    ));
+    // tau's own closing of a hidden question (at a start) still works.
+    assert!(matches!(
+        store
+            .decide_approval(
+                &first,
+                ApprovalState::Cancelled,
+                &DecidedBy::Cancelled,
+                jiff::Timestamp::now()
+            )
+            .unwrap(),
+        Answered::Decided(_)
+    ));
 }
 
 #[tokio::test]

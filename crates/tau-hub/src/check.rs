@@ -20,7 +20,7 @@ impl Hub {
         let rows: Vec<_> = self
             .inner
             .state
-            .approvals(None)?
+            .all_approvals(None)?
             .into_iter()
             .filter(needs_check)
             .collect();

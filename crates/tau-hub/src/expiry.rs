@@ -28,6 +28,9 @@ impl Hub {
         let refused = self.refuse_untrusted()?;
         let uncertain = self.close_cut_off_calls()?;
         let cancelled = self.cancel_abandoned()?;
+        // What is still hidden has a saved turn waiting on it: tau stopped after saving
+        // the turn and before showing its question. Show it now.
+        self.inner.state.show_waiting_approvals()?;
         let expired = self.expire_due().await?;
         let mut resumed = 0;
         let mut sessions = BTreeSet::new();
@@ -99,7 +102,11 @@ impl Hub {
     /// one could never run anything, so no card may offer it.
     fn cancel_abandoned(&self) -> Result<usize, HubError> {
         let mut cancelled = 0;
-        for row in self.inner.state.approvals(Some(ApprovalState::Pending))? {
+        for row in self
+            .inner
+            .state
+            .all_approvals(Some(ApprovalState::Pending))?
+        {
             // Only a hub conversation's questions: another asker (a routine) keeps its own.
             if self.conversation_of(&row.session)?.is_none() {
                 continue;
@@ -137,7 +144,13 @@ impl Hub {
     async fn expire_due(&self) -> Result<usize, HubError> {
         let now = Timestamp::now();
         let mut expired = 0;
-        for row in self.inner.state.approvals(Some(ApprovalState::Pending))? {
+        // Shown or not: a question its turn never showed (tau could not) still ends at
+        // its deadline, and its turn goes on.
+        for row in self
+            .inner
+            .state
+            .all_approvals(Some(ApprovalState::Pending))?
+        {
             if row.deadline > now {
                 continue;
             }
@@ -162,7 +175,7 @@ impl Hub {
             let next = self
                 .inner
                 .state
-                .approvals(Some(ApprovalState::Pending))
+                .all_approvals(Some(ApprovalState::Pending))
                 .ok()
                 .and_then(|rows| rows.iter().map(|r| r.deadline).min());
             let sleep = next

@@ -175,11 +175,29 @@ fn call_outcome(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(CALL_OUTCOME)
 }
 
+/// Step 5: whether a question may be shown. The conversation gate stores its question
+/// before the turn's paused state is saved and shows it only after; a question never
+/// shown is listed nowhere and answers nothing, so a kill in between cancels a question
+/// nobody saw. Rows from before were all shown.
+const QUESTION_SHOWN: &str = "
+ALTER TABLE approvals ADD COLUMN shown INTEGER NOT NULL DEFAULT 1;
+";
+
+fn question_shown(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(QUESTION_SHOWN)
+}
+
 /// One step of the schema, run inside the migration's transaction.
 type Step = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
 /// Every step, in order; a file at version N has had the first N.
-const STEPS: &[Step] = &[before_one_owner, state_meta, grants, call_outcome];
+const STEPS: &[Step] = &[
+    before_one_owner,
+    state_meta,
+    grants,
+    call_outcome,
+    question_shown,
+];
 
 /// The version a file has once this tau opened it.
 pub const LATEST: i64 = STEPS.len() as i64;

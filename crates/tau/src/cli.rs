@@ -117,8 +117,19 @@ pub(crate) struct AnswerArgs {
 pub(crate) enum GrantsCommand {
     /// Every live grant, oldest first
     List,
-    /// Ends a grant: the next such call is asked again
-    Revoke { id: String },
+    /// One grant, also one that ended: what it covers, its uses, who made it
+    Show { id: String },
+    /// Ends a grant (or every live one with --all): the next such call is asked again
+    Revoke {
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<String>,
+        /// Every live grant
+        #[arg(long)]
+        all: bool,
+    },
+    /// Questions asked, approved and refused per tool, the median time to answer, and the
+    /// calls approved often enough that a grant would cover them (from the audit log)
+    Stats,
 }
 
 #[derive(Debug, Subcommand)]

@@ -100,8 +100,8 @@ fn waiting_lines(ctx: &Context, name: &str) -> anyhow::Result<String> {
         return Ok(String::new());
     };
     let mut out = String::new();
-    for row in store.approvals_of_session(&id)? {
-        if row.state == ApprovalState::Pending {
+    for row in store.approvals(Some(ApprovalState::Pending))? {
+        if row.session == id {
             let _ = writeln!(
                 out,
                 "  ? {} waits for your answer on {} ({})",

@@ -23,6 +23,44 @@ fn when(text: &str, zone: &TimeZone) -> String {
         .map_or_else(|_| display(text), |t| crate::routines::when(t, zone))
 }
 
+/// What a grant covers, where, until when and its uses: the lines `list` and `show` share.
+fn describe(out: &mut String, grant: &Grant, zone: &TimeZone) {
+    let place = match grant.scope {
+        GrantScope::Conversation => format!("conversation {}", display(&grant.session)),
+        GrantScope::Channel => {
+            format!("every conversation on {}", channel_name(&grant.channel))
+        }
+    };
+    let _ = writeln!(
+        out,
+        "{}  {} (tier {})  {place}",
+        grant.id,
+        display(&grant.tool),
+        grant.tier.number(),
+    );
+    let _ = writeln!(
+        out,
+        "  arguments {}",
+        display(&tau_core::sorted_json(&grant.arguments))
+    );
+    let uses = match grant.max_uses {
+        Some(max) => format!("{} of {max} uses", grant.uses),
+        None => format!("{} uses", grant.uses),
+    };
+    let last = grant
+        .last_used_at
+        .as_deref()
+        .map(|t| format!(", last {}", when(t, zone)))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  made on {} {} · until {} · {uses}{last}",
+        channel_name(&grant.channel),
+        when(&grant.created_at, zone),
+        when(&grant.expires_at, zone),
+    );
+}
+
 /// The live grants, oldest first, as the person reads them at `now` in `zone`.
 pub(crate) fn render(grants: &[Grant], now: Timestamp, zone: &TimeZone) -> String {
     let live: Vec<&Grant> = grants.iter().filter(|g| is_live(g, now)).collect();
@@ -31,41 +69,57 @@ pub(crate) fn render(grants: &[Grant], now: Timestamp, zone: &TimeZone) -> Strin
     }
     let mut out = String::new();
     for grant in live {
-        let place = match grant.scope {
-            GrantScope::Conversation => format!("conversation {}", display(&grant.session)),
-            GrantScope::Channel => {
-                format!("every conversation on {}", channel_name(&grant.channel))
-            }
-        };
-        let _ = writeln!(
-            out,
-            "{}  {} (tier {})  {place}",
-            grant.id,
-            display(&grant.tool),
-            grant.tier.number(),
-        );
-        let _ = writeln!(
-            out,
-            "  arguments {}",
-            display(&tau_core::sorted_json(&grant.arguments))
-        );
-        let uses = match grant.max_uses {
-            Some(max) => format!("{} of {max} uses", grant.uses),
-            None => format!("{} uses", grant.uses),
-        };
-        let last = grant
-            .last_used_at
-            .as_deref()
-            .map(|t| format!(", last {}", when(t, zone)))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  made on {} {} · until {} · {uses}{last}",
-            channel_name(&grant.channel),
-            when(&grant.created_at, zone),
-            when(&grant.expires_at, zone),
-        );
+        describe(&mut out, grant, zone);
     }
+    out
+}
+
+fn who(decided_by: &DecidedBy) -> String {
+    match decided_by {
+        DecidedBy::Person {
+            channel,
+            user: Some(user),
+        } => format!("a person on {} ({})", channel_name(channel), display(user)),
+        DecidedBy::Person {
+            channel,
+            user: None,
+        } => {
+            format!("a person on {}", channel_name(channel))
+        }
+        other => display(&serde_json::to_string(other).unwrap_or_default()),
+    }
+}
+
+/// One grant, live or not, with what it is checked against and where it came from.
+pub(crate) fn render_one(grant: &Grant, now: Timestamp, zone: &TimeZone) -> String {
+    let mut out = String::new();
+    describe(&mut out, grant, zone);
+    let standing = match (&grant.revoked_at, &grant.revoked_by) {
+        (Some(at), by) => format!(
+            "revoked {}{}: covers nothing",
+            when(at, zone),
+            by.as_ref()
+                .map(|b| format!(" by {}", who(b)))
+                .unwrap_or_default()
+        ),
+        (None, _) if is_live(grant, now) => {
+            "live: the exact call above runs without a question".to_owned()
+        }
+        (None, _) => "ended (expired or used up): covers nothing".to_owned(),
+    };
+    let _ = writeln!(out, "  {standing}");
+    let question = grant
+        .approval_id
+        .as_deref()
+        .map(|id| format!(", answering question {}", display(id)))
+        .unwrap_or_default();
+    let _ = writeln!(out, "  made by {}{question}", who(&grant.created_by));
+    let _ = writeln!(out, "  arguments sha-256 {}", grant.arguments_sha256);
+    let _ = writeln!(
+        out,
+        "  tool schema sha-256 {} (a change of the tool's schema or tier ends it)",
+        grant.schema_sha256
+    );
     out
 }
 
@@ -78,43 +132,98 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
     Ok(render(&store.grants(None)?, Timestamp::now(), &zone))
 }
 
-/// `tau grants revoke ID`: from its commit on the grant covers nothing; a `grant_revoked`
-/// line says so, with the uses it had.
-pub(crate) fn revoke(ctx: &Context, id: &str) -> anyhow::Result<String> {
-    let Ok(id) = GrantId::parse(id) else {
-        return Err(usage(format!(
+fn parse_id(id: &str) -> anyhow::Result<GrantId> {
+    GrantId::parse(id).map_err(|_| {
+        usage(format!(
             "{} is not a grant id (tau grants list shows them)",
             display(id)
-        )));
+        ))
+    })
+}
+
+/// `tau grants show ID`: one grant, also one that ended.
+pub(crate) fn show(ctx: &Context, id: &str) -> anyhow::Result<String> {
+    let id = parse_id(id)?;
+    let zone = crate::routines::zone(&ctx.loaded.config)?;
+    let grant = match ctx.existing_state()? {
+        Some(store) => store.grant(&id)?,
+        None => None,
     };
-    let Some(store) = ctx.existing_state()? else {
-        return Err(usage(format!("no grant {id}")));
-    };
+    let grant = grant.ok_or_else(|| usage(format!("no grant {id}")))?;
+    Ok(render_one(&grant, Timestamp::now(), &zone))
+}
+
+/// Revokes `id` in `store` and writes its `grant_revoked` line once the revoke is
+/// committed; `logging` says whether the audit log is already subscribed.
+fn revoke_in(
+    ctx: &Context,
+    store: &tau_state::StateDb,
+    logging: &mut bool,
+    id: &GrantId,
+) -> anyhow::Result<Revoked> {
     let by = DecidedBy::person("cli");
-    match store.revoke_grant(&id, &by, Timestamp::now())? {
-        Revoked::Revoked(grant) => {
+    let revoked = store.revoke_grant(id, &by, Timestamp::now())?;
+    if let Revoked::Revoked(grant) = &revoked {
+        if !*logging {
             ctx.events.subscribe(Arc::new(AuditLog::open(
                 &ctx.home.audit_log(),
                 AUDIT_SESSION,
                 store.clone(),
             )?));
-            ctx.events.emit(&AuditEvent::GrantRevoked {
-                grant_id: grant.id.clone(),
-                tool: grant.tool.clone(),
-                revoked_by: by,
-                uses: grant.uses,
-                reason: None,
-            });
-            Ok(format!(
-                "revoked {} ({} after {} uses): the next such call is asked\n",
-                grant.id,
-                display(&grant.tool),
-                grant.uses
-            ))
+            *logging = true;
         }
+        ctx.events.emit(&AuditEvent::GrantRevoked {
+            grant_id: grant.id.clone(),
+            tool: grant.tool.clone(),
+            revoked_by: by,
+            uses: grant.uses,
+            reason: None,
+        });
+    }
+    Ok(revoked)
+}
+
+fn revoked_line(grant: &Grant) -> String {
+    format!(
+        "revoked {} ({} after {} uses): the next such call is asked\n",
+        grant.id,
+        display(&grant.tool),
+        grant.uses
+    )
+}
+
+/// `tau grants revoke ID`: from its commit on the grant covers nothing; a `grant_revoked`
+/// line says so, with the uses it had.
+pub(crate) fn revoke(ctx: &Context, id: &str) -> anyhow::Result<String> {
+    let id = parse_id(id)?;
+    let Some(store) = ctx.existing_state()? else {
+        return Err(usage(format!("no grant {id}")));
+    };
+    match revoke_in(ctx, &store, &mut false, &id)? {
+        Revoked::Revoked(grant) => Ok(revoked_line(&grant)),
         Revoked::AlreadyRevoked(grant) => Ok(format!("{} was revoked already\n", grant.id)),
         Revoked::NotFound => Err(usage(format!("no grant {id}"))),
     }
+}
+
+/// `tau grants revoke --all`: every live grant, each with its own line; a grant that
+/// ended or was revoked meanwhile is left as it is.
+pub(crate) fn revoke_all(ctx: &Context) -> anyhow::Result<String> {
+    let Some(store) = ctx.existing_state()? else {
+        return Ok("no grants to revoke\n".to_owned());
+    };
+    let live = store.grants(Some(Timestamp::now()))?;
+    let mut logging = false;
+    let mut out = String::new();
+    for grant in &live {
+        if let Revoked::Revoked(grant) = revoke_in(ctx, &store, &mut logging, &grant.id)? {
+            out.push_str(&revoked_line(&grant));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no grants to revoke\n");
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod demo;
 mod devices;
 mod doctor;
 mod errors;
+mod grant_stats;
 mod grants;
 mod hosted;
 mod lock;
@@ -155,7 +156,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Approvals => print(&approvals::list(&ctx)?),
         Command::Grants { command } => match command {
             GrantsCommand::List => print(&grants::list(&ctx)?),
-            GrantsCommand::Revoke { id } => print(&grants::revoke(&ctx, &id)?),
+            GrantsCommand::Show { id } => print(&grants::show(&ctx, &id)?),
+            GrantsCommand::Revoke { id: Some(id), .. } => print(&grants::revoke(&ctx, &id)?),
+            GrantsCommand::Revoke { id: None, .. } => print(&grants::revoke_all(&ctx)?),
+            GrantsCommand::Stats => print(&grant_stats::stats(&ctx)?),
         },
         Command::Tools => {
             ctx.home.create()?;

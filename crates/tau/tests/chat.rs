@@ -549,4 +549,22 @@ fn always_grants_exactly_this_call_and_the_next_identical_one_runs_without_a_que
         listed.stdout
     );
     assert!(listed.stdout.contains("· 1 uses"), "{}", listed.stdout);
+    // The audit log's count: two questions, one yes, one no, one call by the grant.
+    let stats = tau.run(&["grants", "stats"], "");
+    assert_eq!(stats.code, 0, "{}", stats.stderr);
+    assert!(
+        stats.stdout.starts_with(
+            "tool         asked  approved  refused  by grant  median answer\n\
+             run_command      2         1        1         1  "
+        ),
+        "{}",
+        stats.stdout
+    );
+    assert!(
+        stats
+            .stdout
+            .ends_with("\nno call was approved 3 times in the last 7 days\n"),
+        "{}",
+        stats.stdout
+    );
 }

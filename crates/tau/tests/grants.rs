@@ -1,5 +1,5 @@
-//! `tau grants`: the list shows what each live grant covers, and a revoke ends it at once
-//! and writes its audit line.
+//! `tau grants`: the list shows what each live grant covers, `show` one grant whatever
+//! became of it, and a revoke (of one, or of all) ends it at once and writes its audit line.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -120,4 +120,87 @@ fn a_revoke_names_a_grant_or_says_why_not() {
         assert_ne!(run.code, 0, "{id}");
         assert!(run.stderr.contains(message), "{id}: {}", run.stderr);
     }
+}
+
+#[test]
+fn show_tells_what_a_grant_covers_and_what_became_of_it() {
+    let tau = Tau::new();
+    stored(&tau, "gr_0123456789abcdef");
+    let live = tau.run(&["grants", "show", "gr_0123456789abcdef"], "");
+    assert_eq!(live.code, 0, "{}", live.stderr);
+    let sha = canonical_arguments(&json!({"command": "npm run test"})).1;
+    for expected in [
+        "gr_0123456789abcdef  run_command (tier 2)  conversation s1\n",
+        "  arguments {\"command\":\"npm run test\"}\n",
+        "  live: the exact call above runs without a question\n",
+        "  made by a person on tau chat\n",
+        &format!("  arguments sha-256 {sha}\n"),
+    ] {
+        assert!(
+            live.stdout.contains(expected),
+            "{expected}\n{}",
+            live.stdout
+        );
+    }
+    assert_eq!(
+        tau.run(&["grants", "revoke", "gr_0123456789abcdef"], "")
+            .code,
+        0
+    );
+    let ended = tau.run(&["grants", "show", "gr_0123456789abcdef"], "");
+    assert_eq!(ended.code, 0, "{}", ended.stderr);
+    assert!(
+        ended.stdout.contains("  revoked ") && ended.stdout.contains("covers nothing\n"),
+        "{}",
+        ended.stdout
+    );
+    assert!(!ended.stdout.contains("live:"), "{}", ended.stdout);
+    let missing = tau.run(&["grants", "show", "gr_nothere"], "");
+    assert_ne!(missing.code, 0);
+    assert!(
+        missing.stderr.contains("no grant gr_nothere"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn revoke_all_ends_every_live_grant_each_with_its_line() {
+    let tau = Tau::new();
+    let none = tau.run(&["grants", "revoke", "--all"], "");
+    assert_eq!(
+        (none.code, none.stdout.as_str()),
+        (0, "no grants to revoke\n")
+    );
+    stored(&tau, "gr_00000000000000a1");
+    let db = stored(&tau, "gr_00000000000000a2");
+    let all = tau.run(&["grants", "revoke", "--all"], "");
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    assert_eq!(
+        all.stdout,
+        "revoked gr_00000000000000a1 (run_command after 0 uses): the next such call is asked\n\
+         revoked gr_00000000000000a2 (run_command after 0 uses): the next such call is asked\n"
+    );
+    assert!(db.grants(Some(Timestamp::now())).unwrap().is_empty());
+    let revoked: Vec<_> = tau
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["type"] == "grant_revoked")
+        .map(|e| e["grant_id"].clone())
+        .collect();
+    assert_eq!(
+        revoked,
+        vec![json!("gr_00000000000000a1"), json!("gr_00000000000000a2")]
+    );
+    assert_eq!(
+        tau.run(&["grants", "revoke", "--all"], "").stdout,
+        "no grants to revoke\n"
+    );
+    // One id or all, never both; and one of them.
+    assert_eq!(
+        tau.run(&["grants", "revoke", "gr_00000000000000a1", "--all"], "")
+            .code,
+        2
+    );
+    assert_eq!(tau.run(&["grants", "revoke"], "").code, 2);
 }

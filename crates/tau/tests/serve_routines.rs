@@ -1,6 +1,7 @@
 //! Routines hosted by `tau serve`: a webhook under TauBar's listener runs its routine
 //! through the gate (exempt, audited with the routine's name); a call the exemption does
-//! not cover is a question on the web page, answered there; the page lists the routines.
+//! not cover is a question on the web page, answered there; the page lists the routines;
+//! a routine switched by another tau process is kept or dropped by the running hub.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -133,6 +134,57 @@ fn a_webhook_runs_its_routine_exempt_and_a_wrong_secret_is_refused() {
         None,
     );
     assert_eq!(unauthorized.status, 401, "the list needs the page's token");
+}
+
+#[test]
+fn a_switch_from_another_tau_process_reaches_the_running_hub_without_a_restart() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("unused")]));
+    let config = doorbell_config(&tau);
+    let serve = tau.serve_env(&model, &config, &[("TAU_TEST_DOORBELL", SECRET)]);
+    let host = serve.host();
+    let bearer = format!("Bearer {SECRET}");
+    // "knock" is not the routine's payload: an enabled routine refuses it with 400 and
+    // runs nothing, a disabled one has no webhook (404). So probing never rings.
+    let call = |body: &str| {
+        request(
+            serve.addr,
+            "POST",
+            "/hooks/doorbell",
+            &[("Host", host.as_str()), ("Authorization", bearer.as_str())],
+            Some(body),
+        )
+        .status
+    };
+    assert_eq!(call("knock"), 400, "the routine starts enabled");
+    let switch = |to: &str| {
+        let run = tau.run_env(
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "routines",
+                to,
+                "doorbell",
+            ],
+            &[("TAU_TEST_DOORBELL", SECRET)],
+            "",
+        );
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, format!("routine doorbell {to}d\n").as_str()),
+            "{}",
+            run.stderr
+        );
+    };
+    switch("disable");
+    // The hub looks twice a second; `until` gives it ten.
+    serve.until(|_| (call("knock") == 404).then_some(()));
+    assert_eq!(call("ring"), 404, "a disabled routine has no webhook");
+    switch("enable");
+    serve.until(|_| (call("knock") == 400).then_some(()));
+    assert_eq!(call("ring"), 202);
+    serve.until(|_| bell(&tau));
+    assert_eq!(bell(&tau).as_deref(), Some("ding\n"));
 }
 
 #[test]

@@ -104,7 +104,7 @@ impl TierGate {
             card: self.tiers.card(tool, arguments),
         }
         .into_row();
-        if let Err(error) = durable.store.create_approval(&row) {
+        if let Err(error) = durable.store.create_hidden_approval(&row) {
             return DurableCheck::Decided(self.refused_on_resume(
                 tool,
                 tool_use_id,
@@ -113,8 +113,10 @@ impl TierGate {
             ));
         }
         tracing::info!(tool, tool_use_id, approval_id = %id, channel = %self.channel, "approval stored; the turn pauses");
-        // Shown to nobody yet: the turn's paused state must be saved first, so a kill
-        // in between never cancels a question a person saw (`announce_stored`).
+        crate::failpoint::reach(crate::failpoint::ASKED);
+        // Shown to nobody yet (stored hidden: listed nowhere, answerable by nobody): the
+        // turn's paused state must be saved first, so a kill in between never cancels a
+        // question a person saw (`announce_stored`).
         self.unannounced
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -239,6 +241,25 @@ impl TierGate {
             return;
         }
         for question in questions {
+            // Shown in the store before any channel hears of it, so an answer to what a
+            // channel shows always finds the question answerable.
+            if let Some(durable) = &self.durable {
+                let shown = ApprovalId::parse(&question.approval_id)
+                    .map_err(|e| e.to_string())
+                    .and_then(|id| durable.store.show_approval(&id).map_err(|e| e.to_string()));
+                if let Err(error) = shown {
+                    // Never shown, never answerable: its deadline ends it, and its turn
+                    // goes on with the timeout.
+                    tracing::error!(approval_id = %question.approval_id, %error, "cannot show a stored question");
+                    self.emit_error(
+                        ErrorSite::TierGate,
+                        format!("cannot show the stored question: {error}"),
+                        &question.tool,
+                        &question.call_id,
+                    );
+                    continue;
+                }
+            }
             self.events.emit(&AuditEvent::ApprovalRequested(question));
         }
     }
@@ -341,6 +362,9 @@ pub fn answer_durable(
     let Answered::Decided(row) = &answered else {
         return Ok((answered, None));
     };
+    if decided_by.is_person() {
+        crate::failpoint::reach(crate::failpoint::ANSWERED);
+    }
     let decision = match row.state {
         ApprovalState::Approved => Decision::Approved,
         ApprovalState::Expired => Decision::Timeout,

@@ -44,7 +44,9 @@ pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// How the engine paces itself.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
-    /// How often `state.db` is checked for changed routines.
+    /// How often `state.db` is checked for changed routines: a routine switched or made
+    /// by another tau process (`tau routines enable`) is kept or dropped within a second.
+    /// The check reads one row, so twice a second costs nothing worth counting.
     pub reload_every: Duration,
     /// The pause after a first failed run; it doubles with each further failure.
     pub backoff_base: Duration,
@@ -58,7 +60,7 @@ pub struct EngineSettings {
 impl Default for EngineSettings {
     fn default() -> Self {
         Self {
-            reload_every: Duration::from_secs(2),
+            reload_every: Duration::from_millis(500),
             backoff_base: Duration::from_secs(60),
             backoff_max: Duration::from_secs(3600),
             ask_timeout: Duration::from_secs(1800),

@@ -325,8 +325,45 @@ fn get(connection: &Connection, id: &ApprovalId) -> Result<Option<ApprovalRow>, 
 }
 
 impl StateDb {
-    /// Stores a new `pending` row. An id that exists already is an error.
+    /// Stores a new `pending` row, shown at once (listed, answerable). An id that exists
+    /// already is an error.
     pub fn create_approval(&self, row: &ApprovalRow) -> Result<(), StateError> {
+        self.insert_approval(row, true)
+    }
+
+    /// Stores a new `pending` row that nobody is shown and nobody can answer until
+    /// [`StateDb::show_approval`]: the conversation gate stores its question before the
+    /// turn's paused state is saved, and shows it once that is on the disk. A kill in
+    /// between leaves a question nobody saw, which the next start cancels.
+    pub fn create_hidden_approval(&self, row: &ApprovalRow) -> Result<(), StateError> {
+        self.insert_approval(row, false)
+    }
+
+    /// Shows a question stored hidden; false when there is no such row. Flushed, so a
+    /// question a person may see is never hidden again by a power cut.
+    pub fn show_approval(&self, id: &ApprovalId) -> Result<bool, StateError> {
+        self.write_durable(|tx| {
+            Ok(tx
+                .prepare_cached("UPDATE approvals SET shown = 1 WHERE id = ?1")?
+                .execute(params![id.as_str()])?
+                == 1)
+        })
+    }
+
+    /// Shows every pending question still hidden: at a start, once the questions of
+    /// turns that were never paused are cancelled, those left have a saved turn waiting
+    /// on them, and tau stopped before it showed them.
+    pub fn show_waiting_approvals(&self) -> Result<usize, StateError> {
+        self.write_durable(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "UPDATE approvals SET shown = 1 WHERE shown = 0 AND state = 'pending'",
+                )?
+                .execute([])?)
+        })
+    }
+
+    fn insert_approval(&self, row: &ApprovalRow, shown: bool) -> Result<(), StateError> {
         let decided_by = row
             .decided_by
             .as_ref()
@@ -338,9 +375,9 @@ impl StateDb {
         let inserted = self.write_durable(|tx| {
             Ok(tx.execute(
                 &format!(
-                    "INSERT OR IGNORE INTO approvals ({COLUMNS}) VALUES \
+                    "INSERT OR IGNORE INTO approvals ({COLUMNS}, shown) VALUES \
                      (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
-                     ?17, ?18)"
+                     ?17, ?18, ?19)"
                 ),
                 params![
                     row.id.as_str(),
@@ -361,6 +398,7 @@ impl StateDb {
                     card,
                     row.outcome.map(CallOutcome::as_str),
                     row.outcome_at.map(|t| t.to_string()),
+                    shown,
                 ],
             )?)
         })?;
@@ -379,7 +417,8 @@ impl StateDb {
     }
 
     /// `pending -> to` (to is not `pending`), recording who decided and when; the first
-    /// answer wins.
+    /// answer wins. A person's answer to a question not shown yet is `NotFound`: nobody
+    /// can have seen it (tau's own closing of it, a cancel or an expiry, still works).
     pub fn decide_approval(
         &self,
         id: &ApprovalId,
@@ -398,11 +437,19 @@ impl StateDb {
             let changed = tx
                 .prepare_cached(
                     "UPDATE approvals SET state = ?2, decided_by = ?3, decided_at = ?4 \
-                     WHERE id = ?1 AND state = 'pending'",
+                     WHERE id = ?1 AND state = 'pending' AND (shown = 1 OR ?5 = 0)",
                 )?
-                .execute(params![id.as_str(), to.as_str(), by, at.to_string()])?;
+                .execute(params![
+                    id.as_str(),
+                    to.as_str(),
+                    by,
+                    at.to_string(),
+                    decided_by.is_person()
+                ])?;
             Ok(match (changed, get(tx, id)?) {
                 (_, None) => Answered::NotFound,
+                // Still pending after a person's answer: it was not shown.
+                (0, Some(row)) if row.state == ApprovalState::Pending => Answered::NotFound,
                 (1, Some(row)) => Answered::Decided(row),
                 (_, Some(row)) => Answered::AlreadyDecided(row),
             })
@@ -466,15 +513,30 @@ impl StateDb {
         )
     }
 
-    /// Rows in `state`, oldest first; all of them when `state` is `None`.
+    /// Rows in `state` that were shown, oldest first; all shown ones when `state` is
+    /// `None`. What a person is listed.
     pub fn approvals(&self, state: Option<ApprovalState>) -> Result<Vec<ApprovalRow>, StateError> {
+        match state {
+            Some(state) => {
+                self.select_approvals("WHERE state = ?1 AND shown = 1", params![state.as_str()])
+            }
+            None => self.select_approvals("WHERE shown = 1", params![]),
+        }
+    }
+
+    /// Rows in `state`, shown or not, oldest first; all of them when `state` is `None`.
+    /// For tau's own bookkeeping (start-up, expiry), never for a listing.
+    pub fn all_approvals(
+        &self,
+        state: Option<ApprovalState>,
+    ) -> Result<Vec<ApprovalRow>, StateError> {
         match state {
             Some(state) => self.select_approvals("WHERE state = ?1", params![state.as_str()]),
             None => self.select_approvals("", params![]),
         }
     }
 
-    /// Rows of one session, oldest first.
+    /// Rows of one session, shown or not, oldest first (tau's own bookkeeping).
     pub fn approvals_of_session(
         &self,
         session: &SessionId,

@@ -1,0 +1,197 @@
+//! `tau serve` killed with SIGKILL at the steps of a question before its call is let
+//! through, then started again: nothing runs without a yes, nothing a person saw is
+//! cancelled behind their back, and the audit log verifies. (The steps after the call was
+//! let through are `effect_uncertain.rs`'s.)
+//!
+//! The binary is stopped dead at the exact step by a failpoint that only test builds have
+//! (`TAU_FAILPOINT`), then killed.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::Tau;
+use common::model_server::ModelServer;
+use common::serve::request;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tau_state::{ApprovalState, StateDb};
+
+fn model() -> ModelServer {
+    ModelServer::start(
+        "run_command",
+        &json!({"command": "echo made >> proof.txt"}),
+        "Done.",
+    )
+}
+
+/// Every question row, shown or not, straight from `state.db`.
+fn rows(tau: &Tau) -> Vec<tau_state::ApprovalRow> {
+    StateDb::open(&tau.home().join("state.db"))
+        .unwrap()
+        .all_approvals(None)
+        .unwrap()
+}
+
+fn reached(mark: &std::path::Path, failpoint: &str) -> Option<()> {
+    std::fs::read_to_string(mark)
+        .ok()
+        .filter(|m| m == failpoint)
+        .map(|_| ())
+}
+
+/// Killed after the question was stored and before the turn's paused state was saved: no
+/// channel ever showed it and nobody could answer it; the next start cancels it.
+#[test]
+fn a_question_stored_before_its_turn_was_saved_is_never_shown_and_cancelled_at_start() {
+    let tau = Tau::new();
+    let server = model();
+    let model = server.spec();
+    let config = tau.serve_config("");
+    let mark = tau.home().join("failpoint-reached");
+    let serve = tau.serve_env(
+        &model,
+        &config,
+        &[
+            ("TAU_FAILPOINT", "asked"),
+            ("TAU_FAILPOINT_MARK", mark.to_str().unwrap()),
+        ],
+    );
+    let session = serve.new_session();
+    let sent = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        r#"{"text": "make a file"}"#,
+    );
+    assert_eq!(sent.status, 202, "{sent:?}");
+    serve.until(|_| reached(&mark, "asked"));
+
+    // The row is there, and shown to nobody: not on the page, not to `tau approvals`.
+    let stored = rows(&tau);
+    assert_eq!(stored.len(), 1, "{stored:#?}");
+    let id = stored[0].id.to_string();
+    assert_eq!(serve.get("/api/approvals?state=pending").json(), json!([]));
+    assert_eq!(
+        serve.get("/api/approvals?state=pending&channel=all").json(),
+        json!([])
+    );
+    assert_eq!(
+        tau.run(&["approvals"], "").stdout,
+        "nothing waits for you\n"
+    );
+    // An answer to it finds nothing to answer, so nothing is approved.
+    let forged = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(forged.status, 404, "{forged:?}");
+    assert_eq!(rows(&tau)[0].state, ApprovalState::Pending);
+    serve.kill_hard();
+    assert!(
+        tau.audit()
+            .iter()
+            .all(|l| l["type"] != "approval_requested"),
+        "never announced"
+    );
+
+    let serve = tau.serve(&model, &config);
+    assert!(
+        serve
+            .banner
+            .iter()
+            .any(|l| l.contains("1 question(s) cancelled")),
+        "{:?}",
+        serve.banner
+    );
+    let row = rows(&tau)
+        .into_iter()
+        .find(|r| r.id.to_string() == id)
+        .unwrap();
+    assert_eq!(row.state, ApprovalState::Cancelled);
+    assert_eq!(serve.get("/api/approvals?state=pending").json(), json!([]));
+    serve.kill_hard();
+    assert_eq!(tau.proof(), None, "nothing ran");
+    let verify = tau.run(&["audit", "verify"], "");
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+}
+
+/// Killed after a person's yes was stored and before its `approval` line was written:
+/// the start-up cross-check finds a yes the audit log never heard of and refuses it; the
+/// call never runs.
+#[test]
+fn a_yes_stored_without_its_audit_line_is_refused_at_start_and_never_runs() {
+    let tau = Tau::new();
+    let server = model();
+    let model = server.spec();
+    let config = tau.serve_config("");
+    let mark = tau.home().join("failpoint-reached");
+    let serve = tau.serve_env(
+        &model,
+        &config,
+        &[
+            ("TAU_FAILPOINT", "answered"),
+            ("TAU_FAILPOINT_MARK", mark.to_str().unwrap()),
+        ],
+    );
+    let session = serve.new_session();
+    let row = serve.ask(&session, "make a file");
+    let id = row["id"].as_str().unwrap().to_owned();
+    // The answer's request never returns: the hub stops dead inside it.
+    let (addr, host, token) = (serve.addr, serve.host(), serve.token.clone());
+    let path = format!("/api/approvals/{id}");
+    std::thread::spawn(move || {
+        let bearer = format!("Bearer {token}");
+        request(
+            addr,
+            "POST",
+            &path,
+            &[("Host", host.as_str()), ("Authorization", bearer.as_str())],
+            Some(r#"{"decision":"approve"}"#),
+        )
+    });
+    serve.until(|_| reached(&mark, "answered"));
+    serve.kill_hard();
+    let approved = rows(&tau);
+    assert_eq!(
+        approved[0].state,
+        ApprovalState::Approved,
+        "the yes was stored"
+    );
+    assert!(
+        tau.audit().iter().all(|l| l["type"] != "approval"),
+        "its line was not"
+    );
+
+    let serve = tau.serve(&model, &config);
+    assert!(
+        serve.banner.iter().any(|l| l.starts_with(&format!(
+            "tau serve: question {id} (run_command) refused, never run: "
+        ))),
+        "{:?}",
+        serve.banner
+    );
+    let lines: Vec<Value> = serve.until(|_| {
+        let lines: Vec<Value> = tau
+            .audit()
+            .into_iter()
+            .filter(|l| l["type"] == "approval" && l["approval_id"] == json!(id))
+            .collect();
+        (!lines.is_empty()).then_some(lines)
+    });
+    assert_eq!(
+        (
+            &lines[0]["decision"],
+            &lines[0]["decided_by"],
+            &lines[0]["approver"]
+        ),
+        (
+            &json!("rejected"),
+            &json!({"kind": "approver_failed"}),
+            &json!("start_check")
+        )
+    );
+    serve.kill_hard();
+    assert_eq!(tau.proof(), None, "the unrecorded yes ran nothing");
+    let verify = tau.run(&["audit", "verify"], "");
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+}
