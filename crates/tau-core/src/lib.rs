@@ -59,10 +59,10 @@ pub use display::{
 pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
-pub use ids::{NoRandomness, random_id};
+pub use ids::{NoRandomness, random_code, random_id};
 pub use tau_protocol::{
-    Approval, CallCard, CallStatus, CardNote, ChannelEvent, DecidedBy, Decision, NoteLevel,
-    NoticeKind, StopReason, Tier, TierError, TurnUsage,
+    Approval, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy, Decision,
+    NoteLevel, NoticeKind, StopReason, Tier, TierError, TurnUsage,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event, interrupt_rejection,

@@ -70,7 +70,7 @@ impl Hub {
 
     fn answer(&self, id: &str, to: ApprovalState, by: DecidedBy) -> Answered {
         #![allow(clippy::needless_pass_by_value)]
-        answer_durable(self.store.as_ref(), &self.bus, id, to, &by)
+        answer_durable(self.store.as_ref(), &self.bus, id, to, &by, None)
             .unwrap()
             .0
     }

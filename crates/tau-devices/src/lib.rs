@@ -30,7 +30,7 @@ mod tools;
 mod watch;
 
 pub use card::{
-    DeviceCard, LOCK_CLASS_SUFFIX, MODEL_SAYS, Note, device_set_card, headline, mqtt_publish_card,
+    DeviceCards, LOCK_CLASS_SUFFIX, MODEL_SAYS, device_set_card, headline, mqtt_publish_card,
 };
 pub use def::{
     ActionDef, ActionPayload, Device, DeviceDef, DeviceError, MAX_NAME_CHARS, Range, RangeDef,

@@ -355,15 +355,16 @@ impl Hub {
         if row.channel != channel {
             return Err(unknown());
         }
-        let to = match reply {
-            Reply::Approve => ApprovalState::Approved,
-            Reply::Reject => ApprovalState::Rejected,
+        let (to, confirmation) = match reply {
+            Reply::Approve => (ApprovalState::Approved, None),
+            Reply::Confirm(typed) => (ApprovalState::Approved, Some(typed)),
+            Reply::Reject => (ApprovalState::Rejected, None),
         };
         let by = DecidedBy::Person {
             channel: channel.to_owned(),
             user,
         };
-        let answered = self.decide(&row, to, &by)?;
+        let answered = self.decide_as(&row, to, &by, confirmation.as_deref())?;
         if let Answered::Decided(_) = &answered {
             self.settle_later(&row.session).await;
         }
@@ -409,6 +410,17 @@ impl Hub {
         to: ApprovalState,
         by: &DecidedBy,
     ) -> Result<Answered, HubError> {
+        self.decide_as(row, to, by, None)
+    }
+
+    /// [`Hub::decide`] with what the person typed or pressed for a second step.
+    fn decide_as(
+        &self,
+        row: &ApprovalRow,
+        to: ApprovalState,
+        by: &DecidedBy,
+        confirmation: Option<&str>,
+    ) -> Result<Answered, HubError> {
         let session = SessionId::parse(&row.session).map_err(|e| HubError::Store(e.to_string()))?;
         let (answered, closing) = answer_durable(
             self.inner.approvals.as_ref(),
@@ -416,6 +428,7 @@ impl Hub {
             &row.id,
             to,
             by,
+            confirmation,
         )?;
         if let Some(event) = closing {
             self.publish(&session, SessionEvent::Turn(event));

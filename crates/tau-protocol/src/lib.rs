@@ -21,6 +21,6 @@ mod tier;
 mod vocabulary;
 
 pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
-pub use question::{ApprovalQuestion, CallCard, CardNote, NoteLevel};
+pub use question::{ApprovalQuestion, CallCard, CardNote, ConfirmStep, NoteLevel};
 pub use tier::{Tier, TierError};
 pub use vocabulary::{Approval, CallStatus, DecidedBy, Decision};

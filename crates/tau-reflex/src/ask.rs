@@ -148,10 +148,7 @@ impl AskApprover {
                             now,
                         );
                         self.host.withdrawn(&row);
-                        return Ok(Answer {
-                            decision: Decision::Timeout,
-                            decided_by: DecidedBy::Timeout,
-                        });
+                        return Ok(Answer::new(Decision::Timeout, DecidedBy::Timeout));
                     }
                     let left = crate::clock::until(now, row.deadline);
                     tokio::select! {
@@ -164,10 +161,7 @@ impl AskApprover {
                 }
                 ApprovalState::Approved => return self.approved(&row, request, decided_by),
                 ApprovalState::Expired => {
-                    return Ok(Answer {
-                        decision: Decision::Timeout,
-                        decided_by: DecidedBy::Timeout,
-                    });
+                    return Ok(Answer::new(Decision::Timeout, DecidedBy::Timeout));
                 }
                 ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
                     return Ok(Answer::rejected(decided_by));
@@ -194,11 +188,18 @@ impl AskApprover {
         if !decided_by.is_person() {
             return Err(failed("the stored approval was not given by a person"));
         }
+        if row.card != request.card {
+            return Err(failed("the stored question's card is not the one asked"));
+        }
+        // A stored yes to a question with a second step passed it when it was given
+        // (`answer_durable` refuses one that does not); the gate checks it again.
+        let answer = Answer::new(Decision::Approved, decided_by);
+        let answer = match &row.card.confirm {
+            Some(step) => answer.confirmed_with(step.code.clone()),
+            None => answer,
+        };
         match self.store.consume(&row.id, Timestamp::now()) {
-            Ok(true) => Ok(Answer {
-                decision: Decision::Approved,
-                decided_by,
-            }),
+            Ok(true) => Ok(answer),
             Ok(false) => Err(failed("the approval was already used")),
             Err(error) => Err(failed(error.to_string())),
         }

@@ -323,6 +323,7 @@ impl TelegramChannel {
                 return;
             }
             Action::Approve => Reply::Approve,
+            Action::Confirm(number) => Reply::Confirm(number.to_string()),
             Action::Reject => Reply::Reject,
         };
         // 6. past its deadline: expired, whether or not the hub has marked it yet
@@ -340,6 +341,12 @@ impl TelegramChannel {
             Ok(Answered::Decided(row) | Answered::AlreadyDecided(row)) => {
                 tracing::info!(approval_id = %id, user = from, state = row.state.as_str(), "telegram: a question was answered");
                 outcome(&row, self.language)
+            }
+            Ok(Answered::StepMissing(_)) => {
+                // Not a yes: the question stays open, with its buttons.
+                tracing::info!(approval_id = %id, user = from, "telegram: a press without the second step");
+                self.answer_press(&callback, t.step_missing).await;
+                return;
             }
             Ok(Answered::NotFound) => t.gone.to_owned(),
             Err(error) => {

@@ -28,9 +28,12 @@ pub struct HubEvent {
 }
 
 /// A person's answer to a question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
+    /// The plain Approve button: not enough for a question with a second step.
     Approve,
+    /// A number button of a question with a second step: the number pressed.
+    Confirm(String),
     Reject,
 }
 

@@ -24,6 +24,10 @@ pub(crate) struct Texts {
     pub approve: &'static str,
     pub reject: &'static str,
     pub show_all: &'static str,
+    /// The second step of a lock-class device's question: `{code}` is its number.
+    pub second_step: &'static str,
+    /// A press that was not the second step (the plain Approve, another number).
+    pub step_missing: &'static str,
     pub approved_by: &'static str,
     pub rejected_by: &'static str,
     pub expired: &'static str,
@@ -69,6 +73,8 @@ message says what was decided, by whom and when.\n\n\
     approve: "Approve",
     reject: "Reject",
     show_all: "Show all",
+    second_step: "🔐 Second step: to approve, press {code} below. There is no plain Approve for this device.",
+    step_missing: "Not approved: press the number the question shows. It stays open.",
     approved_by: "✅ Approved by {user} at {time}",
     rejected_by: "❌ Rejected by {user} at {time}: not run",
     expired: "⌛ Expired unanswered at {time}: not run",
@@ -114,6 +120,8 @@ başlatmalardan sonra da açık kalır; sonra mesaj neye, kimin, ne zaman karar 
     approve: "Onayla",
     reject: "Reddet",
     show_all: "Tümünü göster",
+    second_step: "🔐 İkinci adım: onaylamak için aşağıdaki {code} düğmesine bas. Bu cihaz için düz bir Onayla yok.",
+    step_missing: "Onaylanmadı: sorunun gösterdiği sayıya bas. Soru açık kalıyor.",
     approved_by: "✅ {user} tarafından {time} zamanında onaylandı",
     rejected_by: "❌ {user} tarafından {time} zamanında reddedildi: çalıştırılmadı",
     expired: "⌛ {time} zamanında cevapsız kaldı: çalıştırılmadı",

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_core::{Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy};
+use tau_core::{Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision};
 
 use crate::console::Console;
 use crate::prompt::parse_answer;
@@ -39,20 +39,44 @@ impl Approver for TerminalApprover {
     }
 
     async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
-        let mut asking = self.questions.ask(&request.approval_id);
+        let step = request.card.confirm.as_ref();
         let reply = loop {
-            match asking.next().await {
-                Heard::TooSoon(line) => self.console.too_soon(&line),
-                Heard::Reply(reply) => break reply,
+            let mut asking = self.questions.ask(&request.approval_id);
+            let reply = loop {
+                match asking.next().await {
+                    Heard::TooSoon(line) => self.console.too_soon(&line),
+                    Heard::Reply(reply) => break reply,
+                }
+            };
+            // 1. a question with a second step ignores a bare yes and asks again
+            match (&reply, step) {
+                (Reply::Line(line), Some(step))
+                    if !step.accepts(line)
+                        && parse_answer(Some(line.as_str())) == Decision::Approved =>
+                {
+                    self.console.step_needed(line, &request.approval_id);
+                }
+                _ => break reply,
             }
         };
         Ok(match reply {
+            // 2. its name or its number approves it; anything else refuses
+            Reply::Line(line) if step.is_some() => {
+                self.console.answered(Some(&line));
+                match step {
+                    Some(step) if step.accepts(&line) => {
+                        Answer::approved_by(TERMINAL_CHANNEL).confirmed_with(line)
+                    }
+                    _ => Answer::new(Decision::Rejected, DecidedBy::person(TERMINAL_CHANNEL)),
+                }
+            }
+            // 3. any other question: y/yes/e/evet approves, anything else refuses
             Reply::Line(line) => {
                 self.console.answered(Some(&line));
-                Answer {
-                    decision: parse_answer(Some(&line)),
-                    decided_by: DecidedBy::person(TERMINAL_CHANNEL),
-                }
+                Answer::new(
+                    parse_answer(Some(&line)),
+                    DecidedBy::person(TERMINAL_CHANNEL),
+                )
             }
             Reply::EndOfInput => {
                 self.console.answered(None);

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tau_core::{CallStatus, ChannelEvent, ChannelSink, DecidedBy, Decision, Language, Notice};
+use tau_core::{
+    CallStatus, ChannelEvent, ChannelSink, ConfirmStep, DecidedBy, Decision, Language, Notice,
+};
 
 use crate::escape::{escape_for_terminal, sorted_json};
 use crate::prompt::{question_line, render_prompt};
@@ -61,6 +63,8 @@ struct State {
     held_whitespace: String,
     /// A prompt is on screen and no answer line has ended it yet.
     question_open: bool,
+    /// The second step of the question on screen, if it asks for one.
+    step: Option<ConfirmStep>,
     spinner: Option<ProgressBar>,
     /// Told when a question is on screen and when its outcome is.
     questions: Option<Questions>,
@@ -90,6 +94,7 @@ impl Console {
                 in_text: false,
                 held_whitespace: String::new(),
                 question_open: false,
+                step: None,
                 spinner: None,
                 questions: None,
                 question_screen: None,
@@ -173,9 +178,31 @@ impl Console {
             s.reset
         );
         if state.question_open {
-            text.push_str(&question_line(self.language));
+            text.push_str(&question_line(self.language, state.step.as_ref()));
         }
         write_question(&mut state, &text);
+    }
+
+    /// A bare yes to a question with a second step: it is not an answer. Say so, ask for
+    /// the step again, and start the question's guard anew.
+    pub fn step_needed(&self, line: &str, approval_id: &str) {
+        let s = self.style;
+        let mut state = self.lock();
+        if !self.tty {
+            write(&mut state, &format!("{}\n", escape_for_terminal(line)));
+        }
+        let text = format!(
+            "  {}· {}{}\n{}",
+            s.yellow,
+            texts(self.language).bare_yes,
+            s.reset,
+            question_line(self.language, state.step.as_ref())
+        );
+        write_question(&mut state, &text);
+        state.question_open = true;
+        if let Some(questions) = &state.questions {
+            questions.drawn(approval_id);
+        }
     }
 
     /// There is nobody to ask: end the prompt's line and say why it will be refused.
@@ -244,6 +271,7 @@ impl Console {
                 let columns = crate::width::columns(self.tty);
                 write_question(&mut state, &render_prompt(request, self.language, columns));
                 state.question_open = true;
+                state.step.clone_from(&request.card.confirm);
                 // Only now is the question on screen: its guard starts here.
                 if let Some(questions) = &state.questions {
                     questions.drawn(&request.approval_id);

@@ -176,6 +176,9 @@ pub enum Answered {
     AlreadyDecided(ApprovalRow),
     /// No question has that id.
     NotFound,
+    /// A yes without the second step the question's card asks for (the device's name or
+    /// its number); nothing changed, the question is still open.
+    StepMissing(ApprovalRow),
 }
 
 /// The store could not be read or written; whatever was being decided is refused.

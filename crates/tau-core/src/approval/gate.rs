@@ -391,6 +391,9 @@ impl TierGate {
         let Ok(approval_id) = random_id("ap") else {
             return self.no_randomness(tool, tool_use_id, tier);
         };
+        let Ok(card) = self.card(tool, arguments) else {
+            return self.no_randomness(tool, tool_use_id, tier);
+        };
         let timeout = self.effective_timeout();
         let request = ApprovalQuestion {
             approval_id: approval_id.clone(),
@@ -401,7 +404,7 @@ impl TierGate {
             call_id: tool_use_id.to_owned(),
             channel: self.channel.clone(),
             deadline: timeout.and_then(deadline_after),
-            card: self.tiers.card(tool, arguments),
+            card,
         };
         self.emit_approval_requested(&request);
         let answer = self.ask(request.clone(), timeout).await;
@@ -412,13 +415,30 @@ impl TierGate {
             Ok(Answer {
                 decision: Decision::Approved,
                 decided_by: decided_by @ DecidedBy::Person { .. },
-            }) => {
+                confirmation,
+            }) if passes_step(&request, confirmation.as_deref()) => {
                 self.emit_approval(&request, Decision::Approved, decided_by.clone());
                 Check::allow(tier, Approval::Approved, decided_by).asked(&approval_id)
             }
             Ok(Answer {
                 decision: Decision::Approved,
+                decided_by: DecidedBy::Person { .. },
+                ..
+            }) => {
+                // The channel let a yes through without the second step the card asks for.
+                let message = format!(
+                    "approver '{}' approved without the second step the question asks for; the call was refused",
+                    self.approver.name()
+                );
+                tracing::error!(tool, tool_use_id, "{message}");
+                self.emit_error(ErrorSite::Approver, message, tool, tool_use_id);
+                self.emit_approval(&request, Decision::Rejected, DecidedBy::ApproverFailed);
+                refuse(Approval::Failed, DecidedBy::ApproverFailed)
+            }
+            Ok(Answer {
+                decision: Decision::Approved,
                 decided_by,
+                ..
             }) => {
                 // A yes that no person gave is a broken approver, never an approval.
                 let message = format!(
@@ -433,6 +453,7 @@ impl TierGate {
             Ok(Answer {
                 decision: Decision::Rejected,
                 decided_by,
+                ..
             }) => {
                 self.emit_approval(&request, Decision::Rejected, decided_by.clone());
                 refuse(Approval::Rejected, decided_by)
@@ -457,6 +478,20 @@ impl TierGate {
                 refuse(Approval::Failed, DecidedBy::ApproverFailed)
             }
         }
+    }
+
+    /// The card the catalog's writers fill for this call, with the number of its second
+    /// step (if it has one) drawn for this question alone.
+    pub(super) fn card(
+        &self,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<tau_protocol::CallCard, crate::ids::NoRandomness> {
+        let mut card = self.tiers.card(tool, arguments);
+        if let Some(step) = &mut card.confirm {
+            step.code = crate::ids::random_code()?;
+        }
+        Ok(card)
     }
 
     /// The name of the first exemption that returns exactly `Ok(true)`.
@@ -507,10 +542,7 @@ impl TierGate {
                 Ok(answered) => answered,
                 Err(_elapsed) => {
                     tracing::warn!(tool = %tool, tool_use_id = %id, seconds = limit.as_secs_f64(), "approval timed out");
-                    return Ok(Answer {
-                        decision: Decision::Timeout,
-                        decided_by: DecidedBy::Timeout,
-                    });
+                    return Ok(Answer::new(Decision::Timeout, DecidedBy::Timeout));
                 }
             },
             None => decide.await,
@@ -605,6 +637,14 @@ impl TierGate {
             approver: self.approver.name().to_owned(),
             channel: request.channel.clone(),
         });
+    }
+}
+
+/// True when the question asks for no second step, or `confirmation` passes it.
+fn passes_step(question: &ApprovalQuestion, confirmation: Option<&str>) -> bool {
+    match &question.card.confirm {
+        None => true,
+        Some(step) => confirmation.is_some_and(|typed| step.accepts(typed)),
     }
 }
 

@@ -14,6 +14,8 @@ use tau_core::{
 
 /// The field the client's user must set to `true` to approve.
 const APPROVE_FIELD: &str = "approve";
+/// The field a question with a second step asks the device's name or number in.
+const CONFIRM_FIELD: &str = "confirm";
 
 pub(crate) struct ElicitationApprover {
     peer: Peer<RoleServer>,
@@ -52,20 +54,21 @@ pub(crate) const MCP_CHANNEL: &str = "mcp";
 
 /// Only an accepted answer whose field is exactly `true` approves; declining or accepting
 /// without it is the client's user saying no; cancelling (dismissing the form) is no
-/// answer at all.
+/// answer at all. What the user typed for a second step goes with the yes; the gate
+/// approves only when it passes the step.
 pub(crate) fn decision(answer: &ElicitResult) -> Answer {
-    let approved = answer
-        .content
-        .as_ref()
-        .and_then(|c| c.get(APPROVE_FIELD))
-        .is_some_and(|v| *v == Value::Bool(true));
+    let field = |name: &str| answer.content.as_ref().and_then(|c| c.get(name));
+    let approved = field(APPROVE_FIELD).is_some_and(|v| *v == Value::Bool(true));
+    let confirmation = field(CONFIRM_FIELD).and_then(Value::as_str);
     // The action enum is the SDK's and may grow; anything but an accepted `true` rejects.
-    match answer.action {
-        ElicitationAction::Accept if approved => Answer::approved_by(MCP_CHANNEL),
-        ElicitationAction::Accept | ElicitationAction::Decline => Answer {
-            decision: Decision::Rejected,
-            decided_by: DecidedBy::person(MCP_CHANNEL),
-        },
+    match (&answer.action, confirmation) {
+        (ElicitationAction::Accept, Some(typed)) if approved => {
+            Answer::approved_by(MCP_CHANNEL).confirmed_with(typed)
+        }
+        (ElicitationAction::Accept, None) if approved => Answer::approved_by(MCP_CHANNEL),
+        (ElicitationAction::Accept | ElicitationAction::Decline, _) => {
+            Answer::new(Decision::Rejected, DecidedBy::person(MCP_CHANNEL))
+        }
         _ => Answer::rejected(DecidedBy::Cancelled),
     }
 }
@@ -101,20 +104,41 @@ pub(crate) fn question(request: &ApprovalQuestion) -> Result<ElicitRequestParams
         "\nArguments: {}",
         display(&sorted_json(&request.arguments))
     ));
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        APPROVE_FIELD.to_owned(),
+        json!({
+            "type": "boolean",
+            "title": "Run it?",
+            "description": "Set to true to run this call once.",
+            "default": false
+        }),
+    );
+    let mut required = vec![APPROVE_FIELD];
+    if let Some(step) = &request.card.confirm {
+        let ask = format!(
+            "Second step: type {} or {} to approve; a yes alone does not.",
+            display(&step.word),
+            display(&step.code)
+        );
+        message.push_str(&format!("\n{ask}"));
+        properties.insert(
+            CONFIRM_FIELD.to_owned(),
+            json!({
+                "type": "string",
+                "title": "Second step",
+                "description": ask,
+            }),
+        );
+        required.push(CONFIRM_FIELD);
+    }
     serde_json::from_value(json!({
         "mode": "form",
         "message": message,
         "requestedSchema": {
             "type": "object",
-            "properties": {
-                APPROVE_FIELD: {
-                    "type": "boolean",
-                    "title": "Run it?",
-                    "description": "Set to true to run this call once.",
-                    "default": false
-                }
-            },
-            "required": [APPROVE_FIELD]
+            "properties": properties,
+            "required": required
         }
     }))
     .map_err(|e| ApproverError::new(format!("cannot build the approval question: {e}")))
@@ -132,10 +156,7 @@ mod tests {
 
     #[test]
     fn only_an_accepted_true_approves() {
-        let person_no = Answer {
-            decision: Decision::Rejected,
-            decided_by: DecidedBy::person("mcp"),
-        };
+        let person_no = Answer::new(Decision::Rejected, DecidedBy::person("mcp"));
         let cases = [
             (
                 json!({"action": "accept", "content": {"approve": true}}),
@@ -154,10 +175,18 @@ mod tests {
                 person_no.clone(),
             ),
             (json!({"action": "accept"}), person_no.clone()),
-            (json!({"action": "decline"}), person_no),
+            (json!({"action": "decline"}), person_no.clone()),
             (
                 json!({"action": "cancel", "content": {"approve": true}}),
                 Answer::rejected(DecidedBy::Cancelled),
+            ),
+            (
+                json!({"action": "accept", "content": {"approve": true, "confirm": "47"}}),
+                Answer::approved_by("mcp").confirmed_with("47"),
+            ),
+            (
+                json!({"action": "accept", "content": {"approve": false, "confirm": "47"}}),
+                person_no.clone(),
             ),
         ];
         for (wire, expected) in cases {

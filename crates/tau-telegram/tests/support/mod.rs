@@ -333,9 +333,26 @@ impl FakeHub {
         to: ApprovalState,
         by: &DecidedBy,
     ) -> Result<Answered, HubError> {
-        let (answered, event) =
-            answer_durable(self.approvals.as_ref(), &self.bus, approval_id, to, by)
-                .map_err(|e| HubError(e.to_string()))?;
+        self.decide_with(approval_id, to, by, None).await
+    }
+
+    /// [`FakeHub::decide`] with what was pressed for a second step.
+    pub async fn decide_with(
+        &self,
+        approval_id: &str,
+        to: ApprovalState,
+        by: &DecidedBy,
+        confirmation: Option<&str>,
+    ) -> Result<Answered, HubError> {
+        let (answered, event) = answer_durable(
+            self.approvals.as_ref(),
+            &self.bus,
+            approval_id,
+            to,
+            by,
+            confirmation,
+        )
+        .map_err(|e| HubError(e.to_string()))?;
         if let (Some(event), Answered::Decided(row)) = (event, &answered)
             && let Some(key) = self.key_of(&row.session)
         {
@@ -388,9 +405,10 @@ impl Hub for FakeHub {
         reply: Reply,
         user: &str,
     ) -> Result<Answered, HubError> {
-        let to = match reply {
-            Reply::Approve => ApprovalState::Approved,
-            Reply::Reject => ApprovalState::Rejected,
+        let (to, confirmation) = match reply {
+            Reply::Approve => (ApprovalState::Approved, None),
+            Reply::Confirm(number) => (ApprovalState::Approved, Some(number)),
+            Reply::Reject => (ApprovalState::Rejected, None),
         };
         let by = DecidedBy::Person {
             channel: "telegram".into(),
@@ -400,7 +418,8 @@ impl Hub for FakeHub {
             .lock()
             .unwrap()
             .push((approval_id.to_owned(), to, by.clone()));
-        self.decide(approval_id, to, &by).await
+        self.decide_with(approval_id, to, &by, confirmation.as_deref())
+            .await
     }
 
     async fn pending(&self) -> Result<Vec<Question>, HubError> {
