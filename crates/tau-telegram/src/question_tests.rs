@@ -170,3 +170,19 @@ fn arguments_that_are_not_an_object_are_shown_too() {
     assert_eq!(argument_rows(&json!("on"), t), vec!["\"on\" (2 chars)"]);
     assert_eq!(argument_rows(&json!({"a b": 1}), t), vec!["\"a b\": 1"]);
 }
+
+#[test]
+fn device_questions_of_every_kind_carry_tau_s_headline_and_a_lock_class_has_no_approve() {
+    let shown: Vec<String> = tau_devices::example::questions("telegram", "47")
+        .unwrap()
+        .iter()
+        .map(|question| self::shown(super::question(question, Language::En)))
+        .collect();
+    let all = shown.join("\n\n=====\n\n");
+    // The model's reason imitating a headline is quoted under "the model says" only.
+    assert!(
+        !all.contains("<b>switch OFF · Kitchen light (kitchen)</b>"),
+        "{all}"
+    );
+    insta::assert_snapshot!(all);
+}

@@ -240,4 +240,85 @@ mod tests {
         console.render(&decided(&answer));
         insta::assert_snapshot!(terminal.text());
     }
+
+    fn garage() -> ApprovalQuestion {
+        let mut question = request();
+        question.tool = "device_set".into();
+        question.effect = "sends a command to a device in tau's registry".into();
+        question.arguments = json!({"device": "garage-door", "action": "open"});
+        question.card.headline = Some("OPEN · Garage door (garage) — a lock-class device".into());
+        question.card.confirm = Some(tau_core::ConfirmStep {
+            word: "garage-door".into(),
+            code: "47".into(),
+        });
+        question
+    }
+
+    /// Asks about the garage at a terminal, types `lines` each once its question could be
+    /// read, and returns the answer and the screen.
+    async fn garage_answered(lines: &[&str]) -> (Answer, String) {
+        let (mut keyboard, screen, console, approver) = at_a_terminal();
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(garage()).await }
+        });
+        tokio::task::yield_now().await;
+        console.render(&ChannelEvent::ApprovalRequested(Box::new(garage())));
+        for line in lines {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            keyboard
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .unwrap();
+        }
+        let answer = decision.await.unwrap().unwrap();
+        (answer, screen.text())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_second_step_ignores_a_bare_yes_and_takes_the_device_s_name() {
+        let (answer, screen) = garage_answered(&["y", "YES", "garage-door"]).await;
+        assert_eq!(
+            answer,
+            Answer::approved_by(TERMINAL_CHANNEL).confirmed_with("garage-door")
+        );
+        insta::assert_snapshot!(screen);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_second_step_takes_the_number_and_refuses_anything_else() {
+        let (answer, _) = garage_answered(&["47"]).await;
+        assert_eq!(
+            answer,
+            Answer::approved_by(TERMINAL_CHANNEL).confirmed_with("47")
+        );
+        for other in ["n", "garage", "48", "kitchen-light"] {
+            let (answer, _) = garage_answered(&[other]).await;
+            assert_eq!(
+                answer,
+                Answer::new(Decision::Rejected, DecidedBy::person(TERMINAL_CHANNEL)),
+                "{other}"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_bare_yes_the_guard_starts_again() {
+        let (mut keyboard, _screen, console, approver) = at_a_terminal();
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(garage()).await }
+        });
+        tokio::task::yield_now().await;
+        console.render(&ChannelEvent::ApprovalRequested(Box::new(garage())));
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        // A habitual double yes: the second one lands within the new guard and is dropped.
+        keyboard.write_all(b"y\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        keyboard.write_all(b"garage-door\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        keyboard.write_all(b"n\n").await.unwrap();
+        let answer = decision.await.unwrap().unwrap();
+        assert_eq!(answer.decision, Decision::Rejected);
+    }
 }

@@ -160,6 +160,19 @@ mod tests {
     }
 
     #[test]
+    fn device_cards_of_every_kind_come_from_the_registry() {
+        let prompts: Vec<String> = tau_devices::example::questions("terminal", "47")
+            .unwrap()
+            .iter()
+            .map(|question| render_prompt(question, Language::En, 80))
+            .collect();
+        let all = prompts.join("\n\n");
+        // The model's reason imitating a headline is quoted under "the model says" only.
+        assert!(!all.contains("▶ switch OFF"), "{all}");
+        insta::assert_snapshot!(all);
+    }
+
+    #[test]
     fn prompt_plain_en() {
         let r = request(
             json!({"topic": "home/kitchen/light", "payload": "on", "retain": false}),

@@ -195,6 +195,43 @@ mod tests {
     }
 
     #[test]
+    fn a_question_with_a_second_step_asks_for_the_name_or_the_number_too() {
+        let request = ApprovalQuestion {
+            tool: "device_set".into(),
+            tier: Tier::Physical,
+            effect: "sends a command to a device in tau's registry".into(),
+            arguments: json!({"device": "garage-door", "action": "open"}),
+            call_id: "mcp-1-2".into(),
+            channel: "mcp".into(),
+            approval_id: "ap_1".into(),
+            deadline: None,
+            card: tau_core::CallCard {
+                headline: Some("OPEN · Garage door (garage) — a lock-class device".into()),
+                notes: Vec::new(),
+                confirm: Some(tau_core::ConfirmStep {
+                    word: "garage-door".into(),
+                    code: "47".into(),
+                }),
+            },
+        };
+        let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
+        assert_eq!(
+            wire["message"],
+            json!(
+                "tau asks before it runs a tier-2 tool.\nOPEN · Garage door (garage) — a lock-class device\nTool: device_set\nEffect: sends a command to a device in tau's registry\nArguments: {\"action\":\"open\",\"device\":\"garage-door\"}\nSecond step: type garage-door or 47 to approve; a yes alone does not."
+            )
+        );
+        assert_eq!(
+            wire["requestedSchema"]["properties"]["confirm"],
+            json!({"type": "string", "title": "Second step", "description": "Second step: type garage-door or 47 to approve; a yes alone does not."})
+        );
+        assert_eq!(
+            wire["requestedSchema"]["required"],
+            json!(["approve", "confirm"])
+        );
+    }
+
+    #[test]
     fn the_question_names_the_call_and_asks_for_one_boolean() {
         let request = ApprovalQuestion {
             tool: "run_command".into(),

@@ -301,6 +301,25 @@ impl FakeHub {
 
     /// Stores a tier-2 question for conversation `key` and announces it.
     pub async fn ask(&self, key: &str, arguments: Value) -> String {
+        self.ask_about(
+            key,
+            "run_command",
+            "runs a shell command in the workspace — code the agent wrote",
+            arguments,
+            tau_core::CallCard::default(),
+        )
+        .await
+    }
+
+    /// Stores a question about `tool` with tau's `card` in the conversation of `key`.
+    pub async fn ask_about(
+        &self,
+        key: &str,
+        tool: &str,
+        effect: &str,
+        arguments: Value,
+        card: tau_core::CallCard,
+    ) -> String {
         let id = {
             let mut next = self.next.lock().unwrap();
             *next += 1;
@@ -311,14 +330,14 @@ impl FakeHub {
             id: id.clone(),
             session: self.session_of(key),
             call_id: format!("t{id}"),
-            tool: "run_command".into(),
+            tool: tool.into(),
             tier: Tier::Physical,
-            effect: "runs a shell command in the workspace — code the agent wrote".into(),
+            effect: effect.into(),
             arguments,
             channel: "telegram".into(),
             created_at: now,
             deadline: now + jiff::SignedDuration::from_mins(30),
-            card: Default::default(),
+            card,
         }
         .into_row();
         self.approvals.create(row.clone()).unwrap();
