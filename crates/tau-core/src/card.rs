@@ -6,7 +6,7 @@
 //! MCP server's, a routine's) puts the same card in front of the person.
 
 use serde_json::Value;
-use tau_protocol::CallCard;
+use tau_protocol::{CallCard, CardNote};
 
 /// Adds tau's own words about one call to its card.
 ///
@@ -20,5 +20,83 @@ pub trait CardWriter: Send + Sync {
 impl<F: Fn(&str, &Value, &mut CallCard) + Send + Sync> CardWriter for F {
     fn write(&self, tool: &str, arguments: &Value, card: &mut CallCard) {
         self(tool, arguments, card);
+    }
+}
+
+/// The most lookalike words one card lists; the rest are counted.
+const MAX_LOOKALIKE_NOTES: usize = 8;
+
+/// Flags every word of the arguments a reader could take for another: one that mixes
+/// scripts, or holds characters that look like ASCII (see [`crate::display::lookalikes`]),
+/// with the code points of its odd characters, as a warning note labelled `lookalike`.
+/// Plain text of one script (Turkish, Russian, Chinese) gets no note.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LookalikeWriter;
+
+impl CardWriter for LookalikeWriter {
+    fn write(&self, _tool: &str, arguments: &Value, card: &mut CallCard) {
+        let found = crate::display::lookalike_arguments(arguments);
+        for lookalike in found.iter().take(MAX_LOOKALIKE_NOTES) {
+            card.push(CardNote::warning(LOOKALIKE, lookalike.describe()));
+        }
+        if found.len() > MAX_LOOKALIKE_NOTES {
+            card.push(CardNote::warning(
+                LOOKALIKE,
+                format!(
+                    "and {} more words that mix scripts or look like ASCII",
+                    found.len() - MAX_LOOKALIKE_NOTES
+                ),
+            ));
+        }
+    }
+}
+
+/// The label of a lookalike note.
+pub const LOOKALIKE: &str = "lookalike";
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+    use tau_protocol::NoteLevel;
+
+    use super::*;
+
+    fn card(arguments: &Value) -> CallCard {
+        let mut card = CallCard::default();
+        LookalikeWriter.write("run_command", arguments, &mut card);
+        card
+    }
+
+    #[test]
+    fn a_lookalike_word_is_a_warning_with_its_code_points() {
+        let written = card(&json!({"command": "sh setup.\u{455}h", "timeout_seconds": 30}));
+        assert_eq!(
+            written.notes,
+            vec![CardNote::warning(
+                "lookalike",
+                r#"command: "setup.ѕh" mixes Latin and Cyrillic: U+0455 Cyrillic, looks like "s""#
+            )]
+        );
+        assert!(written.notes.iter().all(|n| n.level == NoteLevel::Warning));
+    }
+
+    #[test]
+    fn plain_turkish_cyrillic_and_cjk_text_gets_no_note() {
+        let written = card(&json!({
+            "command": "echo 'kırmızı ışık' >> notlar; echo привет >> заметки; echo 你好 >> 笔记"
+        }));
+        assert!(written.is_empty(), "{written:?}");
+    }
+
+    #[test]
+    fn many_lookalikes_are_counted_past_the_first_eight() {
+        let command = ["\u{441}\u{43e}\u{440}"; 11].join(" ");
+        let written = card(&json!({ "command": command }));
+        assert_eq!(written.notes.len(), 9);
+        assert_eq!(
+            written.notes[8].text,
+            "and 3 more words that mix scripts or look like ASCII"
+        );
     }
 }

@@ -43,7 +43,7 @@ pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents
 pub use build::{
     AgentParts, BuildError, HookProvider, PERSONA_HOOK, Plugin, build_agent, hooks_behind_gate,
 };
-pub use card::CardWriter;
+pub use card::{CardWriter, LOOKALIKE, LookalikeWriter};
 pub use catalog::{
     CatalogEntry, CatalogError, TAU_ANNOTATION, TauToolSpec, ToolCatalog, adopt_external_spec,
     effect_of, tier_of,
@@ -54,7 +54,8 @@ pub use config::{
     toml_error,
 };
 pub use display::{
-    display, display_multiline, grouped_digits, json_for_terminal, shown_length, sorted_json,
+    argument_sha256, display, display_multiline, grouped_digits, json_for_terminal, shown_length,
+    sorted_json,
 };
 pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tau_core::{ConfigError, Tier};
+use tau_sandbox::SandboxMode;
 
 const MAX_SECONDS: f64 = 86_400.0;
 const MAX_SERVER_NAME: usize = 32;
@@ -80,6 +81,12 @@ pub struct ServerEntry {
     pub timeout_seconds: f64,
     /// How long tau waits for the server to start and list its tools.
     pub startup_timeout_seconds: f64,
+    /// `"on"`: a program runs in the sandbox, like a command (writes only in the
+    /// workspace, reads none of tau's files, nothing left running when tau ends); `"off"`:
+    /// with everything the person's account has.
+    pub sandbox: SandboxMode,
+    /// Network access for a sandboxed program (an MCP server that calls an API needs it).
+    pub network: bool,
 }
 
 impl Default for ServerEntry {
@@ -95,6 +102,8 @@ impl Default for ServerEntry {
             default_tier: Value::from(2),
             timeout_seconds: 30.0,
             startup_timeout_seconds: 30.0,
+            sandbox: SandboxMode::On,
+            network: false,
         }
     }
 }
@@ -109,6 +118,8 @@ pub enum Endpoint {
         env: BTreeMap<String, String>,
         /// Passed on from tau's environment.
         pass_env: Vec<String>,
+        sandbox: SandboxMode,
+        network: bool,
     },
     Url {
         url: String,
@@ -148,6 +159,8 @@ impl ServerEntry {
                 args: self.args.clone(),
                 env: self.env.clone(),
                 pass_env: self.pass_env.clone(),
+                sandbox: self.sandbox,
+                network: self.network,
             }),
             (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
                 Ok(Endpoint::Url {

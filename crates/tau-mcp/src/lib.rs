@@ -20,7 +20,7 @@ mod error;
 mod names;
 mod server;
 
-pub use client::{McpTools, McpWarning, connect_servers};
+pub use client::{McpTools, McpWarning, Place, connect_servers};
 pub use config::{Endpoint, Manifest, McpConfig, ServeConfig, ServerEntry};
 pub use error::McpError;
 pub use server::McpServer;

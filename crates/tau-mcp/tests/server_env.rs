@@ -46,7 +46,11 @@ async fn a_server_program_sees_the_allow_list_and_what_its_entry_names_only() {
     };
     assert_eq!(config.validate(), Ok(()));
 
-    let tools = tau_mcp::connect_servers(&config, &EventBus::new(), &parent_env).await;
+    let place = tau_mcp::Place {
+        sandbox: tau_sandbox::Sandbox::Off,
+        workspace: dir.path().to_owned(),
+    };
+    let tools = tau_mcp::connect_servers(&config, &EventBus::new(), &parent_env, &place).await;
 
     assert!(tools.tools.is_empty());
     assert_eq!(tools.warnings.len(), 1, "{:?}", tools.warnings);

@@ -39,28 +39,40 @@ impl Approver for TerminalApprover {
     }
 
     async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
+        let id = &request.approval_id;
         let step = request.card.confirm.as_ref();
+        let mut asking = self.questions.ask(id);
         let reply = loop {
-            let mut asking = self.questions.ask(&request.approval_id);
-            let reply = loop {
-                match asking.next().await {
-                    Heard::TooSoon(line) => self.console.too_soon(&line),
-                    Heard::Reply(reply) => break reply,
+            match asking.next().await {
+                Heard::TooSoon(line) => self.console.too_soon(&line),
+                // A question taller than the screen: Enter shows more, and a yes (or the
+                // second step's answer) before its end was on screen is no answer;
+                // anything else refuses as usual.
+                Heard::Reply(Reply::Line(line)) if self.console.more_to_show(id) => {
+                    if line.trim().is_empty() {
+                        self.console.next_page(id);
+                    } else if parse_answer(Some(&line)) == Decision::Approved
+                        || step.is_some_and(|step| step.accepts(&line))
+                    {
+                        self.console.not_seen_yet(id, &line);
+                    } else {
+                        break Reply::Line(line);
+                    }
+                    asking = self.questions.ask(id);
                 }
-            };
-            // 1. a question with a second step ignores a bare yes and asks again
-            match (&reply, step) {
-                (Reply::Line(line), Some(step))
-                    if !step.accepts(line)
-                        && parse_answer(Some(line.as_str())) == Decision::Approved =>
+                // A question with a second step ignores a bare yes and asks again.
+                Heard::Reply(Reply::Line(line))
+                    if step.is_some_and(|step| !step.accepts(&line))
+                        && parse_answer(Some(&line)) == Decision::Approved =>
                 {
-                    self.console.step_needed(line, &request.approval_id);
+                    self.console.step_needed(&line, id);
+                    asking = self.questions.ask(id);
                 }
-                _ => break reply,
+                Heard::Reply(reply) => break reply,
             }
         };
         Ok(match reply {
-            // 2. its name or its number approves it; anything else refuses
+            // A second step: its name or its number approves; anything else refuses.
             Reply::Line(line) if step.is_some() => {
                 self.console.answered(Some(&line));
                 match step {
@@ -70,7 +82,7 @@ impl Approver for TerminalApprover {
                     _ => Answer::new(Decision::Rejected, DecidedBy::person(TERMINAL_CHANNEL)),
                 }
             }
-            // 3. any other question: y/yes/e/evet approves, anything else refuses
+            // Any other question: y/yes/e/evet approves, anything else refuses.
             Reply::Line(line) => {
                 self.console.answered(Some(&line));
                 Answer::new(

@@ -9,10 +9,12 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tau_core::{
-    CallStatus, ChannelEvent, ChannelSink, ConfirmStep, DecidedBy, Decision, Language, Notice,
+    ApprovalQuestion, CallStatus, ChannelEvent, ChannelSink, ConfirmStep, DecidedBy, Decision,
+    Language, Notice,
 };
 
 use crate::escape::{escape_for_terminal, sorted_json};
+use crate::pager::{Paged, long_arguments};
 use crate::prompt::{question_line, render_prompt};
 use crate::question::Questions;
 use crate::texts::{Texts, texts};
@@ -70,6 +72,8 @@ struct State {
     questions: Option<Questions>,
     /// Where questions are also drawn: the answering terminal, when stdout is not it.
     question_screen: Option<Box<dyn Write + Send>>,
+    /// The question on screen, when it is taller than the screen.
+    paged: Option<Paged>,
 }
 
 /// The terminal's output. Shared by the turn renderer and the approver.
@@ -98,6 +102,7 @@ impl Console {
                 spinner: None,
                 questions: None,
                 question_screen: None,
+                paged: None,
             }),
             language,
             style: Style::new(color),
@@ -205,6 +210,58 @@ impl Console {
         }
     }
 
+    /// Whether the paged question for `approval_id` has rows not shown yet.
+    pub(crate) fn more_to_show(&self, approval_id: &str) -> bool {
+        self.lock()
+            .paged
+            .as_ref()
+            .is_some_and(|p| p.approval_id == approval_id && p.more())
+    }
+
+    /// Shows the next rows of the paged question; it is on screen anew (its guard starts
+    /// again).
+    pub(crate) fn next_page(&self, approval_id: &str) {
+        let mut state = self.lock();
+        let Some(page) = state
+            .paged
+            .as_mut()
+            .filter(|p| p.approval_id == approval_id)
+            .map(Paged::next_page)
+        else {
+            return;
+        };
+        write_question(&mut state, &page);
+        if let Some(questions) = &state.questions {
+            questions.drawn(approval_id);
+        }
+    }
+
+    /// A yes came before the end of the paged question was on screen: it is no answer.
+    pub(crate) fn not_seen_yet(&self, approval_id: &str, line: &str) {
+        let s = self.style;
+        let mut state = self.lock();
+        if !self.tty {
+            write(&mut state, &format!("{}\n", escape_for_terminal(line)));
+        }
+        let mut text = format!(
+            "  {}· {}{}\n",
+            s.dim,
+            texts(self.language).not_seen_yet,
+            s.reset
+        );
+        if let Some(paged) = state
+            .paged
+            .as_ref()
+            .filter(|p| p.approval_id == approval_id)
+        {
+            text.push_str(&paged.again());
+        }
+        write_question(&mut state, &text);
+        if let Some(questions) = &state.questions {
+            questions.drawn(approval_id);
+        }
+    }
+
     /// There is nobody to ask: end the prompt's line and say why it will be refused.
     pub fn cannot_ask(&self) {
         let s = self.style;
@@ -268,8 +325,9 @@ impl Console {
             }
             ChannelEvent::ApprovalRequested(request) => {
                 end_text(&mut state);
-                let columns = crate::width::columns(self.tty);
-                write_question(&mut state, &render_prompt(request, self.language, columns));
+                let screen = crate::width::screen(self.tty, state.question_screen.is_some());
+                let text = self.question(&mut state, request, screen);
+                write_question(&mut state, &text);
                 state.question_open = true;
                 state.step.clone_from(&request.card.confirm);
                 // Only now is the question on screen: its guard starts here.
@@ -287,6 +345,7 @@ impl Console {
                 if let Some(questions) = &state.questions {
                     questions.decided(approval_id);
                 }
+                state.paged.take_if(|p| p.approval_id == *approval_id);
                 let mut line = String::new();
                 if std::mem::take(&mut state.question_open) {
                     // Nobody ended the prompt's line: the wait ended without an answer.
@@ -348,6 +407,49 @@ impl Console {
                 );
             }
             ChannelEvent::TurnEnded { .. } => end_text(&mut state),
+        }
+    }
+}
+
+impl Console {
+    /// The question as drawn: whole on a pipe; on a screen of known size with the length
+    /// and SHA-256 of every argument longer than the screen, and a page at a time when it
+    /// is taller than the screen.
+    fn question(
+        &self,
+        state: &mut State,
+        request: &ApprovalQuestion,
+        screen: Option<(usize, usize)>,
+    ) -> String {
+        let Some((columns, rows)) = screen else {
+            return render_prompt(request, self.language, crate::width::columns(self.tty));
+        };
+        let whole = render_prompt(request, self.language, columns);
+        let step = request.card.confirm.as_ref();
+        let question = question_line(self.language, step);
+        let body = whole.strip_suffix(question.as_str()).unwrap_or(&whole);
+        let footer = long_arguments(request, self.language, columns, rows);
+        let mut fits = body.to_owned();
+        for line in &footer {
+            fits.push_str(line);
+            fits.push('\n');
+        }
+        fits.push_str(&question);
+        match Paged::new(
+            &request.approval_id,
+            body,
+            footer,
+            (columns, rows),
+            self.language,
+        )
+        .map(|paged| paged.with_step(step.cloned()))
+        {
+            Some(mut paged) => {
+                let first = paged.next_page();
+                state.paged = Some(paged);
+                first
+            }
+            None => fits,
         }
     }
 }

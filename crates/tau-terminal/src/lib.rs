@@ -12,6 +12,7 @@ mod console;
 mod escape;
 mod input;
 mod lines;
+mod pager;
 mod prompt;
 mod question;
 #[cfg(test)]

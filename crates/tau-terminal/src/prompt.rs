@@ -99,7 +99,7 @@ pub(crate) fn question_line(language: Language, step: Option<&ConfirmStep>) -> S
 
 /// A key as it is when it is a plain identifier, else JSON-quoted, so `"command "` and
 /// `command` never look alike.
-fn shown_key(key: &str) -> String {
+pub(crate) fn shown_key(key: &str) -> String {
     let plain = !key.is_empty()
         && key
             .chars()

@@ -30,6 +30,15 @@ pub struct Texts {
     pub too_soon: &'static str,
     /// Why every question is refused when there is no terminal to ask on.
     pub no_terminal: &'static str,
+    /// A question taller than the screen: `rows 1–19 of 1,503`.
+    pub rows_shown: &'static str,
+    pub rows_of: &'static str,
+    /// How to see the next rows of a paged question.
+    pub next_rows: &'static str,
+    /// The last rows of a paged question are on screen.
+    pub the_end: &'static str,
+    /// A yes typed before the end of a paged question was on screen.
+    pub not_seen_yet: &'static str,
     pub new_session: &'static str,
     pub resumed_session: &'static str,
     pub result_ok: &'static str,
@@ -61,6 +70,11 @@ const EN: Texts = Texts {
     refused_superseded: "refused: a newer message replaced the question",
     too_soon: "ignored: typed before the question could be read",
     no_terminal: "there is no terminal to ask on (stdin is not one, and there is no controlling terminal); start tau with --answers-from-stdin to read the answers from stdin",
+    rows_shown: "rows",
+    rows_of: "of",
+    next_rows: "Enter: the next rows; y counts at the end",
+    the_end: "the end",
+    not_seen_yet: "not an answer yet: y counts once the end of the question was on screen (Enter shows the next rows)",
     new_session: "new session",
     resumed_session: "resumed session",
     result_ok: "ok",
@@ -92,6 +106,11 @@ const TR: Texts = Texts {
     refused_superseded: "reddedildi: yeni bir mesaj soruyu geçersiz kıldı",
     too_soon: "yok sayıldı: soru okunamadan önce yazıldı",
     no_terminal: "sorulacak bir terminal yok (stdin terminal değil ve denetleyen terminal yok); yanıtları stdin'den okumak için tau'yu --answers-from-stdin ile başlatın",
+    rows_shown: "satır",
+    rows_of: "/",
+    next_rows: "Enter: sonraki satırlar; e sonda geçerli",
+    the_end: "son",
+    not_seen_yet: "henüz yanıt değil: e, sorunun sonu ekranda görüldükten sonra geçerlidir (Enter sonraki satırları gösterir)",
     new_session: "yeni oturum",
     resumed_session: "sürdürülen oturum",
     result_ok: "tamam",

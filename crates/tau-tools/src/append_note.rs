@@ -3,6 +3,8 @@
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -14,6 +16,7 @@ use tau_core::{TauToolSpec, Tier};
 use crate::args;
 use crate::clock::{TimeSource, rfc3339};
 use crate::workspace::{OpenError, Workspace};
+use crate::written::Written;
 
 pub(crate) const NOTES_FILE: &str = "notes.md";
 
@@ -21,6 +24,7 @@ pub(crate) struct AppendNote {
     spec: ToolSpec,
     workspace: Workspace,
     time: TimeSource,
+    written: Arc<Written>,
 }
 
 #[derive(Deserialize)]
@@ -53,7 +57,14 @@ impl AppendNote {
             spec,
             workspace,
             time,
+            written: Arc::default(),
         }
+    }
+
+    /// Records `notes.md` in `written` whenever it writes it.
+    pub(crate) fn recording(mut self, written: Arc<Written>) -> Self {
+        self.written = written;
+        self
     }
 }
 
@@ -81,6 +92,7 @@ impl Tool for AppendNote {
         tokio::task::spawn_blocking(move || append_line(&workspace, &written))
             .await
             .map_err(|_| ToolError::new("appending to notes.md was interrupted"))??;
+        self.written.record("notes.md");
         Ok(ToolOutput::text(format!("added to notes.md: {line}")))
     }
 }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use tau_sandbox::{DEFAULT_DENY_READ, SandboxMode};
 
 /// A `[tools]` value the built-in tools cannot run with. Each message names its key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -89,6 +90,13 @@ pub struct CommandConfig {
     /// LC_*, TZ and TERM. Nothing else of tau's environment (its keys, tokens, passwords)
     /// reaches a command.
     pub env: Vec<String>,
+    /// `"on"`: every command runs in the sandbox (writes only in the workspace, reads none
+    /// of tau's files nor `deny_read`, no network unless the call asks, nothing left
+    /// running). `"off"`: with everything the person's account has; every question says so.
+    pub sandbox: SandboxMode,
+    /// Paths a sandboxed command may not read at all (`~` is the person's home), besides
+    /// tau's home and its config file.
+    pub deny_read: Vec<String>,
 }
 
 impl Default for CommandConfig {
@@ -98,6 +106,8 @@ impl Default for CommandConfig {
             max_timeout_seconds: 300,
             output_limit_bytes: 64 * 1024,
             env: Vec::new(),
+            sandbox: SandboxMode::On,
+            deny_read: DEFAULT_DENY_READ.iter().map(|p| (*p).to_owned()).collect(),
         }
     }
 }
@@ -183,7 +193,29 @@ impl CommandConfig {
                 ));
             }
         }
+        for path in &self.deny_read {
+            if tau_sandbox::expand_home(path, Some(std::path::Path::new("/"))).is_none() {
+                return Err(ToolsConfigError::invalid(
+                    "tools.command.deny_read",
+                    format!("each path must be absolute or start with ~/, got {path:?}"),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The paths no sandboxed command may read: `deny_read` (under the person's `home`),
+    /// and `protected` (tau's home, its config file).
+    pub fn denied_paths(
+        &self,
+        home: Option<&std::path::Path>,
+        protected: &[PathBuf],
+    ) -> Vec<PathBuf> {
+        self.deny_read
+            .iter()
+            .filter_map(|path| tau_sandbox::expand_home(path, home))
+            .chain(protected.iter().cloned())
+            .collect()
     }
 }
 
@@ -243,6 +275,8 @@ mod tests {
                     max_timeout_seconds: 300,
                     output_limit_bytes: 65_536,
                     env: Vec::new(),
+                    sandbox: SandboxMode::On,
+                    deny_read: DEFAULT_DENY_READ.iter().map(|p| (*p).to_owned()).collect(),
                 },
                 mqtt: MqttConfig {
                     host: "127.0.0.1".into(),
@@ -262,7 +296,7 @@ mod tests {
             r#"
             workspace = "ws"
             clock.zone = "Europe/Istanbul"
-            command = { default_timeout_seconds = 5, max_timeout_seconds = 60, output_limit_bytes = 100, env = ["GIT_AUTHOR_NAME"] }
+            command = { default_timeout_seconds = 5, max_timeout_seconds = 60, output_limit_bytes = 100, env = ["GIT_AUTHOR_NAME"], sandbox = "off", deny_read = ["~/.kube", "/srv/keys"] }
             [mqtt]
             host = "broker.lan"
             port = 8883
@@ -285,6 +319,8 @@ mod tests {
                     max_timeout_seconds: 60,
                     output_limit_bytes: 100,
                     env: vec!["GIT_AUTHOR_NAME".into()],
+                    sandbox: SandboxMode::Off,
+                    deny_read: vec!["~/.kube".into(), "/srv/keys".into()],
                 },
                 mqtt: MqttConfig {
                     host: "broker.lan".into(),
@@ -329,6 +365,10 @@ mod tests {
             (
                 |c| c.command.env = vec![String::new()],
                 "tools.command.env: an environment variable name is empty, got \"\"",
+            ),
+            (
+                |c| c.command.deny_read = vec!["keys".into()],
+                "tools.command.deny_read: each path must be absolute or start with ~/, got \"keys\"",
             ),
             (
                 |c| c.mqtt.host = "a b".into(),

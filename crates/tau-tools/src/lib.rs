@@ -11,6 +11,8 @@
 //! - `workspace.rs`: containment, the one place paths from the model are opened (beneath a
 //!   descriptor of the workspace, never through a symlink)
 //! - `args.rs`: strict argument parsing shared by every tool
+//! - `written.rs`, `command_card.rs`: the files the file tools wrote, shown (and pinned)
+//!   on the question of a command that names them, beside what the sandbox allows it
 //! - one file per tool: `clock.rs`, `read_file.rs`, `list_dir.rs`, `write_file.rs`,
 //!   `append_note.rs`, `run_command.rs` (with `run_command/`: output capture, the process,
 //!   `tree.rs` finding and stopping everything a command started), `mqtt_publish.rs` (with
@@ -19,6 +21,7 @@
 mod append_note;
 mod args;
 mod clock;
+mod command_card;
 mod config;
 mod list_dir;
 mod mqtt_link;
@@ -27,6 +30,7 @@ mod read_file;
 mod run_command;
 mod workspace;
 mod write_file;
+mod written;
 
 #[cfg(test)]
 mod race_tests;
@@ -34,18 +38,22 @@ mod race_tests;
 use std::sync::Arc;
 
 use tau_agent::SharedTool;
+use tau_core::CardWriter;
+use tau_sandbox::Sandbox;
 
 pub use config::{ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError};
 pub use mqtt_link::{MqttBroker, MqttMessage, broker_options, check_topic};
 
 use crate::append_note::AppendNote;
 use crate::clock::{Clock, TimeSource};
+use crate::command_card::CommandCard;
 use crate::list_dir::ListDir;
 use crate::mqtt_publish::MqttPublish;
 use crate::read_file::ReadFile;
 use crate::run_command::RunCommand;
 use crate::workspace::Workspace;
 use crate::write_file::WriteFile;
+use crate::written::Written;
 
 /// The names of the built-in tools, as `[tools] disabled` may name them.
 pub const BUILTIN_TOOL_NAMES: [&str; 7] = [
@@ -58,32 +66,66 @@ pub const BUILTIN_TOOL_NAMES: [&str; 7] = [
     "mqtt_publish",
 ];
 
+/// The built-in tools and tau's card writer for their questions.
+pub struct Builtins {
+    pub tools: Vec<SharedTool>,
+    /// What the question of a `run_command` says: what the sandbox allows it, and the
+    /// files it names that the file tools wrote (pinned to what was shown).
+    pub card_writer: Arc<dyn CardWriter>,
+}
+
 /// Every built-in tool, configured, but those `[tools] disabled` names. `env` looks up
 /// environment variables (the MQTT password, and what commands may see, read once here);
 /// pass `&|name| std::env::var(name).ok()` in the binary and a map in tests.
-pub fn builtin_tools(
+///
+/// `sandbox` is how commands are confined: the binary builds it from `[tools.command]`
+/// (`Sandbox::Off` when `sandbox = "off"`).
+pub fn builtins(
     config: &ToolsConfig,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<SharedTool>, ToolsConfigError> {
+    sandbox: Sandbox,
+) -> Result<Builtins, ToolsConfigError> {
     config.validate()?;
     let workspace = Workspace::open(&config.workspace)?;
     let time = TimeSource::from_config(&config.clock)?;
     let broker = MqttBroker::from_config(&config.mqtt, env)?;
+    let written = Arc::new(Written::default());
     let tools: Vec<SharedTool> = vec![
         Arc::new(Clock::new(time.clone())),
         Arc::new(ReadFile::new(workspace.clone())),
         Arc::new(ListDir::new(workspace.clone())),
-        Arc::new(WriteFile::new(workspace.clone())),
-        Arc::new(AppendNote::new(workspace.clone(), time)),
-        Arc::new(RunCommand::new(
-            workspace,
-            config.command.clone(),
-            tau_core::child_env(&config.command.env, env),
-        )),
+        Arc::new(WriteFile::new(workspace.clone()).recording(Arc::clone(&written))),
+        Arc::new(AppendNote::new(workspace.clone(), time).recording(Arc::clone(&written))),
+        Arc::new(
+            RunCommand::new(
+                workspace.clone(),
+                config.command.clone(),
+                tau_core::child_env(&config.command.env, env),
+                sandbox.clone(),
+            )
+            .recording(Arc::clone(&written)),
+        ),
         Arc::new(MqttPublish::new(broker)),
     ];
-    Ok(tools
-        .into_iter()
-        .filter(|t| !config.disabled.contains(&t.spec().name))
-        .collect())
+    let card_writer = Arc::new(CommandCard {
+        workspace,
+        sandbox,
+        written,
+    });
+    Ok(Builtins {
+        tools: tools
+            .into_iter()
+            .filter(|t| !config.disabled.contains(&t.spec().name))
+            .collect(),
+        card_writer,
+    })
+}
+
+/// [`builtins`] without the card writer.
+pub fn builtin_tools(
+    config: &ToolsConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    sandbox: Sandbox,
+) -> Result<Vec<SharedTool>, ToolsConfigError> {
+    builtins(config, env, sandbox).map(|b| b.tools)
 }

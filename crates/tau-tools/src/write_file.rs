@@ -6,6 +6,8 @@ use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -16,6 +18,7 @@ use tau_core::{TauToolSpec, Tier};
 
 use crate::args;
 use crate::workspace::{OpenError, PathError, Shown, Workspace};
+use crate::written::Written;
 
 /// The mode of a new file; a replaced file keeps its own.
 const NEW_FILE_MODE: u32 = 0o644;
@@ -23,6 +26,7 @@ const NEW_FILE_MODE: u32 = 0o644;
 pub(crate) struct WriteFile {
     spec: ToolSpec,
     workspace: Workspace,
+    written: Arc<Written>,
 }
 
 #[derive(Deserialize)]
@@ -56,7 +60,17 @@ impl WriteFile {
             "additionalProperties": false,
         }))
         .build();
-        Self { spec, workspace }
+        Self {
+            spec,
+            workspace,
+            written: Arc::default(),
+        }
+    }
+
+    /// Records every file it writes in `written`.
+    pub(crate) fn recording(mut self, written: Arc<Written>) -> Self {
+        self.written = written;
+        self
     }
 }
 
@@ -71,12 +85,14 @@ impl Tool for WriteFile {
         let shown = Shown::new(&path);
         let size = content.len();
         let workspace = self.workspace.clone();
+        let target = path.clone();
         let job =
-            tokio::task::spawn_blocking(move || write_atomically(&workspace, &path, &content));
+            tokio::task::spawn_blocking(move || write_atomically(&workspace, &target, &content));
         let replaced = job
             .await
             .map_err(|_| ToolError::new(format!("writing {shown} was interrupted")))?
             .map_err(|error| error.tool_error(&shown))?;
+        self.written.record(&path);
         let verb = if replaced { "replaced" } else { "created" };
         Ok(ToolOutput::text(format!("{verb} {shown} ({size} bytes)")))
     }

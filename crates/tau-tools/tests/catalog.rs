@@ -23,7 +23,12 @@ fn config(workspace: &Path) -> ToolsConfig {
 
 fn default_tools() -> (tempfile::TempDir, Vec<SharedTool>) {
     let workspace = tempfile::tempdir().unwrap();
-    let tools = builtin_tools(&config(workspace.path()), &|_| None).unwrap();
+    let tools = builtin_tools(
+        &config(workspace.path()),
+        &|_| None,
+        tau_sandbox::Sandbox::Off,
+    )
+    .unwrap();
     (workspace, tools)
 }
 
@@ -158,18 +163,25 @@ fn config_that_cannot_work_stops_the_build() {
         ),
     ];
     for (config, expected) in cases {
-        assert_eq!(builtin_tools(&config, &|_| None).err(), Some(expected));
+        assert_eq!(
+            builtin_tools(&config, &|_| None, tau_sandbox::Sandbox::Off).err(),
+            Some(expected)
+        );
     }
 }
 
 #[test]
 fn disabled_tools_are_left_out_and_unknown_names_are_refused() {
     let workspace = tempfile::tempdir().unwrap();
-    let all: Vec<String> = tau_tools::builtin_tools(&config(workspace.path()), &|_| None)
-        .unwrap()
-        .iter()
-        .map(|t| t.spec().name.clone())
-        .collect();
+    let all: Vec<String> = tau_tools::builtin_tools(
+        &config(workspace.path()),
+        &|_| None,
+        tau_sandbox::Sandbox::Off,
+    )
+    .unwrap()
+    .iter()
+    .map(|t| t.spec().name.clone())
+    .collect();
     assert_eq!(
         all,
         tau_tools::BUILTIN_TOOL_NAMES.map(str::to_owned).to_vec()
@@ -178,11 +190,12 @@ fn disabled_tools_are_left_out_and_unknown_names_are_refused() {
         disabled: vec!["run_command".into(), "mqtt_publish".into()],
         ..config(workspace.path())
     };
-    let names: Vec<String> = tau_tools::builtin_tools(&without_commands, &|_| None)
-        .unwrap()
-        .iter()
-        .map(|t| t.spec().name.clone())
-        .collect();
+    let names: Vec<String> =
+        tau_tools::builtin_tools(&without_commands, &|_| None, tau_sandbox::Sandbox::Off)
+            .unwrap()
+            .iter()
+            .map(|t| t.spec().name.clone())
+            .collect();
     assert_eq!(
         names,
         vec![

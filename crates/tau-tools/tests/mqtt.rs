@@ -112,11 +112,15 @@ fn tools(workspace: &Path, mqtt: MqttConfig, password: Option<&str>) -> Vec<Shar
         ..ToolsConfig::default()
     };
     let password = password.map(str::to_owned);
-    builtin_tools(&config, &move |name| {
-        (name == "TAU_TEST_MQTT_PASSWORD")
-            .then(|| password.clone())
-            .flatten()
-    })
+    builtin_tools(
+        &config,
+        &move |name| {
+            (name == "TAU_TEST_MQTT_PASSWORD")
+                .then(|| password.clone())
+                .flatten()
+        },
+        tau_sandbox::Sandbox::Off,
+    )
     .unwrap()
 }
 

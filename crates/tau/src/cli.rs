@@ -87,6 +87,9 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// What this machine and config give tau: the sandbox's layers, the home's modes,
+    /// the workspace boundary, the model's server; exit 1 when something needed is missing
+    Doctor,
     /// Shell completions
     Completions { shell: clap_complete::Shell },
 }

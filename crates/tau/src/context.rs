@@ -1,11 +1,13 @@
 //! What every command starts from: the home, the config, the environment and the event
 //! bus the audit log listens on.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tau_agent::Model;
 use tau_core::{AuditEvent, EventBus, ToolCatalog};
 use tau_models::ModelBuildError;
+use tau_sandbox::{Sandbox, SandboxMode};
 
 use crate::errors::usage;
 use crate::paths::{EnvFn, Home};
@@ -61,6 +63,34 @@ impl Context {
         )
     }
 
+    /// How commands (and MCP servers started as programs) are confined: tau's own
+    /// executable is their launcher, and nothing of tau's home (but the workspace), its
+    /// config file or `[tools.command] deny_read` can be read.
+    pub(crate) fn sandbox(&self) -> Sandbox {
+        let command = &self.loaded.config.tools.command;
+        if command.sandbox == SandboxMode::Off {
+            return Sandbox::Off;
+        }
+        let mut protected = vec![self.home.root().to_owned()];
+        if let Some(file) = self
+            .loaded
+            .path
+            .clone()
+            .or_else(|| crate::paths::config_path(None, &*self.env).map(|(path, _)| path))
+        {
+            protected.push(file);
+        }
+        let person = (self.env)("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        // `/proc/self/exe`, not the path tau was started by: a rebuilt or moved binary
+        // would launch something else.
+        Sandbox::on(
+            PathBuf::from("/proc/self/exe"),
+            command.denied_paths(person.as_deref(), &protected),
+        )
+    }
+
     /// The routines, switches and runs in `state.db`.
     pub(crate) fn routine_store(&self) -> anyhow::Result<Arc<tau_reflex::RoutineStore>> {
         let db = self.home.prepare_state_db()?;
@@ -73,10 +103,13 @@ impl Context {
     /// refused first.
     pub(crate) async fn catalog(&self) -> anyhow::Result<Tools> {
         self.check_workspace()?;
-        let tools = tau_tools::builtin_tools(&self.loaded.config.tools, &*self.env)
+        let builtins = tau_tools::builtins(&self.loaded.config.tools, &*self.env, self.sandbox())
             .map_err(|e| usage(e.to_string()))?;
         let mut catalog = ToolCatalog::new();
-        catalog.extend(tools)?;
+        // Every tier-2 question flags the words of its arguments a reader could misread.
+        catalog.add_card_writer(Arc::new(tau_core::LookalikeWriter));
+        catalog.extend(builtins.tools)?;
+        catalog.add_card_writer(builtins.card_writer);
         let store = self.device_store()?;
         let registry = Arc::new(self.registry(&store)?);
         let watch = self.watch_discovery(&registry, Arc::clone(&store))?;
@@ -87,7 +120,13 @@ impl Context {
             confirm_high_risk: self.loaded.config.approval.confirm_high_risk,
         }));
         catalog.extend(self.device_tools(registry, store)?.tools())?;
-        let mcp = tau_mcp::connect_servers(&self.loaded.config.mcp, &self.events, &*self.env).await;
+        let place = tau_mcp::Place {
+            sandbox: self.sandbox(),
+            workspace: self.loaded.config.tools.workspace.clone(),
+        };
+        let mcp =
+            tau_mcp::connect_servers(&self.loaded.config.mcp, &self.events, &*self.env, &place)
+                .await;
         for warning in &mcp.warnings {
             // The message quotes what the server said: escaped, like everything from a peer.
             eprintln!("tau: warning: {}", tau_core::display(&warning.to_string()));

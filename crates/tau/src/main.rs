@@ -12,6 +12,7 @@ mod commands;
 mod context;
 mod demo;
 mod devices;
+mod doctor;
 mod errors;
 mod hosted;
 mod lock;
@@ -40,6 +41,10 @@ use crate::errors::exit_code;
 use crate::paths::Home;
 
 fn main() -> ExitCode {
+    // tau started again as the sandbox launcher: before any thread or argument parsing.
+    if let Some(code) = tau_sandbox::launcher_main() {
+        return code;
+    }
     close_own_process();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -179,6 +184,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config {
             command: ConfigCommand::Check,
         } => print(&commands::config_check(&ctx)?),
+        Command::Doctor => {
+            let (report, healthy) = doctor::run(&ctx).await;
+            print(&report);
+            if !healthy {
+                return Ok(ExitCode::from(1));
+            }
+        }
         Command::Completions { .. } => {}
     }
     Ok(ExitCode::SUCCESS)

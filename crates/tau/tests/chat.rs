@@ -40,7 +40,7 @@ fn a_refused_tier_2_call_leaves_no_trace_but_its_events() {
     assert_eq!(
         tau.audit_events(),
         vec![
-            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": "t1", "arguments": {"command": "touch proof.txt"}, "channel": "terminal"}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": "t1", "arguments": {"command": "touch proof.txt"}, "channel": "terminal", "card": {"notes": [{"level": "info", "label": "sandbox", "text": "writes: workspace only · network: none"}]}}),
             json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": "t1", "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approver": "terminal", "channel": "terminal"}),
             json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": "t1", "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approval_id": "ap_1", "result_summary": REFUSAL}),
             json!({"type": "turn_end", "stop_reason": "end_turn", "model_calls": 2, "input_tokens": 0, "output_tokens": 0}),

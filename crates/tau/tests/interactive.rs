@@ -239,24 +239,13 @@ fn the_demo_runs_offline_with_real_answers_and_prints_the_audit_log() {
     );
 }
 
-/// True once `pid` has died and been reaped.
-fn gone_soon(pid: &str) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    true
-}
-
 #[test]
 fn ctrl_c_stops_a_running_approved_command_and_everything_it_started() {
     let tau = Tau::new();
     // Left alone it would write `written.txt` after a minute, and its sleeper, in a session
     // of its own behind a parent that is gone, would live on.
-    let command = "echo $$ > sh.pid; ( setsid sh -c 'echo $$ > bg.pid; exec sleep 60' </dev/null >/dev/null 2>&1 & ); sleep 60; touch written.txt";
+    // Found by their command lines: in the sandbox's PID namespace `$$` says nothing here.
+    let command = "touch sh.ready; ( setsid sh -c 'touch bg.ready; exec sleep 60.7071' </dev/null >/dev/null 2>&1 & ); sleep 60.7072; touch written.txt";
     let model = tau.replay(&json!([
         common::tool_call("t1", "run_command", &json!({"command": command})),
         common::answer("never asked"),
@@ -277,16 +266,17 @@ fn ctrl_c_stops_a_running_approved_command_and_everything_it_started() {
     live.send("y\n");
     let workspace = tau.workspace();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !(workspace.join("sh.pid").exists() && workspace.join("bg.pid").exists()) {
+    while !(workspace.join("sh.ready").exists() && workspace.join("bg.ready").exists()) {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(10));
     }
     live.interrupt();
     live.wait_for("  ! Cancelled.\n");
-    for name in ["sh.pid", "bg.pid"] {
-        let pid = std::fs::read_to_string(workspace.join(name)).unwrap();
-        assert!(gone_soon(pid.trim()), "{name} {pid} outlived the cancel");
-    }
+    assert_eq!(
+        common::sandbox::gone("60.707"),
+        Ok(()),
+        "the command outlived the cancel"
+    );
     let (code, _) = live.finish();
     assert_eq!(code, 0);
     assert!(!workspace.join("written.txt").exists());

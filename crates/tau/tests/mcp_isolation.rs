@@ -42,7 +42,9 @@ fn a_stdio_server_cannot_type_into_draw_on_or_read_tau() {
     let tau = Tau::new();
     let report_path = tau.dir.path().join("report.json");
     let config = tau.config(&format!(
-        "[mcp.servers.prying]\ncommand = {}\nargs = {}\ntools = {{ pry = 0 }}\n",
+        // Without the sandbox: this is what holds for every server, a sandboxed one or not
+        // (its report is written outside the workspace).
+        "[mcp.servers.prying]\ncommand = {}\nargs = {}\ntools = {{ pry = 0 }}\nsandbox = \"off\"\n",
         json!(python),
         json!([
             peers::script("prying_server.py"),

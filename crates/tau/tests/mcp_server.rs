@@ -18,10 +18,15 @@ const EFFECT: &str = "runs a shell command in the workspace — code the agent w
 const REFUSAL: &str =
     "The user did not approve this action: run_command. Do not perform it; tell the user briefly.";
 
+/// What tau's card says of every `run_command`: what the sandbox allows it.
+fn sandbox_card() -> Value {
+    json!({"notes": [{"level": "info", "label": "sandbox", "text": "writes: workspace only · network: none"}]})
+}
+
 /// The question tau's elicitation asks for `run_command` with `{"command": COMMAND}`.
 fn question(command: &str) -> Value {
     json!({
-        "message": format!("tau asks before it runs a tier-2 tool.\nTool: run_command\nEffect: runs a shell command in the workspace — code the agent wrote\nArguments: {}", json!({"command": command})),
+        "message": format!("tau asks before it runs a tier-2 tool.\nTool: run_command\nEffect: runs a shell command in the workspace — code the agent wrote\nsandbox: writes: workspace only · network: none\nArguments: {}", json!({"command": command})),
         "requestedSchema": {
             "type": "object",
             "properties": {"approve": {"type": "boolean", "title": "Run it?", "description": "Set to true to run this call once.", "default": false}},
@@ -106,7 +111,7 @@ fn assert_refused_session(out: &Value, tau: &Tau, ids: [&str; 2]) {
         pin_clock_events(tau.audit_events()),
         vec![
             json!({"type": "tool_call", "tool": "clock", "tier": 0, "tool_use_id": ids[0], "arguments": {}, "status": "success", "approval": "not_required", "decided_by": {"kind": "policy"}, "result_summary": "<clock>"}),
-            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": ids[1], "arguments": {"command": "touch proof.txt"}, "channel": "mcp"}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": ids[1], "arguments": {"command": "touch proof.txt"}, "channel": "mcp", "card": sandbox_card()}),
             json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "decided_by": {"kind": "policy"}, "approver": "auto_reject", "channel": "mcp"}),
             json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "rejected", "decided_by": {"kind": "policy"}, "approval_id": "ap_1", "result_summary": REFUSAL}),
         ]
@@ -457,7 +462,7 @@ fn an_unanswered_question_times_out_and_refuses() {
     assert_eq!(
         tau.audit_events(),
         vec![
-            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": "mcp-1-4", "arguments": arguments, "channel": "mcp", "deadline": "<deadline>"}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": "mcp-1-4", "arguments": arguments, "channel": "mcp", "deadline": "<deadline>", "card": sandbox_card()}),
             json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "decision": "timeout", "decided_by": {"kind": "timeout"}, "approver": "mcp_elicitation", "channel": "mcp"}),
             json!({"type": "error", "where": "approver", "message": "no answer before the approval timeout", "tool": "run_command", "tool_use_id": "mcp-1-4"}),
             json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": "mcp-1-4", "arguments": arguments, "status": "refused", "approval": "timeout", "decided_by": {"kind": "timeout"}, "approval_id": "ap_1", "result_summary": REFUSAL}),

@@ -318,7 +318,8 @@ fn an_approved_call_runs() {
 fn ctrl_c_during_an_approved_command_stops_it() {
     let tau = Tau::new();
     let model = tau.replay(&json!([
-        command_call("echo $$ > pid.txt; sleep 30; touch late.txt"),
+        // Found by its command line: in the sandbox's PID namespace `$$` says nothing here.
+        command_call("touch ready.txt; sleep 30.3141; touch late.txt"),
         answer("never read")
     ]));
     let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
@@ -332,28 +333,21 @@ fn ctrl_c_during_an_approved_command_stops_it() {
     std::thread::sleep(PAST_THE_GUARD);
     terminal.keys(&["y"]);
     terminal.wait_for("run_command · running · by you");
-    let pid_file = tau.workspace().join("pid.txt");
+    let ready = tau.workspace().join("ready.txt");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !pid_file.exists() {
+    while !ready.exists() {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
-    let started = Instant::now();
+    assert!(!common::sandbox::with_marker("30.3141").is_empty());
     terminal.keys(&["C-c"]);
     terminal.wait_for_all(&["run_command · cancelled", "Cancelled.", "ready"]);
     // The command is gone long before its 30 seconds, and never reached its end.
-    let proc = PathBuf::from(format!("/proc/{pid}"));
-    while proc.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{pid} outlived the cancel"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_eq!(
+        common::sandbox::gone("30.3141"),
+        Ok(()),
+        "the command outlived the cancel"
+    );
     assert!(!tau.workspace().join("late.txt").exists());
     let (_, call) = decision_and_call(&tau);
     assert_eq!(call["status"], "cancelled");
@@ -519,4 +513,43 @@ fn without_a_terminal_tau_tui_says_to_use_tau_chat() {
     let run = tau.run(&["--model", &model, "tui"], "hello\n");
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("use tau chat"), "{}", run.stderr);
+}
+
+#[test]
+fn the_card_escapes_odd_spaces_and_flags_lookalike_words() {
+    let tau = Tau::new();
+    let command = "sh setup.sh\u{a0}--dry-run; sh setup.\u{455}h; echo a\u{2003}b\u{3000}c; echo 'kırmızı ışık' привет";
+    let model = tau.replay(&json!([command_call(command), answer("Not run.")]));
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
+    else {
+        return;
+    };
+    terminal.resize(120, 40);
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("go");
+    terminal.keys(&["Enter"]);
+    let screen = terminal.wait_for_all(&[
+        "tau asks: approval needed",
+        r#"⚠ lookalike: command: "setup.ѕh" mixes Latin and Cyrillic: U+0455 Cyrillic,"#,
+        r#"looks like "s""#,
+        r#""sh setup.sh\u{a0}--dry-run; sh setup.ѕh; echo"#,
+        r#"a\u{2003}b\u{3000}c; echo 'kırmızı ışık' привет""#,
+    ]);
+    for raw in ['\u{a0}', '\u{2003}', '\u{3000}'] {
+        assert!(!screen.contains(raw), "a raw {raw:?} on:\n{screen}");
+    }
+    assert!(
+        !screen.contains("\"kırmızı"),
+        "Turkish was flagged:\n{screen}"
+    );
+    assert!(
+        !screen.contains("\"привет\""),
+        "Russian was flagged:\n{screen}"
+    );
+    std::thread::sleep(PAST_THE_GUARD);
+    terminal.keys(&["n"]);
+    terminal.wait_for("Not run.");
+    // Ctrl-C at an empty prompt quits.
+    terminal.keys(&["C-c"]);
+    assert_eq!(terminal.exited(), 0);
 }

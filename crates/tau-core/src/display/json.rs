@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::is_escaped;
 
@@ -15,6 +16,20 @@ pub fn shown_length(value: &Value) -> Option<usize> {
         Value::Array(_) | Value::Object(_) => Some(sorted_json(value).chars().count()),
         Value::Null | Value::Bool(_) | Value::Number(_) => None,
     }
+}
+
+/// The SHA-256 of an argument as a person can check it elsewhere (`sha256sum`): of a
+/// string's UTF-8 bytes, of the JSON text (keys sorted) of anything else; lowercase hex.
+pub fn argument_sha256(value: &Value) -> String {
+    let digest = match value {
+        Value::String(text) => Sha256::digest(text.as_bytes()),
+        other => Sha256::digest(sorted_json(other).as_bytes()),
+    };
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
 }
 
 /// `count` with its digits in groups of three: `20,014` with `,` (en), `20.014` with `.`
@@ -108,5 +123,19 @@ mod tests {
         assert_eq!(grouped_digits(1_000, ','), "1,000");
         assert_eq!(grouped_digits(20_014, ','), "20,014");
         assert_eq!(grouped_digits(1_234_567, '.'), "1.234.567");
+    }
+
+    #[test]
+    fn an_argument_hashes_as_sha256sum_would_hash_it() {
+        // printf 'abc' | sha256sum
+        assert_eq!(
+            argument_sha256(&json!("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        // printf '{"a":1,"b":2}' | sha256sum
+        assert_eq!(
+            argument_sha256(&json!({"b": 2, "a": 1})),
+            argument_sha256(&json!(r#"{"a":1,"b":2}"#))
+        );
     }
 }

@@ -121,7 +121,9 @@ fn walk(value: &Value, path: &str, found: &mut Vec<Lookalike>) {
 
 /// The lookalike words of `text` (split at whitespace), each reported under `path`.
 pub fn lookalikes(text: &str, path: &str) -> Vec<Lookalike> {
+    // ASCII punctuation around a word (`;`, quotes, brackets) is not part of what it says.
     text.split(char::is_whitespace)
+        .map(|word| word.trim_matches(|c: char| c.is_ascii_punctuation()))
         .filter(|word| !word.is_ascii())
         .filter_map(|word| lookalike(word, path))
         .collect()

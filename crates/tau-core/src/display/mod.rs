@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
 use icu_properties::{CodePointMapData, CodePointSetData};
 
-pub use json::{grouped_digits, json_for_terminal, shown_length, sorted_json};
+pub use json::{argument_sha256, grouped_digits, json_for_terminal, shown_length, sorted_json};
 pub use lookalike::{Lookalike, OddChar, lookalike_arguments, lookalikes};
 pub use wrap::{Measure, wrap_rows};
 

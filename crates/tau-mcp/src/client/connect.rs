@@ -1,6 +1,8 @@
 //! Starting or reaching one MCP server and listing its tools, each step bounded by the
 //! server's timeout.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,9 +13,19 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer};
 
+use tau_sandbox::{Sandbox, SandboxMode, Started};
+
 use crate::client::spawn::{ServerProgram, log_stderr};
 use crate::config::Endpoint;
 use crate::error::McpError;
+
+/// Where servers started as programs run: the sandbox (or none) and the workspace, the
+/// one place a sandboxed server may write.
+#[derive(Debug, Clone)]
+pub struct Place {
+    pub sandbox: Sandbox,
+    pub workspace: PathBuf,
+}
 
 /// How tau introduces itself to servers. It declares no capabilities: a server can never
 /// ask tau's user anything or make tau's model write for it.
@@ -34,6 +46,8 @@ impl ClientHandler for TauClient {
 pub(crate) struct Connection {
     pub server: String,
     service: RunningService<RoleClient, TauClient>,
+    /// A sandboxed program's private temp dir, removed with the connection.
+    _sandbox: Option<Started>,
 }
 
 impl Connection {
@@ -48,11 +62,19 @@ pub(crate) async fn connect(
     endpoint: &Endpoint,
     timeout: Duration,
     env: &dyn Fn(&str) -> Option<String>,
+    place: &Place,
 ) -> Result<(Arc<Connection>, Vec<Tool>), McpError> {
-    let service = bounded(server, timeout, "start", start(server, endpoint, env)).await??;
+    let (service, sandbox) = bounded(
+        server,
+        timeout,
+        "start",
+        start(server, endpoint, env, place),
+    )
+    .await??;
     let connection = Arc::new(Connection {
         server: server.to_owned(),
         service,
+        _sandbox: sandbox,
     });
     let tools = bounded(
         server,
@@ -66,6 +88,15 @@ pub(crate) async fn connect(
         message: format!("cannot list its tools: {e}"),
     })?;
     Ok((connection, tools))
+}
+
+/// Why a server was not started: the sandbox could not be set up.
+fn sandbox_refused_text(server: &str, error: &tau_sandbox::SandboxError) -> String {
+    format!(
+        "was not started: the sandbox could not be set up ({error}); `tau doctor` shows what \
+         this machine has, and `sandbox = \"off\"` under [mcp.servers.{server}] starts it \
+         without one"
+    )
 }
 
 async fn bounded<T>(
@@ -89,7 +120,8 @@ async fn start(
     server: &str,
     endpoint: &Endpoint,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<RunningService<RoleClient, TauClient>, McpError> {
+    place: &Place,
+) -> Result<(RunningService<RoleClient, TauClient>, Option<Started>), McpError> {
     let failed = |message: String| McpError::Server {
         server: server.to_owned(),
         message,
@@ -100,25 +132,65 @@ async fn start(
             args,
             env: values,
             pass_env,
+            sandbox,
+            network,
         } => {
             // A session of its own, pipes only, the allow-listed environment (see `spawn`).
-            let started = ServerProgram::new(program, args, values, pass_env, env)
-                .map(|server| server.command())
-                .and_then(|command| {
-                    TokioChildProcess::builder(command)
-                        .stderr(Stdio::piped())
-                        .spawn()
-                });
-            let (transport, stderr) =
-                started.map_err(|e| failed(format!("cannot start {program:?}: {e}")))?;
+            let program_found = ServerProgram::new(program, args, values, pass_env, env)
+                .map_err(|e| failed(format!("cannot start {program:?}: {e}")))?;
+            let (command, pending) = match (&place.sandbox, sandbox, program_found.server()) {
+                (Sandbox::On(confinement), SandboxMode::On, Some((found, rest))) => {
+                    // The launcher gives it a session of its own, like `setsid` does.
+                    let prepared = confinement
+                        .command(
+                            found,
+                            rest.iter().map(OsString::as_os_str),
+                            &place.workspace,
+                            program_found
+                                .env
+                                .iter()
+                                .map(|(n, v)| (n.as_str(), v.as_str())),
+                            *network,
+                            true,
+                        )
+                        .map_err(|e| failed(sandbox_refused_text(server, &e)))?;
+                    let mut command = prepared.command;
+                    command
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::piped())
+                        .kill_on_drop(true);
+                    (command, Some(prepared.pending))
+                }
+                (Sandbox::On(_) | Sandbox::Off, SandboxMode::On | SandboxMode::Off, _) => {
+                    (program_found.command(), None)
+                }
+            };
+            let (transport, stderr) = TokioChildProcess::builder(command)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| failed(format!("cannot start {program:?}: {e}")))?;
+            let Some(mut stderr) = stderr else {
+                return Err(failed(
+                    "was not started: its stderr is not a pipe".to_owned(),
+                ));
+            };
+            // In the sandbox the launcher's report comes first on stderr.
+            let started = match pending {
+                Some(pending) => Some(
+                    pending
+                        .started_on(&mut stderr)
+                        .await
+                        .map_err(|e| failed(sandbox_refused_text(server, &e)))?,
+                ),
+                None => None,
+            };
             // Its own diagnostics would break into the chat: they go to the log.
-            if let Some(stderr) = stderr {
-                log_stderr(server, stderr);
-            }
-            TauClient
+            log_stderr(server, stderr);
+            let service = TauClient
                 .serve(transport)
                 .await
-                .map_err(|e| failed(format!("did not start speaking MCP: {e}")))
+                .map_err(|e| failed(format!("did not start speaking MCP: {e}")))?;
+            Ok((service, started))
         }
         Endpoint::Url { url, token_env } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -129,10 +201,11 @@ async fn start(
                 config = config.auth_header(token);
             }
             let transport = StreamableHttpClientTransport::from_config(config);
-            TauClient
+            let service = TauClient
                 .serve(transport)
                 .await
-                .map_err(|e| failed(format!("cannot connect to {url}: {e}")))
+                .map_err(|e| failed(format!("cannot connect to {url}: {e}")))?;
+            Ok((service, None))
         }
     }
 }

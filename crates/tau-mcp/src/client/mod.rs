@@ -18,6 +18,7 @@ use tau_core::{AuditEvent, ErrorSite, EventBus, adopt_external_spec};
 use crate::config::{Manifest, McpConfig, ServerEntry};
 use crate::names;
 use connect::Connection;
+pub use connect::Place;
 use tool::McpTool;
 
 /// The tools of every server that answered, and what a person should be told.
@@ -63,11 +64,12 @@ pub async fn connect_servers(
     config: &McpConfig,
     events: &EventBus,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
+    place: &Place,
 ) -> McpTools {
     let attempts = config.servers.iter().map(|(name, entry)| async move {
         let result = match (entry.endpoint(name), entry.manifest(name)) {
             (Ok(endpoint), Ok(manifest)) => {
-                connect::connect(name, &endpoint, entry.startup_timeout(), env)
+                connect::connect(name, &endpoint, entry.startup_timeout(), env, place)
                     .await
                     .map(|(connection, listed)| (connection, listed, manifest))
                     .map_err(|e| e.to_string())

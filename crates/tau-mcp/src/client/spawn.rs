@@ -59,6 +59,13 @@ impl ServerProgram {
         })
     }
 
+    /// The server's own program (found) and arguments, without `setsid` in front: a
+    /// sandbox's launcher gives it a session of its own itself.
+    pub(crate) fn server(&self) -> Option<(&OsString, &[OsString])> {
+        let (_separator, after) = self.args.split_first()?;
+        after.split_first()
+    }
+
     /// The process: pipes on stdin, stdout and stderr, nothing else of tau's.
     pub(crate) fn command(&self) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.program);

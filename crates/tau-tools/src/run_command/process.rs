@@ -58,6 +58,13 @@ impl Running {
         self.child.wait().await
     }
 
+    /// Stops everything, reaps the shell and ends the bookkeeping.
+    pub(crate) async fn end(mut self) {
+        self.stop_all().await;
+        let _ = self.wait().await;
+        self.finish();
+    }
+
     /// Ends the bookkeeping, after `wait`.
     pub(crate) fn finish(mut self) {
         self.finished = true;

@@ -8,7 +8,12 @@ fn setup(limits: CommandConfig) -> (tempfile::TempDir, RunCommand) {
     let dir = tempfile::tempdir().unwrap();
     // Read, never changed: the commands need PATH.
     let env = tau_core::child_env(&[], &|name| std::env::var(name).ok());
-    let tool = RunCommand::new(Workspace::open(dir.path()).unwrap(), limits, env);
+    let tool = RunCommand::new(
+        Workspace::open(dir.path()).unwrap(),
+        limits,
+        env,
+        tau_sandbox::Sandbox::Off,
+    );
     (dir, tool)
 }
 
@@ -245,7 +250,7 @@ async fn a_command_sees_the_allow_list_and_what_the_config_names_only() {
     config.command.env = vec!["GIT_AUTHOR_NAME".into()];
     config.mqtt.username = Some("tau".into());
     config.mqtt.password_env = Some("TAU_MQTT_PASSWORD".into());
-    let tools = crate::builtin_tools(&config, &parent_env).unwrap();
+    let tools = crate::builtin_tools(&config, &parent_env, tau_sandbox::Sandbox::Off).unwrap();
     let tool = tools
         .iter()
         .find(|t| t.spec().name == "run_command")
@@ -298,6 +303,7 @@ async fn a_command_that_cannot_start_says_why_and_the_next_one_runs() {
         Workspace::open(dir.path()).unwrap(),
         CommandConfig::default(),
         env,
+        tau_sandbox::Sandbox::Off,
     );
     assert_eq!(
         run(&tool, json!({"command": "true"})).await,
@@ -333,7 +339,7 @@ async fn bad_arguments_are_refused_before_anything_runs() {
         ),
         (
             json!({"command": "touch x", "cwd": "/"}),
-            "invalid arguments for run_command: unknown field `cwd`, expected `command` or `timeout_seconds`",
+            "invalid arguments for run_command: unknown field `cwd`, expected one of `command`, `timeout_seconds`, `network`",
         ),
         (json!({"command": "  "}), "command is empty"),
         (

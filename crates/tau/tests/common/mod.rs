@@ -4,6 +4,7 @@
 pub mod model_server;
 pub mod peers;
 pub mod pty;
+pub mod sandbox;
 pub mod serve;
 
 use std::io::Write;

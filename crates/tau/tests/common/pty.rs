@@ -37,6 +37,36 @@ impl Pty {
         Self::spawn_with(tau, wrapper, args, None)
     }
 
+    /// [`Pty::start`] on a terminal of `columns` x `rows`, as a terminal window says.
+    pub fn start_sized(tau: &Tau, args: &[&str], columns: u16, rows: u16) -> Self {
+        let size = rustix::termios::Winsize {
+            ws_row: rows,
+            ws_col: columns,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        Self::spawn_sized(tau, &[], args, None, Some(size))
+    }
+
+    /// Waits until `text` shows after byte `from` of the screen; returns where it ends.
+    pub fn wait_for_after(&self, text: &str, from: usize) -> usize {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            {
+                let screen = self.screen.lock().unwrap();
+                if let Some(at) = screen.get(from..).and_then(|rest| rest.find(text)) {
+                    return from + at + text.len();
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never saw {text:?} after byte {from} on:\n{}",
+                self.screen().get(from..).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// tau with `args`, its prompts read from `prompts` (a file, so stdin is not a
     /// terminal) and the terminal as its controlling terminal, stdout and stderr.
     pub fn start_with_prompts_from(tau: &Tau, args: &[&str], prompts: &str) -> Self {
@@ -46,9 +76,22 @@ impl Pty {
     }
 
     fn spawn_with(tau: &Tau, wrapper: &[&str], args: &[&str], prompts: Option<&Path>) -> Self {
+        Self::spawn_sized(tau, wrapper, args, prompts, None)
+    }
+
+    fn spawn_sized(
+        tau: &Tau,
+        wrapper: &[&str],
+        args: &[&str],
+        prompts: Option<&Path>,
+        size: Option<rustix::termios::Winsize>,
+    ) -> Self {
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
         grantpt(&master).unwrap();
         unlockpt(&master).unwrap();
+        if let Some(size) = size {
+            rustix::termios::tcsetwinsize(&master, size).unwrap();
+        }
         let name = ptsname(&master, Vec::new()).unwrap();
         let slave = std::fs::OpenOptions::new()
             .read(true)

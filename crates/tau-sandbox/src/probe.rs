@@ -1,0 +1,121 @@
+//! Which layers this machine has, found by setting each up in a throwaway process of tau
+//! (`__sandbox-probe`), in the order a launch does.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde::{Deserialize, Serialize};
+
+use crate::launcher::PROBE;
+use crate::policy::{Launch, ReportStream};
+use crate::{files, namespaces, syscalls};
+
+/// One layer on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Availability {
+    Available { detail: String },
+    Missing { reason: String },
+}
+
+/// Every layer on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layers {
+    pub landlock: Availability,
+    pub seccomp: Availability,
+    pub namespaces: Availability,
+}
+
+impl Layers {
+    /// The rows `tau doctor` shows: name, state, detail.
+    pub fn rows(&self) -> Vec<(&'static str, bool, String)> {
+        [
+            ("Landlock", &self.landlock),
+            ("seccomp", &self.seccomp),
+            ("namespaces", &self.namespaces),
+        ]
+        .into_iter()
+        .map(|(name, state)| match state {
+            Availability::Available { detail } => (name, true, detail.clone()),
+            Availability::Missing { reason } => (name, false, reason.clone()),
+        })
+        .collect()
+    }
+
+    /// Whether a command can run sandboxed (namespaces are optional).
+    pub fn enough(&self) -> bool {
+        matches!(self.landlock, Availability::Available { .. })
+            && matches!(self.seccomp, Availability::Available { .. })
+    }
+}
+
+/// Runs the probe in a child of tau (`launcher`: tau's executable).
+pub async fn probe(launcher: &Path) -> Layers {
+    let output = tokio::process::Command::new(launcher)
+        .arg(PROBE)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .await;
+    let missing = |reason: String| Layers {
+        landlock: Availability::Missing {
+            reason: reason.clone(),
+        },
+        seccomp: Availability::Missing {
+            reason: reason.clone(),
+        },
+        namespaces: Availability::Missing { reason },
+    };
+    match output {
+        Ok(output) => serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| missing("the probe ended without an answer".to_owned())),
+        Err(error) => missing(format!("cannot start the probe: {error}")),
+    }
+}
+
+/// The probe itself, in the throwaway process.
+pub(crate) fn probe_main() -> ExitCode {
+    let namespaces = match namespaces::enter(false) {
+        Ok(set_up) if set_up.pid && set_up.net => Availability::Available {
+            detail: "user, network and PID".to_owned(),
+        },
+        Ok(_) => Availability::Missing {
+            reason: "this machine does not allow new PID and network namespaces here; \
+                     processes are then stopped by a subreaper and parent-death signals"
+                .to_owned(),
+        },
+        Err(reason) => Availability::Missing { reason },
+    };
+    let launch = Launch {
+        parent: 0,
+        report: ReportStream::Stderr,
+        writable: Vec::new(),
+        deny: Vec::new(),
+        network: false,
+        in_pid_namespace: false,
+        in_net_namespace: false,
+        stage_one: None,
+    };
+    let landlock = match files::restrict(&launch) {
+        Ok(abi) => Availability::Available {
+            detail: format!("ABI {abi}"),
+        },
+        Err(reason) => Availability::Missing { reason },
+    };
+    let seccomp = match syscalls::restrict(false) {
+        Ok(()) => Availability::Available {
+            detail: "filter installed".to_owned(),
+        },
+        Err(reason) => Availability::Missing { reason },
+    };
+    let layers = Layers {
+        landlock,
+        seccomp,
+        namespaces,
+    };
+    let text = serde_json::to_string(&layers).unwrap_or_default();
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,218 @@
+//! `tau doctor`: what this machine and this config give tau. The sandbox's layers (set up
+//! for real in a throwaway process), the modes of the home and its files, the workspace
+//! boundary, and whether the model's server can be reached. Changes nothing.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tau_models::ModelSpec;
+use tau_sandbox::Sandbox;
+
+use crate::context::Context;
+use crate::private::{DIR_MODE, FILE_MODE};
+
+/// How long the model's server has to accept a connection.
+const CONNECT_WAIT: Duration = Duration::from_secs(3);
+
+/// One line of the report.
+struct Row {
+    /// `ok`, `no` (a problem) or `--` (nothing to check, not a problem).
+    mark: &'static str,
+    name: String,
+    detail: String,
+}
+
+impl Row {
+    fn new(mark: &'static str, name: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self {
+            mark,
+            name: name.into(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// The report, and whether everything tau needs is there.
+pub(crate) async fn run(ctx: &Context) -> (String, bool) {
+    let mut text = String::new();
+    let mut healthy = true;
+    let sections = [
+        sandbox(ctx).await,
+        home(ctx),
+        workspace(ctx),
+        model(ctx).await,
+    ];
+    for (title, rows) in sections {
+        text.push_str(&title);
+        text.push('\n');
+        for row in rows {
+            healthy &= row.mark != "no";
+            text.push_str(&format!(
+                "  {:<3} {:<12} {}\n",
+                row.mark, row.name, row.detail
+            ));
+        }
+    }
+    text.push_str(if healthy {
+        "tau doctor: everything tau needs is there\n"
+    } else {
+        "tau doctor: some of what tau needs is missing (the rows marked no)\n"
+    });
+    (text, healthy)
+}
+
+async fn sandbox(ctx: &Context) -> (String, Vec<Row>) {
+    let layers = tau_sandbox::probe(Path::new("/proc/self/exe")).await;
+    let on = matches!(ctx.sandbox(), Sandbox::On(_));
+    let title = if on {
+        "sandbox for commands and MCP servers ([tools.command] sandbox = \"on\")"
+    } else {
+        "sandbox: off ([tools.command] sandbox = \"off\"): commands run without a sandbox"
+    };
+    let rows = layers
+        .rows()
+        .into_iter()
+        .map(|(name, available, detail)| {
+            // Namespaces are optional: without them the other layers still hold.
+            let mark = match (available, name) {
+                (true, _) => "ok",
+                (false, "namespaces") => "--",
+                (false, _) if on => "no",
+                (false, _) => "--",
+            };
+            let detail = if available {
+                format!("available: {detail}")
+            } else {
+                format!("not available: {detail}")
+            };
+            Row::new(mark, name, detail)
+        })
+        .collect();
+    (title.to_owned(), rows)
+}
+
+fn home(ctx: &Context) -> (String, Vec<Row>) {
+    let home = &ctx.home;
+    let entries: [(&str, PathBuf, u32); 7] = [
+        ("home", home.root().to_owned(), DIR_MODE),
+        ("state.db", home.state_db(), FILE_MODE),
+        ("audit.jsonl", home.audit_log(), FILE_MODE),
+        ("logs", home.log_dir(), DIR_MODE),
+        ("locks", home.locks(), DIR_MODE),
+        ("web-token", home.web_token(), FILE_MODE),
+        ("mcp-token", home.mcp_token(), FILE_MODE),
+    ];
+    let rows = entries
+        .into_iter()
+        .map(|(name, path, wanted)| match std::fs::symlink_metadata(&path) {
+            Err(_) => Row::new("--", name, "not made yet"),
+            Ok(meta) => {
+                let mode = meta.permissions().mode() & 0o777;
+                if mode & !wanted == 0 {
+                    Row::new("ok", name, format!("{mode:04o}"))
+                } else {
+                    Row::new(
+                        "no",
+                        name,
+                        format!(
+                            "{mode:04o}: others may read it; tau tightens it to {wanted:04o} when it next opens it"
+                        ),
+                    )
+                }
+            }
+        })
+        .collect();
+    (format!("home {}", home.root().display()), rows)
+}
+
+fn workspace(ctx: &Context) -> (String, Vec<Row>) {
+    let path = &ctx.loaded.config.tools.workspace;
+    let row = match ctx.check_workspace() {
+        Ok(()) if path.is_dir() => Row::new("ok", "boundary", "holds nothing tau trusts"),
+        Ok(()) => Row::new("--", "boundary", "not made yet (tau makes it on first use)"),
+        Err(error) => Row::new("no", "boundary", format!("{error:#}")),
+    };
+    (format!("workspace {}", path.display()), vec![row])
+}
+
+async fn model(ctx: &Context) -> (String, Vec<Row>) {
+    let spec_text = ctx.loaded.config.model.spec.clone();
+    let title = format!("model {}", tau_core::display(&spec_text));
+    if !ctx.loaded.model_configured {
+        return (
+            title,
+            vec![Row::new("--", "server", "no model is configured")],
+        );
+    }
+    let row = match ModelSpec::parse(&spec_text) {
+        Err(error) => Row::new("no", "spec", error.to_string()),
+        Ok(ModelSpec::Replay { path }) => match std::fs::metadata(&path) {
+            Ok(_) => Row::new("ok", "script", "readable"),
+            Err(error) => Row::new("no", "script", format!("{}: {error}", path.display())),
+        },
+        Ok(spec) => {
+            let (host, port) = endpoint(&spec);
+            let address = format!("{host}:{port}");
+            match tokio::time::timeout(CONNECT_WAIT, tokio::net::TcpStream::connect(&address)).await
+            {
+                Ok(Ok(_)) => Row::new("ok", "server", format!("{address} accepts connections")),
+                Ok(Err(error)) => Row::new("no", "server", format!("{address}: {error}")),
+                Err(_) => Row::new(
+                    "no",
+                    "server",
+                    format!("{address}: no answer within {} s", CONNECT_WAIT.as_secs()),
+                ),
+            }
+        }
+    };
+    (title, vec![row])
+}
+
+/// The host and port a spec's requests go to.
+fn endpoint(spec: &ModelSpec) -> (String, u16) {
+    let url = match spec {
+        ModelSpec::OpenAi { .. } => "https://api.openai.com/v1".to_owned(),
+        ModelSpec::Anthropic { .. } => "https://api.anthropic.com/v1".to_owned(),
+        ModelSpec::Bedrock { .. } => "https://bedrock-runtime.us-east-1.amazonaws.com".to_owned(),
+        ModelSpec::Ollama { .. } => tau_models::OLLAMA_DEFAULT_BASE_URL.to_owned(),
+        ModelSpec::OpenAiCompatible { base_url, .. } => base_url.clone(),
+        ModelSpec::Replay { .. } => String::new(),
+    };
+    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url.as_str()));
+    let authority = rest.split('/').next().unwrap_or_default();
+    let default_port = if scheme == "https" { 443 } else { 80 };
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(']') || port.parse::<u16>().is_ok() => (
+            host.trim_matches(['[', ']']).to_owned(),
+            port.parse().unwrap_or(default_port),
+        ),
+        _ => (authority.trim_matches(['[', ']']).to_owned(), default_port),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_endpoint_of_each_kind_of_spec() {
+        let cases = [
+            ("ollama:llama3.2", ("127.0.0.1", 11434)),
+            ("openai:gpt-4o-mini", ("api.openai.com", 443)),
+            (
+                "openai-compatible:q@http://10.0.0.2:8080/v1",
+                ("10.0.0.2", 8080),
+            ),
+            ("openai-compatible:q@https://llm.lan/v1", ("llm.lan", 443)),
+        ];
+        for (spec, (host, port)) in cases {
+            assert_eq!(
+                endpoint(&ModelSpec::parse(spec).unwrap()),
+                (host.to_owned(), port),
+                "{spec}"
+            );
+        }
+    }
+}
