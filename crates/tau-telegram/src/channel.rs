@@ -344,7 +344,7 @@ impl TelegramChannel {
             }
             Ok(Answered::StepMissing(_)) => {
                 // Not a yes: the question stays open, with its buttons.
-                tracing::info!(approval_id = %id, user = from, "telegram: a press without the second step");
+                refuse(PressRefusal::StepMissing);
                 self.answer_press(&callback, t.step_missing).await;
                 return;
             }

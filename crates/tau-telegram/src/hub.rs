@@ -64,6 +64,9 @@ pub enum PressRefusal {
     OtherConversation,
     /// The button's data is not tau's, or names no question.
     Forged,
+    /// An owner's yes without the question's second step (the plain Approve, a wrong
+    /// number); the question stays open.
+    StepMissing,
 }
 
 impl PressRefusal {
@@ -73,6 +76,7 @@ impl PressRefusal {
             Self::ChatNotAllowed => "chat not allowed",
             Self::OtherConversation => "question of another conversation",
             Self::Forged => "button data not tau's",
+            Self::StepMissing => "a yes without the second step",
         }
     }
 }

@@ -201,7 +201,9 @@ mod tests {
     fn paged(command: &str, columns: usize, rows: usize) -> Option<Paged> {
         let r = request(command);
         let whole = render_prompt(&r, Language::En, columns);
-        let body = whole.strip_suffix(&question_line(Language::En, None)).unwrap();
+        let body = whole
+            .strip_suffix(&question_line(Language::En, None))
+            .unwrap();
         let footer = long_arguments(&r, Language::En, columns, rows);
         Paged::new("ap_1", body, footer, (columns, rows), Language::En)
     }
@@ -234,7 +236,9 @@ mod tests {
         let command = format!("a {} z", "word ".repeat(1000));
         let r = request(&command);
         let whole = render_prompt(&r, Language::En, 80);
-        let body = whole.strip_suffix(&question_line(Language::En, None)).unwrap();
+        let body = whole
+            .strip_suffix(&question_line(Language::En, None))
+            .unwrap();
         let mut pager = Paged::new("ap_1", body, Vec::new(), (80, 24), Language::En).unwrap();
         let mut shown = String::new();
         while pager.more() {

@@ -113,10 +113,12 @@ impl Home {
     }
 
     /// Makes `state.db` a private file before SQLite opens it, and tightens its `-wal` and
-    /// `-shm` files, which SQLite creates with the database's own mode.
+    /// `-shm` files, which SQLite creates with the database's own mode. It runs each time
+    /// one more table of `state.db` is opened, so an existing file is never opened here
+    /// (see [`private::ensure_database`]).
     pub(crate) fn prepare_state_db(&self) -> anyhow::Result<PathBuf> {
         let db = self.state_db();
-        private::ensure_file(&db).map_err(|e| anyhow::anyhow!("cannot create {e}"))?;
+        private::ensure_database(&db).map_err(|e| anyhow::anyhow!("cannot create {e}"))?;
         for suffix in ["-wal", "-shm"] {
             let mut name = db.clone().into_os_string();
             name.push(suffix);

@@ -43,6 +43,18 @@ pub(crate) fn ensure_file(path: &Path) -> io::Result<()> {
     open(path, OpenOptions::new().create(true).append(true)).map(drop)
 }
 
+/// Makes sure the SQLite database at `path` exists as a private file. An existing one is
+/// tightened by its path and never opened: closing any other descriptor of a database this
+/// process has open drops SQLite's locks on it, and another process could then checkpoint
+/// and unlink the write-ahead log under it.
+pub(crate) fn ensure_database(path: &Path) -> io::Result<()> {
+    if path.exists() {
+        tighten_file(path)
+    } else {
+        ensure_file(path)
+    }
+}
+
 /// Tightens `path` to 0600 when it exists; a missing file is fine.
 pub(crate) fn tighten_file(path: &Path) -> io::Result<()> {
     match std::fs::metadata(path) {

@@ -76,7 +76,7 @@ impl AuditLog {
             OpenOptions::new().create(true).read(true).append(true),
         )?;
         let db = anchor_db(path);
-        crate::private::ensure_file(&db)?;
+        crate::private::ensure_database(&db)?;
         let anchor = Anchor::open(&db).map_err(|e| sqlite_error(&db, &e))?;
         Ok(Self {
             path: path.to_owned(),

@@ -1,6 +1,7 @@
 //! Runs the real `tau` binary in a fresh home with a replay model and piped stdin.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod model_server;
 pub mod peers;
 pub mod pty;

@@ -1,0 +1,128 @@
+//! A real browser for TauBar's tests: Debian's `chromium` driven over WebDriver by
+//! `chromedriver`, and the few steps every browser test takes.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+/// Chromium and its driver, or `None` after saying why not.
+pub fn browser() -> Option<(PathBuf, PathBuf)> {
+    let find = |names: &[&str]| names.iter().map(PathBuf::from).find(|p| p.exists());
+    let chromium = find(&["/usr/bin/chromium", "/usr/bin/chromium-browser"]);
+    let driver = find(&["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]);
+    match (chromium, driver) {
+        (Some(chromium), Some(driver)) => Some((chromium, driver)),
+        _ => {
+            let reason = "Debian's chromium and chromium-driver are not installed";
+            assert!(
+                !super::peers::required(),
+                "TAU_PEERS_REQUIRED is set, but {reason}"
+            );
+            eprintln!("skipped: {reason}");
+            None
+        }
+    }
+}
+
+pub struct Driver {
+    child: Child,
+    port: u16,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn start_driver(driver: &Path) -> Driver {
+    let port = free_port();
+    let child = Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "chromedriver did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Driver {
+        child,
+        port,
+        _profile: tempfile::tempdir().unwrap(),
+    }
+}
+
+pub async fn connect(driver: &Driver, chromium: &Path, width: u32, height: u32) -> Client {
+    let profile = driver._profile.path().join(format!("profile-{width}"));
+    let capabilities = json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage",
+                format!("--window-size={width},{height}"),
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        }
+    });
+    let Value::Object(capabilities) = capabilities else {
+        unreachable!("a JSON object")
+    };
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .unwrap()
+}
+
+/// Clicks the element `locator` finds.
+pub async fn click(client: &Client, locator: Locator<'_>) {
+    client.find(locator).await.unwrap().click().await.unwrap();
+}
+
+/// Waits until `script` (returning a value) gives something truthy; returns it.
+pub async fn until(client: &Client, what: &str, script: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let value = client.execute(script, vec![]).await.unwrap();
+        let truthy = !matches!(&value, Value::Null | Value::Bool(false))
+            && value != json!("")
+            && value != json!(0);
+        if truthy {
+            return value;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let page = client
+                .execute("return document.body.innerText", vec![])
+                .await
+                .unwrap();
+            panic!(
+                "timed out waiting for {what}; the page reads:\n{}",
+                page.as_str().unwrap_or("")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
