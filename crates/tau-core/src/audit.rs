@@ -95,6 +95,10 @@ pub enum AuditEvent {
         tool_use_id: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
+        /// How many triggers this line stands for, when more than one: those skipped
+        /// while the routine ran or backed off are recorded once per window, counted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
     },
     /// An answer on a remote channel that did not count (a stranger's press, a button of
     /// another chat's question, data tau did not write). Nothing was decided.
@@ -109,7 +113,25 @@ pub enum AuditEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         place: Option<String>,
         reason: String,
+        /// How many such answers this line stands for, when more than one: the first of
+        /// a sender's in a window is recorded alone, the rest of the window in one line.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
     },
+    /// A webhook call that was refused before its body was read (a wrong or missing
+    /// secret). Nothing ran.
+    WebhookRefused {
+        routine: String,
+        /// Who called (the peer address).
+        sender: String,
+        reason: String,
+        /// How many such calls this line stands for, when more than one (see
+        /// `answer_refused`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
+    },
+    /// A channel of the hub stopped with an error; the hub and its other channels go on.
+    ChannelStopped { channel: String, error: String },
 }
 
 /// How a routine's run ended.
@@ -303,11 +325,48 @@ mod tests {
             user: Some("666".into()),
             place: Some("4242".into()),
             reason: "not an owner".into(),
+            count: None,
         };
         assert_eq!(
             serde_json::to_string(&event).unwrap(),
             r#"{"type":"answer_refused","channel":"telegram","approval_id":"ap_1","user":"666","place":"4242","reason":"not an owner"}"#
         );
+        let counted = AuditEvent::AnswerRefused {
+            channel: "telegram".into(),
+            approval_id: None,
+            user: Some("666".into()),
+            place: Some("4242".into()),
+            reason: "not an owner".into(),
+            count: Some(299),
+        };
+        assert_eq!(
+            serde_json::to_string(&counted).unwrap(),
+            r#"{"type":"answer_refused","channel":"telegram","user":"666","place":"4242","reason":"not an owner","count":299}"#
+        );
+    }
+
+    #[test]
+    fn refused_webhooks_and_stopped_channels_are_tagged_lines() {
+        let refused = AuditEvent::WebhookRefused {
+            routine: "doorbell".into(),
+            sender: "127.0.0.1".into(),
+            reason: "wrong or missing secret".into(),
+            count: Some(2999),
+        };
+        assert_eq!(
+            serde_json::to_string(&refused).unwrap(),
+            r#"{"type":"webhook_refused","routine":"doorbell","sender":"127.0.0.1","reason":"wrong or missing secret","count":2999}"#
+        );
+        let stopped = AuditEvent::ChannelStopped {
+            channel: "telegram".into(),
+            error: "Telegram does not accept the bot token (401: Unauthorized)".into(),
+        };
+        let line = serde_json::to_string(&stopped).unwrap();
+        assert_eq!(
+            line,
+            r#"{"type":"channel_stopped","channel":"telegram","error":"Telegram does not accept the bot token (401: Unauthorized)"}"#
+        );
+        assert_eq!(serde_json::from_str::<AuditEvent>(&line).unwrap(), stopped);
     }
 
     #[test]
@@ -319,6 +378,7 @@ mod tests {
             detail: Some("nobody could be asked".into()),
             tool_use_id: Some("run_1".into()),
             duration_ms: None,
+            count: None,
         };
         let line = serde_json::to_string(&event).unwrap();
         assert_eq!(

@@ -19,6 +19,8 @@
 //!   and projects it into the `ChannelEvent`s every channel renders
 //! - `i18n.rs`: notices; `config.rs`: config sections; `ids.rs`: unguessable ids
 //! - `display/`: the one display function for untrusted text, sorted JSON
+//! - `flood.rs`: bounded records of what outsiders repeat (a window per sender, counted),
+//!   and the cap for outside texts in logs and audit lines
 //! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
 
 pub mod approval;
@@ -29,6 +31,7 @@ mod catalog;
 mod child_env;
 mod config;
 pub mod display;
+pub mod flood;
 mod gated;
 mod hook;
 mod i18n;

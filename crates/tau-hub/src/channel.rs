@@ -8,11 +8,19 @@ use tokio_util::sync::CancellationToken;
 use crate::Hub;
 
 /// A channel stopped with an error (its listener could not bind, its API refused it).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("channel '{channel}': {message}")]
 pub struct ChannelError {
     pub channel: String,
     pub message: String,
+}
+
+/// How a channel the hub hosts is doing, as a page shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelStatus {
+    pub name: String,
+    /// Why it stopped; `None` while it runs.
+    pub stopped: Option<String>,
 }
 
 /// A channel the hub hosts: a name (what `DecidedBy::Person { channel }` and an approval

@@ -15,7 +15,7 @@ use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::channel::{Channel, ChannelError};
+use crate::channel::{Channel, ChannelError, ChannelStatus};
 use crate::conversations::{Conversation, Conversations};
 pub use crate::types::{
     ChannelEvents, ConversationEvent, ConversationInfo, HubOptions, OpenError, Opened, Recovery,
@@ -49,6 +49,10 @@ pub(crate) struct Inner {
     /// Every session's events, hub-wide, for channels that watch all their conversations.
     everything: broadcast::Sender<ConversationEvent>,
     pub(crate) changes: broadcast::Sender<ApprovalRow>,
+    /// The hosted channels, in the order they were started.
+    channels: Mutex<Vec<ChannelStatus>>,
+    /// A channel that stopped with an error.
+    stops: broadcast::Sender<ChannelError>,
     pub(crate) tasks: TaskTracker,
     pub(crate) stop: CancellationToken,
     pub(crate) stopping: AtomicBool,
@@ -115,6 +119,7 @@ impl Hub {
     ) -> Self {
         let (changes, _) = broadcast::channel(STREAM_CAPACITY);
         let (everything, _) = broadcast::channel(STREAM_CAPACITY);
+        let (stops, _) = broadcast::channel(16);
         Self {
             inner: Arc::new(Inner {
                 sessions,
@@ -129,6 +134,8 @@ impl Hub {
                 known: Mutex::default(),
                 everything,
                 changes,
+                channels: Mutex::default(),
+                stops,
                 tasks: TaskTracker::new(),
                 stop: CancellationToken::new(),
                 stopping: AtomicBool::new(false),
@@ -506,8 +513,9 @@ impl Hub {
 
     // ---- channels and shutdown ----
 
-    /// Runs the channels until `stop` resolves (SIGTERM, Ctrl-C) or one of them fails,
-    /// then shuts the hub down: running turns are cancelled, pending questions stay.
+    /// Runs the channels until `stop` resolves (SIGTERM, Ctrl-C), then shuts the hub down:
+    /// running turns are cancelled, pending questions stay. A channel that fails stops
+    /// alone, logged once with why; the hub and the other channels go on.
     pub async fn run_channels(
         &self,
         channels: Vec<Arc<dyn Channel>>,
@@ -521,22 +529,66 @@ impl Hub {
                 message: "two channels of that name".into(),
             });
         }
+        *locked(&self.inner.channels) = channels
+            .iter()
+            .map(|c| ChannelStatus {
+                name: c.name().to_owned(),
+                stopped: None,
+            })
+            .collect();
         let mut running = tokio::task::JoinSet::new();
         for channel in channels {
             let hub = self.clone();
             let stop = self.inner.stop.child_token();
-            running.spawn(async move { channel.run(hub, stop).await });
+            running.spawn(async move {
+                let name = channel.name().to_owned();
+                let ended = channel.run(hub.clone(), stop).await;
+                hub.channel_ended(&name, ended);
+            });
         }
-        let result = tokio::select! {
-            () = stop => Ok(()),
-            Some(ended) = running.join_next() => match ended {
-                Ok(result) => result,
-                Err(error) => Err(ChannelError { channel: "?".into(), message: error.to_string() }),
-            },
-        };
+        stop.await;
         self.shutdown().await;
-        while running.join_next().await.is_some() {}
-        result
+        while let Some(ended) = running.join_next().await {
+            if let Err(error) = ended
+                && error.is_panic()
+            {
+                tracing::error!(%error, "a channel panicked");
+            }
+        }
+        Ok(())
+    }
+
+    /// A channel's task ended: while the hub runs, that is a channel down.
+    fn channel_ended(&self, name: &str, ended: Result<(), ChannelError>) {
+        if self.stopping() && ended.is_ok() {
+            return;
+        }
+        let error = ended.err().unwrap_or_else(|| ChannelError {
+            channel: name.to_owned(),
+            message: "it ended without saying why".to_owned(),
+        });
+        tracing::error!(
+            channel = name,
+            error = %error.message,
+            "a channel stopped; the hub and its other channels go on"
+        );
+        if let Some(status) = locked(&self.inner.channels)
+            .iter_mut()
+            .find(|c| c.name == name)
+        {
+            status.stopped = Some(error.message.clone());
+        }
+        let _ = self.inner.stops.send(error);
+    }
+
+    /// The hosted channels and whether each runs.
+    pub fn channels(&self) -> Vec<ChannelStatus> {
+        locked(&self.inner.channels).clone()
+    }
+
+    /// Every channel that stops with an error from now on.
+    pub fn channel_stops(&self) -> broadcast::Receiver<ChannelError> {
+        self.inner.stops.subscribe()
     }
 
     /// Stops taking work, cancels running turns and waits (a few seconds at most) for

@@ -39,7 +39,9 @@
 //! Some(Pending))` lists: questions asked before a restart wait there, not in any stream.
 //!
 //! The binary builds the hub ([`Hub::open`] on `state.db`), calls [`Hub::start`] once
-//! (recovery, expiry) and then [`Hub::run_channels`] until SIGTERM.
+//! (recovery, expiry) and then [`Hub::run_channels`] until SIGTERM. A channel that fails
+//! stops alone: the hub logs why, keeps it in [`Hub::channels`] (what a page shows) and
+//! tells [`Hub::channel_stops`] (what the binary audits); the other channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
 //! resumed or closed, `expiry.rs` deadlines and recovery, `approvals.rs` and
@@ -54,7 +56,7 @@ mod turns;
 mod types;
 
 pub use approvals::SqliteApprovals;
-pub use channel::{Channel, ChannelError};
+pub use channel::{Channel, ChannelError, ChannelStatus};
 pub use conversations::Conversation;
 pub use hub::{
     ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,

@@ -42,25 +42,31 @@ impl ErrorContext {
     ///    with it); the message names where it pointed
     /// 5. anything else (5xx included) -> other, with the provider's message
     pub(crate) fn http(&self, status: u16, headers: &HeaderMap, body: &str) -> ModelError {
-        let message = self.scrub(&provider_message(body));
+        let message = provider_message(body);
+        let scrubbed = |text: String| self.scrub(&text);
         match status {
             429 | 503 | 529 => ModelError::Throttled {
                 retry_after: retry_after(headers),
-                message: format!("{} answered HTTP {status}: {message}", self.server),
+                message: scrubbed(format!("{} answered HTTP {status}: {message}", self.server)),
             },
-            400 | 413 if is_overflow(body) => ModelError::ContextWindowOverflow { message },
-            401 | 403 => ModelError::other(self.refused_key(status, &message)),
-            300..=399 => ModelError::other(format!(
+            400 | 413 if is_overflow(body) => ModelError::ContextWindowOverflow {
+                message: scrubbed(message),
+            },
+            401 | 403 => ModelError::other(scrubbed(self.refused_key(status, &message))),
+            300..=399 => ModelError::other(scrubbed(format!(
                 "{} answered HTTP {status}, a redirect to {}; tau does not follow a model server to another address, so the key stays with the one configured: set model.base_url to the address that answers",
                 self.server,
-                self.scrub(&truncate(
+                truncate(
                     headers
                         .get(reqwest::header::LOCATION)
                         .and_then(|l| l.to_str().ok())
                         .unwrap_or("an address it did not give")
-                ))
-            )),
-            _ => ModelError::other(format!("{} answered HTTP {status}: {message}", self.server)),
+                )
+            ))),
+            _ => ModelError::other(scrubbed(format!(
+                "{} answered HTTP {status}: {message}",
+                self.server
+            ))),
         }
     }
 
@@ -75,40 +81,42 @@ impl ErrorContext {
         {
             return ModelError::Throttled {
                 retry_after: None,
-                message: format!("{} is busy ({kind}): {message}", self.server),
+                message: self.scrub(&format!("{} is busy ({kind}): {message}", self.server)),
             };
         }
         if is_overflow(kind) || is_overflow(&message) {
             return ModelError::ContextWindowOverflow { message };
         }
-        ModelError::other(format!(
+        ModelError::other(self.scrub(&format!(
             "{} reported an error ({kind}): {message}",
             self.server
-        ))
+        )))
     }
 
     /// The request never got an answer: connection refused, TLS, a reset.
     pub(crate) fn network(&self, cause: &str) -> ModelError {
-        ModelError::other(format!(
+        ModelError::other(self.scrub(&format!(
             "cannot reach {}: {}",
             self.server,
-            self.scrub(&truncate(cause))
-        ))
+            truncate(cause)
+        )))
     }
 
     /// The server answered with something that is not its wire format.
     pub(crate) fn malformed(&self, cause: &str) -> ModelError {
-        ModelError::other(format!(
+        ModelError::other(self.scrub(&format!(
             "{} sent a malformed response: {}",
             self.server,
-            self.scrub(&truncate(cause))
-        ))
+            truncate(cause)
+        )))
     }
 
+    /// Every text that may quote the server (a body, a cause, the server's address with
+    /// its URL) passes here before it becomes part of an error.
     pub(crate) fn scrub(&self, text: &str) -> String {
         match &self.key {
             Some(key) => key.scrub(text),
-            None => text.to_owned(),
+            None => tau_secret::scrub(text),
         }
     }
 

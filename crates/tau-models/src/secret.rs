@@ -1,17 +1,28 @@
-//! API keys: kept out of Debug output, logs and error messages.
+//! API keys: kept out of Debug output, logs and error messages. Texts are scrubbed by
+//! `tau-secret`'s one scrubber, which also knows the shapes that carry a secret whatever
+//! its value (a URL's password, a key in a query string).
 
 use std::fmt;
 
-/// An API key. It has no `Display`, and its `Debug` shows nothing of the value.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct ApiKey(String);
+use tau_secret::Scrubber;
 
-/// Shorter values are placeholders, not secrets worth scrubbing from every message.
-const MIN_REDACTED_LEN: usize = 4;
+/// An API key. It has no `Display`, and its `Debug` shows nothing of the value.
+#[derive(Clone)]
+pub(crate) struct ApiKey(String, Scrubber);
+
+impl PartialEq for ApiKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for ApiKey {}
 
 impl ApiKey {
     pub(crate) fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
+        let value = value.into();
+        let scrubber = Scrubber::new([value.as_str()]);
+        Self(value, scrubber)
     }
 
     /// The value, for the one place it belongs: the request header.
@@ -19,12 +30,10 @@ impl ApiKey {
         &self.0
     }
 
-    /// `text` with every copy of the key replaced, for messages that quote a server.
+    /// `text` with every copy of the key (and any other secret it carries) replaced, for
+    /// messages that quote a server.
     pub(crate) fn scrub(&self, text: &str) -> String {
-        if self.0.len() < MIN_REDACTED_LEN {
-            return text.to_owned();
-        }
-        text.replace(&self.0, "[redacted]")
+        self.1.scrub(text)
     }
 }
 

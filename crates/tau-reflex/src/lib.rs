@@ -39,7 +39,7 @@ pub use ask::ask_approver;
 pub use book::{Book, config_routines, load};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};
-pub use engine::{Engine, EngineParts, EngineSettings, Env, Fired, WebhookReply};
+pub use engine::{Engine, EngineParts, EngineSettings, Env, Fired, WebhookCall, WebhookReply};
 pub use exemption::add_exemption;
 pub use host::{HostError, PromptOutcome, PromptRun, PromptRunner, RoutineHost};
 pub use prompt::{PromptApprover, TurnPrompts};

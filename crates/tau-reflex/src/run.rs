@@ -150,6 +150,16 @@ pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
 /// Stores a run and writes its `routine_run` audit event. A store that fails is logged:
 /// the audit log still has the run.
 pub fn record(store: &RoutineStore, events: &EventBus, run: &RunRecord) {
+    record_counted(store, events, run, None);
+}
+
+/// [`record`] for a line that stands for `count` runs (triggers skipped in one window).
+pub(crate) fn record_counted(
+    store: &RoutineStore,
+    events: &EventBus,
+    run: &RunRecord,
+    count: Option<u64>,
+) {
     match run.outcome {
         RoutineOutcome::Success => {
             tracing::info!(routine = %run.routine, trigger = %run.trigger, "routine ran");
@@ -171,5 +181,6 @@ pub fn record(store: &RoutineStore, events: &EventBus, run: &RunRecord) {
         detail: run.detail.clone(),
         tool_use_id: run.tool_use_id.clone(),
         duration_ms: run.duration_ms,
+        count,
     });
 }

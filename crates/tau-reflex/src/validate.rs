@@ -72,6 +72,18 @@ impl Routine {
         &self.def.name
     }
 
+    /// What fires it, as a person reads where a prompt came from: `webhook doorbell`,
+    /// `mqtt home/door/+`, `cron 0 19 * * *`.
+    pub fn origin(&self) -> String {
+        match &self.trigger {
+            Trigger::Webhook { .. } => format!("webhook {}", self.name()),
+            other @ (Trigger::Every { .. }
+            | Trigger::Cron { .. }
+            | Trigger::At { .. }
+            | Trigger::Mqtt { .. }) => other.describe(),
+        }
+    }
+
     /// True when the person approved exactly this content: a routine from `tau.toml`, or
     /// one made in a conversation and not changed since its approval. Only such a routine
     /// gets an exemption.

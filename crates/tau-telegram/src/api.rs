@@ -18,6 +18,7 @@ use frankenstein::types::{
     AllowedUpdate, InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, ReplyMarkup,
 };
 use serde_json::Value;
+use tau_secret::Scrubber;
 
 /// Time for a connection to be made.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -50,10 +51,13 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    fn from_frankenstein(error: frankenstein::Error) -> Self {
+    /// Every text that came from the server (or a proxy in between) is scrubbed of the
+    /// token before it becomes part of an error: an error is logged and shown.
+    fn from_frankenstein(error: frankenstein::Error, scrubber: &Scrubber) -> Self {
+        let quoted = |text: &str| tau_core::display(&scrubber.scrub(text));
         match error {
             frankenstein::Error::Api(response) => {
-                let description = tau_core::display(&response.description);
+                let description = quoted(&response.description);
                 match response.error_code {
                     429 => Self::TooManyRequests(
                         response
@@ -66,13 +70,16 @@ impl ApiError {
                     code => Self::Refused { code, description },
                 }
             }
-            // frankenstein strips the URL (and with it the token) from reqwest's errors.
-            frankenstein::Error::HttpReqwest(error) => Self::Transport(error.to_string()),
+            // frankenstein strips the URL from reqwest's errors; scrubbed all the same.
+            frankenstein::Error::HttpReqwest(error) => Self::Transport(quoted(&error.to_string())),
+            // A body that is not the Bot API's JSON: a proxy's error page, which may quote
+            // the URL and with it the token.
             frankenstein::Error::JsonDecode { source, input } => Self::Malformed(format!(
-                "{source} in {}",
-                shorten(&tau_core::display(&input), 200)
+                "{} in {}",
+                quoted(&source.to_string()),
+                shorten(&quoted(&input), 200)
             )),
-            other => Self::Malformed(other.to_string()),
+            other => Self::Malformed(quoted(&other.to_string())),
         }
     }
 }
@@ -120,6 +127,8 @@ fn no_preview() -> LinkPreviewOptions {
 #[derive(Clone)]
 pub struct BotApi {
     bot: Bot,
+    /// Keeps the token out of every error text.
+    scrubber: Scrubber,
 }
 
 impl std::fmt::Debug for BotApi {
@@ -141,7 +150,10 @@ impl BotApi {
             .api_url(format!("{}/bot{token}", base.trim_end_matches('/')))
             .client(client)
             .build();
-        Ok(Self { bot })
+        Ok(Self {
+            bot,
+            scrubber: Scrubber::new([token]),
+        })
     }
 
     async fn call<P>(&self, method: &str, params: P) -> Result<Value, ApiError>
@@ -152,7 +164,7 @@ impl BotApi {
             .bot
             .request(method, Some(params))
             .await
-            .map_err(ApiError::from_frankenstein)?;
+            .map_err(|error| ApiError::from_frankenstein(error, &self.scrubber))?;
         if envelope.get("ok").and_then(Value::as_bool) == Some(false) {
             let description = envelope
                 .get("description")
@@ -163,7 +175,7 @@ impl BotApi {
                     .get("error_code")
                     .and_then(Value::as_u64)
                     .unwrap_or(0),
-                description: tau_core::display(description),
+                description: tau_core::display(&self.scrubber.scrub(description)),
             });
         }
         Ok(envelope.get("result").cloned().unwrap_or(Value::Null))
@@ -187,7 +199,10 @@ impl BotApi {
             Value::Array(updates) => Ok(updates),
             other => Err(ApiError::Malformed(format!(
                 "getUpdates: the result is not a list but {}",
-                shorten(&tau_core::display(&other.to_string()), 80)
+                shorten(
+                    &tau_core::display(&self.scrubber.scrub(&other.to_string())),
+                    80
+                )
             ))),
         }
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::Timestamp;
 use tau_core::approval::{Answered, ApprovalState, requested_event};
+use tau_core::flood::{FLOOD_WINDOW, Flood, Sender, Tally};
 use tau_core::{DecidedBy, Language};
 use tokio::sync::mpsc;
 
@@ -17,7 +18,7 @@ use crate::callback::{Action, ButtonData};
 use crate::chat::{self, ChatCommand, ChatParts};
 use crate::config::TelegramConfig;
 use crate::hub::{
-    Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
+    Happened, Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
 };
 use crate::poller::{self, Handler, Pacing, PollError};
 use crate::question::outcome;
@@ -43,6 +44,30 @@ pub struct TelegramChannel {
     pacing: Pacing,
     parts: Arc<ChatParts>,
     chats: Mutex<HashMap<i64, mpsc::UnboundedSender<ChatCommand>>>,
+    /// Presses that did not count, by (user, chat, why): logged and audited once per
+    /// window, the rest counted.
+    refused: Flood<Presser>,
+}
+
+/// Who pressed, where, and why it did not count.
+type Presser = (Option<i64>, Option<i64>, PressRefusal);
+
+/// The summary of presses refused in one window.
+fn refused_summary(hub: Arc<dyn Hub>) -> impl Fn(&Sender<Presser>, u64) + Send + Sync {
+    move |sender, count| {
+        let (user, chat, reason) = match sender {
+            Sender::One((user, chat, reason)) => (*user, *chat, *reason),
+            Sender::Others => (None, None, PressRefusal::NotAnOwner),
+        };
+        tracing::warn!(user = ?user, chat = ?chat, reason = reason.as_str(), count, "telegram: presses were refused");
+        hub.refused_press(&RefusedPress {
+            approval_id: None,
+            user,
+            chat,
+            reason,
+            count: Some(count),
+        });
+    }
 }
 
 impl std::fmt::Debug for TelegramChannel {
@@ -61,6 +86,7 @@ impl TelegramChannel {
     ) -> Result<Arc<Self>, ApiError> {
         let api = BotApi::new(config.api_base(), token, config.poll_timeout())?;
         let store = Arc::new(store);
+        let refused = Flood::new(FLOOD_WINDOW, refused_summary(Arc::clone(&hub)));
         let parts = Arc::new(ChatParts {
             api: api.clone(),
             hub: Arc::clone(&hub),
@@ -83,6 +109,7 @@ impl TelegramChannel {
             },
             parts,
             chats: Mutex::new(HashMap::new()),
+            refused,
         }))
     }
 
@@ -109,9 +136,22 @@ impl TelegramChannel {
             }) = events.recv().await
             {
                 match chat_of(&conversation) {
-                    Some(chat) if pump.access.chat_allowed(chat) => {
-                        pump.to_chat(chat, ChatCommand::Event(event));
-                    }
+                    Some(chat) if pump.access.chat_allowed(chat) => match event {
+                        Happened::Turn(event) => pump.to_chat(chat, ChatCommand::Event(event)),
+                        Happened::RoutinePrompt {
+                            routine,
+                            trigger,
+                            text,
+                        } => pump.to_chat(
+                            chat,
+                            ChatCommand::Say(routine_prompt(
+                                pump.language,
+                                &routine,
+                                &trigger,
+                                &text,
+                            )),
+                        ),
+                    },
                     // A conversation of a chat no longer allowed (the config changed).
                     Some(_) | None => {
                         tracing::debug!(%conversation, "telegram: an event for no allowed chat");
@@ -260,12 +300,16 @@ impl TelegramChannel {
         let t = texts(self.language);
         let button = data.as_deref().and_then(ButtonData::parse);
         let refuse = |reason: PressRefusal| {
+            if self.refused.event((from, chat, reason)) == Tally::Counted {
+                return;
+            }
             tracing::warn!(user = ?from, chat = ?chat, reason = reason.as_str(), "telegram: a press was refused");
             self.hub.refused_press(&RefusedPress {
                 approval_id: button.as_ref().map(|b| b.approval_id.clone()),
                 user: from,
                 chat,
                 reason,
+                count: None,
             });
         };
         // 1. a stranger, or a chat not allowed: "not yours", audited
@@ -367,6 +411,20 @@ impl TelegramChannel {
     }
 }
 
+/// A routine's prompt as the chat shows it: whose it is and what fired it (tau's words,
+/// bold), then the prompt, escaped like everything else.
+fn routine_prompt(language: Language, routine: &str, trigger: &str, text: &str) -> String {
+    let header = texts(language)
+        .routine_prompt
+        .replace("{routine}", &tau_core::display(routine))
+        .replace("{trigger}", &tau_core::display(trigger));
+    format!(
+        "<b>{}</b>\n{}",
+        crate::html::escape(&header),
+        crate::html::escape(&tau_core::display_multiline(text))
+    )
+}
+
 /// `/new`, `/new@tau_bot`, `/new args` -> `new`. `None` for anything but a command.
 fn command(text: &str) -> Option<&str> {
     let word = text.strip_prefix('/')?.split(char::is_whitespace).next()?;
@@ -407,6 +465,19 @@ impl Handler for Updates {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_routine_prompt_says_whose_it_is_and_stays_text() {
+        assert_eq!(
+            routine_prompt(
+                Language::En,
+                "doorbell",
+                "webhook doorbell",
+                "Open <b>the</b> door\u{202e}"
+            ),
+            "<b>⚙ Routine doorbell (webhook doorbell) asks tau:</b>\nOpen &lt;b&gt;the&lt;/b&gt; door\\u{202e}"
+        );
+    }
 
     #[test]
     fn commands_are_read_with_or_without_the_bot_name() {

@@ -24,7 +24,28 @@ pub struct Question {
 #[derive(Debug, Clone, PartialEq)]
 pub struct HubEvent {
     pub conversation: String,
-    pub event: ChannelEvent,
+    pub event: Happened,
+}
+
+/// What happened in a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Happened {
+    /// A turn's event.
+    Turn(ChannelEvent),
+    /// A routine's prompt starts a turn (in the chat where its questions are shown): shown
+    /// as the routine's, with what fired it, never as the person's.
+    RoutinePrompt {
+        routine: String,
+        /// `webhook doorbell`, `mqtt home/door/+`.
+        trigger: String,
+        text: String,
+    },
+}
+
+impl From<ChannelEvent> for Happened {
+    fn from(event: ChannelEvent) -> Self {
+        Self::Turn(event)
+    }
 }
 
 /// A person's answer to a question.
@@ -54,7 +75,7 @@ pub fn chat_of(key: &str) -> Option<i64> {
 }
 
 /// Why a press did not count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PressRefusal {
     /// The presser is not an owner.
     NotAnOwner,
@@ -88,6 +109,9 @@ pub struct RefusedPress {
     pub user: Option<i64>,
     pub chat: Option<i64>,
     pub reason: PressRefusal,
+    /// How many presses this stands for, when more than one (the rest of a sender's
+    /// window, counted).
+    pub count: Option<u64>,
 }
 
 /// The hub, as the Telegram channel uses it.

@@ -39,7 +39,8 @@ pub use api::ApiError;
 pub use channel::{CHANNEL, TelegramChannel};
 pub use config::{DEFAULT_API_URL, TelegramConfig};
 pub use hub::{
-    Hub, HubError, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
+    Happened, Hub, HubError, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of,
+    conversation_key,
 };
 pub use poller::PollError;
 pub use store::{Store, StoreError};

@@ -1,8 +1,9 @@
 //! Long polling. The offset moves past an update only once the update was handled, so a
 //! restart sees again what was not handled and never what was (presses included: an answer
 //! is never applied twice). 429 waits as long as Telegram asks; 409 (another poller with
-//! the same token, or a webhook) ends polling with one clear error; a lost connection is
-//! retried with growing pauses.
+//! the same token, or a webhook) and 401 (a refused token) end polling with one clear
+//! error, which stops this channel alone; a lost connection is retried with growing
+//! pauses.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,14 +83,9 @@ pub(crate) async fn poll(
                 tracing::warn!(seconds, "telegram: too many requests; waiting as asked");
                 sleep(Duration::from_secs(seconds.clamp(1, MAX_RETRY_AFTER))).await;
             }
-            Err(error @ ApiError::Conflict(_)) => {
-                tracing::error!("telegram: {error}");
-                return PollError::Conflict(error);
-            }
-            Err(error @ ApiError::Unauthorized { .. }) => {
-                tracing::error!("telegram: {error}");
-                return PollError::Unauthorized(error);
-            }
+            // The hub logs and audits a channel that stops, once.
+            Err(error @ ApiError::Conflict(_)) => return PollError::Conflict(error),
+            Err(error @ ApiError::Unauthorized { .. }) => return PollError::Unauthorized(error),
             Err(error) => {
                 tracing::warn!(
                     retry_in_ms = backoff.as_millis() as u64,

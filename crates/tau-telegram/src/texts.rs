@@ -45,6 +45,8 @@ pub(crate) struct Texts {
     pub result_unknown_tool: &'static str,
     pub result_invalid: &'static str,
     pub result_cancelled: &'static str,
+    /// Heads a routine's prompt: `{routine}`, `{trigger}`.
+    pub routine_prompt: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -92,6 +94,7 @@ message says what was decided, by whom and when.\n\n\
     result_unknown_tool: "unknown tool, not run",
     result_invalid: "invalid call, not run",
     result_cancelled: "cancelled",
+    routine_prompt: "⚙ Routine {routine} ({trigger}) asks tau:",
 };
 
 const TR: Texts = Texts {
@@ -139,6 +142,7 @@ başlatmalardan sonra da açık kalır; sonra mesaj neye, kimin, ne zaman karar 
     result_unknown_tool: "bilinmeyen araç, çalıştırılmadı",
     result_invalid: "geçersiz çağrı, çalıştırılmadı",
     result_cancelled: "iptal edildi",
+    routine_prompt: "⚙ {routine} rutini ({trigger}) tau'ya soruyor:",
 };
 
 pub(crate) fn texts(language: Language) -> &'static Texts {

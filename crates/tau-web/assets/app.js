@@ -68,9 +68,10 @@ function when(text) {
 }
 
 async function loadSessions() {
-  const { status, data } = await api("GET", "/api/sessions");
+  const { status, data } = await api("GET", "/api/sessions?display=true");
   if (status !== 200) return;
   state.sessions = data;
+  updateComposer();
   const list = $("session-list");
   list.replaceChildren();
   for (const session of data) {
@@ -78,9 +79,11 @@ async function loadSessions() {
     const button = el("button");
     button.type = "button";
     button.dataset.session = session.id;
-    const title = el("span", "title", session.id);
+    const routine = session.kind === "routine";
+    const title = el("span", "title", routine ? `⚙ routine ${session.routine}` : session.id);
     if (session.pending_approvals > 0) title.append(el("span", "badge", session.pending_approvals));
-    const meta = el("span", "meta", `${session.message_count} messages · ${when(session.updated_at)}${session.busy ? " · working" : ""}`);
+    const origin = routine ? `${session.trigger} · ` : "";
+    const meta = el("span", "meta", `${origin}${session.message_count} messages · ${when(session.updated_at)}${session.busy ? " · working" : ""}`);
     button.append(title, meta);
     button.addEventListener("click", () => {
       $("sessions").classList.remove("open");
@@ -89,6 +92,33 @@ async function loadSessions() {
     item.append(button);
     list.append(item);
   }
+}
+
+// The routine whose conversation is open, when it is a routine's.
+function currentRoutine() {
+  const session = state.sessions.find((s) => s.id === state.current);
+  return session && session.kind === "routine" ? session : null;
+}
+
+// A routine's conversation takes its prompts from its trigger: nobody writes there.
+function updateComposer() {
+  const routine = currentRoutine();
+  $("prompt").disabled = $("send").disabled = !!routine;
+  $("prompt").placeholder = routine
+    ? `routine ${routine.routine}'s conversation: its prompts come from ${routine.trigger}`
+    : "Message tau…";
+}
+
+// A prompt: a person's ("you"), or in a routine's conversation the routine's, with what
+// fired it, never "you".
+function addPrompt(text) {
+  const routine = currentRoutine();
+  if (!routine) return addMessage("you", text);
+  const node = el("div", "msg routine");
+  node.append(el("div", "from", `routine ${routine.routine} · ${routine.trigger}`), el("div", "", text));
+  transcript().append(node);
+  scrollDown();
+  return node;
 }
 
 $("new-session").addEventListener("click", async () => {
@@ -182,7 +212,8 @@ async function loadTranscript(session) {
   for (const message of messages.data) {
     for (const block of message.content) {
       if (block.text !== undefined) {
-        addMessage(message.role === "user" ? "you" : "tau", block.text);
+        if (message.role === "user") addPrompt(block.text);
+        else addMessage("tau", block.text);
       } else if (block.toolUse) {
         const use = block.toolUse;
         const row = asked.get(use.toolUseId);
@@ -279,7 +310,7 @@ function listen(session) {
       const empty = transcript().querySelector(".empty");
       if (empty) empty.remove();
       state.live = null;
-      addMessage("you", data.text);
+      addPrompt(data.text);
       setStatus("tau is working…");
     } catch (_) { /* skipped */ }
   });
@@ -307,6 +338,7 @@ function setStatus(text) {
 
 async function select(session) {
   state.current = session;
+  updateComposer();
   history.replaceState(null, "", "#session=" + encodeURIComponent(session));
   listen(session);
   await loadTranscript(session);
@@ -382,6 +414,51 @@ function cardNotes(said) {
   return box;
 }
 
+// The most of one argument a card shows before it says how much more there is.
+const ARGUMENT_SHOWN = 2000;
+
+function chars(count) {
+  return count.toLocaleString("en-US") + (count === 1 ? " char" : " chars");
+}
+
+// Every argument on its own row, with its length; one longer than the card shows its
+// start, says how many characters more there are, and "Show all" opens it whole. Nothing
+// is ever cut without saying so.
+function argumentRows(row) {
+  const box = el("div", "args mono");
+  const rows = Array.isArray(row.argument_rows)
+    ? row.argument_rows
+    : [{ name: "", value: row.arguments, chars: null }];
+  for (const arg of rows) {
+    const item = el("div", "arg");
+    const head = el("div", "arg-head");
+    if (arg.name) head.append(el("span", "arg-name", arg.name));
+    if (typeof arg.chars === "number") head.append(el("span", "arg-len", chars(arg.chars)));
+    const value = el("div", "arg-value");
+    const text = String(arg.value);
+    const shown = [...text];
+    item.append(head, value);
+    if (shown.length <= ARGUMENT_SHOWN) {
+      value.textContent = text;
+    } else {
+      value.textContent = shown.slice(0, ARGUMENT_SHOWN).join("") + "…";
+      const more = el("div", "arg-more");
+      const rest = shown.length - ARGUMENT_SHOWN;
+      more.append(el("span", "", `${rest.toLocaleString("en-US")} more characters `));
+      const all = el("button", "link show-all", "Show all");
+      all.type = "button";
+      all.addEventListener("click", () => {
+        value.textContent = text;
+        more.remove();
+      });
+      more.append(all);
+      item.append(more);
+    }
+    box.append(item);
+  }
+  return box;
+}
+
 function card(row) {
   const node = el("article", "card");
   node.dataset.approval = row.id;
@@ -389,17 +466,11 @@ function card(row) {
   title.append(el("span", "tier", "tier " + row.tier), el("span", "mono", row.tool));
   const effect = el("div", "effect", row.effect);
   const said = cardNotes(row.card);
-  const args = el("pre", "args mono", row.arguments);
+  const args = argumentRows(row);
   const actions = el("div", "actions");
   const approve = el("button", "approve", "Approve");
   const reject = el("button", "reject", "Reject");
   approve.type = reject.type = "button";
-  const whole = el("button", "link", "Show all");
-  whole.type = "button";
-  whole.addEventListener("click", () => {
-    args.classList.toggle("whole");
-    whole.textContent = args.classList.contains("whole") ? "Show less" : "Show all";
-  });
   // A lock-class device: Approve sends what the person typed, its name or the number.
   const step = row.card && row.card.confirm;
   let typed = null;
@@ -421,10 +492,13 @@ function card(row) {
   const session = el("button", "link", row.session);
   session.type = "button";
   session.addEventListener("click", () => select(row.session));
-  actions.append(approve, reject, whole, outcome);
+  actions.append(approve, reject, outcome);
   const footer = el("div", "when");
   footer.append(when, document.createTextNode(" · "), session);
-  node.append(title, effect, said, args, actions, footer);
+  node.append(title);
+  // A routine's question says whose it is: nobody should take it for their own.
+  if (row.routine) node.append(el("div", "asked-by", `asked by routine ${row.routine.name} · ${row.routine.trigger}`));
+  node.append(effect, said, args, actions, footer);
   const entry = { node, buttons: [approve, reject, ...stepNodes], outcome, when, footer, closed: false };
   const answer = async (decision) => {
     approve.disabled = reject.disabled = true;
@@ -481,6 +555,24 @@ async function loadApprovals() {
   }
 }
 
+// ---- channels ----
+
+const CHANNEL_NAMES = { web: "TauBar", telegram: "Telegram" };
+
+async function loadChannels() {
+  const { status, data } = await api("GET", "/api/channels?display=true");
+  if (status !== 200 || !Array.isArray(data)) return;
+  const box = $("channels-down");
+  box.replaceChildren();
+  for (const channel of data.filter((c) => c.state === "stopped")) {
+    const name = CHANNEL_NAMES[channel.name] || channel.name;
+    const row = el("p", "down-row");
+    row.append(el("strong", "", `${name} is down.`), document.createTextNode(" " + (channel.error || "")));
+    box.append(row);
+  }
+  box.hidden = box.childElementCount === 0;
+}
+
 // ---- routines ----
 
 const TRIGGERS = ["every", "cron", "at", "mqtt"];
@@ -523,6 +615,7 @@ async function start() {
   await loadSessions();
   await loadApprovals();
   await loadRoutines();
+  await loadChannels();
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
   if (wanted && state.sessions.some((s) => s.id === wanted)) {
     await select(wanted);
@@ -545,6 +638,6 @@ async function boot() {
   await start();
 }
 
-setInterval(() => { if (!$("app").hidden) loadApprovals(); }, 10000);
+setInterval(() => { if (!$("app").hidden) { loadApprovals(); loadChannels(); } }, 10000);
 setInterval(() => { if (!$("app").hidden) loadRoutines(); }, 30000);
 boot();

@@ -88,7 +88,16 @@ pub(crate) async fn login(State(app): State<App>, headers: HeaderMap) -> Respons
 }
 
 /// `GET /api/sessions`: the web conversations, the most recent first.
-pub(crate) async fn sessions(State(app): State<App>) -> Response {
+pub(crate) async fn sessions(
+    State(app): State<App>,
+    query: Result<Query<View>, QueryRejection>,
+) -> Response {
+    let Ok(Query(wanted)) = query else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "the only parameter is display=true",
+        );
+    };
     let mut list = match app.hub.conversations(WEB) {
         Ok(list) => list,
         Err(error) => return hub_error(&error),
@@ -103,17 +112,49 @@ pub(crate) async fn sessions(State(app): State<App>) -> Response {
         .map(|info| {
             let updated = jiff::Timestamp::from_second(info.updated_at)
                 .map_or_else(|_| info.updated_at.to_string(), |t| t.to_string());
-            json!({
+            let mut row = json!({
                 "id": info.conversation.session.as_str(),
+                "kind": "chat",
                 "created_at": info.conversation.created_at.to_string(),
                 "updated_at": updated,
                 "message_count": info.message_count,
                 "busy": info.busy,
                 "pending_approvals": info.pending_approvals,
-            })
+            });
+            if let Some(origin) = app.origin_of_key(&info.conversation.key)
+                && let Value::Object(fields) = &mut row
+            {
+                fields.insert("kind".into(), json!("routine"));
+                fields.insert("routine".into(), json!(origin.routine));
+                fields.insert("trigger".into(), json!(origin.trigger));
+            }
+            row
         })
         .collect();
-    Json(Value::Array(rows)).into_response()
+    Json(view(Value::Array(rows), &wanted)).into_response()
+}
+
+/// `GET /api/channels`: the hub's channels; a stopped one says why.
+pub(crate) async fn channels(
+    State(app): State<App>,
+    query: Result<Query<View>, QueryRejection>,
+) -> Response {
+    let Ok(Query(wanted)) = query else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "the only parameter is display=true",
+        );
+    };
+    let rows: Vec<Value> = app
+        .hub
+        .channels()
+        .into_iter()
+        .map(|channel| match channel.stopped {
+            None => json!({ "name": channel.name, "state": "running" }),
+            Some(why) => json!({ "name": channel.name, "state": "stopped", "error": why }),
+        })
+        .collect();
+    Json(view(Value::Array(rows), &wanted)).into_response()
 }
 
 /// `POST /api/sessions`: a new conversation.
@@ -155,6 +196,17 @@ pub(crate) async fn send(
     }
     if text.len() > MAX_TEXT_BYTES {
         return error_response(StatusCode::PAYLOAD_TOO_LARGE, "the text is too long");
+    }
+    // A routine's conversation speaks with the routine's prompts only: a message from a
+    // person there would be drawn as the routine's.
+    if let Some(origin) = app.origin_of_session(&session) {
+        return error_response(
+            StatusCode::CONFLICT,
+            &format!(
+                "this is routine {}'s conversation: its prompts come from its trigger ({}); start a new chat to write",
+                origin.routine, origin.trigger
+            ),
+        );
     }
     match app.hub.send(WEB, &session, text).await {
         Ok(()) => (
@@ -199,8 +251,18 @@ pub(crate) struct ApprovalQuery {
     display: bool,
 }
 
-fn row_json(row: &ApprovalRow, display: bool) -> Value {
-    let value = serde_json::to_value(row).unwrap_or(Value::Null);
+fn row_json(app: &App, row: &ApprovalRow, display: bool) -> Value {
+    let mut value = serde_json::to_value(row).unwrap_or(Value::Null);
+    // A routine's question says whose it is.
+    if let Ok(session) = SessionId::parse(&row.session)
+        && let Some(origin) = app.origin_of_session(&session)
+        && let Value::Object(fields) = &mut value
+    {
+        fields.insert(
+            "routine".into(),
+            json!({ "name": origin.routine, "trigger": origin.trigger }),
+        );
+    }
     view(value, &View { display })
 }
 
@@ -227,7 +289,9 @@ pub(crate) async fn approvals(
     };
     match app.hub.approvals(WEB, state) {
         Ok(rows) => Json(Value::Array(
-            rows.iter().map(|r| row_json(r, query.display)).collect(),
+            rows.iter()
+                .map(|r| row_json(&app, r, query.display))
+                .collect(),
         ))
         .into_response(),
         Err(error) => hub_error(&error),
@@ -296,12 +360,12 @@ pub(crate) async fn answer(
         (Decision::Reject, _) => Reply::Reject,
     };
     match app.hub.answer(WEB, None, &id, reply).await {
-        Ok(Answered::Decided(row)) => Json(row_json(&row, false)).into_response(),
+        Ok(Answered::Decided(row)) => Json(row_json(&app, &row, false)).into_response(),
         Ok(Answered::AlreadyDecided(row)) => (
             StatusCode::CONFLICT,
             Json(json!({
                 "error": format!("the question was already {}", row.state.as_str()),
-                "approval": row_json(&row, false),
+                "approval": row_json(&app, &row, false),
             })),
         )
             .into_response(),
@@ -310,7 +374,7 @@ pub(crate) async fn answer(
             StatusCode::UNPROCESSABLE_ENTITY,
             Json(json!({
                 "error": "this question takes a second step: send \"confirm\" with the device's name or the number on its card; the question stays open",
-                "approval": row_json(&row, false),
+                "approval": row_json(&app, &row, false),
             })),
         )
             .into_response(),

@@ -2,6 +2,8 @@
 //! was rebound to 127.0.0.1 gets nowhere), carry the token (`Authorization: Bearer`) or
 //! the cookie the page got for it, and, when it changes anything, come from this origin.
 
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -10,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::App;
 use crate::api::error;
+use crate::peers::Connection;
 
 /// The cookie the page holds instead of the token.
 pub(crate) const COOKIE: &str = "tau_web";
@@ -108,6 +111,19 @@ impl Auth {
 
 /// Every request passes here first.
 pub(crate) async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    // The path is the client's: capped before it reaches the log.
+    let path = tau_core::flood::capped(request.uri().path(), 120);
+    let peer = request
+        .extensions()
+        .get::<Arc<Connection>>()
+        .map(|c| c.peer.ip());
+    let response = checked(&app, request, next).await;
+    tracing::debug!(%method, path = %tau_core::display(&path), status = response.status().as_u16(), peer = ?peer, "web request");
+    response
+}
+
+async fn checked(app: &App, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let mut response = if !app.auth.host_ok(headers) {
         error(
@@ -131,7 +147,12 @@ pub(crate) async fn guard(State(app): State<App>, request: Request, next: Next) 
                 "a request that changes something must come from this page",
             )
             .into_response(),
-            Some(_) => next.run(request).await,
+            Some(_) => {
+                if let Some(connection) = request.extensions().get::<Arc<Connection>>() {
+                    connection.prove();
+                }
+                next.run(request).await
+            }
         }
     } else {
         next.run(request).await

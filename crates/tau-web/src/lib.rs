@@ -8,12 +8,14 @@
 //!
 //! Layout: `config.rs` `[web]`, `auth.rs` the checks and headers every response gets,
 //! `api.rs` the JSON API, `events.rs` the event stream, `shown.rs` the display view,
-//! `server.rs` the accept loop, `assets/` the page.
+//! `routines.rs` webhooks and the routine list, `server.rs` the accept loop and its
+//! deadlines, `peers.rs` connections by peer address, `assets/` the page.
 
 mod api;
 mod auth;
 mod config;
 mod events;
+mod peers;
 mod routines;
 mod server;
 mod shown;
@@ -30,15 +32,19 @@ use http::{HeaderValue, StatusCode, header};
 use tau_hub::{Channel, ChannelError, Hub};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
-pub use routines::Routines;
+pub use routines::{RoutineOrigin, Routines, WebhookDelivery};
 
 /// The channel's name: what approval rows and `decided_by` say.
 pub const WEB: &str = "web";
 
 /// The largest request body, in bytes.
 const MAX_BODY_BYTES: usize = 64 * 1024;
+/// A request whose answer is not under way by then (a body sent slowly, or stalled) is
+/// answered 408 and its connection closed. An event stream is under way at once.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
@@ -82,12 +88,10 @@ impl WebChannel {
         if token.trim().is_empty() {
             return Err(WebError::EmptyToken);
         }
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|source| WebError::Bind {
-                addr: config.listen,
-                source,
-            })?;
+        let listener = server::listen(config.listen).map_err(|source| WebError::Bind {
+            addr: config.listen,
+            source,
+        })?;
         let bound = listener.local_addr().map_err(|source| WebError::Bind {
             addr: config.listen,
             source,
@@ -146,6 +150,22 @@ impl Channel for WebChannel {
     }
 }
 
+impl App {
+    /// The routine whose conversation has `key`, when it is a routine's.
+    pub(crate) fn origin_of_key(&self, key: &str) -> Option<RoutineOrigin> {
+        self.routines.as_ref()?.origin(key)
+    }
+
+    /// The routine whose conversation `session` is, when it is a routine's.
+    pub(crate) fn origin_of_session(
+        &self,
+        session: &tau_agent::SessionId,
+    ) -> Option<RoutineOrigin> {
+        let conversation = self.hub.conversation_of(session).ok().flatten()?;
+        self.origin_of_key(&conversation.key)
+    }
+}
+
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     let mut response = body.into_response();
     response
@@ -179,6 +199,7 @@ fn router(app: App) -> Router {
         )
         .route("/api/sessions/{id}/events", get(events::stream))
         .route("/api/approvals", get(api::approvals))
+        .route("/api/channels", get(api::channels))
         .route("/api/routines", get(routines::list))
         .route("/hooks/{name}", post(routines::hook))
         .route("/api/approvals/{id}", post(api::answer))
@@ -187,6 +208,10 @@ fn router(app: App) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             auth::guard,
+        ))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
         ))
         .with_state(app)
 }

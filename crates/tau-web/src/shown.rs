@@ -1,9 +1,12 @@
 //! The API's `display=true` view: the same JSON with every string passed through tau's
 //! one display function, so the page (which sets it with `textContent`) shows controls,
 //! bidi overrides and invisible characters as visible escapes. The page asks for this
-//! view; a script gets the data exactly as stored.
+//! view; a script gets the data exactly as stored. Beside a call's `arguments` it adds
+//! `argument_rows`: every argument on its own, with its length (tau-core's rows, as the
+//! terminal, the TUI and Telegram list them), which is what the page's card shows.
 
 use serde_json::Value;
+use tau_core::display::argument_rows;
 use tau_core::{display, display_multiline, sorted_json};
 
 /// Keys whose strings are prose and keep their line breaks.
@@ -31,16 +34,35 @@ fn walk(value: Value, key: Option<&str>) -> Value {
         }
         Value::String(text) => Value::String(display(&text)),
         Value::Array(items) => Value::Array(items.into_iter().map(|v| walk(v, key)).collect()),
-        Value::Object(map) => Value::Object(
-            map.into_iter()
+        Value::Object(map) => {
+            let rows = map.get("arguments").and_then(rows_of);
+            let mut shown: serde_json::Map<String, Value> = map
+                .into_iter()
                 .map(|(k, v)| {
                     let inner = walk(v, Some(&k));
                     (k, inner)
                 })
-                .collect(),
-        ),
+                .collect();
+            if let Some(rows) = rows {
+                shown.insert("argument_rows".to_owned(), rows);
+            }
+            Value::Object(shown)
+        }
         other @ (Value::Null | Value::Bool(_) | Value::Number(_)) => other,
     }
+}
+
+/// The rows of a call's arguments (an object, or a row's canonical JSON text).
+fn rows_of(arguments: &Value) -> Option<Value> {
+    let parsed;
+    let arguments = match arguments {
+        Value::String(text) => {
+            parsed = serde_json::from_str::<Value>(text).ok()?;
+            &parsed
+        }
+        other => other,
+    };
+    serde_json::to_value(argument_rows(arguments)).ok()
 }
 
 #[cfg(test)]
@@ -64,6 +86,10 @@ mod tests {
                 "type": "approval_requested",
                 "tool": "run\\u{202e}cmd",
                 "arguments": "{\"command\":\"echo\\u{200b} <b>hi</b>\\nrm -rf /\",\"z\":1}",
+                "argument_rows": [
+                    {"name": "command", "value": "\"echo\\u{200b} <b>hi</b>\\nrm -rf /\"", "chars": 24},
+                    {"name": "z", "value": "1"}
+                ],
                 "content": [{"text": "line one\nline\\u{1b}[31m two"}],
                 "usage": {"model_calls": 2, "done": true, "none": null}
             })
@@ -88,7 +114,11 @@ mod tests {
         let row = json!({"arguments": "{\"a\":\"\u{202e}\"}", "input": {"b": "\u{2066}x"}});
         assert_eq!(
             shown(row),
-            json!({"arguments": "{\"a\":\"\\u{202e}\"}", "input": "{\"b\":\"\\u{2066}x\"}"})
+            json!({
+                "arguments": "{\"a\":\"\\u{202e}\"}",
+                "argument_rows": [{"name": "a", "value": "\"\\u{202e}\"", "chars": 1}],
+                "input": "{\"b\":\"\\u{2066}x\"}"
+            })
         );
     }
 }

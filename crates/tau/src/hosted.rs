@@ -26,6 +26,18 @@ use crate::paths::Home;
 
 /// The client id of the routines' MQTT subscriptions, beside `mqtt_publish`'s own.
 const MQTT_CLIENT_SUFFIX: &str = "-routines";
+/// Opens the key of a routine's conversation on its `ask` channel: `routine:NAME`.
+const ROUTINE_KEY: &str = "routine:";
+
+/// The key of routine `name`'s conversation on its `ask` channel.
+pub(crate) fn routine_key(name: &str) -> String {
+    format!("{ROUTINE_KEY}{name}")
+}
+
+/// The routine whose conversation has `key`, if it is one's.
+pub(crate) fn routine_of_key(key: &str) -> Option<&str> {
+    key.strip_prefix(ROUTINE_KEY)
+}
 
 /// What `tau serve` hands the engine.
 pub(crate) struct HostParts {
@@ -239,7 +251,7 @@ impl RoutineHost for HubHost {
             None => Ok(tau_reflex::session_of(routine)),
             Some(channel) => self
                 .hub
-                .open_conversation(channel.as_str(), &format!("routine:{routine}"))
+                .open_conversation(channel.as_str(), &routine_key(routine))
                 .map(|session| session.to_string())
                 .map_err(host_error),
         }
@@ -285,12 +297,49 @@ pub(crate) struct WebRoutines {
 }
 
 impl tau_web::Routines for WebRoutines {
-    fn webhook(&self, name: &str, authorization: Option<&str>, body: &[u8]) -> (u16, String) {
-        let reply = self.engine.webhook(name, authorization, body);
-        (reply.status, reply.text)
+    fn webhook(
+        &self,
+        name: &str,
+        authorization: Option<&str>,
+        sender: &str,
+    ) -> Result<tau_web::WebhookDelivery, (u16, String)> {
+        match self.engine.webhook(name, authorization, sender) {
+            Ok(call) => Ok(Box::new(move |body: &[u8]| {
+                let reply = call.deliver(body);
+                (reply.status, reply.text)
+            })),
+            Err(refused) => Err((refused.status, refused.text)),
+        }
     }
 
     fn list(&self) -> serde_json::Value {
+        self.book()
+            .and_then(|book| tau_reflex::routines_json(&book, &self.store))
+            .unwrap_or_else(|error| {
+                tracing::error!(%error, "cannot list the routines");
+                serde_json::json!([])
+            })
+    }
+
+    fn origin(&self, key: &str) -> Option<tau_web::RoutineOrigin> {
+        let name = routine_of_key(key)?;
+        let trigger = match self.book() {
+            Ok(book) => book.get(name).map(tau_reflex::Routine::origin),
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the routines");
+                None
+            }
+        };
+        Some(tau_web::RoutineOrigin {
+            routine: name.to_owned(),
+            // A routine since deleted still owns its conversation.
+            trigger: trigger.unwrap_or_else(|| "no longer set up".to_owned()),
+        })
+    }
+}
+
+impl WebRoutines {
+    fn book(&self) -> Result<tau_reflex::Book, tau_reflex::StoreError> {
         let no_env = |_: &str| None;
         let checks = Checks {
             tools: None,
@@ -301,10 +350,5 @@ impl tau_web::Routines for WebRoutines {
             webhooks: None,
         };
         tau_reflex::load(&self.ctx_config, &self.store, &checks)
-            .and_then(|book| tau_reflex::routines_json(&book, &self.store))
-            .unwrap_or_else(|error| {
-                tracing::error!(%error, "cannot list the routines");
-                serde_json::json!([])
-            })
     }
 }

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tau_agent::{Message, Model, SessionId, SessionRepository, SqliteSessions};
 use tau_core::approval::DurableQuestions;
-use tau_core::{AgentParts, AutoRejectApprover, CoreConfig, EventBus, ToolCatalog, build_agent};
+use tau_core::{
+    AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, ToolCatalog, build_agent,
+};
 use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory, SqliteApprovals};
 use tau_web::{REMOTE_RISK, WebChannel, WebError};
 
@@ -52,7 +54,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         None => None,
     };
     ctx.home.create()?;
-    crate::logging::init(&ctx.home, &*ctx.env)?;
+    crate::logging::init_rotating(&ctx.home, &*ctx.env, &config.log)?;
     let token_path = ctx.home.web_token();
     let web = if config.web.enabled {
         let token = crate::token_file::load_or_create(&token_path)?;
@@ -127,15 +129,16 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     }
     let mut witness = None;
     if let (Some(telegram), Some(token)) = (&config.telegram, telegram_token) {
-        let (hosted, channel) = crate::telegram::host(
+        let (telegram_channel, channel) = crate::telegram::host(
             telegram,
             &token,
             hub.clone(),
             hub_events.clone(),
             &state_db,
             config.ui.language(),
+            Arc::clone(&hosted.web) as _,
         )?;
-        channels.push(hosted);
+        channels.push(telegram_channel);
         if config.audit.witness == Some(Witness::Telegram) {
             witness = Some(channel);
         }
@@ -153,7 +156,9 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         &token_path,
         &recovery,
     ));
+    let stops = report_channel_stops(&hub, hub_events.clone());
     let served = hub.run_channels(channels, stop_signal()).await;
+    stops.abort();
     stop_routines.cancel();
     let _ = routines.await;
     if let Some(witness) = witness {
@@ -201,6 +206,31 @@ fn announce(
         ));
     }
     out
+}
+
+/// A channel that stops with an error: one audit line and one line on stdout (the hub
+/// logs it); the hub and the other channels go on.
+fn report_channel_stops(hub: &Hub, events: EventBus) -> tokio::task::JoinHandle<()> {
+    let mut stops = hub.channel_stops();
+    tokio::spawn(async move {
+        loop {
+            match stops.recv().await {
+                Ok(stopped) => {
+                    events.emit(&AuditEvent::ChannelStopped {
+                        channel: stopped.channel.clone(),
+                        error: stopped.message.clone(),
+                    });
+                    crate::print(&format!(
+                        "tau serve: the {} channel stopped: {}; the other channels and the routines go on\n",
+                        stopped.channel,
+                        tau_core::display(&stopped.message)
+                    ));
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    })
 }
 
 /// SIGTERM or Ctrl-C.

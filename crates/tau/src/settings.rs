@@ -25,6 +25,8 @@ pub(crate) struct TauConfig {
     pub tools: ToolsConfig,
     pub mcp: McpConfig,
     pub web: WebConfig,
+    /// `[log]`: how large `tau.log` may grow under `tau serve`.
+    pub log: crate::logging::LogConfig,
     /// `[telegram]`: the channel runs under `tau serve` when the section is there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telegram: Option<TelegramConfig>,
@@ -120,6 +122,10 @@ pub(crate) fn load(
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     config
         .web
+        .validate()
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    config
+        .log
         .validate()
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     if let Some(telegram) = &config.telegram {

@@ -11,7 +11,8 @@ use tau_core::approval::{Answered, ApprovalRow, ApprovalState, ApprovalStore};
 use tau_core::{AuditEvent, EventBus};
 use tau_hub::{Channel, ChannelError, Conversation, Hub, HubError, SessionEvent};
 use tau_telegram::{
-    CHANNEL, HubEvent, Question, RefusedPress, Reply, TelegramChannel, TelegramConfig, chat_of,
+    CHANNEL, Happened, HubEvent, Question, RefusedPress, Reply, TelegramChannel, TelegramConfig,
+    chat_of,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -26,14 +27,22 @@ pub(crate) struct TelegramHub {
     home_chat: Option<i64>,
     /// The hub's own audit lines (presses that did not count).
     events: EventBus,
+    /// Which conversations are routines' (and what fires each).
+    routines: Arc<dyn tau_web::Routines>,
 }
 
 impl TelegramHub {
-    pub(crate) fn new(hub: Hub, config: &TelegramConfig, events: EventBus) -> Self {
+    pub(crate) fn new(
+        hub: Hub,
+        config: &TelegramConfig,
+        events: EventBus,
+        routines: Arc<dyn tau_web::Routines>,
+    ) -> Self {
         Self {
             hub,
             home_chat: config.owners.first().copied(),
             events,
+            routines,
         }
     }
 
@@ -138,6 +147,7 @@ impl tau_telegram::Hub for TelegramHub {
             user: press.user.map(|u| u.to_string()),
             place: press.chat.map(|c| c.to_string()),
             reason: press.reason.as_str().to_owned(),
+            count: press.count,
         });
     }
 }
@@ -162,15 +172,28 @@ impl Channel for HostedTelegram {
             loop {
                 match events.recv().await {
                     Ok(event) => {
-                        let SessionEvent::Turn(turn) = event.event else {
-                            continue;
-                        };
                         let Some(conversation) = adapter.key_of(&event.conversation) else {
                             continue;
                         };
+                        let happened = match event.event {
+                            SessionEvent::Turn(turn) => Happened::Turn(turn),
+                            // A person's prompt is their own message in the chat; a
+                            // routine's is shown as the routine's.
+                            SessionEvent::Prompt { text } => {
+                                let Some(origin) = adapter.routines.origin(&event.conversation.key)
+                                else {
+                                    continue;
+                                };
+                                Happened::RoutinePrompt {
+                                    routine: origin.routine,
+                                    trigger: origin.trigger,
+                                    text,
+                                }
+                            }
+                        };
                         let event = HubEvent {
                             conversation,
-                            event: turn,
+                            event: happened,
                         };
                         if sender.send(event).await.is_err() {
                             return;
@@ -205,9 +228,10 @@ pub(crate) fn host(
     events: EventBus,
     state_db: &std::path::Path,
     language: tau_core::Language,
+    routines: Arc<dyn tau_web::Routines>,
 ) -> anyhow::Result<(Arc<dyn Channel>, Arc<TelegramChannel>)> {
     let store = tau_telegram::Store::open(state_db)?;
-    let adapter = Arc::new(TelegramHub::new(hub, config, events));
+    let adapter = Arc::new(TelegramHub::new(hub, config, events, routines));
     let channel = TelegramChannel::new(
         config,
         token,

@@ -10,9 +10,11 @@
     clippy::indexing_slicing
 )]
 
+#[path = "common/browser.rs"]
+mod browser_support;
 mod common;
 
-use common::browser::{browser, click, connect, start_driver, until};
+use browser_support::{browser, click, connect, start_driver, until};
 use common::{Tau, answer, tool_call};
 use fantoccini::{Client, Locator};
 use serde_json::json;

@@ -11,14 +11,16 @@
 )]
 
 mod common;
+#[path = "common/browser.rs"]
+mod web;
 
 use std::time::Duration;
 
-use common::browser::{browser, click, connect, start_driver, until};
 use common::{Tau, answer, tool_call};
 use fantoccini::Locator;
 use serde_json::json;
 use tau_test_support::{DeviceStandIn, Mosquitto, StandInSpec};
+use web::{browser, click, connect, start_driver, until};
 
 const GARAGE: &str = r#"
 [[devices]]

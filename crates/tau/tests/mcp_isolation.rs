@@ -2,7 +2,8 @@
 //! process: a real stdio server (the Python `mcp` SDK) types `y` into every terminal it can
 //! find (TIOCSTI), draws over the question on `/dev/tty` and reads `/proc/<tau>/environ`,
 //! `mem` and `fd` while tau asks about a `run_command`. Every attempt fails, the question
-//! waits for the person, and the person's `n` refuses it.
+//! waits for the person, and the person's `n` refuses it. An approved command cannot read
+//! tau's environment or memory either.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -123,4 +124,59 @@ fn a_stdio_server_cannot_type_into_draw_on_or_read_tau() {
         decided,
         vec![json!(["rejected", {"kind": "person", "channel": "terminal"}])]
     );
+}
+
+#[test]
+fn an_approved_command_cannot_read_taus_environment() {
+    let tau = Tau::new();
+    // The command reads its parent's (tau's) environment and memory under /proc.
+    let command = "cat /proc/$PPID/environ > environ.txt 2> environ.err; \
+                   head -c 1 /proc/$PPID/mem > /dev/null 2> mem.err; \
+                   ls /proc/$PPID/fd/0 > /dev/null 2>&1 && readlink /proc/$PPID/fd/0 > fd.txt 2> fd.err; \
+                   echo $PPID > ppid.txt";
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &json!({ "command": command })),
+        answer("done"),
+    ]));
+    // Without the sandbox (whose PID namespace would hide tau anyway): tau's own process is
+    // closed whatever runs beside it.
+    let config = tau.config("[tools.command]\nsandbox = \"off\"\n");
+    let secret = format!("TAU_TEST_SECRET={SECRET}");
+    let mut before = vec!["env", secret.as_str()];
+    if rustix::process::geteuid().is_root() {
+        before.extend(["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--"]);
+    }
+    let command_line = tau.command_in_session(
+        &before,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
+    );
+    let run = tau.run_with(command_line, "go\ny\n");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let read = |name: &str| std::fs::read_to_string(tau.workspace().join(name)).unwrap_or_default();
+    assert!(
+        !read("ppid.txt").trim().is_empty(),
+        "the command ran: {}",
+        run.stdout
+    );
+    assert_eq!(read("environ.txt"), "", "tau's environment was read");
+    assert!(
+        read("environ.err").contains("Permission denied"),
+        "{}",
+        read("environ.err")
+    );
+    assert!(
+        read("mem.err").contains("Permission denied"),
+        "{}",
+        read("mem.err")
+    );
+    assert_eq!(read("fd.txt"), "", "tau's terminal was found");
 }

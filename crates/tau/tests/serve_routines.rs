@@ -63,11 +63,33 @@ fn a_webhook_runs_its_routine_exempt_and_a_wrong_secret_is_refused() {
     );
     serve.until(|_| bell(&tau));
     assert_eq!(bell(&tau).as_deref(), Some("ding\n"));
+    // The three wrong secrets from one address: the first is recorded, the others are
+    // counted into one line when the window ends.
+    let refused: Vec<Value> = tau
+        .audit()
+        .into_iter()
+        .filter(|l| l["type"] == "webhook_refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    assert_eq!(
+        (
+            &refused[0]["routine"],
+            &refused[0]["sender"],
+            &refused[0]["reason"],
+            &refused[0]["session"]
+        ),
+        (
+            &json!("doorbell"),
+            &json!("127.0.0.1"),
+            &json!("wrong or missing secret"),
+            &json!("routines")
+        )
+    );
     let lines = serve.until(|_| {
         let lines: Vec<Value> = tau
             .audit()
             .into_iter()
-            .filter(|l| l["session"] == "routines")
+            .filter(|l| l["session"] == "routines" && l["type"] != "webhook_refused")
             .collect();
         (lines.len() >= 2).then_some(lines)
     });

@@ -18,6 +18,50 @@ pub fn shown_length(value: &Value) -> Option<usize> {
     }
 }
 
+/// One argument of a call as a person is shown it: its name (as it is when it is a plain
+/// identifier, else JSON-quoted, so `"command "` and `command` never look alike), its value
+/// as one line of sorted JSON through [`super::display`] (a string in JSON quotes, so `"30"`
+/// is not `30` and edge spaces show), and its length ([`shown_length`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ArgumentRow {
+    pub name: String,
+    pub value: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chars: Option<usize>,
+}
+
+/// A call's arguments, one row per top-level key, sorted by name; arguments that are not
+/// an object are one row without a name.
+pub fn argument_rows(arguments: &Value) -> Vec<ArgumentRow> {
+    let row = |name: String, value: &Value| ArgumentRow {
+        name,
+        value: super::display(&sorted_json(value)),
+        chars: shown_length(value),
+    };
+    match arguments {
+        Value::Object(map) if !map.is_empty() => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            keys.into_iter()
+                .filter_map(|key| Some(row(shown_key(key), map.get(key)?)))
+                .collect()
+        }
+        other => vec![row(String::new(), other)],
+    }
+}
+
+fn shown_key(key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if plain {
+        key.to_owned()
+    } else {
+        super::display(&Value::String(key.to_owned()).to_string())
+    }
+}
+
 /// The SHA-256 of an argument as a person can check it elsewhere (`sha256sum`): of a
 /// string's UTF-8 bytes, of the JSON text (keys sorted) of anything else; lowercase hex.
 pub fn argument_sha256(value: &Value) -> String {
@@ -111,6 +155,35 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn every_argument_is_a_row_with_its_length() {
+        let rows = argument_rows(&json!({
+            "timeout_seconds": 30,
+            "command": "sh setup.sh\u{202e}",
+            "command ": ["a"],
+        }));
+        let shown: Vec<(&str, &str, Option<usize>)> = rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.value.as_str(), r.chars))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("command", r#""sh setup.sh\u{202e}""#, Some(12)),
+                (r#""command ""#, r#"["a"]"#, Some(5)),
+                ("timeout_seconds", "30", None),
+            ]
+        );
+        assert_eq!(
+            argument_rows(&json!({})),
+            vec![ArgumentRow {
+                name: String::new(),
+                value: "{}".into(),
+                chars: Some(2)
+            }]
+        );
+    }
 
     #[test]
     fn lengths_count_characters_and_digits_are_grouped_per_language() {

@@ -27,7 +27,10 @@ use std::fmt::Write as _;
 use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
 use icu_properties::{CodePointMapData, CodePointSetData};
 
-pub use json::{argument_sha256, grouped_digits, json_for_terminal, shown_length, sorted_json};
+pub use json::{
+    ArgumentRow, argument_rows, argument_sha256, grouped_digits, json_for_terminal, shown_length,
+    sorted_json,
+};
 pub use lookalike::{Lookalike, OddChar, lookalike_arguments, lookalikes};
 pub use wrap::{Measure, wrap_rows};
 

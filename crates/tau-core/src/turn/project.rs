@@ -59,7 +59,9 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
         | AuditEvent::TurnLimit { .. }
         | AuditEvent::TurnEnd { .. }
         | AuditEvent::RoutineRun { .. }
-        | AuditEvent::AnswerRefused { .. } => None,
+        | AuditEvent::AnswerRefused { .. }
+        | AuditEvent::WebhookRefused { .. }
+        | AuditEvent::ChannelStopped { .. } => None,
     }
 }
 

@@ -18,7 +18,10 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use rumqttc::MqttOptions;
 use tau_core::approval::Approver;
-use tau_core::{AutoRejectApprover, ConfigError, EventBus, RoutineOutcome, ToolCatalog};
+use tau_core::flood::{FLOOD_WINDOW, Flood, Sender, Tally};
+use tau_core::{
+    AuditEvent, AutoRejectApprover, ConfigError, EventBus, RoutineOutcome, ToolCatalog,
+};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -27,12 +30,12 @@ use crate::book::{self, config_routines};
 use crate::clock::Clock;
 use crate::def::{FieldError, RoutineDef};
 use crate::host::RoutineHost;
-use crate::run::{ActionRun, record, run_action};
+use crate::run::{ActionRun, record, record_counted, run_action};
 use crate::store::{RoutineStore, RunRecord};
 use crate::trigger::Trigger;
 use crate::validate::{Checks, Routine};
 
-pub use webhook::WebhookReply;
+pub use webhook::{WebhookCall, WebhookReply};
 
 /// Looks up environment variables (webhook secrets of routines made later).
 pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -117,7 +120,60 @@ struct Inner {
     routes: watch::Sender<Vec<mqtt::Route>>,
     mqtt_started: Mutex<bool>,
     reported: Mutex<BTreeSet<(String, String)>>,
+    /// Triggers skipped while their routine ran or backed off, by (routine, trigger).
+    skips: Flood<(String, String)>,
+    /// Webhook calls refused before their body, by (routine, sender).
+    refusals: Flood<(String, String)>,
 }
+
+/// Who a summary of counted events is about, as the log and the audit line say it.
+fn named(sender: &Sender<(String, String)>) -> (String, String) {
+    match sender {
+        Sender::One((first, second)) => (first.clone(), second.clone()),
+        Sender::Others => ("(others)".to_owned(), "(others)".to_owned()),
+    }
+}
+
+/// The summary of triggers skipped in one window: one run record that counts them.
+fn skips_summary(
+    store: Arc<RoutineStore>,
+    events: EventBus,
+    clock: Arc<dyn Clock>,
+) -> impl Fn(&Sender<(String, String)>, u64) + Send + Sync + 'static {
+    move |sender, count| {
+        let (routine, trigger) = named(sender);
+        let run = RunRecord {
+            routine,
+            trigger,
+            scheduled: true,
+            outcome: RoutineOutcome::Skipped,
+            detail: Some(format!(
+                "{count} more triggers were skipped while it ran or backed off"
+            )),
+            tool_use_id: None,
+            started_at: clock.now(),
+            duration_ms: None,
+        };
+        record_counted(&store, &events, &run, Some(count));
+    }
+}
+
+/// The summary of webhook calls refused in one window: one log line, one audit line.
+fn refusals_summary(events: EventBus) -> impl Fn(&Sender<(String, String)>, u64) + Send + Sync {
+    move |sender, count| {
+        let (routine, sender) = named(sender);
+        tracing::warn!(routine = %routine, sender = %sender, count, "webhook calls refused: wrong or missing secret");
+        events.emit(&AuditEvent::WebhookRefused {
+            routine,
+            sender,
+            reason: REFUSED_SECRET.to_owned(),
+            count: Some(count),
+        });
+    }
+}
+
+/// Why a webhook call was refused before its body.
+pub(crate) const REFUSED_SECRET: &str = "wrong or missing secret";
 
 /// Whether a trigger started a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,6 +245,11 @@ impl Engine {
             }
         }
         let (routes, _) = watch::channel(Vec::new());
+        let skips = Flood::new(
+            FLOOD_WINDOW,
+            skips_summary(Arc::clone(&store), events.clone(), Arc::clone(&clock)),
+        );
+        let refusals = Flood::new(FLOOD_WINDOW, refusals_summary(events.clone()));
         Ok(Self {
             inner: Arc::new(Inner {
                 store,
@@ -205,6 +266,8 @@ impl Engine {
                 routes,
                 mqtt_started: Mutex::new(false),
                 reported: Mutex::default(),
+                skips,
+                refusals,
             }),
         })
     }
@@ -357,18 +420,38 @@ impl Inner {
         record(&self.store, &self.events, run);
     }
 
+    /// A trigger that found its routine running or backing off: the first of a window is
+    /// recorded, the rest are counted into one line when the window ends.
     fn skipped(&self, slot: &Slot, trigger: String, why: String) -> Fired {
-        self.record(&RunRecord {
-            routine: slot.routine.name().to_owned(),
-            trigger,
-            scheduled: true,
-            outcome: RoutineOutcome::Skipped,
-            detail: Some(why.clone()),
-            tool_use_id: None,
-            started_at: self.clock.now(),
-            duration_ms: None,
-        });
+        let name = slot.routine.name().to_owned();
+        let key = (name.clone(), slot.routine.trigger.describe());
+        if self.skips.event(key) == Tally::Record {
+            self.record(&RunRecord {
+                routine: name,
+                trigger,
+                scheduled: true,
+                outcome: RoutineOutcome::Skipped,
+                detail: Some(why.clone()),
+                tool_use_id: None,
+                started_at: self.clock.now(),
+                duration_ms: None,
+            });
+        }
         Fired::Skipped(why)
+    }
+
+    /// A webhook call without the right secret: logged and audited once per sender and
+    /// window, the rest counted.
+    pub(crate) fn refused_webhook(&self, routine: &str, sender: &str) {
+        if self.refusals.event((routine.to_owned(), sender.to_owned())) == Tally::Record {
+            tracing::warn!(routine, sender, "webhook refused: {REFUSED_SECRET}");
+            self.events.emit(&AuditEvent::WebhookRefused {
+                routine: routine.to_owned(),
+                sender: sender.to_owned(),
+                reason: REFUSED_SECRET.to_owned(),
+                count: None,
+            });
+        }
     }
 
     /// A trigger fired: runs the action unless the routine is still running or backing off.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use tau_core::flood::capped;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +18,8 @@ use crate::trigger::{Trigger, filter_matches};
 use crate::validate::Routine;
 
 const MAX_RETRY: Duration = Duration::from_secs(60);
+/// The most of a topic a run's trigger or a log line keeps (a topic may be 64 KiB).
+const TOPIC_SHOWN: usize = 200;
 
 /// A routine listening on a topic filter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +62,7 @@ fn resubscribe(client: &AsyncClient, routes: &[Route], subscribed: &mut BTreeSet
 }
 
 fn dispatch(inner: &Arc<Inner>, routes: &[Route], topic: &str, payload: &[u8]) {
+    let shown = capped(topic, TOPIC_SHOWN);
     for route in routes {
         if !filter_matches(&route.filter, topic) {
             continue;
@@ -68,11 +72,11 @@ fn dispatch(inner: &Arc<Inner>, routes: &[Route], topic: &str, payload: &[u8]) {
             .as_ref()
             .is_some_and(|p| p.as_bytes() != payload)
         {
-            tracing::debug!(routine = %route.routine, topic, "message on the topic, another payload");
+            tracing::debug!(routine = %route.routine, topic = %shown, "message on the topic, another payload");
             continue;
         }
         if let Some(slot) = inner.slot(&route.routine) {
-            inner.fire(&slot, format!("mqtt {topic}"));
+            inner.fire(&slot, format!("mqtt {shown}"));
         }
     }
 }

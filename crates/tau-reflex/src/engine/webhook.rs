@@ -1,9 +1,13 @@
-//! Webhooks: the host's HTTP listener hands `POST /hooks/NAME` here with the request's
-//! `Authorization` header and body. The secret must come as `Bearer <secret>`; a body the
-//! routine does not expect is refused. The body never reaches the action: a webhook only
-//! says *when*, the routine says *what*, so its exemption stays exact.
+//! Webhooks: the host's HTTP listener hands `POST /hooks/NAME` here in two steps. First,
+//! from the request head alone, the routine and its secret (`Authorization: Bearer
+//! <secret>`) are checked; only a call that passes gets a [`WebhookCall`], which then
+//! takes the body. So a sender without the secret never makes the host read a body. A
+//! body the routine does not expect is refused. The body never reaches the action: a
+//! webhook only says *when*, the routine says *what*, so its exemption stays exact.
 
-use super::{Engine, Fired};
+use std::sync::Arc;
+
+use super::{Engine, Fired, Inner, REFUSED_SECRET, Slot};
 use crate::trigger::Trigger;
 
 /// The largest body a webhook accepts.
@@ -23,22 +27,47 @@ fn reply(status: u16, text: impl Into<String>) -> WebhookReply {
     }
 }
 
+/// A webhook call whose routine and secret were right; its body comes next.
+pub struct WebhookCall {
+    inner: Arc<Inner>,
+    slot: Arc<Slot>,
+}
+
 impl Engine {
-    /// Handles `POST /hooks/{name}`.
-    pub fn webhook(&self, name: &str, authorization: Option<&str>, body: &[u8]) -> WebhookReply {
+    /// Checks `POST /hooks/{name}` from its head: the routine exists, is enabled, is a
+    /// webhook routine, and `authorization` carries its secret. `sender` names the caller
+    /// (its address) in the log.
+    pub fn webhook(
+        &self,
+        name: &str,
+        authorization: Option<&str>,
+        sender: &str,
+    ) -> Result<WebhookCall, WebhookReply> {
         let Some(slot) = self.inner.slot(name) else {
-            return reply(404, "no such webhook");
+            return Err(reply(404, "no such webhook"));
         };
-        let Trigger::Webhook { secret, payload } = &slot.routine.trigger else {
-            return reply(404, "no such webhook");
+        let Trigger::Webhook { secret, .. } = &slot.routine.trigger else {
+            return Err(reply(404, "no such webhook"));
         };
         let offered = authorization
             .and_then(|h| h.strip_prefix("Bearer "))
             .unwrap_or("");
         if !secret.matches(offered) {
-            tracing::warn!(routine = name, "webhook refused: wrong or missing secret");
-            return reply(401, "wrong or missing secret");
+            self.inner.refused_webhook(name, sender);
+            return Err(reply(401, REFUSED_SECRET));
         }
+        Ok(WebhookCall {
+            inner: Arc::clone(&self.inner),
+            slot,
+        })
+    }
+}
+
+impl WebhookCall {
+    /// The call's body: refused unless it is what the routine expects; else the routine
+    /// runs (or says why not).
+    pub fn deliver(self, body: &[u8]) -> WebhookReply {
+        let name = self.slot.routine.name();
         if body.len() > MAX_WEBHOOK_BODY {
             tracing::warn!(
                 routine = name,
@@ -50,7 +79,10 @@ impl Engine {
                 format!("the body is larger than {MAX_WEBHOOK_BODY} bytes"),
             );
         }
-        if let Some(expected) = payload
+        if let Trigger::Webhook {
+            payload: Some(expected),
+            ..
+        } = &self.slot.routine.trigger
             && expected.as_bytes() != body
         {
             tracing::warn!(
@@ -59,7 +91,7 @@ impl Engine {
             );
             return reply(400, "the body is not what this routine expects");
         }
-        match self.inner.fire(&slot, "webhook".to_owned()) {
+        match self.inner.fire(&self.slot, "webhook".to_owned()) {
             Fired::Started => reply(202, "started"),
             Fired::Skipped(why) => reply(409, why),
         }

@@ -293,7 +293,7 @@ impl FakeHub {
         self.events
             .send(HubEvent {
                 conversation: key.to_owned(),
-                event,
+                event: event.into(),
             })
             .await
             .unwrap();
@@ -379,7 +379,7 @@ impl FakeHub {
                 .events
                 .send(HubEvent {
                     conversation: key,
-                    event,
+                    event: event.into(),
                 })
                 .await;
         }

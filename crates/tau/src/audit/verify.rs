@@ -104,6 +104,10 @@ pub(crate) fn verify_from(path: &Path, kept: Option<&Head>) -> io::Result<Verdic
         file.lock_shared()?;
     }
     let (head, announced) = read_head(path)?;
+    // The genesis head is in every log; any other entry 0 is in none.
+    if let Some(kept) = kept.filter(|k| k.seq == 0 && k.hash != GENESIS) {
+        return Ok(Verdict::NotKeptHead { kept: kept.seq });
+    }
     let kept = kept.filter(|k| k.seq > 0);
     let Some(file) = file else {
         return Ok(match (kept, head) {
@@ -558,6 +562,14 @@ mod tests {
         assert_eq!(
             verify_from(&path, Some(&genesis)).unwrap(),
             Verdict::Intact { lines: 4 }
+        );
+        let not_genesis = Head {
+            seq: 0,
+            hash: "ab".repeat(32),
+        };
+        assert_eq!(
+            verify_from(&path, Some(&not_genesis)).unwrap(),
+            Verdict::NotKeptHead { kept: 0 }
         );
     }
 }

@@ -1,5 +1,6 @@
-//! A real browser for TauBar's tests: Debian's `chromium` driven over WebDriver by
-//! `chromedriver`, and the few steps every browser test takes.
+//! TauBar's browser tests' share: Debian's headless Chromium and chromedriver, a client
+//! per window size, clicks, and waits on what the page shows. Included by the browser
+//! test files with `#[path]`.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ pub fn browser() -> Option<(PathBuf, PathBuf)> {
         _ => {
             let reason = "Debian's chromium and chromium-driver are not installed";
             assert!(
-                !super::peers::required(),
+                !crate::common::peers::required(),
                 "TAU_PEERS_REQUIRED is set, but {reason}"
             );
             eprintln!("skipped: {reason}");
@@ -41,7 +42,7 @@ impl Drop for Driver {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
