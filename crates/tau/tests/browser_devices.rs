@@ -113,7 +113,7 @@ async fn a_garage_card_asks_for_its_second_step_and_a_bare_yes_opens_nothing() {
     assert_eq!(
         notes,
         [
-            "device garage-door (garage), from tau.toml",
+            "device garage-door (garage), from the config",
             "topic home/garage/door/set",
             "payload OPEN",
             "the model says \"switch OFF · Kitchen light (kitchen)\"",
