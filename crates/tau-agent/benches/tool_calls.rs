@@ -24,8 +24,8 @@ use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, ContentBlock, Message, Role, ScriptedModel, SessionId, SharedTool, SqliteSessions, Tool,
-    ToolContext, ToolError, ToolOutput, ToolSpec, ToolUse,
+    Agent, ContentBlock, Message, Role, ScriptedModel, SessionId, SharedTool, Tool, ToolContext,
+    ToolError, ToolOutput, ToolSpec, ToolUse,
 };
 
 const CALLS: usize = 64;
@@ -127,7 +127,7 @@ fn session_growth(c: &mut Criterion) {
             b.iter_batched(
                 || {
                     let dir = tempfile::tempdir().expect("a temporary folder");
-                    let store = SqliteSessions::open(&dir.path().join("state.db"))
+                    let store = tau_state::StateDb::open(&dir.path().join("state.db"))
                         .expect("a session store");
                     let model = Arc::new(ScriptedModel::new(script.clone()));
                     let agent = runtime

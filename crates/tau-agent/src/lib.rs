@@ -3,7 +3,8 @@
 //! Owns messages (in the Converse JSON shape), the `Model` trait and the scripted
 //! `replay:` model, tools, ordered hooks, the concurrent and sequential executors,
 //! per-invocation limits, interrupts, cancellation, throttling retries, the sliding
-//! window, history repair, turn events and sessions stored in SQLite. It follows the
+//! window, history repair, turn events and the sessions it keeps through a
+//! [`SessionRepository`] (`tau-state` stores them in `state.db`). It follows the
 //! semantics of the Strands Agents event loop. It knows nothing of tiers, approvals,
 //! channels or providers: policy is a hook the layer above registers, providers
 //! implement [`Model`].
@@ -14,7 +15,7 @@
 //! - `hooks.rs`: events and the ordered registry
 //! - `executor.rs`: one message's tool uses through the tool-call hooks
 //! - `agent/`: the loop itself and its builder; `control.rs`: limits, retries, cancellation
-//! - `conversation.rs`: sliding window and repair; `session/`: the SQLite store
+//! - `conversation.rs`: sliding window and repair; `session.rs`: what a session store keeps
 //! - `scripted.rs`: the scripted model
 
 mod agent;
@@ -56,8 +57,7 @@ pub use model::{
 };
 pub use scripted::{ScriptError, ScriptedModel};
 pub use session::{
-    AgentState, SessionError, SessionId, SessionRepository, SessionSummary, SqliteSessions,
-    prepare_state_tables,
+    AgentState, InvalidSessionId, SessionError, SessionId, SessionRepository, SessionSummary,
 };
 pub use tool::{
     MAX_TOOL_NAME_LEN, SharedTool, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,

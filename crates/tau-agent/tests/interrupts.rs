@@ -13,8 +13,7 @@ use serde_json::{Value, json};
 use tau_agent::{
     Agent, AgentResult, BeforeToolCallEvent, BlockDelta, BlockStart, Executor, HookOrder,
     HookRegistry, Input, Interrupt, InterruptResponse, InterruptState, Message, ScriptedModel,
-    SessionId, SqliteSessions, StopReason, StreamChunk, SyncHook, TOOL_INTERRUPTED_TEXT,
-    ToolResult, Usage,
+    SessionId, StopReason, StreamChunk, SyncHook, TOOL_INTERRUPTED_TEXT, ToolResult, Usage,
 };
 
 const APPROVE_G1: &str = "v1:before_tool_call:g1:approve";
@@ -359,7 +358,10 @@ async fn interrupt_state_round_trips_through_sqlite_and_a_new_agent_resumes_it()
         let mut agent = Agent::builder(Arc::new(model))
             .tools([guarded.clone() as _, free.clone() as _])
             .hooks(approval_hook(&answers))
-            .session(Arc::new(SqliteSessions::open(&path).unwrap()), id.clone())
+            .session(
+                Arc::new(tau_state::StateDb::open(&path).unwrap()),
+                id.clone(),
+            )
             .build()
             .await
             .unwrap();
@@ -373,7 +375,7 @@ async fn interrupt_state_round_trips_through_sqlite_and_a_new_agent_resumes_it()
     let mut restored = Agent::builder(Arc::new(model.clone()))
         .tools([guarded.clone() as _, free.clone() as _])
         .hooks(approval_hook(&answers))
-        .session(Arc::new(SqliteSessions::open(&path).unwrap()), id)
+        .session(Arc::new(tau_state::StateDb::open(&path).unwrap()), id)
         .build()
         .await
         .unwrap();

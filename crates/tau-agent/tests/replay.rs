@@ -15,7 +15,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
     Agent, BlockDelta, Message, Model, OwnedModelRequest, ScriptedModel, SessionId,
-    SessionRepository, SlidingWindow, SqliteSessions, StreamChunk, ToolResult,
+    SessionRepository, SlidingWindow, StreamChunk, ToolResult,
 };
 
 /// Each prompt gets a counter call, then an answer; a throttled entry sits in between
@@ -33,7 +33,7 @@ fn id(name: &str) -> SessionId {
 }
 
 /// An agent on session `name` of `store`, its model made for what the session holds.
-async fn agent_on(script: &ScriptedModel, store: &Arc<SqliteSessions>, name: &str) -> Agent {
+async fn agent_on(script: &ScriptedModel, store: &Arc<tau_state::StateDb>, name: &str) -> Agent {
     store.ensure_session(&id(name)).unwrap();
     let stored = store.messages(&id(name), 0).unwrap();
     let model = script.for_session(&stored).unwrap();
@@ -59,8 +59,8 @@ fn first_turn() -> Vec<Message> {
     ]
 }
 
-fn open(db: &Path) -> Arc<SqliteSessions> {
-    Arc::new(SqliteSessions::open(db).unwrap())
+fn open(db: &Path) -> Arc<tau_state::StateDb> {
+    Arc::new(tau_state::StateDb::open(db).unwrap())
 }
 
 #[tokio::test(start_paused = true)]

@@ -15,7 +15,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
     Agent, AgentBuilder, Message, ScriptedModel, SessionId, SessionRepository, SlidingWindow,
-    SqliteSessions, TOOL_INTERRUPTED_TEXT, ToolResult, ToolResultContent, ToolResultStatus,
+    TOOL_INTERRUPTED_TEXT, ToolResult, ToolResultContent, ToolResultStatus,
 };
 
 /// How the parent test tells its child process where the database is.
@@ -27,7 +27,8 @@ fn kitchen() -> SessionId {
 }
 
 fn on_session(db: &Path, model: ScriptedModel) -> AgentBuilder {
-    Agent::builder(Arc::new(model)).session(Arc::new(SqliteSessions::open(db).unwrap()), kitchen())
+    Agent::builder(Arc::new(model))
+        .session(Arc::new(tau_state::StateDb::open(db).unwrap()), kitchen())
 }
 
 fn lock_the_door() -> Message {
@@ -78,14 +79,9 @@ async fn session_round_trip_restores_messages_and_state() {
     let mut asked = history.clone();
     asked.push(Message::user_text("once more"));
     assert_eq!(model.requests()[0].messages, asked);
-    let store = SqliteSessions::open(&db).unwrap();
+    let store = tau_state::StateDb::open(&db).unwrap();
     asked.push(Message::assistant_text("again"));
     assert_eq!(store.messages(&kitchen(), 0).unwrap(), asked);
-    let journal_mode: String = rusqlite::Connection::open(&db)
-        .unwrap()
-        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(journal_mode, "wal");
 }
 
 #[tokio::test]
@@ -118,7 +114,7 @@ async fn a_restored_session_starts_where_the_window_left_the_history() {
         ]
     );
     assert_eq!(restored.state().removed_count, 2);
-    let store = SqliteSessions::open(&db).unwrap();
+    let store = tau_state::StateDb::open(&db).unwrap();
     assert_eq!(
         store.message_count(&kitchen()).unwrap(),
         6,
@@ -159,7 +155,7 @@ fn wait_for_messages(db: &Path, count: u64, child: &mut Child) {
             panic!("the child process exited early: {status}");
         }
         if store.is_none() && db.exists() {
-            store = Some(SqliteSessions::open(db).unwrap());
+            store = Some(tau_state::StateDb::open(db).unwrap());
         }
         if let Some(store) = &store
             && store.message_count(&kitchen()).unwrap() >= count
@@ -192,7 +188,7 @@ fn killed_mid_turn_keeps_every_written_message_and_repairs_the_dangling_tool_use
 
     let written = vec![Message::user_text("lock the front door"), lock_the_door()];
     assert_eq!(
-        SqliteSessions::open(&db)
+        tau_state::StateDb::open(&db)
             .unwrap()
             .messages(&kitchen(), 0)
             .unwrap(),
@@ -217,7 +213,7 @@ fn killed_mid_turn_keeps_every_written_message_and_repairs_the_dangling_tool_use
     assert_eq!(restored.messages(), repaired);
     // The repair is stored too.
     assert_eq!(
-        SqliteSessions::open(&db)
+        tau_state::StateDb::open(&db)
             .unwrap()
             .messages(&kitchen(), 0)
             .unwrap(),

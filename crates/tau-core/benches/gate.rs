@@ -23,8 +23,8 @@ use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tau_agent::{
-    ContentBlock, Message, Role, ScriptedModel, SessionId, SharedTool, SqliteSessions, Tool,
-    ToolContext, ToolError, ToolOutput, ToolSpec, ToolUse,
+    ContentBlock, Message, Role, ScriptedModel, SessionId, SharedTool, Tool, ToolContext,
+    ToolError, ToolOutput, ToolSpec, ToolUse,
 };
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, Decision, EventBus, EventSubscriber,
@@ -146,7 +146,7 @@ fn full_stack(c: &mut Criterion) {
             b.iter_batched(
                 || {
                     let dir = tempfile::tempdir().expect("a temporary folder");
-                    let store = SqliteSessions::open(&dir.path().join("state.db"))
+                    let store = tau_state::StateDb::open(&dir.path().join("state.db"))
                         .expect("a session store");
                     let events = EventBus::new();
                     events.subscribe(Arc::new(JsonLines::default()));

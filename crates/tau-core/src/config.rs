@@ -60,7 +60,7 @@ impl Default for AgentConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct UiConfig {
-    /// `en` or `tr`; anything else falls back to English with a warning.
+    /// `en` or `tr` (a region such as `en-GB` is fine); anything else is a config error.
     pub language: String,
 }
 
@@ -163,6 +163,12 @@ impl CoreConfig {
                 format!("must be a number of seconds above 0 and at most 86400, got {seconds}"),
             ));
         }
+        if Language::parse(&self.ui.language).is_none() {
+            return Err(ConfigError::new(
+                "ui.language",
+                format!("tau speaks en and tr, got {:?}", self.ui.language),
+            ));
+        }
         let remote = self.approval.remote_timeout_seconds;
         if !(remote.is_finite() && (1.0..=30.0 * 86_400.0).contains(&remote)) {
             return Err(ConfigError::new(
@@ -174,14 +180,84 @@ impl CoreConfig {
     }
 }
 
-/// A TOML error as one line that starts with the key it is about (`agent.max_turns: ...`).
+/// A TOML error as one line that starts with the key it is about (`agent.max_turns: ...`),
+/// says where it is (`at line 2, column 13`) and, for a key tau does not know, which known
+/// one it may have meant.
 pub fn toml_error(text: &str, error: &toml::de::Error) -> ConfigError {
-    let message = error.message().trim().replace('\n', " ");
-    let key = error
-        .span()
+    let mut message = error.message().trim().replace('\n', " ");
+    if let Some(known) = did_you_mean(&message) {
+        message.push_str(&format!("; did you mean `{known}`?"));
+    }
+    let span = error.span();
+    if let Some((line, column)) = span.as_ref().map(|s| line_and_column(text, s.start)) {
+        message.push_str(&format!(" (at line {line}, column {column})"));
+    }
+    let key = span
         .and_then(|span| key_at(text, span.start))
         .unwrap_or_else(|| "tau.toml".to_owned());
     ConfigError::new(key, message)
+}
+
+/// The 1-based line and column (in characters) of byte `offset`.
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before.get(line_start..).map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// For serde's "unknown field `x`, expected one of `a`, `b`" (or "expected `a`" or
+/// "expected `a` or `b`"): the known name closest to `x`, when it is close enough to be a
+/// slip (at most a third of its letters, and 2 at most, differ).
+fn did_you_mean(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, expected) = rest.split_once('`')?;
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let limit = (unknown.chars().count() / 3).clamp(1, 2);
+    known
+        .into_iter()
+        .map(|name| (edit_distance(unknown, name), name))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name.to_owned())
+}
+
+/// Levenshtein distance in characters, with a swap of two neighbours counted as one.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let width = b.len() + 1;
+    let mut rows = vec![0usize; (a.len() + 1) * width];
+    let at = |i: usize, j: usize| i * width + j;
+    for (i, row) in (0..=a.len()).enumerate() {
+        if let Some(cell) = rows.get_mut(at(row, 0)) {
+            *cell = i;
+        }
+    }
+    for j in 0..=b.len() {
+        if let Some(cell) = rows.get_mut(at(0, j)) {
+            *cell = j;
+        }
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let get = |i, j| rows.get(at(i, j)).copied().unwrap_or(usize::MAX / 2);
+            let same = a.get(i - 1) == b.get(j - 1);
+            let mut best = (get(i - 1, j) + 1)
+                .min(get(i, j - 1) + 1)
+                .min(get(i - 1, j - 1) + usize::from(!same));
+            if i > 1 && j > 1 && a.get(i - 1) == b.get(j - 2) && a.get(i - 2) == b.get(j - 1) {
+                best = best.min(get(i - 2, j - 2) + 1);
+            }
+            if let Some(cell) = rows.get_mut(at(i, j)) {
+                *cell = best;
+            }
+        }
+    }
+    rows.get(at(a.len(), b.len()))
+        .copied()
+        .unwrap_or(usize::MAX)
 }
 
 /// The dotted key whose line holds byte `offset`: the nearest `[table]` header above it
@@ -216,6 +292,35 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn an_unknown_key_close_to_a_known_one_is_named() {
+        let cases = [
+            (
+                "unknown field `temprature`, expected one of `spec`, `temperature`, `max_tokens`",
+                Some("temperature"),
+            ),
+            (
+                "unknown field `agnet`, expected one of `model`, `agent`, `ui`",
+                Some("agent"),
+            ),
+            (
+                "unknown field `tool`, expected one of `model`, `tools`",
+                Some("tools"),
+            ),
+            ("unknown field `x`, expected `language`", None),
+            (
+                "unknown field `zzzzzz`, expected one of `model`, `agent`",
+                None,
+            ),
+            ("invalid type: string \"many\", expected u32", None),
+        ];
+        for (message, expected) in cases {
+            assert_eq!(did_you_mean(message).as_deref(), expected, "{message}");
+        }
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(line_and_column("a\nbé = 1", 6), (2, 4));
+    }
 
     #[test]
     fn no_file_means_defaults() {
@@ -263,11 +368,22 @@ mod tests {
             unknown.message.starts_with("unknown field `max_turn`"),
             "{unknown}"
         );
+        assert!(
+            unknown
+                .message
+                .ends_with("; did you mean `max_turns`? (at line 2, column 1)"),
+            "{unknown}"
+        );
         let wrong_type =
             CoreConfig::from_toml("[ui]\n\n[agent]\nmax_turns = \"many\"\n").unwrap_err();
         assert_eq!(
             wrong_type.to_string(),
-            "agent.max_turns: invalid type: string \"many\", expected u32"
+            "agent.max_turns: invalid type: string \"many\", expected u32 (at line 4, column 13)"
+        );
+        let language = CoreConfig::from_toml("[ui]\nlanguage = \"de\"\n").unwrap_err();
+        assert_eq!(
+            language.to_string(),
+            "ui.language: tau speaks en and tr, got \"de\""
         );
         let unknown_table = CoreConfig::from_toml("[agnet]\nmax_turns = 1\n").unwrap_err();
         assert_eq!(unknown_table.key, "agnet");

@@ -7,7 +7,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tau_agent::{
     AfterToolCallEvent, BeforeToolCallEvent, Hook, HookError, HookFuture, HookOrder, HookRegistry,
     HookResult, SharedTool, SkipReason, ToolCallSkippedEvent,
@@ -15,7 +15,8 @@ use tau_agent::{
 use tau_protocol::{Approval, CallStatus, DecidedBy};
 
 use crate::approval::{
-    APPROVAL_INTERRUPT, Check, DurableCheck, TierGate, ToolCallRecord, summarize, unknown_tool_text,
+    APPROVAL_INTERRUPT, Check, DurableCheck, TierGate, ToolCallRecord, question_reason, summarize,
+    unknown_tool_text,
 };
 use crate::audit::ErrorSite;
 use crate::catalog::ToolCatalog;
@@ -145,7 +146,7 @@ impl TierHook {
         match decided {
             Ok(DurableCheck::Decided(check)) => Ok(check),
             Ok(DurableCheck::Asked { approval_id }) => {
-                match event.interrupt(APPROVAL_INTERRUPT, json!({ "approval_id": approval_id })) {
+                match event.interrupt(APPROVAL_INTERRUPT, question_reason(&approval_id)) {
                     Err(raised) => Err(raised),
                     // No answer can exist for a question stored a moment ago.
                     Ok(_) => Ok(self.gate_failed(name, id)),

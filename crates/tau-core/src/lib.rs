@@ -65,9 +65,10 @@ pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_code, random_id};
 pub use tau_protocol::{
-    Approval, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy, Decision,
-    NoteLevel, NoticeKind, StopReason, Tier, TierError, TurnUsage,
+    Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
+    Decision, NoteLevel, NoticeKind, SessionId, StopReason, Tier, TierError, TurnUsage,
 };
 pub use turn::{
-    ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event, interrupt_rejection,
+    ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,
+    interrupt_rejection, waits_on,
 };

@@ -16,17 +16,19 @@ use std::time::Duration;
 use common::{House, Setup, calls, last_results, text, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::{Message, SessionId, SessionRepository, SqliteSessions, StopReason};
+use tau_agent::{Message, SessionId, SessionRepository, StopReason};
 use tau_core::approval::{
-    Answered, ApprovalRow, ApprovalState, ApprovalStore, DurableQuestions, MemoryApprovals,
-    answer_durable,
+    Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable,
 };
-use tau_core::{ChannelEvent, ChannelSink, DecidedBy, EventBus, ScriptedApprover, refusal_text};
+use tau_core::{
+    ApprovalId, ChannelEvent, ChannelSink, DecidedBy, EventBus, ScriptedApprover, refusal_text,
+};
 
 struct Hub {
     house: House,
-    store: Arc<MemoryApprovals>,
-    sessions: Arc<SqliteSessions>,
+    /// `state.db` in a folder of the test's own: the questions and the sessions.
+    dir: tempfile::TempDir,
+    store: StateDb,
     bus: EventBus,
     audit: tau_core::RecordedEvents,
 }
@@ -35,13 +37,27 @@ impl Hub {
     fn new() -> Self {
         let bus = EventBus::new();
         let audit = tau_core::RecordedEvents::subscribed_to(&bus);
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateDb::open(&dir.path().join("state.db")).unwrap();
         Self {
             house: House::new(),
-            store: Arc::default(),
-            sessions: Arc::new(SqliteSessions::in_memory().unwrap()),
+            dir,
+            store,
             bus,
             audit,
         }
+    }
+
+    /// Changes a stored row behind the gate's back, as someone with the database could.
+    fn tamper(&self, id: &ApprovalId, set: &str) {
+        let raw = rusqlite::Connection::open(self.dir.path().join("state.db")).unwrap();
+        let changed = raw
+            .execute(
+                &format!("UPDATE approvals SET {set} WHERE id = ?1"),
+                [id.as_str()],
+            )
+            .unwrap();
+        assert_eq!(changed, 1, "{set}");
     }
 
     /// A conversation's agent over the shared store and sessions, as `tau serve` (re)builds
@@ -53,12 +69,12 @@ impl Hub {
             Arc::new(ScriptedApprover::new([])),
         );
         setup.session = Some((
-            Arc::clone(&self.sessions) as Arc<dyn SessionRepository>,
+            Arc::new(self.store.clone()) as Arc<dyn SessionRepository>,
             SessionId::parse("web-1").unwrap(),
         ));
         setup.durable = Some(DurableQuestions {
-            store: Arc::clone(&self.store) as Arc<dyn ApprovalStore>,
-            session: "web-1".into(),
+            store: self.store.clone(),
+            session: SessionId::parse("web-1").unwrap(),
             channel: "web".into(),
             timeout: Duration::from_secs(1800),
         });
@@ -68,15 +84,15 @@ impl Hub {
         built.agent
     }
 
-    fn answer(&self, id: &str, to: ApprovalState, by: DecidedBy) -> Answered {
+    fn answer(&self, id: &ApprovalId, to: ApprovalState, by: DecidedBy) -> Answered {
         #![allow(clippy::needless_pass_by_value)]
-        answer_durable(self.store.as_ref(), &self.bus, id, to, &by, None)
+        answer_durable(&self.store, &self.bus, id, to, &by, None)
             .unwrap()
             .0
     }
 
-    fn row(&self, id: &str) -> ApprovalRow {
-        self.store.get(id).unwrap().unwrap()
+    fn row(&self, id: &ApprovalId) -> ApprovalRow {
+        self.store.approval(id).unwrap().unwrap()
     }
 }
 
@@ -96,7 +112,7 @@ fn events_of(receiver: &mut tokio::sync::mpsc::UnboundedReceiver<ChannelEvent>) 
 }
 
 /// Asks, and returns the stored question's id.
-async fn ask(agent: &mut tau_core::TauAgent) -> String {
+async fn ask(agent: &mut tau_core::TauAgent) -> ApprovalId {
     let outcome = agent.stream("lights on", None).await.unwrap();
     assert_eq!(outcome.stop_reason, StopReason::Interrupt);
     assert_eq!(outcome.pending_approvals.len(), 1);
@@ -133,7 +149,7 @@ async fn a_tier_2_call_stores_its_question_and_the_turn_pauses() {
         )
     );
     assert_eq!(row.arguments_sha256.len(), 64);
-    assert!(id.starts_with("ap_") && id.len() == 35);
+    assert!(id.as_str().starts_with("ap_") && id.as_str().len() == 35);
     let events = events_of(&mut receiver);
     let asked: Vec<_> = events
         .iter()
@@ -149,7 +165,7 @@ async fn a_tier_2_call_stores_its_question_and_the_turn_pauses() {
     );
     // A new prompt cannot go past a waiting question.
     let error = agent.stream("and now?", None).await.unwrap_err();
-    assert!(error.to_string().contains(&id), "{error}");
+    assert!(error.to_string().contains(id.as_str()), "{error}");
 }
 
 #[tokio::test]
@@ -231,35 +247,26 @@ async fn a_rejected_question_refuses_with_the_refusal_text() {
 /// Each way a stored answer can be wrong when the call is about to run; none may run.
 #[tokio::test]
 async fn a_stored_answer_that_does_not_hold_any_more_refuses() {
-    type Tamper = Box<dyn Fn(&mut ApprovalRow)>;
-    let cases: Vec<(&str, Tamper)> = vec![
-        (
-            "the arguments differ from the approved ones",
-            Box::new(|row| row.arguments_sha256 = "0".repeat(64)),
-        ),
+    let zeros = format!("arguments_sha256 = '{}'", "0".repeat(64));
+    let cases: Vec<(&str, &str)> = vec![
+        ("the arguments differ from the approved ones", &zeros),
         (
             "the approval's deadline has passed",
-            Box::new(|row| row.deadline = jiff::Timestamp::UNIX_EPOCH),
+            "deadline = '1970-01-01T00:00:00Z'",
         ),
         (
             "the approval was already used",
-            Box::new(|row| row.consumed_at = Some(jiff::Timestamp::UNIX_EPOCH)),
+            "consumed_at = '1970-01-01T00:00:00Z'",
         ),
         (
             "the stored approval was not given by a person",
-            Box::new(|row| row.decided_by = Some(DecidedBy::Policy)),
+            r#"decided_by = '{"kind":"policy"}'"#,
         ),
-        (
-            "the answer belongs to another call",
-            Box::new(|row| row.call_id = "t9".into()),
-        ),
-        (
-            "the answer belongs to another call",
-            Box::new(|row| row.session = "web-2".into()),
-        ),
+        ("the answer belongs to another call", "call_id = 't9'"),
+        ("the answer belongs to another call", "session = 'web-2'"),
         (
             "the tool is no longer registered with the approved tier",
-            Box::new(|row| row.tier = tau_core::Tier::Write),
+            "tier = 1",
         ),
     ];
     for (why, tamper) in cases {
@@ -267,7 +274,7 @@ async fn a_stored_answer_that_does_not_hold_any_more_refuses() {
         let mut agent = hub.agent(lights_then("Not done.")).await;
         let id = ask(&mut agent).await;
         hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
-        hub.store.tamper(&id, |row| tamper(row));
+        hub.tamper(&id, tamper);
         agent.resume(&id, None).await.unwrap();
         assert_eq!(hub.house.lights.runs(), 0, "{why}");
         assert_eq!(
@@ -375,14 +382,14 @@ async fn arguments_changed_in_the_session_store_while_down_are_refused() {
     hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
     // Someone with the database rewrites the paused call's arguments.
     let session = SessionId::parse("web-1").unwrap();
-    let mut state = hub.sessions.load_state(&session).unwrap().unwrap();
+    let mut state = hub.store.load_state(&session).unwrap().unwrap();
     let message = state.interrupt_state.tool_use_message.as_mut().unwrap();
     for block in &mut message.content {
         if let tau_agent::ContentBlock::ToolUse(tool_use) = block {
             tool_use.input = json!({"room": "garage"});
         }
     }
-    hub.sessions.save_state(&session, &state).unwrap();
+    hub.store.save_state(&session, &state).unwrap();
     let mut after = hub.agent(vec![text("Not done.")]).await;
     after.resume(&id, None).await.unwrap();
     assert_eq!(hub.house.lights.runs(), 0);
@@ -403,7 +410,12 @@ async fn a_forged_resume_for_a_question_nobody_answered_refuses() {
     assert_eq!(hub.house.lights.runs(), 0);
     assert_eq!(hub.row(&id).state, ApprovalState::Pending);
     // And a resume naming a question this turn does not wait on is an error.
-    assert!(agent.resume("ap_0000", None).await.is_err());
+    assert!(
+        agent
+            .resume(&ApprovalId::parse("ap_0000").unwrap(), None)
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]
@@ -429,8 +441,8 @@ async fn any_other_hooks_interrupt_is_still_refused_in_a_hub_conversation() {
     let mut setup = Setup::new(hub.house.catalog(), Arc::new(ScriptedApprover::new([])));
     setup.hooks = vec![Arc::new(Asker)];
     setup.durable = Some(DurableQuestions {
-        store: Arc::clone(&hub.store) as Arc<dyn ApprovalStore>,
-        session: "web-1".into(),
+        store: hub.store.clone(),
+        session: SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
@@ -443,7 +455,7 @@ async fn any_other_hooks_interrupt_is_still_refused_in_a_hub_conversation() {
     let outcome = built.agent.stream("time?", None).await.unwrap();
     assert_eq!(outcome.stop_reason, StopReason::EndTurn);
     assert!(outcome.pending_approvals.is_empty());
-    assert!(hub.store.list(None).unwrap().is_empty());
+    assert!(hub.store.approvals(None).unwrap().is_empty());
 }
 
 #[tokio::test]

@@ -19,9 +19,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
-    Answer, ApprovalQuestion, ApprovalStore, Approver, ApproverError, AutoRejectApprover, Check,
-    DurableCheck, DurableQuestions, ExemptionError, MemoryApprovals, ScriptedApprover, Standing,
-    TierGate, TierLookup, refusal_text, requested_event, unknown_tool_text,
+    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, DurableCheck,
+    DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
+    refusal_text, requested_event, unknown_tool_text,
 };
 use tau_core::{
     Approval, AuditEvent, CallCard, CardNote, ChannelEvent, DecidedBy, Decision, ErrorSite,
@@ -229,15 +229,16 @@ async fn the_catalog_s_card_writers_fill_the_question_in_order_for_tier_2_calls_
 
 #[tokio::test]
 async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
-    let store = Arc::new(MemoryApprovals::default());
+    let dir = tempfile::tempdir().unwrap();
+    let store = StateDb::open(&dir.path().join("state.db")).unwrap();
     let gate = TierGate::new(
         Arc::new(catalog_with_cards()),
         Arc::new(AutoRejectApprover),
         EventBus::new(),
     )
     .with_durable(DurableQuestions {
-        store: Arc::clone(&store) as Arc<dyn ApprovalStore>,
-        session: "web-1".into(),
+        store: store.clone(),
+        session: tau_core::SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
@@ -246,7 +247,7 @@ async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
     else {
         panic!("the question was not stored");
     };
-    let row = store.get(&approval_id).unwrap().unwrap();
+    let row = store.approval(&approval_id).unwrap().unwrap();
     let card = CallCard {
         headline: Some("switch · \"kitchen\"".into()),
         ..CallCard::default()
@@ -461,6 +462,53 @@ async fn an_approver_that_fails_or_panics_refuses() {
             ]
         );
     }
+}
+
+struct CannotAsk;
+
+#[async_trait]
+impl Approver for CannotAsk {
+    fn name(&self) -> &str {
+        "cannot_ask"
+    }
+    async fn decide(&self, _request: ApprovalQuestion) -> Result<Answer, ApproverError> {
+        Err(ApproverError::nobody_asked(
+            "this channel has no way to ask",
+            "Nobody was asked about lights.",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn an_approver_that_could_ask_nobody_gives_the_model_its_own_text() {
+    let (gate, events) = gate_with(Arc::new(CannotAsk));
+    let mut expected = refused(
+        "lights",
+        Approval::Failed,
+        Some(Tier::Physical),
+        DecidedBy::ApproverFailed,
+        true,
+    );
+    expected.refusal_text = Some("Nobody was asked about lights.".into());
+    assert_eq!(
+        stable_check(
+            gate.check("lights", &json!({"room": "kitchen"}), "t1")
+                .await
+        ),
+        expected
+    );
+    assert_eq!(
+        stable_ids(events.events()),
+        vec![
+            requested("cannot_ask"),
+            error_event(
+                ErrorSite::Approver,
+                "approver 'cannot_ask' failed: this channel has no way to ask",
+                "lights"
+            ),
+            approval_event(Decision::Rejected, DecidedBy::ApproverFailed, "cannot_ask"),
+        ]
+    );
 }
 
 #[tokio::test]

@@ -18,12 +18,12 @@ use common::House;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_core::approval::{
-    Answer, Answered, ApprovalState, ApprovalStore, DurableCheck, DurableQuestions,
-    MemoryApprovals, ScriptedApprover, TierGate, answer_durable,
+    Answer, Answered, ApprovalState, DurableCheck, DurableQuestions, ScriptedApprover, StateDb,
+    TierGate, answer_durable,
 };
 use tau_core::{
     Approval, AuditEvent, CallCard, ConfirmStep, DecidedBy, Decision, ErrorSite, EventBus,
-    RecordedEvents, ToolCatalog,
+    RecordedEvents, SessionId, ToolCatalog,
 };
 
 /// The house, with `lights` asking for the second step of the device `garage-door`.
@@ -169,7 +169,8 @@ async fn a_yes_without_the_step_or_with_a_wrong_one_is_a_failed_approver() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
-    let store = Arc::new(MemoryApprovals::default());
+    let dir = tempfile::tempdir().unwrap();
+    let store = StateDb::open(&dir.path().join("state.db")).unwrap();
     let bus = EventBus::new();
     let gate = TierGate::new(
         Arc::new(catalog()),
@@ -177,8 +178,8 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
         bus.clone(),
     )
     .with_durable(DurableQuestions {
-        store: Arc::clone(&store) as Arc<dyn ApprovalStore>,
-        session: "web-1".into(),
+        store: store.clone(),
+        session: SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
@@ -187,14 +188,14 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
     else {
         panic!("not stored");
     };
-    let row = store.get(&approval_id).unwrap().unwrap();
+    let row = store.approval(&approval_id).unwrap().unwrap();
     let step = row.card.confirm.clone().unwrap();
     assert_eq!(step.word, "garage-door");
     assert_eq!(step.code.len(), 2);
     let web = DecidedBy::person("web");
     let answer = |confirmation: Option<&str>| {
         answer_durable(
-            store.as_ref(),
+            &store,
             &bus,
             &approval_id,
             ApprovalState::Approved,
@@ -218,7 +219,7 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
         );
         assert_eq!(closing, None);
         assert_eq!(
-            store.get(&approval_id).unwrap().unwrap().state,
+            store.approval(&approval_id).unwrap().unwrap().state,
             ApprovalState::Pending
         );
     }
@@ -235,14 +236,7 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
     else {
         panic!("not stored");
     };
-    let (answered, _) = answer_durable(
-        store.as_ref(),
-        &bus,
-        &second,
-        ApprovalState::Rejected,
-        &web,
-        None,
-    )
-    .unwrap();
+    let (answered, _) =
+        answer_durable(&store, &bus, &second, ApprovalState::Rejected, &web, None).unwrap();
     assert!(matches!(answered, Answered::Decided(row) if row.state == ApprovalState::Rejected));
 }

@@ -1,46 +1,24 @@
-//! Devices in `state.db`: those added with `tau devices add` or pinned from a discovery
-//! proposal, the Home Assistant discovery configs tau has seen (the latest per topic, so a
-//! later rename shows as a mismatch), and the last state read from each device (so its age
-//! can be told). Its own tables beside the sessions'; this one module opens them, so moving
-//! it next to the other tables of `state.db` moves all of it.
-
-use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+//! Devices in `state.db`, as the registry reads them: those added with `tau devices add`
+//! or pinned from a discovery proposal, the Home Assistant discovery configs tau has seen
+//! (the latest per topic, so a later rename shows as a mismatch), and the last state read
+//! from each device (so its age can be told). `tau-state` keeps the rows; this is where a
+//! stored definition becomes a device.
 
 use jiff::Timestamp;
-use rusqlite::{Connection, OptionalExtension, params};
+use tau_state::{DeviceRow, StateDb, StateError};
 
 use crate::def::DeviceDef;
 use crate::registry::Origin;
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS devices (
-    name TEXT PRIMARY KEY,
-    definition TEXT NOT NULL,
-    discovery_topic TEXT,
-    added_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS device_discoveries (
-    topic TEXT PRIMARY KEY,
-    payload TEXT NOT NULL,
-    since TEXT NOT NULL,
-    seen_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS device_states (
-    device TEXT PRIMARY KEY,
-    payload BLOB NOT NULL,
-    since TEXT NOT NULL,
-    checked_at TEXT NOT NULL
-);
-";
+pub use tau_state::{SeenConfig, SeenState};
 
 /// The device store could not be read or written.
 #[derive(Debug, thiserror::Error)]
 #[error("device store: {0}")]
 pub struct StoreError(pub String);
 
-impl From<rusqlite::Error> for StoreError {
-    fn from(error: rusqlite::Error) -> Self {
+impl From<StateError> for StoreError {
+    fn from(error: StateError) -> Self {
         Self(error.to_string())
     }
 }
@@ -57,91 +35,36 @@ pub struct StoredDevice {
 /// A stored device, or the name of one that no longer reads and why.
 pub type StoredRow = Result<StoredDevice, (String, String)>;
 
-/// The latest discovery config seen at one topic.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SeenConfig {
-    pub topic: String,
-    /// As published (JSON text). Untrusted.
-    pub payload: String,
-    /// Since when this exact payload has been seen there.
-    pub since: Timestamp,
-    pub seen_at: Timestamp,
-}
-
-/// The state a device reported, and since when tau has seen it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SeenState {
-    pub payload: Vec<u8>,
-    /// When tau first read this state (it may be older: a retained message carries no time).
-    pub since: Timestamp,
-    /// False when tau read this same state before.
-    pub changed: bool,
-}
-
-/// The store. Safe to share between threads; several processes may open one file.
+/// The devices' tables of one `state.db`. Safe to share between threads; several
+/// processes may have the same file open.
 pub struct DeviceStore {
-    connection: Mutex<Connection>,
-}
-
-fn time(text: &str) -> Timestamp {
-    text.parse().unwrap_or(Timestamp::UNIX_EPOCH)
+    db: StateDb,
 }
 
 impl DeviceStore {
-    /// Opens (creating when needed) the tables in the SQLite file at `path`.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        Self::setup(Connection::open(path)?)
-    }
-
-    /// A store that lives as long as this value, for tests and one-off runs.
-    pub fn in_memory() -> Result<Self, StoreError> {
-        Self::setup(Connection::open_in_memory()?)
-    }
-
-    fn setup(connection: Connection) -> Result<Self, StoreError> {
-        tau_agent::prepare_state_tables(&connection, SCHEMA)?;
-        Ok(Self {
-            connection: Mutex::new(connection),
-        })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        self.connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    pub fn new(db: StateDb) -> Self {
+        Self { db }
     }
 
     /// Every stored device, by name. A row that no longer reads is reported, not hidden.
     pub fn devices(&self) -> Result<Vec<StoredRow>, StoreError> {
-        let connection = self.lock();
-        let mut statement = connection.prepare(
-            "SELECT name, definition, discovery_topic, added_at FROM devices ORDER BY name",
-        )?;
-        let rows = statement.query_map([], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, Option<String>>(2)?,
-                row.get::<_, String>(3)?,
-            ))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (name, definition, discovery_topic, added_at) = row?;
-            out.push(
-                serde_json::from_str::<DeviceDef>(&definition)
+        Ok(self
+            .db
+            .devices()?
+            .into_iter()
+            .map(|row| {
+                serde_json::from_str::<DeviceDef>(&row.definition)
                     .map(|def| StoredDevice {
                         def,
-                        origin: match discovery_topic {
+                        origin: match row.discovery_topic {
                             Some(discovery_topic) => Origin::Pinned { discovery_topic },
                             None => Origin::Added,
                         },
-                        added_at: time(&added_at),
+                        added_at: row.added_at,
                     })
-                    .map_err(|error| (name, error.to_string())),
-            );
-        }
-        Ok(out)
+                    .map_err(|error| (row.name, error.to_string()))
+            })
+            .collect())
     }
 
     /// Stores a device. False when one of that name is stored already.
@@ -154,25 +77,20 @@ impl DeviceStore {
         let definition =
             serde_json::to_string(def).map_err(|error| StoreError(error.to_string()))?;
         let discovery_topic = match origin {
-            Origin::Pinned { discovery_topic } => Some(discovery_topic.as_str()),
+            Origin::Pinned { discovery_topic } => Some(discovery_topic.clone()),
             Origin::Added | Origin::Config => None,
         };
-        let inserted = self.lock().execute(
-            "INSERT OR IGNORE INTO devices (name, definition, discovery_topic, added_at)
-             VALUES (?1, ?2, ?3, ?4)",
-            params![def.name, definition, discovery_topic, now.to_string()],
-        )?;
-        Ok(inserted == 1)
+        Ok(self.db.add_device(&DeviceRow {
+            name: def.name.clone(),
+            definition,
+            discovery_topic,
+            added_at: now,
+        })?)
     }
 
     /// Removes a stored device and its last state. False when there was none.
     pub fn remove(&self, name: &str) -> Result<bool, StoreError> {
-        let mut connection = self.lock();
-        let tx = connection.transaction()?;
-        let removed = tx.execute("DELETE FROM devices WHERE name = ?1", params![name])?;
-        tx.execute("DELETE FROM device_states WHERE device = ?1", params![name])?;
-        tx.commit()?;
-        Ok(removed == 1)
+        Ok(self.db.remove_device(name)?)
     }
 
     /// Records the discovery config seen at `topic` now. An empty payload (Home Assistant's
@@ -183,45 +101,17 @@ impl DeviceStore {
         payload: &str,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let connection = self.lock();
-        if payload.is_empty() {
-            connection.execute(
-                "DELETE FROM device_discoveries WHERE topic = ?1",
-                params![topic],
-            )?;
-            return Ok(());
-        }
-        connection.execute(
-            "INSERT INTO device_discoveries (topic, payload, since, seen_at) VALUES (?1, ?2, ?3, ?3)
-             ON CONFLICT(topic) DO UPDATE SET
-                 since = CASE WHEN payload = excluded.payload THEN since ELSE excluded.since END,
-                 payload = excluded.payload,
-                 seen_at = excluded.seen_at",
-            params![topic, payload, now.to_string()],
-        )?;
-        Ok(())
+        Ok(self.db.record_discovery(topic, payload, now)?)
     }
 
     /// The latest config seen at `topic`.
     pub fn discovery(&self, topic: &str) -> Result<Option<SeenConfig>, StoreError> {
-        Ok(self
-            .lock()
-            .query_row(
-                "SELECT topic, payload, since, seen_at FROM device_discoveries WHERE topic = ?1",
-                params![topic],
-                seen_config,
-            )
-            .optional()?)
+        Ok(self.db.discovery(topic)?)
     }
 
     /// Every config seen, by topic.
     pub fn discoveries(&self) -> Result<Vec<SeenConfig>, StoreError> {
-        let connection = self.lock();
-        let mut statement = connection.prepare(
-            "SELECT topic, payload, since, seen_at FROM device_discoveries ORDER BY topic",
-        )?;
-        let rows = statement.query_map([], seen_config)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        Ok(self.db.discoveries()?)
     }
 
     /// Records the state `device` reports now; says since when tau has seen it.
@@ -231,41 +121,8 @@ impl DeviceStore {
         payload: &[u8],
         now: Timestamp,
     ) -> Result<SeenState, StoreError> {
-        let mut connection = self.lock();
-        let tx = connection.transaction()?;
-        let before: Option<(Vec<u8>, String)> = tx
-            .query_row(
-                "SELECT payload, since FROM device_states WHERE device = ?1",
-                params![device],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()?;
-        let (since, changed) = match before {
-            Some((old, since)) if old == payload => (time(&since), false),
-            Some(_) | None => (now, true),
-        };
-        tx.execute(
-            "INSERT INTO device_states (device, payload, since, checked_at) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT(device) DO UPDATE SET payload = excluded.payload, since = excluded.since,
-                 checked_at = excluded.checked_at",
-            params![device, payload, since.to_string(), now.to_string()],
-        )?;
-        tx.commit()?;
-        Ok(SeenState {
-            payload: payload.to_vec(),
-            since,
-            changed,
-        })
+        Ok(self.db.observe_device_state(device, payload, now)?)
     }
-}
-
-fn seen_config(row: &rusqlite::Row<'_>) -> rusqlite::Result<SeenConfig> {
-    Ok(SeenConfig {
-        topic: row.get(0)?,
-        payload: row.get(1)?,
-        since: time(&row.get::<_, String>(2)?),
-        seen_at: time(&row.get::<_, String>(3)?),
-    })
 }
 
 #[cfg(test)]
@@ -292,9 +149,14 @@ mod tests {
         Timestamp::from_second(seconds).unwrap()
     }
 
+    fn store(dir: &tempfile::TempDir) -> DeviceStore {
+        DeviceStore::new(StateDb::open(&dir.path().join("state.db")).unwrap())
+    }
+
     #[test]
     fn devices_are_added_once_read_back_and_removed() {
-        let store = DeviceStore::in_memory().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir);
         assert!(
             store
                 .add(&def("porch-light"), &Origin::Added, at(10))
@@ -332,13 +194,16 @@ mod tests {
 
     #[test]
     fn a_row_that_no_longer_reads_is_reported() {
-        let store = DeviceStore::in_memory().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir);
         store
-            .lock()
-            .execute(
-                "INSERT INTO devices (name, definition, added_at) VALUES ('x', '{\"name\":1}', 'now')",
-                [],
-            )
+            .db
+            .add_device(&DeviceRow {
+                name: "x".into(),
+                definition: "{\"name\":1}".into(),
+                discovery_topic: None,
+                added_at: at(1),
+            })
             .unwrap();
         let rows = store.devices().unwrap();
         assert!(
@@ -349,7 +214,8 @@ mod tests {
 
     #[test]
     fn a_discovery_config_keeps_since_until_it_changes() {
-        let store = DeviceStore::in_memory().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir);
         let topic = "homeassistant/cover/garage/config";
         store
             .record_discovery(topic, "{\"name\":\"Garage\"}", at(10))
@@ -374,7 +240,8 @@ mod tests {
 
     #[test]
     fn a_state_is_aged_from_when_tau_first_saw_it() {
-        let store = DeviceStore::in_memory().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir);
         let first = store.observe_state("porch-light", b"ON", at(10)).unwrap();
         assert_eq!((first.since, first.changed), (at(10), true));
         let again = store.observe_state("porch-light", b"ON", at(50)).unwrap();

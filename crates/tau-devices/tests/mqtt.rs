@@ -113,7 +113,10 @@ async fn device_set_switches_the_stand_in_and_device_state_reads_its_new_state()
         return;
     };
     let light = kitchen_light(broker.port);
-    let store = Arc::new(DeviceStore::in_memory().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(DeviceStore::new(
+        tau_state::StateDb::open(&dir.path().join("state.db")).unwrap(),
+    ));
     let tools = tools(broker.port, Some(Arc::clone(&store)));
 
     let before = run(&tools, "device_state", json!({"device": "kitchen-light"})).await;

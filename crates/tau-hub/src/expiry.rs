@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use tau_agent::SessionId;
-use tau_core::DecidedBy;
-use tau_core::approval::{APPROVAL_INTERRUPT, Answered, ApprovalState, ApprovalStore};
+use tau_agent::{SessionId, SessionRepository};
+use tau_core::approval::{Answered, ApprovalState};
+use tau_core::{DecidedBy, waits_on};
 
 use crate::HubError;
 use crate::hub::{Hub, Recovery};
@@ -26,19 +26,16 @@ impl Hub {
         let expired = self.expire_due().await?;
         let mut resumed = 0;
         let mut sessions = BTreeSet::new();
-        for row in self.inner.approvals.unsettled()? {
+        for row in self.inner.state.unsettled_approvals()? {
             sessions.insert(row.session);
         }
         for session in sessions {
-            let Ok(id) = SessionId::parse(&session) else {
-                continue;
-            };
-            if self.waits_on_a_decided_question(&id)? {
+            if self.waits_on_a_decided_question(&session)? {
                 self.settle_later(&session).await;
                 resumed += 1;
             }
         }
-        let pending = self.inner.approvals.list(Some(ApprovalState::Pending))?;
+        let pending = self.inner.state.approvals(Some(ApprovalState::Pending))?;
         let hub = self.clone();
         self.inner
             .tasks
@@ -56,22 +53,21 @@ impl Hub {
     /// one could never run anything, so no card may offer it.
     fn cancel_abandoned(&self) -> Result<usize, HubError> {
         let mut cancelled = 0;
-        for row in self.inner.approvals.list(Some(ApprovalState::Pending))? {
+        for row in self.inner.state.approvals(Some(ApprovalState::Pending))? {
             // Only a hub conversation's questions: another asker (a routine) keeps its own.
-            let session = match SessionId::parse(&row.session) {
-                Ok(session) if self.conversation_of(&session)?.is_some() => session,
-                Ok(_) | Err(_) => continue,
-            };
+            if self.conversation_of(&row.session)?.is_none() {
+                continue;
+            }
             let waits = self
                 .inner
-                .sessions
-                .load_state(&session)?
+                .state
+                .load_state(&row.session)?
                 .is_some_and(|state| {
-                    state.interrupt_state.pending().iter().any(|i| {
-                        i.name == APPROVAL_INTERRUPT
-                            && i.reason.get("approval_id").and_then(|v| v.as_str())
-                                == Some(row.id.as_str())
-                    })
+                    state
+                        .interrupt_state
+                        .pending()
+                        .iter()
+                        .any(|i| waits_on(i).as_ref() == Some(&row.id))
                 });
             if !waits
                 && let Answered::Decided(_) =
@@ -86,17 +82,14 @@ impl Hub {
 
     /// True when the stored session waits on a question that is no longer pending.
     fn waits_on_a_decided_question(&self, session: &SessionId) -> Result<bool, HubError> {
-        let Some(state) = self.inner.sessions.load_state(session)? else {
+        let Some(state) = self.inner.state.load_state(session)? else {
             return Ok(false);
         };
         for interrupt in state.interrupt_state.pending() {
-            if interrupt.name != APPROVAL_INTERRUPT {
-                continue;
-            }
-            let Some(id) = interrupt.reason.get("approval_id").and_then(|v| v.as_str()) else {
+            let Some(id) = waits_on(&interrupt) else {
                 continue;
             };
-            match self.inner.approvals.get(id)? {
+            match self.inner.state.approval(&id)? {
                 Some(row) if row.state == ApprovalState::Pending => {}
                 Some(_) | None => return Ok(true),
             }
@@ -108,7 +101,7 @@ impl Hub {
     async fn expire_due(&self) -> Result<usize, HubError> {
         let now = Timestamp::now();
         let mut expired = 0;
-        for row in self.inner.approvals.list(Some(ApprovalState::Pending))? {
+        for row in self.inner.state.approvals(Some(ApprovalState::Pending))? {
             if row.deadline > now {
                 continue;
             }
@@ -132,8 +125,8 @@ impl Hub {
             }
             let next = self
                 .inner
-                .approvals
-                .list(Some(ApprovalState::Pending))
+                .state
+                .approvals(Some(ApprovalState::Pending))
                 .ok()
                 .and_then(|rows| rows.iter().map(|r| r.deadline).min());
             let sleep = next

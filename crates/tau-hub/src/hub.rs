@@ -1,27 +1,27 @@
 //! The hub's API: conversations, messages, answers, subscriptions.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tau_agent::{CancelHandle, Message, SessionId, SessionRepository};
 use tau_core::approval::{
-    Answered, ApprovalRow, ApprovalState, ApprovalStore, DurableQuestions, answer_durable,
+    Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable,
 };
 use tau_core::{DecidedBy, EventBus, TauAgent};
+use tau_protocol::ApprovalId;
+use tau_state::Conversation;
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::HubError;
 use crate::channel::{Channel, ChannelError, ChannelStatus};
-use crate::conversations::{Conversation, Conversations};
 pub use crate::types::{
     ChannelEvents, ConversationEvent, ConversationInfo, HubOptions, OpenError, Opened, Recovery,
     Reply, SessionEvent, SessionFactory,
 };
-use crate::{HubError, SqliteApprovals};
 
 /// How many events a slow subscriber may fall behind before it is told it lagged.
 const STREAM_CAPACITY: usize = 1024;
@@ -35,9 +35,8 @@ pub struct Hub {
 }
 
 pub(crate) struct Inner {
-    pub(crate) sessions: Arc<dyn SessionRepository>,
-    pub(crate) approvals: Arc<SqliteApprovals>,
-    conversations: Conversations,
+    /// `state.db`: sessions, questions, conversations.
+    pub(crate) state: StateDb,
     pub(crate) factory: Arc<dyn SessionFactory>,
     pub(crate) options: HubOptions,
     slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
@@ -75,56 +74,14 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Hub {
-    /// A hub on `state_db` (the conversations table lives there), the session store and
-    /// the approval store (both usually on the same file).
-    pub fn open(
-        state_db: &Path,
-        sessions: Arc<dyn SessionRepository>,
-        approvals: Arc<SqliteApprovals>,
-        factory: Arc<dyn SessionFactory>,
-        options: HubOptions,
-    ) -> Result<Self, HubError> {
-        let conversations = Conversations::open(state_db)?;
-        Ok(Self::with(
-            conversations,
-            sessions,
-            approvals,
-            factory,
-            options,
-        ))
-    }
-
-    /// A hub whose conversations live in memory (tests).
-    pub fn in_memory(
-        sessions: Arc<dyn SessionRepository>,
-        approvals: Arc<SqliteApprovals>,
-        factory: Arc<dyn SessionFactory>,
-        options: HubOptions,
-    ) -> Result<Self, HubError> {
-        Ok(Self::with(
-            Conversations::in_memory()?,
-            sessions,
-            approvals,
-            factory,
-            options,
-        ))
-    }
-
-    fn with(
-        conversations: Conversations,
-        sessions: Arc<dyn SessionRepository>,
-        approvals: Arc<SqliteApprovals>,
-        factory: Arc<dyn SessionFactory>,
-        options: HubOptions,
-    ) -> Self {
+    /// A hub on `state.db`: its sessions, stored questions and conversations.
+    pub fn open(state: StateDb, factory: Arc<dyn SessionFactory>, options: HubOptions) -> Self {
         let (changes, _) = broadcast::channel(STREAM_CAPACITY);
         let (everything, _) = broadcast::channel(STREAM_CAPACITY);
         let (stops, _) = broadcast::channel(16);
         Self {
             inner: Arc::new(Inner {
-                sessions,
-                approvals,
-                conversations,
+                state,
                 factory,
                 options,
                 slots: Mutex::default(),
@@ -144,9 +101,9 @@ impl Hub {
         }
     }
 
-    /// The approval store, for a channel that only reads it.
-    pub fn approval_store(&self) -> &Arc<SqliteApprovals> {
-        &self.inner.approvals
+    /// `state.db`, for a channel that keeps its own memory there or only reads it.
+    pub fn state(&self) -> &StateDb {
+        &self.inner.state
     }
 
     // ---- conversations ----
@@ -155,30 +112,32 @@ impl Hub {
     /// session id.
     pub fn new_conversation(&self, channel: &str) -> Result<SessionId, HubError> {
         let session = new_session_id(channel)?;
-        self.inner
-            .conversations
-            .find_or_create(channel, session.as_str(), &session)
-            .map(|c| c.session)
+        Ok(self
+            .inner
+            .state
+            .find_or_create_conversation(channel, session.as_str(), &session)?
+            .session)
     }
 
     /// The session of the conversation `(channel, key)`, created on first use.
     pub fn open_conversation(&self, channel: &str, key: &str) -> Result<SessionId, HubError> {
         let session = new_session_id(channel)?;
-        self.inner
-            .conversations
-            .find_or_create(channel, key, &session)
-            .map(|c| c.session)
+        Ok(self
+            .inner
+            .state
+            .find_or_create_conversation(channel, key, &session)?
+            .session)
     }
 
     /// The conversations of `channel`, oldest first.
     pub fn conversations(&self, channel: &str) -> Result<Vec<ConversationInfo>, HubError> {
-        let summaries = self.inner.sessions.list_sessions()?;
-        let pending = self.inner.approvals.list(Some(ApprovalState::Pending))?;
+        let summaries = self.inner.state.list_sessions()?;
+        let pending = self.inner.state.approvals(Some(ApprovalState::Pending))?;
         let slots = locked(&self.inner.slots);
         Ok(self
             .inner
-            .conversations
-            .of_channel(channel)?
+            .state
+            .conversations_of(channel)?
             .into_iter()
             .map(|conversation| {
                 let summary = summaries.iter().find(|s| s.id == conversation.session);
@@ -191,7 +150,7 @@ impl Hub {
                         .is_some_and(|s| s.queued.load(Ordering::SeqCst) > 0),
                     pending_approvals: pending
                         .iter()
-                        .filter(|r| r.session == conversation.session.as_str())
+                        .filter(|r| r.session == conversation.session)
                         .count(),
                     conversation,
                 }
@@ -204,7 +163,7 @@ impl Hub {
         if let Some(known) = locked(&self.inner.known).get(session) {
             return Ok(Some(known.clone()));
         }
-        let found = self.inner.conversations.of_session(session)?;
+        let found = self.inner.state.conversation_of(session)?;
         if let Some(conversation) = &found {
             locked(&self.inner.known).insert(session.clone(), conversation.clone());
         }
@@ -222,7 +181,7 @@ impl Hub {
     /// Every stored message of a session, as the model received them.
     pub fn messages(&self, channel: &str, session: &SessionId) -> Result<Vec<Message>, HubError> {
         self.owned(channel, session)?;
-        Ok(self.inner.sessions.messages(session, 0)?)
+        Ok(self.inner.state.messages(session, 0)?)
     }
 
     // ---- messages and events ----
@@ -316,8 +275,8 @@ impl Hub {
     ) -> Result<Vec<ApprovalRow>, HubError> {
         Ok(self
             .inner
-            .approvals
-            .list(state)?
+            .state
+            .approvals(state)?
             .into_iter()
             .filter(|r| r.channel == channel)
             .collect())
@@ -328,18 +287,15 @@ impl Hub {
     pub fn approval(
         &self,
         channel: &str,
-        approval_id: &str,
+        approval_id: &ApprovalId,
     ) -> Result<Option<(ApprovalRow, Conversation)>, HubError> {
-        let Some(row) = self.inner.approvals.get(approval_id)? else {
+        let Some(row) = self.inner.state.approval(approval_id)? else {
             return Ok(None);
         };
         if row.channel != channel {
             return Ok(None);
         }
-        let Ok(session) = SessionId::parse(&row.session) else {
-            return Ok(None);
-        };
-        Ok(self.conversation_of(&session)?.map(|c| (row, c)))
+        Ok(self.conversation_of(&row.session)?.map(|c| (row, c)))
     }
 
     /// Every stored question as it is asked or decided.
@@ -354,11 +310,15 @@ impl Hub {
         &self,
         channel: &str,
         user: Option<String>,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         reply: Reply,
     ) -> Result<Answered, HubError> {
-        let unknown = || HubError::UnknownApproval(approval_id.to_owned());
-        let row = self.inner.approvals.get(approval_id)?.ok_or_else(unknown)?;
+        let unknown = || HubError::UnknownApproval(approval_id.to_string());
+        let row = self
+            .inner
+            .state
+            .approval(approval_id)?
+            .ok_or_else(unknown)?;
         if row.channel != channel {
             return Err(unknown());
         }
@@ -381,9 +341,7 @@ impl Hub {
     /// Shows a question stored outside a turn (a routine's, asked on its `ask` channel), or
     /// how it ended, on its conversation and hub-wide, as a turn's own questions are shown.
     pub fn show_question(&self, row: &ApprovalRow) {
-        let Ok(session) = SessionId::parse(&row.session) else {
-            return;
-        };
+        let session = &row.session;
         let decision = match row.state {
             ApprovalState::Pending => None,
             ApprovalState::Approved => Some(tau_core::Decision::Approved),
@@ -398,7 +356,7 @@ impl Hub {
                 tau_core::approval::requested_event(row)
             }
             Some(decision) => tau_core::ChannelEvent::ApprovalDecided {
-                approval_id: row.id.clone(),
+                approval_id: row.id.to_string(),
                 call_id: row.call_id.clone(),
                 tool: row.tool.clone(),
                 decision,
@@ -406,7 +364,7 @@ impl Hub {
             },
         };
         let _ = self.inner.changes.send(row.clone());
-        self.publish(&session, SessionEvent::Turn(event));
+        self.publish(session, SessionEvent::Turn(event));
     }
 
     /// The compare-and-set on a row, recorded on its session's bus; a decision that
@@ -428,17 +386,16 @@ impl Hub {
         by: &DecidedBy,
         confirmation: Option<&str>,
     ) -> Result<Answered, HubError> {
-        let session = SessionId::parse(&row.session).map_err(|e| HubError::Store(e.to_string()))?;
         let (answered, closing) = answer_durable(
-            self.inner.approvals.as_ref(),
-            &self.bus(&session),
+            &self.inner.state,
+            &self.bus(&row.session),
             &row.id,
             to,
             by,
             confirmation,
         )?;
         if let Some(event) = closing {
-            self.publish(&session, SessionEvent::Turn(event));
+            self.publish(&row.session, SessionEvent::Turn(event));
         }
         if let Answered::Decided(decided) = &answered {
             let _ = self.inner.changes.send(decided.clone());
@@ -448,11 +405,8 @@ impl Hub {
 
     /// Queues the turn of `session` to go on with its decided questions. A session that
     /// cannot be opened now is tried again at the next start (its rows stay unsettled).
-    pub(crate) async fn settle_later(&self, session: &str) {
-        let Ok(session) = SessionId::parse(session) else {
-            return;
-        };
-        match self.slot(&session).await {
+    pub(crate) async fn settle_later(&self, session: &SessionId) {
+        match self.slot(session).await {
             Ok(slot) => {
                 if let Err(error) = self.queue(slot, crate::turns::Work::Settle) {
                     tracing::warn!(%session, %error, "cannot resume the turn");
@@ -478,12 +432,12 @@ impl Hub {
         }
         let conversation = self
             .inner
-            .conversations
-            .of_session(session)?
+            .state
+            .conversation_of(session)?
             .ok_or_else(|| HubError::UnknownSession(session.to_string()))?;
         let durable = DurableQuestions {
-            store: Arc::clone(&self.inner.approvals) as Arc<dyn ApprovalStore>,
-            session: session.to_string(),
+            store: self.inner.state.clone(),
+            session: session.clone(),
             channel: conversation.channel.clone(),
             timeout: self.inner.options.remote_timeout,
         };

@@ -1,7 +1,7 @@
 //! tau-hub: the long-running hub behind `tau serve`.
 //!
-//! Owns conversations (a channel's conversation key -> a session, in `state.db`), the
-//! durable approval store ([`SqliteApprovals`], a table in `state.db`), one turn at a time
+//! Owns conversations (a channel's conversation key -> a session), the durable questions
+//! (both kept in `state.db` by `tau-state`), one turn at a time
 //! per session (turns of different sessions run concurrently), the expiry of stored
 //! questions, recovery after a restart, and the fan-out of each session's events to the
 //! channels. Knows no channel and no model: channels call the API below, and the binary
@@ -38,31 +38,28 @@
 //! When it starts, a channel shows again what [`Hub::approvals`]`(channel,
 //! Some(Pending))` lists: questions asked before a restart wait there, not in any stream.
 //!
-//! The binary builds the hub ([`Hub::open`] on `state.db`), calls [`Hub::start`] once
-//! (recovery, expiry) and then [`Hub::run_channels`] until SIGTERM. A channel that fails
-//! stops alone: the hub logs why, keeps it in [`Hub::channels`] (what a page shows) and
-//! tells [`Hub::channel_stops`] (what the binary audits); the other channels go on.
+//! The binary builds the hub ([`Hub::open`] on `state.db`'s [`StateDb`]), calls
+//! [`Hub::start`] once (recovery, expiry) and then [`Hub::run_channels`] until SIGTERM. A
+//! channel that fails stops alone: the hub logs why, keeps it in [`Hub::channels`] (what a
+//! page shows) and tells [`Hub::channel_stops`] (what the binary audits); the other
+//! channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `expiry.rs` deadlines and recovery, `approvals.rs` and
-//! `conversations.rs` the tables.
+//! resumed or closed, `expiry.rs` deadlines and recovery.
 
-mod approvals;
 mod channel;
-mod conversations;
 mod expiry;
 mod hub;
 mod turns;
 mod types;
 
-pub use approvals::SqliteApprovals;
 pub use channel::{Channel, ChannelError, ChannelStatus};
-pub use conversations::Conversation;
 pub use hub::{
     ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,
     Recovery, Reply, SessionEvent, SessionFactory,
 };
-pub use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
+pub use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
+pub use tau_state::Conversation;
 
 /// What the hub could not do; nothing ran because of it.
 #[derive(Debug, thiserror::Error)]
@@ -81,13 +78,14 @@ pub enum HubError {
     Busy,
     #[error("the hub is shutting down")]
     ShuttingDown,
-    #[error("state.db: {0}")]
+    /// `state.db` could not be read or written (its own words).
+    #[error("{0}")]
     Store(String),
 }
 
-impl From<tau_core::approval::StoreError> for HubError {
-    fn from(error: tau_core::approval::StoreError) -> Self {
-        Self::Store(error.0)
+impl From<tau_state::StateError> for HubError {
+    fn from(error: tau_state::StateError) -> Self {
+        Self::Store(error.to_string())
     }
 }
 

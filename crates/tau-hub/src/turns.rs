@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tau_agent::SessionId;
-use tau_core::approval::{Answered, ApprovalRow, ApprovalState, ApprovalStore};
+use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
 use tau_core::{ChannelEvent, ChannelSink, DecidedBy, StopReason, TauAgent};
 
 use crate::HubError;
@@ -76,11 +76,14 @@ impl Hub {
         let session = session.clone();
         ChannelSink::from_fn(move |event| {
             if let ChannelEvent::ApprovalRequested(question) = &event {
-                match hub.inner.approvals.get(&question.approval_id) {
-                    Ok(Some(row)) => {
+                let stored = tau_protocol::ApprovalId::parse(&question.approval_id)
+                    .ok()
+                    .and_then(|id| hub.inner.state.approval(&id).ok().flatten());
+                match stored {
+                    Some(row) => {
                         let _ = hub.inner.changes.send(row);
                     }
-                    Ok(None) | Err(_) => {
+                    None => {
                         tracing::warn!(approval_id = %question.approval_id, "an announced question is not in the store");
                     }
                 }
@@ -107,7 +110,7 @@ impl Hub {
         }
         let mut states = Vec::new();
         for id in &waiting {
-            let row = match self.inner.approvals.get(id) {
+            let row = match self.inner.state.approval(id) {
                 Ok(row) => row,
                 Err(error) => {
                     tracing::error!(approval_id = %id, %error, "cannot read a stored question");
@@ -150,13 +153,13 @@ impl Hub {
     /// Every decided question of the session the turn no longer waits on is settled.
     fn mark_settled(&self, session: &SessionId, agent: &TauAgent) {
         let waiting = agent.pending_approvals();
-        let Ok(rows) = self.inner.approvals.of_session(session.as_str()) else {
+        let Ok(rows) = self.inner.state.approvals_of_session(session) else {
             return;
         };
         for row in rows {
             if row.state != ApprovalState::Pending
                 && !waiting.contains(&row.id)
-                && let Err(error) = self.inner.approvals.mark_settled(&row.id)
+                && let Err(error) = self.inner.state.mark_approval_settled(&row.id)
             {
                 tracing::warn!(approval_id = %row.id, %error, "cannot settle a question");
             }

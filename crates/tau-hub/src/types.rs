@@ -8,7 +8,7 @@ use tau_core::approval::{ApprovalRow, DurableQuestions};
 use tau_core::{ChannelEvent, EventBus, TauAgent};
 use tokio::sync::broadcast;
 
-use crate::conversations::Conversation;
+use tau_state::Conversation;
 
 /// What happens in a session, in order, as its subscribers see it.
 #[derive(Debug, Clone, PartialEq)]

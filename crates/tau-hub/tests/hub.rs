@@ -17,8 +17,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{Message, Role, SessionId};
-use tau_core::approval::ApprovalStore;
-use tau_core::{ChannelEvent, DecidedBy, StopReason};
+use tau_core::{ApprovalId, ChannelEvent, DecidedBy, StopReason};
 use tau_hub::{Answered, ApprovalState, HubError, Reply, SessionEvent};
 
 use support::*;
@@ -95,7 +94,8 @@ async fn only_the_channel_that_asked_can_answer() {
     let hub = setup.hub(lights_script(), HOUR);
     hub.start().await.unwrap();
     let (session, _events, id) = ask(&hub).await;
-    for (channel, id) in [("telegram", id.as_str()), ("web", "ap_0000"), ("web", "")] {
+    let unknown = ApprovalId::parse("ap_0000").unwrap();
+    for (channel, id) in [("telegram", &id), ("web", &unknown)] {
         let error = hub
             .answer(channel, None, id, Reply::Approve)
             .await
@@ -110,7 +110,7 @@ async fn only_the_channel_that_asked_can_answer() {
     ));
     assert!(hub.subscribe("telegram", &session).is_err());
     assert!(hub.messages("telegram", &session).is_err());
-    let row = hub.approval_store().get(&id).unwrap().unwrap();
+    let row = hub.state().approval(&id).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Pending);
     hub.shutdown().await;
 }
@@ -157,7 +157,7 @@ async fn a_newer_message_supersedes_the_question_and_is_answered() {
     assert_eq!(closed[1]["decided_by"], json!({"kind": "superseded"}));
     let answered = until_turn_ends(&mut events, StopReason::EndTurn).await;
     assert_eq!(types(&answered), ["text_delta", "turn_ended"]);
-    let row = hub.approval_store().get(&id).unwrap().unwrap();
+    let row = hub.state().approval(&id).unwrap().unwrap();
     assert_eq!(
         (row.state, row.decided_by),
         (ApprovalState::Superseded, Some(DecidedBy::Superseded))
@@ -183,7 +183,7 @@ async fn an_unanswered_question_expires_and_the_turn_goes_on_with_timeout() {
     assert_eq!(seen[0]["decision"], "timeout");
     assert_eq!(seen[0]["decided_by"], json!({"kind": "timeout"}));
     assert_eq!(seen[1]["approval"], "timeout");
-    let row = hub.approval_store().get(&id).unwrap().unwrap();
+    let row = hub.state().approval(&id).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Expired);
     let late = hub.answer("web", None, &id, Reply::Approve).await.unwrap();
     assert!(matches!(late, Answered::AlreadyDecided(r) if r.state == ApprovalState::Expired));
@@ -244,7 +244,7 @@ async fn shutdown_cancels_a_running_turn_and_keeps_pending_questions() {
         .unwrap();
     let seen = until_turn_ends(&mut other_events, StopReason::Cancelled).await;
     assert_eq!(types(&seen).last(), Some(&"turn_ended"));
-    let row = hub.approval_store().get(&id).unwrap().unwrap();
+    let row = hub.state().approval(&id).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Pending);
     assert!(matches!(
         hub.send("web", &other, "more".into()).await.unwrap_err(),
@@ -328,7 +328,11 @@ async fn a_question_is_found_with_its_conversation_by_its_channel_only() {
         (id.as_str(), session)
     );
     assert_eq!(hub.approval("telegram", &id).unwrap(), None);
-    assert_eq!(hub.approval("web", "ap_0").unwrap(), None);
+    assert_eq!(
+        hub.approval("web", &ApprovalId::parse("ap_0").unwrap())
+            .unwrap(),
+        None
+    );
     hub.shutdown().await;
 }
 

@@ -15,10 +15,9 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tau_agent::{SessionRepository, SqliteSessions};
-use tau_core::approval::ApprovalStore;
+use tau_agent::SessionRepository;
 use tau_core::{DecidedBy, StopReason};
-use tau_hub::{Answered, ApprovalState, Reply, SqliteApprovals};
+use tau_hub::{Answered, ApprovalState, Reply, StateDb};
 
 use support::*;
 
@@ -75,9 +74,9 @@ async fn an_answer_recorded_just_before_a_crash_resumes_at_the_next_start() {
     first.shutdown().await;
     drop(first);
     // The answer landed in the store, the hub died before the turn went on.
-    SqliteApprovals::open(&setup.db())
+    StateDb::open(&setup.db())
         .unwrap()
-        .decide(
+        .decide_approval(
             &id,
             ApprovalState::Approved,
             &DecidedBy::person("web"),
@@ -107,7 +106,7 @@ async fn a_question_that_expired_while_the_hub_was_down_expires_at_start() {
     assert_eq!((recovery.expired, recovery.pending.len()), (1, 0));
     let seen = until_turn_ends(&mut events, StopReason::EndTurn).await;
     assert_eq!(seen[0]["decision"], "timeout");
-    let row = second.approval_store().get(&id).unwrap().unwrap();
+    let row = second.state().approval(&id).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Expired);
     assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
     second.shutdown().await;
@@ -121,7 +120,7 @@ async fn a_question_whose_turn_was_given_up_while_down_is_cancelled_at_start() {
     first.shutdown().await;
     drop(first);
     // Another tau cleared the turn's interrupt (as tau chat does with a stored question).
-    let sessions = SqliteSessions::open(&setup.db()).unwrap();
+    let sessions = StateDb::open(&setup.db()).unwrap();
     let mut state = sessions.load_state(&session).unwrap().unwrap();
     state.interrupt_state.deactivate();
     sessions.save_state(&session, &state).unwrap();

@@ -10,6 +10,7 @@ use crate::config::{Checked, ConfigError, ModelConfig};
 use crate::errors::ErrorContext;
 use crate::genai_model::{GenaiModel, GenaiSettings, error_chain};
 use crate::genai_request::Wire;
+use crate::hints::Hint;
 use crate::secret::ApiKey;
 use crate::spec::{ModelSpec, OLLAMA_DEFAULT_BASE_URL};
 
@@ -38,24 +39,42 @@ pub enum ModelBuildError {
     Client(String),
 }
 
-/// Builds the model the config names. `env` reads environment variables (pass
-/// `&|name| std::env::var(name).ok()`); it is asked only for the key's variable and, for
-/// Bedrock, `AWS_REGION` / `AWS_DEFAULT_REGION`.
-pub fn build_model(
-    config: &ModelConfig,
+/// Where a model on the OpenAI or Anthropic wire is reached, and with which key.
+pub(crate) struct Target {
+    pub wire: Wire,
+    pub model: String,
+    pub base_url: String,
+    pub key: Option<ApiKey>,
+    pub errors: ErrorContext,
+    pub timeout: Duration,
+}
+
+/// What the config names, resolved: a replay, Bedrock, or a server on a genai wire.
+pub(crate) enum Resolved {
+    Replay(std::path::PathBuf),
+    Bedrock(String),
+    Genai(Box<Target>),
+}
+
+/// Resolves the config's model without connecting: its wire, address, key and the hints
+/// its failures carry. A missing key is an error naming its variable.
+pub(crate) fn resolve(
+    checked: &Checked,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn Model>, ModelBuildError> {
-    let checked = config.check()?;
+) -> Result<Resolved, ModelBuildError> {
     let spec_text = checked.spec.to_string();
-    let (wire, model, default_url, default_env, label) = match &checked.spec {
-        ModelSpec::Replay { path } => return Ok(Arc::new(ScriptedModel::from_file(path)?)),
-        ModelSpec::Bedrock { model } => return build_bedrock(&checked, model, env),
+    let (wire, model, default_url, default_env, label, hint) = match &checked.spec {
+        ModelSpec::Replay { path } => return Ok(Resolved::Replay(path.clone())),
+        ModelSpec::Bedrock { model } => return Ok(Resolved::Bedrock(model.clone())),
         ModelSpec::OpenAi { model } => (
             Wire::OpenAi,
             model,
             OPENAI_DEFAULT_BASE_URL.to_owned(),
             Some(OPENAI_KEY_ENV),
             "OpenAI",
+            Hint::Hosted {
+                model: model.clone(),
+            },
         ),
         ModelSpec::Anthropic { model } => (
             Wire::Anthropic,
@@ -63,6 +82,9 @@ pub fn build_model(
             ANTHROPIC_DEFAULT_BASE_URL.to_owned(),
             Some(ANTHROPIC_KEY_ENV),
             "Anthropic",
+            Hint::Hosted {
+                model: model.clone(),
+            },
         ),
         ModelSpec::Ollama { model } => (
             Wire::OpenAi,
@@ -70,6 +92,9 @@ pub fn build_model(
             OLLAMA_DEFAULT_BASE_URL.to_owned(),
             None,
             "Ollama",
+            Hint::Ollama {
+                model: model.clone(),
+            },
         ),
         ModelSpec::OpenAiCompatible { model, base_url } => (
             Wire::OpenAi,
@@ -77,6 +102,7 @@ pub fn build_model(
             base_url.clone(),
             None,
             "the OpenAI-compatible server",
+            Hint::OwnServer,
         ),
     };
     let base_url = checked.base_url.clone().unwrap_or(default_url);
@@ -92,14 +118,38 @@ pub fn build_model(
         server: format!("{label} at {base_url}"),
         key_env,
         key: key.clone(),
+        hint,
     };
-    let model = GenaiModel::new(GenaiSettings {
+    Ok(Resolved::Genai(Box::new(Target {
         wire,
         model: model.clone(),
-        http: http_client(&base_url, checked.timeout)?,
         base_url,
-        key: key.unwrap_or_else(|| ApiKey::new(PLACEHOLDER_KEY)),
+        key,
         errors,
+        timeout: checked.timeout,
+    })))
+}
+
+/// Builds the model the config names. `env` reads environment variables (pass
+/// `&|name| std::env::var(name).ok()`); it is asked only for the key's variable and, for
+/// Bedrock, `AWS_REGION` / `AWS_DEFAULT_REGION`.
+pub fn build_model(
+    config: &ModelConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Model>, ModelBuildError> {
+    let checked = config.check()?;
+    let target = match resolve(&checked, env)? {
+        Resolved::Replay(path) => return Ok(Arc::new(ScriptedModel::from_file(&path)?)),
+        Resolved::Bedrock(model) => return build_bedrock(&checked, &model, env),
+        Resolved::Genai(target) => *target,
+    };
+    let model = GenaiModel::new(GenaiSettings {
+        wire: target.wire,
+        model: target.model,
+        http: http_client(&target.base_url, checked.timeout)?,
+        base_url: target.base_url,
+        key: target.key.unwrap_or_else(|| ApiKey::new(PLACEHOLDER_KEY)),
+        errors: target.errors,
         temperature: checked.temperature,
         max_tokens: checked.max_tokens,
         tool_choice: checked.tool_choice.clone(),
@@ -130,6 +180,7 @@ fn build_bedrock(
             server: format!("Bedrock at {base_url}"),
             key_env: Some(key_env),
             key: Some(key.clone()),
+            hint: Hint::None,
         },
         base_url,
         key,
@@ -174,7 +225,10 @@ fn is_region(region: &str) -> bool {
 
 /// One client per model. A model server on this machine is never reached through a proxy
 /// from the environment, and a redirect is followed only within the server's own origin.
-fn http_client(base_url: &str, timeout: Duration) -> Result<reqwest::Client, ModelBuildError> {
+pub(crate) fn http_client(
+    base_url: &str,
+    timeout: Duration,
+) -> Result<reqwest::Client, ModelBuildError> {
     let mut builder = reqwest::Client::builder()
         .connect_timeout(timeout.min(MAX_CONNECT_TIMEOUT))
         .redirect(same_origin_redirects())

@@ -6,16 +6,19 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tau_agent::ModelError;
 
+use crate::hints::{Hint, with_hint};
 use crate::secret::ApiKey;
 
 /// Who was called, for messages a person can act on.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ErrorContext {
     /// e.g. `OpenAI`, `the OpenAI-compatible server at http://127.0.0.1:8080/v1/`.
     pub server: String,
     /// The variable the key came from, when there is one.
     pub key_env: Option<String>,
     pub key: Option<ApiKey>,
+    /// What the person can do when the server cannot be reached or lacks the model.
+    pub hint: Hint,
 }
 
 /// Longest piece of a provider's error body quoted in a message.
@@ -40,7 +43,8 @@ impl ErrorContext {
     /// 3. 401, 403 -> the key was refused; the message names where it came from
     /// 4. 3xx -> a redirect to another server, which is never followed (the key would go
     ///    with it); the message names where it pointed
-    /// 5. anything else (5xx included) -> other, with the provider's message
+    /// 5. 404 -> other, with the provider's hint for a model it does not have
+    /// 6. anything else (5xx included) -> other, with the provider's message
     pub(crate) fn http(&self, status: u16, headers: &HeaderMap, body: &str) -> ModelError {
         let message = provider_message(body);
         let scrubbed = |text: String| self.scrub(&text);
@@ -63,6 +67,10 @@ impl ErrorContext {
                         .unwrap_or("an address it did not give")
                 )
             ))),
+            404 => ModelError::other(with_hint(
+                scrubbed(format!("{} answered HTTP {status}: {message}", self.server)),
+                self.hint.not_found(),
+            )),
             _ => ModelError::other(scrubbed(format!(
                 "{} answered HTTP {status}: {message}",
                 self.server
@@ -95,11 +103,14 @@ impl ErrorContext {
 
     /// The request never got an answer: connection refused, TLS, a reset.
     pub(crate) fn network(&self, cause: &str) -> ModelError {
-        ModelError::other(self.scrub(&format!(
-            "cannot reach {}: {}",
-            self.server,
-            truncate(cause)
-        )))
+        ModelError::other(with_hint(
+            self.scrub(&format!(
+                "cannot reach {}: {}",
+                self.server,
+                truncate(cause)
+            )),
+            self.hint.unreachable(),
+        ))
     }
 
     /// The server answered with something that is not its wire format.
@@ -194,6 +205,7 @@ mod tests {
             server: "OpenAI".into(),
             key_env: Some("OPENAI_API_KEY".into()),
             key: Some(ApiKey::new("sk-secret-value")),
+            hint: Hint::None,
         }
     }
 
@@ -279,6 +291,7 @@ mod tests {
             server: "the OpenAI-compatible server at http://127.0.0.1:1/v1/".into(),
             key_env: None,
             key: None,
+            hint: Hint::OwnServer,
         };
         assert_eq!(
             ctx.http(401, &HeaderMap::new(), ""),

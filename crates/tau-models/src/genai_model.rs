@@ -195,7 +195,20 @@ pub(crate) fn reqwest_error(ctx: &ErrorContext, error: &reqwest::Error) -> Model
             ctx.scrub(&chain)
         ));
     }
-    ctx.network(&chain)
+    ctx.network(&network_cause(error))
+}
+
+/// What stopped a request that got no answer: for a failed connection or a timeout its
+/// innermost cause ("Connection refused (os error 111)"), else the whole chain.
+pub(crate) fn network_cause(error: &reqwest::Error) -> String {
+    if !(error.is_connect() || error.is_timeout()) {
+        return error_chain(error);
+    }
+    let mut innermost: &dyn StdError = error;
+    while let Some(source) = innermost.source() {
+        innermost = source;
+    }
+    innermost.to_string()
 }
 
 /// The error and its sources, so "error sending request" comes with "connection refused".
@@ -240,6 +253,7 @@ mod tests {
                 server: "OpenAI".into(),
                 key_env: Some("OPENAI_API_KEY".into()),
                 key: Some(ApiKey::new("sk-very-secret-1")),
+                ..Default::default()
             },
             temperature: None,
             max_tokens: 10,

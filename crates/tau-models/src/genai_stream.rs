@@ -231,6 +231,7 @@ mod tests {
             server: "test".into(),
             key_env: None,
             key: None,
+            ..Default::default()
         });
         let mut out = VecDeque::new();
         for event in events {

@@ -21,6 +21,8 @@
 //! - `bedrock/`: ConverseStream, its event-stream framing and its events
 //! - `drive.rs`: translation with an idle timeout; `errors.rs`: failures into `ModelError`
 //! - `secret.rs`: the API key, which never shows in Debug output or messages
+//! - `hints.rs`: what a person can do about a failure, per provider; `probe.rs`: the
+//!   start-up check that the model can be reached
 
 mod bedrock;
 mod builder;
@@ -30,6 +32,8 @@ mod errors;
 mod genai_model;
 mod genai_request;
 mod genai_stream;
+mod hints;
+mod probe;
 mod secret;
 mod spec;
 
@@ -40,6 +44,7 @@ pub use builder::{
 pub use config::{
     ConfigError, DEFAULT_MAX_TOKENS, DEFAULT_REQUEST_TIMEOUT_SECONDS, DEFAULT_SPEC, ModelConfig,
 };
+pub use probe::{Reachability, check_model};
 pub use spec::{ModelSpec, OLLAMA_DEFAULT_BASE_URL, SpecError};
 
 /// True for the log targets of the model library itself. genai logs failed response

@@ -1,26 +1,32 @@
 //! tau-protocol: what a channel reads about a turn.
 //!
 //! Owns the channel protocol — [`ChannelEvent`], the typed stream every channel (terminal,
-//! TUI, web page, Telegram) renders a turn from — and the vocabulary it shares with the
-//! audit log: tiers, call statuses, decisions, how a call got past the gate and who or
-//! what decided. It is plain data: it depends on serde alone, so a web page, a test or
-//! another program can read it. It knows nothing of the agent loop, the gate's rules,
-//! models or channels; a channel never parses a text to learn a state, it reads these
-//! fields.
+//! TUI, web page, Telegram) renders a turn from — the vocabulary it shares with the audit
+//! log (tiers, call statuses, decisions, how a call got past the gate and who or what
+//! decided) and the identities every crate passes around ([`SessionId`], [`ApprovalId`]).
+//! It is plain data: it depends on serde alone, so a web page, a test or another program
+//! can read it. It knows nothing of the agent loop, the gate's rules, models, storage or
+//! channels; a channel never parses a text to learn a state, it reads these fields.
 //!
 //! Layout
 //! - `tier.rs`: [`Tier`]
 //! - `vocabulary.rs`: [`CallStatus`], [`Decision`], [`Approval`], [`DecidedBy`]
 //! - `event.rs`: [`ChannelEvent`] and its parts
+//! - `ids.rs`: [`SessionId`], [`ApprovalId`]
+//! - `canonical.rs`: [`canonical_json`], the one text of a JSON value
 //! - `question.rs`: [`ApprovalQuestion`], the tier-2 question carried whole, and its
 //!   [`CallCard`]
 
+mod canonical;
 mod event;
+mod ids;
 mod question;
 mod tier;
 mod vocabulary;
 
+pub use canonical::canonical_json;
 pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
+pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
 pub use question::{ApprovalQuestion, CallCard, CardNote, ConfirmStep, NoteLevel};
 pub use tier::{Tier, TierError};
 pub use vocabulary::{Approval, CallStatus, DecidedBy, Decision};

@@ -16,10 +16,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::{SignedDuration, Timestamp};
 use tau_core::approval::{
-    Answer, ApprovalQuestion, ApprovalRow, ApprovalState, ApprovalStore, Approver, ApproverError,
-    NewApproval, canonical_arguments,
+    Answer, ApprovalQuestion, ApprovalRow, ApprovalState, Approver, ApproverError, NewApproval,
+    StateDb, canonical_arguments,
 };
 use tau_core::{DecidedBy, Decision};
+use tau_protocol::{ApprovalId, SessionId};
 
 use tokio_util::sync::CancellationToken;
 
@@ -28,9 +29,9 @@ use crate::validate::AskChannel;
 
 pub(crate) struct AskApprover {
     pub host: Arc<dyn RoutineHost>,
-    pub store: Arc<dyn ApprovalStore>,
+    pub store: StateDb,
     pub channel: AskChannel,
-    pub session: String,
+    pub session: SessionId,
     pub timeout: Duration,
     /// The routine stopped (edited, deleted, the engine shutting down): stop waiting.
     pub cancel: CancellationToken,
@@ -38,9 +39,9 @@ pub(crate) struct AskApprover {
 
 /// Closes a still-pending row when the wait is dropped.
 struct Withdraw {
-    store: Arc<dyn ApprovalStore>,
+    store: StateDb,
     host: Arc<dyn RoutineHost>,
-    id: String,
+    id: ApprovalId,
     armed: bool,
 }
 
@@ -50,7 +51,7 @@ impl Drop for Withdraw {
             return;
         }
         let now = Timestamp::now();
-        let Ok(Some(row)) = self.store.get(&self.id) else {
+        let Ok(Some(row)) = self.store.approval(&self.id) else {
             return;
         };
         let (to, by) = if now >= row.deadline {
@@ -59,7 +60,7 @@ impl Drop for Withdraw {
             (ApprovalState::Cancelled, DecidedBy::Cancelled)
         };
         if let Ok(tau_core::approval::Answered::Decided(row)) =
-            self.store.decide(&self.id, to, &by, now)
+            self.store.decide_approval(&self.id, to, &by, now)
         {
             self.host.withdrawn(&row);
         }
@@ -87,8 +88,9 @@ impl Approver for AskApprover {
             .ok()
             .and_then(|span| now.checked_add(span).ok())
             .unwrap_or(now);
+        let id = ApprovalId::parse(&request.approval_id).map_err(|e| failed(e.to_string()))?;
         let row = NewApproval {
-            id: request.approval_id.clone(),
+            id,
             session: self.session.clone(),
             call_id: request.call_id.clone(),
             tool: request.tool.clone(),
@@ -102,10 +104,10 @@ impl Approver for AskApprover {
         }
         .into_row();
         self.store
-            .create(row.clone())
+            .create_approval(&row)
             .map_err(|e| failed(e.to_string()))?;
         let mut withdraw = Withdraw {
-            store: Arc::clone(&self.store),
+            store: self.store.clone(),
             host: Arc::clone(&self.host),
             id: row.id.clone(),
             armed: true,
@@ -121,8 +123,8 @@ impl Approver for AskApprover {
 }
 
 impl AskApprover {
-    fn still_pending(&self, id: &str) -> bool {
-        matches!(self.store.get(id), Ok(Some(row)) if row.state == ApprovalState::Pending)
+    fn still_pending(&self, id: &ApprovalId) -> bool {
+        matches!(self.store.approval(id), Ok(Some(row)) if row.state == ApprovalState::Pending)
     }
 
     async fn wait(
@@ -133,7 +135,7 @@ impl AskApprover {
         loop {
             let row = self
                 .store
-                .get(&asked.id)
+                .approval(&asked.id)
                 .map_err(|e| failed(e.to_string()))?
                 .ok_or_else(|| failed(format!("the stored question '{}' is gone", asked.id)))?;
             let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
@@ -141,7 +143,7 @@ impl AskApprover {
                 ApprovalState::Pending => {
                     let now = Timestamp::now();
                     if now >= row.deadline {
-                        let _ = self.store.decide(
+                        let _ = self.store.decide_approval(
                             &row.id,
                             ApprovalState::Expired,
                             &DecidedBy::Timeout,
@@ -198,7 +200,7 @@ impl AskApprover {
             Some(step) => answer.confirmed_with(step.code.clone()),
             None => answer,
         };
-        match self.store.consume(&row.id, Timestamp::now()) {
+        match self.store.consume_approval(&row.id, Timestamp::now()) {
             Ok(true) => Ok(answer),
             Ok(false) => Err(failed("the approval was already used")),
             Err(error) => Err(failed(error.to_string())),
@@ -210,9 +212,9 @@ impl AskApprover {
 /// (for `session`), waiting up to `timeout`. `None` when the routine has no `ask` channel.
 pub fn ask_approver(
     host: Arc<dyn RoutineHost>,
-    store: Arc<dyn ApprovalStore>,
+    store: StateDb,
     routine: &crate::validate::Routine,
-    session: String,
+    session: SessionId,
     timeout: Duration,
     cancel: CancellationToken,
 ) -> Option<Arc<dyn Approver>> {

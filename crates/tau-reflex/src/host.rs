@@ -2,12 +2,12 @@
 //! tests): the store durable questions live in and the channels that show them, prompt
 //! actions run as turns in a session, and whether webhooks can reach it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use tau_core::RoutineOutcome;
-use tau_core::approval::{ApprovalRow, ApprovalStore};
+use tau_core::approval::{ApprovalRow, StateDb};
+use tau_protocol::{ApprovalId, SessionId};
 
 use crate::validate::AskChannel;
 
@@ -15,8 +15,8 @@ use crate::validate::AskChannel;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptRun {
     pub routine: String,
-    /// The routine's own session (`routine-NAME`).
-    pub session: String,
+    /// The routine's own session (`routine-NAME`), or its conversation's on its channel.
+    pub session: SessionId,
     pub prompt: String,
     /// Where its tier-2 calls are asked; `None`: they are refused.
     pub ask: Option<AskChannel>,
@@ -49,7 +49,7 @@ pub trait PromptRunner: Send + Sync {
 pub trait RoutineHost: PromptRunner {
     /// Where a routine's questions are stored; `None` when no channel could answer one
     /// (then every call that is not exempt is refused).
-    fn approvals(&self) -> Option<Arc<dyn ApprovalStore>>;
+    fn approvals(&self) -> Option<StateDb>;
 
     /// The channels that can answer a routine's questions here.
     fn channels(&self) -> Vec<AskChannel>;
@@ -57,8 +57,8 @@ pub trait RoutineHost: PromptRunner {
     /// The session a routine's turns and questions belong to, given where it asks: by
     /// default its own `routine-NAME`. A hub may make it a conversation of the `ask`
     /// channel, so the routine's questions and turns show there.
-    fn session_for(&self, routine: &str, _ask: Option<AskChannel>) -> Result<String, HostError> {
-        Ok(crate::validate::session_of(routine))
+    fn session_for(&self, routine: &str, _ask: Option<AskChannel>) -> Result<SessionId, HostError> {
+        crate::validate::session_of(routine).map_err(|e| HostError(e.to_string()))
     }
 
     /// Shows a newly stored question on its channel (`row.channel`).
@@ -70,10 +70,10 @@ pub trait RoutineHost: PromptRunner {
 
     /// The routine is done with this question (answered and acted on, or closed): no
     /// turn waits on it, so the host need not resume anything for it.
-    fn settled(&self, _id: &str) {}
+    fn settled(&self, _id: &ApprovalId) {}
 
     /// Resolves when question `id` may have been answered. The default polls.
-    async fn changed(&self, _id: &str) {
+    async fn changed(&self, _id: &ApprovalId) {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_agent::{Model, SessionId, SessionRepository, StopReason};
+use tau_agent::{Model, SessionRepository, StopReason};
 use tau_core::approval::Approver;
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, CallStatus, ChannelSink, CoreConfig, EventBus,
@@ -55,10 +55,7 @@ impl TurnPrompts {
 impl PromptRunner for TurnPrompts {
     async fn run_prompt(&self, run: PromptRun) -> Result<PromptOutcome, HostError> {
         let session = match &self.sessions {
-            Some(repository) => {
-                let id = SessionId::parse(&run.session).map_err(|e| HostError(e.to_string()))?;
-                Some((Arc::clone(repository), id))
-            }
+            Some(repository) => Some((Arc::clone(repository), run.session.clone())),
             None => None,
         };
         let mut agent = build_agent(AgentParts {

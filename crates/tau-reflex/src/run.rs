@@ -30,7 +30,7 @@ pub struct ActionRun<'a> {
     pub scheduled: bool,
     /// The session its turns and questions belong to (`Routine::session` unless the host
     /// says otherwise).
-    pub session: String,
+    pub session: tau_protocol::SessionId,
     pub catalog: &'a Arc<ToolCatalog>,
     pub events: &'a EventBus,
     /// Asked about a call the exemption does not cover.

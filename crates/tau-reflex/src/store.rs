@@ -1,62 +1,27 @@
-//! Routines in `state.db`: those made in a conversation (with the content hash the person
-//! approved), the on/off switch of every routine, each routine's runs, and since when the
-//! engine has been keeping each routine's schedule (to tell runs missed while tau was not
-//! running). Its own tables, beside the sessions'.
+//! Routines in `state.db`, as the engine reads them: those made in a conversation (with
+//! the content hash the person approved), the on/off switch of every routine, each
+//! routine's runs, and since when the engine has been keeping each routine's schedule (to
+//! tell runs missed while tau was not running). `tau-state` keeps the rows; this is where
+//! they become definitions and outcomes.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use jiff::Timestamp;
-use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 use tau_core::RoutineOutcome;
+use tau_state::{RoutineRow, RunRow, StateDb, StateError};
 
 use crate::def::RoutineDef;
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS routines (
-    name TEXT PRIMARY KEY,
-    definition TEXT NOT NULL,
-    approved_hash TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    created_in TEXT
-);
-CREATE TABLE IF NOT EXISTS routine_switches (
-    name TEXT PRIMARY KEY,
-    enabled INTEGER NOT NULL,
-    changed_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS routine_runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    routine TEXT NOT NULL,
-    trigger TEXT NOT NULL,
-    scheduled INTEGER NOT NULL,
-    outcome TEXT NOT NULL,
-    detail TEXT,
-    tool_use_id TEXT,
-    started_at TEXT NOT NULL,
-    duration_ms INTEGER
-);
-CREATE INDEX IF NOT EXISTS routine_runs_by_routine ON routine_runs (routine, id);
-CREATE TABLE IF NOT EXISTS routine_marks (
-    name TEXT PRIMARY KEY,
-    content_hash TEXT NOT NULL,
-    since TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS routine_meta (
-    key TEXT PRIMARY KEY,
-    value INTEGER NOT NULL
-);
-";
+pub use tau_state::Switch;
 
 /// The routine store could not be read or written.
 #[derive(Debug, thiserror::Error)]
 #[error("routine store: {0}")]
 pub struct StoreError(pub String);
 
-impl From<rusqlite::Error> for StoreError {
-    fn from(error: rusqlite::Error) -> Self {
+impl From<StateError> for StoreError {
+    fn from(error: StateError) -> Self {
         Self(error.to_string())
     }
 }
@@ -89,94 +54,37 @@ pub struct RunRecord {
     pub duration_ms: Option<u64>,
 }
 
-/// The on/off switch set for a routine, and when.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Switch {
-    pub enabled: bool,
-    pub changed_at: Timestamp,
-}
-
-/// The store. Safe to share between threads; several processes may open one file.
+/// The routines' tables of one `state.db`. Safe to share between threads; several
+/// processes may have the same file open.
 pub struct RoutineStore {
-    connection: Mutex<Connection>,
-}
-
-fn time(text: &str) -> Timestamp {
-    text.parse().unwrap_or(Timestamp::UNIX_EPOCH)
+    db: StateDb,
 }
 
 impl RoutineStore {
-    /// Opens (creating when needed) the tables in the SQLite file at `path`.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        Self::setup(Connection::open(path)?)
-    }
-
-    /// A store that lives as long as this value, for tests and one-off runs.
-    pub fn in_memory() -> Result<Self, StoreError> {
-        Self::setup(Connection::open_in_memory()?)
-    }
-
-    fn setup(connection: Connection) -> Result<Self, StoreError> {
-        tau_agent::prepare_state_tables(&connection, SCHEMA)?;
-        Ok(Self {
-            connection: Mutex::new(connection),
-        })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        self.connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    pub fn new(db: StateDb) -> Self {
+        Self { db }
     }
 
     /// A number that changes whenever a routine is made, deleted, edited or switched.
     pub fn generation(&self) -> Result<i64, StoreError> {
-        Ok(self
-            .lock()
-            .query_row(
-                "SELECT value FROM routine_meta WHERE key = 'generation'",
-                [],
-                |row| row.get(0),
-            )
-            .optional()?
-            .unwrap_or(0))
-    }
-
-    fn bump(connection: &Connection) -> Result<(), StoreError> {
-        connection.execute(
-            "INSERT INTO routine_meta (key, value) VALUES ('generation', 1)
-             ON CONFLICT(key) DO UPDATE SET value = value + 1",
-            [],
-        )?;
-        Ok(())
+        Ok(self.db.routines_generation()?)
     }
 
     /// Every stored routine, by name. A row that no longer parses is reported, not hidden.
     pub fn stored(&self) -> Result<Vec<StoredRow>, StoreError> {
-        let connection = self.lock();
-        let mut statement = connection.prepare(
-            "SELECT name, definition, approved_hash, created_at, created_in FROM routines ORDER BY name",
-        )?;
-        let rows = statement.query_map([], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
-                row.get::<_, String>(3)?,
-                row.get::<_, Option<String>>(4)?,
-            ))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (name, definition, approved_hash, created_at, created_in) = row?;
-            out.push(parse_stored(&name, &definition).map(|def| StoredRoutine {
-                def,
-                approved_hash,
-                created_at: time(&created_at),
-                created_in,
-            }));
-        }
-        Ok(out)
+        Ok(self
+            .db
+            .stored_routines()?
+            .into_iter()
+            .map(|row| {
+                parse_stored(&row.name, &row.definition).map(|def| StoredRoutine {
+                    def,
+                    approved_hash: row.approved_hash,
+                    created_at: row.created_at,
+                    created_in: row.created_in,
+                })
+            })
+            .collect())
     }
 
     pub fn get(&self, name: &str) -> Result<Option<StoredRoutine>, StoreError> {
@@ -195,153 +103,73 @@ impl RoutineStore {
         created_in: Option<&str>,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        let mut connection = self.lock();
-        let tx = connection.transaction()?;
-        let inserted = tx.execute(
-            "INSERT OR IGNORE INTO routines (name, definition, approved_hash, created_at, created_in)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                def.name,
-                def.content().0,
-                approved_hash,
-                now.to_string(),
-                created_in
-            ],
-        )?;
-        if inserted == 1 {
-            // A new routine starts with its own switch, whatever an older one of that name had.
-            tx.execute(
-                "DELETE FROM routine_switches WHERE name = ?1",
-                params![def.name],
-            )?;
-            Self::bump(&tx)?;
-        }
-        tx.commit()?;
-        Ok(inserted == 1)
+        Ok(self.db.create_routine(&RoutineRow {
+            name: def.name.clone(),
+            definition: def.content().0,
+            approved_hash: approved_hash.to_owned(),
+            created_at: now,
+            created_in: created_in.map(str::to_owned),
+        })?)
     }
 
     /// Replaces a stored routine's definition without an approval. The routine keeps the
     /// hash its person approved, so it no longer matches it and loses its exemption.
     pub fn replace_definition(&self, def: &RoutineDef) -> Result<bool, StoreError> {
-        let connection = self.lock();
-        let changed = connection.execute(
-            "UPDATE routines SET definition = ?2 WHERE name = ?1",
-            params![def.name, def.content().0],
-        )?;
-        Self::bump(&connection)?;
-        Ok(changed == 1)
+        Ok(self
+            .db
+            .replace_routine_definition(&def.name, &def.content().0)?)
     }
 
     /// Deletes a stored routine and its switch. False when there was none.
     pub fn delete(&self, name: &str) -> Result<bool, StoreError> {
-        let mut connection = self.lock();
-        let tx = connection.transaction()?;
-        let deleted = tx.execute("DELETE FROM routines WHERE name = ?1", params![name])?;
-        tx.execute(
-            "DELETE FROM routine_switches WHERE name = ?1",
-            params![name],
-        )?;
-        tx.execute("DELETE FROM routine_marks WHERE name = ?1", params![name])?;
-        Self::bump(&tx)?;
-        tx.commit()?;
-        Ok(deleted == 1)
+        Ok(self.db.delete_routine(name)?)
     }
 
     /// Switches a routine on or off (a `tau.toml` routine too: this wins over its
     /// `enabled`).
     pub fn set_enabled(&self, name: &str, enabled: bool, now: Timestamp) -> Result<(), StoreError> {
-        let connection = self.lock();
-        connection.execute(
-            "INSERT INTO routine_switches (name, enabled, changed_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT(name) DO UPDATE SET enabled = ?2, changed_at = ?3",
-            params![name, enabled, now.to_string()],
-        )?;
-        Self::bump(&connection)?;
-        Ok(())
+        Ok(self.db.set_routine_enabled(name, enabled, now)?)
     }
 
     pub fn switches(&self) -> Result<BTreeMap<String, Switch>, StoreError> {
-        let connection = self.lock();
-        let mut statement =
-            connection.prepare("SELECT name, enabled, changed_at FROM routine_switches")?;
-        let rows = statement.query_map([], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, bool>(1)?,
-                row.get::<_, String>(2)?,
-            ))
-        })?;
-        let mut out = BTreeMap::new();
-        for row in rows {
-            let (name, enabled, changed_at) = row?;
-            out.insert(
-                name,
-                Switch {
-                    enabled,
-                    changed_at: time(&changed_at),
-                },
-            );
-        }
-        Ok(out)
+        Ok(self.db.routine_switches()?)
     }
 
     pub fn record_run(&self, run: &RunRecord) -> Result<(), StoreError> {
-        self.lock().execute(
-            "INSERT INTO routine_runs (routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                run.routine,
-                run.trigger,
-                run.scheduled,
-                run.outcome.as_str(),
-                run.detail,
-                run.tool_use_id,
-                run.started_at.to_string(),
-                run.duration_ms.and_then(|d| i64::try_from(d).ok()),
-            ],
-        )?;
-        Ok(())
+        Ok(self.db.record_routine_run(&RunRow {
+            routine: run.routine.clone(),
+            trigger: run.trigger.clone(),
+            scheduled: run.scheduled,
+            outcome: run.outcome.as_str().to_owned(),
+            detail: run.detail.clone(),
+            tool_use_id: run.tool_use_id.clone(),
+            started_at: run.started_at,
+            duration_ms: run.duration_ms,
+        })?)
     }
 
     /// The last `limit` runs of `name`, newest first.
     pub fn runs(&self, name: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
-        let connection = self.lock();
-        let mut statement = connection.prepare(
-            "SELECT routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms
-             FROM routine_runs WHERE routine = ?1 ORDER BY id DESC LIMIT ?2",
-        )?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = statement.query_map(params![name, limit], |row| {
-            Ok(RunRecord {
-                routine: row.get(0)?,
-                trigger: row.get(1)?,
-                scheduled: row.get(2)?,
-                outcome: RoutineOutcome::parse(&row.get::<_, String>(3)?)
-                    .unwrap_or(RoutineOutcome::Error),
-                detail: row.get(4)?,
-                tool_use_id: row.get(5)?,
-                started_at: time(&row.get::<_, String>(6)?),
-                duration_ms: row
-                    .get::<_, Option<i64>>(7)?
-                    .and_then(|d| u64::try_from(d).ok()),
+        Ok(self
+            .db
+            .routine_runs(name, limit)?
+            .into_iter()
+            .map(|row| RunRecord {
+                outcome: RoutineOutcome::parse(&row.outcome).unwrap_or(RoutineOutcome::Error),
+                routine: row.routine,
+                trigger: row.trigger,
+                scheduled: row.scheduled,
+                detail: row.detail,
+                tool_use_id: row.tool_use_id,
+                started_at: row.started_at,
+                duration_ms: row.duration_ms,
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .collect())
     }
 
     /// When the last scheduled run (any outcome but `missed`) of `name` started.
     pub fn last_scheduled_run(&self, name: &str) -> Result<Option<Timestamp>, StoreError> {
-        let started: Option<String> = self
-            .lock()
-            .query_row(
-                "SELECT started_at FROM routine_runs
-                 WHERE routine = ?1 AND scheduled = 1 AND outcome != 'missed'
-                 ORDER BY id DESC LIMIT 1",
-                params![name],
-                |row| row.get(0),
-            )
-            .optional()?;
-        Ok(started.map(|s| time(&s)))
+        Ok(self.db.last_scheduled_run(name)?)
     }
 
     /// Since when the engine has kept `name`'s schedule with this content: the stored time
@@ -352,25 +180,7 @@ impl RoutineStore {
         content_hash: &str,
         now: Timestamp,
     ) -> Result<Timestamp, StoreError> {
-        let connection = self.lock();
-        let existing: Option<(String, String)> = connection
-            .query_row(
-                "SELECT content_hash, since FROM routine_marks WHERE name = ?1",
-                params![name],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()?;
-        if let Some((hash, since)) = existing
-            && hash == content_hash
-        {
-            return Ok(time(&since));
-        }
-        connection.execute(
-            "INSERT INTO routine_marks (name, content_hash, since) VALUES (?1, ?2, ?3)
-             ON CONFLICT(name) DO UPDATE SET content_hash = ?2, since = ?3",
-            params![name, content_hash, now.to_string()],
-        )?;
-        Ok(now)
+        Ok(self.db.mark_routine(name, content_hash, now)?)
     }
 }
 
@@ -406,9 +216,14 @@ mod tests {
         text.parse().unwrap()
     }
 
+    fn store(dir: &tempfile::TempDir) -> RoutineStore {
+        RoutineStore::new(StateDb::open(&dir.path().join("state.db")).unwrap())
+    }
+
     #[test]
     fn a_routine_is_stored_once_with_its_approved_hash() {
-        let store = RoutineStore::in_memory().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir);
         let lamp = def(json!({"topic": "t", "payload": "on"}));
         let g0 = store.generation().unwrap();
         assert!(
@@ -458,7 +273,8 @@ mod tests {
 
     #[test]
     fn runs_switches_and_marks_are_kept() {
-        let store = RoutineStore::in_memory().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir);
         store
             .set_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
             .unwrap();

@@ -6,6 +6,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::Value;
 use tau_core::{ConfigError, ToolCatalog};
+use tau_protocol::{InvalidSessionId, SessionId};
 
 use crate::def::{FieldError, RoutineDef};
 use crate::schema;
@@ -65,6 +66,8 @@ pub struct Routine {
     pub origin: Origin,
     /// SHA-256 of the routine's content as it is now.
     pub content_hash: String,
+    /// The session its prompt action runs in (`routine-NAME`).
+    session: SessionId,
 }
 
 impl Routine {
@@ -95,8 +98,8 @@ impl Routine {
     }
 
     /// The session its prompt action runs in.
-    pub fn session(&self) -> String {
-        session_of(self.name())
+    pub fn session(&self) -> &SessionId {
+        &self.session
     }
 
     /// The name its exemption and its calls are recorded under.
@@ -106,8 +109,8 @@ impl Routine {
 }
 
 /// The session a routine's prompt action runs in.
-pub fn session_of(name: &str) -> String {
-    format!("routine-{name}")
+pub fn session_of(name: &str) -> Result<SessionId, InvalidSessionId> {
+    SessionId::parse(&format!("routine-{name}"))
 }
 
 /// What a definition is checked against.
@@ -167,7 +170,10 @@ pub fn validate(
             )));
         }
     };
+    let session =
+        session_of(&def.name).map_err(|e| ConfigError::new("routines.name", e.to_string()))?;
     Ok(Routine {
+        session,
         content_hash: def.content_hash(),
         enabled: def.enabled.unwrap_or(true),
         def,

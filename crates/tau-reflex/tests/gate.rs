@@ -20,7 +20,7 @@ use jiff::tz::TimeZone;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{ContentBlock, Message, Role, ScriptedModel, ToolUse};
-use tau_core::approval::{ApprovalState, ApprovalStore};
+use tau_core::approval::ApprovalState;
 use tau_core::{
     AuditEvent, CoreConfig, EventBus, RecordedEvents, RoutineOutcome, ScriptedApprover,
 };
@@ -57,7 +57,7 @@ async fn run_once(
         routine,
         trigger: "manual".into(),
         scheduled: false,
-        session: routine.session(),
+        session: routine.session().clone(),
         catalog: &rig.catalog,
         events: &rig.events,
         approver,
@@ -287,8 +287,8 @@ async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
         task.await.unwrap();
         assert_eq!(rig.runs()[0].2, outcome.as_str(), "{answering:?}");
         assert_eq!(lamp.count(), runs);
-        let store = rig.host.approvals.clone().unwrap();
-        let rows = store.list(None).unwrap();
+        let store = rig.host.approvals.as_ref().unwrap().db.clone();
+        let rows = store.approvals(None).unwrap();
         assert_eq!(rows.len(), 1);
         let row = &rows[0];
         assert_eq!(
@@ -317,7 +317,7 @@ async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
         });
         assert_eq!(
             requested,
-            Some((row.id.clone(), "web".to_owned())),
+            Some((row.id.to_string(), "web".to_owned())),
             "the row is the gate's question"
         );
     }
@@ -341,12 +341,12 @@ async fn an_unanswered_question_expires_and_refuses() {
         },
         &rig,
     );
-    let store = rig.host.approvals.clone().unwrap();
+    let store = rig.host.approvals.as_ref().unwrap().db.clone();
     let approver = tau_reflex::ask_approver(
         Arc::clone(&rig.host) as _,
-        Arc::clone(&store) as _,
+        store.clone(),
         &porch,
-        porch.session(),
+        porch.session().clone(),
         Duration::from_millis(300),
         CancellationToken::new(),
     )
@@ -358,7 +358,7 @@ async fn an_unanswered_question_expires_and_refuses() {
         Some(r#"timed out, decided by {"kind":"timeout"}"#)
     );
     assert_eq!(lamp.count(), 0);
-    let rows = store.list(None).unwrap();
+    let rows = store.approvals(None).unwrap();
     assert_eq!(rows[0].state, ApprovalState::Expired);
     assert_eq!(
         rig.host.withdrawn.lock().unwrap().len(),
@@ -452,13 +452,13 @@ async fn a_question_open_when_the_routine_stops_is_withdrawn() {
         },
         &rig,
     );
-    let store = rig.host.approvals.clone().unwrap();
+    let store = rig.host.approvals.as_ref().unwrap().db.clone();
     let stop = CancellationToken::new();
     let approver = tau_reflex::ask_approver(
         Arc::clone(&rig.host) as _,
-        Arc::clone(&store) as _,
+        store.clone(),
         &porch,
-        porch.session(),
+        porch.session().clone(),
         Duration::from_secs(3600),
         stop.clone(),
     )
@@ -473,7 +473,7 @@ async fn a_question_open_when_the_routine_stops_is_withdrawn() {
     let (run, ()) = tokio::join!(run_once(&rig, &porch, approver), cancel_soon);
     assert_eq!(run.outcome, RoutineOutcome::Refused);
     assert_eq!(lamp.count(), 0);
-    let rows = store.list(None).unwrap();
+    let rows = store.approvals(None).unwrap();
     assert_eq!(
         (rows[0].state, rows[0].decided_by.clone()),
         (

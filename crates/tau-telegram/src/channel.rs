@@ -201,7 +201,7 @@ impl TelegramChannel {
         match self.hub.pending().await {
             Ok(questions) => {
                 for Question { row, conversation } in questions {
-                    let shown = self.store.shown(&row.id).ok().flatten();
+                    let shown = self.store.shown(row.id.as_str()).ok().flatten();
                     let chat = conversation
                         .as_deref()
                         .and_then(chat_of)
@@ -354,7 +354,7 @@ impl TelegramChannel {
             self.answer_press(&callback, t.not_yours).await;
             return;
         }
-        let id = question.row.id.clone();
+        let id = question.row.id.to_string();
         if let (Ok(None), Some(message_id)) = (self.store.shown(&id), message_id) {
             // Shown before this store knew it: the press says where.
             let _ = self.store.remember(&id, chat, message_id);

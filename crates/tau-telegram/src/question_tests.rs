@@ -20,8 +20,8 @@ fn asked(arguments: Value) -> ApprovalQuestion {
 
 fn row(state: ApprovalState, decided_by: Option<DecidedBy>) -> ApprovalRow {
     let mut row = NewApproval {
-        id: "ap_0123456789abcdef0123456789abcdef".into(),
-        session: "s1".into(),
+        id: tau_core::ApprovalId::parse("ap_0123456789abcdef0123456789abcdef").unwrap(),
+        session: tau_core::SessionId::parse("s1").unwrap(),
         call_id: "t1".into(),
         tool: "mqtt_publish".into(),
         tier: Tier::Physical,

@@ -1,34 +1,26 @@
-//! What the channel remembers across restarts, in SQLite: where it stopped reading
+//! What the channel remembers across restarts, in `state.db`: where it stopped reading
 //! updates, and which message shows which question (so a question decided, expired or
-//! replaced while tau was down still loses its buttons).
+//! replaced while tau was down still loses its buttons). `tau-state` keeps the rows.
 
-use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use tau_protocol::ApprovalId;
+use tau_state::{StateDb, StateError};
 
-use rusqlite::{Connection, OptionalExtension, params};
+pub(crate) use tau_state::ShownQuestion as Shown;
 
 /// The channel's memory could not be read or written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("telegram store: {0}")]
 pub struct StoreError(String);
 
-impl From<rusqlite::Error> for StoreError {
-    fn from(error: rusqlite::Error) -> Self {
+impl From<StateError> for StoreError {
+    fn from(error: StateError) -> Self {
         Self(error.to_string())
     }
 }
 
-/// Where a question is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Shown {
-    pub chat: i64,
-    pub message_id: i64,
-    /// The message already says how the question ended and has no buttons.
-    pub closed: bool,
-}
-
+/// The channel's tables of one `state.db`.
 pub struct Store {
-    db: Mutex<Connection>,
+    db: StateDb,
 }
 
 impl std::fmt::Debug for Store {
@@ -37,102 +29,39 @@ impl std::fmt::Debug for Store {
     }
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS telegram_offset (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    next INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS telegram_chats (
-    chat INTEGER PRIMARY KEY,
-    generation INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS telegram_questions (
-    approval_id TEXT PRIMARY KEY,
-    chat INTEGER NOT NULL,
-    message_id INTEGER NOT NULL,
-    closed INTEGER NOT NULL DEFAULT 0
-);";
+/// A question id as the channel read it; one that is not an approval id names nothing.
+fn question(approval_id: &str) -> Option<ApprovalId> {
+    ApprovalId::parse(approval_id).ok()
+}
 
 impl Store {
-    /// Opens (or creates) the tables in the SQLite file at `path`; the file may be shared
-    /// with other tables.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let db = Connection::open(path)?;
-        db.busy_timeout(std::time::Duration::from_secs(5))?;
-        Self::with(db)
-    }
-
-    /// A store that forgets everything when dropped.
-    pub fn in_memory() -> Result<Self, StoreError> {
-        Self::with(Connection::open_in_memory()?)
-    }
-
-    fn with(db: Connection) -> Result<Self, StoreError> {
-        db.execute_batch(SCHEMA)?;
-        Ok(Self { db: Mutex::new(db) })
-    }
-
-    fn db(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.db.lock().unwrap_or_else(PoisonError::into_inner)
+    pub fn new(db: StateDb) -> Self {
+        Self { db }
     }
 
     pub(crate) fn offset(&self) -> Result<Option<i64>, StoreError> {
-        Ok(self
-            .db()
-            .query_row("SELECT next FROM telegram_offset WHERE id = 1", [], |r| {
-                r.get(0)
-            })
-            .optional()?)
+        Ok(self.db.telegram_offset()?)
     }
 
     pub(crate) fn set_offset(&self, next: i64) -> Result<(), StoreError> {
-        self.db().execute(
-            "INSERT INTO telegram_offset (id, next) VALUES (1, ?1)
-             ON CONFLICT (id) DO UPDATE SET next = excluded.next",
-            params![next],
-        )?;
-        Ok(())
+        Ok(self.db.set_telegram_offset(next)?)
     }
 
     /// How many times `/new` was said in `chat`.
     pub(crate) fn generation(&self, chat: i64) -> Result<u32, StoreError> {
-        Ok(self
-            .db()
-            .query_row(
-                "SELECT generation FROM telegram_chats WHERE chat = ?1",
-                params![chat],
-                |r| r.get(0),
-            )
-            .optional()?
-            .unwrap_or(0))
+        Ok(self.db.telegram_generation(chat)?)
     }
 
     /// `/new` in `chat`: the next generation, stored.
     pub(crate) fn next_generation(&self, chat: i64) -> Result<u32, StoreError> {
-        Ok(self.db().query_row(
-            "INSERT INTO telegram_chats (chat, generation) VALUES (?1, 1)
-             ON CONFLICT (chat) DO UPDATE SET generation = generation + 1
-             RETURNING generation",
-            params![chat],
-            |r| r.get(0),
-        )?)
+        Ok(self.db.next_telegram_generation(chat)?)
     }
 
     pub(crate) fn shown(&self, approval_id: &str) -> Result<Option<Shown>, StoreError> {
-        Ok(self
-            .db()
-            .query_row(
-                "SELECT chat, message_id, closed FROM telegram_questions WHERE approval_id = ?1",
-                params![approval_id],
-                |r| {
-                    Ok(Shown {
-                        chat: r.get(0)?,
-                        message_id: r.get(1)?,
-                        closed: r.get(2)?,
-                    })
-                },
-            )
-            .optional()?)
+        match question(approval_id) {
+            Some(id) => Ok(self.db.telegram_question(&id)?),
+            None => Ok(None),
+        }
     }
 
     pub(crate) fn remember(
@@ -141,32 +70,26 @@ impl Store {
         chat: i64,
         message_id: i64,
     ) -> Result<(), StoreError> {
-        self.db().execute(
-            "INSERT OR REPLACE INTO telegram_questions (approval_id, chat, message_id, closed)
-             VALUES (?1, ?2, ?3, 0)",
-            params![approval_id, chat, message_id],
-        )?;
-        Ok(())
+        let id = question(approval_id)
+            .ok_or_else(|| StoreError(format!("{approval_id:?} is not an approval id")))?;
+        Ok(self.db.remember_telegram_question(&id, chat, message_id)?)
     }
 
     pub(crate) fn close(&self, approval_id: &str) -> Result<(), StoreError> {
-        self.db().execute(
-            "UPDATE telegram_questions SET closed = 1 WHERE approval_id = ?1",
-            params![approval_id],
-        )?;
-        Ok(())
+        match question(approval_id) {
+            Some(id) => Ok(self.db.close_telegram_question(&id)?),
+            None => Ok(()),
+        }
     }
 
     /// Questions whose message still has its buttons.
     pub(crate) fn open_questions(&self) -> Result<Vec<String>, StoreError> {
-        let db = self.db();
-        let mut statement = db.prepare(
-            "SELECT approval_id FROM telegram_questions WHERE closed = 0 ORDER BY rowid",
-        )?;
-        let ids = statement
-            .query_map([], |r| r.get(0))?
-            .collect::<Result<Vec<String>, _>>()?;
-        Ok(ids)
+        Ok(self
+            .db
+            .open_telegram_questions()?
+            .into_iter()
+            .map(String::from)
+            .collect())
     }
 }
 
@@ -180,7 +103,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
         {
-            let store = Store::open(&path).unwrap();
+            let store = Store::new(StateDb::open(&path).unwrap());
             assert_eq!(store.offset().unwrap(), None);
             store.set_offset(10).unwrap();
             store.set_offset(12).unwrap();
@@ -188,7 +111,7 @@ mod tests {
             store.remember("ap_2", 42, 8).unwrap();
             store.close("ap_1").unwrap();
         }
-        let store = Store::open(&path).unwrap();
+        let store = Store::new(StateDb::open(&path).unwrap());
         assert_eq!(store.offset().unwrap(), Some(12));
         assert_eq!(
             store.shown("ap_1").unwrap(),
@@ -204,7 +127,7 @@ mod tests {
         assert_eq!(store.next_generation(42).unwrap(), 1);
         assert_eq!(store.next_generation(42).unwrap(), 2);
         drop(store);
-        let store = Store::open(&path).unwrap();
+        let store = Store::new(StateDb::open(&path).unwrap());
         assert_eq!(store.generation(42).unwrap(), 2);
         assert_eq!(store.generation(43).unwrap(), 0);
     }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use support::{Call, FakeBotApi, FakeHub, OWNER, STRANGER, TOKEN, message, press, until};
-use tau_core::approval::{ApprovalState, ApprovalStore};
+use tau_core::approval::ApprovalState;
 use tau_core::{ChannelEvent, DecidedBy, Language};
 use tau_telegram::{HubEvent, PressRefusal, RefusedPress, Store, TelegramChannel, TelegramConfig};
 use tokio::sync::mpsc::Receiver;
@@ -99,15 +99,12 @@ async fn answers(api: &FakeBotApi, count: usize) -> Vec<Value> {
 async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api.config(), &hub, hub.store(), events);
     let (id, message_id) = asked(&api, &hub).await;
     api.push_updates(&[press(1, OWNER, OWNER, message_id, &format!("v1:a:{id}"))]);
     let edit = edit_of(&api, message_id).await;
     assert_eq!(hub.state(&id), ApprovalState::Approved);
-    assert_eq!(
-        hub.approvals.get(&id).unwrap().unwrap().decided_by,
-        Some(person(OWNER))
-    );
+    assert_eq!(hub.row(&id).decided_by, Some(person(OWNER)));
     assert!(
         text(&edit).contains("<b>✅ Approved by 4242 at "),
         "{}",
@@ -144,7 +141,7 @@ async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
 async fn an_owner_rejects() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api.config(), &hub, hub.store(), events);
     let (id, message_id) = asked(&api, &hub).await;
     api.push_updates(&[press(1, OWNER, OWNER, message_id, &format!("v1:r:{id}"))]);
     let edit = edit_of(&api, message_id).await;
@@ -162,7 +159,7 @@ async fn an_owner_rejects() {
 async fn a_strangers_press_is_not_theirs_changes_nothing_and_is_recorded() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api.config(), &hub, hub.store(), events);
     let (id, message_id) = asked(&api, &hub).await;
     api.push_updates(&[
         // In the owner's chat (a group member, a forged update): not an owner.
@@ -209,7 +206,7 @@ async fn a_press_from_another_chat_or_session_or_with_forged_data_is_refused() {
     let mut config = api.config();
     config.owners.push(77);
     config.allowed_chats = Some(vec![OWNER, 77]);
-    let task = start(&config, &hub, Store::in_memory().unwrap(), events);
+    let task = start(&config, &hub, hub.store(), events);
     let (id, message_id) = asked(&api, &hub).await;
     api.push_updates(&[
         // Another owner, in their own (allowed) chat: the question is not that chat's.
@@ -262,7 +259,7 @@ async fn a_press_from_another_chat_or_session_or_with_forged_data_is_refused() {
 async fn after_new_the_chat_talks_to_a_new_conversation_and_its_open_question_still_counts() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api.config(), &hub, hub.store(), events);
     let (id, message_id) = asked(&api, &hub).await;
     api.push_updates(&[
         message(1, OWNER, OWNER, "/new"),
@@ -293,15 +290,20 @@ async fn a_restart_between_question_and_answer_changes_nothing() {
     let path = dir.path().join("state.db");
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    let task = start(&api.config(), &hub, Store::open(&path).unwrap(), events);
+    let task = start(
+        &api.config(),
+        &hub,
+        Store::new(tau_core::approval::StateDb::open(&path).unwrap()),
+        events,
+    );
     let (first, first_message) = asked(&api, &hub).await;
     let (second, second_message) = asked(&api, &hub).await;
     task.abort();
     let _ = task.await;
     // While tau is down the second question expires.
     hub.approvals
-        .decide(
-            &second,
+        .decide_approval(
+            &tau_core::ApprovalId::parse(&second).unwrap(),
             ApprovalState::Expired,
             &DecidedBy::Timeout,
             jiff::Timestamp::now(),
@@ -309,7 +311,12 @@ async fn a_restart_between_question_and_answer_changes_nothing() {
         .unwrap();
     let sends = api.calls("sendMessage").len();
     let (hub, events) = hub.restarted();
-    let task = start(&api.config(), &hub, Store::open(&path).unwrap(), events);
+    let task = start(
+        &api.config(),
+        &hub,
+        Store::new(tau_core::approval::StateDb::open(&path).unwrap()),
+        events,
+    );
     // The expired one loses its buttons at once; the open one is not asked again.
     let edit = edit_of(&api, second_message).await;
     assert!(
@@ -344,10 +351,9 @@ async fn a_restart_between_question_and_answer_changes_nothing() {
 async fn a_press_after_the_deadline_is_told_it_expired_and_decides_nothing() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api.config(), &hub, hub.store(), events);
     let (id, message_id) = asked(&api, &hub).await;
-    hub.approvals
-        .tamper(&id, |row| row.deadline = jiff::Timestamp::UNIX_EPOCH);
+    hub.tamper(&id, "deadline = '1970-01-01T00:00:00Z'");
     api.push_updates(&[press(1, OWNER, OWNER, message_id, &format!("v1:a:{id}"))]);
     assert_eq!(
         answers(&api, 1).await,
@@ -374,7 +380,7 @@ async fn a_press_after_the_deadline_is_told_it_expired_and_decides_nothing() {
 async fn show_all_sends_every_argument_whole() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api.config(), &hub, hub.store(), events);
     let long = format!("echo {}; rm -rf ~/notes", "a".repeat(5000));
     let id = hub.ask(CHAT, json!({"command": long})).await;
     let sent = api.wait_calls("sendMessage", 1).await;
@@ -398,7 +404,7 @@ async fn an_answer_streams_into_one_message_by_edits() {
     let (hub, events) = FakeHub::new();
     let mut config = api.config();
     config.edit_interval_ms = 300;
-    let task = start(&config, &hub, Store::in_memory().unwrap(), events);
+    let task = start(&config, &hub, hub.store(), events);
     for piece in ["The ", "time ", "is ", "<14:03>", "."] {
         hub.emit(CHAT, ChannelEvent::TextDelta { text: piece.into() })
             .await;
@@ -440,7 +446,7 @@ async fn a_chat_waits_out_a_429_and_sends_once() {
                "parameters": {"retry_after": 1}})
         .to_string(),
     );
-    let task = start(&api.config(), &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api.config(), &hub, hub.store(), events);
     let id = hub.ask(CHAT, json!({"command": "ls"})).await;
     let sent = api.wait_calls("sendMessage", 2).await;
     assert!(

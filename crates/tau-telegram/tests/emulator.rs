@@ -15,7 +15,7 @@ use serde_json::json;
 use support::{FakeHub, OWNER, STRANGER, TOKEN, until};
 use tau_core::Language;
 use tau_core::approval::ApprovalState;
-use tau_telegram::{PressRefusal, Store, TelegramChannel};
+use tau_telegram::{PressRefusal, TelegramChannel};
 use tau_test_support::telegram::{Emulator, mask_times};
 
 const CHAT: &str = "4242";
@@ -41,7 +41,7 @@ async fn owners_approve_and_reject_strangers_change_nothing_on_the_emulator() {
         &config,
         TOKEN,
         Arc::clone(&hub) as Arc<dyn tau_telegram::Hub>,
-        Store::in_memory().unwrap(),
+        hub.store(),
         Language::En,
     )
     .unwrap();

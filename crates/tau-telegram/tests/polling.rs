@@ -44,7 +44,7 @@ async fn too_many_requests_waits_as_long_as_telegram_asks() {
         .to_string(),
     );
     api.push_updates(&[message(10, OWNER, OWNER, "hello")]);
-    let task = start(&api, &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api, &hub, hub.store(), events);
     until("the message", || (!sent(&hub).is_empty()).then_some(())).await;
     let polls = api.calls("getUpdates");
     assert!(
@@ -66,9 +66,7 @@ async fn another_poller_with_the_same_token_ends_polling_with_one_clear_error() 
             "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"})
         .to_string(),
     );
-    let error = start(&api, &hub, Store::in_memory().unwrap(), events)
-        .await
-        .unwrap();
+    let error = start(&api, &hub, hub.store(), events).await.unwrap();
     assert!(matches!(error, PollError::Conflict(_)), "{error:?}");
     assert_eq!(
         error.to_string(),
@@ -88,9 +86,7 @@ async fn a_refused_token_ends_polling_without_showing_the_token() {
         401,
         json!({"ok": false, "error_code": 401, "description": "Unauthorized"}).to_string(),
     );
-    let error = start(&api, &hub, Store::in_memory().unwrap(), events)
-        .await
-        .unwrap();
+    let error = start(&api, &hub, hub.store(), events).await.unwrap();
     assert_eq!(
         error.to_string(),
         "Telegram does not accept the bot token (401: Unauthorized)"
@@ -107,7 +103,7 @@ async fn a_lost_connection_or_a_page_that_is_not_json_is_retried() {
         "{\"ok\": true, \"result\": {\"not\": \"a list\"}}".into(),
     );
     api.push_updates(&[message(3, OWNER, OWNER, "still there?")]);
-    let task = start(&api, &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api, &hub, hub.store(), events);
     until("the message", || (!sent(&hub).is_empty()).then_some(())).await;
     assert_eq!(
         sent(&hub),
@@ -135,7 +131,7 @@ async fn odd_updates_are_ignored_one_by_one_and_polling_goes_on() {
         json!({"update_id": 19, "message": {"chat": {"id": OWNER}, "from": {"id": OWNER}, "photo": []}}),
         message(20, OWNER, OWNER, "hello"),
     ]);
-    let task = start(&api, &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api, &hub, hub.store(), events);
     until("the message", || (!sent(&hub).is_empty()).then_some(())).await;
     api.push_updates(&[message(21, OWNER, OWNER, "again")]);
     until("the second message", || {
@@ -199,7 +195,7 @@ async fn strangers_and_other_chats_never_reach_the_model() {
         message(5, -100_555, STRANGER, "a stranger in that group"),
         message(6, OWNER, OWNER, "/start"),
     ]);
-    let task = start(&api, &hub, Store::in_memory().unwrap(), events);
+    let task = start(&api, &hub, hub.store(), events);
     let greeting = api.wait_calls("sendMessage", 1).await;
     assert_eq!(greeting[0].body["chat_id"], json!(OWNER));
     assert!(
@@ -228,13 +224,23 @@ async fn the_offset_survives_a_restart_so_nothing_is_handled_twice() {
         message(30, OWNER, OWNER, "one"),
         message(31, OWNER, OWNER, "two"),
     ]);
-    let task = start(&api, &hub, Store::open(&path).unwrap(), events);
+    let task = start(
+        &api,
+        &hub,
+        Store::new(tau_core::approval::StateDb::open(&path).unwrap()),
+        events,
+    );
     until("both messages", || (sent(&hub).len() == 2).then_some(())).await;
     task.abort();
     let _ = task.await;
     let before = api.calls("getUpdates").len();
     let (hub, events) = FakeHub::new();
-    let task = start(&api, &hub, Store::open(&path).unwrap(), events);
+    let task = start(
+        &api,
+        &hub,
+        Store::new(tau_core::approval::StateDb::open(&path).unwrap()),
+        events,
+    );
     let polls = api.wait_calls("getUpdates", before + 1).await;
     assert_eq!(polls[before].body["offset"], json!(32));
     task.abort();

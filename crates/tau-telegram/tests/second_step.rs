@@ -15,7 +15,7 @@ use serde_json::json;
 use support::{Call, FakeBotApi, FakeHub, OWNER, TOKEN, press, until};
 use tau_core::Language;
 use tau_core::approval::ApprovalState;
-use tau_telegram::{Store, TelegramChannel};
+use tau_telegram::TelegramChannel;
 
 const CHAT: &str = "4242";
 
@@ -38,14 +38,8 @@ fn buttons(call: &Call) -> Vec<(String, String)> {
 async fn only_the_number_shown_approves_a_lock_class_device() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    let channel = TelegramChannel::new(
-        &api.config(),
-        TOKEN,
-        hub.clone(),
-        Store::in_memory().unwrap(),
-        Language::En,
-    )
-    .unwrap();
+    let channel =
+        TelegramChannel::new(&api.config(), TOKEN, hub.clone(), hub.store(), Language::En).unwrap();
     let task = tokio::spawn(channel.run(events));
     let garage = tau_devices::example::questions("telegram", "47")
         .unwrap()

@@ -68,6 +68,9 @@ struct State {
     /// The second step of the question on screen, if it asks for one.
     step: Option<ConfirmStep>,
     spinner: Option<ProgressBar>,
+    /// Shown while the model has not answered yet: from the start of a turn, and after
+    /// each tool result, until the next thing the turn shows.
+    thinking: Option<ProgressBar>,
     /// Told when a question is on screen and when its outcome is.
     questions: Option<Questions>,
     /// Where questions are also drawn: the answering terminal, when stdout is not it.
@@ -100,6 +103,7 @@ impl Console {
                 question_open: false,
                 step: None,
                 spinner: None,
+                thinking: None,
                 questions: None,
                 question_screen: None,
                 paged: None,
@@ -142,8 +146,20 @@ impl Console {
     /// Prints text as is (ending a streamed answer first).
     pub fn print(&self, text: &str) {
         let mut state = self.lock();
+        stop_thinking(&mut state);
         end_text(&mut state);
         write(&mut state, text);
+    }
+
+    /// The model was asked: on a terminal a spinner says so until the turn shows
+    /// something. A pipe gets nothing.
+    pub fn thinking(&self) {
+        if !self.tty {
+            return;
+        }
+        let mut state = self.lock();
+        stop_thinking(&mut state);
+        state.thinking = Some(thinking_spinner(texts(self.language).thinking));
     }
 
     /// Prints a notice line.
@@ -280,6 +296,7 @@ impl Console {
         let s = self.style;
         let t = texts(self.language);
         let mut state = self.lock();
+        stop_thinking(&mut state);
         if !matches!(event, ChannelEvent::TextDelta { .. }) && !state.held_whitespace.is_empty() {
             let held = std::mem::take(&mut state.held_whitespace);
             write(&mut state, &tau_core::display_multiline(&held));
@@ -398,6 +415,10 @@ impl Console {
                     }
                 };
                 write(&mut state, &line);
+                // The model is asked again with the result.
+                if self.tty {
+                    state.thinking = Some(thinking_spinner(t.thinking));
+                }
             }
             ChannelEvent::Notice { text, .. } => {
                 end_text(&mut state);
@@ -498,6 +519,25 @@ fn spinner() -> ProgressBar {
     }
     bar.enable_steady_tick(Duration::from_millis(100));
     bar
+}
+
+/// The thinking indicator: a spinner, the word and the seconds so far, redrawn in place
+/// on stdout (indicatif draws nothing when stdout is not a terminal).
+fn thinking_spinner(word: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
+    if let Ok(style) = ProgressStyle::with_template("  {spinner} {msg} {elapsed}") {
+        bar.set_style(style);
+    }
+    bar.set_message(word.to_owned());
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
+}
+
+/// Clears the thinking indicator, if it is on screen, before anything else is drawn.
+fn stop_thinking(state: &mut State) {
+    if let Some(bar) = state.thinking.take() {
+        bar.finish_and_clear();
+    }
 }
 
 fn end_text(state: &mut State) {

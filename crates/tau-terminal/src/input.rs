@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::editor::{Edited, EditorError, PromptEditor};
 use crate::lines::Lines;
 use crate::question::{Flush, Questions, Reply, Route, Shared, State};
 
@@ -75,47 +76,85 @@ async fn read_prompts<R: AsyncRead + Unpin>(
     let mut buffer = vec![0; READ_BYTES];
     let mut ended = false;
     loop {
+        // The line editor reads the terminal: keep off it until it is done. Whole lines
+        // read before are prompts typed ahead, handed over first.
+        if shared.lock().editing {
+            while let Some(line) = lines.pop() {
+                deliver(&shared, &prompts, line);
+            }
+            if ended {
+                // The input ended (Ctrl-D while a turn ran): nothing for the editor.
+                break;
+            }
+            park(&shared).await;
+        }
         // Wait until someone wants a line (always, when reading ahead).
         shared
             .until(|state| {
-                state.eager
+                state.editing
+                    || state.eager
                     || state.prompt_wanted
                     || (state.route == Route::Prompts && state.question_open())
             })
             .await;
+        if shared.lock().editing {
+            continue;
+        }
         let Some(line) = lines.pop() else {
             if ended {
                 break;
             }
-            match source.read(&mut buffer).await {
-                Ok(0) | Err(_) => {
+            // A read in flight is dropped when the editor starts: the source is read
+            // through the reactor, so nothing it did not return was taken.
+            let read = tokio::select! {
+                read = source.read(&mut buffer) => Some(read),
+                () = shared.until(|state| state.editing) => None,
+            };
+            match read {
+                None => {}
+                Some(Ok(0) | Err(_)) => {
                     lines.end();
                     ended = true;
                 }
-                Ok(n) => lines.feed(buffer.get(..n).unwrap_or_default(), Instant::now()),
+                Some(Ok(n)) => lines.feed(buffer.get(..n).unwrap_or_default(), Instant::now()),
             }
             continue;
         };
-        let mut state = shared.lock();
-        let line = match state.route {
-            Route::Prompts => state.hear(line),
-            Route::Terminal | Route::Nowhere => Some(line),
-        };
-        if let Some(line) = line {
-            state.prompt_wanted = false;
-            let _ = prompts.send(line.text);
-        }
-        drop(state);
-        shared.changed();
+        deliver(&shared, &prompts, line);
     }
     let mut state = shared.lock();
     if state.route == Route::Prompts {
         state.answers_ended = true;
         state.end_question(Reply::EndOfInput);
     }
+    state.reader_done = true;
     drop(state);
     shared.changed();
     // Dropping `prompts` closes the prompt stream.
+}
+
+/// A line read from the prompt source: the open question's answer when it may be one,
+/// else a prompt.
+fn deliver(shared: &Shared, prompts: &mpsc::UnboundedSender<String>, line: crate::lines::Line) {
+    let mut state = shared.lock();
+    let line = match state.route {
+        Route::Prompts => state.hear(line),
+        Route::Terminal | Route::Nowhere => Some(line),
+    };
+    if let Some(line) = line {
+        state.prompt_wanted = false;
+        let _ = prompts.send(line.text);
+    }
+    drop(state);
+    shared.changed();
+}
+
+/// Says the reader is off the terminal, and waits until the editor is done with it.
+async fn park(shared: &Shared) {
+    shared.lock().reader_parked = true;
+    shared.changed();
+    shared.until(|state| !state.editing).await;
+    shared.lock().reader_parked = false;
 }
 
 /// Reads a terminal of the answers' own while a question is open.
@@ -166,6 +205,45 @@ impl Prompts {
         self.shared.changed();
         self.lines.recv().await
     }
+
+    /// The next prompt from the line editor. A line typed while a turn ran comes first,
+    /// as it would without an editor; otherwise the reader keeps off the terminal while
+    /// the editor reads. `None` at the end of input.
+    pub async fn next_edited(&mut self, editor: &mut PromptEditor, prompt: &str) -> Option<Read> {
+        if let Ok(line) = self.lines.try_recv() {
+            return Some(Read::TypedAhead(line));
+        }
+        self.set_editing(true);
+        self.shared
+            .until(|state| state.reader_parked || state.reader_done)
+            .await;
+        // What the reader took before it parked is still a prompt.
+        let waiting = match self.lines.try_recv() {
+            Ok(line) => Some(Some(Read::TypedAhead(line))),
+            Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
+            Err(mpsc::error::TryRecvError::Empty) => None,
+        };
+        let read = match waiting {
+            Some(read) => read,
+            None => Some(Read::Edited(editor.read(prompt).await)),
+        };
+        self.set_editing(false);
+        read
+    }
+
+    fn set_editing(&self, editing: bool) {
+        self.shared.lock().editing = editing;
+        self.shared.changed();
+    }
+}
+
+/// A prompt read at a terminal with the line editor.
+#[derive(Debug)]
+pub enum Read {
+    /// A line typed while a turn ran, read as a plain line (never edited).
+    TypedAhead(String),
+    /// What the editor read.
+    Edited(Result<Edited, EditorError>),
 }
 
 #[cfg(test)]
@@ -378,6 +456,29 @@ mod tests {
         assert!(questions.is_open(), "another question's outcome");
         questions.decided("ap_1");
         assert!(!questions.is_open());
+    }
+
+    #[tokio::test]
+    async fn a_line_typed_while_a_turn_ran_comes_before_the_editor() {
+        let (mut keyboard, mut prompts, _questions, _) = on_a_terminal();
+        keyboard.write_all(b"typed ahead\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut editor = PromptEditor::new(&[]).unwrap();
+        let read = prompts.next_edited(&mut editor, "you> ").await;
+        assert!(
+            matches!(&read, Some(Read::TypedAhead(line)) if line == "typed ahead"),
+            "{read:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_end_of_input_while_a_turn_ran_ends_the_chat_without_the_editor() {
+        let (keyboard, mut prompts, _questions, _) = on_a_terminal();
+        drop(keyboard);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut editor = PromptEditor::new(&[]).unwrap();
+        let read = prompts.next_edited(&mut editor, "you> ").await;
+        assert!(read.is_none(), "{read:?}");
     }
 
     /// Prompts from a pipe, answers from a terminal of their own.

@@ -1,7 +1,8 @@
 //! tau-terminal: the terminal channel.
 //!
 //! Owns the line chat's input (one reader for stdin; answers only from a person at a
-//! terminal, and only for the question on screen), the console that renders a turn, the
+//! terminal, and only for the question on screen; the line editor for prompts, never for
+//! answers), the console that renders a turn and its thinking indicator, the
 //! approval prompt (every argument whole, wrapped to the terminal, everything from the
 //! model through tau-core's display function), and `TerminalApprover`. Knows nothing of
 //! models, tools or the gate's rules: it renders what tau-core hands it and answers what
@@ -9,6 +10,7 @@
 
 mod approver;
 mod console;
+mod editor;
 mod escape;
 mod input;
 mod lines;
@@ -24,8 +26,9 @@ mod wrap;
 
 pub use approver::{NOWHERE_TO_ASK, TERMINAL_CHANNEL, TerminalApprover};
 pub use console::Console;
+pub use editor::{Edited, EditorError, HISTORY_ENTRIES, PromptEditor};
 pub use escape::{escape_for_terminal, sorted_json};
-pub use input::{Answers, Prompts, start as start_input};
+pub use input::{Answers, Prompts, Read, start as start_input};
 pub use prompt::{parse_answer, render_prompt};
 pub use question::{Asking, Flush, Heard, Questions, Reply};
 pub use texts::{Texts, texts};

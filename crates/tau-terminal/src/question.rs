@@ -105,6 +105,13 @@ pub(crate) struct State {
     unasked: Option<Question>,
     /// The answers' source ended for good.
     pub answers_ended: bool,
+    /// The line editor reads the terminal: the prompt reader keeps off it.
+    pub editing: bool,
+    /// The prompt reader is parked while the editor reads (it reads nothing until
+    /// `editing` ends).
+    pub reader_parked: bool,
+    /// The prompt reader stopped for good (the end of its input).
+    pub reader_done: bool,
 }
 
 impl State {
@@ -173,6 +180,9 @@ impl Shared {
                 question: None,
                 unasked: None,
                 answers_ended: false,
+                editing: false,
+                reader_parked: false,
+                reader_done: false,
             }),
             wake: Notify::new(),
             next_serial: AtomicU64::new(0),

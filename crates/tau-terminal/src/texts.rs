@@ -48,6 +48,8 @@ pub struct Texts {
     pub result_invalid: &'static str,
     pub result_cancelled: &'static str,
     pub goodbye: &'static str,
+    /// Beside the spinner while the model has not answered yet (terminals only).
+    pub thinking: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -84,6 +86,7 @@ const EN: Texts = Texts {
     result_invalid: "invalid call, not run",
     result_cancelled: "cancelled",
     goodbye: "bye",
+    thinking: "thinking…",
 };
 
 const TR: Texts = Texts {
@@ -120,6 +123,7 @@ const TR: Texts = Texts {
     result_invalid: "geçersiz çağrı, çalıştırılmadı",
     result_cancelled: "iptal edildi",
     goodbye: "hoşça kal",
+    thinking: "düşünüyor…",
 };
 
 pub fn texts(language: Language) -> &'static Texts {

@@ -16,6 +16,8 @@ use crate::input::{Answers, Prompts, start};
 use crate::question::{Flush, Questions};
 
 const CONTROLLING_TERMINAL: &str = "/dev/tty";
+/// Opening it opens the terminal on stdin anew (Linux).
+const STDIN_TERMINAL: &str = "/proc/self/fd/0";
 
 /// The source of the answers, in the order it is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,10 +62,20 @@ pub struct Input {
     pub question_screen: Option<Box<dyn Write + Send>>,
     /// stdin is a terminal (prompts are read ahead and echoed by it).
     pub stdin_is_terminal: bool,
+    /// Prompts are read with the line editor ([`Prompts::next_edited`]): stdin and stdout
+    /// are terminals and editing was wanted. Answers stay plain lines.
+    pub line_editing: bool,
 }
 
-/// Starts the readers on stdin, with the answers from where [`choose`] says.
-pub fn start_stdin(answers_from_stdin: bool, stdout_is_terminal: bool) -> Input {
+/// Starts the readers on stdin, with the answers from where [`choose`] says. With
+/// `line_editing` (the terminal can draw it) and stdin and stdout both terminals, prompts
+/// are read with the line editor; between prompts the terminal is read as plain lines,
+/// as without it.
+pub fn start_stdin(
+    answers_from_stdin: bool,
+    stdout_is_terminal: bool,
+    line_editing: bool,
+) -> Input {
     let stdin_is_terminal = std::io::stdin().is_terminal();
     let source = choose(
         stdin_is_terminal,
@@ -82,7 +94,18 @@ pub fn start_stdin(answers_from_stdin: bool, stdout_is_terminal: bool) -> Input 
         Source::ControllingTerminal((source, flush)) => Answers::FromTerminal { source, flush },
         Source::Nobody => Answers::Nowhere,
     };
-    let (prompts, questions) = start(tokio::io::stdin(), stdin_is_terminal, answers);
+    // The editor reads stdin itself; the plain reader then reads stdin's terminal through
+    // a description of its own, one it can stop reading at once when the editor starts.
+    // (tokio's stdin reads on a thread that cannot be stopped: it would take keys from
+    // the editor.)
+    let own_terminal = (line_editing && stdin_is_terminal && stdout_is_terminal)
+        .then(reopen_stdin_terminal)
+        .flatten();
+    let line_editing = own_terminal.is_some();
+    let (prompts, questions) = match own_terminal {
+        Some(terminal) => start(terminal, stdin_is_terminal, answers),
+        None => start(tokio::io::stdin(), stdin_is_terminal, answers),
+    };
     let question_screen = (answering_terminal && !stdout_is_terminal)
         .then(|| File::options().write(true).open(CONTROLLING_TERMINAL).ok())
         .flatten()
@@ -92,7 +115,20 @@ pub fn start_stdin(answers_from_stdin: bool, stdout_is_terminal: bool) -> Input 
         questions,
         question_screen,
         stdin_is_terminal,
+        line_editing,
     }
+}
+
+/// stdin's terminal, opened anew for reading without blocking (stdin's own description,
+/// which the shell and the editor share, stays blocking), or `None`.
+fn reopen_stdin_terminal() -> Option<Box<dyn AsyncRead + Unpin + Send>> {
+    let file = File::options().read(true).open(STDIN_TERMINAL).ok()?;
+    if !file.is_terminal() {
+        return None;
+    }
+    rustix::io::ioctl_fionbio(&file, true).ok()?;
+    let reader = tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(file.into()).ok()?;
+    Some(Box::new(reader))
 }
 
 /// Drops what was typed on `terminal` and not read yet. A failure leaves the guard to do

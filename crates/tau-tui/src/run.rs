@@ -43,6 +43,8 @@ pub struct ChatSetup {
     pub max_turns: u32,
     /// Messages stored before this run (0: a new session).
     pub stored: u64,
+    /// What tau found wrong at start (a model it cannot reach), shown as notices.
+    pub warnings: Vec<String>,
 }
 
 enum Step {
@@ -161,6 +163,9 @@ pub async fn chat(
     } else {
         format!("{} {} ({})", t.resumed_session, setup.session, setup.stored)
     }));
+    for warning in setup.warnings {
+        transcript.push(Entry::Notice(warning));
+    }
     let (sender, events) = mpsc::unbounded_channel();
     let sink = ChannelSink::from_fn(move |event| {
         let _ = sender.send(event);

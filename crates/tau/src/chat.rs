@@ -4,13 +4,17 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use tau_agent::{Model, SessionId, SessionRepository, SqliteSessions};
+use tau_agent::{Model, SessionId, SessionRepository};
 use tau_core::{AgentParts, AuditEvent, EventBus, build_agent};
-use tau_terminal::{Console, Input, TerminalApprover, start_stdin, texts};
+use tau_terminal::{
+    Console, Edited, Input, PromptEditor, Prompts, Read, TerminalApprover, start_stdin, texts,
+};
 
 use crate::audit::AuditLog;
+use crate::chat_history::ChatHistory;
 use crate::context::{Context, Tools};
 use crate::lock::SessionLock;
+use crate::paths::Env;
 use crate::signals::Interrupts;
 
 /// A chat about to start.
@@ -23,6 +27,27 @@ pub(crate) struct Chat {
     /// `--answers-from-stdin`: when stdin is not a terminal, its lines answer the
     /// approval prompts; otherwise the controlling terminal does, or nobody.
     pub answers_from_stdin: bool,
+}
+
+/// How a chat ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ended {
+    /// Turns that could not finish (the model or the store failed).
+    pub failed_turns: u32,
+    /// The prompts came from a pipe or a file: a script is reading the exit code.
+    pub piped: bool,
+}
+
+impl Ended {
+    /// 1 when a turn failed on a pipe, so a script learns that its prompt got no answer;
+    /// at a terminal the person saw the notice, and the chat ends as they chose.
+    pub(crate) fn exit_code(self) -> std::process::ExitCode {
+        if self.piped && self.failed_turns > 0 {
+            std::process::ExitCode::from(1)
+        } else {
+            std::process::ExitCode::SUCCESS
+        }
+    }
 }
 
 /// A new session id: the start time and a few random characters.
@@ -65,6 +90,7 @@ pub(crate) fn open_session(
     events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         id.as_str(),
+        ctx.state()?,
     )?));
     for event in startup_errors {
         events.emit(event);
@@ -77,7 +103,7 @@ pub(crate) fn open_session(
     })
 }
 
-pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
+pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     let Chat {
         session,
         model,
@@ -93,8 +119,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
     let mut scripted = scripted.map(std::collections::VecDeque::from);
     let config = &ctx.loaded.config;
     let language = config.ui.language();
-    let repository: Arc<dyn SessionRepository> =
-        Arc::new(SqliteSessions::open(&ctx.home.state_db())?);
+    let repository: Arc<dyn SessionRepository> = Arc::new(ctx.state()?);
     let id = match session {
         Some(id) => id,
         None => new_session_id()?,
@@ -109,12 +134,22 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
     let stdout_tty = std::io::stdout().is_terminal();
     let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());
     let console = Console::new(Box::new(std::io::stdout()), stdout_tty, color, language);
+    let history = ChatHistory::of(&ctx.home);
+    let mut editor = if scripted.is_none() && can_edit(&*ctx.env) {
+        line_editor(&history)
+    } else {
+        None
+    };
     let Input {
         mut prompts,
         questions,
         question_screen,
         stdin_is_terminal: stdin_tty,
-    } = start_stdin(answers_from_stdin, stdout_tty);
+        line_editing,
+    } = start_stdin(answers_from_stdin, stdout_tty, editor.is_some());
+    if !line_editing {
+        editor = None;
+    }
     if let Some(screen) = question_screen {
         console.draw_questions_also_on(screen);
     }
@@ -144,10 +179,15 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
 
     let sink = console.sink();
     let mut interrupts = Interrupts::listen()?;
+    let mut ended = Ended {
+        failed_turns: 0,
+        piped: !stdin_tty && scripted.is_none(),
+    };
     loop {
-        let prompt = match &mut scripted {
-            Some(queue) => queue.pop_front(),
-            None => {
+        let prompt = match (&mut scripted, &mut editor) {
+            (Some(queue), _) => queue.pop_front(),
+            (None, Some(editor)) => edited_prompt(&mut prompts, editor, &history, &console).await,
+            (None, None) => {
                 if stdin_tty {
                     console.print("you> ");
                 }
@@ -168,6 +208,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
             continue;
         }
         let cancel = agent.cancel_handle();
+        console.thinking();
         let turn = agent.stream(&prompt, Some(&sink));
         tokio::pin!(turn);
         let mut cancelled = false;
@@ -178,7 +219,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
                     if cancelled {
                         // A second Ctrl-C while the turn winds down: leave now.
                         console.print("\n");
-                        return Ok(());
+                        return Ok(ended);
                     }
                     cancelled = true;
                     cancel.cancel();
@@ -186,11 +227,78 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<()> {
                 }
             }
         };
-        if let Err(error) = result
-            && error.notice.is_none()
-        {
-            console.notice(&error.to_string());
+        if let Err(error) = result {
+            ended.failed_turns += 1;
+            if error.notice.is_none() {
+                console.notice(&error.to_string());
+            }
         }
     }
-    Ok(())
+    Ok(ended)
+}
+
+/// Terminals rustyline cannot draw on: there the prompt is read as a plain line.
+const NO_EDITING_TERMS: [&str; 3] = ["dumb", "cons25", "emacs"];
+
+/// Whether the terminal (by `TERM`) can draw the line editor.
+fn can_edit(env: Env<'_>) -> bool {
+    env("TERM").is_none_or(|term| !NO_EDITING_TERMS.contains(&term.as_str()))
+}
+
+/// The editor with the history kept in the home; without the history when it cannot be
+/// read (said once), without the editor when none can be made.
+fn line_editor(history: &ChatHistory) -> Option<PromptEditor> {
+    let entries = history.load().unwrap_or_else(|error| {
+        eprintln!("tau: warning: the prompt history cannot be read: {error}");
+        Vec::new()
+    });
+    match PromptEditor::new(&entries) {
+        Ok(editor) => Some(editor),
+        Err(error) => {
+            eprintln!("tau: warning: {error}; prompts are read as plain lines");
+            None
+        }
+    }
+}
+
+/// The next prompt at a terminal with the line editor; `None` ends the chat (Ctrl-D, or
+/// Ctrl-C on an empty line).
+async fn edited_prompt(
+    prompts: &mut Prompts,
+    editor: &mut PromptEditor,
+    history: &ChatHistory,
+    console: &Console,
+) -> Option<String> {
+    let keep = |text: &str| {
+        if let Err(error) = history.append(text) {
+            tracing::warn!(%error, "a prompt could not be added to the history");
+        }
+    };
+    match prompts.next_edited(editor, "you> ").await? {
+        Read::TypedAhead(text) => {
+            // Typed while the turn ran: echoed then, shown whole now.
+            console.print(&format!(
+                "you> {}\n",
+                tau_terminal::escape_for_terminal(&text)
+            ));
+            if editor.remember(&text) {
+                keep(&text);
+            }
+            Some(text)
+        }
+        Read::Edited(Ok(Edited::Line { text, remember })) => {
+            if remember {
+                keep(&text);
+            }
+            Some(text)
+        }
+        Read::Edited(Ok(Edited::Interrupted | Edited::EndOfInput)) => {
+            console.print("\n");
+            None
+        }
+        Read::Edited(Err(error)) => {
+            console.notice(&error.to_string());
+            None
+        }
+    }
 }

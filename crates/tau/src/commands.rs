@@ -2,10 +2,9 @@
 
 use std::fmt::Write;
 
-use tau_agent::{
-    ContentBlock, Message, Role, SessionId, SessionRepository, SqliteSessions, ToolResultStatus,
-};
+use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolResultStatus};
 use tau_core::{ToolCatalog, display, json_for_terminal, sorted_json};
+use tau_state::StateDb;
 
 use crate::context::Context;
 use crate::errors::usage;
@@ -16,13 +15,9 @@ pub(crate) fn session_id(name: &str) -> anyhow::Result<SessionId> {
     SessionId::parse(name).map_err(|e| usage(e.to_string()))
 }
 
-fn open_store(ctx: &Context) -> anyhow::Result<Option<SqliteSessions>> {
-    let path = ctx.home.state_db();
-    if !path.exists() {
-        return Ok(None);
-    }
-    ctx.home.prepare_state_db()?;
-    Ok(Some(SqliteSessions::open(&path)?))
+/// The home's `state.db`; `None` (and nothing created) before the first run.
+fn open_store(ctx: &Context) -> anyhow::Result<Option<StateDb>> {
+    ctx.existing_state()
 }
 
 pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
@@ -50,7 +45,7 @@ pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
 fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
     let id = session_id(name)?;
     let store = open_store(ctx)?.ok_or_else(|| usage(format!("no session named '{id}'")))?;
-    if store.message_count(&id)? == 0 && !store.list_sessions()?.iter().any(|s| s.id == id) {
+    if !store.session_exists(&id)? {
         return Err(usage(format!("no session named '{id}'")));
     }
     Ok(store.messages(&id, 0)?)

@@ -2,16 +2,20 @@
 //! bus the audit log listens on.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tau_agent::Model;
 use tau_core::{AuditEvent, EventBus, ToolCatalog};
 use tau_models::ModelBuildError;
 use tau_sandbox::{Sandbox, SandboxMode};
+use tau_state::StateDb;
 
 use crate::errors::usage;
 use crate::paths::{EnvFn, Home};
 use crate::settings::{Loaded, NO_MODEL_HELP};
+
+/// How long a start waits to learn whether the model answers.
+pub(crate) const MODEL_CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub(crate) struct Context {
     pub home: Home,
@@ -19,6 +23,9 @@ pub(crate) struct Context {
     pub env: Box<EnvFn>,
     /// Every event of this run; the command subscribes the audit log to it.
     pub events: EventBus,
+    /// `state.db`, opened once for the whole run: one connection per process, so no
+    /// second open (and close) of the file can drop the locks SQLite holds on it.
+    pub state: OnceLock<StateDb>,
 }
 
 /// The tools of this run, and the error events of MCP servers that could not be used
@@ -52,6 +59,25 @@ impl Context {
         })
     }
 
+    /// What is wrong with the configured model, said at start: a server that does not
+    /// answer, a key it refuses, a model it does not have, each with its provider's hint.
+    /// Waits at most [`MODEL_CHECK_WAIT`]; a slower server is left to the first turn.
+    pub(crate) async fn model_problem(&self) -> Option<String> {
+        match tau_models::check_model(&self.loaded.config.model, &*self.env, MODEL_CHECK_WAIT).await
+        {
+            tau_models::Reachability::Problem(problem) => Some(problem),
+            tau_models::Reachability::Reachable
+            | tau_models::Reachability::NotChecked
+            | tau_models::Reachability::NoAnswerYet => None,
+        }
+    }
+
+    /// [`Context::catalog_with_routines`] with the model checked meanwhile.
+    pub(crate) async fn conversation_tools(&self) -> anyhow::Result<(Tools, Option<String>)> {
+        let (tools, problem) = tokio::join!(self.catalog_with_routines(), self.model_problem());
+        Ok((tools?, problem))
+    }
+
     /// Refuses a workspace that holds what tau trusts (see `boundary`).
     pub(crate) fn check_workspace(&self) -> anyhow::Result<()> {
         crate::boundary::check_workspace(
@@ -61,6 +87,24 @@ impl Context {
             &self.loaded.config.mcp,
             &*self.env,
         )
+    }
+
+    /// `state.db`, opened (and created, in a home that exists) on first use.
+    pub(crate) fn state(&self) -> anyhow::Result<StateDb> {
+        if let Some(state) = self.state.get() {
+            return Ok(state.clone());
+        }
+        let opened = StateDb::open(&self.home.state_db())?;
+        Ok(self.state.get_or_init(|| opened).clone())
+    }
+
+    /// `state.db` when it exists; `None`, and nothing created, when it does not.
+    pub(crate) fn existing_state(&self) -> anyhow::Result<Option<StateDb>> {
+        if let Some(state) = self.state.get() {
+            return Ok(Some(state.clone()));
+        }
+        Ok(StateDb::open_existing(&self.home.state_db())?
+            .map(|opened| self.state.get_or_init(|| opened).clone()))
     }
 
     /// How commands (and MCP servers started as programs) are confined: tau's own
@@ -93,8 +137,7 @@ impl Context {
 
     /// The routines, switches and runs in `state.db`.
     pub(crate) fn routine_store(&self) -> anyhow::Result<Arc<tau_reflex::RoutineStore>> {
-        let db = self.home.prepare_state_db()?;
-        Ok(Arc::new(tau_reflex::RoutineStore::open(&db)?))
+        Ok(Arc::new(tau_reflex::RoutineStore::new(self.state()?)))
     }
 
     /// Every tool tau runs: the built-in ones and those of the configured MCP servers,
@@ -131,6 +174,7 @@ impl Context {
             // The message quotes what the server said: escaped, like everything from a peer.
             eprintln!("tau: warning: {}", tau_core::display(&warning.to_string()));
         }
+        catalog.add_card_writer(mcp.card_writer());
         catalog.extend(mcp.tools)?;
         Ok(Tools {
             catalog,

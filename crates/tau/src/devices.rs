@@ -28,8 +28,7 @@ const DISCOVERY_CLIENT: &str = "-discovery";
 impl Context {
     /// The devices, discovery configs and states in `state.db`.
     pub(crate) fn device_store(&self) -> anyhow::Result<Arc<DeviceStore>> {
-        let db = self.home.prepare_state_db()?;
-        Ok(Arc::new(DeviceStore::open(&db)?))
+        Ok(Arc::new(DeviceStore::new(self.state()?)))
     }
 
     fn broker(&self) -> anyhow::Result<MqttBroker> {

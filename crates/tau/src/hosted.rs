@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tau_agent::{Model, SessionId, SessionRepository};
-use tau_core::approval::{ApprovalRow, ApprovalStore};
-use tau_core::{CallStatus, ChannelEvent, CoreConfig, EventBus, RoutineOutcome, StopReason};
-use tau_hub::{Hub, SessionEvent, SqliteApprovals};
+use tau_core::approval::{ApprovalRow, StateDb};
+use tau_core::{
+    ApprovalId, CallStatus, ChannelEvent, CoreConfig, EventBus, RoutineOutcome, StopReason,
+};
+use tau_hub::{Hub, SessionEvent};
 use tau_reflex::{
     AskChannel, Checks, Engine, EngineParts, EngineSettings, HostError, PromptApprover,
     PromptOutcome, PromptRun, PromptRunner, RoutineHost, RoutineStore, SystemClock, TurnPrompts,
@@ -42,7 +44,6 @@ pub(crate) fn routine_of_key(key: &str) -> Option<&str> {
 /// What `tau serve` hands the engine.
 pub(crate) struct HostParts {
     pub hub: Hub,
-    pub approvals: Arc<SqliteApprovals>,
     pub sessions: Arc<dyn SessionRepository>,
     pub catalog: tau_core::ToolCatalog,
     pub model: Arc<dyn Model>,
@@ -62,7 +63,6 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
     let config = &ctx.loaded.config;
     let HostParts {
         hub,
-        approvals,
         sessions,
         catalog,
         model,
@@ -89,7 +89,6 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
     }
     let host = Arc::new(HubHost {
         hub,
-        approvals,
         local,
         home: ctx.home.clone(),
         timeout,
@@ -144,7 +143,6 @@ impl Hosted {
 /// The hub as the engine's host.
 struct HubHost {
     hub: Hub,
-    approvals: Arc<SqliteApprovals>,
     local: TurnPrompts,
     home: Home,
     timeout: Duration,
@@ -164,7 +162,7 @@ impl HubHost {
         channel: AskChannel,
         run: PromptRun,
     ) -> Result<PromptOutcome, HostError> {
-        let session = SessionId::parse(&run.session).map_err(host_error)?;
+        let session = run.session.clone();
         let mut events = self
             .hub
             .subscribe(channel.as_str(), &session)
@@ -227,8 +225,7 @@ impl PromptRunner for HubHost {
         match run.ask {
             Some(channel) => self.hub_turn(channel, run).await,
             None => {
-                let session = SessionId::parse(&run.session).map_err(host_error)?;
-                let _lock = SessionLock::acquire(&self.home, &session)
+                let _lock = SessionLock::acquire(&self.home, &run.session)
                     .map_err(|e| HostError(format!("{e:#}")))?;
                 self.local.run_prompt(run).await
             }
@@ -238,21 +235,20 @@ impl PromptRunner for HubHost {
 
 #[async_trait]
 impl RoutineHost for HubHost {
-    fn approvals(&self) -> Option<Arc<dyn ApprovalStore>> {
-        Some(Arc::clone(&self.approvals) as Arc<dyn ApprovalStore>)
+    fn approvals(&self) -> Option<StateDb> {
+        Some(self.hub.state().clone())
     }
 
     fn channels(&self) -> Vec<AskChannel> {
         self.channels.clone()
     }
 
-    fn session_for(&self, routine: &str, ask: Option<AskChannel>) -> Result<String, HostError> {
+    fn session_for(&self, routine: &str, ask: Option<AskChannel>) -> Result<SessionId, HostError> {
         match ask {
-            None => Ok(tau_reflex::session_of(routine)),
+            None => tau_reflex::session_of(routine).map_err(host_error),
             Some(channel) => self
                 .hub
                 .open_conversation(channel.as_str(), &routine_key(routine))
-                .map(|session| session.to_string())
                 .map_err(host_error),
         }
     }
@@ -265,17 +261,17 @@ impl RoutineHost for HubHost {
         self.hub.show_question(row);
     }
 
-    fn settled(&self, id: &str) {
-        if let Err(error) = self.approvals.mark_settled(id) {
-            tracing::warn!(approval_id = id, %error, "cannot settle a routine's question");
+    fn settled(&self, id: &ApprovalId) {
+        if let Err(error) = self.hub.state().mark_approval_settled(id) {
+            tracing::warn!(approval_id = %id, %error, "cannot settle a routine's question");
         }
     }
 
-    async fn changed(&self, id: &str) {
+    async fn changed(&self, id: &ApprovalId) {
         let mut changes = self.hub.approval_changes();
         let _ = tokio::time::timeout(Duration::from_secs(1), async {
             while let Ok(row) = changes.recv().await {
-                if row.id == id {
+                if row.id == *id {
                     return;
                 }
             }

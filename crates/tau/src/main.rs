@@ -7,6 +7,7 @@
 mod audit;
 mod boundary;
 mod chat;
+mod chat_history;
 mod cli;
 mod commands;
 mod context;
@@ -105,6 +106,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         loaded,
         env,
         events: tau_core::EventBus::new(),
+        state: std::sync::OnceLock::new(),
     };
     match cli.command {
         Command::Chat { session, answers } => {
@@ -112,8 +114,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let model = ctx.model()?;
             ctx.home.create()?;
             logging::init(&ctx.home, &*ctx.env)?;
-            let tools = ctx.catalog_with_routines().await?;
-            chat::run(
+            let (tools, problem) = ctx.conversation_tools().await?;
+            if let Some(problem) = &problem {
+                eprintln!("tau: warning: {}", tau_core::display(problem));
+            }
+            let ended = chat::run(
                 &ctx,
                 chat::Chat {
                     session,
@@ -124,14 +129,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
             )
             .await?;
+            return Ok(ended.exit_code());
         }
         Command::Tui { session } => {
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.home.create()?;
             logging::init(&ctx.home, &*ctx.env)?;
-            let tools = ctx.catalog_with_routines().await?;
-            return tui::run(&ctx, session, model, tools).await;
+            let (tools, problem) = ctx.conversation_tools().await?;
+            return tui::run(&ctx, session, model, tools, problem.into_iter().collect()).await;
         }
         Command::Demo { answers } => demo::run(&ctx, answers.answers_from_stdin).await?,
         Command::Serve { print_token } => serve::run(&ctx, print_token).await?,

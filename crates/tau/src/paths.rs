@@ -78,6 +78,11 @@ impl Home {
         self.root.join("mcp-token")
     }
 
+    /// The prompts typed at `tau chat` (see `chat_history`).
+    pub(crate) fn chat_history(&self) -> PathBuf {
+        self.root.join("chat-history")
+    }
+
     /// The token TauBar (`tau serve`) generates for its page and API.
     pub(crate) fn web_token(&self) -> PathBuf {
         self.root.join("web-token")
@@ -87,9 +92,9 @@ impl Home {
         &self.root
     }
 
-    /// Creates the home and what a run writes into, private: the folders 0700, `state.db`
-    /// 0600 (SQLite gives its `-wal` and `-shm` files the database's mode). What exists
+    /// Creates the home and what a run writes into, private: the folders 0700. What exists
     /// with looser modes is tightened; the workspace, the person's folder, only when new.
+    /// `state.db` is `tau-state`'s to create and protect, when it is first opened.
     pub(crate) fn create(&self) -> anyhow::Result<()> {
         if let Ok(meta) = std::fs::metadata(&self.root)
             && meta.permissions().mode() & 0o1000 != 0
@@ -108,24 +113,7 @@ impl Home {
             .mode(private::DIR_MODE)
             .create(&workspace)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", workspace.display()))?;
-        self.prepare_state_db()?;
         Ok(())
-    }
-
-    /// Makes `state.db` a private file before SQLite opens it, and tightens its `-wal` and
-    /// `-shm` files, which SQLite creates with the database's own mode. It runs each time
-    /// one more table of `state.db` is opened, so an existing file is never opened here
-    /// (see [`private::ensure_database`]).
-    pub(crate) fn prepare_state_db(&self) -> anyhow::Result<PathBuf> {
-        let db = self.state_db();
-        private::ensure_database(&db).map_err(|e| anyhow::anyhow!("cannot create {e}"))?;
-        for suffix in ["-wal", "-shm"] {
-            let mut name = db.clone().into_os_string();
-            name.push(suffix);
-            private::tighten_file(Path::new(&name))
-                .map_err(|e| anyhow::anyhow!("cannot protect {e}"))?;
-        }
-        Ok(db)
     }
 }
 
@@ -178,38 +166,6 @@ mod tests {
             Path::new("/h/.local/share/tau")
         );
         assert!(Home::resolve(None, &env(&[])).is_err());
-    }
-
-    fn mode(path: &Path) -> u32 {
-        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
-    }
-
-    #[test]
-    fn sqlite_gives_its_wal_and_shm_files_the_private_mode_of_state_db() {
-        use tau_agent::{SessionId, SessionRepository, SqliteSessions};
-        let dir = tempfile::tempdir().unwrap();
-        let home = Home::at(&dir.path().join("home"));
-        home.create().unwrap();
-        let store = SqliteSessions::open(&home.state_db()).unwrap();
-        store
-            .ensure_session(&SessionId::parse("s1").unwrap())
-            .unwrap();
-        let files = ["state.db", "state.db-wal", "state.db-shm"];
-        assert_eq!(
-            files.map(|f| mode(&home.root.join(f))),
-            [0o600, 0o600, 0o600]
-        );
-        // A second start tightens what a looser umask or a copy left behind.
-        for file in files {
-            std::fs::set_permissions(home.root.join(file), std::fs::Permissions::from_mode(0o644))
-                .unwrap();
-        }
-        home.create().unwrap();
-        assert_eq!(
-            files.map(|f| mode(&home.root.join(f))),
-            [0o600, 0o600, 0o600]
-        );
-        drop(store);
     }
 
     #[test]

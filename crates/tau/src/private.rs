@@ -1,6 +1,8 @@
 //! Files and folders only the person running tau may read: the home and its folders 0700,
 //! its files 0600. Modes are set explicitly after creating, so the umask never loosens
-//! them, and an existing file or folder with a looser mode is tightened.
+//! them, and an existing file or folder with a looser mode is tightened. `state.db` is not
+//! among them: `tau-state` protects it without a descriptor of its own, and nothing here
+//! may open it.
 
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io;
@@ -38,21 +40,10 @@ pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     Ok(file)
 }
 
-/// Makes sure `path` exists as a private file, without touching what it holds.
+/// Makes sure `path` exists as a private file, without touching what it holds. Never for
+/// `state.db`: its descriptor would be closed under SQLite's locks.
 pub(crate) fn ensure_file(path: &Path) -> io::Result<()> {
     open(path, OpenOptions::new().create(true).append(true)).map(drop)
-}
-
-/// Makes sure the SQLite database at `path` exists as a private file. An existing one is
-/// tightened by its path and never opened: closing any other descriptor of a database this
-/// process has open drops SQLite's locks on it, and another process could then checkpoint
-/// and unlink the write-ahead log under it.
-pub(crate) fn ensure_database(path: &Path) -> io::Result<()> {
-    if path.exists() {
-        tighten_file(path)
-    } else {
-        ensure_file(path)
-    }
 }
 
 /// Tightens `path` to 0600 when it exists; a missing file is fine.
@@ -91,7 +82,7 @@ mod tests {
         let folder = dir.path().join("a/b");
         create_dir(&folder).unwrap();
         let file = folder.join("f");
-        ensure_file(&file).unwrap();
+        open(&file, OpenOptions::new().create(true).append(true)).unwrap();
         assert_eq!(
             (mode(&dir.path().join("a")), mode(&folder), mode(&file)),
             (DIR_MODE, DIR_MODE, FILE_MODE)
@@ -111,7 +102,7 @@ mod tests {
         std::fs::write(&other, "").unwrap();
         std::fs::set_permissions(&other, Permissions::from_mode(0o666)).unwrap();
         create_dir(&folder).unwrap();
-        ensure_file(&file).unwrap();
+        open(&file, OpenOptions::new().create(true).append(true)).unwrap();
         tighten_file(&other).unwrap();
         tighten_file(&folder.join("missing")).unwrap();
         assert_eq!(

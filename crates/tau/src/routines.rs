@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tau_agent::{SessionRepository, SqliteSessions};
+use tau_agent::SessionRepository;
 use tau_core::{RoutineOutcome, display};
 use tau_reflex::{
     Action, ActionRun, Book, Checks, Origin, PromptApprover, Routine, RoutineDef, Trigger,
@@ -294,7 +294,8 @@ pub(crate) async fn run(
     let events = ctx.events.clone();
     events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
-        &routine.session(),
+        routine.session().as_str(),
+        ctx.state()?,
     )?));
     for event in &tools.startup_errors {
         events.emit(event);
@@ -308,7 +309,7 @@ pub(crate) async fn run(
         questions,
         question_screen,
         ..
-    } = start_stdin(answers_from_stdin, stdout_tty);
+    } = start_stdin(answers_from_stdin, stdout_tty, false);
     if let Some(screen) = question_screen {
         console.draw_questions_also_on(screen);
     }
@@ -325,8 +326,7 @@ pub(crate) async fn run(
     let catalog = Arc::new(tools.catalog);
     let prompts = match &routine.action {
         Action::Prompt { .. } => {
-            let sessions: Arc<dyn SessionRepository> =
-                Arc::new(SqliteSessions::open(&ctx.home.state_db())?);
+            let sessions: Arc<dyn SessionRepository> = Arc::new(ctx.state()?);
             Some(TurnPrompts {
                 config: config.core(),
                 model: ctx.model()?,
@@ -339,15 +339,14 @@ pub(crate) async fn run(
         }
         Action::Tool { .. } => None,
     };
-    let session = tau_agent::SessionId::parse(&routine.session())?;
-    let _lock = crate::lock::SessionLock::acquire(&ctx.home, &session)?;
+    let _lock = crate::lock::SessionLock::acquire(&ctx.home, routine.session())?;
     console.print(&format!("running routine {} now\n", routine.name()));
     let no_prompts = NoPrompts;
     let run = run_action(ActionRun {
         routine: &routine,
         trigger: "manual".to_owned(),
         scheduled: false,
-        session: routine.session(),
+        session: routine.session().clone(),
         catalog: &catalog,
         events: &events,
         approver,

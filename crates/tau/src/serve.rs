@@ -8,12 +8,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_agent::{Message, Model, SessionId, SessionRepository, SqliteSessions};
+use tau_agent::{Message, Model, SessionId, SessionRepository};
 use tau_core::approval::DurableQuestions;
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, ToolCatalog, build_agent,
 };
-use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory, SqliteApprovals};
+use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
+use tau_state::StateDb;
 use tau_web::{REMOTE_RISK, WebChannel, WebError};
 
 use crate::audit::witness::Witness;
@@ -69,34 +70,39 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     } else {
         None
     };
-    let tools = ctx.catalog_with_routines().await?;
-    let audit = Arc::new(AuditLog::open(&ctx.home.audit_log(), AUDIT_SESSION)?);
+    let (tools, problem) = ctx.conversation_tools().await?;
+    if let Some(problem) = problem {
+        // Said before anything waits on the model; the hub starts all the same, since
+        // the model may be started after it.
+        eprintln!("tau serve: warning: {}", tau_core::display(&problem));
+    }
+    let state = ctx.state()?;
+    let audit = Arc::new(AuditLog::open(
+        &ctx.home.audit_log(),
+        AUDIT_SESSION,
+        state.clone(),
+    )?);
     let hub_events = EventBus::new();
     hub_events.subscribe(Arc::clone(&audit) as _);
     for event in &tools.startup_errors {
         hub_events.emit(event);
     }
 
-    let state_db = ctx.home.prepare_state_db()?;
-    let sessions = Arc::new(SqliteSessions::open(&state_db)?);
-    let approvals = Arc::new(SqliteApprovals::open(&state_db)?);
     let factory = Arc::new(Factory {
         home: ctx.home.clone(),
         model: Arc::clone(&model),
         catalog: tools.catalog.clone(),
         config: config.core(),
-        sessions: Arc::clone(&sessions),
+        sessions: state.clone(),
         audit: Arc::clone(&audit),
     });
     let hub = Hub::open(
-        &state_db,
-        Arc::clone(&sessions) as _,
-        Arc::clone(&approvals),
+        state.clone(),
         factory,
         HubOptions {
             remote_timeout: config.approval.remote_timeout(),
         },
-    )?;
+    );
     let routine_events = EventBus::new();
     routine_events.subscribe(Arc::new(SessionAudit {
         log: audit,
@@ -106,8 +112,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         ctx,
         crate::hosted::HostParts {
             hub: hub.clone(),
-            approvals,
-            sessions,
+            sessions: Arc::new(state.clone()),
             catalog: tools.catalog,
             model,
             config: config.core(),
@@ -134,7 +139,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             &token,
             hub.clone(),
             hub_events.clone(),
-            &state_db,
+            state.clone(),
             config.ui.language(),
             Arc::clone(&hosted.web) as _,
         )?;
@@ -147,7 +152,12 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     let stop_routines = tokio_util::sync::CancellationToken::new();
     let routines = hosted.start(stop_routines.clone());
     let witness = witness.map(|channel| {
-        crate::audit::witness::start(ctx.home.audit_log(), channel, stop_routines.clone())
+        crate::audit::witness::start(
+            ctx.home.audit_log(),
+            state.clone(),
+            channel,
+            stop_routines.clone(),
+        )
     });
 
     crate::print(&announce(
@@ -255,7 +265,7 @@ struct Factory {
     model: Arc<dyn Model>,
     catalog: ToolCatalog,
     config: CoreConfig,
-    sessions: Arc<SqliteSessions>,
+    sessions: StateDb,
     audit: Arc<AuditLog>,
 }
 
@@ -299,7 +309,7 @@ impl SessionFactory for Factory {
             hooks: Vec::new(),
             plugins: Vec::new(),
             session: Some((
-                Arc::clone(&self.sessions) as Arc<dyn SessionRepository>,
+                Arc::new(self.sessions.clone()) as Arc<dyn SessionRepository>,
                 session.clone(),
             )),
             events,

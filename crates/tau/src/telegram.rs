@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tau_agent::SessionId;
-use tau_core::approval::{Answered, ApprovalRow, ApprovalState, ApprovalStore};
+use tau_core::ApprovalId;
+use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
 use tau_core::{AuditEvent, EventBus};
 use tau_hub::{Channel, ChannelError, Conversation, Hub, HubError, SessionEvent};
 use tau_telegram::{
@@ -59,14 +60,11 @@ impl TelegramHub {
     }
 
     fn question_of(&self, row: ApprovalRow) -> Result<Question, tau_telegram::HubError> {
-        let conversation = match SessionId::parse(&row.session) {
-            Ok(session) => self
-                .hub
-                .conversation_of(&session)
-                .map_err(hub_error)?
-                .and_then(|c| self.key_of(&c)),
-            Err(_) => None,
-        };
+        let conversation = self
+            .hub
+            .conversation_of(&row.session)
+            .map_err(hub_error)?
+            .and_then(|c| self.key_of(&c));
         Ok(Question { row, conversation })
     }
 
@@ -101,10 +99,13 @@ impl tau_telegram::Hub for TelegramHub {
     ) -> Result<Option<Question>, tau_telegram::HubError> {
         // Read from the store itself, not through the channel's view: a question of another
         // channel must be told apart from one that does not exist (the audit says which).
+        let Ok(id) = ApprovalId::parse(approval_id) else {
+            return Ok(None);
+        };
         let row = self
             .hub
-            .approval_store()
-            .get(approval_id)
+            .state()
+            .approval(&id)
             .map_err(|e| tau_telegram::HubError(e.to_string()))?;
         row.map(|row| self.question_of(row)).transpose()
     }
@@ -120,9 +121,12 @@ impl tau_telegram::Hub for TelegramHub {
             Reply::Confirm(number) => tau_hub::Reply::Confirm(number),
             Reply::Reject => tau_hub::Reply::Reject,
         };
+        let Ok(id) = ApprovalId::parse(approval_id) else {
+            return Ok(Answered::NotFound);
+        };
         match self
             .hub
-            .answer(CHANNEL, Some(user.to_owned()), approval_id, reply)
+            .answer(CHANNEL, Some(user.to_owned()), &id, reply)
             .await
         {
             Ok(answered) => Ok(answered),
@@ -219,18 +223,18 @@ impl Channel for HostedTelegram {
     }
 }
 
-/// The channel for `[telegram]`, its memory beside the hub's in `state_db`; the channel
+/// The channel for `[telegram]`, its memory beside the hub's in `state.db`; the channel
 /// itself too, for what tau tells the owner outside a conversation.
 pub(crate) fn host(
     config: &TelegramConfig,
     token: &str,
     hub: Hub,
     events: EventBus,
-    state_db: &std::path::Path,
+    state: tau_state::StateDb,
     language: tau_core::Language,
     routines: Arc<dyn tau_web::Routines>,
 ) -> anyhow::Result<(Arc<dyn Channel>, Arc<TelegramChannel>)> {
-    let store = tau_telegram::Store::open(state_db)?;
+    let store = tau_telegram::Store::new(state);
     let adapter = Arc::new(TelegramHub::new(hub, config, events, routines));
     let channel = TelegramChannel::new(
         config,

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use tau_agent::{Model, SessionId, SessionRepository, SqliteSessions};
+use tau_agent::{Model, SessionId, SessionRepository};
 use tau_core::{AgentParts, build_agent};
 use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover};
 
@@ -23,6 +23,7 @@ pub(crate) async fn run(
     session: Option<SessionId>,
     model: Arc<dyn Model>,
     tools: Tools,
+    warnings: Vec<String>,
 ) -> anyhow::Result<ExitCode> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(usage(
@@ -36,8 +37,7 @@ pub(crate) async fn run(
     } = tools;
     let config = &ctx.loaded.config;
     let language = config.ui.language();
-    let repository: Arc<dyn SessionRepository> =
-        Arc::new(SqliteSessions::open(&ctx.home.state_db())?);
+    let repository: Arc<dyn SessionRepository> = Arc::new(ctx.state()?);
 
     // From here on the terminal is the TUI's; dropping the screen gives it back, also when
     // an error below ends the command (the error is printed after that).
@@ -89,6 +89,7 @@ pub(crate) async fn run(
         model: config.model.spec.clone(),
         max_turns: config.agent.max_turns,
         stored,
+        warnings,
     };
     let exit = tau_tui::chat(&mut screen, &mut agent, questions, calls, setup).await?;
     drop(screen);

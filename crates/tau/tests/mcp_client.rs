@@ -93,7 +93,7 @@ fn a_real_time_server_runs_tier_0_and_asks_before_tier_2() {
     assert_eq!(run.stderr, "");
     assert!(
         run.stdout.contains(
-            "  │ tool       time__convert_time\n  │ effect     calls convert_time on the MCP server time\n  │ arguments\n  │   source_timezone (15 chars): \"Europe/Istanbul\"\n  │   target_timezone (10 chars): \"Asia/Tokyo\"\n  │   time (5 chars): \"16:30\"\n"
+            "  │ tool       time__convert_time\n  │ effect     calls convert_time on the MCP server time\n  │ · sandbox: the MCP server time: writes: workspace only · network: none\n  │ arguments\n  │   source_timezone (15 chars): \"Europe/Istanbul\"\n  │   target_timezone (10 chars): \"Asia/Tokyo\"\n  │   time (5 chars): \"16:30\"\n"
         ),
         "{}",
         run.stdout
@@ -128,7 +128,7 @@ fn a_real_time_server_runs_tier_0_and_asks_before_tier_2() {
         vec![
             json!({"type": "tool_call", "tool": "time__get_current_time", "tier": 0, "tool_use_id": "t1", "arguments": {"timezone": "Europe/Istanbul"}, "status": "success", "approval": "not_required", "decided_by": {"kind": "policy"}, "result_summary": "<now>"}),
             turn_end.clone(),
-            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "time__convert_time", "tier": 2, "effect": "calls convert_time on the MCP server time", "call_id": "t2", "arguments": convert, "channel": "terminal"}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "time__convert_time", "tier": 2, "effect": "calls convert_time on the MCP server time", "call_id": "t2", "arguments": convert, "channel": "terminal", "card": {"notes": [{"level": "info", "label": "sandbox", "text": "the MCP server time: writes: workspace only · network: none"}]}}),
             json!({"type": "approval", "approval_id": "ap_1", "tool": "time__convert_time", "tier": 2, "tool_use_id": "t2", "arguments": convert, "decision": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approver": "terminal", "channel": "terminal"}),
             json!({"type": "tool_call", "tool": "time__convert_time", "tier": 2, "tool_use_id": "t2", "arguments": convert, "status": "refused", "approval": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approval_id": "ap_1", "result_summary": refusal("time__convert_time")}),
             turn_end,
@@ -473,10 +473,14 @@ fn a_server_over_http_with_a_token_is_used_like_any_other() {
         serde_json::from_str::<Value>(&text).unwrap()["rfc3339"].is_string(),
         "{text}"
     );
-    // Approved here, refused there: the remote tau's client (this tau) cannot be asked.
+    // Approved here, refused there: the remote tau's client (this tau) cannot be asked,
+    // and the remote says so rather than that somebody said no.
     assert_eq!(
         result_of(&messages, "t2"),
-        (json!("error"), refusal("run_command"))
+        (
+            json!("error"),
+            "Tool 'run_command' was not run: it needs the user's approval, and this MCP client cannot ask (it lacks elicitation), so nobody was asked. Tell the user it needs a client with elicitation.".to_owned()
+        )
     );
     assert!(!remote.workspace().join("proof.txt").exists());
     let remote_calls: Vec<(Value, Value)> = remote

@@ -17,6 +17,10 @@ use serde_json::{Value, json};
 const EFFECT: &str = "runs a shell command in the workspace — code the agent wrote";
 const REFUSAL: &str =
     "The user did not approve this action: run_command. Do not perform it; tell the user briefly.";
+/// What the model reads when its client cannot ask (no elicitation): nobody said no.
+const NOBODY_ASKED: &str = "Tool 'run_command' was not run: it needs the user's approval, and this MCP client cannot ask (it lacks elicitation), so nobody was asked. Tell the user it needs a client with elicitation.";
+/// What a tier-2 tool's description ends with in `tools/list`.
+const NEEDS_ELICITATION: &str = "\n\nTier 2: tau asks the user before each call, through MCP elicitation; a client without elicitation is refused.";
 
 /// What tau's card says of every `run_command`: what the sandbox allows it.
 fn sandbox_card() -> Value {
@@ -99,11 +103,27 @@ fn assert_refused_session(out: &Value, tau: &Tau, ids: [&str; 2]) {
         .find(|t| t["name"] == "run_command")
         .unwrap();
     assert_eq!(run_command["inputSchema"]["required"], json!(["command"]));
+    // Tier-2 tools say they need a client with elicitation; others say nothing of it.
+    for tool in out["tools"].as_array().unwrap() {
+        let description = tool["description"].as_str().unwrap();
+        let physical = tool["annotations"]["destructiveHint"] == json!(true);
+        assert_eq!(
+            description.ends_with(NEEDS_ELICITATION),
+            physical,
+            "{description}"
+        );
+        let meta = if physical {
+            json!({"tau/tier": 2, "tau/needsElicitation": true})
+        } else {
+            Value::Null
+        };
+        assert_eq!(tool["_meta"], meta, "{tool}");
+    }
     assert_eq!(
         pin_clock(out.clone())["calls"],
         json!([
             {"tool": "clock", "isError": false, "text": ["<clock>"]},
-            {"tool": "run_command", "isError": true, "text": [REFUSAL]},
+            {"tool": "run_command", "isError": true, "text": [NOBODY_ASKED]},
         ])
     );
     assert_eq!(out["questions"], json!([]));
@@ -112,8 +132,9 @@ fn assert_refused_session(out: &Value, tau: &Tau, ids: [&str; 2]) {
         vec![
             json!({"type": "tool_call", "tool": "clock", "tier": 0, "tool_use_id": ids[0], "arguments": {}, "status": "success", "approval": "not_required", "decided_by": {"kind": "policy"}, "result_summary": "<clock>"}),
             json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": ids[1], "arguments": {"command": "touch proof.txt"}, "channel": "mcp", "card": sandbox_card()}),
-            json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "decided_by": {"kind": "policy"}, "approver": "auto_reject", "channel": "mcp"}),
-            json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "rejected", "decided_by": {"kind": "policy"}, "approval_id": "ap_1", "result_summary": REFUSAL}),
+            json!({"type": "error", "where": "approver", "message": "approver 'mcp_no_elicitation' failed: this MCP client does not support elicitation, so nobody could be asked", "tool": "run_command", "tool_use_id": ids[1]}),
+            json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "decided_by": {"kind": "approver_failed"}, "approver": "mcp_no_elicitation", "channel": "mcp"}),
+            json!({"type": "tool_call", "tool": "run_command", "tier": 2, "tool_use_id": ids[1], "arguments": {"command": "touch proof.txt"}, "status": "refused", "approval": "failed", "decided_by": {"kind": "approver_failed"}, "approval_id": "ap_1", "result_summary": NOBODY_ASKED}),
         ]
     );
     assert!(!tau.workspace().join("proof.txt").exists());
@@ -415,7 +436,7 @@ fn the_mcp_inspector_cli_calls_tier_0_and_is_refused_tier_2() {
         .unwrap();
     assert_eq!(
         refused,
-        json!({"content": [{"type": "text", "text": REFUSAL}], "isError": true})
+        json!({"content": [{"type": "text", "text": NOBODY_ASKED}], "isError": true})
     );
     assert!(!tau.workspace().join("proof.txt").exists());
     let calls: Vec<(Value, Value)> = tau

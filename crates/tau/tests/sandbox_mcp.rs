@@ -92,3 +92,49 @@ fn an_mcp_server_program_is_confined_and_ends_with_tau() {
         }
     }
 }
+
+#[test]
+fn the_question_of_a_program_server_s_tool_says_what_its_sandbox_allows() {
+    let Some(python) = peers::python() else {
+        return;
+    };
+    for (entry, row) in [
+        (
+            "",
+            "  │ · sandbox: the MCP server time: writes: workspace only · network: none\n",
+        ),
+        (
+            "network = true\n",
+            // Wrapped at the terminal's 80 columns.
+            "  │ ⚠ sandbox: the MCP server time: writes: workspace only · network: with ↩\n  │   network access\n",
+        ),
+        (
+            "sandbox = \"off\"\n",
+            "  │ ⚠ sandbox: the MCP server time: runs without a sandbox\n",
+        ),
+    ] {
+        let tau = Tau::new();
+        let config = tau.config(&format!(
+            "[mcp.servers.time]\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\"]\n{entry}",
+            json!(python)
+        ));
+        let convert = json!({"time": "16:30", "source_timezone": "Europe/Istanbul", "target_timezone": "Asia/Tokyo"});
+        let model = tau.replay(&json!([
+            common::tool_call("t1", "time__convert_time", &convert),
+            common::answer("Not asked again."),
+        ]));
+        let run = tau.run(
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--model",
+                &model,
+                "chat",
+                "--answers-from-stdin",
+            ],
+            "go\nn\n",
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(run.stdout.contains(row), "{row:?} in\n{}", run.stdout);
+    }
+}

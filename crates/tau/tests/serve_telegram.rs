@@ -129,8 +129,11 @@ fn the_owner_approves_on_telegram_and_the_command_runs_once() {
     );
 
     emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
+    // The shell makes the file before it writes the line: wait for the line.
     let out = wait_for("out.txt", || {
-        std::fs::read_to_string(tau.workspace().join("out.txt")).ok()
+        std::fs::read_to_string(tau.workspace().join("out.txt"))
+            .ok()
+            .filter(|text| text.ends_with('\n'))
     });
     assert_eq!(out, "hi\n");
     emulator.wait("the answer", |m| {
@@ -268,8 +271,11 @@ fn a_question_survives_a_kill_and_its_button_works_after_the_restart() {
         second.banner
     );
     emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
+    // The shell makes the file before it writes the line: wait for the line.
     let out = wait_for("out.txt", || {
-        std::fs::read_to_string(tau.workspace().join("out.txt")).ok()
+        std::fs::read_to_string(tau.workspace().join("out.txt"))
+            .ok()
+            .filter(|text| text.ends_with('\n'))
     });
     assert_eq!(out, "later\n");
     emulator.wait("the answer", |m| {

@@ -56,12 +56,25 @@ impl Answer {
 #[error("{message}")]
 pub struct ApproverError {
     pub message: String,
+    /// What the model reads instead of the refusal text, when the approver knows that
+    /// nobody was asked (a channel that has no way to ask): "the user did not approve"
+    /// would be untrue. A fixed text of the approver's crate, tested byte for byte there.
+    pub model_text: Option<String>,
 }
 
 impl ApproverError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            model_text: None,
+        }
+    }
+
+    /// Nobody could be asked: the model reads `model_text`, the audit log `message`.
+    pub fn nobody_asked(message: impl Into<String>, model_text: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            model_text: Some(model_text.into()),
         }
     }
 }

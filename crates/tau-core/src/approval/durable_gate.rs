@@ -2,33 +2,43 @@
 //! turn pauses on the gate's own interrupt; when the turn resumes, the stored answer is
 //! checked again before anything runs.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::Value;
-use tau_protocol::{Approval, ChannelEvent, DecidedBy, Decision, Tier};
+use tau_protocol::{Approval, ApprovalId, ChannelEvent, DecidedBy, Decision, SessionId, Tier};
 
 use super::durable::{
-    Answered, ApprovalRow, ApprovalState, ApprovalStore, NewApproval, StoreError,
-    canonical_arguments,
+    Answered, ApprovalRow, ApprovalState, NewApproval, StateDb, StateError, canonical_arguments,
 };
 use super::gate::{Check, Precheck, Standing, TierGate};
 use super::texts::refusal_text;
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::random_id;
 
-/// The name of the gate's own interrupt; its reason and response are
-/// `{"approval_id": ...}`. Only this interrupt is durable; any other is refused.
+/// The name of the gate's own interrupt; its reason and response name the stored
+/// question ([`question_reason`], [`stored_question`]). Only this interrupt is durable;
+/// any other is refused.
 pub const APPROVAL_INTERRUPT: &str = "tau.approval";
+
+/// The reason (and the resume's response) of the gate's interrupt for question `id`.
+pub fn question_reason(id: &ApprovalId) -> Value {
+    serde_json::json!({ "approval_id": id })
+}
+
+/// The stored question a reason (or response) of the gate's interrupt names; `None` for
+/// anything else.
+pub fn stored_question(reason: &Value) -> Option<ApprovalId> {
+    ApprovalId::parse(reason.get("approval_id")?.as_str()?).ok()
+}
 
 /// How a hub conversation's gate asks: it stores the question for `session`, to be
 /// answered on `channel` only, and lets it wait up to `timeout`
 /// (`[approval] remote_timeout_seconds`).
 #[derive(Clone)]
 pub struct DurableQuestions {
-    pub store: Arc<dyn ApprovalStore>,
-    pub session: String,
+    pub store: StateDb,
+    pub session: SessionId,
     pub channel: String,
     pub timeout: Duration,
 }
@@ -39,7 +49,7 @@ pub enum DurableCheck {
     /// Decided without a question (tier 0 or 1, unknown, exempt) or refused on the way.
     Decided(Check),
     /// The question is stored; the turn must pause until it is answered.
-    Asked { approval_id: String },
+    Asked { approval_id: ApprovalId },
 }
 
 impl TierGate {
@@ -69,7 +79,12 @@ impl TierGate {
                 "this gate cannot store questions",
             ));
         };
-        let (Ok(id), Ok(card)) = (random_id("ap"), self.card(tool, arguments)) else {
+        let (Some(id), Ok(card)) = (
+            random_id("ap")
+                .ok()
+                .and_then(|id| ApprovalId::parse(&id).ok()),
+            self.card(tool, arguments),
+        ) else {
             return DurableCheck::Decided(self.no_randomness(tool, tool_use_id, tier));
         };
         let now = Timestamp::now();
@@ -91,7 +106,7 @@ impl TierGate {
             card,
         }
         .into_row();
-        if let Err(error) = durable.store.create(row.clone()) {
+        if let Err(error) = durable.store.create_approval(&row) {
             return DurableCheck::Decided(self.refused_on_resume(
                 tool,
                 tool_use_id,
@@ -120,10 +135,10 @@ impl TierGate {
         let Some(durable) = &self.durable else {
             return refuse(None, "this gate cannot resume stored questions");
         };
-        let Some(id) = response.get("approval_id").and_then(Value::as_str) else {
+        let Some(id) = stored_question(response) else {
             return refuse(None, "the resume carried no approval id");
         };
-        let row = match durable.store.get(id) {
+        let row = match durable.store.approval(&id) {
             Ok(Some(row)) => row,
             Ok(None) => return refuse(None, &format!("no stored question '{id}'")),
             Err(error) => return refuse(None, &error.to_string()),
@@ -150,7 +165,7 @@ impl TierGate {
         let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
         let refused = |approval| {
             let mut check = Check::refuse(refusal_text(tool), approval, tier, decided_by.clone());
-            check.approval_id = Some(row.id.clone());
+            check.approval_id = Some(row.id.to_string());
             check
         };
         match row.state {
@@ -173,7 +188,7 @@ impl TierGate {
         if hash != row.arguments_sha256 {
             return refuse(tier, "the arguments differ from the approved ones");
         }
-        match durable.store.consume(&row.id, Timestamp::now()) {
+        match durable.store.consume_approval(&row.id, Timestamp::now()) {
             Ok(true) => {}
             Ok(false) => return refuse(tier, "the approval was already used"),
             Err(error) => return refuse(tier, &error.to_string()),
@@ -182,7 +197,7 @@ impl TierGate {
         let mut check = Check::refuse(String::new(), Approval::Approved, tier, decided_by);
         check.allowed = true;
         check.refusal_text = None;
-        check.approval_id = Some(row.id);
+        check.approval_id = Some(row.id.to_string());
         check
     }
 
@@ -222,15 +237,15 @@ pub fn requested_event(row: &ApprovalRow) -> ChannelEvent {
 /// card asks for a second step counts only when `confirmation` passes it; otherwise
 /// nothing changes ([`Answered::StepMissing`]).
 pub fn answer_durable(
-    store: &dyn ApprovalStore,
+    store: &StateDb,
     events: &EventBus,
-    id: &str,
+    id: &ApprovalId,
     to: ApprovalState,
     decided_by: &DecidedBy,
     confirmation: Option<&str>,
-) -> Result<(Answered, Option<ChannelEvent>), StoreError> {
+) -> Result<(Answered, Option<ChannelEvent>), StateError> {
     if to == ApprovalState::Approved
-        && let Some(row) = store.get(id)?
+        && let Some(row) = store.approval(id)?
         && row.state == ApprovalState::Pending
         && let Some(step) = &row.card.confirm
         && !confirmation.is_some_and(|typed| step.accepts(typed))
@@ -238,7 +253,7 @@ pub fn answer_durable(
         tracing::info!(approval_id = %row.id, tool = %row.tool, "a yes without the second step; the question stays open");
         return Ok((Answered::StepMissing(row), None));
     }
-    let answered = store.decide(id, to, decided_by, Timestamp::now())?;
+    let answered = store.decide_approval(id, to, decided_by, Timestamp::now())?;
     let Answered::Decided(row) = &answered else {
         return Ok((answered, None));
     };
@@ -252,7 +267,7 @@ pub fn answer_durable(
     };
     tracing::info!(approval_id = %row.id, tool = %row.tool, state = row.state.as_str(), ?decided_by, "stored approval decided");
     events.emit(&AuditEvent::Approval {
-        approval_id: row.id.clone(),
+        approval_id: row.id.to_string(),
         tool: row.tool.clone(),
         tier: row.tier,
         tool_use_id: row.call_id.clone(),
@@ -263,7 +278,7 @@ pub fn answer_durable(
         channel: row.channel.clone(),
     });
     let closed = ChannelEvent::ApprovalDecided {
-        approval_id: row.id.clone(),
+        approval_id: row.id.to_string(),
         call_id: row.call_id.clone(),
         tool: row.tool.clone(),
         decision,

@@ -46,6 +46,13 @@ pub trait TierLookup: Send + Sync {
     }
 }
 
+/// Why an approver gave no answer, and what the model reads then (the refusal text when
+/// `None`).
+struct AskFailed {
+    message: String,
+    model_text: Option<String>,
+}
+
 /// The gate's answer: `(allowed, refusal_text, approval)`, the tier it used, and who or
 /// what decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -471,11 +478,18 @@ impl TierGate {
                 );
                 refuse(Approval::Timeout, DecidedBy::Timeout)
             }
-            Err(message) => {
+            Err(AskFailed {
+                message,
+                model_text,
+            }) => {
                 tracing::error!(tool, tool_use_id, approver = self.approver.name(), reason = %message, "approver failed; call refused");
                 self.emit_error(ErrorSite::Approver, message, tool, tool_use_id);
                 self.emit_approval(&request, Decision::Rejected, DecidedBy::ApproverFailed);
-                refuse(Approval::Failed, DecidedBy::ApproverFailed)
+                let mut check = refuse(Approval::Failed, DecidedBy::ApproverFailed);
+                if let Some(text) = model_text {
+                    check.refusal_text = Some(text);
+                }
+                check
             }
         }
     }
@@ -534,7 +548,7 @@ impl TierGate {
         &self,
         request: ApprovalQuestion,
         timeout: Option<Duration>,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, AskFailed> {
         let (tool, id) = (request.tool.clone(), request.call_id.clone());
         let decide = AssertUnwindSafe(async { self.approver.decide(request).await }).catch_unwind();
         let answered = match timeout {
@@ -556,11 +570,18 @@ impl TierGate {
                 }
                 Ok(answer)
             }
-            Ok(Err(error)) => Err(format!(
-                "approver '{}' failed: {error}",
-                self.approver.name()
-            )),
-            Err(_) => Err(format!("approver '{}' panicked", self.approver.name())),
+            Ok(Err(error)) => Err(AskFailed {
+                message: format!(
+                    "approver '{}' failed: {}",
+                    self.approver.name(),
+                    error.message
+                ),
+                model_text: error.model_text,
+            }),
+            Err(_) => Err(AskFailed {
+                message: format!("approver '{}' panicked", self.approver.name()),
+                model_text: None,
+            }),
         }
     }
 

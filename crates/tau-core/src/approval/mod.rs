@@ -3,7 +3,7 @@
 //!
 //! - `approver.rs`: the [`Approver`] trait, [`AutoRejectApprover`], [`ScriptedApprover`]
 //! - `gate.rs`: [`TierGate`], its decision ladder, exemptions and records
-//! - `durable.rs`: durable questions (rows, the store trait, an in-memory store);
+//! - `durable.rs`: durable questions (the rows `tau-state` keeps in `state.db`);
 //!   `durable_gate.rs`: how the gate stores a question, and checks it again on resume
 //! - `texts.rs`: the fixed English texts the model reads
 
@@ -17,11 +17,11 @@ pub use approver::{
     Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
 };
 pub use durable::{
-    Answered, ApprovalRow, ApprovalState, ApprovalStore, MemoryApprovals, NewApproval, StoreError,
-    canonical_arguments,
+    Answered, ApprovalRow, ApprovalState, NewApproval, StateDb, StateError, canonical_arguments,
 };
 pub use durable_gate::{
-    APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, requested_event,
+    APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, question_reason,
+    requested_event, stored_question,
 };
 pub(crate) use gate::summarize;
 pub use gate::{

@@ -90,44 +90,10 @@ pub fn grouped_digits(count: usize, separator: char) -> String {
     out
 }
 
-/// JSON on one line with object keys sorted at every depth. Not yet safe to show: pass it
-/// through [`super::display`].
+/// JSON on one line with object keys sorted at every depth (the canonical JSON the
+/// approval store hashes). Not yet safe to show: pass it through [`super::display`].
 pub fn sorted_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_sorted(value, &mut out);
-    out
-}
-
-fn write_sorted(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                if let Some(inner) = map.get(key) {
-                    write_sorted(inner, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_sorted(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
+    tau_protocol::canonical_json(value)
 }
 
 /// JSON text (as serde_json writes it) with DEL and every non-ASCII character that

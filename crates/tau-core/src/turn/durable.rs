@@ -1,27 +1,31 @@
 //! A turn that waits on a stored question: resuming it once the question is answered,
 //! and closing it when the conversation moves on.
 
-use serde_json::json;
 use tau_agent::{AgentError, Input, Interrupt, InterruptResponse};
+use tau_protocol::ApprovalId;
 
 use super::{ChannelSink, TauAgent, TurnError, TurnOutcome};
-use crate::approval::APPROVAL_INTERRUPT;
+use crate::approval::{APPROVAL_INTERRUPT, question_reason, stored_question};
+
+/// The stored question an interrupt of the gate waits on; `None` for any other interrupt.
+pub fn waits_on(interrupt: &Interrupt) -> Option<ApprovalId> {
+    if interrupt.name != APPROVAL_INTERRUPT {
+        return None;
+    }
+    stored_question(&interrupt.reason)
+}
 
 impl TauAgent {
     /// The approval ids of the gate's stored questions among `interrupts`.
-    pub(super) fn stored_question_ids(&self, interrupts: &[Interrupt]) -> Vec<String> {
+    pub(super) fn stored_question_ids(&self, interrupts: &[Interrupt]) -> Vec<ApprovalId> {
         if !self.gate.is_durable() {
             return Vec::new();
         }
-        interrupts
-            .iter()
-            .filter(|i| i.name == APPROVAL_INTERRUPT)
-            .filter_map(|i| i.reason.get("approval_id")?.as_str().map(str::to_owned))
-            .collect()
+        interrupts.iter().filter_map(waits_on).collect()
     }
 
     /// The stored questions this conversation's turn waits on, if it waits.
-    pub fn pending_approvals(&self) -> Vec<String> {
+    pub fn pending_approvals(&self) -> Vec<ApprovalId> {
         self.stored_question_ids(&self.agent.interrupt_state().pending())
     }
 
@@ -30,7 +34,7 @@ impl TauAgent {
     /// the turn goes on to the model's answer.
     pub async fn resume(
         &mut self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         sink: Option<&ChannelSink>,
     ) -> Result<TurnOutcome, TurnError> {
         self.continue_stored(approval_id, sink, self.max_turns, None)
@@ -43,7 +47,7 @@ impl TauAgent {
     /// newer message replaces the question.
     pub async fn close(
         &mut self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         sink: Option<&ChannelSink>,
         stop: tau_protocol::StopReason,
     ) -> Result<TurnOutcome, TurnError> {
@@ -66,12 +70,11 @@ impl TauAgent {
                 .interrupt_state()
                 .pending()
                 .into_iter()
-                .filter(|i| i.name == APPROVAL_INTERRUPT)
                 .filter_map(|i| {
-                    let id = i.reason.get("approval_id")?.as_str()?.to_owned();
+                    let id = waits_on(&i)?;
                     Some(InterruptResponse {
                         interrupt_id: i.id,
-                        response: json!({ "approval_id": id }),
+                        response: question_reason(&id),
                     })
                 })
                 .collect()
@@ -93,7 +96,7 @@ impl TauAgent {
 
     async fn continue_stored(
         &mut self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         sink: Option<&ChannelSink>,
         budget: u32,
         closing: Option<tau_protocol::StopReason>,
@@ -105,19 +108,16 @@ impl TauAgent {
             .interrupt_state()
             .pending()
             .into_iter()
-            .find(|i| {
-                i.name == APPROVAL_INTERRUPT
-                    && i.reason.get("approval_id").and_then(|v| v.as_str()) == Some(approval_id)
-            });
+            .find(|i| waits_on(i).as_ref() == Some(approval_id));
         let Some(interrupt) = waiting.filter(|_| self.gate.is_durable()) else {
             let source = AgentError::UnknownInterrupt {
-                id: approval_id.to_owned(),
+                id: approval_id.to_string(),
             };
             return Err(self.fail(&turn, source, 0, tau_agent::Usage::default()));
         };
         let input = Input::Resume(vec![InterruptResponse {
             interrupt_id: interrupt.id,
-            response: json!({ "approval_id": approval_id }),
+            response: question_reason(approval_id),
         }]);
         self.run_turn(&turn, input, budget, closing).await
     }

@@ -20,6 +20,7 @@ use crate::catalog::ToolCatalog;
 use crate::config::CoreConfig;
 use crate::i18n::{Language, Notice};
 
+pub use durable::waits_on;
 pub(crate) use project::TurnForwarder;
 pub use project::{ChannelSink, from_audit};
 
@@ -38,7 +39,7 @@ pub struct TurnOutcome {
     pub notices: Vec<Notice>,
     /// The stored questions the turn waits on when it stopped with `interrupt` (a hub
     /// conversation); resume it with [`TauAgent::resume`] once one is answered.
-    pub pending_approvals: Vec<String>,
+    pub pending_approvals: Vec<tau_protocol::ApprovalId>,
 }
 
 /// A turn that could not finish; the notice was already shown.
@@ -192,7 +193,11 @@ impl TauAgent {
             if !stored.is_empty() {
                 // A stored question waits: its answer, expiry or supersession comes first.
                 let source = AgentError::MustResume {
-                    pending: stored.join(", "),
+                    pending: stored
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 };
                 return Err(self.fail(&turn, source, 0, Usage::default()));
             }

@@ -10,15 +10,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tau_agent::{
-    ContentBlock, Message, Role, ScriptedModel, SessionId, SessionRepository, SharedTool,
-    SqliteSessions, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, ToolUse,
+    ContentBlock, Message, Role, ScriptedModel, SessionId, SessionRepository, SharedTool, Tool,
+    ToolContext, ToolError, ToolOutput, ToolSpec, ToolUse,
 };
+use tau_core::ApprovalId;
 use tau_core::approval::DurableQuestions;
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, ChannelEvent, CoreConfig, EventBus, RecordedEvents,
     StopReason, TauToolSpec, Tier, ToolCatalog, build_agent,
 };
-use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory, SqliteApprovals};
+use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory, StateDb};
 use tokio::sync::broadcast;
 
 /// A tool that records its inputs; `gate` (when set) holds it until released.
@@ -83,7 +84,7 @@ pub fn say(text: &str) -> Message {
 /// Builds each session's agent over the shared stores; its model plays `script` from
 /// after the assistant messages the session already holds.
 pub struct Factory {
-    sessions: Arc<SqliteSessions>,
+    sessions: StateDb,
     script: Vec<Message>,
     /// Scripts of particular sessions, by id.
     scripts: Arc<Mutex<std::collections::HashMap<String, Vec<Message>>>>,
@@ -126,7 +127,7 @@ impl SessionFactory for Factory {
             approver: Arc::new(AutoRejectApprover),
             hooks: Vec::new(),
             plugins: Vec::new(),
-            session: Some((Arc::clone(&self.sessions) as _, session.clone())),
+            session: Some((Arc::new(self.sessions.clone()) as _, session.clone())),
             events,
             durable: Some(durable),
         })
@@ -170,9 +171,10 @@ impl Setup {
 
     /// A hub process on the shared files.
     pub fn hub(&self, script: Vec<Message>, timeout: Duration) -> Hub {
-        let sessions = Arc::new(SqliteSessions::open(&self.db()).unwrap());
+        // Its own connection, as each process has.
+        let state = StateDb::open(&self.db()).unwrap();
         let factory = Arc::new(Factory {
-            sessions: Arc::clone(&sessions),
+            sessions: state.clone(),
             script,
             scripts: Arc::clone(&self.scripts),
             lights: Arc::clone(&self.lights),
@@ -181,15 +183,12 @@ impl Setup {
             opened: AtomicUsize::new(0),
         });
         Hub::open(
-            &self.db(),
-            sessions,
-            Arc::new(SqliteApprovals::open(&self.db()).unwrap()),
+            state,
             factory,
             HubOptions {
                 remote_timeout: timeout,
             },
         )
-        .unwrap()
     }
 
     /// What the model says in `session`.
@@ -259,7 +258,7 @@ pub fn types(events: &[Value]) -> Vec<&str> {
     out
 }
 
-pub async fn ask(hub: &Hub) -> (SessionId, broadcast::Receiver<SessionEvent>, String) {
+pub async fn ask(hub: &Hub) -> (SessionId, broadcast::Receiver<SessionEvent>, ApprovalId) {
     let session = hub.new_conversation("web").unwrap();
     let mut events = hub.subscribe("web", &session).unwrap();
     hub.send("web", &session, "lights on".into()).await.unwrap();
@@ -269,7 +268,7 @@ pub async fn ask(hub: &Hub) -> (SessionId, broadcast::Receiver<SessionEvent>, St
         .find(|e| e["type"] == "approval_requested")
         .unwrap()["approval_id"]
         .as_str()
-        .unwrap()
-        .to_owned();
+        .map(|id| ApprovalId::parse(id).unwrap())
+        .unwrap();
     (session, events, id)
 }

@@ -47,12 +47,17 @@ pub(crate) struct Connection {
     pub server: String,
     service: RunningService<RoleClient, TauClient>,
     /// A sandboxed program's private temp dir, removed with the connection.
-    _sandbox: Option<Started>,
+    sandbox: Option<Started>,
 }
 
 impl Connection {
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
+    }
+
+    /// Whether the program runs in the sandbox.
+    pub(crate) fn sandboxed(&self) -> bool {
+        self.sandbox.is_some()
     }
 }
 
@@ -74,7 +79,7 @@ pub(crate) async fn connect(
     let connection = Arc::new(Connection {
         server: server.to_owned(),
         service,
-        _sandbox: sandbox,
+        sandbox,
     });
     let tools = bounded(
         server,

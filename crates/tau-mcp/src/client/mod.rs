@@ -6,14 +6,17 @@ mod connect;
 mod spawn;
 pub(crate) mod tool;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
 use rmcp::model::Tool as RemoteTool;
 use serde_json::Value;
 use tau_agent::{SharedTool, ToolSpec};
-use tau_core::{AuditEvent, ErrorSite, EventBus, adopt_external_spec};
+use tau_core::{
+    AuditEvent, CallCard, CardNote, CardWriter, ErrorSite, EventBus, adopt_external_spec,
+};
+use tau_sandbox::Allowance;
 
 use crate::config::{Manifest, McpConfig, ServerEntry};
 use crate::names;
@@ -27,6 +30,26 @@ pub struct McpTools {
     /// In server order, then in the order each server listed them.
     pub tools: Vec<SharedTool>,
     pub warnings: Vec<McpWarning>,
+    /// The tools of servers tau started as programs: their server and what its sandbox
+    /// allows it (or that it has none).
+    pub programs: BTreeMap<String, (String, Allowance)>,
+}
+
+impl McpTools {
+    /// Writes on the question of a program server's tool what its sandbox allows it.
+    pub fn card_writer(&self) -> Arc<dyn CardWriter> {
+        let programs = self.programs.clone();
+        Arc::new(move |tool: &str, _arguments: &Value, card: &mut CallCard| {
+            if let Some((server, allowance)) = programs.get(tool) {
+                let text = format!("the MCP server {server}: {}", allowance.describe());
+                card.push(if allowance.sandboxed && !allowance.network {
+                    CardNote::info("sandbox", text)
+                } else {
+                    CardNote::warning("sandbox", text)
+                });
+            }
+        })
+    }
 }
 
 /// Something about a server that a person should read at start.
@@ -155,6 +178,13 @@ fn adopt_tools(
             timeout: entry.timeout(),
             events: events.clone(),
         }));
+        if entry.command.is_some() {
+            let allowance = Allowance {
+                sandboxed: connection.sandboxed(),
+                network: entry.network,
+            };
+            out.programs.insert(name, (server.to_owned(), allowance));
+        }
     }
     for tool in manifest.tiers.keys() {
         if !listed.iter().any(|remote| remote.name == tool.as_str()) {

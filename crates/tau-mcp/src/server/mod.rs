@@ -2,11 +2,13 @@
 //! a `TierGate` of its own connection, no agent loop in between.
 //!
 //! - `approver.rs`: the client's user answers through `elicitation/create`
+//! - `unaskable.rs`: a client without elicitation, where nobody can be asked
 //! - `stdio.rs`, `http.rs`: the transports, and their front doors for bad input
 
 mod approver;
 pub(crate) mod http;
 pub(crate) mod stdio;
+mod unaskable;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -15,18 +17,19 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, Tool as ListedTool, ToolAnnotations,
+    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool as ListedTool, ToolAnnotations,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tau_agent::{ToolContext, ToolResultContent, ToolResultStatus, is_valid_tool_name};
 use tau_core::approval::TierLookup;
-use tau_core::{Approver, AutoRejectApprover, EventBus, Tier, TierGate, ToolCatalog, gated_call};
+use tau_core::{Approver, EventBus, Tier, TierGate, ToolCatalog, gated_call};
 
 use crate::names::shown as shown_name;
 use approver::ElicitationApprover;
+use unaskable::{NEEDS_ELICITATION, UnaskableApprover};
 
 /// What every connection shares: the tools, where events go, how long questions wait.
 pub struct McpServer {
@@ -89,7 +92,7 @@ impl Connection {
                         shared.elicitation_timeout,
                     ))
                 } else {
-                    Arc::new(AutoRejectApprover)
+                    Arc::new(UnaskableApprover)
                 };
                 let tiers: Arc<dyn TierLookup> = Arc::clone(&shared.catalog) as _;
                 Arc::new(
@@ -149,7 +152,8 @@ fn text_of(content: &ToolResultContent) -> String {
 }
 
 /// A catalog entry as MCP clients see it: name, description, input schema and the hints
-/// its tier implies.
+/// its tier implies. A tier-2 tool says in its description that it needs a client with
+/// elicitation, and in `_meta` (`tau/needsElicitation`) for clients that read it.
 pub(crate) fn listed(name: &str, description: &str, schema: &Value, tier: Tier) -> ListedTool {
     let schema: JsonObject = match schema {
         Value::Object(map) => map.clone(),
@@ -160,7 +164,21 @@ pub(crate) fn listed(name: &str, description: &str, schema: &Value, tier: Tier) 
         Tier::Write => ToolAnnotations::new().read_only(false).destructive(false),
         Tier::Physical => ToolAnnotations::new().read_only(false).destructive(true),
     };
-    ListedTool::new(name.to_owned(), description.to_owned(), Arc::new(schema)).annotate(hints)
+    let mut description = description.to_owned();
+    let mut meta = None;
+    if tier == Tier::Physical {
+        if !description.is_empty() {
+            description.push_str("\n\n");
+        }
+        description.push_str(NEEDS_ELICITATION);
+        meta = Some(MetaObject(JsonObject::from_iter([
+            ("tau/tier".to_owned(), Value::from(tier.number())),
+            ("tau/needsElicitation".to_owned(), Value::Bool(true)),
+        ])));
+    }
+    let mut tool = ListedTool::new(name.to_owned(), description, Arc::new(schema)).annotate(hints);
+    tool.meta = meta;
+    tool
 }
 
 impl ServerHandler for Connection {

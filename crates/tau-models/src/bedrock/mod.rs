@@ -133,6 +133,7 @@ mod tests {
                 server: "Bedrock".into(),
                 key_env: Some("AWS_BEARER_TOKEN_BEDROCK".into()),
                 key: Some(ApiKey::new("bedrock-secret-1")),
+                ..Default::default()
             },
             inference: Inference {
                 max_tokens: 10,

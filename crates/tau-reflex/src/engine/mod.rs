@@ -22,6 +22,7 @@ use tau_core::flood::{FLOOD_WINDOW, Flood, Sender, Tally};
 use tau_core::{
     AuditEvent, AutoRejectApprover, ConfigError, EventBus, RoutineOutcome, ToolCatalog,
 };
+use tau_protocol::SessionId;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -484,7 +485,7 @@ impl Inner {
         Fired::Started
     }
 
-    fn approver(&self, slot: &Slot, session: &str) -> (Arc<dyn Approver>, String) {
+    fn approver(&self, slot: &Slot, session: &SessionId) -> (Arc<dyn Approver>, String) {
         let routine = &slot.routine;
         if let Some(channel) = routine.ask
             && let Some(store) = self.host.approvals()
@@ -493,7 +494,7 @@ impl Inner {
                 host: Arc::clone(&self.host),
                 store,
                 channel,
-                session: session.to_owned(),
+                session: session.clone(),
                 timeout: self.settings.ask_timeout,
                 cancel: slot.cancel.clone(),
             };

@@ -16,10 +16,10 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 use tau_agent::{SharedTool, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::approval::{
-    ApprovalRow, ApprovalState, ApprovalStore, MemoryApprovals, answer_durable,
+use tau_core::approval::{ApprovalRow, ApprovalState, StateDb, answer_durable};
+use tau_core::{
+    ApprovalId, AuditEvent, DecidedBy, EventBus, RecordedEvents, TauToolSpec, Tier, ToolCatalog,
 };
-use tau_core::{AuditEvent, DecidedBy, EventBus, RecordedEvents, TauToolSpec, Tier, ToolCatalog};
 use tau_reflex::{
     AskChannel, Clock, Engine, EngineParts, EngineSettings, HostError, PromptOutcome, PromptRun,
     PromptRunner, RoutineDef, RoutineHost, RoutineStore,
@@ -107,9 +107,23 @@ pub enum Answering {
     Never,
 }
 
+/// A `state.db` in a folder of its own, kept while the value lives.
+pub struct TempState {
+    _dir: tempfile::TempDir,
+    pub db: StateDb,
+}
+
+impl TempState {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(&dir.path().join("state.db")).unwrap();
+        Self { _dir: dir, db }
+    }
+}
+
 /// A host with an optional web channel that answers stored questions at once.
 pub struct FakeHost {
-    pub approvals: Option<Arc<MemoryApprovals>>,
+    pub approvals: Option<TempState>,
     pub answering: Answering,
     pub events: EventBus,
     pub announced: Mutex<Vec<ApprovalRow>>,
@@ -136,7 +150,7 @@ impl FakeHost {
     /// With a web channel that answers every question with `answering`.
     pub fn with_web(answering: Answering) -> Self {
         Self {
-            approvals: Some(Arc::new(MemoryApprovals::default())),
+            approvals: Some(TempState::new()),
             answering,
             ..Self::new()
         }
@@ -156,8 +170,8 @@ impl PromptRunner for FakeHost {
 
 #[async_trait]
 impl RoutineHost for FakeHost {
-    fn approvals(&self) -> Option<Arc<dyn ApprovalStore>> {
-        self.approvals.clone().map(|a| a as Arc<dyn ApprovalStore>)
+    fn approvals(&self) -> Option<StateDb> {
+        self.approvals.as_ref().map(|a| a.db.clone())
     }
 
     fn channels(&self) -> Vec<AskChannel> {
@@ -180,14 +194,14 @@ impl RoutineHost for FakeHost {
             channel: "web".into(),
             user: Some("ada".into()),
         };
-        answer_durable(store.as_ref(), &self.events, &row.id, to, &person, None).unwrap();
+        answer_durable(&store.db, &self.events, &row.id, to, &person, None).unwrap();
     }
 
     fn withdrawn(&self, row: &ApprovalRow) {
         self.withdrawn.lock().unwrap().push(row.clone());
     }
 
-    async fn changed(&self, _id: &str) {
+    async fn changed(&self, _id: &ApprovalId) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 
@@ -207,6 +221,7 @@ pub fn at(text: &str) -> Timestamp {
 
 /// Everything a test engine is made of, with its parts kept for looking at.
 pub struct Rig {
+    pub state: TempState,
     pub store: Arc<RoutineStore>,
     pub events: EventBus,
     pub recorded: RecordedEvents,
@@ -223,8 +238,10 @@ impl Rig {
     pub fn new(catalog: ToolCatalog, clock: Arc<dyn Clock>, host: FakeHost) -> Self {
         let events = EventBus::new();
         let recorded = RecordedEvents::subscribed_to(&events);
+        let state = TempState::new();
         Self {
-            store: Arc::new(RoutineStore::in_memory().unwrap()),
+            store: Arc::new(RoutineStore::new(state.db.clone())),
+            state,
             events,
             recorded,
             host: Arc::new(host),

@@ -18,11 +18,10 @@ use hyper_util::rt::TokioIo;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 use tau_core::approval::{
-    Answered, ApprovalState, ApprovalStore, MemoryApprovals, NewApproval, answer_durable,
-    requested_event,
+    Answered, ApprovalState, NewApproval, StateDb, answer_durable, requested_event,
 };
-use tau_core::{DecidedBy, EventBus, Tier};
-use tau_telegram::{Hub, HubError, HubEvent, Question, RefusedPress, Reply, TelegramConfig};
+use tau_core::{ApprovalId, DecidedBy, EventBus, SessionId, Tier};
+use tau_telegram::{Hub, HubError, HubEvent, Question, RefusedPress, Reply, Store, TelegramConfig};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -229,10 +228,12 @@ pub fn press(update_id: i64, chat: i64, from: i64, message_id: i64, data: &str) 
         "data": data}})
 }
 
-/// The hub's side, in memory: questions in [`MemoryApprovals`], answers through the same
+/// The hub's side: questions in a `state.db` of its own, answers through the same
 /// compare-and-set and closing event as the real hub.
 pub struct FakeHub {
-    pub approvals: Arc<MemoryApprovals>,
+    /// The folder of its `state.db`, kept while any hub of it lives.
+    dir: Arc<tempfile::TempDir>,
+    pub approvals: StateDb,
     events: mpsc::Sender<HubEvent>,
     bus: EventBus,
     pub sent: Mutex<Vec<(String, String)>>,
@@ -244,21 +245,24 @@ pub struct FakeHub {
 
 impl FakeHub {
     pub fn new() -> (Arc<Self>, mpsc::Receiver<HubEvent>) {
-        Self::with_store(Arc::new(MemoryApprovals::default()))
+        Self::on(Arc::new(tempfile::tempdir().unwrap()))
     }
 
     /// The hub after a restart: the same stored questions and conversations, nothing in
     /// memory besides.
     pub fn restarted(&self) -> (Arc<Self>, mpsc::Receiver<HubEvent>) {
-        let (hub, rx) = Self::with_store(Arc::clone(&self.approvals));
+        let (hub, rx) = Self::on(Arc::clone(&self.dir));
         *hub.sessions.lock().unwrap() = self.sessions.lock().unwrap().clone();
         *hub.next.lock().unwrap() = *self.next.lock().unwrap();
         (hub, rx)
     }
 
-    fn with_store(approvals: Arc<MemoryApprovals>) -> (Arc<Self>, mpsc::Receiver<HubEvent>) {
+    /// A hub process on the `state.db` in `dir`, with a connection of its own.
+    fn on(dir: Arc<tempfile::TempDir>) -> (Arc<Self>, mpsc::Receiver<HubEvent>) {
         let (events, rx) = mpsc::channel(256);
+        let approvals = StateDb::open(&dir.path().join("state.db")).unwrap();
         let hub = Arc::new(Self {
+            dir,
             approvals,
             events,
             bus: EventBus::new(),
@@ -269,6 +273,11 @@ impl FakeHub {
             next: Mutex::new(0),
         });
         (hub, rx)
+    }
+
+    /// The channel's memory, in the same `state.db` as the hub's, as `tau serve` has it.
+    pub fn store(&self) -> Store {
+        Store::new(self.approvals.clone())
     }
 
     pub fn session_of(&self, key: &str) -> String {
@@ -327,8 +336,8 @@ impl FakeHub {
         };
         let now = Timestamp::now();
         let row = NewApproval {
-            id: id.clone(),
-            session: self.session_of(key),
+            id: ApprovalId::parse(&id).unwrap(),
+            session: SessionId::parse(&self.session_of(key)).unwrap(),
             call_id: format!("t{id}"),
             tool: tool.into(),
             tier: Tier::Physical,
@@ -340,7 +349,7 @@ impl FakeHub {
             card,
         }
         .into_row();
-        self.approvals.create(row.clone()).unwrap();
+        self.approvals.create_approval(&row).unwrap();
         self.emit(key, requested_event(&row)).await;
         id
     }
@@ -363,17 +372,14 @@ impl FakeHub {
         by: &DecidedBy,
         confirmation: Option<&str>,
     ) -> Result<Answered, HubError> {
-        let (answered, event) = answer_durable(
-            self.approvals.as_ref(),
-            &self.bus,
-            approval_id,
-            to,
-            by,
-            confirmation,
-        )
-        .map_err(|e| HubError(e.to_string()))?;
+        let Ok(id) = ApprovalId::parse(approval_id) else {
+            return Ok(Answered::NotFound);
+        };
+        let (answered, event) =
+            answer_durable(&self.approvals, &self.bus, &id, to, by, confirmation)
+                .map_err(|e| HubError(e.to_string()))?;
         if let (Some(event), Answered::Decided(row)) = (event, &answered)
-            && let Some(key) = self.key_of(&row.session)
+            && let Some(key) = self.key_of(row.session.as_str())
         {
             let _ = self
                 .events
@@ -386,8 +392,24 @@ impl FakeHub {
         Ok(answered)
     }
 
+    /// Changes a stored row behind the hub's back, as someone with the database could.
+    pub fn tamper(&self, id: &str, set: &str) {
+        let raw = rusqlite::Connection::open(self.dir.path().join("state.db")).unwrap();
+        let changed = raw
+            .execute(&format!("UPDATE approvals SET {set} WHERE id = ?1"), [id])
+            .unwrap();
+        assert_eq!(changed, 1, "{set}");
+    }
+
     pub fn state(&self, id: &str) -> ApprovalState {
-        self.approvals.get(id).unwrap().unwrap().state
+        self.row(id).state
+    }
+
+    pub fn row(&self, id: &str) -> tau_core::approval::ApprovalRow {
+        self.approvals
+            .approval(&ApprovalId::parse(id).unwrap())
+            .unwrap()
+            .unwrap()
     }
 }
 
@@ -406,13 +428,16 @@ impl Hub for FakeHub {
     }
 
     async fn question(&self, approval_id: &str) -> Result<Option<Question>, HubError> {
+        let Ok(id) = ApprovalId::parse(approval_id) else {
+            return Ok(None);
+        };
         let row = self
             .approvals
-            .get(approval_id)
+            .approval(&id)
             .map_err(|e| HubError(e.to_string()))?;
         Ok(row.map(|row| Question {
             conversation: self
-                .key_of(&row.session)
+                .key_of(row.session.as_str())
                 .filter(|_| row.channel == "telegram"),
             row,
         }))
@@ -444,13 +469,13 @@ impl Hub for FakeHub {
     async fn pending(&self) -> Result<Vec<Question>, HubError> {
         let rows = self
             .approvals
-            .list(Some(ApprovalState::Pending))
+            .approvals(Some(ApprovalState::Pending))
             .map_err(|e| HubError(e.to_string()))?;
         Ok(rows
             .into_iter()
             .filter(|r| r.channel == "telegram")
             .map(|row| Question {
-                conversation: self.key_of(&row.session),
+                conversation: self.key_of(row.session.as_str()),
                 row,
             })
             .collect())

@@ -22,19 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rustix::io::Errno;
-use rustix::process::{Pid, PidfdFlags, Signal, WaitOptions};
-
-/// A process as `/proc/PID/stat` shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Proc {
-    pub pid: i32,
-    pub ppid: i32,
-    pub session: i32,
-    /// Clock ticks after boot; with the pid it names one process for good.
-    pub start: u64,
-    pub zombie: bool,
-}
+use rustix::process::{Pid, WaitOptions};
+use tau_sandbox::procs::{Proc, read_stat, scan};
 
 /// A command's shell: the first process, leader of the command's session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -244,55 +233,10 @@ pub(crate) fn members(procs: &[Proc], me: Me, root: Root, others: &BTreeSet<Root
     found.into_values().collect()
 }
 
-/// Every process in `/proc`; one that ends while it is read is left out.
-fn scan() -> Vec<Proc> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(read_stat)
-        .collect()
-}
-
-fn read_stat(pid: i32) -> Option<Proc> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(pid, &text)
-}
-
-/// `pid (comm) state ppid pgrp session ... starttime ...`; the name may hold anything,
-/// so the fields are counted from its last `)`.
-pub(crate) fn parse_stat(pid: i32, text: &str) -> Option<Proc> {
-    let (_, rest) = text.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some(Proc {
-        pid,
-        zombie: matches!(*fields.first()?, "Z" | "X"),
-        ppid: fields.get(1)?.parse().ok()?,
-        session: fields.get(3)?.parse().ok()?,
-        start: fields.get(19)?.parse().ok()?,
-    })
-}
-
-/// SIGKILL, only to the very process that was found: a pidfd holds it, and its start
-/// time, read after the pidfd was taken, must still be the one found.
+/// SIGKILL, only to the very process that was found (see `procs::kill`).
 fn kill(process: &Proc) {
-    let Some(pid) = Pid::from_raw(process.pid) else {
-        return;
-    };
-    let same = || read_stat(process.pid).is_some_and(|now| now.start == process.start);
-    let sent = match rustix::process::pidfd_open(pid, PidfdFlags::empty()) {
-        Ok(pidfd) if same() => rustix::process::pidfd_send_signal(&pidfd, Signal::KILL),
-        // Kernels before 5.3: the stat check and the kill are a moment apart.
-        Err(Errno::NOSYS) if same() => rustix::process::kill_process(pid, Signal::KILL),
-        Ok(_) | Err(_) => Ok(()),
-    };
-    match sent {
-        Ok(()) | Err(Errno::SRCH) => {}
-        Err(error) => {
-            tracing::debug!(%error, pid = process.pid, "could not stop a command's process");
-        }
+    if let Err(error) = tau_sandbox::procs::kill(process) {
+        tracing::debug!(%error, pid = process.pid, "could not stop a command's process");
     }
 }
 

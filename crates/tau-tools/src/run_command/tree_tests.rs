@@ -1,5 +1,6 @@
 use super::*;
 use pretty_assertions::assert_eq;
+use tau_sandbox::procs::parse_stat;
 
 const ME: Me = Me {
     pid: 100,

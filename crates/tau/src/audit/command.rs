@@ -8,9 +8,10 @@
 
 use std::path::Path;
 
-use super::anchor::Head;
+use tau_state::StateDb;
+
 use super::verify::{Verdict, verify, verify_from};
-use super::{GENESIS, anchor_db};
+use super::{GENESIS, Head};
 use crate::context::Context;
 use crate::errors::usage;
 
@@ -42,7 +43,8 @@ pub(crate) fn parse_head(text: &str) -> anyhow::Result<Head> {
 /// The head of an intact log, or the report of why there is none.
 pub(crate) fn head_command(ctx: &Context) -> anyhow::Result<(String, bool)> {
     let path = ctx.home.audit_log();
-    let verdict = verify(&path)?;
+    let state = ctx.existing_state()?;
+    let verdict = verify(&path, state.as_ref())?;
     if !verdict.intact() {
         let report = report(&verdict, &path, None);
         return Ok((
@@ -50,27 +52,27 @@ pub(crate) fn head_command(ctx: &Context) -> anyhow::Result<(String, bool)> {
             false,
         ));
     }
-    let head = anchored_head(&path)?.unwrap_or_else(|| Head {
+    let head = anchored_head(state.as_ref())?.unwrap_or_else(|| Head {
         seq: 0,
         hash: GENESIS.to_owned(),
     });
     Ok((format!("{}\n", format_head(&head)), true))
 }
 
-/// The anchored head of the log at `path`, if any.
-pub(crate) fn anchored_head(path: &Path) -> anyhow::Result<Option<Head>> {
-    let db = anchor_db(path);
-    let Some(anchor) = super::anchor::Anchor::open_existing(&db)? else {
-        return Ok(None);
-    };
-    Ok(anchor.head()?)
+/// The anchored head in `state` (the home's `state.db`), if any.
+pub(crate) fn anchored_head(state: Option<&StateDb>) -> anyhow::Result<Option<Head>> {
+    match state {
+        Some(state) => Ok(state.audit_head()?),
+        None => Ok(None),
+    }
 }
 
 /// The report of `tau audit verify`, and whether it vouches for the whole log.
 pub(crate) fn verify_command(ctx: &Context, from: Option<&str>) -> anyhow::Result<(String, bool)> {
     let kept = from.map(parse_head).transpose()?;
     let path = ctx.home.audit_log();
-    let verdict = verify_from(&path, kept.as_ref())?;
+    let state = ctx.existing_state()?;
+    let verdict = verify_from(&path, state.as_ref(), kept.as_ref())?;
     Ok((report(&verdict, &path, kept.as_ref()), verdict.intact()))
 }
 

@@ -11,11 +11,11 @@
 //! behind; `verify` accepts that one line and says it is not anchored yet, and the next
 //! append anchors it. Anything else that disagrees with the anchor is reported.
 //!
-//! Layout: `mod.rs` the appender, `anchor.rs` the head in `state.db`, `verify.rs` the check,
+//! Layout: `mod.rs` the appender, `verify.rs` the check,
 //! `command.rs` what `tau audit` prints, `witness.rs` the head sent where the log's writers
-//! cannot reach it.
+//! cannot reach it. The head and the announced line are kept in `state.db` (`tau-state`'s
+//! anchor table).
 
-mod anchor;
 mod command;
 mod verify;
 pub(crate) mod witness;
@@ -29,15 +29,15 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tau_core::{AuditEvent, EventSubscriber};
 
-use self::anchor::{Anchor, Head};
+use tau_state::StateDb;
+
 pub(crate) use self::command::{head_command, verify_command};
 #[cfg(test)]
 use self::verify::{Verdict, verify};
+pub(crate) use tau_state::AuditHead as Head;
 
 /// The `prev` of the first line.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-/// The database beside the log that holds the anchor.
-pub(crate) const ANCHOR_DB: &str = "state.db";
 const TAIL_CHUNK: u64 = 4096;
 
 pub(crate) fn line_hash(line: &[u8]) -> String {
@@ -47,9 +47,10 @@ pub(crate) fn line_hash(line: &[u8]) -> String {
         .collect()
 }
 
-/// The `state.db` that anchors the log at `path`: the one beside it.
+/// The `state.db` beside the log at `path`, as a home has it (tests open it there).
+#[cfg(test)]
 pub(crate) fn anchor_db(path: &Path) -> PathBuf {
-    path.with_file_name(ANCHOR_DB)
+    path.with_file_name("state.db")
 }
 
 /// Appends events for one session; safe to share between threads and processes.
@@ -61,7 +62,7 @@ pub(crate) struct AuditLog {
 
 struct Open {
     file: File,
-    anchor: Anchor,
+    anchor: StateDb,
     /// What this process last wrote: the file's length after it, and the head. When the
     /// file still has that length under the lock, nobody else appended, and the tail need
     /// not be read again.
@@ -69,15 +70,13 @@ struct Open {
 }
 
 impl AuditLog {
-    /// Opens (creating, 0600) the log at `path`, anchored in the `state.db` beside it.
-    pub(crate) fn open(path: &Path, session: &str) -> io::Result<Self> {
+    /// Opens (creating, 0600) the log at `path`, anchored in `anchor` (the home's
+    /// `state.db`).
+    pub(crate) fn open(path: &Path, session: &str, anchor: StateDb) -> io::Result<Self> {
         let file = crate::private::open(
             path,
             OpenOptions::new().create(true).read(true).append(true),
         )?;
-        let db = anchor_db(path);
-        crate::private::ensure_database(&db)?;
-        let anchor = Anchor::open(&db).map_err(|e| sqlite_error(&db, &e))?;
         Ok(Self {
             path: path.to_owned(),
             session: session.to_owned(),
@@ -109,20 +108,19 @@ impl AuditLog {
     fn append_locked(
         &self,
         file: &mut File,
-        anchor: &Anchor,
+        anchor: &StateDb,
         last: &mut Option<(u64, Head)>,
         session: &str,
         event: &AuditEvent,
     ) -> io::Result<()> {
-        let db = anchor_db(&self.path);
         let len = file.seek(SeekFrom::End(0))?;
         let ((seq, prev), ends_with_newline) = match last.as_ref() {
             // Nothing was appended since this process's own last line.
             Some((written, head)) if *written == len => ((head.seq + 1, head.hash.clone()), true),
             _ => {
                 let (tail, ends_with_newline) = last_line(file)?;
-                let head = anchor.head().map_err(|e| sqlite_error(&db, &e))?;
-                let announced = anchor.announced().map_err(|e| sqlite_error(&db, &e))?;
+                let head = anchor.audit_head().map_err(io::Error::other)?;
+                let announced = anchor.audit_announced().map_err(io::Error::other)?;
                 (
                     continue_from(head.as_ref(), announced.as_ref(), tail.as_deref()),
                     ends_with_newline,
@@ -151,7 +149,9 @@ impl AuditLog {
         };
         // Announced before it is written: a line past the anchor that nobody announced was
         // not written by tau, and is never anchored (see `continue_from`).
-        anchor.announce(&head).map_err(|e| sqlite_error(&db, &e))?;
+        anchor
+            .announce_audit_line(&head)
+            .map_err(io::Error::other)?;
         // Written before the anchor moves past it: a killed process leaves the line in the
         // file (the kernel has it) and at most this one line unanchored. Syncing each line to
         // the disk as well would cost more than the rest of a tool call; a power loss can
@@ -161,14 +161,10 @@ impl AuditLog {
             // Once a turn, as the session store flushes: what the turn did is on the disk.
             file.sync_data()?;
         }
-        anchor.set(&head).map_err(|e| sqlite_error(&db, &e))?;
+        anchor.set_audit_head(&head).map_err(io::Error::other)?;
         *last = Some((len + line.len() as u64, head));
         Ok(())
     }
-}
-
-fn sqlite_error(db: &Path, error: &rusqlite::Error) -> io::Error {
-    io::Error::other(format!("{}: {error}", db.display()))
 }
 
 /// The `seq` and `prev` of the next line, from the anchored head, the line last announced
@@ -278,8 +274,13 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
+    /// The `state.db` beside the log, with a connection of its own (as another process).
+    pub(crate) fn state_beside(path: &Path) -> StateDb {
+        StateDb::open(&anchor_db(path)).unwrap()
+    }
+
     fn write_events(path: &Path, n: u32) {
-        let log = AuditLog::open(path, "s").unwrap();
+        let log = AuditLog::open(path, "s", state_beside(path)).unwrap();
         for max_turns in 0..n {
             log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
         }
@@ -294,7 +295,7 @@ mod tests {
     }
 
     fn head(path: &Path) -> Option<Head> {
-        Anchor::open(&anchor_db(path)).unwrap().head().unwrap()
+        state_beside(path).audit_head().unwrap()
     }
 
     #[test]
@@ -327,7 +328,10 @@ mod tests {
                 hash: line_hash(all[3].as_bytes())
             })
         );
-        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 4 });
+        assert_eq!(
+            verify(&path, Some(&state_beside(&path))).unwrap(),
+            Verdict::Intact { lines: 4 }
+        );
     }
 
     #[test]
@@ -341,7 +345,10 @@ mod tests {
                 scope.spawn(|| write_events(&path, 25));
             }
         });
-        assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 100 });
+        assert_eq!(
+            verify(&path, Some(&state_beside(&path))).unwrap(),
+            Verdict::Intact { lines: 100 }
+        );
     }
 
     #[test]

@@ -16,8 +16,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::anchor::{Anchor, Head};
-use super::{GENESIS, anchor_db, line_hash};
+use tau_state::StateDb;
+
+use super::{GENESIS, Head, line_hash};
 
 /// What `tau audit verify` found.
 #[derive(Debug, PartialEq, Eq)]
@@ -85,16 +86,21 @@ impl Verdict {
     }
 }
 
-/// Checks the log at `path` against the anchor in the `state.db` beside it. Holds a shared
-/// lock on the log, so no append is half done while it reads.
-pub(crate) fn verify(path: &Path) -> io::Result<Verdict> {
-    verify_from(path, None)
+/// Checks the log at `path` against the anchor in `state` (the home's `state.db`; `None`
+/// when there is none). Holds a shared lock on the log, so no append is half done while it
+/// reads.
+pub(crate) fn verify(path: &Path, state: Option<&StateDb>) -> io::Result<Verdict> {
+    verify_from(path, state, None)
 }
 
 /// [`verify`], and first that the log holds `kept` (a head kept elsewhere): its entry
 /// `kept.seq` is there and hashes to `kept.hash`. The genesis head (`0:000…`) is in every
 /// log.
-pub(crate) fn verify_from(path: &Path, kept: Option<&Head>) -> io::Result<Verdict> {
+pub(crate) fn verify_from(
+    path: &Path,
+    state: Option<&StateDb>,
+    kept: Option<&Head>,
+) -> io::Result<Verdict> {
     let file = match File::open(path) {
         Ok(file) => Some(file),
         Err(error) if error.kind() == ErrorKind::NotFound => None,
@@ -103,7 +109,7 @@ pub(crate) fn verify_from(path: &Path, kept: Option<&Head>) -> io::Result<Verdic
     if let Some(file) = &file {
         file.lock_shared()?;
     }
-    let (head, announced) = read_head(path)?;
+    let (head, announced) = read_head(state)?;
     // The genesis head is in every log; any other entry 0 is in none.
     if let Some(kept) = kept.filter(|k| k.seq == 0 && k.hash != GENESIS) {
         return Ok(Verdict::NotKeptHead { kept: kept.seq });
@@ -140,13 +146,11 @@ pub(crate) fn verify_from(path: &Path, kept: Option<&Head>) -> io::Result<Verdic
 }
 
 /// The anchored head and the line announced last.
-fn read_head(path: &Path) -> io::Result<(Option<Head>, Option<Head>)> {
-    let db = anchor_db(path);
-    let sqlite = |e: rusqlite::Error| io::Error::other(format!("{}: {e}", db.display()));
-    match Anchor::open_existing(&db).map_err(sqlite)? {
-        Some(anchor) => Ok((
-            anchor.head().map_err(sqlite)?,
-            anchor.announced().map_err(sqlite)?,
+fn read_head(state: Option<&StateDb>) -> io::Result<(Option<Head>, Option<Head>)> {
+    match state {
+        Some(state) => Ok((
+            state.audit_head().map_err(io::Error::other)?,
+            state.audit_announced().map_err(io::Error::other)?,
         )),
         None => Ok((None, None)),
     }
@@ -266,7 +270,7 @@ fn judge(chain: &Chain, head: Option<&Head>, announced: Option<&Head>) -> Verdic
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::AuditLog;
+    use crate::audit::{AuditLog, anchor_db};
     use pretty_assertions::assert_eq;
     use std::path::PathBuf;
     use tau_core::AuditEvent;
@@ -278,7 +282,7 @@ mod tests {
     }
 
     fn write_events(path: &Path, n: u32) {
-        let log = AuditLog::open(path, "s").unwrap();
+        let log = AuditLog::open(path, "s", anchor(path)).unwrap();
         for max_turns in 0..n {
             log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
         }
@@ -300,8 +304,24 @@ mod tests {
         .unwrap();
     }
 
-    fn anchor(path: &Path) -> Anchor {
-        Anchor::open(&anchor_db(path)).unwrap()
+    fn anchor(path: &Path) -> StateDb {
+        StateDb::open(&anchor_db(path)).unwrap()
+    }
+
+    /// `tau audit verify` as the command runs it: the home's `state.db` if there is one.
+    fn verify(path: &Path) -> io::Result<Verdict> {
+        super::verify(
+            path,
+            StateDb::open_existing(&anchor_db(path)).unwrap().as_ref(),
+        )
+    }
+
+    fn verify_from(path: &Path, kept: Option<&Head>) -> io::Result<Verdict> {
+        super::verify_from(
+            path,
+            StateDb::open_existing(&anchor_db(path)).unwrap().as_ref(),
+            kept,
+        )
     }
 
     #[test]
@@ -412,10 +432,10 @@ mod tests {
     fn one_line_past_the_anchor_is_a_stop_before_anchoring_and_the_next_append_anchors_it() {
         let (_dir, path) = log();
         write_events(&path, 3);
-        let behind = anchor(&path).head().unwrap().unwrap();
+        let behind = anchor(&path).audit_head().unwrap().unwrap();
         write_events(&path, 1);
         // The process stopped after writing line 4 and before anchoring it.
-        anchor(&path).set(&behind).unwrap();
+        anchor(&path).set_audit_head(&behind).unwrap();
         assert_eq!(
             verify(&path).unwrap(),
             Verdict::IntactLastNotAnchored { lines: 4 }
@@ -424,9 +444,9 @@ mod tests {
         assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 5 });
 
         // Two lines past it are not a stopped process; an edited anchored line never passes.
-        let behind = anchor(&path).head().unwrap().unwrap();
+        let behind = anchor(&path).audit_head().unwrap().unwrap();
         write_events(&path, 2);
-        anchor(&path).set(&behind).unwrap();
+        anchor(&path).set_audit_head(&behind).unwrap();
         assert_eq!(
             verify(&path).unwrap(),
             Verdict::Added {
@@ -474,7 +494,7 @@ mod tests {
     }
 
     fn head_of(path: &Path) -> Head {
-        anchor(path).head().unwrap().unwrap()
+        anchor(path).audit_head().unwrap().unwrap()
     }
 
     #[test]
@@ -520,8 +540,8 @@ mod tests {
         );
         // Cut back to 3 lines, and state.db's anchor set back to match them.
         rewrite(&path, &lines(&path)[..3]);
-        anchor(&path).set(&old).unwrap();
-        anchor(&path).announce(&old).unwrap();
+        anchor(&path).set_audit_head(&old).unwrap();
+        anchor(&path).announce_audit_line(&old).unwrap();
         assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 3 });
         assert_eq!(
             verify_from(&path, Some(&kept)).unwrap(),
@@ -547,8 +567,8 @@ mod tests {
             seq: 4,
             hash: line_hash(all[3].as_bytes()),
         };
-        anchor(&path).set(&head).unwrap();
-        anchor(&path).announce(&head).unwrap();
+        anchor(&path).set_audit_head(&head).unwrap();
+        anchor(&path).announce_audit_line(&head).unwrap();
         assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 4 });
         assert_eq!(
             verify_from(&path, Some(&kept)).unwrap(),

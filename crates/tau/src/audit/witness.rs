@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tau_core::ConfigError;
+use tau_state::StateDb;
 use tau_telegram::TelegramChannel;
 use tokio_util::sync::CancellationToken;
 
@@ -52,10 +53,10 @@ impl AuditConfig {
     }
 }
 
-/// What the witness is told about the log at `path` now.
-pub(crate) fn message(path: &Path) -> String {
-    let intact = verify(path).map(|verdict| verdict.intact());
-    let head = anchored_head(path);
+/// What the witness is told about the log at `path`, anchored in `state`, now.
+pub(crate) fn message(path: &Path, state: &StateDb) -> String {
+    let intact = verify(path, Some(state)).map(|verdict| verdict.intact());
+    let head = anchored_head(Some(state));
     match (intact, head) {
         (Ok(true), Ok(head)) => {
             let head = head.map_or_else(
@@ -75,13 +76,15 @@ pub(crate) fn message(path: &Path) -> String {
 /// Sends the head to the owner now and every day, until `stop`.
 pub(crate) fn start(
     log: PathBuf,
+    state: StateDb,
     telegram: Arc<TelegramChannel>,
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             let path = log.clone();
-            let text = tokio::task::spawn_blocking(move || message(&path))
+            let state = state.clone();
+            let text = tokio::task::spawn_blocking(move || message(&path, &state))
                 .await
                 .unwrap_or_else(|error| format!("tau audit: the head could not be read: {error}"));
             let wait = match telegram.tell_owner(&text).await {

@@ -54,6 +54,7 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
         },
         env: Box::new(|name| std::env::var(name).ok()),
         events: tau_core::EventBus::new(),
+        state: std::sync::OnceLock::new(),
     };
     let model = Arc::new(ScriptedModel::from_json(REPLAY)?);
     let tools = demo.catalog().await?;

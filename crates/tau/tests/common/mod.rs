@@ -7,6 +7,7 @@ pub mod peers;
 pub mod pty;
 pub mod sandbox;
 pub mod serve;
+pub mod tmux;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

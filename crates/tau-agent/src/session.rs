@@ -1,62 +1,13 @@
 //! Sessions: a conversation and the agent's state, stored so a restart loses nothing.
+//! The loop knows only [`SessionRepository`]; `tau-state` keeps sessions in `state.db`.
 
-mod sqlite;
-
-pub use sqlite::{SqliteSessions, prepare_state_tables};
-
-use std::fmt;
+pub use tau_protocol::{InvalidSessionId, SessionId};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::interrupt::InterruptState;
 use crate::message::Message;
-
-/// A validated session id: 1 to 64 of `A-Z a-z 0-9 _ - .`, not starting with `.` or `-`,
-/// so it is safe as a file name and a command-line argument.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct SessionId(String);
-
-impl SessionId {
-    pub fn parse(text: &str) -> Result<Self, SessionError> {
-        let valid = (1..=64).contains(&text.len())
-            && !text.starts_with(['.', '-'])
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-        if valid {
-            Ok(Self(text.to_owned()))
-        } else {
-            Err(SessionError::InvalidId {
-                id: text.to_owned(),
-            })
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for SessionId {
-    type Error = SessionError;
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        Self::parse(&value)
-    }
-}
-
-impl From<SessionId> for String {
-    fn from(id: SessionId) -> Self {
-        id.0
-    }
-}
-
-impl fmt::Display for SessionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// What the agent keeps besides its messages.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -85,14 +36,11 @@ pub struct SessionSummary {
 /// What can go wrong with stored sessions.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    #[error(
-        "session name {id:?} is invalid: use 1 to 64 letters, digits, '-', '_' or '.', not starting with '.' or '-'"
-    )]
-    InvalidId { id: String },
+    #[error(transparent)]
+    InvalidId(#[from] InvalidSessionId),
+    /// The store could not be read or written (its own error, as text).
     #[error("session store error: {0}")]
-    Store(#[from] rusqlite::Error),
-    #[error("session store error: cannot sync {path}: {error}")]
-    Sync { path: String, error: std::io::Error },
+    Store(String),
     #[error("session '{session}' has an unreadable record ({what}): {error}")]
     Corrupt {
         session: String,
@@ -131,35 +79,5 @@ pub trait SessionRepository: Send + Sync {
     /// the end of each invocation.
     fn sync(&self) -> Result<(), SessionError> {
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn session_ids_are_safe_names() {
-        for ok in ["work", "a.b-c_d", "2026-12-02", &"x".repeat(64)] {
-            assert!(SessionId::parse(ok).is_ok(), "{ok}");
-        }
-        for bad in [
-            "",
-            "../etc",
-            "a/b",
-            ".hidden",
-            "-rf",
-            "sp ace",
-            "ü",
-            &"x".repeat(65),
-            "a\\b",
-            "nul\0",
-        ] {
-            assert!(SessionId::parse(bad).is_err(), "{bad:?}");
-        }
-        assert_eq!(
-            SessionId::parse("a/b").unwrap_err().to_string(),
-            "session name \"a/b\" is invalid: use 1 to 64 letters, digits, '-', '_' or '.', not starting with '.' or '-'"
-        );
     }
 }

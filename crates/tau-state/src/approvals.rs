@@ -1,0 +1,693 @@
+//! Durable questions: a tier-2 call that waits for a person's answer, stored so it
+//! outlives the process that asked it.
+//!
+//! Every change is a compare-and-set in one statement (`... WHERE state = 'pending'`,
+//! `... WHERE consumed_at IS NULL`), committed durably (flushed to the disk) before it
+//! returns, so two answers racing in two processes still have exactly one winner, an
+//! answer survives a power cut, and an approval is let through exactly once.
+
+use std::fmt::Write as _;
+
+use jiff::Timestamp;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tau_protocol::{
+    ApprovalId, ApprovalQuestion, CallCard, DecidedBy, SessionId, Tier, canonical_json,
+};
+
+use crate::db::StateDb;
+use crate::error::StateError;
+
+/// Where a question stands. Only `pending` can change, and only once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    Pending,
+    Approved,
+    Rejected,
+    /// Its deadline passed unanswered.
+    Expired,
+    /// A newer message in the conversation replaced it.
+    Superseded,
+    /// The turn it belonged to was given up (its session deleted, the call gone).
+    Cancelled,
+}
+
+impl ApprovalState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+            Self::Expired => "expired",
+            Self::Superseded => "superseded",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            Self::Pending,
+            Self::Approved,
+            Self::Rejected,
+            Self::Expired,
+            Self::Superseded,
+            Self::Cancelled,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+    }
+}
+
+/// One durable question and its fate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRow {
+    pub id: ApprovalId,
+    pub session: SessionId,
+    /// The tool use it is about.
+    pub call_id: String,
+    pub tool: String,
+    pub tier: Tier,
+    pub effect: String,
+    /// The arguments as asked, in canonical JSON (sorted keys, no spaces).
+    pub arguments: String,
+    /// SHA-256 of `arguments`, lowercase hex.
+    pub arguments_sha256: String,
+    /// The channel that asked and the only one that may answer.
+    pub channel: String,
+    pub created_at: Timestamp,
+    pub deadline: Timestamp,
+    pub state: ApprovalState,
+    pub decided_by: Option<DecidedBy>,
+    pub decided_at: Option<Timestamp>,
+    /// When the approved call was let through; set once.
+    pub consumed_at: Option<Timestamp>,
+    /// What tau said about the call on its card when it asked.
+    pub card: CallCard,
+}
+
+impl ApprovalRow {
+    /// The arguments as a JSON value (for showing them).
+    pub fn arguments_value(&self) -> Value {
+        serde_json::from_str(&self.arguments).unwrap_or(Value::Null)
+    }
+
+    /// The question as it was asked, for a channel to show (again, after a restart).
+    pub fn question(&self) -> ApprovalQuestion {
+        ApprovalQuestion {
+            approval_id: self.id.to_string(),
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            tier: self.tier,
+            effect: self.effect.clone(),
+            arguments: self.arguments_value(),
+            channel: self.channel.clone(),
+            deadline: Some(self.deadline.to_string()),
+            card: self.card.clone(),
+        }
+    }
+}
+
+/// A question about to be stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewApproval {
+    pub id: ApprovalId,
+    pub session: SessionId,
+    pub call_id: String,
+    pub tool: String,
+    pub tier: Tier,
+    pub effect: String,
+    pub arguments: Value,
+    pub channel: String,
+    pub created_at: Timestamp,
+    pub deadline: Timestamp,
+    pub card: CallCard,
+}
+
+impl NewApproval {
+    /// The row as stored: canonical arguments and their hash, `pending`.
+    pub fn into_row(self) -> ApprovalRow {
+        let (arguments, arguments_sha256) = canonical_arguments(&self.arguments);
+        ApprovalRow {
+            id: self.id,
+            session: self.session,
+            call_id: self.call_id,
+            tool: self.tool,
+            tier: self.tier,
+            effect: self.effect,
+            arguments,
+            arguments_sha256,
+            channel: self.channel,
+            created_at: self.created_at,
+            deadline: self.deadline,
+            state: ApprovalState::Pending,
+            decided_by: None,
+            decided_at: None,
+            consumed_at: None,
+            card: self.card,
+        }
+    }
+}
+
+/// Canonical JSON of `arguments` (keys sorted at every depth, no spaces) and its SHA-256,
+/// lowercase hex.
+pub fn canonical_arguments(arguments: &Value) -> (String, String) {
+    let canonical = canonical_json(arguments);
+    let digest = Sha256::digest(canonical.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    (canonical, hex)
+}
+
+/// What an answer did to a row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answered {
+    /// This answer decided the question.
+    Decided(ApprovalRow),
+    /// It was already decided (or expired, superseded, cancelled); nothing changed. The row
+    /// says how. Repeating the winning answer lands here too.
+    AlreadyDecided(ApprovalRow),
+    /// No question has that id.
+    NotFound,
+    /// A yes without the second step the question's card asks for (the device's name or
+    /// its number); nothing changed, the question is still open.
+    StepMissing(ApprovalRow),
+}
+
+const COLUMNS: &str = "id, session, call_id, tool, tier, effect, arguments, arguments_sha256, \
+     channel, created_at, deadline, state, decided_by, decided_at, consumed_at, card";
+
+/// A row's columns as stored, before they are checked.
+struct Raw {
+    text: [String; 12],
+    tier: i64,
+    decided_by: Option<String>,
+    decided_at: Option<String>,
+    consumed_at: Option<String>,
+}
+
+fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
+    let text = |i: usize| row.get::<_, String>(i);
+    Ok(Raw {
+        text: [
+            text(0)?,
+            text(1)?,
+            text(2)?,
+            text(3)?,
+            text(5)?,
+            text(6)?,
+            text(7)?,
+            text(8)?,
+            text(9)?,
+            text(10)?,
+            text(11)?,
+            text(15)?,
+        ],
+        tier: row.get(4)?,
+        decided_by: row.get(12)?,
+        decided_at: row.get(13)?,
+        consumed_at: row.get(14)?,
+    })
+}
+
+/// A stored row, checked field by field: a row that does not parse is an error, never a
+/// default (a default could look approved).
+fn parse(raw: Raw) -> Result<ApprovalRow, StateError> {
+    let Raw {
+        text:
+            [
+                id,
+                session,
+                call_id,
+                tool,
+                effect,
+                arguments,
+                arguments_sha256,
+                channel,
+                created_at,
+                deadline,
+                state,
+                card,
+            ],
+        tier,
+        decided_by,
+        decided_at,
+        consumed_at,
+    } = raw;
+    let bad =
+        |what: &str| StateError::unreadable(format!("approval '{id}'"), format!("its {what}"));
+    let time = |text: &str, what: &str| text.parse::<Timestamp>().map_err(|_| bad(what));
+    let tier = match tier {
+        0 => Tier::Read,
+        1 => Tier::Write,
+        2 => Tier::Physical,
+        _ => return Err(bad("tier")),
+    };
+    Ok(ApprovalRow {
+        id: ApprovalId::parse(&id).map_err(|_| bad("id"))?,
+        session: SessionId::parse(&session).map_err(|_| bad("session"))?,
+        state: ApprovalState::parse(&state).ok_or_else(|| bad("state"))?,
+        decided_by: decided_by
+            .map(|text| serde_json::from_str::<DecidedBy>(&text).map_err(|_| bad("decided_by")))
+            .transpose()?,
+        decided_at: decided_at.map(|t| time(&t, "decided_at")).transpose()?,
+        consumed_at: consumed_at.map(|t| time(&t, "consumed_at")).transpose()?,
+        card: serde_json::from_str(&card).map_err(|_| bad("card"))?,
+        created_at: time(&created_at, "created_at")?,
+        deadline: time(&deadline, "deadline")?,
+        call_id,
+        tool,
+        tier,
+        effect,
+        arguments,
+        arguments_sha256,
+        channel,
+    })
+}
+
+fn get(connection: &Connection, id: &ApprovalId) -> Result<Option<ApprovalRow>, StateError> {
+    connection
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"))?
+        .query_row(params![id.as_str()], read_row)
+        .optional()?
+        .map(parse)
+        .transpose()
+}
+
+impl StateDb {
+    /// Stores a new `pending` row. An id that exists already is an error.
+    pub fn create_approval(&self, row: &ApprovalRow) -> Result<(), StateError> {
+        let decided_by = row
+            .decided_by
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StateError::Invalid(e.to_string()))?;
+        let card =
+            serde_json::to_string(&row.card).map_err(|e| StateError::Invalid(e.to_string()))?;
+        let inserted = self.write_durable(|tx| {
+            Ok(tx.execute(
+                &format!(
+                    "INSERT OR IGNORE INTO approvals ({COLUMNS}) VALUES \
+                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+                ),
+                params![
+                    row.id.as_str(),
+                    row.session.as_str(),
+                    row.call_id,
+                    row.tool,
+                    i64::from(row.tier.number()),
+                    row.effect,
+                    row.arguments,
+                    row.arguments_sha256,
+                    row.channel,
+                    row.created_at.to_string(),
+                    row.deadline.to_string(),
+                    row.state.as_str(),
+                    decided_by,
+                    row.decided_at.map(|t| t.to_string()),
+                    row.consumed_at.map(|t| t.to_string()),
+                    card,
+                ],
+            )?)
+        })?;
+        if inserted == 1 {
+            Ok(())
+        } else {
+            Err(StateError::Invalid(format!(
+                "approval '{}' exists already",
+                row.id
+            )))
+        }
+    }
+
+    pub fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRow>, StateError> {
+        self.read(|c| get(c, id))
+    }
+
+    /// `pending -> to` (to is not `pending`), recording who decided and when; the first
+    /// answer wins.
+    pub fn decide_approval(
+        &self,
+        id: &ApprovalId,
+        to: ApprovalState,
+        decided_by: &DecidedBy,
+        at: Timestamp,
+    ) -> Result<Answered, StateError> {
+        if to == ApprovalState::Pending {
+            return Err(StateError::Invalid(
+                "a question cannot be decided as pending".into(),
+            ));
+        }
+        let by =
+            serde_json::to_string(decided_by).map_err(|e| StateError::Invalid(e.to_string()))?;
+        self.write_durable(|tx| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE approvals SET state = ?2, decided_by = ?3, decided_at = ?4 \
+                     WHERE id = ?1 AND state = 'pending'",
+                )?
+                .execute(params![id.as_str(), to.as_str(), by, at.to_string()])?;
+            Ok(match (changed, get(tx, id)?) {
+                (_, None) => Answered::NotFound,
+                (1, Some(row)) => Answered::Decided(row),
+                (_, Some(row)) => Answered::AlreadyDecided(row),
+            })
+        })
+    }
+
+    /// Marks an approved, unconsumed row consumed; false when it was not both.
+    pub fn consume_approval(&self, id: &ApprovalId, at: Timestamp) -> Result<bool, StateError> {
+        self.write_durable(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "UPDATE approvals SET consumed_at = ?2 \
+                     WHERE id = ?1 AND state = 'approved' AND consumed_at IS NULL",
+                )?
+                .execute(params![id.as_str(), at.to_string()])?
+                == 1)
+        })
+    }
+
+    /// Rows in `state`, oldest first; all of them when `state` is `None`.
+    pub fn approvals(&self, state: Option<ApprovalState>) -> Result<Vec<ApprovalRow>, StateError> {
+        match state {
+            Some(state) => self.select_approvals("WHERE state = ?1", params![state.as_str()]),
+            None => self.select_approvals("", params![]),
+        }
+    }
+
+    /// Rows of one session, oldest first.
+    pub fn approvals_of_session(
+        &self,
+        session: &SessionId,
+    ) -> Result<Vec<ApprovalRow>, StateError> {
+        self.select_approvals("WHERE session = ?1", params![session.as_str()])
+    }
+
+    /// Decided questions whose turn was not resumed or closed yet (the hub stopped in
+    /// between), oldest first.
+    pub fn unsettled_approvals(&self) -> Result<Vec<ApprovalRow>, StateError> {
+        self.select_approvals("WHERE state != 'pending' AND settled = 0", params![])
+    }
+
+    /// Marks a decided question as dealt with: its turn was resumed or closed. Only the
+    /// hub's own bookkeeping; the gate never reads it.
+    pub fn mark_approval_settled(&self, id: &ApprovalId) -> Result<(), StateError> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE approvals SET settled = 1 WHERE id = ?1 AND state != 'pending'",
+            )?
+            .execute(params![id.as_str()])?;
+            Ok(())
+        })
+    }
+
+    fn select_approvals(
+        &self,
+        filter: &str,
+        values: impl rusqlite::Params,
+    ) -> Result<Vec<ApprovalRow>, StateError> {
+        let raws = self.read(|c| {
+            let mut statement = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM approvals {filter} ORDER BY created_at, id"
+            ))?;
+            let rows = statement.query_map(values, read_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        let mut rows = raws.into_iter().map(parse).collect::<Result<Vec<_>, _>>()?;
+        // Timestamps are ordered as instants, not as the text they are stored in.
+        rows.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn open(dir: &tempfile::TempDir) -> StateDb {
+        StateDb::open(&dir.path().join("state.db")).unwrap()
+    }
+
+    fn id(text: &str) -> ApprovalId {
+        ApprovalId::parse(text).unwrap()
+    }
+
+    fn row(name: &str, created: i64) -> ApprovalRow {
+        NewApproval {
+            id: id(name),
+            session: SessionId::parse("web-1").unwrap(),
+            call_id: "t1".into(),
+            tool: "lights".into(),
+            tier: Tier::Physical,
+            effect: "switches lights".into(),
+            arguments: json!({"room": "kitchen", "a": [2, 1]}),
+            channel: "web".into(),
+            created_at: Timestamp::from_second(created).unwrap(),
+            deadline: Timestamp::from_second(created + 1800).unwrap(),
+            card: CallCard::default(),
+        }
+        .into_row()
+    }
+
+    #[test]
+    fn canonical_arguments_sort_keys_at_every_depth_and_hash_them() {
+        let (text, hash) = canonical_arguments(&json!({"b": {"y": 1, "x": 2}, "a": "é"}));
+        assert_eq!(text, r#"{"a":"é","b":{"x":2,"y":1}}"#);
+        assert_eq!(
+            hash,
+            "a88fe9c97e53b951a59cb2d20144f73e0e27319322a85ff3a56a926fdadc5f16"
+        );
+        let (_, same) = canonical_arguments(&json!({"a": "é", "b": {"x": 2, "y": 1}}));
+        assert_eq!(hash, same, "key order does not change the hash");
+        let (_, other) = canonical_arguments(&json!({"a": "é", "b": {"x": 2, "y": 2}}));
+        assert_ne!(hash, other);
+    }
+
+    #[test]
+    fn a_row_reads_back_exactly_as_it_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let mut written = row("ap_1", 10);
+        written.created_at = "2026-12-02T21:44:52.123456789Z".parse().unwrap();
+        store.create_approval(&written).unwrap();
+        assert_eq!(store.approval(&id("ap_1")).unwrap(), Some(written));
+        assert_eq!(store.approval(&id("ap_2")).unwrap(), None);
+        assert!(
+            store.create_approval(&row("ap_1", 11)).is_err(),
+            "ids are never reused"
+        );
+    }
+
+    #[test]
+    fn a_card_is_stored_whole_with_its_question() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let mut written = row("ap_1", 10);
+        written.card.headline = Some("switch ON · Kitchen light (kitchen)".into());
+        written.card.push(
+            tau_protocol::CardNote::warning("file", "setup.sh (8 bytes)").with_detail("echo hi\n"),
+        );
+        store.create_approval(&written).unwrap();
+        let read = store.approval(&id("ap_1")).unwrap().unwrap();
+        assert_eq!(read.question().card, written.card);
+        assert_eq!(read, written);
+    }
+
+    #[test]
+    fn the_first_answer_wins_and_repeats_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        store.create_approval(&row("ap_1", 10)).unwrap();
+        let person = DecidedBy::person("web");
+        let at = Timestamp::from_second(20).unwrap();
+        let Answered::Decided(decided) = store
+            .decide_approval(&id("ap_1"), ApprovalState::Approved, &person, at)
+            .unwrap()
+        else {
+            panic!("the first answer decides");
+        };
+        assert_eq!(
+            (
+                decided.state,
+                decided.decided_by.clone(),
+                decided.decided_at
+            ),
+            (ApprovalState::Approved, Some(person.clone()), Some(at))
+        );
+        for (to, by) in [
+            (ApprovalState::Approved, person.clone()),
+            (ApprovalState::Rejected, person.clone()),
+            (ApprovalState::Expired, DecidedBy::Timeout),
+        ] {
+            let later = Timestamp::from_second(30).unwrap();
+            assert_eq!(
+                store.decide_approval(&id("ap_1"), to, &by, later).unwrap(),
+                Answered::AlreadyDecided(decided.clone())
+            );
+        }
+        assert_eq!(
+            store
+                .decide_approval(&id("ap_9"), ApprovalState::Approved, &person, at)
+                .unwrap(),
+            Answered::NotFound
+        );
+        assert!(
+            store
+                .decide_approval(&id("ap_1"), ApprovalState::Pending, &person, at)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn only_an_approved_row_is_consumed_and_only_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        store.create_approval(&row("ap_1", 10)).unwrap();
+        store.create_approval(&row("ap_2", 11)).unwrap();
+        let at = Timestamp::from_second(20).unwrap();
+        assert!(!store.consume_approval(&id("ap_1"), at).unwrap(), "pending");
+        let person = DecidedBy::person("web");
+        store
+            .decide_approval(&id("ap_2"), ApprovalState::Rejected, &person, at)
+            .unwrap();
+        assert!(
+            !store.consume_approval(&id("ap_2"), at).unwrap(),
+            "rejected"
+        );
+        store
+            .decide_approval(&id("ap_1"), ApprovalState::Approved, &person, at)
+            .unwrap();
+        assert!(store.consume_approval(&id("ap_1"), at).unwrap());
+        assert!(!store.consume_approval(&id("ap_1"), at).unwrap());
+        assert_eq!(
+            store.approval(&id("ap_1")).unwrap().unwrap().consumed_at,
+            Some(at)
+        );
+    }
+
+    #[test]
+    fn lists_and_settling() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        store.create_approval(&row("ap_b", 12)).unwrap();
+        store.create_approval(&row("ap_a", 11)).unwrap();
+        store.create_approval(&row("ap_c", 13)).unwrap();
+        let at = Timestamp::from_second(20).unwrap();
+        store
+            .decide_approval(&id("ap_c"), ApprovalState::Expired, &DecidedBy::Timeout, at)
+            .unwrap();
+        let ids = |rows: Vec<ApprovalRow>| {
+            rows.into_iter()
+                .map(|r| r.id.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(store.approvals(Some(ApprovalState::Pending)).unwrap()),
+            ["ap_a", "ap_b"],
+            "oldest first"
+        );
+        assert_eq!(
+            ids(store.approvals(None).unwrap()),
+            ["ap_a", "ap_b", "ap_c"]
+        );
+        assert_eq!(ids(store.unsettled_approvals().unwrap()), ["ap_c"]);
+        store.mark_approval_settled(&id("ap_a")).unwrap();
+        assert_eq!(
+            ids(store.approvals(Some(ApprovalState::Pending)).unwrap()),
+            ["ap_a", "ap_b"],
+            "a pending question is never settled"
+        );
+        store.mark_approval_settled(&id("ap_c")).unwrap();
+        assert!(store.unsettled_approvals().unwrap().is_empty());
+        assert_eq!(
+            ids(store
+                .approvals_of_session(&SessionId::parse("web-1").unwrap())
+                .unwrap()),
+            ["ap_a", "ap_b", "ap_c"]
+        );
+    }
+
+    #[test]
+    fn handles_on_one_file_race_to_one_winner() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        StateDb::open(&path)
+            .unwrap()
+            .create_approval(&row("ap_1", 10))
+            .unwrap();
+        let winners: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..6)
+                .map(|n| {
+                    let path = &path;
+                    scope.spawn(move || {
+                        // Each its own connection, as each process has.
+                        let store = StateDb::open(path).unwrap();
+                        let to = if n % 2 == 0 {
+                            ApprovalState::Approved
+                        } else {
+                            ApprovalState::Rejected
+                        };
+                        let by = DecidedBy::person("web");
+                        let answered = store
+                            .decide_approval(&id("ap_1"), to, &by, Timestamp::now())
+                            .unwrap();
+                        usize::from(matches!(answered, Answered::Decided(_)))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(winners, 1);
+    }
+
+    #[test]
+    fn a_tampered_row_is_an_error_never_a_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        store.create_approval(&row("ap_1", 10)).unwrap();
+        for (column, value) in [
+            ("state", "'yes'"),
+            ("tier", "7"),
+            ("tier", "'two'"),
+            ("session", "'../x'"),
+            ("decided_by", "'{\"kind\":\"model\"}'"),
+            ("card", "'{\"notes\":[{\"level\":\"fine\"}]}'"),
+        ] {
+            store
+                .write(|tx| {
+                    tx.execute(
+                        &format!("UPDATE approvals SET {column} = {value} WHERE id = 'ap_1'"),
+                        [],
+                    )?;
+                    Ok(())
+                })
+                .unwrap();
+            assert!(store.approval(&id("ap_1")).is_err(), "{column}");
+            store
+                .write(|tx| {
+                    tx.execute("DELETE FROM approvals", [])?;
+                    Ok(())
+                })
+                .unwrap();
+            store.create_approval(&row("ap_1", 10)).unwrap();
+        }
+        store
+            .write(|tx| {
+                tx.execute("UPDATE approvals SET state = 'yes' WHERE id = 'ap_1'", [])?;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            store.approval(&id("ap_1")).unwrap_err().to_string(),
+            "state.db: approval 'ap_1' is unreadable: its state"
+        );
+    }
+}

@@ -1,0 +1,147 @@
+//! Conversations: which session a channel's conversation (a web page's tab, a Telegram
+//! chat, a routine's questions) talks to, so a restart finds them again.
+
+use jiff::Timestamp;
+use rusqlite::{OptionalExtension, Row, params};
+use tau_protocol::SessionId;
+
+use crate::db::StateDb;
+use crate::error::StateError;
+
+/// One conversation of a channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conversation {
+    pub channel: String,
+    /// What the channel calls it (a chat id, the web session's own id).
+    pub key: String,
+    pub session: SessionId,
+    pub created_at: Timestamp,
+}
+
+const COLUMNS: &str = "channel, key, session, created_at";
+
+fn read_row(row: &Row<'_>) -> rusqlite::Result<(String, String, String, String)> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+}
+
+fn parse(
+    (channel, key, session, created_at): (String, String, String, String),
+) -> Result<Conversation, StateError> {
+    let bad = |why: String| StateError::unreadable(format!("conversation {channel}/{key}"), why);
+    Ok(Conversation {
+        session: SessionId::parse(&session).map_err(|e| bad(e.to_string()))?,
+        created_at: created_at.parse().map_err(|e| bad(format!("{e}")))?,
+        channel: channel.clone(),
+        key: key.clone(),
+    })
+}
+
+impl StateDb {
+    /// The conversation `(channel, key)`, created with `session` when it is new. A session
+    /// belongs to one conversation: giving one that another conversation has is an error.
+    pub fn find_or_create_conversation(
+        &self,
+        channel: &str,
+        key: &str,
+        session: &SessionId,
+    ) -> Result<Conversation, StateError> {
+        let row = self.write(|tx| {
+            tx.execute(
+                "INSERT OR IGNORE INTO conversations (channel, key, session, created_at) \
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![channel, key, session.as_str(), Timestamp::now().to_string()],
+            )?;
+            Ok(tx
+                .query_row(
+                    &format!("SELECT {COLUMNS} FROM conversations WHERE channel = ?1 AND key = ?2"),
+                    params![channel, key],
+                    read_row,
+                )
+                .optional()?)
+        })?;
+        parse(
+            row.ok_or_else(|| {
+                StateError::Invalid(format!("conversation {channel}/{key} vanished"))
+            })?,
+        )
+    }
+
+    /// The conversation a session belongs to, if it is one.
+    pub fn conversation_of(&self, session: &SessionId) -> Result<Option<Conversation>, StateError> {
+        self.read(|c| {
+            Ok(c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM conversations WHERE session = ?1"
+            ))?
+            .query_row(params![session.as_str()], read_row)
+            .optional()?)
+        })?
+        .map(parse)
+        .transpose()
+    }
+
+    /// Every conversation of `channel`, oldest first.
+    pub fn conversations_of(&self, channel: &str) -> Result<Vec<Conversation>, StateError> {
+        let rows = self.read(|c| {
+            let mut statement = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM conversations WHERE channel = ?1 ORDER BY created_at, key"
+            ))?;
+            let rows = statement.query_map(params![channel], read_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        rows.into_iter().map(parse).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_conversation_keeps_its_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateDb::open(&dir.path().join("state.db")).unwrap();
+        let first = SessionId::parse("web-a").unwrap();
+        let made = store
+            .find_or_create_conversation("web", "a", &first)
+            .unwrap();
+        let other = SessionId::parse("web-b").unwrap();
+        let again = store
+            .find_or_create_conversation("web", "a", &other)
+            .unwrap();
+        assert_eq!(made, again, "the first session stays");
+        assert_eq!(again.session, first);
+        assert_eq!(store.conversation_of(&first).unwrap(), Some(made.clone()));
+        assert_eq!(store.conversation_of(&other).unwrap(), None);
+        store
+            .find_or_create_conversation(
+                "telegram",
+                "42",
+                &SessionId::parse("telegram-42").unwrap(),
+            )
+            .unwrap();
+        assert_eq!(store.conversations_of("web").unwrap(), vec![made]);
+        assert!(
+            store
+                .find_or_create_conversation("telegram", "43", &first)
+                .is_err(),
+            "a session belongs to one conversation"
+        );
+    }
+
+    #[test]
+    fn a_tampered_row_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateDb::open(&dir.path().join("state.db")).unwrap();
+        store
+            .write(|tx| {
+                tx.execute(
+                    "INSERT INTO conversations VALUES ('web', 'k', '../etc', '2026-01-01T00:00:00Z')",
+                    [],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        assert!(store.conversations_of("web").is_err());
+    }
+}

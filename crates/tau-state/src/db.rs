@@ -1,0 +1,344 @@
+//! [`StateDb`]: the one way into `state.db`. It opens the file (private, without a second
+//! descriptor), applies the pragma policy and the migrations, and runs every read and write
+//! of this process on one connection, off the async workers.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::error::StateError;
+use crate::migrate;
+
+/// How long a statement waits for another process's write before it fails.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// SQLite's own checkpoints, in 4 KiB pages: 64 MiB of log, a bound for a turn that never
+/// ends. The end of each turn checkpoints anyway (see [`StateDb::flush`]).
+const AUTOCHECKPOINT_PAGES: i64 = 16_384;
+/// After a checkpoint the log file is cut back to this.
+const JOURNAL_SIZE_LIMIT: i64 = 4 << 20;
+/// The mode of `state.db` and of the `-wal` and `-shm` files SQLite makes beside it.
+const PRIVATE_MODE: u32 = 0o600;
+
+/// `state.db`, open. Cheap to clone; every clone is the same connection. Safe to share
+/// between threads, and other processes may open the same file at the same time.
+#[derive(Clone)]
+pub struct StateDb {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    connection: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for StateDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateDb")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StateDb {
+    /// Opens `state.db` at `path`, creating it (its folder must exist) and bringing its
+    /// tables to this tau's schema.
+    pub fn open(path: &Path) -> Result<Self, StateError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connection =
+            Connection::open_with_flags(path, flags).map_err(|source| StateError::Open {
+                path: path.display().to_string(),
+                source,
+            })?;
+        // SQLite has the file now but has read or locked nothing yet; a mode set by path
+        // needs no descriptor of ours, so no lock SQLite takes later can be dropped by it.
+        protect(path)?;
+        let mut connection = connection;
+        configure(&connection)?;
+        migrate::to_latest(&mut connection)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path: path.to_owned(),
+                connection: Mutex::new(connection),
+            }),
+        })
+    }
+
+    /// Opens `state.db` when it exists; `None` (nothing created) when it does not.
+    pub fn open_existing(path: &Path) -> Result<Option<Self>, StateError> {
+        match std::fs::symlink_metadata(path) {
+            Ok(_) => Self::open(path).map(Some),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(StateError::Protect {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `read` on the connection.
+    pub(crate) fn read<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<T, StateError>,
+    ) -> Result<T, StateError> {
+        off_the_runtime(|| read(&self.lock()))
+    }
+
+    /// Runs `write` in one transaction that takes the write lock at its start (a
+    /// transaction that read first could find another process wrote meanwhile, and fail
+    /// instead of waiting). A commit survives a killed process; see [`Self::write_durable`]
+    /// for one that survives a power cut too.
+    pub(crate) fn write<T>(
+        &self,
+        write: impl FnOnce(&Transaction<'_>) -> Result<T, StateError>,
+    ) -> Result<T, StateError> {
+        off_the_runtime(|| transaction(&mut self.lock(), write))
+    }
+
+    /// [`Self::write`], with the log flushed to the disk at its commit: this write and
+    /// every one before it survive a power cut once it returns. For what must never be
+    /// lost: a person's answer, a call let through, the end of a turn.
+    pub(crate) fn write_durable<T>(
+        &self,
+        write: impl FnOnce(&Transaction<'_>) -> Result<T, StateError>,
+    ) -> Result<T, StateError> {
+        off_the_runtime(|| {
+            let mut connection = self.lock();
+            connection.pragma_update(None, "synchronous", "FULL")?;
+            let result = transaction(&mut connection, write);
+            let restored = connection.pragma_update(None, "synchronous", "NORMAL");
+            let value = result?;
+            restored?;
+            Ok(value)
+        })
+    }
+
+    /// Makes every write so far survive a power cut: one durable commit (the log is
+    /// flushed with it), then a checkpoint that copies the log into the database file
+    /// without waiting for readers in other processes.
+    pub fn flush(&self) -> Result<(), StateError> {
+        self.write_durable(|tx| {
+            tx.execute(
+                "INSERT INTO state_meta (key, value) VALUES ('flushed_at', ?1)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [jiff::Timestamp::now().to_string()],
+            )?;
+            Ok(())
+        })?;
+        self.read(|connection| {
+            connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+            Ok(())
+        })
+    }
+
+    /// SQLite's own check of the whole file: `["ok"]` when it is sound.
+    pub fn integrity_check(&self) -> Result<Vec<String>, StateError> {
+        self.read(|connection| {
+            let mut statement = connection.prepare("PRAGMA integrity_check")?;
+            let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+
+    /// A number that changes when another process committed to the file since the last
+    /// call on this connection (SQLite's `data_version`); this process's own commits do
+    /// not change it.
+    pub fn data_version(&self) -> Result<i64, StateError> {
+        self.read(|connection| {
+            Ok(connection.query_row("PRAGMA data_version", [], |row| row.get(0))?)
+        })
+    }
+
+    /// The schema version the file is at.
+    pub fn schema_version(&self) -> Result<i64, StateError> {
+        self.read(|connection| Ok(migrate::version(connection)?))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.inner
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn transaction<T>(
+    connection: &mut Connection,
+    write: impl FnOnce(&Transaction<'_>) -> Result<T, StateError>,
+) -> Result<T, StateError> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let value = write(&tx)?;
+    tx.commit()?;
+    Ok(value)
+}
+
+/// The pragma policy, the same for every process: WAL (readers and one writer apart),
+/// `synchronous = NORMAL` (a commit is in the operating system's hands when it returns, so
+/// it survives a killed process; [`StateDb::write_durable`] and [`StateDb::flush`] put
+/// what must survive a power cut on the disk), a wait for a busy file, foreign keys.
+fn configure(connection: &Connection) -> Result<(), StateError> {
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StateError::Invalid(format!(
+            "cannot use a write-ahead log here (journal mode stays {mode}); keep tau's home on a local file system"
+        )));
+    }
+    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    connection.pragma_update(None, "foreign_keys", "ON")?;
+    connection.pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT_PAGES)?;
+    connection.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT)?;
+    Ok(())
+}
+
+/// Gives `state.db` and its `-wal` and `-shm` files (SQLite makes those with the database's
+/// own mode) mode 0600, by path: never through a descriptor of tau's own, whose closing
+/// would drop the locks SQLite holds on the file.
+fn protect(db: &Path) -> Result<(), StateError> {
+    use std::os::unix::fs::PermissionsExt;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        let path = PathBuf::from(name);
+        let failed = |source| StateError::Protect {
+            path: path.display().to_string(),
+            source,
+        };
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.permissions().mode() & 0o777 == PRIVATE_MODE => {}
+            Ok(_) => std::fs::set_permissions(&path, std::fs::Permissions::from_mode(PRIVATE_MODE))
+                .map_err(failed)?,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(failed(error)),
+        }
+    }
+    Ok(())
+}
+
+/// Runs blocking SQLite work without holding up the async workers: on tokio's
+/// multi-threaded runtime the worker hands its other tasks to another thread first
+/// (`block_in_place`); anywhere else (a plain thread, a blocking task, a single-threaded
+/// test runtime) it simply runs.
+fn off_the_runtime<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        Ok(_) | Err(_) => work(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_new_file_and_its_log_are_private_and_the_policy_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let db = StateDb::open(&path).unwrap();
+        db.flush().unwrap();
+        for file in ["state.db", "state.db-wal", "state.db-shm"] {
+            assert_eq!(mode(&dir.path().join(file)), 0o600, "{file}");
+        }
+        let pragma = |name: &str| -> String {
+            db.read(|c| {
+                Ok(c.query_row(&format!("PRAGMA {name}"), [], |row| {
+                    row.get::<_, rusqlite::types::Value>(0)
+                })?)
+            })
+            .map(|v| format!("{v:?}"))
+            .unwrap()
+        };
+        assert_eq!(
+            [
+                pragma("journal_mode"),
+                pragma("synchronous"),
+                pragma("foreign_keys"),
+                pragma("busy_timeout"),
+                pragma("wal_autocheckpoint"),
+            ],
+            [
+                "Text(\"wal\")",
+                "Integer(1)",
+                "Integer(1)",
+                "Integer(5000)",
+                "Integer(16384)"
+            ]
+        );
+        assert_eq!(db.integrity_check().unwrap(), ["ok"]);
+    }
+
+    #[test]
+    fn looser_modes_left_behind_are_tightened_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        StateDb::open(&path).unwrap().flush().unwrap();
+        for file in ["state.db", "state.db-wal", "state.db-shm"] {
+            let file = dir.path().join(file);
+            if file.exists() {
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+            }
+        }
+        let _db = StateDb::open(&path).unwrap();
+        for file in ["state.db", "state.db-wal", "state.db-shm"] {
+            let file = dir.path().join(file);
+            if file.exists() {
+                assert_eq!(mode(&file), 0o600, "{}", file.display());
+            }
+        }
+    }
+
+    #[test]
+    fn opening_what_does_not_exist_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        assert!(StateDb::open_existing(&path).unwrap().is_none());
+        assert!(!path.exists());
+        StateDb::open(&path).unwrap();
+        assert!(StateDb::open_existing(&path).unwrap().is_some());
+    }
+
+    #[test]
+    fn another_connection_s_commit_changes_the_data_version_and_ours_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let ours = StateDb::open(&path).unwrap();
+        let theirs = StateDb::open(&path).unwrap();
+        let before = ours.data_version().unwrap();
+        ours.flush().unwrap();
+        assert_eq!(ours.data_version().unwrap(), before);
+        theirs.flush().unwrap();
+        assert_ne!(ours.data_version().unwrap(), before);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn work_on_the_multi_threaded_runtime_runs_beside_other_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(&dir.path().join("state.db")).unwrap();
+        let ticker = tokio::spawn(async {
+            for _ in 0..5 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        for _ in 0..20 {
+            db.flush().unwrap();
+        }
+        ticker.await.unwrap();
+        assert_eq!(db.integrity_check().unwrap(), ["ok"]);
+    }
+}

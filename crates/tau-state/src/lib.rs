@@ -1,0 +1,47 @@
+//! tau-state: the one owner of `state.db`.
+//!
+//! Owns the file and everything in it: the one way to open it ([`StateDb::open`]: mode
+//! 0600 set by path, never through a second descriptor, whose closing would drop the locks
+//! SQLite holds), one pragma policy (WAL, `synchronous = NORMAL`, a 5 s wait for a busy
+//! file, foreign keys), the schema as numbered migrations, and a module per table. Every
+//! process of tau may open the file at once (`tau serve`, `tau chat` on another session,
+//! `tau sessions`, `tau routines`, `tau audit verify`); each has one connection, and every
+//! read and write runs off the async workers. Nothing else in tau opens, creates, chmods,
+//! renames or closes a descriptor on `state.db` or its `-wal` and `-shm` files.
+//!
+//! Durability: a commit survives a killed process when it returns. Writes that must also
+//! survive a power cut (a person's answer, a stored question, a call let through, the end
+//! of each turn) are committed with the log flushed to the disk ([`StateDb::flush`]).
+//!
+//! It knows what is stored, not what it means: the gate's rules, a routine's definition
+//! and a channel's texts are the crates above; the typed ids are `tau-protocol`'s and the
+//! messages `tau-agent`'s.
+//!
+//! Layout
+//! - `db.rs`: [`StateDb`], the pragma policy, transactions, flush; `migrate.rs`: the schema
+//! - `sessions.rs`: messages and agent state (`tau-agent`'s `SessionRepository`)
+//! - `approvals.rs`: durable questions; `conversations.rs`: a channel's conversations
+//! - `routines.rs`: definitions, switches, runs, marks; `telegram.rs`: the channel's memory
+//! - `devices.rs`: devices, discovery configs seen, last states
+//! - `anchor.rs`: the audit log's anchor and the line announced before it is written
+
+mod anchor;
+mod approvals;
+mod conversations;
+mod db;
+mod devices;
+mod error;
+mod migrate;
+mod routines;
+mod sessions;
+mod telegram;
+
+pub use anchor::AuditHead;
+pub use approvals::{Answered, ApprovalRow, ApprovalState, NewApproval, canonical_arguments};
+pub use conversations::Conversation;
+pub use db::StateDb;
+pub use devices::{DeviceRow, SeenConfig, SeenState};
+pub use error::StateError;
+pub use migrate::LATEST as SCHEMA_VERSION;
+pub use routines::{RoutineRow, RunRow, Switch};
+pub use telegram::ShownQuestion;
