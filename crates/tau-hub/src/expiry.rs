@@ -1,4 +1,4 @@
-//! Deadlines and restarts: a stored question past its deadline expires (its turn goes on
+//! Deadlines and restarts: after the cross-check (`check.rs`), a stored question past its deadline expires (its turn goes on
 //! with `timeout`), and at start the hub expires what the downtime let pass, resumes the
 //! turns whose questions were decided just before it stopped, and reports what is still
 //! pending so channels show it again.
@@ -22,6 +22,7 @@ impl Hub {
     /// Recovers from the last run and starts the expiry task. Call once, before the
     /// channels start.
     pub async fn start(&self) -> Result<Recovery, HubError> {
+        let refused = self.refuse_untrusted()?;
         let cancelled = self.cancel_abandoned()?;
         let expired = self.expire_due().await?;
         let mut resumed = 0;
@@ -45,6 +46,7 @@ impl Hub {
             expired,
             resumed,
             pending,
+            refused,
         })
     }
 

@@ -18,9 +18,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::HubError;
 use crate::channel::{Channel, ChannelError, ChannelStatus};
+use crate::ids::new_session_id;
 pub use crate::types::{
     ChannelEvents, ConversationEvent, ConversationInfo, HubOptions, OpenError, Opened, Recovery,
-    Reply, SessionEvent, SessionFactory,
+    Refused, Reply, SessionEvent, SessionFactory,
 };
 
 /// How many events a slow subscriber may fall behind before it is told it lagged.
@@ -109,14 +110,9 @@ impl Hub {
     // ---- conversations ----
 
     /// A new conversation of `channel` with a session of its own; its key is the
-    /// session id.
+    /// session id. Never an existing conversation: a taken id is drawn again.
     pub fn new_conversation(&self, channel: &str) -> Result<SessionId, HubError> {
-        let session = new_session_id(channel)?;
-        Ok(self
-            .inner
-            .state
-            .find_or_create_conversation(channel, session.as_str(), &session)?
-            .session)
+        crate::ids::create_conversation(&self.inner.state, channel, || new_session_id(channel))
     }
 
     /// The session of the conversation `(channel, key)`, created on first use.
@@ -280,6 +276,16 @@ impl Hub {
             .into_iter()
             .filter(|r| r.channel == channel)
             .collect())
+    }
+
+    /// The stored questions of every channel in `state` (all of them for `None`), oldest
+    /// first: what waits for the person wherever it was asked. Only a question's own
+    /// channel may answer it ([`Hub::answer`] checks).
+    pub fn approvals_of_every_channel(
+        &self,
+        state: Option<ApprovalState>,
+    ) -> Result<Vec<ApprovalRow>, HubError> {
+        Ok(self.inner.state.approvals(state)?)
     }
 
     /// One stored question of `channel` and the conversation it belongs to; `None` for an
@@ -562,14 +568,4 @@ impl Hub {
             tracing::warn!("turns still running at shutdown were left behind");
         }
     }
-}
-
-/// `{channel}-{yyyymmdd}-{hhmmss}-{6 random hex}`: sortable, unguessable enough to not
-/// collide, a valid session id.
-fn new_session_id(channel: &str) -> Result<SessionId, HubError> {
-    let random = tau_core::random_id("s").map_err(|e| HubError::Store(e.to_string()))?;
-    let suffix = random.get(2..8).unwrap_or("000000");
-    let now = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S");
-    SessionId::parse(&format!("{channel}-{now}-{suffix}"))
-        .map_err(|e| HubError::Store(e.to_string()))
 }

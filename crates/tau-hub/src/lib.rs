@@ -39,24 +39,29 @@
 //! Some(Pending))` lists: questions asked before a restart wait there, not in any stream.
 //!
 //! The binary builds the hub ([`Hub::open`] on `state.db`'s [`StateDb`]), calls
-//! [`Hub::start`] once (recovery, expiry) and then [`Hub::run_channels`] until SIGTERM. A
+//! [`Hub::start`] once (the cross-check of stored questions against the audit
+//! log's answers, recovery, expiry) and then [`Hub::run_channels`] until SIGTERM. A
 //! channel that fails stops alone: the hub logs why, keeps it in [`Hub::channels`] (what a
 //! page shows) and tells [`Hub::channel_stops`] (what the binary audits); the other
 //! channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `expiry.rs` deadlines and recovery.
+//! resumed or closed, `expiry.rs` deadlines and recovery, `check.rs`
+//! start-up's cross-check of stored questions, `ids.rs`
+//! new conversations' ids (128 random bits; a taken one is drawn again, never reused).
 
 mod channel;
+mod check;
 mod expiry;
 mod hub;
+mod ids;
 mod turns;
 mod types;
 
 pub use channel::{Channel, ChannelError, ChannelStatus};
 pub use hub::{
     ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,
-    Recovery, Reply, SessionEvent, SessionFactory,
+    Recovery, Refused, Reply, SessionEvent, SessionFactory,
 };
 pub use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
 pub use tau_state::Conversation;

@@ -77,6 +77,12 @@ pub trait SessionFactory: Send + Sync {
     /// records answers there too, also while the session is not open.
     fn events(&self, session: &SessionId) -> EventBus;
 
+    /// The audit log's `approval` lines (how stored questions were answered, as recorded
+    /// when they were): start-up confirms every approval it would act on against them.
+    /// Read once per start, and only when some stored question is approved; an error
+    /// confirms nothing, so every approval waiting to run is refused.
+    fn recorded_answers(&self) -> Result<Vec<tau_state::RecordedAnswer>, OpenError>;
+
     /// Builds the agent of `session` with `durable` (tier-2 questions are stored) on
     /// `events`, and takes whatever keeps other processes off the session.
     async fn open(
@@ -118,4 +124,14 @@ pub struct Recovery {
     pub resumed: usize,
     /// Questions still waiting, shown again on their channels.
     pub pending: Vec<ApprovalRow>,
+    /// Questions that were not what tau wrote (edited in `state.db` while the hub was
+    /// down): closed, never acted on.
+    pub refused: Vec<Refused>,
+}
+
+/// A stored question start-up did not trust, as closed, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refused {
+    pub row: ApprovalRow,
+    pub why: String,
 }

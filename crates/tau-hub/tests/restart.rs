@@ -1,6 +1,7 @@
 //! The hub across restarts: a stored question outlives the process, an answer recorded
 //! just before a crash goes on at the next start, what expired or was given up while the
-//! hub was down is settled at start.
+//! hub was down is settled at start, and a question edited in `state.db` while the hub was
+//! down is refused at start, never run.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -16,7 +17,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::SessionRepository;
-use tau_core::{DecidedBy, StopReason};
+use tau_core::{AuditEvent, DecidedBy, Decision, StopReason};
 use tau_hub::{Answered, ApprovalState, Reply, StateDb};
 
 use support::*;
@@ -73,16 +74,9 @@ async fn an_answer_recorded_just_before_a_crash_resumes_at_the_next_start() {
     let (session, _events, id) = ask(&first).await;
     first.shutdown().await;
     drop(first);
-    // The answer landed in the store, the hub died before the turn went on.
-    StateDb::open(&setup.db())
-        .unwrap()
-        .decide_approval(
-            &id,
-            ApprovalState::Approved,
-            &DecidedBy::person("web"),
-            jiff::Timestamp::now(),
-        )
-        .unwrap();
+    // The answer landed in the store and the audit log, the hub died before the turn
+    // went on.
+    setup.answer_while_down(&id, ApprovalState::Approved);
     let second = setup.hub(lights_script(), HOUR);
     let mut events = second.subscribe("web", &session).unwrap();
     let recovery = second.start().await.unwrap();
@@ -134,4 +128,165 @@ async fn a_question_whose_turn_was_given_up_while_down_is_cancelled_at_start() {
     assert!(matches!(late, Answered::AlreadyDecided(r) if r.state == ApprovalState::Cancelled));
     assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
     second.shutdown().await;
+}
+
+/// The audit events of the refusal at start: the `error` line's message and the closing
+/// `approval` line's decision and approver.
+fn refusal_lines(setup: &Setup) -> (Vec<String>, Vec<(Decision, String, DecidedBy)>) {
+    let events = setup.audit.events();
+    let errors = events
+        .iter()
+        .filter_map(|e| match e {
+            AuditEvent::Error { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    let closings = events
+        .iter()
+        .filter_map(|e| match e {
+            AuditEvent::Approval {
+                decision,
+                approver,
+                decided_by,
+                ..
+            } if approver == "start_check" => {
+                Some((*decision, approver.clone(), decided_by.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    (errors, closings)
+}
+
+#[tokio::test]
+async fn an_approval_written_into_state_db_while_down_is_refused_at_start_not_run() {
+    let setup = Setup::new();
+    let first = setup.hub(lights_script(), HOUR);
+    first.start().await.unwrap();
+    let (session, _events, id) = ask(&first).await;
+    first.shutdown().await;
+    drop(first);
+    // Another program approves the row as if a person had: no answer was ever given.
+    setup.edit_state_db(
+        r#"UPDATE approvals SET state = 'approved', decided_by = '{"kind":"person","channel":"web"}',
+           decided_at = '2026-01-01T00:00:00Z' WHERE id = ?1"#,
+        &id,
+    );
+    let second = setup.hub(lights_script(), HOUR);
+    let mut events = second.subscribe("web", &session).unwrap();
+    let recovery = second.start().await.unwrap();
+    assert_eq!(
+        recovery
+            .refused
+            .iter()
+            .map(|r| (r.row.id.as_str(), r.why.as_str()))
+            .collect::<Vec<_>>(),
+        [(
+            id.as_str(),
+            "it is approved in state.db but the audit log records no answer to it (edited while tau was not running)"
+        )]
+    );
+    assert_eq!((recovery.resumed, recovery.pending.len()), (1, 0));
+    // The turn is closed without asking the model again, as for a cancelled question.
+    let seen = until_turn_ends(&mut events, StopReason::Cancelled).await;
+    let finished: Vec<&serde_json::Value> = seen
+        .iter()
+        .filter(|e| e["type"] == "tool_call_finished")
+        .collect();
+    assert_eq!(finished.len(), 1, "{seen:#?}");
+    assert_eq!(
+        (&finished[0]["status"], &finished[0]["decided_by"]["kind"]),
+        (&json!("refused"), &json!("approver_failed"))
+    );
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0, "never run");
+    let row = second.state().approval(&id).unwrap().unwrap();
+    assert_eq!(
+        (row.state, row.decided_by, row.consumed_at),
+        (
+            ApprovalState::Cancelled,
+            Some(DecidedBy::ApproverFailed),
+            None
+        )
+    );
+    let (errors, closings) = refusal_lines(&setup);
+    assert_eq!(
+        errors,
+        [
+            "stored approval refused at start: it is approved in state.db but the audit log records no answer to it (edited while tau was not running)"
+        ]
+    );
+    assert_eq!(
+        closings,
+        [(
+            Decision::Rejected,
+            "start_check".to_owned(),
+            DecidedBy::ApproverFailed
+        )]
+    );
+    second.shutdown().await;
+
+    // Nothing is left to refuse or run at the next start.
+    let third = setup.hub(lights_script(), HOUR);
+    let recovery = third.start().await.unwrap();
+    assert_eq!((recovery.refused.len(), recovery.resumed), (0, 0));
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
+    third.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_arguments_column_edited_while_down_is_refused_pending_or_approved() {
+    // Approved with its line on record, then the card's arguments are changed: the card
+    // would show one call while the hash of another is checked.
+    let setup = Setup::new();
+    let first = setup.hub(lights_script(), HOUR);
+    let (approved_session, _events, approved) = ask(&first).await;
+    first.shutdown().await;
+    drop(first);
+    setup.answer_while_down(&approved, ApprovalState::Approved);
+    setup.edit_state_db(
+        r#"UPDATE approvals SET arguments = '{"room":"garage"}' WHERE id = ?1"#,
+        &approved,
+    );
+    // A second conversation's question, still pending, edited the same way.
+    let second = setup.hub(lights_script(), HOUR);
+    let (_, _events, pending) = ask(&second).await;
+    second.shutdown().await;
+    drop(second);
+    setup.edit_state_db(
+        r#"UPDATE approvals SET arguments = '{"room":"garage"}' WHERE id = ?1"#,
+        &pending,
+    );
+
+    let third = setup.hub(lights_script(), HOUR);
+    let mut events = third.subscribe("web", &approved_session).unwrap();
+    let recovery = third.start().await.unwrap();
+    let mut refused: Vec<(&str, &str)> = recovery
+        .refused
+        .iter()
+        .map(|r| (r.row.id.as_str(), r.why.as_str()))
+        .collect();
+    refused.sort_unstable();
+    let why = "its arguments in state.db do not hash to its stored hash (edited while tau was not running)";
+    let mut expected = [(approved.as_str(), why), (pending.as_str(), why)];
+    expected.sort_unstable();
+    assert_eq!(refused, expected);
+    assert_eq!(
+        recovery.pending.len(),
+        0,
+        "no card shows the edited arguments"
+    );
+    let answer = third
+        .answer("web", None, &pending, Reply::Approve)
+        .await
+        .unwrap();
+    assert!(matches!(answer, Answered::AlreadyDecided(r) if r.state == ApprovalState::Cancelled));
+    // The turn is closed without asking the model again, as for a cancelled question.
+    let seen = until_turn_ends(&mut events, StopReason::Cancelled).await;
+    assert!(
+        seen.iter()
+            .any(|e| e["type"] == "tool_call_finished" && e["status"] == "refused"),
+        "{seen:#?}"
+    );
+    assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0, "never run");
+    third.shutdown().await;
 }

@@ -19,7 +19,7 @@ use tau_core::approval::{
     Answer, ApprovalQuestion, ApprovalRow, ApprovalState, Approver, ApproverError, NewApproval,
     StateDb, canonical_arguments,
 };
-use tau_core::{DecidedBy, Decision};
+use tau_core::{CardNote, DecidedBy, Decision};
 use tau_protocol::{ApprovalId, SessionId};
 
 use tokio_util::sync::CancellationToken;
@@ -35,6 +35,17 @@ pub(crate) struct AskApprover {
     pub timeout: Duration,
     /// The routine stopped (edited, deleted, the engine shutting down): stop waiting.
     pub cancel: CancellationToken,
+    /// Whose question it is and what fires it, as the card's first note says.
+    pub origin: String,
+}
+
+/// The card's note that names the routine asking and what fires it: tau's words, so that
+/// nobody takes a routine's question for one they caused.
+pub(crate) fn origin_note(routine: &crate::validate::Routine) -> CardNote {
+    CardNote::info(
+        "routine",
+        format!("{} · {}", routine.name(), routine.origin()),
+    )
 }
 
 /// Closes a still-pending row when the wait is dropped.
@@ -100,7 +111,12 @@ impl Approver for AskApprover {
             channel: self.channel.as_str().to_owned(),
             created_at: now,
             deadline,
-            card: request.card.clone(),
+            card: {
+                let mut card = request.card.clone();
+                card.notes
+                    .insert(0, CardNote::info("routine", self.origin.clone()));
+                card
+            },
         }
         .into_row();
         self.store
@@ -226,5 +242,6 @@ pub fn ask_approver(
         session,
         timeout,
         cancel,
+        origin: origin_note(routine).text,
     }))
 }

@@ -17,7 +17,9 @@
 //! - `store.rs`: routines, switches and runs in `state.db`; `book.rs`: every routine there is
 //! - `exemption.rs`: a routine's exemption; `ask.rs`: questions on the `ask` channel
 //! - `run.rs`: one run through the gate, recorded; `engine/`: triggers kept, runs started
-//! - `host.rs`: what the engine needs from its host; `prompt.rs`: prompt actions as turns
+//! - `host.rs`: what the engine needs from its host; `offers.rs`: what it offers routines,
+//!   and the check of the `tau.toml` routines against it (at start and by `tau config check`)
+//! - `prompt.rs`: prompt actions as turns
 //! - `tools.rs`: the routine tools
 
 mod ask;
@@ -27,6 +29,7 @@ mod def;
 mod engine;
 mod exemption;
 mod host;
+mod offers;
 mod prompt;
 mod run;
 mod schema;
@@ -42,6 +45,7 @@ pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};
 pub use engine::{Engine, EngineParts, EngineSettings, Env, Fired, WebhookCall, WebhookReply};
 pub use exemption::add_exemption;
 pub use host::{HostError, PromptOutcome, PromptRun, PromptRunner, RoutineHost};
+pub use offers::{Offers, check_routines};
 pub use prompt::{PromptApprover, TurnPrompts};
 pub use run::{ActionRun, record, run_action};
 pub use store::{RoutineStore, RunRecord, StoreError, StoredRoutine, StoredRow, Switch};

@@ -36,7 +36,54 @@ fn parse(
     })
 }
 
+/// True when `error` is SQLite refusing a row that breaks a key or a `UNIQUE` column.
+fn is_taken(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::SqliteFailure(failure, _)
+            if failure.code == rusqlite::ErrorCode::ConstraintViolation
+    )
+}
+
 impl StateDb {
+    /// A new conversation `(channel, key)` talking to the new session `session`; `None`
+    /// (nothing written) when the key or the session is taken already: by a conversation,
+    /// or by a stored session that belongs to none (`tau chat --session`). A plain
+    /// `INSERT`, so a collision is never read back as the new conversation.
+    pub fn create_conversation(
+        &self,
+        channel: &str,
+        key: &str,
+        session: &SessionId,
+    ) -> Result<Option<Conversation>, StateError> {
+        let created_at = Timestamp::now();
+        let created = self.write(|tx| {
+            let stored = tx
+                .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+                .query_row(params![session.as_str()], |_| Ok(()))
+                .optional()?
+                .is_some();
+            if stored {
+                return Ok(false);
+            }
+            match tx.execute(
+                "INSERT INTO conversations (channel, key, session, created_at) \
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![channel, key, session.as_str(), created_at.to_string()],
+            ) {
+                Ok(_) => Ok(true),
+                Err(error) if is_taken(&error) => Ok(false),
+                Err(error) => Err(error.into()),
+            }
+        })?;
+        Ok(created.then(|| Conversation {
+            channel: channel.to_owned(),
+            key: key.to_owned(),
+            session: session.clone(),
+            created_at,
+        }))
+    }
+
     /// The conversation `(channel, key)`, created with `session` when it is new. A session
     /// belongs to one conversation: giving one that another conversation has is an error.
     pub fn find_or_create_conversation(
@@ -47,8 +94,8 @@ impl StateDb {
     ) -> Result<Conversation, StateError> {
         let row = self.write(|tx| {
             tx.execute(
-                "INSERT OR IGNORE INTO conversations (channel, key, session, created_at) \
-                 VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO conversations (channel, key, session, created_at) \
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (channel, key) DO NOTHING",
                 params![channel, key, session.as_str(), Timestamp::now().to_string()],
             )?;
             Ok(tx
@@ -127,6 +174,42 @@ mod tests {
                 .is_err(),
             "a session belongs to one conversation"
         );
+    }
+
+    #[test]
+    fn a_new_conversation_never_takes_a_used_key_or_session() {
+        use tau_agent::SessionRepository;
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateDb::open(&dir.path().join("state.db")).unwrap();
+        let first = SessionId::parse("web-a").unwrap();
+        let made = store
+            .create_conversation("web", "web-a", &first)
+            .unwrap()
+            .expect("a fresh key and session");
+        assert_eq!(store.conversations_of("web").unwrap(), vec![made.clone()]);
+
+        let other = SessionId::parse("web-b").unwrap();
+        assert_eq!(
+            store.create_conversation("web", "web-a", &other).unwrap(),
+            None,
+            "the key is taken"
+        );
+        assert_eq!(
+            store.create_conversation("telegram", "7", &first).unwrap(),
+            None,
+            "the session is another conversation's"
+        );
+        let chat = SessionId::parse("web-c").unwrap();
+        store.ensure_session(&chat).unwrap();
+        assert_eq!(
+            store.create_conversation("web", "web-c", &chat).unwrap(),
+            None,
+            "a stored session that belongs to no conversation is taken too"
+        );
+        assert_eq!(store.conversations_of("web").unwrap(), vec![made]);
+        assert_eq!(store.conversations_of("telegram").unwrap(), vec![]);
+        assert_eq!(store.conversation_of(&other).unwrap(), None);
+        assert_eq!(store.conversation_of(&chat).unwrap(), None);
     }
 
     #[test]

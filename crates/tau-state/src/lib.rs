@@ -20,7 +20,8 @@
 //! Layout
 //! - `db.rs`: [`StateDb`], the pragma policy, transactions, flush; `migrate.rs`: the schema
 //! - `sessions.rs`: messages and agent state (`tau-agent`'s `SessionRepository`)
-//! - `approvals.rs`: durable questions; `conversations.rs`: a channel's conversations
+//! - `approvals/`: durable questions, and the start-up cross-check of what a row may act
+//!   on (`check.rs`); `conversations.rs`: a channel's conversations
 //! - `routines.rs`: definitions, switches, runs, marks; `telegram.rs`: the channel's memory
 //! - `devices.rs`: devices, discovery configs seen, last states
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
@@ -37,7 +38,10 @@ mod sessions;
 mod telegram;
 
 pub use anchor::AuditHead;
-pub use approvals::{Answered, ApprovalRow, ApprovalState, NewApproval, canonical_arguments};
+pub use approvals::{
+    Answered, ApprovalRow, ApprovalState, NewApproval, RecordedAnswer, Untrusted,
+    canonical_arguments, cross_check, needs_check,
+};
 pub use conversations::Conversation;
 pub use db::StateDb;
 pub use devices::{DeviceRow, SeenConfig, SeenState};

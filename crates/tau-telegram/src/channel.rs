@@ -20,6 +20,7 @@ use crate::config::TelegramConfig;
 use crate::hub::{
     Happened, Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
 };
+use crate::pending::pending_text;
 use crate::poller::{self, Handler, Pacing, PollError};
 use crate::question::outcome;
 use crate::store::Store;
@@ -41,6 +42,8 @@ pub struct TelegramChannel {
     /// The first owner: where [`TelegramChannel::tell_owner`] writes.
     owner: Option<i64>,
     language: Language,
+    /// tau's zone, for the times questions show.
+    zone: jiff::tz::TimeZone,
     pacing: Pacing,
     parts: Arc<ChatParts>,
     chats: Mutex<HashMap<i64, mpsc::UnboundedSender<ChatCommand>>>,
@@ -83,6 +86,7 @@ impl TelegramChannel {
         hub: Arc<dyn Hub>,
         store: Store,
         language: Language,
+        zone: jiff::tz::TimeZone,
     ) -> Result<Arc<Self>, ApiError> {
         let api = BotApi::new(config.api_base(), token, config.poll_timeout())?;
         let store = Arc::new(store);
@@ -92,6 +96,7 @@ impl TelegramChannel {
             hub: Arc::clone(&hub),
             store: Arc::clone(&store),
             language,
+            zone: zone.clone(),
             interval: config.edit_interval(),
         });
         Ok(Arc::new(Self {
@@ -101,6 +106,7 @@ impl TelegramChannel {
             access: Access::new(config.owner_set(), config.chat_set()),
             owner: config.owners.first().copied(),
             language,
+            zone,
             pacing: Pacing {
                 timeout_seconds: config.poll_timeout_seconds,
                 min_interval: config.min_poll_interval(),
@@ -271,6 +277,10 @@ impl TelegramChannel {
                 Ok(_) => self.say(chat, t.new_session),
                 Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
             },
+            Some("pending") => match self.hub.waiting().await {
+                Ok(questions) => self.say(chat, &pending_text(t, chat, &questions)),
+                Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
+            },
             Some("cancel") => match self.hub.cancel(&key).await {
                 Ok(true) => self.say(chat, t.cancelling),
                 Ok(false) => self.say(chat, t.nothing_running),
@@ -377,14 +387,14 @@ impl TelegramChannel {
             expired.state = ApprovalState::Expired;
             expired.decided_by = Some(DecidedBy::Timeout);
             expired.decided_at = Some(expired.deadline);
-            self.answer_press(&callback, &outcome(&expired, self.language))
+            self.answer_press(&callback, &outcome(&expired, self.language, &self.zone))
                 .await;
             return;
         }
         let reply = match self.hub.answer(&id, reply, &from.to_string()).await {
             Ok(Answered::Decided(row) | Answered::AlreadyDecided(row)) => {
                 tracing::info!(approval_id = %id, user = from, state = row.state.as_str(), "telegram: a question was answered");
-                outcome(&row, self.language)
+                outcome(&row, self.language, &self.zone)
             }
             Ok(Answered::StepMissing(_)) => {
                 // Not a yes: the question stays open, with its buttons.

@@ -41,6 +41,8 @@ pub(crate) struct ChatParts {
     pub hub: Arc<dyn Hub>,
     pub store: Arc<Store>,
     pub language: Language,
+    /// tau's zone: the times a question shows ("open until", when it was decided).
+    pub zone: jiff::tz::TimeZone,
     pub interval: Duration,
 }
 
@@ -184,7 +186,7 @@ impl Chat {
             Ok(Some(_)) => return,
             Err(error) => tracing::warn!("telegram: {error}"),
         }
-        let (html, keyboard) = question(asked, self.parts.language);
+        let (html, keyboard) = question(asked, self.parts.language, &self.parts.zone);
         let Some(message_id) = self.send(&html, Some(&keyboard)).await else {
             return;
         };
@@ -209,7 +211,7 @@ impl Chat {
         };
         let html = match self.parts.hub.question(approval_id).await {
             Ok(Some(q)) if q.row.state == ApprovalState::Pending => return,
-            Ok(Some(q)) => closed(&q.row, self.parts.language),
+            Ok(Some(q)) => closed(&q.row, self.parts.language, &self.parts.zone),
             Ok(None) => not_found(self.parts.language),
             Err(error) => {
                 tracing::warn!(approval_id, "telegram: {error}");

@@ -135,6 +135,9 @@ pub trait Hub: Send + Sync {
     ) -> Result<Answered, HubError>;
     /// This channel's questions still waiting for an answer.
     async fn pending(&self) -> Result<Vec<Question>, HubError>;
+    /// Every question still waiting, of every channel, oldest first: what `/pending`
+    /// lists. Another channel's is only listed here; its own channel answers it.
+    async fn waiting(&self) -> Result<Vec<Question>, HubError>;
     /// Records a press that did not count.
     fn refused_press(&self, press: &RefusedPress);
 }

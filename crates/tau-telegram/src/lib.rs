@@ -18,7 +18,8 @@
 //! - `html.rs`: escaping and packing into messages; `view.rs`: a streaming turn;
 //!   `question.rs`: the approval message; `texts.rs`: en and tr
 //! - `chat.rs`: one task per chat (pace, order, edits); `channel.rs`: updates to hub calls,
-//!   events to chats; `store.rs`: what survives a restart; `hub.rs`: the [`Hub`] trait
+//!   events to chats; `store.rs`: what survives a restart; `hub.rs`: the [`Hub`] trait;
+//!   `pending.rs`: `/pending`, what waits on every channel
 
 mod api;
 mod auth;
@@ -28,6 +29,7 @@ mod chat;
 mod config;
 mod html;
 mod hub;
+mod pending;
 mod poller;
 mod question;
 mod store;

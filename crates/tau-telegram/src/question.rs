@@ -3,6 +3,7 @@
 //! display function, then HTML escaping.
 
 use jiff::Timestamp;
+use jiff::tz::TimeZone;
 use serde_json::Value;
 use tau_core::approval::{ApprovalRow, ApprovalState};
 use tau_core::{
@@ -21,19 +22,25 @@ const ARGUMENTS_SHOWN: usize = 2500;
 /// "Show all".
 const DETAIL_SHOWN: usize = 800;
 
-/// `2026-12-02 14:03:05 UTC`
-pub(crate) fn when(at: Timestamp) -> String {
-    at.strftime("%Y-%m-%d %H:%M:%S UTC").to_string()
+/// `2026-12-02 14:03:05 UTC`, `2026-12-02 17:03:05 +03`: in tau's zone, which is named.
+pub(crate) fn when(at: Timestamp, zone: &TimeZone) -> String {
+    at.to_zoned_datetime(zone.clone())
+        .strftime("%Y-%m-%d %H:%M:%S %Z")
+        .to_string()
 }
 
 /// The question message and its buttons.
-pub(crate) fn question(asked: &ApprovalQuestion, language: Language) -> (String, Keyboard) {
+pub(crate) fn question(
+    asked: &ApprovalQuestion,
+    language: Language,
+    zone: &TimeZone,
+) -> (String, Keyboard) {
     let t = texts(language);
     let (mut html, cut) = body(asked, t);
     if let Some(deadline) = &asked.deadline {
         let shown = deadline
             .parse::<Timestamp>()
-            .map_or_else(|_| display(deadline), when);
+            .map_or_else(|_| display(deadline), |at| when(at, zone));
         html.push_str(&format!("\n{} {}", t.expires, escape(&shown)));
     }
     let id = &asked.approval_id;
@@ -98,17 +105,19 @@ fn numbers_shown(code: u8) -> Vec<u8> {
 
 /// The message once the question is closed: the same question, then how it ended. No
 /// buttons go with it.
-pub(crate) fn closed(row: &ApprovalRow, language: Language) -> String {
+pub(crate) fn closed(row: &ApprovalRow, language: Language, zone: &TimeZone) -> String {
     let t = texts(language);
     let (html, _) = body(&row.question(), t);
-    format!("{html}\n\n<b>{}</b>", escape(&outcome(row, language)))
+    format!("{html}\n\n<b>{}</b>", escape(&outcome(row, language, zone)))
 }
 
 /// How a closed question ended, in one line of plain text (also the answer to a press on
 /// it). Empty while it is still open.
-pub(crate) fn outcome(row: &ApprovalRow, language: Language) -> String {
+pub(crate) fn outcome(row: &ApprovalRow, language: Language, zone: &TimeZone) -> String {
     let t = texts(language);
-    let time = row.decided_at.map_or_else(|| "?".to_owned(), when);
+    let time = row
+        .decided_at
+        .map_or_else(|| "?".to_owned(), |at| when(at, zone));
     let template = match row.state {
         ApprovalState::Pending => return String::new(),
         ApprovalState::Approved => t.approved_by,

@@ -62,13 +62,13 @@ fn shown((html, keyboard): (String, Keyboard)) -> String {
 #[test]
 fn question_en() {
     let a = asked(json!({"command": "sh setup.sh", "timeout_seconds": 30}));
-    insta::assert_snapshot!(shown(question(&a, Language::En)));
+    insta::assert_snapshot!(shown(question(&a, Language::En, &TimeZone::UTC)));
 }
 
 #[test]
 fn question_tr() {
     let a = asked(json!({"command": "sh setup.sh", "timeout_seconds": 30}));
-    insta::assert_snapshot!(shown(question(&a, Language::Tr)));
+    insta::assert_snapshot!(shown(question(&a, Language::Tr, &TimeZone::UTC)));
 }
 
 #[test]
@@ -78,7 +78,7 @@ fn question_with_long_arguments_shows_the_start_and_offers_all() {
         "A".repeat(6000)
     );
     let a = asked(json!({"command": command, "timeout_seconds": 30}));
-    let (html, keyboard) = question(&a, Language::En);
+    let (html, keyboard) = question(&a, Language::En, &TimeZone::UTC);
     assert!(html.chars().count() < MESSAGE_LIMIT, "{}", html.len());
     assert_eq!(keyboard.len(), 2);
     insta::assert_snapshot!(shown((html.replace(&"A".repeat(50), "A×50"), keyboard)));
@@ -106,7 +106,7 @@ fn tau_s_card_is_in_the_question_and_a_long_detail_is_offered_whole() {
     a.card.push(
         tau_core::CardNote::warning("file", "setup.sh, written in this turn").with_detail(script),
     );
-    let (html, keyboard) = question(&a, Language::En);
+    let (html, keyboard) = question(&a, Language::En, &TimeZone::UTC);
     assert!(!html.contains("<b>\n"), "the headline is escaped: {html}");
     assert_eq!(keyboard.len(), 2, "the detail was cut: Show all is offered");
     insta::assert_snapshot!(shown((html.replace(&"#\n".repeat(20), "#×20\n"), keyboard)));
@@ -124,7 +124,7 @@ fn what_the_model_wrote_cannot_add_markup_or_hide_text() {
         "padding": format!("x{}y", " ".repeat(300)),
     }));
     a.tool = "<i>lights</i>\u{200b}".into();
-    let (html, _) = question(&a, Language::En);
+    let (html, _) = question(&a, Language::En, &TimeZone::UTC);
     insta::assert_snapshot!(html);
     for bad in ["<a ", "<i>lights", "<b>bold", "\u{202e}", "\u{200b}"] {
         assert!(!html.contains(bad), "{bad} in {html}");
@@ -145,9 +145,9 @@ fn closed_questions_say_what_was_decided_by_whom_and_when() {
             let r = row(state, by);
             shots.push_str(&format!("== {} {}\n", language.code(), state.as_str()));
             if state == ApprovalState::Approved {
-                shots.push_str(&closed(&r, language));
+                shots.push_str(&closed(&r, language, &TimeZone::UTC));
             } else {
-                shots.push_str(&outcome(&r, language));
+                shots.push_str(&outcome(&r, language, &TimeZone::UTC));
             }
             shots.push_str("\n\n");
         }
@@ -158,7 +158,11 @@ fn closed_questions_say_what_was_decided_by_whom_and_when() {
 #[test]
 fn an_open_question_has_no_outcome() {
     assert_eq!(
-        outcome(&row(ApprovalState::Pending, None), Language::En),
+        outcome(
+            &row(ApprovalState::Pending, None),
+            Language::En,
+            &TimeZone::UTC
+        ),
         ""
     );
 }
@@ -176,7 +180,7 @@ fn device_questions_of_every_kind_carry_tau_s_headline_and_a_lock_class_has_no_a
     let shown: Vec<String> = tau_devices::example::questions("telegram", "47")
         .unwrap()
         .iter()
-        .map(|question| self::shown(super::question(question, Language::En)))
+        .map(|question| self::shown(super::question(question, Language::En, &TimeZone::UTC)))
         .collect();
     let all = shown.join("\n\n=====\n\n");
     // The model's reason imitating a headline is quoted under "the model says" only.
@@ -185,4 +189,19 @@ fn device_questions_of_every_kind_carry_tau_s_headline_and_a_lock_class_has_no_a
         "{all}"
     );
     insta::assert_snapshot!(all);
+}
+
+#[test]
+fn times_are_shown_in_tau_s_zone_and_name_it() {
+    let istanbul = TimeZone::get("Europe/Istanbul").unwrap();
+    let (html, _) = question(&asked(json!({"command": "ls"})), Language::En, &istanbul);
+    let decided = outcome(
+        &row(ApprovalState::Approved, owner()),
+        Language::En,
+        &istanbul,
+    );
+    insta::assert_snapshot!(format!(
+        "{}\n{decided}",
+        html.lines().last().unwrap_or_default()
+    ));
 }

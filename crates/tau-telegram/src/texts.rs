@@ -47,6 +47,16 @@ pub(crate) struct Texts {
     pub result_cancelled: &'static str,
     /// Heads a routine's prompt: `{routine}`, `{trigger}`.
     pub routine_prompt: &'static str,
+    /// `/pending` with nothing waiting.
+    pub nothing_waits: &'static str,
+    /// Heads `/pending`: `{n}` questions.
+    pub questions_wait: &'static str,
+    /// Where a question of this chat is answered.
+    pub answer_here: &'static str,
+    /// Where a question of another Telegram chat is answered.
+    pub answer_other_chat: &'static str,
+    /// Where another channel's question is answered: `{channel}`.
+    pub answer_on: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -56,7 +66,8 @@ which tool, what it does and with what arguments, under it Approve and Reject. N
 until an owner of this bot presses Approve; a press by anyone else changes nothing. A \
 question stays open through restarts until it is answered or expires, and afterwards the \
 message says what was decided, by whom and when.\n\n\
-/new starts a new conversation, /cancel stops what I am doing.",
+/new starts a new conversation, /cancel stops what I am doing, /pending lists what waits \
+for your answer.",
     new_session: "New conversation.",
     cancelling: "Stopping the running turn.",
     nothing_running: "Nothing is running.",
@@ -95,6 +106,11 @@ message says what was decided, by whom and when.\n\n\
     result_invalid: "invalid call, not run",
     result_cancelled: "cancelled",
     routine_prompt: "⚙ Routine {routine} ({trigger}) asks tau:",
+    nothing_waits: "Nothing waits for your answer.",
+    questions_wait: "Waiting for your answer ({n}):",
+    answer_here: "its buttons are on its message in this chat",
+    answer_other_chat: "answer it in the chat that asked",
+    answer_on: "answer it on {channel}",
 };
 
 const TR: Texts = Texts {
@@ -104,7 +120,8 @@ hangi aracı, ne yaptığını ve hangi argümanlarla çalışacağını söyler
 düğmeleri olur. Bu botun sahiplerinden biri Onayla'ya basmadan hiçbir şey çalışmaz; başka \
 birinin basması hiçbir şeyi değiştirmez. Soru, cevaplanana ya da süresi dolana kadar yeniden \
 başlatmalardan sonra da açık kalır; sonra mesaj neye, kimin, ne zaman karar verdiğini söyler.\n\n\
-/new yeni bir sohbet başlatır, /cancel yaptığım işi durdurur.",
+/new yeni bir sohbet başlatır, /cancel yaptığım işi durdurur, /pending cevabını bekleyen \
+soruları listeler.",
     new_session: "Yeni sohbet.",
     cancelling: "Çalışan tur durduruluyor.",
     nothing_running: "Çalışan bir şey yok.",
@@ -143,6 +160,11 @@ başlatmalardan sonra da açık kalır; sonra mesaj neye, kimin, ne zaman karar 
     result_invalid: "geçersiz çağrı, çalıştırılmadı",
     result_cancelled: "iptal edildi",
     routine_prompt: "⚙ {routine} rutini ({trigger}) tau'ya soruyor:",
+    nothing_waits: "Cevabını bekleyen bir şey yok.",
+    questions_wait: "Cevabını bekleyenler ({n}):",
+    answer_here: "düğmeleri bu sohbetteki mesajında",
+    answer_other_chat: "soran sohbette cevapla",
+    answer_on: "{channel} üzerinden cevapla",
 };
 
 pub(crate) fn texts(language: Language) -> &'static Texts {

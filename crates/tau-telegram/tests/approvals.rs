@@ -29,7 +29,15 @@ fn start(
     store: Store,
     events: Receiver<HubEvent>,
 ) -> JoinHandle<tau_telegram::PollError> {
-    let channel = TelegramChannel::new(config, TOKEN, hub.clone(), store, Language::En).unwrap();
+    let channel = TelegramChannel::new(
+        config,
+        TOKEN,
+        hub.clone(),
+        store,
+        Language::En,
+        jiff::tz::TimeZone::UTC,
+    )
+    .unwrap();
     tokio::spawn(channel.run(events))
 }
 

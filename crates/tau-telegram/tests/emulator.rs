@@ -43,6 +43,7 @@ async fn owners_approve_and_reject_strangers_change_nothing_on_the_emulator() {
         Arc::clone(&hub) as Arc<dyn tau_telegram::Hub>,
         hub.store(),
         Language::En,
+        jiff::tz::TimeZone::UTC,
     )
     .unwrap();
     let task = tokio::spawn(channel.run(events));

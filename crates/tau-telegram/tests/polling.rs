@@ -24,8 +24,15 @@ fn start(
     store: Store,
     events: tokio::sync::mpsc::Receiver<tau_telegram::HubEvent>,
 ) -> tokio::task::JoinHandle<PollError> {
-    let channel =
-        TelegramChannel::new(&api.config(), TOKEN, hub.clone(), store, Language::En).unwrap();
+    let channel = TelegramChannel::new(
+        &api.config(),
+        TOKEN,
+        hub.clone(),
+        store,
+        Language::En,
+        jiff::tz::TimeZone::UTC,
+    )
+    .unwrap();
     tokio::spawn(channel.run(events))
 }
 

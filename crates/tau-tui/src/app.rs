@@ -60,6 +60,9 @@ pub(crate) struct App {
     pub size: Rect,
     pub now: Instant,
     pub wall: jiff::Timestamp,
+    /// Questions asked since the last frame: the loop rings the terminal's bell once for
+    /// each, so a person looking elsewhere hears that tau waits.
+    pub bells: usize,
 }
 
 impl App {
@@ -86,6 +89,7 @@ impl App {
             size: Rect::new(0, 0, 80, 24),
             now: Instant::now(),
             wall: jiff::Timestamp::now(),
+            bells: 0,
         }
     }
 
@@ -124,6 +128,14 @@ impl App {
     pub(crate) fn event(&mut self, event: &ChannelEvent) {
         match event {
             ChannelEvent::ApprovalRequested(question) => {
+                // A question asked again (the same id) is not new: no second bell.
+                if !self
+                    .cards
+                    .iter()
+                    .any(|c| c.approval_id == question.approval_id)
+                {
+                    self.bells += 1;
+                }
                 self.cards.push_back(Card::new(question));
             }
             ChannelEvent::ApprovalDecided { approval_id, .. } => {

@@ -2,6 +2,7 @@
 //! [`App`], draws a frame after each, and does what the app asks (start a turn, answer a
 //! question, cancel). All decisions about what a key means are the app's.
 
+use std::io::Write;
 use std::pin::pin;
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,8 @@ use crate::screen::Screen;
 use crate::transcript::{Entry, Transcript};
 use crate::{TuiError, ui};
 
+/// The terminal's bell (BEL), rung once per new question after the frame that shows it.
+const BELL: &str = "\u{7}";
 /// How often the screen is redrawn while nothing else happens (countdowns, the guard).
 const TICK: Duration = Duration::from_millis(250);
 /// How long a turn may take to wind down after SIGTERM before tau leaves anyway.
@@ -247,6 +250,12 @@ impl Loop {
         let new_card = self.app.cards.front().is_some_and(|c| c.shown_at.is_none());
         screen.terminal.draw(|frame| ui::render(&self.app, frame))?;
         self.app.frame_drawn(Instant::now());
+        let bells = std::mem::take(&mut self.app.bells);
+        if bells > 0 {
+            let backend = screen.terminal.backend_mut();
+            backend.write_all(BELL.repeat(bells).as_bytes())?;
+            backend.flush()?;
+        }
         if new_card {
             while let Some(Some(event)) = self.keys.next().now_or_never() {
                 let event = event.map_err(TuiError::Terminal)?;

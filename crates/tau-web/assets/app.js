@@ -4,7 +4,12 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { sessions: [], current: null, source: null, live: null, calls: new Map(), cards: new Map() };
+const state = {
+  sessions: [], current: null, source: null, live: null, calls: new Map(), cards: new Map(),
+  // The ids of the questions already announced; null until the first list (what waits when
+  // the page opens is listed, not announced).
+  seen: null, audio: null,
+};
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -314,7 +319,10 @@ function listen(session) {
       setStatus("tau is working…");
     } catch (_) { /* skipped */ }
   });
-  source.addEventListener("lagged", () => loadTranscript(session));
+  source.addEventListener("lagged", async () => {
+    await loadTranscript(session);
+    loadApprovals();
+  });
   let broken = false;
   source.onerror = () => {
     broken = true;
@@ -489,17 +497,14 @@ function card(row) {
   }
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));
-  const session = el("button", "link", row.session);
-  session.type = "button";
-  session.addEventListener("click", () => select(row.session));
   actions.append(approve, reject, outcome);
   const footer = el("div", "when");
-  footer.append(when, document.createTextNode(" · "), session);
+  footer.append(when);
   node.append(title);
   // A routine's question says whose it is: nobody should take it for their own.
   if (row.routine) node.append(el("div", "asked-by", `asked by routine ${row.routine.name} · ${row.routine.trigger}`));
   node.append(effect, said, args, actions, footer);
-  const entry = { node, buttons: [approve, reject, ...stepNodes], outcome, when, footer, closed: false };
+  const entry = { node, session: row.session, buttons: [approve, reject, ...stepNodes], outcome, when, footer, closed: false };
   const answer = async (decision) => {
     approve.disabled = reject.disabled = true;
     const body = { decision };
@@ -522,12 +527,36 @@ function card(row) {
   return node;
 }
 
+// A question of this conversation is a card in its transcript, below its call.
+function placeCard(node, callId) {
+  const empty = transcript().querySelector(".empty");
+  if (empty) empty.remove();
+  const call = state.calls.get(callId);
+  if (call && call.node.isConnected) call.node.after(node);
+  else transcript().append(node);
+  scrollDown();
+}
+
+// Whether a question is answered on this page, in the conversation that is open.
+function isHere(row) {
+  return row.channel === "web" && row.session === state.current;
+}
+
+// Every question that waits for the person, on every channel: this conversation's as cards
+// in its transcript, every other one as a line in a list that says where it is answered.
+// Nothing of another conversation has buttons here.
 async function loadApprovals() {
-  const { status, data } = await api("GET", "/api/approvals?state=pending&display=true");
-  if (status !== 200) return;
-  const box = $("approvals");
-  const pending = new Set(data.map((row) => row.id));
-  // A card whose question was decided elsewhere says how before it goes.
+  const { status, data } = await api("GET", "/api/approvals?state=pending&channel=all&display=true");
+  if (status !== 200 || !Array.isArray(data)) return;
+  // Cards of a conversation no longer on screen go with it.
+  for (const [id, entry] of state.cards) {
+    if (!entry.node.isConnected || entry.session !== state.current) {
+      entry.node.remove();
+      state.cards.delete(id);
+    }
+  }
+  const pending = new Set(data.filter(isHere).map((row) => row.id));
+  // A card whose question was decided elsewhere says how; it stays in the transcript.
   const gone = [...state.cards].filter(([id, entry]) => !pending.has(id) && !entry.closed);
   if (gone.length > 0) {
     const all = await api("GET", "/api/approvals?display=true");
@@ -535,25 +564,116 @@ async function loadApprovals() {
       if (gone.some(([id]) => id === row.id)) closeCard(row.id, row.state, row.decided_by);
     }
   }
-  // Decided cards stay a moment so the outcome can be read.
-  for (const [id, entry] of state.cards) {
-    if (!pending.has(id) && !entry.closed) {
-      entry.node.remove();
-      state.cards.delete(id);
-    } else if (entry.closed && !pending.has(id) && !entry.leaving) {
-      entry.leaving = true;
-      setTimeout(() => { entry.node.remove(); state.cards.delete(id); }, 4000);
-    }
-  }
-  for (const row of data) {
+  for (const row of data.filter(isHere)) {
     const existing = state.cards.get(row.id);
-    if (existing) {
-      existing.when.textContent = remaining(row.deadline);
+    if (existing) existing.when.textContent = remaining(row.deadline);
+    else placeCard(card(row), row.call_id);
+  }
+  showElsewhere(data.filter((row) => !isHere(row)));
+  announce(data);
+}
+
+function channelName(channel) {
+  return CHANNEL_NAMES[channel] || channel;
+}
+
+// The questions of other conversations and channels: what, whose, until when, and a link
+// to the conversation (TauBar's own) or where to answer (another channel's).
+function showElsewhere(rows) {
+  const list = $("elsewhere-list");
+  list.replaceChildren();
+  for (const row of rows) {
+    const item = el("li", "waiting");
+    item.dataset.approval = row.id;
+    const what = el("span", "what");
+    what.append(el("span", "tier", "tier " + row.tier), document.createTextNode(" "), el("span", "mono", row.tool));
+    item.append(what);
+    const whose = row.routine ? `asked by routine ${row.routine.name}` : `in ${row.session}`;
+    item.append(el("span", "meta", `${whose} · ${remaining(row.deadline)}`));
+    if (row.channel === "web") {
+      const open = el("button", "link open", "Open to answer");
+      open.type = "button";
+      open.addEventListener("click", () => select(row.session));
+      item.append(open);
     } else {
-      box.append(card(row));
+      item.append(el("span", "where", `answer on ${channelName(row.channel)}`));
     }
+    list.append(item);
+  }
+  $("elsewhere").hidden = rows.length === 0;
+}
+
+// ---- notifications ----
+
+// The title counts what waits; a new question (not one already waiting when the page
+// opened) rings and notifies when the person asked for that.
+function announce(rows) {
+  document.title = rows.length > 0 ? `(${rows.length}) TauBar` : "TauBar";
+  const first = state.seen === null;
+  const fresh = first ? [] : rows.filter((row) => !state.seen.has(row.id));
+  state.seen = new Set(rows.map((row) => row.id));
+  if (fresh.length === 0) return;
+  if (wants("sound")) chime();
+  if (!wants("notify") || !("Notification" in window) || Notification.permission !== "granted") return;
+  const looking = document.visibilityState === "visible" && document.hasFocus();
+  for (const row of fresh) {
+    // A card on the screen the person is looking at needs no notification.
+    if (looking && isHere(row)) continue;
+    const where = row.channel === "web" ? "" : ` (answer on ${channelName(row.channel)})`;
+    const shown = new Notification(`tau asks: ${row.tool}${where}`, { body: row.effect, tag: row.id });
+    shown.onclick = () => {
+      window.focus();
+      if (row.channel === "web") select(row.session);
+    };
   }
 }
+
+function wants(what) {
+  try { return localStorage.getItem("tau." + what) === "on"; } catch (_) { return false; }
+}
+
+function setWanted(what, on) {
+  try { localStorage.setItem("tau." + what, on ? "on" : "off"); } catch (_) { /* a private window keeps nothing */ }
+  showToggles();
+}
+
+function showToggles() {
+  for (const what of ["notify", "sound"]) {
+    const on = wants(what);
+    const button = $(what);
+    button.setAttribute("aria-pressed", String(on));
+    button.textContent = (what === "notify" ? "Notify: " : "Sound: ") + (on ? "on" : "off");
+  }
+}
+
+// A short tone; the audio context is made on a click, as browsers allow.
+function chime() {
+  try {
+    const audio = state.audio || (state.audio = new AudioContext());
+    const tone = audio.createOscillator();
+    const gain = audio.createGain();
+    tone.frequency.value = 880;
+    gain.gain.setValueAtTime(0.15, audio.currentTime);
+    gain.gain.exponentialRampToValueAtTime(0.001, audio.currentTime + 0.35);
+    tone.connect(gain).connect(audio.destination);
+    tone.start();
+    tone.stop(audio.currentTime + 0.35);
+  } catch (_) { /* no audio here: the title and the list still say it */ }
+}
+
+$("notify").addEventListener("click", async () => {
+  if (wants("notify")) return setWanted("notify", false);
+  if (!("Notification" in window)) return setStatus("this browser has no notifications");
+  const permission = await Notification.requestPermission();
+  if (permission === "granted") setWanted("notify", true);
+  else setStatus("notifications are blocked for this page in the browser's settings");
+});
+
+$("sound").addEventListener("click", () => {
+  const on = !wants("sound");
+  setWanted("sound", on);
+  if (on) chime();
+});
 
 // ---- channels ----
 
@@ -638,6 +758,8 @@ async function boot() {
   await start();
 }
 
-setInterval(() => { if (!$("app").hidden) { loadApprovals(); loadChannels(); } }, 10000);
+showToggles();
+setInterval(() => { if (!$("app").hidden) loadApprovals(); }, 5000);
+setInterval(() => { if (!$("app").hidden) loadChannels(); }, 10000);
 setInterval(() => { if (!$("app").hidden) loadRoutines(); }, 30000);
 boot();

@@ -248,6 +248,9 @@ pub(crate) async fn messages(
 #[serde(deny_unknown_fields)]
 pub(crate) struct ApprovalQuery {
     state: Option<String>,
+    /// `all` for the questions of every channel (those of another channel are shown, not
+    /// answered here); the web's own without it.
+    channel: Option<String>,
     #[serde(default)]
     display: bool,
 }
@@ -266,7 +269,8 @@ fn row_json(app: &App, row: &ApprovalRow, display: bool) -> Value {
     view(value, &View { display })
 }
 
-/// `GET /api/approvals?state=pending`: the web's stored questions, oldest first.
+/// `GET /api/approvals?state=pending&channel=all`: the stored questions, the web's own or
+/// every channel's, oldest first.
 pub(crate) async fn approvals(
     State(app): State<App>,
     query: Result<Query<ApprovalQuery>, QueryRejection>,
@@ -274,8 +278,18 @@ pub(crate) async fn approvals(
     let Ok(Query(query)) = query else {
         return error_response(
             StatusCode::BAD_REQUEST,
-            "the parameters are state=STATE and display=true",
+            "the parameters are state=STATE, channel=all and display=true",
         );
+    };
+    let every_channel = match query.channel.as_deref() {
+        None => false,
+        Some("all") => true,
+        Some(_) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "channel is all, or left out for the web's own questions",
+            );
+        }
     };
     let state = match query.state.as_deref().map(ApprovalState::parse) {
         None => None,
@@ -287,7 +301,12 @@ pub(crate) async fn approvals(
             );
         }
     };
-    match app.hub.approvals(WEB, state) {
+    let rows = if every_channel {
+        app.hub.approvals_of_every_channel(state)
+    } else {
+        app.hub.approvals(WEB, state)
+    };
+    match rows {
         Ok(rows) => Json(Value::Array(
             rows.iter()
                 .map(|r| row_json(&app, r, query.display))

@@ -50,15 +50,34 @@ impl Ended {
     }
 }
 
-/// A new session id: the start time and a few random characters.
-pub(crate) fn new_session_id() -> anyhow::Result<SessionId> {
-    let now = jiff::ZonedDateTime::now();
-    let nanos = jiff::Timestamp::now().subsec_nanosecond().unsigned_abs();
-    let suffix =
-        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), nanos)
-            % 0x10000;
-    let text = format!("{}-{suffix:04x}", now.strftime("%Y%m%d-%H%M%S"));
-    Ok(SessionId::parse(&text)?)
+/// A new session id: the start time and 32 random bits, drawn again while a stored
+/// session has it, so a new chat never opens an old one. Two chats that draw the same
+/// unused id at once meet at the session's lock, never in one history.
+pub(crate) fn new_session_id(state: &tau_state::StateDb) -> anyhow::Result<SessionId> {
+    unused_session_id(state, || {
+        let random = tau_core::random_id("s")?;
+        let bits = random.get(2..10).unwrap_or_default();
+        let now = jiff::ZonedDateTime::now();
+        Ok(SessionId::parse(&format!(
+            "{}-{bits}",
+            now.strftime("%Y%m%d-%H%M%S")
+        ))?)
+    })
+}
+
+/// The first id from `draw` that no stored session has, in a few tries.
+fn unused_session_id(
+    state: &tau_state::StateDb,
+    mut draw: impl FnMut() -> anyhow::Result<SessionId>,
+) -> anyhow::Result<SessionId> {
+    const ATTEMPTS: usize = 4;
+    for _ in 0..ATTEMPTS {
+        let id = draw()?;
+        if !state.session_exists(&id)? {
+            return Ok(id);
+        }
+    }
+    anyhow::bail!("no unused session id after {ATTEMPTS} tries")
 }
 
 /// A terminal chat's session, once opened.
@@ -119,11 +138,12 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     let mut scripted = scripted.map(std::collections::VecDeque::from);
     let config = &ctx.loaded.config;
     let language = config.ui.language();
-    let repository: Arc<dyn SessionRepository> = Arc::new(ctx.state()?);
+    let state = ctx.state()?;
     let id = match session {
         Some(id) => id,
-        None => new_session_id()?,
+        None => new_session_id(&state)?,
     };
+    let repository: Arc<dyn SessionRepository> = Arc::new(state);
     let OpenSession {
         lock: _lock,
         stored,
@@ -300,5 +320,29 @@ async fn edited_prompt(
             console.notice(&error.to_string());
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_chat_never_gets_a_stored_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = tau_state::StateDb::open(&dir.path().join("state.db")).unwrap();
+        let old = SessionId::parse("20260101-000000-0000abcd").unwrap();
+        state.ensure_session(&old).unwrap();
+        let mut drawn = vec!["20260101-000000-0000abcd", "20260101-000000-0000abce"].into_iter();
+        let id =
+            unused_session_id(&state, || Ok(SessionId::parse(drawn.next().unwrap())?)).unwrap();
+        assert_eq!(id.as_str(), "20260101-000000-0000abce");
+        let error = unused_session_id(&state, || Ok(old.clone())).unwrap_err();
+        assert_eq!(error.to_string(), "no unused session id after 4 tries");
+
+        let id = new_session_id(&state).unwrap();
+        let bits = id.as_str().rsplit('-').next().unwrap();
+        assert_eq!(bits.len(), 8, "{id}");
+        assert!(bits.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
     }
 }

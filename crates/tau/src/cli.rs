@@ -57,6 +57,9 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: SessionsCommand,
     },
+    /// Every question that waits for you, on every channel: its id, what it would run and
+    /// where it is answered (only the channel that asked may answer it)
+    Approvals,
     /// Every tool with its tier and effect
     Tools,
     /// Devices tau knows by name: list, add, remove, and Home Assistant discovery

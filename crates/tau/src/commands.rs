@@ -1,11 +1,12 @@
-//! The small commands: sessions, tools, config.
+//! The small commands: sessions, tools.
 
 use std::fmt::Write;
 
 use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolResultStatus};
 use tau_core::{ToolCatalog, display, json_for_terminal, sorted_json};
-use tau_state::StateDb;
+use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
+use crate::approvals;
 use crate::context::Context;
 use crate::errors::usage;
 use crate::lock::SessionLock;
@@ -28,18 +29,59 @@ pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
     if sessions.is_empty() {
         return Ok("no sessions yet\n".to_owned());
     }
-    let mut out = format!("{:<28} {:>8}  {}\n", "SESSION", "MESSAGES", "UPDATED");
-    for s in sessions {
-        let updated = jiff::Timestamp::from_second(s.updated_at)
-            .map_or_else(|_| s.updated_at.to_string(), |t| t.to_string());
-        let _ = writeln!(
-            out,
-            "{:<28} {:>8}  {updated}",
-            s.id.as_str(),
-            s.message_count
-        );
+    let zone = crate::routines::zone(&ctx.loaded.config)?;
+    let pending = store.approvals(Some(ApprovalState::Pending))?;
+    let rows: Vec<_> = sessions
+        .into_iter()
+        .map(|s| {
+            let updated = jiff::Timestamp::from_second(s.updated_at).map_or_else(
+                |_| s.updated_at.to_string(),
+                |t| crate::routines::when(t, &zone),
+            );
+            let waiting = waiting(&pending, &s.id);
+            (s.id.as_str().to_owned(), s.message_count, updated, waiting)
+        })
+        .collect();
+    // The WAITING column is there while a question waits somewhere.
+    let width = rows
+        .iter()
+        .map(|row| row.2.chars().count())
+        .max()
+        .unwrap_or_default()
+        .max("UPDATED".len());
+    let mut out = String::new();
+    let mut line = |id: &str, count: &str, updated: &str, waiting: &str| {
+        let text = if pending.is_empty() {
+            format!("{id:<28} {count:>8}  {updated}")
+        } else {
+            format!("{id:<28} {count:>8}  {updated:<width$}  {waiting}")
+        };
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line("SESSION", "MESSAGES", "UPDATED", "WAITING");
+    for (id, count, updated, waiting) in &rows {
+        line(id, &count.to_string(), updated, waiting);
     }
     Ok(out)
+}
+
+/// What waits in `session`: `1 question on TauBar`, or nothing.
+fn waiting(pending: &[ApprovalRow], session: &SessionId) -> String {
+    let rows: Vec<&ApprovalRow> = pending.iter().filter(|r| &r.session == session).collect();
+    let Some(first) = rows.first() else {
+        return String::new();
+    };
+    let questions = if rows.len() == 1 {
+        "question"
+    } else {
+        "questions"
+    };
+    format!(
+        "{} {questions} on {}",
+        rows.len(),
+        approvals::channel_name(&first.channel)
+    )
 }
 
 fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
@@ -49,6 +91,27 @@ fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
         return Err(usage(format!("no session named '{id}'")));
     }
     Ok(store.messages(&id, 0)?)
+}
+
+/// The questions of `name` that wait, one line each.
+fn waiting_lines(ctx: &Context, name: &str) -> anyhow::Result<String> {
+    let id = session_id(name)?;
+    let Some(store) = open_store(ctx)? else {
+        return Ok(String::new());
+    };
+    let mut out = String::new();
+    for row in store.approvals_of_session(&id)? {
+        if row.state == ApprovalState::Pending {
+            let _ = writeln!(
+                out,
+                "  ? {} waits for your answer on {} ({})",
+                display(&row.tool),
+                approvals::channel_name(&row.channel),
+                row.id
+            );
+        }
+    }
+    Ok(out)
 }
 
 pub(crate) fn sessions_show(ctx: &Context, name: &str, json: bool) -> anyhow::Result<String> {
@@ -86,6 +149,7 @@ pub(crate) fn sessions_show(ctx: &Context, name: &str, json: bool) -> anyhow::Re
             out.push('\n');
         }
     }
+    out.push_str(&waiting_lines(ctx, name)?);
     Ok(out)
 }
 
@@ -134,25 +198,4 @@ pub(crate) fn tools(catalog: &ToolCatalog) -> String {
         );
     }
     out
-}
-
-/// The effective config, once everything `tau chat` and `tau serve` would check holds: the
-/// workspace boundary, the model (its key included) and the Telegram bot token when
-/// `[telegram]` is there (nothing is connected).
-pub(crate) fn config_check(ctx: &Context) -> anyhow::Result<String> {
-    ctx.check_workspace()?;
-    ctx.build_model()?;
-    if let Some(telegram) = &ctx.loaded.config.telegram {
-        telegram
-            .token(|name| (ctx.env)(name))
-            .map_err(|e| crate::errors::usage(e.to_string()))?;
-    }
-    let source = ctx.loaded.path.as_ref().map_or_else(
-        || "no config file; defaults".to_owned(),
-        |p| format!("from {}", p.display()),
-    );
-    Ok(format!(
-        "# effective config ({source})\n{}",
-        toml::to_string_pretty(&ctx.loaded.config)?
-    ))
 }

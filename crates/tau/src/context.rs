@@ -78,6 +78,14 @@ impl Context {
         Ok((tools?, problem))
     }
 
+    /// How config errors name the file: its path, else `tau.toml`.
+    pub(crate) fn config_name(&self) -> String {
+        self.loaded
+            .path
+            .as_ref()
+            .map_or_else(|| "tau.toml".to_owned(), |p| p.display().to_string())
+    }
+
     /// Refuses a workspace that holds what tau trusts (see `boundary`).
     pub(crate) fn check_workspace(&self) -> anyhow::Result<()> {
         crate::boundary::check_workspace(

@@ -58,6 +58,22 @@ impl Context {
     }
 
     /// The device tools over `registry`, and the discovery watch of its pinned devices.
+    /// The device tools as the devices are now, read without writing: those of
+    /// `tau.toml` and, when `state.db` exists, those kept there (for `tau config check`).
+    pub(crate) fn device_tools_read_only(&self) -> anyhow::Result<Vec<tau_agent::SharedTool>> {
+        let registry = match self.existing_state()? {
+            Some(state) => self.registry(&DeviceStore::new(state))?,
+            None => config_registry(&self.loaded.config.devices)?,
+        };
+        Ok(DeviceTools {
+            registry: Arc::new(registry),
+            broker: self.broker()?.companion(COMMAND_CLIENT),
+            store: None,
+            wait: ReadWait::default(),
+        }
+        .tools())
+    }
+
     pub(crate) fn device_tools(
         &self,
         registry: Arc<Registry>,

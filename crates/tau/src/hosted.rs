@@ -16,7 +16,7 @@ use tau_core::{
 };
 use tau_hub::{Hub, SessionEvent};
 use tau_reflex::{
-    AskChannel, Checks, Engine, EngineParts, EngineSettings, HostError, PromptApprover,
+    AskChannel, Checks, Engine, EngineParts, EngineSettings, HostError, Offers, PromptApprover,
     PromptOutcome, PromptRun, PromptRunner, RoutineHost, RoutineStore, SystemClock, TurnPrompts,
 };
 use tokio_util::sync::CancellationToken;
@@ -25,6 +25,7 @@ use crate::context::Context;
 use crate::errors::usage;
 use crate::lock::SessionLock;
 use crate::paths::Home;
+use crate::settings::TauConfig;
 
 /// The client id of the routines' MQTT subscriptions, beside `mqtt_publish`'s own.
 const MQTT_CLIENT_SUFFIX: &str = "-routines";
@@ -58,6 +59,33 @@ pub(crate) struct Hosted {
     pub web: Arc<WebRoutines>,
 }
 
+/// What `tau serve` offers its routines: its channels to ask on (TauBar when
+/// `web.enabled`, Telegram when `[telegram]` is there), webhooks under its HTTP listener,
+/// and a broker client of their own for `mqtt` triggers ([`broker`]).
+pub(crate) fn offers(config: &TauConfig) -> Offers {
+    let mut channels = Vec::new();
+    if config.web.enabled {
+        channels.push(AskChannel::Web);
+    }
+    if config.telegram.is_some() {
+        channels.push(AskChannel::Telegram);
+    }
+    Offers {
+        channels,
+        webhooks: HubHost::SERVES_WEBHOOKS,
+        mqtt: true,
+    }
+}
+
+/// The routines' own MQTT client, beside `mqtt_publish`'s; a bad `[tools.mqtt]` exits 2.
+pub(crate) fn broker(ctx: &Context) -> anyhow::Result<rumqttc::MqttOptions> {
+    let config = &ctx.loaded.config;
+    let mut client_id: String = config.tools.mqtt.client_id.chars().take(14).collect();
+    client_id.push_str(MQTT_CLIENT_SUFFIX);
+    tau_tools::broker_options(&config.tools.mqtt, &*ctx.env, &client_id)
+        .map_err(|e| usage(e.to_string()))
+}
+
 /// Builds the engine; a routine that cannot run here is a config error (exit 2).
 pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
     let config = &ctx.loaded.config;
@@ -80,30 +108,16 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
         approver: PromptApprover::ByAsk(Arc::new(|_| None)),
         sink: None,
     };
-    let mut channels = Vec::new();
-    if config.web.enabled {
-        channels.push(AskChannel::Web);
-    }
-    if config.telegram.is_some() {
-        channels.push(AskChannel::Telegram);
-    }
     let host = Arc::new(HubHost {
         hub,
         local,
         home: ctx.home.clone(),
         timeout,
-        channels,
+        channels: offers(config).channels,
     });
     let env: Vec<(String, String)> = std::env::vars().collect();
-    let mut client_id: String = config.tools.mqtt.client_id.chars().take(14).collect();
-    client_id.push_str(MQTT_CLIENT_SUFFIX);
-    let mqtt = tau_tools::broker_options(&config.tools.mqtt, &*ctx.env, &client_id)
-        .map_err(|e| usage(e.to_string()))?;
-    let shown = ctx
-        .loaded
-        .path
-        .as_ref()
-        .map_or_else(|| "tau.toml".to_owned(), |p| p.display().to_string());
+    let mqtt = broker(ctx)?;
+    let shown = ctx.config_name();
     let engine = Engine::new(EngineParts {
         config: tau_reflex::defs_from_toml(config.routines.clone())
             .map_err(|e| usage(format!("{shown}: {e}")))?,
@@ -148,6 +162,11 @@ struct HubHost {
     timeout: Duration,
     /// The channels this `tau serve` runs, where routines may ask.
     channels: Vec<AskChannel>,
+}
+
+impl HubHost {
+    /// Webhooks are served under TauBar's listener.
+    const SERVES_WEBHOOKS: bool = true;
 }
 
 fn host_error(error: impl std::fmt::Display) -> HostError {
@@ -280,7 +299,7 @@ impl RoutineHost for HubHost {
     }
 
     fn serves_webhooks(&self) -> bool {
-        true
+        Self::SERVES_WEBHOOKS
     }
 }
 

@@ -4,12 +4,14 @@
 //! commands; the chat itself is tau-terminal's, the policy tau-core's. Exit codes: 0 done,
 //! 1 failed, 2 a usage or configuration mistake.
 
+mod approvals;
 mod audit;
 mod boundary;
 mod chat;
 mod chat_history;
 mod cli;
 mod commands;
+mod config_check;
 mod context;
 mod demo;
 mod devices;
@@ -148,6 +150,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             SessionsCommand::Delete { name } => print(&commands::sessions_delete(&ctx, &name)?),
         },
+        Command::Approvals => print(&approvals::list(&ctx)?),
         Command::Tools => {
             ctx.home.create()?;
             let tools = ctx.catalog_with_routines().await?;
@@ -189,7 +192,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Config {
             command: ConfigCommand::Check,
-        } => print(&commands::config_check(&ctx)?),
+        } => print(&config_check::run(&ctx)?),
         Command::Doctor => {
             let (report, healthy) = doctor::run(&ctx).await;
             print(&report);

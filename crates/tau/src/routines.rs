@@ -78,11 +78,7 @@ pub(crate) fn config_routines(
         at_must_be_future: false,
         webhooks: None,
     };
-    let shown = ctx
-        .loaded
-        .path
-        .as_ref()
-        .map_or_else(|| "tau.toml".to_owned(), |p| p.display().to_string());
+    let shown = ctx.config_name();
     validate_config(&defs(config)?, &checks).map_err(|e| usage(format!("{shown}: {e}")))
 }
 
@@ -114,8 +110,9 @@ fn find<'a>(book: &'a Book, name: &str) -> anyhow::Result<&'a Routine> {
         })
 }
 
-/// A time as a person reads it: to the second, in the routine zone.
-fn when(at: Timestamp, zone: &TimeZone) -> String {
+/// A time as a person reads it: to the second, in the configured zone (`zone`), which is
+/// named (`2026-12-03 11:02:19 +03`).
+pub(crate) fn when(at: Timestamp, zone: &TimeZone) -> String {
     at.to_zoned_datetime(zone.clone())
         .strftime("%Y-%m-%d %H:%M:%S %Z")
         .to_string()

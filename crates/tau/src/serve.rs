@@ -140,7 +140,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             hub.clone(),
             hub_events.clone(),
             state.clone(),
-            config.ui.language(),
+            config,
             Arc::clone(&hosted.web) as _,
         )?;
         channels.push(telegram_channel);
@@ -196,6 +196,14 @@ fn announce(
     }
     if telegram {
         out.push_str("tau serve: Telegram: answering the owners named in [telegram]\n");
+    }
+    for refused in &recovery.refused {
+        out.push_str(&format!(
+            "tau serve: question {} ({}) refused, never run: {}\n",
+            refused.row.id,
+            tau_core::display(&refused.row.tool),
+            refused.why
+        ));
     }
     if recovery.cancelled > 0 {
         out.push_str(&format!(
@@ -279,6 +287,11 @@ fn model_for_session(model: &Arc<dyn Model>, stored: &[Message]) -> Arc<dyn Mode
 
 #[async_trait]
 impl SessionFactory for Factory {
+    fn recorded_answers(&self) -> Result<Vec<tau_state::RecordedAnswer>, OpenError> {
+        crate::audit::recorded_answers(&self.home.audit_log())
+            .map_err(|e| OpenError(format!("cannot read the audit log: {e}")))
+    }
+
     fn events(&self, session: &SessionId) -> EventBus {
         let bus = EventBus::new();
         bus.subscribe(Arc::new(SessionAudit {

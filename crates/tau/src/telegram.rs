@@ -144,6 +144,15 @@ impl tau_telegram::Hub for TelegramHub {
             .collect()
     }
 
+    async fn waiting(&self) -> Result<Vec<Question>, tau_telegram::HubError> {
+        self.hub
+            .approvals_of_every_channel(Some(ApprovalState::Pending))
+            .map_err(hub_error)?
+            .into_iter()
+            .map(|row| self.question_of(row))
+            .collect()
+    }
+
     fn refused_press(&self, press: &RefusedPress) {
         self.events.emit(&AuditEvent::AnswerRefused {
             channel: CHANNEL.to_owned(),
@@ -223,7 +232,8 @@ impl Channel for HostedTelegram {
     }
 }
 
-/// The channel for `[telegram]`, its memory beside the hub's in `state.db`; the channel
+/// The channel for `[telegram]`, its memory beside the hub's in `state.db`, speaking
+/// `[ui] language` and showing times in tau's zone (`tau`, the whole config); the channel
 /// itself too, for what tau tells the owner outside a conversation.
 pub(crate) fn host(
     config: &TelegramConfig,
@@ -231,7 +241,7 @@ pub(crate) fn host(
     hub: Hub,
     events: EventBus,
     state: tau_state::StateDb,
-    language: tau_core::Language,
+    tau: &crate::settings::TauConfig,
     routines: Arc<dyn tau_web::Routines>,
 ) -> anyhow::Result<(Arc<dyn Channel>, Arc<TelegramChannel>)> {
     let store = tau_telegram::Store::new(state);
@@ -241,7 +251,8 @@ pub(crate) fn host(
         token,
         Arc::clone(&adapter) as Arc<dyn tau_telegram::Hub>,
         store,
-        language,
+        tau.ui.language(),
+        crate::routines::zone(tau)?,
     )?;
     let hosted: Arc<dyn Channel> = Arc::new(HostedTelegram {
         channel: Arc::clone(&channel),

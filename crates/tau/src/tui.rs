@@ -37,7 +37,8 @@ pub(crate) async fn run(
     } = tools;
     let config = &ctx.loaded.config;
     let language = config.ui.language();
-    let repository: Arc<dyn SessionRepository> = Arc::new(ctx.state()?);
+    let state = ctx.state()?;
+    let repository: Arc<dyn SessionRepository> = Arc::new(state.clone());
 
     // From here on the terminal is the TUI's; dropping the screen gives it back, also when
     // an error below ends the command (the error is printed after that).
@@ -55,7 +56,7 @@ pub(crate) async fn run(
                 })
                 .collect();
             match tau_tui::pick_session(&mut screen, language, rows).await? {
-                Pick::New => new_session_id()?,
+                Pick::New => new_session_id(&state)?,
                 Pick::Open(name) => SessionId::parse(&name)?,
                 Pick::Quit => return Ok(ExitCode::SUCCESS),
                 Pick::Signal(number) => return Ok(signal_code(number)),

@@ -50,6 +50,7 @@ fn commands_beside_serve_leave_its_state_files_in_place_and_a_yes_runs_once() {
     let commands: Vec<Vec<&str>> = vec![
         vec!["sessions", "list"],
         vec!["sessions", "show", &session],
+        vec!["approvals"],
         vec!["audit", "verify"],
         vec!["routines", "list"],
         vec!["--config", config, "serve", "--print-token"],

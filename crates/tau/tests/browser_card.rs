@@ -96,6 +96,14 @@ async fn every_argument_shows_with_its_length_and_a_long_one_is_never_cut_silent
     let session = serve.new_session();
     let first = serve.ask(&session, "set up the backup");
     let first = first["id"].as_str().unwrap();
+    // Another conversation's question is a line with a link, never a card.
+    until(
+        &client,
+        "the question's line",
+        "return !!document.querySelector('#elsewhere-list button.open')",
+    )
+    .await;
+    click(&client, Locator::Css("#elsewhere-list button.open")).await;
 
     // The 976-character command: whole, its length said, its tail on screen.
     let text = until(&client, "the card", CARD_TEXT).await;

@@ -379,3 +379,31 @@ fn a_running_tool_shows_its_progress_as_plain_lines_when_not_a_terminal() {
         "no colour or spinner when stdout is not a terminal"
     );
 }
+
+#[test]
+fn sessions_list_shows_times_in_the_configured_zone_and_names_it() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("One.")]));
+    let run = tau.run(&["--model", &model, "chat", "--session", "kitchen"], "hi\n");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // 2026-12-03 08:02:19 UTC, whenever the test runs.
+    let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
+    db.execute(
+        "UPDATE sessions SET updated_at = 1796284939 WHERE id = 'kitchen'",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    let zoned = tau.config("[tools.clock]\nzone = \"Europe/Istanbul\"\n");
+    let in_config = tau.run_env(
+        &["--config", zoned.to_str().unwrap(), "sessions", "list"],
+        &[("TZ", "America/New_York")],
+        "",
+    );
+    // Without `[tools.clock] zone`, the system's (TZ).
+    let in_system = tau.run_env(&["sessions", "list"], &[("TZ", "America/New_York")], "");
+    insta::assert_snapshot!(format!(
+        "[tools.clock] zone = \"Europe/Istanbul\":\n{}\nTZ=America/New_York:\n{}",
+        in_config.stdout, in_system.stdout
+    ));
+}

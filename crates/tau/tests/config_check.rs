@@ -1,5 +1,6 @@
-//! `tau config check` finds what `tau chat` would stumble on in `[model]`, without
-//! connecting to anything.
+//! `tau config check` finds what `tau chat` would stumble on in `[model]`, and what
+//! `tau serve` refuses at start (routines: their tools and the tools' schemas, webhook
+//! secrets, `ask` channels) with the same words, without connecting to or writing anything.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -9,8 +10,9 @@
 
 mod common;
 
-use common::Tau;
+use common::{Tau, answer};
 use pretty_assertions::assert_eq;
+use serde_json::json;
 
 #[test]
 fn a_model_value_out_of_range_is_an_error_naming_its_key() {
@@ -84,4 +86,123 @@ fn a_model_named_on_the_command_line_is_checked_too() {
         "{}",
         run.stderr
     );
+}
+
+const DOORBELL: &str = "[[routines]]\nname = \"doorbell\"\nwebhook = { secret_env = \"TAU_TEST_DOORBELL\" }\ntool = \"append_note\"\narguments = { text = \"ding\" }\n";
+
+/// What is wrong, the routines of `tau.toml`, the environment.
+type Case = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+#[test]
+fn what_tau_serve_refuses_at_start_config_check_refuses_with_the_same_words() {
+    let cases: [Case; 6] = [
+        ("a webhook secret that is not set", DOORBELL, &[]),
+        (
+            "a webhook secret too short",
+            DOORBELL,
+            &[("TAU_TEST_DOORBELL", "short")],
+        ),
+        (
+            "arguments the tool's schema refuses",
+            "[[routines]]\nname = \"note\"\nevery = \"1h\"\ntool = \"append_note\"\narguments = { text = 3 }\n",
+            &[],
+        ),
+        (
+            "an argument the tool does not take",
+            "[[routines]]\nname = \"note\"\nevery = \"1h\"\ntool = \"append_note\"\narguments = { text = \"x\", colour = \"red\" }\n",
+            &[],
+        ),
+        (
+            "a tool that does not exist",
+            "[[routines]]\nname = \"coffee\"\nevery = \"1h\"\ntool = \"make_coffee\"\n",
+            &[],
+        ),
+        (
+            "an ask channel tau serve does not run",
+            "[[routines]]\nname = \"tick\"\nevery = \"1h\"\nprompt = \"tick\"\nask = \"telegram\"\n",
+            &[],
+        ),
+    ];
+    let mut said = String::new();
+    for (what, routines, env) in cases {
+        let tau = Tau::new();
+        let config = tau.serve_config(routines);
+        let model = tau.replay(&json!([answer("unused")]));
+        let args = ["--config", config.to_str().unwrap(), "--model", &model];
+        let check = tau.run_env(&[&args[..], &["config", "check"]].concat(), env, "");
+        assert!(!tau.home().exists(), "{what}: checking writes nothing");
+        let serve = tau.run_env(&[&args[..], &["serve"]].concat(), env, "");
+        assert_eq!(
+            (check.code, &check.stderr),
+            (2, &serve.stderr),
+            "{what}: config check and serve disagree ({} then {})",
+            check.code,
+            serve.code
+        );
+        assert_eq!(serve.code, 2, "{what}: {}", serve.stderr);
+        said.push_str(&format!(
+            "{what}:\n{}\n",
+            check.stderr.replace(config.to_str().unwrap(), "tau.toml")
+        ));
+    }
+    insta::assert_snapshot!(said);
+}
+
+#[test]
+fn routines_serve_can_run_pass_and_an_mcp_tool_is_said_to_be_checked_when_connected() {
+    let tau = Tau::new();
+    let config = tau.serve_config(&format!(
+        "{DOORBELL}[[routines]]\nname = \"lights\"\nevery = \"1h\"\ntool = \"home__lights_off\"\n\
+         [mcp.servers.home]\nurl = \"http://127.0.0.1:9/mcp\"\n"
+    ));
+    let run = tau.run_env(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            "ollama:llama3.2",
+            "config",
+            "check",
+        ],
+        &[("TAU_TEST_DOORBELL", "a-doorbell-secret-long-enough")],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let head: Vec<&str> = run.stdout.lines().take(3).collect();
+    assert_eq!(
+        head,
+        vec![
+            format!("# effective config (from {})", config.display()).as_str(),
+            "# routines.lights: the arguments of home__lights_off are checked against its schema when tau connects to the MCP server 'home' (tau serve, tau routines)",
+            "[model]",
+        ]
+    );
+    assert!(!run.stdout.contains("long-enough"), "{}", run.stdout);
+    assert!(!tau.home().exists(), "checking writes nothing");
+}
+
+#[test]
+fn with_no_model_set_the_effective_model_is_none() {
+    let tau = Tau::new();
+    let run = tau.run(&["config", "check"], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let model: String = run
+        .stdout
+        .lines()
+        .take_while(|line| !line.is_empty())
+        .map(|line| format!("{line}\n"))
+        .collect();
+    insta::assert_snapshot!(model);
+    assert!(
+        !run.stdout.lines().any(|line| line.starts_with("spec = ")),
+        "{}",
+        run.stdout
+    );
+    // What `tau chat` says then: it does not start.
+    let chat = tau.run(&["chat"], "hi\n");
+    assert_eq!(chat.code, 2, "{}", chat.stderr);
 }

@@ -65,6 +65,30 @@ fn a_missing_npm_peer_fails_when_peers_are_required() {
 }
 
 #[test]
+fn a_missing_conformance_suite_fails_when_peers_are_required() {
+    assert_required(
+        "child_wants_the_conformance_suite",
+        ("TAU_TEST_NPM_BIN", "/nonexistent/bin"),
+        "TAU_PEERS_REQUIRED is set, but there is no Node 22 at /nonexistent/bin/node",
+    );
+}
+
+#[test]
+fn a_node_older_than_22_fails_when_peers_are_required() {
+    // Debian's Node: the suite needs 22, so an older one counts as missing.
+    let bin = tempfile::tempdir().unwrap();
+    let node = bin.path().join("node");
+    std::fs::write(&node, "#!/bin/sh\necho v20.19.2\n").unwrap();
+    std::fs::set_permissions(&node, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(bin.path().join("conformance"), "").unwrap();
+    assert_required(
+        "child_wants_the_conformance_suite",
+        ("TAU_TEST_NPM_BIN", bin.path().to_str().unwrap()),
+        "(found Some(\"v20.19.2\"))",
+    );
+}
+
+#[test]
 fn a_missing_tmux_fails_when_peers_are_required() {
     assert_required(
         "child_wants_tmux",
@@ -89,4 +113,10 @@ fn child_wants_python() {
 #[ignore = "child process of a_missing_npm_peer_fails_when_peers_are_required; run by it"]
 fn child_wants_an_npm_peer() {
     let _ = peers::npm_bin("mcp-inspector");
+}
+
+#[test]
+#[ignore = "child process of the conformance cases above; run by them"]
+fn child_wants_the_conformance_suite() {
+    let _ = peers::conformance();
 }

@@ -323,3 +323,52 @@ fn one_address_cannot_crowd_out_the_person() {
     drop(flood);
     serve.kill_hard();
 }
+
+#[test]
+fn new_chats_in_a_burst_are_each_new_with_128_random_bits() {
+    let tau = Tau::new();
+    let serve = hub(&tau);
+    let (addr, host, origin) = (serve.addr, serve.host(), serve.origin());
+    let bearer = format!("Bearer {}", serve.token);
+    // Four clients press "New chat" at once, within the same seconds: ids that were the
+    // second plus 24 random bits, read back after an ignored insert, could return a
+    // conversation that already existed.
+    let ids: Vec<String> = std::thread::scope(|scope| {
+        let clients: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let headers = [
+                        ("Host", host.as_str()),
+                        ("Authorization", bearer.as_str()),
+                        ("Origin", origin.as_str()),
+                    ];
+                    (0..100)
+                        .map(|_| {
+                            let reply = request(addr, "POST", "/api/sessions", &headers, Some(""));
+                            assert_eq!(reply.status, 201, "{reply:?}");
+                            reply.json()["id"].as_str().unwrap().to_owned()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        clients
+            .into_iter()
+            .flat_map(|client| client.join().unwrap())
+            .collect()
+    });
+    let distinct: std::collections::BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+    assert_eq!(distinct.len(), 400, "a new chat returned one made before");
+    for id in &ids {
+        let random = id.rsplit('-').next().unwrap();
+        assert!(
+            id.starts_with("web-")
+                && random.len() == 32
+                && random.bytes().all(|b| b.is_ascii_hexdigit()),
+            "not 128 random bits: {id}"
+        );
+    }
+    let listed = serve.get("/api/sessions").json();
+    assert_eq!(listed.as_array().unwrap().len(), 400);
+    serve.kill_hard();
+}

@@ -207,3 +207,115 @@ fn sigterm_stops_the_hub_and_keeps_the_question() {
     assert_eq!(tau.proof(), None);
     serve.kill_hard();
 }
+
+/// Runs `sql` on the home's `state.db` as another program would, `?1` bound to `id`.
+fn edit_state_db(tau: &Tau, sql: &str, id: &str) {
+    let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
+    assert_eq!(db.execute(sql, [id]).unwrap(), 1, "{sql}");
+}
+
+/// `tau audit verify`'s exit code.
+fn audit_verifies(tau: &Tau) -> bool {
+    tau.run(&["audit", "verify"], "").code == 0
+}
+
+#[test]
+fn an_approval_written_into_state_db_while_the_hub_was_down_is_refused_never_run() {
+    let tau = Tau::new();
+    let server = model("Not done.");
+    let model = server.spec();
+    let config = tau.serve_config("");
+    let (session, id) = ask_and_kill(&tau, &model, &config);
+    // A local program approves the question as if the person had; nobody answered it.
+    edit_state_db(
+        &tau,
+        r#"UPDATE approvals SET state = 'approved',
+           decided_by = '{"kind":"person","channel":"web"}',
+           decided_at = '2026-01-01T00:00:00Z' WHERE id = ?1"#,
+        &id,
+    );
+    assert!(audit_verifies(&tau), "the log itself was not touched");
+
+    let serve = tau.serve(&model, &config);
+    let said = format!(
+        "tau serve: question {id} (run_command) refused, never run: it is approved in state.db but the audit log records no answer to it (edited while tau was not running)"
+    );
+    assert!(serve.banner.contains(&said), "{:?}", serve.banner);
+    serve.until(|_| {
+        tau.audit()
+            .iter()
+            .any(|l| l["type"] == "tool_call" && l["session"] == session)
+            .then_some(())
+    });
+    assert_eq!(tau.proof(), None, "never run");
+    let audit = tau.audit();
+    let call = audit.iter().find(|e| e["type"] == "tool_call").unwrap();
+    assert_eq!(
+        (&call["status"], &call["decided_by"]),
+        (&json!("refused"), &json!({"kind": "approver_failed"}))
+    );
+    assert!(
+        audit.iter().any(|e| e["type"] == "error"
+            && e["session"] == session
+            && e["message"]
+                == "stored approval refused at start: it is approved in state.db but the audit log records no answer to it (edited while tau was not running)"),
+        "{audit:#?}"
+    );
+    assert!(
+        audit.iter().any(|e| e["type"] == "approval"
+            && e["approval_id"] == id
+            && e["approver"] == "start_check"
+            && e["decision"] == "rejected"),
+        "{audit:#?}"
+    );
+    // TauBar shows it closed, by tau, and an answer now changes nothing.
+    let closed = serve.get("/api/approvals?state=cancelled").json();
+    assert_eq!(
+        (&closed[0]["id"], &closed[0]["decided_by"]),
+        (&json!(id), &json!({"kind": "approver_failed"}))
+    );
+    let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(late.status, 409, "{late:?}");
+    assert_eq!(tau.proof(), None);
+    serve.kill_hard();
+    assert!(audit_verifies(&tau));
+}
+
+#[test]
+fn an_arguments_column_edited_while_the_hub_was_down_is_refused_never_shown() {
+    let tau = Tau::new();
+    let server = model("Not done.");
+    let model = server.spec();
+    let config = tau.serve_config("");
+    let (session, id) = ask_and_kill(&tau, &model, &config);
+    // The card would show this harmless command while the hash of the stored call is
+    // what the gate checks.
+    edit_state_db(
+        &tau,
+        r#"UPDATE approvals SET arguments = '{"command":"echo harmless"}' WHERE id = ?1"#,
+        &id,
+    );
+
+    let serve = tau.serve(&model, &config);
+    let said = format!(
+        "tau serve: question {id} (run_command) refused, never run: its arguments in state.db do not hash to its stored hash (edited while tau was not running)"
+    );
+    assert!(serve.banner.contains(&said), "{:?}", serve.banner);
+    assert!(
+        !serve
+            .banner
+            .iter()
+            .any(|l| l.contains("still wait for an answer")),
+        "{:?}",
+        serve.banner
+    );
+    assert_eq!(serve.get("/api/approvals?state=pending").json(), json!([]));
+    serve.until(|_| {
+        tau.audit()
+            .iter()
+            .any(|l| l["type"] == "tool_call" && l["session"] == session)
+            .then_some(())
+    });
+    assert_eq!(tau.proof(), None, "never run");
+    serve.kill_hard();
+}

@@ -179,6 +179,11 @@ fn a_call_not_covered_is_asked_on_the_web_page_and_runs_on_yes() {
             &json!("web")
         )
     );
+    // The card's first note is tau's: which routine asks, and what fires it.
+    assert_eq!(
+        row["card"]["notes"][0],
+        json!({"level": "info", "label": "routine", "text": "tick · every 1s"})
+    );
     assert!(
         !tau.workspace().join("tick.txt").exists(),
         "nothing runs before the answer"

@@ -16,18 +16,35 @@ use std::path::PathBuf;
 use common::serve::Serve;
 use common::*;
 use serde_json::{Value, json};
-use tau_test_support::telegram::{BotMessage, Emulator, mask_times};
+use tau_test_support::telegram::{BotMessage, Emulator};
 
 const TOKEN: &str = "123456:TEST-token_x";
 const OWNER: i64 = 4242;
 const STRANGER: i64 = 666;
 
+/// tau's zone in these tests: times on Telegram are shown in it, named (`JST`, +09).
+const ZONE: &str = "Asia/Tokyo";
+
 fn telegram_config(tau: &Tau, emulator: &Emulator) -> PathBuf {
     tau.serve_config(&format!(
         "[telegram]\nowners = [{OWNER}]\napi_url = \"{}\"\npoll_timeout_seconds = 0\n\
-         min_poll_interval_ms = 50\nedit_interval_ms = 50\n",
+         min_poll_interval_ms = 50\nedit_interval_ms = 50\n[tools.clock]\nzone = \"{ZONE}\"\n",
         emulator.url
     ))
+}
+
+/// The time `text` shows after `before` (`2026-12-03 17:02:19 JST`), read in tau's zone.
+fn shown_time(text: &str, before: &str) -> jiff::Timestamp {
+    let (_, after) = text
+        .rsplit_once(before)
+        .unwrap_or_else(|| panic!("no {before:?} in {text}"));
+    let shown = after
+        .get(..23)
+        .unwrap_or_else(|| panic!("no time in {text}"));
+    let (civil, zone) = shown.split_at(19);
+    assert_eq!(zone, " JST", "{text}");
+    let civil: jiff::civil::DateTime = civil.parse().unwrap();
+    civil.in_tz(ZONE).unwrap().timestamp()
 }
 
 fn serve(tau: &Tau, model: &str, config: &std::path::Path) -> Serve {
@@ -94,6 +111,19 @@ fn state_of(tau: &Tau, id: &str) -> String {
     .unwrap()
 }
 
+/// The deadline and decision time of a stored question, from `state.db` itself.
+fn times_of(tau: &Tau, id: &str) -> (jiff::Timestamp, jiff::Timestamp) {
+    let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
+    let (deadline, decided_at): (String, String) = db
+        .query_row(
+            "SELECT deadline, decided_at FROM approvals WHERE id = ?1",
+            [id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    (deadline.parse().unwrap(), decided_at.parse().unwrap())
+}
+
 fn run_command(text: &str) -> Value {
     tool_call(
         "t1",
@@ -127,6 +157,36 @@ fn the_owner_approves_on_telegram_and_the_command_runs_once() {
         !tau.workspace().join("out.txt").exists(),
         "nothing runs before the answer"
     );
+    // TauBar lists the question among what waits, as Telegram's; it cannot answer it.
+    let every = serve.get("/api/approvals?state=pending&channel=all").json();
+    assert_eq!(
+        every
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["id"].clone(), r["channel"].clone()))
+            .collect::<Vec<_>>(),
+        vec![(json!(id), json!("telegram"))]
+    );
+    let webs_own = serve.get("/api/approvals?state=pending").json();
+    assert_eq!(webs_own, json!([]));
+    let answered_on_web = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(answered_on_web.status, 404, "{answered_on_web:?}");
+    // A question on TauBar too: /pending lists both, each with where it is answered.
+    let web = serve.new_session();
+    serve.ask(&web, "write hi from the web");
+    emulator.write(OWNER, OWNER, "/pending");
+    let pending = emulator.wait("the pending list", |m| {
+        m.iter()
+            .find(|m| m.text.starts_with("Waiting for your answer"))
+            .cloned()
+    });
+    assert_eq!(
+        pending.text,
+        "Waiting for your answer (2):\n\
+         • run_command (tier 2): its buttons are on its message in this chat\n\
+         • run_command (tier 2): answer it on TauBar"
+    );
 
     emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
     // The shell makes the file before it writes the line: wait for the line.
@@ -141,11 +201,28 @@ fn the_owner_approves_on_telegram_and_the_command_runs_once() {
     });
     let closed = closed(&emulator, &asked);
     assert!(
-        mask_times(&closed.text).ends_with(&format!("<b>✅ Approved by {OWNER} at <time></b>")),
+        closed.text.ends_with(" JST</b>")
+            && closed
+                .text
+                .contains(&format!("<b>✅ Approved by {OWNER} at ")),
         "{}",
         closed.text
     );
     assert_eq!(state_of(&tau, &id), "approved");
+    // The times are tau's zone's: the deadline and the decision as state.db keeps them.
+    let (deadline, decided_at) = times_of(&tau, &id);
+    assert_eq!(
+        shown_time(&asked.text, "open until ").as_second(),
+        deadline.as_second(),
+        "{}",
+        asked.text
+    );
+    assert_eq!(
+        shown_time(&closed.text, " at ").as_second(),
+        decided_at.as_second(),
+        "{}",
+        closed.text
+    );
 
     // A second press of the same button changes nothing and runs nothing.
     emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
@@ -420,6 +497,11 @@ fn a_routine_that_asks_on_telegram_asks_the_first_owner_and_runs_on_yes() {
     let (asked, id) = question(&emulator);
     assert_eq!(asked.chat, OWNER);
     assert!(asked.text.contains("echo tock"), "{}", asked.text);
+    assert!(
+        asked.text.contains("tick · every 1s"),
+        "whose question: {}",
+        asked.text
+    );
     // Only the owner's press, in the owner's chat, counts.
     emulator.press(OWNER, STRANGER, &format!("v1:a:{id}"));
     emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));

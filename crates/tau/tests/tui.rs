@@ -105,9 +105,29 @@ fn an_approved_call_runs() {
         return;
     };
     terminal.wait_for("approvals: 0");
+    // tmux runs this for each bell the window rings.
+    let bells = tau.dir.path().join("bells.txt");
+    let hooked = terminal.run(&[
+        "set-hook",
+        "-t",
+        "t",
+        "alert-bell",
+        &format!("run-shell \"echo bell >> '{}'\"", bells.display()),
+    ]);
+    assert!(hooked.status.success(), "{hooked:?}");
+    let rung = || std::fs::read_to_string(&bells).unwrap_or_default();
     terminal.type_text("make a file");
     terminal.keys(&["Enter"]);
     terminal.wait_for("tau asks: approval needed");
+    let asked = Instant::now();
+    while rung() != "bell\n" {
+        assert!(
+            asked.elapsed() < Duration::from_secs(20),
+            "no bell for the question: {:?}",
+            rung()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // Narrower and back: the card stays whole inside its border, the status bar below it.
     terminal.resize(40, 12);
     let narrow = terminal.wait_for_all(&["╔ tau asks: approval needed", "╝", "approvals: 1"]);
@@ -128,6 +148,7 @@ fn an_approved_call_runs() {
         std::fs::read_to_string(tau.workspace().join("ran.txt")).unwrap(),
         "hello\n"
     );
+    assert_eq!(rung(), "bell\n", "one question, one bell");
     assert_eq!(
         decision_and_call(&tau),
         (

@@ -20,6 +20,7 @@ use tau_core::{
     StopReason, TauToolSpec, Tier, ToolCatalog, build_agent,
 };
 use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory, StateDb};
+use tau_state::RecordedAnswer;
 use tokio::sync::broadcast;
 
 /// A tool that records its inputs; `gate` (when set) holds it until released.
@@ -91,6 +92,8 @@ pub struct Factory {
     lights: Arc<Recording>,
     wait: Arc<Recording>,
     audit: EventBus,
+    /// What the audit bus received, across every hub of the setup (the audit log).
+    record: RecordedEvents,
     opened: AtomicUsize,
 }
 
@@ -98,6 +101,10 @@ pub struct Factory {
 impl SessionFactory for Factory {
     fn events(&self, _session: &SessionId) -> EventBus {
         self.audit.clone()
+    }
+
+    fn recorded_answers(&self) -> Result<Vec<RecordedAnswer>, OpenError> {
+        Ok(recorded_answers(&self.record.events()))
     }
 
     async fn open(
@@ -180,6 +187,7 @@ impl Setup {
             lights: Arc::clone(&self.lights),
             wait: Arc::clone(&self.wait),
             audit: self.bus.clone(),
+            record: self.audit.clone(),
             opened: AtomicUsize::new(0),
         });
         Hub::open(
@@ -199,6 +207,28 @@ impl Setup {
             .insert(session.to_string(), script);
     }
 
+    /// A person's answer as a hub records it (the row, then its `approval` line), given
+    /// while no hub runs.
+    pub fn answer_while_down(&self, id: &ApprovalId, to: tau_hub::ApprovalState) {
+        let store = StateDb::open(&self.db()).unwrap();
+        let (answered, _) = tau_core::approval::answer_durable(
+            &store,
+            &self.bus,
+            id,
+            to,
+            &tau_core::DecidedBy::person("web"),
+        )
+        .unwrap();
+        assert!(matches!(answered, tau_hub::Answered::Decided(_)));
+    }
+
+    /// Runs `sql` on `state.db` as another program would, with `?1` bound to `id`.
+    pub fn edit_state_db(&self, sql: &str, id: &ApprovalId) {
+        let connection = rusqlite::Connection::open(self.db()).unwrap();
+        let changed = connection.execute(sql, [id.as_str()]).unwrap();
+        assert_eq!(changed, 1, "{sql}");
+    }
+
     pub fn decided_by_of_runs(&self) -> Vec<Value> {
         self.audit
             .events()
@@ -211,6 +241,32 @@ impl Setup {
             })
             .collect()
     }
+}
+
+/// The `approval` lines among `events`, as the audit log keeps them.
+pub fn recorded_answers(events: &[AuditEvent]) -> Vec<RecordedAnswer> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            AuditEvent::Approval {
+                approval_id,
+                tool,
+                tool_use_id,
+                arguments,
+                decision,
+                decided_by,
+                ..
+            } => Some(RecordedAnswer {
+                approval_id: approval_id.clone(),
+                tool: tool.clone(),
+                tool_use_id: tool_use_id.clone(),
+                arguments: arguments.clone(),
+                decision: *decision,
+                decided_by: decided_by.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 pub const HOUR: Duration = Duration::from_secs(3600);

@@ -27,13 +27,13 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::AskApprover;
-use crate::book::{self, config_routines};
+use crate::book;
 use crate::clock::Clock;
-use crate::def::{FieldError, RoutineDef};
+use crate::def::RoutineDef;
 use crate::host::RoutineHost;
+use crate::offers::{Offers, check_routines};
 use crate::run::{ActionRun, record, record_counted, run_action};
 use crate::store::{RoutineStore, RunRecord};
-use crate::trigger::Trigger;
 use crate::validate::{Checks, Routine};
 
 pub use webhook::{WebhookCall, WebhookReply};
@@ -184,36 +184,6 @@ pub enum Fired {
     Skipped(String),
 }
 
-/// What the host must offer for `routine` to reach its trigger and its channel.
-fn host_problem(routine: &Routine, host: &dyn RoutineHost, mqtt: bool) -> Option<FieldError> {
-    if let Some(ask) = routine.ask
-        && (host.approvals().is_none() || !host.channels().contains(&ask))
-    {
-        return Some(FieldError::new(
-            "ask",
-            format!(
-                "the {} channel is not set up here, so nobody could be asked",
-                ask.as_str()
-            ),
-        ));
-    }
-    match &routine.trigger {
-        Trigger::Webhook { .. } if !host.serves_webhooks() => Some(FieldError::new(
-            "webhook",
-            "cannot be reached: this process serves no webhooks",
-        )),
-        Trigger::Mqtt { .. } if !mqtt => Some(FieldError::new(
-            "mqtt",
-            "cannot be reached: no MQTT broker is configured ([tools.mqtt])",
-        )),
-        Trigger::Every { .. }
-        | Trigger::Cron { .. }
-        | Trigger::At { .. }
-        | Trigger::Mqtt { .. }
-        | Trigger::Webhook { .. } => None,
-    }
-}
-
 impl Engine {
     /// Validates the `tau.toml` routines against the tools and what the host offers; the
     /// first that cannot run is a config error naming it and its key.
@@ -239,12 +209,7 @@ impl Engine {
             at_must_be_future: false,
             webhooks: Some(host.serves_webhooks()),
         };
-        let config = config_routines(&config, &checks)?;
-        for routine in &config {
-            if let Some(problem) = host_problem(routine, host.as_ref(), mqtt.is_some()) {
-                return Err(problem.in_routine(routine.name()));
-            }
-        }
+        let config = check_routines(&config, &checks, &Offers::of(host.as_ref(), mqtt.is_some()))?;
         let (routes, _) = watch::channel(Vec::new());
         let skips = Flood::new(
             FLOOD_WINDOW,
@@ -336,8 +301,9 @@ impl Inner {
         };
         let mut problems = book.problems.clone();
         let mut wanted = BTreeMap::new();
+        let offers = Offers::of(self.host.as_ref(), self.mqtt.is_some());
         for routine in book.routines {
-            if let Some(problem) = host_problem(&routine, self.host.as_ref(), self.mqtt.is_some()) {
+            if let Some(problem) = offers.problem(&routine) {
                 problems.push((
                     routine.name().to_owned(),
                     problem.in_routine(routine.name()).to_string(),
@@ -497,6 +463,7 @@ impl Inner {
                 session: session.clone(),
                 timeout: self.settings.ask_timeout,
                 cancel: slot.cancel.clone(),
+                origin: crate::ask::origin_note(routine).text,
             };
             return (Arc::new(approver), channel.as_str().to_owned());
         }

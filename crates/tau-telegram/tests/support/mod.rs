@@ -481,6 +481,22 @@ impl Hub for FakeHub {
             .collect())
     }
 
+    async fn waiting(&self) -> Result<Vec<Question>, HubError> {
+        let rows = self
+            .approvals
+            .approvals(Some(ApprovalState::Pending))
+            .map_err(|e| HubError(e.to_string()))?;
+        Ok(rows
+            .into_iter()
+            .map(|row| Question {
+                conversation: (row.channel == "telegram")
+                    .then(|| self.key_of(row.session.as_str()))
+                    .flatten(),
+                row,
+            })
+            .collect())
+    }
+
     fn refused_press(&self, press: &RefusedPress) {
         self.refused.lock().unwrap().push(press.clone());
     }

@@ -189,6 +189,48 @@ fn the_next_card_is_not_answered_by_a_key_meant_for_the_first() {
 }
 
 #[test]
+fn each_new_question_rings_once_and_nothing_else_rings() {
+    let mut app = asking(command("ls"));
+    assert_eq!(app.bells, 1);
+    app.bells = 0;
+    // The same question again, its decision, text, the turn's end: no bell.
+    app.event(&requested(
+        "ap_1",
+        "t1",
+        "run_command",
+        EFFECT,
+        command("ls"),
+        None,
+    ));
+    app.event(&decided(
+        "ap_1",
+        "t1",
+        Decision::Rejected,
+        DecidedBy::Timeout,
+    ));
+    app.event(&text("done"));
+    app.event(&ended(StopReason::EndTurn));
+    assert_eq!(app.bells, 0);
+    app.event(&requested(
+        "ap_2",
+        "t2",
+        "run_command",
+        EFFECT,
+        command("a"),
+        None,
+    ));
+    app.event(&requested(
+        "ap_3",
+        "t3",
+        "run_command",
+        EFFECT,
+        command("b"),
+        None,
+    ));
+    assert_eq!(app.bells, 2);
+}
+
+#[test]
 fn a_card_goes_when_its_question_is_decided_elsewhere_or_the_turn_ends() {
     let mut app = asking(command("ls"));
     app.event(&decided(

@@ -11,11 +11,13 @@
 //! behind; `verify` accepts that one line and says it is not anchored yet, and the next
 //! append anchors it. Anything else that disagrees with the anchor is reported.
 //!
-//! Layout: `mod.rs` the appender, `verify.rs` the check,
+//! Layout: `mod.rs` the appender, `verify.rs` the check, `answers.rs` the recorded
+//! answers `tau serve` confirms stored approvals against,
 //! `command.rs` what `tau audit` prints, `witness.rs` the head sent where the log's writers
 //! cannot reach it. The head and the announced line are kept in `state.db` (`tau-state`'s
 //! anchor table).
 
+mod answers;
 mod command;
 mod verify;
 pub(crate) mod witness;
@@ -31,6 +33,7 @@ use tau_core::{AuditEvent, EventSubscriber};
 
 use tau_state::StateDb;
 
+pub(crate) use self::answers::recorded_answers;
 pub(crate) use self::command::{head_command, verify_command};
 #[cfg(test)]
 use self::verify::{Verdict, verify};

@@ -85,7 +85,9 @@ pub async fn connect(driver: &Driver, chromium: &Path, width: u32, height: u32) 
                 "--disable-dev-shm-usage",
                 format!("--window-size={width},{height}"),
                 format!("--user-data-dir={}", profile.display()),
-            ]
+            ],
+            // The test profile allows notifications, as a person who said yes once has.
+            "prefs": {"profile.default_content_setting_values.notifications": 1}
         }
     });
     let Value::Object(capabilities) = capabilities else {

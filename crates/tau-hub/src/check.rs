@@ -1,0 +1,81 @@
+//! Start-up's cross-check: before the hub resumes, expires or shows any stored question,
+//! each one that could still lead to a call is checked against itself and the audit
+//! log's `approval` lines (`tau-state`'s `cross_check`). One that fails is closed
+//! (`cancelled`, decided by `approver_failed`), never run: an `error` and an `approval`
+//! line say why and how it was closed, its card closes, and its turn goes on refused.
+
+use jiff::Timestamp;
+use tau_core::approval::ApprovalState;
+use tau_core::{AuditEvent, DecidedBy, Decision, ErrorSite};
+use tau_protocol::ChannelEvent;
+use tau_state::{RecordedAnswer, cross_check, needs_check};
+
+use crate::HubError;
+use crate::hub::{Hub, SessionEvent};
+use crate::types::Refused;
+
+impl Hub {
+    /// Closes every stored question that is not what tau wrote; returns them with why.
+    pub(crate) fn refuse_untrusted(&self) -> Result<Vec<Refused>, HubError> {
+        let rows: Vec<_> = self
+            .inner
+            .state
+            .approvals(None)?
+            .into_iter()
+            .filter(needs_check)
+            .collect();
+        // The audit log is read only when an approval has to be confirmed.
+        let record: Result<Vec<RecordedAnswer>, String> =
+            if rows.iter().any(|row| row.state == ApprovalState::Approved) {
+                self.inner.factory.recorded_answers().map_err(|e| e.0)
+            } else {
+                Ok(Vec::new())
+            };
+        let mut refused = Vec::new();
+        for row in rows {
+            let Err(why) = cross_check(&row, record.as_deref().map_err(String::as_str)) else {
+                continue;
+            };
+            let Some(closed) = self
+                .inner
+                .state
+                .close_untrusted(&row.id, Timestamp::now())?
+            else {
+                continue;
+            };
+            let why = why.to_string();
+            tracing::error!(approval_id = %row.id, session = %row.session, tool = %row.tool, reason = %why, "a stored question was refused at start");
+            let bus = self.bus(&row.session);
+            bus.emit(&AuditEvent::Error {
+                site: ErrorSite::TierGate,
+                message: format!("stored approval refused at start: {why}"),
+                tool: Some(row.tool.clone()),
+                tool_use_id: Some(row.call_id.clone()),
+            });
+            bus.emit(&AuditEvent::Approval {
+                approval_id: row.id.to_string(),
+                tool: row.tool.clone(),
+                tier: row.tier,
+                tool_use_id: row.call_id.clone(),
+                arguments: closed.arguments_value(),
+                decision: Decision::Rejected,
+                decided_by: DecidedBy::ApproverFailed,
+                approver: "start_check".to_owned(),
+                channel: row.channel.clone(),
+            });
+            self.publish(
+                &row.session,
+                SessionEvent::Turn(ChannelEvent::ApprovalDecided {
+                    approval_id: row.id.to_string(),
+                    call_id: row.call_id.clone(),
+                    tool: row.tool.clone(),
+                    decision: Decision::Rejected,
+                    decided_by: DecidedBy::ApproverFailed,
+                }),
+            );
+            let _ = self.inner.changes.send(closed.clone());
+            refused.push(Refused { row: closed, why });
+        }
+        Ok(refused)
+    }
+}

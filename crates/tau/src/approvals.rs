@@ -1,0 +1,134 @@
+//! `tau approvals`: every question that waits for the person, whichever channel asked it,
+//! with its id and where it is answered. Only the channel that asked may answer a
+//! question (the hub checks), so this command lists and never answers.
+
+use std::fmt::Write;
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use tau_core::display;
+use tau_state::{ApprovalRow, ApprovalState};
+
+use crate::context::Context;
+
+/// The name a person knows a channel by.
+pub(crate) fn channel_name(channel: &str) -> &str {
+    match channel {
+        "web" => "TauBar",
+        "telegram" => "Telegram",
+        "terminal" => "tau chat",
+        "tui" => "tau tui",
+        other => other,
+    }
+}
+
+/// How long a question still waits, from `now`; its deadline in tau's zone, named.
+fn remaining(deadline: Timestamp, now: Timestamp, zone: &TimeZone) -> String {
+    let seconds = deadline.as_second() - now.as_second();
+    // Whole seconds: a person reads no nanoseconds.
+    let deadline = crate::routines::when(deadline, zone);
+    if seconds <= 0 {
+        // Only `tau serve` closes a question; until it runs, a late one stays listed.
+        return format!("deadline {deadline} passed");
+    }
+    let minutes = (seconds + 59) / 60;
+    format!("until {deadline} ({minutes} min left)")
+}
+
+/// The pending questions, oldest first, as the person reads them at `now` in `zone`.
+pub(crate) fn render(rows: &[ApprovalRow], now: Timestamp, zone: &TimeZone) -> String {
+    let pending: Vec<&ApprovalRow> = rows
+        .iter()
+        .filter(|r| r.state == ApprovalState::Pending)
+        .collect();
+    if pending.is_empty() {
+        return "nothing waits for you\n".to_owned();
+    }
+    let mut out = String::new();
+    for row in pending {
+        let _ = writeln!(
+            out,
+            "{}  {} (tier {})  answer on {}",
+            row.id,
+            display(&row.tool),
+            row.tier.number(),
+            channel_name(&row.channel),
+        );
+        let _ = writeln!(out, "  {}", display(&row.effect));
+        let _ = writeln!(out, "  arguments {}", display(&row.arguments));
+        let _ = writeln!(
+            out,
+            "  session {} · {}",
+            row.session,
+            remaining(row.deadline, now, zone)
+        );
+    }
+    out
+}
+
+/// `tau approvals`.
+pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
+    let zone = crate::routines::zone(&ctx.loaded.config)?;
+    let Some(store) = ctx.existing_state()? else {
+        return Ok(render(&[], Timestamp::now(), &zone));
+    };
+    let rows = store.approvals(Some(ApprovalState::Pending))?;
+    Ok(render(&rows, Timestamp::now(), &zone))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tau_core::{ApprovalId, CallCard, SessionId, Tier};
+    use tau_state::NewApproval;
+
+    use super::*;
+
+    fn row(id: &str, channel: &str, tool: &str, arguments: serde_json::Value) -> ApprovalRow {
+        NewApproval {
+            id: ApprovalId::parse(id).unwrap(),
+            session: SessionId::parse("web-20261203-080219-fda72d").unwrap(),
+            call_id: "t1".into(),
+            tool: tool.into(),
+            tier: Tier::Physical,
+            effect: "runs a shell command".into(),
+            arguments,
+            channel: channel.into(),
+            created_at: "2026-12-03T12:00:00Z".parse().unwrap(),
+            deadline: "2026-12-03T12:05:00Z".parse().unwrap(),
+            card: CallCard::default(),
+        }
+        .into_row()
+    }
+
+    #[test]
+    fn each_question_says_its_id_what_it_runs_and_where_it_is_answered() {
+        let now: Timestamp = "2026-12-03T12:01:30Z".parse().unwrap();
+        let rows = [
+            row(
+                "ap_00000000000000000000000000000001",
+                "web",
+                "run_command",
+                json!({"command": "echo hi >> out.txt"}),
+            ),
+            row(
+                "ap_00000000000000000000000000000002",
+                "telegram",
+                "run_command\u{202e}",
+                json!({"command": "echo \u{1b}[2Jgone"}),
+            ),
+        ];
+        insta::assert_snapshot!(render(&rows, now, &TimeZone::UTC));
+        let late: Timestamp = "2026-12-03T12:06:00Z".parse().unwrap();
+        assert!(
+            render(&rows[..1], late, &TimeZone::UTC)
+                .contains("deadline 2026-12-03 12:05:00 UTC passed")
+        );
+        let istanbul = TimeZone::get("Europe/Istanbul").unwrap();
+        assert!(
+            render(&rows[..1], now, &istanbul)
+                .contains("until 2026-12-03 15:05:00 +03 (4 min left)")
+        );
+        assert_eq!(render(&[], now, &TimeZone::UTC), "nothing waits for you\n");
+    }
+}
