@@ -38,8 +38,15 @@ fn buttons(call: &Call) -> Vec<(String, String)> {
 async fn only_the_number_shown_approves_a_lock_class_device() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    let channel =
-        TelegramChannel::new(&api.config(), TOKEN, hub.clone(), hub.store(), Language::En).unwrap();
+    let channel = TelegramChannel::new(
+        &api.config(),
+        TOKEN,
+        hub.clone(),
+        hub.store(),
+        Language::En,
+        jiff::tz::TimeZone::UTC,
+    )
+    .unwrap();
     let task = tokio::spawn(channel.run(events));
     let garage = tau_devices::example::questions("telegram", "47")
         .unwrap()
