@@ -50,6 +50,16 @@ impl InterruptState {
         *self = Self::default();
     }
 
+    /// Every interrupt of an invocation that has not finished, answered or not, in id
+    /// order: an invocation resumed with its answers and cut off before it finished (the
+    /// process died while the resumed calls ran) still waits on them.
+    pub fn unfinished(&self) -> Vec<Interrupt> {
+        if !self.activated {
+            return Vec::new();
+        }
+        self.interrupts.values().cloned().collect()
+    }
+
     /// The pending interrupts (no response yet), in id order.
     pub fn pending(&self) -> Vec<Interrupt> {
         self.interrupts

@@ -161,6 +161,7 @@ fn full_stack(c: &mut Criterion) {
                             session: Some((Arc::new(store), id.clone())),
                             events,
                             durable: None,
+                            grants: None,
                         }))
                         .expect("an agent");
                     (dir, agent)

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use tau_protocol::{Approval, ApprovalQuestion, CallStatus, DecidedBy, Decision, Tier};
+use tau_protocol::{
+    Approval, ApprovalQuestion, CallStatus, DecidedBy, Decision, Grant, GrantId, GrantMade, Tier,
+};
 
 /// Where an error event comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +63,36 @@ pub enum AuditEvent {
         decided_by: DecidedBy,
         approver: String,
         channel: String,
+        /// The grant this answer made ("yes, and allow this again"); its own
+        /// `grant_created` line comes just before.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<GrantMade>,
+    },
+    /// A person's answer made a grant: exactly what it covers, where, for how long.
+    GrantCreated(Grant),
+    /// A live grant covered a call, which runs without a question (its `tool_call` line
+    /// says `decided_by: grant`). `use_number` counts the grant's uses: a revoke after it
+    /// says how many there were, so the order of the two is in the log whatever order
+    /// their lines were written in.
+    GrantUsed {
+        grant_id: GrantId,
+        tool: String,
+        tool_use_id: String,
+        session: String,
+        channel: String,
+        use_number: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_uses: Option<u32>,
+    },
+    /// A grant was revoked (by a person, or voided by tau when its tool changed); it
+    /// covers nothing from now on. `uses` is how many calls it let through before.
+    GrantRevoked {
+        grant_id: GrantId,
+        tool: String,
+        revoked_by: DecidedBy,
+        uses: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Something failed; whatever it touched was refused.
     Error {
@@ -129,6 +161,17 @@ pub enum AuditEvent {
         /// `answer_refused`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         count: Option<u64>,
+    },
+    /// An approved call was let through and tau stopped before its result was stored: it
+    /// may or may not have run. It is not run again.
+    EffectUncertain {
+        approval_id: String,
+        tool: String,
+        tool_use_id: String,
+        /// The channel that asked the question.
+        channel: String,
+        /// When it was let through.
+        dispatched_at: String,
     },
     /// A channel of the hub stopped with an error; the hub and its other channels go on.
     ChannelStopped { channel: String, error: String },

@@ -9,7 +9,7 @@ use tau_agent::{
     SharedTool, SlidingWindow, SyncHook,
 };
 
-use crate::approval::{Approver, DurableQuestions, TierGate};
+use crate::approval::{Approver, DurableQuestions, GateGrants, TierGate};
 use crate::audit::EventBus;
 use crate::catalog::ToolCatalog;
 use crate::config::{ConfigError, CoreConfig};
@@ -45,6 +45,9 @@ pub struct AgentParts {
     /// Set for a hub conversation: tier-2 questions are stored and the turn pauses on
     /// them instead of waiting in memory (`approver` is then not asked).
     pub durable: Option<DurableQuestions>,
+    /// Set where grants apply: checked before asking and offered on questions (their
+    /// hours are `[approval] grant_hours`, whatever `hours` says).
+    pub grants: Option<GateGrants>,
 }
 
 /// Why the agent could not be built.
@@ -70,18 +73,25 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
         session,
         events,
         durable,
+        grants,
     } = parts;
     config.validate()?;
     // The conversation's own bus: its turn's listener hears only this conversation, the
     // caller's subscribers (the audit log) still hear everything.
     let events = EventBus::child_of(&events);
-    let forwarder = Arc::new(TurnForwarder::default());
+    let forwarder = Arc::new(TurnForwarder::new(config.ui.language()));
     events.subscribe(Arc::clone(&forwarder) as _);
     let catalog = Arc::new(catalog);
     let mut gate = TierGate::new(Arc::clone(&catalog) as _, approver, events.clone())
         .with_timeout(config.approval.timeout());
     if let Some(durable) = durable {
         gate = gate.with_durable(durable);
+    }
+    if let Some(grants) = grants {
+        gate = gate.with_grants(GateGrants {
+            hours: config.approval.grant_hours,
+            ..grants
+        });
     }
     let gate = Arc::new(gate);
 

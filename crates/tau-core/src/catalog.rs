@@ -225,6 +225,13 @@ impl TierLookup for ToolCatalog {
         }
     }
 
+    /// The SHA-256 of the tool's live input schema (canonical JSON): a grant made for
+    /// another schema covers nothing.
+    fn schema_sha256(&self, tool: &str) -> Option<String> {
+        let entry = self.entries.get(tool)?;
+        Some(crate::approval::canonical_arguments(&entry.tool.spec().input_schema).1)
+    }
+
     fn card(&self, tool: &str, arguments: &Value) -> CallCard {
         let mut card = CallCard::default();
         for writer in &self.card_writers {

@@ -93,6 +93,9 @@ pub struct ApprovalConfig {
     /// on the card, never a bare yes. (Inside `[approval]`: `[[devices]]` already names the
     /// device list, so TOML has no room for a `[devices]` table beside it.)
     pub confirm_high_risk: bool,
+    /// How long a grant ("yes, and allow this again") lasts unless its maker says
+    /// otherwise: 1 to 720 hours (30 days).
+    pub grant_hours: u32,
 }
 
 impl Default for ApprovalConfig {
@@ -101,6 +104,7 @@ impl Default for ApprovalConfig {
             timeout_seconds: None,
             remote_timeout_seconds: 1800.0,
             confirm_high_risk: true,
+            grant_hours: tau_protocol::DEFAULT_GRANT_HOURS,
         }
     }
 }
@@ -167,6 +171,13 @@ impl CoreConfig {
             return Err(ConfigError::new(
                 "ui.language",
                 format!("tau speaks en and tr, got {:?}", self.ui.language),
+            ));
+        }
+        let hours = self.approval.grant_hours;
+        if !(1..=tau_protocol::MAX_GRANT_HOURS).contains(&hours) {
+            return Err(ConfigError::new(
+                "approval.grant_hours",
+                format!("must be a number of hours from 1 to 720 (30 days), got {hours}"),
             ));
         }
         let remote = self.approval.remote_timeout_seconds;
@@ -327,6 +338,9 @@ mod tests {
         assert_eq!(CoreConfig::from_toml("").unwrap(), CoreConfig::default());
         assert_eq!(CoreConfig::default().agent.max_turns, 20);
         assert_eq!(CoreConfig::default().approval.timeout(), None);
+        assert_eq!(CoreConfig::default().approval.grant_hours, 24);
+        let month = CoreConfig::from_toml("[approval]\ngrant_hours = 720\n").unwrap();
+        assert_eq!(month.approval.grant_hours, 720);
     }
 
     #[test]
@@ -354,6 +368,14 @@ mod tests {
             (
                 "[agent]\nwindow_size = 1\n",
                 "agent.window_size: must be at least 2",
+            ),
+            (
+                "[approval]\ngrant_hours = 0\n",
+                "approval.grant_hours: must be a number of hours from 1 to 720 (30 days), got 0",
+            ),
+            (
+                "[approval]\ngrant_hours = 721\n",
+                "approval.grant_hours: must be a number of hours from 1 to 720 (30 days), got 721",
             ),
         ];
         for (text, expected) in cases {

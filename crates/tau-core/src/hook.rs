@@ -139,7 +139,11 @@ impl TierHook {
         let resumed = event.interrupt(APPROVAL_INTERRUPT, Value::Null).ok();
         let decided = std::panic::catch_unwind(AssertUnwindSafe(|| match &resumed {
             Some(response) => {
-                DurableCheck::Decided(self.gate.resume_durable(name, arguments, id, response))
+                let check = self.gate.resume_durable(name, arguments, id, response);
+                if check.allowed {
+                    crate::failpoint::reach(crate::failpoint::DISPATCHED);
+                }
+                DurableCheck::Decided(check)
             }
             None => self.gate.check_durable(name, arguments, id),
         }));
@@ -209,7 +213,16 @@ impl TierHook {
         } else if !call.check.allowed {
             call.refused(&self.gate, Some(event.duration));
         } else if event.ran {
+            let stored_question = call.check.approval_id.clone();
+            if stored_question.is_some() {
+                crate::failpoint::reach(crate::failpoint::RAN);
+            }
             call.ran(&self.gate, &event.result, event.cancelled, event.duration);
+            // Its result goes into the turn's history next; a stored question's row says
+            // it finished, so a restart never takes it for a call that was cut off.
+            if let Some(id) = stored_question {
+                self.gate.call_finished(&id);
+            }
         } else {
             // Allowed, yet a later part of the loop did not run it: it failed.
             call.finished(

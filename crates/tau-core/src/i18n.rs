@@ -82,6 +82,10 @@ pub enum Notice {
     ApprovalTimedOut {
         tool: String,
     },
+    /// An approved call was let through and tau stopped before its result was stored.
+    EffectUncertain {
+        tool: String,
+    },
 }
 
 impl Notice {
@@ -116,6 +120,9 @@ fn english(notice: &Notice) -> String {
             format!("A component tried to pause this turn ({name}); tau refused it and went on.")
         }
         Notice::ApprovalTimedOut { tool } => format!("No answer in time: {tool} was not run."),
+        Notice::EffectUncertain { tool } => format!(
+            "tau stopped while {tool} was running: it may or may not have run. It was not run again."
+        ),
     }
 }
 
@@ -143,6 +150,9 @@ fn turkish(notice: &Notice) -> String {
             format!("Bir bileşen bu turu duraklatmak istedi ({name}); tau bunu reddetti ve devam etti.")
         }
         Notice::ApprovalTimedOut { tool } => format!("Zamanında yanıt gelmedi: {tool} çalıştırılmadı."),
+        Notice::EffectUncertain { tool } => format!(
+            "{tool} çalışırken tau durdu: çalışmış da olabilir, çalışmamış da. Yeniden çalıştırılmadı."
+        ),
     }
 }
 
@@ -170,6 +180,9 @@ mod tests {
             },
             Notice::ApprovalTimedOut {
                 tool: "mqtt_publish".into(),
+            },
+            Notice::EffectUncertain {
+                tool: "run_command".into(),
             },
         ]
     }

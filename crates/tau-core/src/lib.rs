@@ -21,6 +21,7 @@
 //! - `display/`: the one display function for untrusted text, sorted JSON
 //! - `flood.rs`: bounded records of what outsiders repeat (a window per sender, counted),
 //!   and the cap for outside texts in logs and audit lines
+//! - `failpoint.rs`: where a test build can be stopped dead (empty in any other build)
 //! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
 
 pub mod approval;
@@ -31,6 +32,7 @@ mod catalog;
 mod child_env;
 mod config;
 pub mod display;
+pub mod failpoint;
 pub mod flood;
 mod gated;
 mod hook;
@@ -39,8 +41,8 @@ mod ids;
 mod turn;
 
 pub use approval::{
-    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, ScriptedApprover,
-    TierGate, ToolCallRecord, invalid_call_text, refusal_text, unknown_tool_text,
+    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, GateGrants,
+    ScriptedApprover, TierGate, ToolCallRecord, invalid_call_text, refusal_text, unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{

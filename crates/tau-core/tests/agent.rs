@@ -67,7 +67,9 @@ fn decided_by_for(approval: Approval) -> DecidedBy {
         Approval::Approved | Approval::Rejected => DecidedBy::person("scripted"),
         Approval::Timeout => DecidedBy::Timeout,
         Approval::Failed => DecidedBy::ApproverFailed,
-        Approval::NotRequired | Approval::Refused | Approval::Exempt => DecidedBy::Policy,
+        Approval::NotRequired | Approval::Refused | Approval::Exempt | Approval::Granted => {
+            DecidedBy::Policy
+        }
     }
 }
 
@@ -82,6 +84,7 @@ fn question(n: u32, tool: &str, id: &str, arguments: Value) -> AuditEvent {
         channel: "scripted".into(),
         deadline: None,
         card: Default::default(),
+        grant: None,
     })
 }
 
@@ -96,6 +99,7 @@ fn answer(n: u32, tool: &str, id: &str, arguments: Value, decision: Decision) ->
         decided_by: DecidedBy::person("scripted"),
         approver: "scripted".into(),
         channel: "scripted".into(),
+        grant: None,
     }
 }
 
@@ -366,6 +370,7 @@ async fn try_build(setup: Setup) -> Result<common::Built, BuildError> {
         session: None,
         events: bus,
         durable: None,
+        grants: None,
     })
     .await?;
     Ok(common::Built {
@@ -803,6 +808,7 @@ async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
         session: Some((repository, id)),
         events: bus,
         durable: None,
+        grants: None,
     })
     .await
     .unwrap();

@@ -255,10 +255,6 @@ async fn a_stored_answer_that_does_not_hold_any_more_refuses() {
             "deadline = '1970-01-01T00:00:00Z'",
         ),
         (
-            "the approval was already used",
-            "consumed_at = '1970-01-01T00:00:00Z'",
-        ),
-        (
             "the stored approval was not given by a person",
             r#"decided_by = '{"kind":"policy"}'"#,
         ),
@@ -293,6 +289,96 @@ async fn a_stored_answer_that_does_not_hold_any_more_refuses() {
             .collect();
         assert_eq!(errors, vec![format!("stored approval refused: {why}")]);
     }
+}
+
+/// The call was let through (its row consumed) and tau stopped before the result was
+/// stored: the turn, resumed by a fresh agent as after a restart, never runs it again;
+/// the model reads that it may or may not have run, the channel sees a notice, the audit
+/// log has one `effect_uncertain` line, and the row is closed for good.
+#[tokio::test]
+async fn a_call_cut_off_after_it_was_let_through_is_never_run_again() {
+    let hub = Hub::new();
+    let mut agent = hub.agent(lights_then("Unsure.")).await;
+    let id = ask(&mut agent).await;
+    hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
+    // What `resume` does right before the tool starts, and then tau dies.
+    assert!(
+        hub.store
+            .consume_approval(&id, jiff::Timestamp::now())
+            .unwrap()
+    );
+    drop(agent);
+
+    let mut agent = hub.agent(vec![text("It may have run.")]).await;
+    let (sink, mut receiver) = ChannelSink::channel();
+    let outcome = agent.resume_stored(Some(&sink), None).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(hub.house.lights.runs(), 0, "never run a second time");
+    let uncertain = tau_core::approval::effect_uncertain_text("lights");
+    assert_eq!(
+        last_results(agent.messages()),
+        vec![("t1".into(), "error".into(), uncertain.clone())]
+    );
+    let events = events_of(&mut receiver);
+    let notices: Vec<_> = events.iter().filter(|e| e["type"] == "notice").collect();
+    assert_eq!(
+        notices,
+        vec![&json!({
+            "type": "notice", "kind": "effect_uncertain",
+            "text": "tau stopped while lights was running: it may or may not have run. It was not run again."
+        })]
+    );
+    let finished: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_finished")
+        .collect();
+    assert_eq!(
+        (&finished[0]["status"], &finished[0]["approval"]),
+        (&json!("error"), &json!("approved")),
+        "it may have run: never shown as refused"
+    );
+    let audit: Vec<Value> = hub
+        .audit
+        .events()
+        .into_iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .filter(|e| e["type"] == "effect_uncertain" || e["type"] == "tool_call")
+        .collect();
+    assert_eq!(audit.len(), 2, "{audit:#?}");
+    assert_eq!(
+        (
+            &audit[0]["type"],
+            &audit[0]["approval_id"],
+            &audit[0]["tool"]
+        ),
+        (&json!("effect_uncertain"), &json!(id), &json!("lights"))
+    );
+    assert_eq!(
+        (&audit[1]["status"], &audit[1]["result_summary"]),
+        (&json!("error"), &json!(uncertain))
+    );
+    let row = hub.row(&id);
+    assert_eq!(
+        row.outcome,
+        Some(tau_core::approval::CallOutcome::EffectUncertain)
+    );
+    assert!(hub.store.dispatched_without_outcome().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_call_that_ran_is_recorded_as_finished() {
+    let hub = Hub::new();
+    let mut agent = hub.agent(lights_then("On.")).await;
+    let id = ask(&mut agent).await;
+    hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
+    agent.resume(&id, None).await.unwrap();
+    assert_eq!(hub.house.lights.runs(), 1);
+    let row = hub.row(&id);
+    assert_eq!(
+        (row.consumed_at.is_some(), row.outcome),
+        (true, Some(tau_core::approval::CallOutcome::Finished))
+    );
+    assert!(hub.store.dispatched_without_outcome().unwrap().is_empty());
 }
 
 #[tokio::test]

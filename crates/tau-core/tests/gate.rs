@@ -54,6 +54,7 @@ fn refused(
         approval_id: asked.then(|| "ap_1".to_owned()),
         unknown_tool: false,
         invalid: false,
+        effect_uncertain: false,
     }
 }
 
@@ -67,6 +68,7 @@ fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -
         approval_id: asked.then(|| "ap_1".to_owned()),
         unknown_tool: false,
         invalid: false,
+        effect_uncertain: false,
     }
 }
 
@@ -82,6 +84,7 @@ fn requested(channel: &str) -> AuditEvent {
         channel: channel.into(),
         deadline: None,
         card: Default::default(),
+        grant: None,
     })
 }
 
@@ -104,6 +107,7 @@ fn approval_event(decision: Decision, decided_by: DecidedBy, approver: &str) -> 
         decided_by,
         approver: approver.into(),
         channel: approver.into(),
+        grant: None,
     }
 }
 
@@ -172,6 +176,7 @@ async fn approval_request_carries_tool_tier_effect_arguments_id_and_channel() {
             channel: "terminal".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }]
     );
 }
@@ -322,6 +327,7 @@ async fn an_unknown_tool_is_refused_with_the_unknown_tool_text() {
             approval_id: None,
             unknown_tool: true,
             invalid: false,
+            effect_uncertain: false,
         }
     );
     assert_eq!(check.refusal_text, Some(unknown_tool_text("open_door")));
@@ -975,6 +981,7 @@ async fn arguments_the_tool_refuses_are_refused_before_anyone_is_asked() {
         approval_id: None,
         unknown_tool: false,
         invalid: true,
+        effect_uncertain: false,
     };
     let check = gate.check("lights", &json!({"room": "attic"}), "t1").await;
     assert_eq!(check, invalid("lights", "there is no room named \"attic\""));

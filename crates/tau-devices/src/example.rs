@@ -171,6 +171,7 @@ pub fn questions(channel: &str, code: &str) -> Result<Vec<ApprovalQuestion>, Reg
                 arguments,
                 channel: channel.to_owned(),
                 deadline: None,
+                grant: None,
                 card,
             }
         })

@@ -62,6 +62,7 @@ impl Hub {
                 decided_by: DecidedBy::ApproverFailed,
                 approver: "start_check".to_owned(),
                 channel: row.channel.clone(),
+                grant: None,
             });
             self.publish(
                 &row.session,
@@ -71,6 +72,7 @@ impl Hub {
                     tool: row.tool.clone(),
                     decision: Decision::Rejected,
                     decided_by: DecidedBy::ApproverFailed,
+                    grant: None,
                 }),
             );
             let _ = self.inner.changes.send(closed.clone());

@@ -1,5 +1,7 @@
-//! Deadlines and restarts: after the cross-check (`check.rs`), a stored question past its deadline expires (its turn goes on
-//! with `timeout`), and at start the hub expires what the downtime let pass, resumes the
+//! Deadlines and restarts: after the cross-check (`check.rs`), a stored question past its
+//! deadline expires (its turn goes on with `timeout`), and at start the hub closes the
+//! approved calls that were running when it stopped (never running them again), expires
+//! what the downtime let pass, resumes the
 //! turns whose questions were decided just before it stopped, and reports what is still
 //! pending so channels show it again.
 
@@ -8,8 +10,9 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use tau_agent::{SessionId, SessionRepository};
-use tau_core::approval::{Answered, ApprovalState};
+use tau_core::approval::{Answered, ApprovalState, effect_uncertain_event};
 use tau_core::{DecidedBy, waits_on};
+use tau_protocol::ApprovalId;
 
 use crate::HubError;
 use crate::hub::{Hub, Recovery};
@@ -23,6 +26,7 @@ impl Hub {
     /// channels start.
     pub async fn start(&self) -> Result<Recovery, HubError> {
         let refused = self.refuse_untrusted()?;
+        let uncertain = self.close_cut_off_calls()?;
         let cancelled = self.cancel_abandoned()?;
         let expired = self.expire_due().await?;
         let mut resumed = 0;
@@ -42,12 +46,52 @@ impl Hub {
             .tasks
             .spawn(async move { hub.expire_forever().await });
         Ok(Recovery {
+            uncertain,
             cancelled,
             expired,
             resumed,
             pending,
             refused,
         })
+    }
+
+    /// Approved calls of hub conversations that were let through and whose result was
+    /// never stored: tau stopped while they ran. None runs again. A turn that still waits
+    /// on its question closes it when it goes on (the model and the channel hear it then);
+    /// any other is closed here as `effect_uncertain`, with its audit line.
+    fn close_cut_off_calls(&self) -> Result<usize, HubError> {
+        let mut uncertain = 0;
+        for row in self.inner.state.dispatched_without_outcome()? {
+            // A routine's calls are its engine's to record.
+            if self.conversation_of(&row.session)?.is_none() {
+                continue;
+            }
+            uncertain += 1;
+            if self.session_waits_on(&row.session, &row.id)? {
+                continue;
+            }
+            if let Some(closed) = self
+                .inner
+                .state
+                .close_effect_uncertain(&row.id, Timestamp::now())?
+            {
+                tracing::warn!(approval_id = %row.id, tool = %row.tool, "an approved call was running when tau stopped; its effect is uncertain");
+                self.bus(&row.session)
+                    .emit(&effect_uncertain_event(&closed));
+            }
+        }
+        Ok(uncertain)
+    }
+
+    /// True when the stored turn of `session` waits on question `id`.
+    fn session_waits_on(&self, session: &SessionId, id: &ApprovalId) -> Result<bool, HubError> {
+        Ok(self.inner.state.load_state(session)?.is_some_and(|state| {
+            state
+                .interrupt_state
+                .unfinished()
+                .iter()
+                .any(|i| waits_on(i).as_ref() == Some(id))
+        }))
     }
 
     /// Cancels pending questions whose session no longer waits on them (it was deleted,
@@ -60,17 +104,7 @@ impl Hub {
             if self.conversation_of(&row.session)?.is_none() {
                 continue;
             }
-            let waits = self
-                .inner
-                .state
-                .load_state(&row.session)?
-                .is_some_and(|state| {
-                    state
-                        .interrupt_state
-                        .pending()
-                        .iter()
-                        .any(|i| waits_on(i).as_ref() == Some(&row.id))
-                });
+            let waits = self.session_waits_on(&row.session, &row.id)?;
             if !waits
                 && let Answered::Decided(_) =
                     self.decide(&row, ApprovalState::Cancelled, &DecidedBy::Cancelled)?
@@ -87,7 +121,7 @@ impl Hub {
         let Some(state) = self.inner.state.load_state(session)? else {
             return Ok(false);
         };
-        for interrupt in state.interrupt_state.pending() {
+        for interrupt in state.interrupt_state.unfinished() {
             let Some(id) = waits_on(&interrupt) else {
                 continue;
             };

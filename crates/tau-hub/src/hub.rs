@@ -367,6 +367,7 @@ impl Hub {
                 tool: row.tool.clone(),
                 decision,
                 decided_by: row.decided_by.clone().unwrap_or(DecidedBy::Cancelled),
+                grant: None,
             },
         };
         let _ = self.inner.changes.send(row.clone());

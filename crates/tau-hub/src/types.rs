@@ -116,6 +116,9 @@ pub struct ConversationInfo {
 /// What `start` found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Recovery {
+    /// Approved calls that were running when the hub stopped (their result never
+    /// stored): not run again, closed as `effect_uncertain`.
+    pub uncertain: usize,
     /// Questions whose turn was given up while the hub was down, now cancelled.
     pub cancelled: usize,
     /// Questions past their deadline, now expired.

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::grant::GrantMade;
 use crate::question::ApprovalQuestion;
 use crate::tier::Tier;
 use crate::vocabulary::{Approval, CallStatus, DecidedBy, Decision};
@@ -36,6 +37,9 @@ pub enum ChannelEvent {
         tool: String,
         decision: Decision,
         decided_by: DecidedBy,
+        /// The grant this answer made ("yes, and allow this again"), if it made one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<GrantMade>,
     },
     /// A call's fate, whatever its tier.
     ToolCallFinished {
@@ -73,6 +77,9 @@ pub enum NoticeKind {
     ContextOverflow,
     InterruptRefused,
     ApprovalTimedOut,
+    /// An approved call was let through and tau stopped before its result was stored: it
+    /// may or may not have run.
+    EffectUncertain,
 }
 
 /// Why a turn ended.

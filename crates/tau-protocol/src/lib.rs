@@ -16,9 +16,13 @@
 //! - `canonical.rs`: [`canonical_json`], the one text of a JSON value
 //! - `question.rs`: [`ApprovalQuestion`], the tier-2 question carried whole, and its
 //!   [`CallCard`]
+//! - `grant.rs`: [`GrantId`], [`GrantScope`], [`GrantRequest`] (what a "yes, and allow
+//!   this again" asks for), [`GrantOffer`] (what it would cover), [`Grant`] (one as stored), [`Allowance`] (a
+//!   grant or a routine's exemption, as the lists show them)
 
 mod canonical;
 mod event;
+mod grant;
 mod ids;
 mod question;
 mod tier;
@@ -26,6 +30,11 @@ mod vocabulary;
 
 pub use canonical::canonical_json;
 pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
+pub use grant::{
+    Allowance, DEFAULT_GRANT_HOURS, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,
+    GrantRequestError, GrantScope, InvalidGrantId, MAX_GRANT_HOURS, MAX_GRANT_USES,
+    RoutineAllowance,
+};
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
 pub use question::{ApprovalQuestion, CallCard, CardNote, ConfirmStep, NoteLevel};
 pub use tier::{Tier, TierError};

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::grant::GrantOffer;
 use crate::tier::Tier;
 
 /// A tier-2 call waiting for a person's answer on `channel`. The gate writes it once; the
@@ -31,6 +32,10 @@ pub struct ApprovalQuestion {
     /// What tau itself says about this call, beyond the tool's effect.
     #[serde(default, skip_serializing_if = "CallCard::is_empty")]
     pub card: CallCard,
+    /// What a "yes, and allow this again" would cover, when the channel may offer it (the
+    /// card says it in words too). `None`: only yes or no.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantOffer>,
 }
 
 /// What tau says about one call on its question's card, in tau's words: from its config,
@@ -158,6 +163,7 @@ mod tests {
             channel: "web".into(),
             deadline: None,
             card,
+            grant: None,
         }
     }
 

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::grant::GrantId;
+
 /// What happened to a tool call, as recorded after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -43,6 +45,8 @@ pub enum Approval {
     Timeout,
     /// A registered routine's exemption let it through without asking.
     Exempt,
+    /// A live grant a person made earlier covered exactly this call; nobody was asked.
+    Granted,
     /// Refused without asking: the tool is unknown, its tier is invalid, or the call was
     /// malformed or cancelled before the gate.
     Refused,
@@ -50,7 +54,8 @@ pub enum Approval {
     Failed,
 }
 
-/// Who or what decided a call's fate. Only [`DecidedBy::Person`] can stand behind a yes.
+/// Who or what decided a call's fate. Only a person can stand behind a yes: directly
+/// ([`DecidedBy::Person`]) or through a grant they made ([`DecidedBy::Grant`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DecidedBy {
@@ -71,6 +76,9 @@ pub enum DecidedBy {
     ApproverFailed,
     /// A registered exemption (a routine) matched the call exactly.
     Exemption { name: String },
+    /// A live grant covered the call exactly: a person's earlier "yes, and allow this
+    /// again" (the grant's row says who, when and for how long).
+    Grant { id: GrantId },
     /// A newer message in the conversation replaced the open question.
     Superseded,
     /// tau's rules decided without asking: tier 0 or 1, an unknown tool, an invalid tier,
@@ -99,6 +107,24 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_grant_names_a_grant_id_and_nothing_else() {
+        for bad in [
+            json!({"kind": "grant"}),
+            json!({"kind": "grant", "id": "ap_0123"}),
+            json!({"kind": "grant", "id": "gr_../x"}),
+        ] {
+            assert!(
+                serde_json::from_value::<DecidedBy>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            serde_json::to_value(Approval::Granted).unwrap(),
+            json!("granted")
+        );
+    }
+
+    #[test]
     fn decided_by_is_tagged_data() {
         let cases = [
             (
@@ -124,6 +150,12 @@ mod tests {
                     name: "sunset lamp".into(),
                 },
                 json!({"kind": "exemption", "name": "sunset lamp"}),
+            ),
+            (
+                DecidedBy::Grant {
+                    id: GrantId::parse("gr_0123456789abcdef").unwrap(),
+                },
+                json!({"kind": "grant", "id": "gr_0123456789abcdef"}),
             ),
             (DecidedBy::Superseded, json!({"kind": "superseded"})),
             (DecidedBy::Policy, json!({"kind": "policy"})),

@@ -68,6 +68,7 @@ impl PromptRunner for TurnPrompts {
             session,
             events: self.events.clone(),
             durable: None,
+            grants: None,
         })
         .await
         .map_err(|e| HostError(e.to_string()))?;

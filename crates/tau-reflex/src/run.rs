@@ -57,6 +57,7 @@ fn approval_word(approval: Approval) -> &'static str {
         Approval::Rejected => "rejected",
         Approval::Timeout => "timed out",
         Approval::Exempt => "exempt",
+        Approval::Granted => "granted",
         Approval::Refused => "refused",
         Approval::Failed => "failed",
     }

@@ -24,6 +24,7 @@
 //!   on (`check.rs`); `conversations.rs`: a channel's conversations
 //! - `routines.rs`: definitions, switches, runs, marks; `telegram.rs`: the channel's memory
 //! - `devices.rs`: devices, discovery configs seen, last states
+//! - `grants.rs`: grants, their exact match, and their uses and revokes (one order)
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
 
 mod anchor;
@@ -32,6 +33,7 @@ mod conversations;
 mod db;
 mod devices;
 mod error;
+mod grants;
 mod migrate;
 mod routines;
 mod sessions;
@@ -39,13 +41,14 @@ mod telegram;
 
 pub use anchor::AuditHead;
 pub use approvals::{
-    Answered, ApprovalRow, ApprovalState, NewApproval, RecordedAnswer, Untrusted,
+    Answered, ApprovalRow, ApprovalState, CallOutcome, NewApproval, RecordedAnswer, Untrusted,
     canonical_arguments, cross_check, needs_check,
 };
 pub use conversations::Conversation;
 pub use db::StateDb;
 pub use devices::{DeviceRow, SeenConfig, SeenState};
 pub use error::StateError;
+pub use grants::{GrantedCall, Revoked, is_live};
 pub use migrate::LATEST as SCHEMA_VERSION;
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use telegram::ShownQuestion;

@@ -158,11 +158,28 @@ CREATE TABLE state_meta (
 );
 ";
 
+/// Step 3: grants, a person's "yes, and allow exactly this again".
+fn grants(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(crate::grants::GRANTS_TABLE)
+}
+
+/// Step 4: what became of an approved call once it was let through (`outcome`: `finished`
+/// or `effect_uncertain`, and when). A call let through (`consumed_at`) without an outcome
+/// was dispatched and its result never stored: tau stopped while it ran.
+const CALL_OUTCOME: &str = "
+ALTER TABLE approvals ADD COLUMN outcome TEXT;
+ALTER TABLE approvals ADD COLUMN outcome_at TEXT;
+";
+
+fn call_outcome(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(CALL_OUTCOME)
+}
+
 /// One step of the schema, run inside the migration's transaction.
 type Step = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
 /// Every step, in order; a file at version N has had the first N.
-const STEPS: &[Step] = &[before_one_owner, state_meta];
+const STEPS: &[Step] = &[before_one_owner, state_meta, grants, call_outcome];
 
 /// The version a file has once this tau opened it.
 pub const LATEST: i64 = STEPS.len() as i64;

@@ -146,6 +146,7 @@ fn who(decided_by: &DecidedBy) -> String {
         DecidedBy::Cancelled => "cancelled".into(),
         DecidedBy::ApproverFailed => "approver_failed".into(),
         DecidedBy::Exemption { name } => name.clone(),
+        DecidedBy::Grant { id } => id.to_string(),
         DecidedBy::Superseded => "superseded".into(),
         DecidedBy::Policy => "policy".into(),
     }

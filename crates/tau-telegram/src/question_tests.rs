@@ -15,6 +15,7 @@ fn asked(arguments: Value) -> ApprovalQuestion {
         arguments,
         deadline: Some("2026-12-02T14:33:05Z".into()),
         card: Default::default(),
+        grant: None,
     }
 }
 

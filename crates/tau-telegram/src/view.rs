@@ -282,6 +282,7 @@ mod tests {
             channel: "telegram".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }));
         assert!(!view.apply(&asked));
         let before = view.messages().join("");

@@ -130,6 +130,7 @@ mod tests {
             channel: TERMINAL_CHANNEL.into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }
     }
 
@@ -145,6 +146,7 @@ mod tests {
             channel: r.channel,
             deadline: None,
             card: Default::default(),
+            grant: None,
         }))
     }
 
@@ -155,6 +157,7 @@ mod tests {
             tool: "run_command".into(),
             decision: answer.decision,
             decided_by: answer.decided_by.clone(),
+            grant: None,
         }
     }
 

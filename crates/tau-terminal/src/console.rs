@@ -507,7 +507,7 @@ fn decision_line(
         (Decision::Rejected, DecidedBy::Person { .. })
         | (
             Decision::Approved | Decision::Rejected,
-            DecidedBy::Policy | DecidedBy::Exemption { .. },
+            DecidedBy::Policy | DecidedBy::Exemption { .. } | DecidedBy::Grant { .. },
         ) => refused(t.refused),
     }
 }
@@ -621,6 +621,7 @@ mod tests {
             channel: "terminal".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }))
     }
 
@@ -631,6 +632,7 @@ mod tests {
             tool: "mqtt_publish".into(),
             decision,
             decided_by,
+            grant: None,
         }
     }
 

@@ -195,6 +195,7 @@ mod tests {
             approval_id: "ap_1".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }
     }
 

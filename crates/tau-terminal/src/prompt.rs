@@ -156,6 +156,7 @@ mod tests {
             approval_id: "ap_1".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }
     }
 

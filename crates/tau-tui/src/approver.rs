@@ -154,6 +154,7 @@ mod tests {
             channel: TUI_CHANNEL.into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         }
     }
 

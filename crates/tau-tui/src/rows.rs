@@ -206,6 +206,7 @@ fn decided_by(who: &DecidedBy, t: &Texts) -> String {
         DecidedBy::Cancelled => t.by_cancelled.to_owned(),
         DecidedBy::ApproverFailed => t.by_approver_failed.to_owned(),
         DecidedBy::Exemption { name } => t.by_exemption.replace("{name}", &display(name)),
+        DecidedBy::Grant { id } => t.by_grant.replace("{id}", id.as_str()),
         DecidedBy::Superseded => t.by_superseded.to_owned(),
         DecidedBy::Policy => t.by_policy.to_owned(),
     }

@@ -66,6 +66,7 @@ pub(crate) struct Texts {
     pub by_approver_failed: &'static str,
     /// The routine `{name}`.
     pub by_exemption: &'static str,
+    pub by_grant: &'static str,
     pub by_superseded: &'static str,
     pub by_policy: &'static str,
     pub result: &'static str,
@@ -131,6 +132,7 @@ const EN: Texts = Texts {
     by_cancelled: "by Ctrl-C",
     by_approver_failed: "the approver failed",
     by_exemption: "by routine {name}",
+    by_grant: "by grant {id}",
     by_superseded: "by a newer message",
     by_policy: "by tau's rules",
     result: "result",
@@ -196,6 +198,7 @@ const TR: Texts = Texts {
     by_cancelled: "Ctrl-C ile",
     by_approver_failed: "onaylayıcı hata verdi",
     by_exemption: "{name} rutini",
+    by_grant: "{id} izniyle",
     by_superseded: "daha yeni bir mesajla",
     by_policy: "tau kurallarıyla",
     result: "sonuç",
@@ -234,6 +237,7 @@ mod tests {
             assert!(t.paste_cut.contains("{kib}"));
             assert!(t.by_person.contains("{channel}"));
             assert!(t.by_exemption.contains("{name}"));
+            assert!(t.by_grant.contains("{id}"));
             // The answer keys are the same in every language: only `y` approves.
             assert!(t.approve_key.starts_with("y "));
             assert!(t.reject_key.starts_with("n/Esc "));

@@ -188,6 +188,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         session: Some((repository, id.clone())),
         events,
         durable: None,
+        grants: None,
     })
     .await?;
     let t = texts(language);

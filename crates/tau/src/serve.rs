@@ -205,6 +205,12 @@ fn announce(
             refused.why
         ));
     }
+    if recovery.uncertain > 0 {
+        out.push_str(&format!(
+            "tau serve: {} approved call(s) were running when tau stopped: they may or may not have run, and are not run again\n",
+            recovery.uncertain
+        ));
+    }
     if recovery.cancelled > 0 {
         out.push_str(&format!(
             "tau serve: {} question(s) cancelled: their turn was given up while tau was not running\n",
@@ -327,6 +333,7 @@ impl SessionFactory for Factory {
             )),
             events,
             durable: Some(durable),
+            grants: None,
         })
         .await
         .map_err(|e| OpenError(e.to_string()))?;

@@ -82,6 +82,7 @@ pub(crate) async fn run(
         session: Some((repository, id.clone())),
         events,
         durable: None,
+        grants: None,
     })
     .await?;
     let setup = ChatSetup {

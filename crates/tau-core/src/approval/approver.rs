@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use tau_protocol::ApprovalQuestion;
-use tau_protocol::{DecidedBy, Decision};
+use tau_protocol::{DecidedBy, Decision, GrantRequest};
 
 /// What an approver says, and who said it. Only a person's yes approves: the gate refuses
 /// an `Approved` from anyone else as a failed approver.
@@ -21,6 +21,10 @@ pub struct Answer {
     /// only when this passes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<String>,
+    /// "Yes, and allow this again": the grant the person asked for with their yes. Only a
+    /// person's yes to a question that offered a grant makes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantRequest>,
 }
 
 impl Answer {
@@ -30,12 +34,21 @@ impl Answer {
             decision,
             decided_by,
             confirmation: None,
+            grant: None,
         }
     }
 
     /// A person on `channel` said yes.
     pub fn approved_by(channel: impl Into<String>) -> Self {
         Self::new(Decision::Approved, DecidedBy::person(channel))
+    }
+
+    /// A person on `channel` said "yes, and allow this again".
+    pub fn approved_with_grant(channel: impl Into<String>, grant: GrantRequest) -> Self {
+        Self {
+            grant: Some(grant),
+            ..Self::approved_by(channel)
+        }
     }
 
     /// The call is refused; `decided_by` says by whom or why.

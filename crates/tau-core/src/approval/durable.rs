@@ -9,9 +9,16 @@
 //! with the same tier, the arguments hashing to the same SHA-256. So what was approved is
 //! what runs, exactly once, however many restarts lie between question and answer.
 //!
+//! Consuming the row is also the record that the call was dispatched, made durably before
+//! the tool starts; its outcome (`finished`) is recorded when the tool returns. A row
+//! consumed without an outcome was running when tau stopped: it is never run again but
+//! closed as `effect_uncertain` (the model, the channel and the audit log are told it may
+//! or may not have run).
+//!
 //! The rows live in `state.db` (`tau-state` keeps them); this module names them for the
 //! layers above.
 
 pub use tau_state::{
-    Answered, ApprovalRow, ApprovalState, NewApproval, StateDb, StateError, canonical_arguments,
+    Answered, ApprovalRow, ApprovalState, CallOutcome, NewApproval, StateDb, StateError,
+    canonical_arguments,
 };

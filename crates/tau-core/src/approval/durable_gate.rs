@@ -12,7 +12,7 @@ use super::durable::{
     Answered, ApprovalRow, ApprovalState, NewApproval, StateDb, StateError, canonical_arguments,
 };
 use super::gate::{Check, Precheck, Standing, TierGate};
-use super::texts::refusal_text;
+use super::texts::{effect_uncertain_text, refusal_text};
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::random_id;
 
@@ -147,6 +147,11 @@ impl TierGate {
         if row.session != durable.session || row.call_id != tool_use_id || row.tool != tool {
             return refuse(tier, "the answer belongs to another call");
         }
+        if row.consumed_at.is_some() {
+            // Let through before and resumed again: tau stopped before the call's result
+            // was stored. Whatever else changed since, it never runs a second time.
+            return self.effect_uncertain(&durable.store, &row);
+        }
         match self.tiers.standing(tool) {
             Standing::Known { tier, .. } if tier == row.tier && tier == Tier::Physical => {}
             Standing::Known { .. } | Standing::Unknown | Standing::Invalid { .. } => {
@@ -201,6 +206,49 @@ impl TierGate {
         check
     }
 
+    /// The call of `row` was dispatched and its result never stored: closes the row as
+    /// `effect_uncertain` (the audit log and the channel hear of it once), and the model
+    /// reads that it may or may not have run.
+    fn effect_uncertain(&self, store: &StateDb, row: &ApprovalRow) -> Check {
+        match store.close_effect_uncertain(&row.id, Timestamp::now()) {
+            Ok(Some(closed)) => {
+                tracing::warn!(tool = %row.tool, tool_use_id = %row.call_id, approval_id = %row.id, "an approved call was running when tau stopped; its effect is uncertain");
+                self.events.emit(&effect_uncertain_event(&closed));
+            }
+            // Closed already (at the start, or its outcome was recorded): said once.
+            Ok(None) => {}
+            Err(error) => {
+                self.emit_error(
+                    ErrorSite::TierGate,
+                    format!("cannot close a call whose effect is uncertain: {error}"),
+                    &row.tool,
+                    &row.call_id,
+                );
+            }
+        }
+        let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
+        let mut check = Check::refuse(
+            effect_uncertain_text(&row.tool),
+            Approval::Approved,
+            Some(row.tier),
+            decided_by,
+        );
+        check.approval_id = Some(row.id.to_string());
+        check.effect_uncertain = true;
+        check
+    }
+
+    /// Records that the call let through on question `id` returned and its result is
+    /// about to be stored with the turn.
+    pub fn call_finished(&self, id: &str) {
+        let (Some(durable), Ok(id)) = (&self.durable, ApprovalId::parse(id)) else {
+            return;
+        };
+        if let Err(error) = durable.store.finish_approval(&id, Timestamp::now()) {
+            tracing::error!(approval_id = %id, %error, "cannot record that an approved call finished");
+        }
+    }
+
     /// A refusal because something about a stored question is wrong: the model reads the
     /// refusal text, the audit log an `error` event saying what.
     fn refused_on_resume(
@@ -223,6 +271,17 @@ impl TierGate {
             tier,
             DecidedBy::ApproverFailed,
         )
+    }
+}
+
+/// The audit event of a call closed as `effect_uncertain`.
+pub fn effect_uncertain_event(row: &ApprovalRow) -> AuditEvent {
+    AuditEvent::EffectUncertain {
+        approval_id: row.id.to_string(),
+        tool: row.tool.clone(),
+        tool_use_id: row.call_id.clone(),
+        channel: row.channel.clone(),
+        dispatched_at: row.consumed_at.map(|at| at.to_string()).unwrap_or_default(),
     }
 }
 
@@ -276,6 +335,7 @@ pub fn answer_durable(
         decided_by: decided_by.clone(),
         approver: "durable".to_owned(),
         channel: row.channel.clone(),
+        grant: None,
     });
     let closed = ChannelEvent::ApprovalDecided {
         approval_id: row.id.to_string(),
@@ -283,6 +343,7 @@ pub fn answer_durable(
         tool: row.tool.clone(),
         decision,
         decided_by: decided_by.clone(),
+        grant: None,
     };
     Ok((answered, Some(closed)))
 }

@@ -16,6 +16,8 @@ use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::random_id;
 
 use super::durable_gate::DurableQuestions;
+use super::grants::GateGrants;
+use tau_protocol::GrantMade;
 
 /// What the gate knows about a tool name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +36,12 @@ pub enum Standing {
 /// Where the gate looks tools up; the catalog implements it.
 pub trait TierLookup: Send + Sync {
     fn standing(&self, tool: &str) -> Standing;
+
+    /// SHA-256 of the tool's input schema as it is now; `None` (the default) means no
+    /// grant can ever cover a call to it.
+    fn schema_sha256(&self, _tool: &str) -> Option<String> {
+        None
+    }
 
     /// What tau says about a tier-2 call on its question's card.
     fn card(&self, _tool: &str, _arguments: &Value) -> CallCard {
@@ -69,6 +77,9 @@ pub struct Check {
     pub unknown_tool: bool,
     /// The tool refused the arguments before anyone was asked.
     pub invalid: bool,
+    /// The call was approved and let through before, and tau stopped before its result
+    /// was stored: it is not run again, and may or may not have run.
+    pub effect_uncertain: bool,
 }
 
 impl Check {
@@ -82,6 +93,7 @@ impl Check {
             approval_id: None,
             unknown_tool: false,
             invalid: false,
+            effect_uncertain: false,
         }
     }
 
@@ -101,6 +113,7 @@ impl Check {
             approval_id: None,
             unknown_tool: false,
             invalid: false,
+            effect_uncertain: false,
         }
     }
 
@@ -111,7 +124,10 @@ impl Check {
 
     /// The status a refused call is recorded with.
     pub fn refused_status(&self) -> CallStatus {
-        if self.unknown_tool {
+        if self.effect_uncertain {
+            // It may have run; "refused" would say it did not.
+            CallStatus::Error
+        } else if self.unknown_tool {
             CallStatus::UnknownTool
         } else if self.invalid {
             CallStatus::Invalid
@@ -218,6 +234,8 @@ pub struct TierGate {
     next_exemption: AtomicU64,
     /// One question at a time per gate: parallel calls queue here.
     prompt_lock: tokio::sync::Mutex<()>,
+    /// Set where a person's grants apply: checked before asking, offered on questions.
+    pub(super) grants: Option<GateGrants>,
 }
 
 const SUMMARY_CHARS: usize = 200;
@@ -235,6 +253,7 @@ impl TierGate {
             exemptions: Arc::default(),
             next_exemption: AtomicU64::new(0),
             prompt_lock: tokio::sync::Mutex::new(()),
+            grants: None,
         }
     }
 
@@ -368,6 +387,14 @@ impl TierGate {
                 DecidedBy::Exemption { name },
             ));
         }
+        // 5b. a live grant covers exactly this call -> allow, recorded "granted"
+        if let Some(id) = self.granted(tool, tier, arguments, tool_use_id) {
+            return Precheck::Decided(Check::allow(
+                tier,
+                Approval::Granted,
+                DecidedBy::Grant { id },
+            ));
+        }
         Precheck::Ask { tier, effect }
     }
 
@@ -411,6 +438,7 @@ impl TierGate {
             call_id: tool_use_id.to_owned(),
             channel: self.channel.clone(),
             deadline: timeout.and_then(deadline_after),
+            grant: self.grant_offer(tool, arguments, &card),
             card,
         };
         self.emit_approval_requested(&request);
@@ -423,8 +451,10 @@ impl TierGate {
                 decision: Decision::Approved,
                 decided_by: decided_by @ DecidedBy::Person { .. },
                 confirmation,
+                grant,
             }) if passes_step(&request, confirmation.as_deref()) => {
-                self.emit_approval(&request, Decision::Approved, decided_by.clone());
+                let made = grant.and_then(|wanted| self.make_grant(&request, &wanted, &decided_by));
+                self.emit_approval_with(&request, Decision::Approved, decided_by.clone(), made);
                 Check::allow(tier, Approval::Approved, decided_by).asked(&approval_id)
             }
             Ok(Answer {
@@ -647,6 +677,16 @@ impl TierGate {
     }
 
     fn emit_approval(&self, request: &ApprovalQuestion, decision: Decision, decided_by: DecidedBy) {
+        self.emit_approval_with(request, decision, decided_by, None);
+    }
+
+    fn emit_approval_with(
+        &self,
+        request: &ApprovalQuestion,
+        decision: Decision,
+        decided_by: DecidedBy,
+        grant: Option<GrantMade>,
+    ) {
         self.events.emit(&AuditEvent::Approval {
             approval_id: request.approval_id.clone(),
             tool: request.tool.clone(),
@@ -657,6 +697,7 @@ impl TierGate {
             decided_by,
             approver: self.approver.name().to_owned(),
             channel: request.channel.clone(),
+            grant,
         });
     }
 }

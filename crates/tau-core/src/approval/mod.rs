@@ -5,27 +5,31 @@
 //! - `gate.rs`: [`TierGate`], its decision ladder, exemptions and records
 //! - `durable.rs`: durable questions (the rows `tau-state` keeps in `state.db`);
 //!   `durable_gate.rs`: how the gate stores a question, and checks it again on resume
+//! - `grants.rs`: [`GateGrants`]; how the gate uses, offers and makes grants
 //! - `texts.rs`: the fixed English texts the model reads
 
 mod approver;
 mod durable;
 mod durable_gate;
 mod gate;
+mod grants;
 mod texts;
 
 pub use approver::{
     Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
 };
 pub use durable::{
-    Answered, ApprovalRow, ApprovalState, NewApproval, StateDb, StateError, canonical_arguments,
+    Answered, ApprovalRow, ApprovalState, CallOutcome, NewApproval, StateDb, StateError,
+    canonical_arguments,
 };
 pub use durable_gate::{
-    APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, question_reason,
-    requested_event, stored_question,
+    APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, effect_uncertain_event,
+    question_reason, requested_event, stored_question,
 };
 pub(crate) use gate::summarize;
 pub use gate::{
     Check, Exemption, ExemptionError, ExemptionHandle, Standing, TierGate, TierLookup,
     ToolCallRecord,
 };
-pub use texts::{invalid_call_text, refusal_text, unknown_tool_text};
+pub use grants::GateGrants;
+pub use texts::{effect_uncertain_text, invalid_call_text, refusal_text, unknown_tool_text};

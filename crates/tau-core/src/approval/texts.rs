@@ -18,6 +18,15 @@ pub fn invalid_call_text(tool: &str, reason: &str) -> String {
     format!("Tool '{tool}' refused these arguments; it was not run and nobody was asked: {reason}")
 }
 
+/// What the model reads for an approved call that tau let through and then stopped (it was
+/// killed, the machine lost power) before the call's result was stored: it may or may not
+/// have run, and tau will not run it again.
+pub fn effect_uncertain_text(tool: &str) -> String {
+    format!(
+        "tau stopped while {tool} was running and its result was lost: it may or may not have run. It was not run again. Tell the user, and do not assume either outcome."
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -27,6 +36,14 @@ mod tests {
         assert_eq!(
             refusal_text("mqtt_publish"),
             "The user did not approve this action: mqtt_publish. Do not perform it; tell the user briefly."
+        );
+    }
+
+    #[test]
+    fn effect_uncertain_text_is_byte_exact() {
+        assert_eq!(
+            effect_uncertain_text("run_command"),
+            "tau stopped while run_command was running and its result was lost: it may or may not have run. It was not run again. Tell the user, and do not assume either outcome."
         );
     }
 

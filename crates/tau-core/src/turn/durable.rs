@@ -24,9 +24,11 @@ impl TauAgent {
         interrupts.iter().filter_map(waits_on).collect()
     }
 
-    /// The stored questions this conversation's turn waits on, if it waits.
+    /// The stored questions this conversation's turn waits on, if it waits: also those
+    /// answered already when the turn was resumed and cut off before it finished (tau was
+    /// killed), so the turn is resumed again and the gate finds what became of each call.
     pub fn pending_approvals(&self) -> Vec<ApprovalId> {
-        self.stored_question_ids(&self.agent.interrupt_state().pending())
+        self.stored_question_ids(&self.agent.interrupt_state().unfinished())
     }
 
     /// Resumes the turn that waits on `approval_id` once its row was decided (approved,
@@ -68,7 +70,7 @@ impl TauAgent {
         let responses: Vec<InterruptResponse> = if self.gate.is_durable() {
             self.agent
                 .interrupt_state()
-                .pending()
+                .unfinished()
                 .into_iter()
                 .filter_map(|i| {
                     let id = waits_on(&i)?;
@@ -106,7 +108,7 @@ impl TauAgent {
         let waiting = self
             .agent
             .interrupt_state()
-            .pending()
+            .unfinished()
             .into_iter()
             .find(|i| waits_on(i).as_ref() == Some(approval_id));
         let Some(interrupt) = waiting.filter(|_| self.gate.is_durable()) else {

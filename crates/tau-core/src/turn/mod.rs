@@ -189,7 +189,8 @@ impl TauAgent {
         let _attached = self.forwarder.attach(sink.cloned());
         if self.agent.interrupt_state().activated {
             let pending = self.agent.interrupt_state().pending();
-            let stored = self.stored_question_ids(&pending);
+            // Answered ones too: a resumed turn cut off before it finished goes on first.
+            let stored = self.stored_question_ids(&self.agent.interrupt_state().unfinished());
             if !stored.is_empty() {
                 // A stored question waits: its answer, expiry or supersession comes first.
                 let source = AgentError::MustResume {

@@ -45,6 +45,7 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
             tool_use_id,
             decision,
             decided_by,
+            grant,
             ..
         } => Some(ChannelEvent::ApprovalDecided {
             approval_id: approval_id.clone(),
@@ -52,6 +53,7 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
             tool: tool.clone(),
             decision: *decision,
             decided_by: decided_by.clone(),
+            grant: grant.clone(),
         }),
         // Errors reach a person as notices where they matter; the turn's end is sent by
         // the turn itself with its typed stop reason.
@@ -61,7 +63,12 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
         | AuditEvent::RoutineRun { .. }
         | AuditEvent::AnswerRefused { .. }
         | AuditEvent::WebhookRefused { .. }
-        | AuditEvent::ChannelStopped { .. } => None,
+        | AuditEvent::ChannelStopped { .. }
+        | AuditEvent::GrantCreated(_)
+        | AuditEvent::GrantUsed { .. }
+        | AuditEvent::GrantRevoked { .. }
+        // A turn shows it as a notice in its own language (`TurnForwarder`).
+        | AuditEvent::EffectUncertain { .. } => None,
     }
 }
 
@@ -147,6 +154,7 @@ pub(crate) fn notice_kind(notice: &Notice) -> NoticeKind {
         Notice::ContextOverflow => NoticeKind::ContextOverflow,
         Notice::InterruptRefused { .. } => NoticeKind::InterruptRefused,
         Notice::ApprovalTimedOut { .. } => NoticeKind::ApprovalTimedOut,
+        Notice::EffectUncertain { .. } => NoticeKind::EffectUncertain,
     }
 }
 
@@ -155,9 +163,18 @@ pub(crate) fn notice_kind(notice: &Notice) -> NoticeKind {
 #[derive(Default)]
 pub(crate) struct TurnForwarder {
     current: Mutex<Option<ChannelSink>>,
+    /// The language of the notices it makes from audit events.
+    language: crate::i18n::Language,
 }
 
 impl TurnForwarder {
+    pub(crate) fn new(language: crate::i18n::Language) -> Self {
+        Self {
+            current: Mutex::new(None),
+            language,
+        }
+    }
+
     pub(crate) fn attach(self: &Arc<Self>, sink: Option<ChannelSink>) -> Attached {
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) = sink;
         Attached(Arc::clone(self))
@@ -184,7 +201,14 @@ impl EventSubscriber for TurnForwarder {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        if let (Some(sink), Some(event)) = (sink, from_audit(event)) {
+        let Some(sink) = sink else { return };
+        if let AuditEvent::EffectUncertain { tool, .. } = event {
+            let notice = Notice::EffectUncertain { tool: tool.clone() };
+            sink.send(ChannelEvent::Notice {
+                kind: notice_kind(&notice),
+                text: notice.text(self.language),
+            });
+        } else if let Some(event) = from_audit(event) {
             sink.send(event);
         }
     }

@@ -148,6 +148,7 @@ impl Setup {
             session: self.session,
             events: bus,
             durable: self.durable,
+            grants: None,
         })
         .await
         .unwrap();

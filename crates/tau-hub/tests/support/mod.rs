@@ -137,6 +137,7 @@ impl SessionFactory for Factory {
             session: Some((Arc::new(self.sessions.clone()) as _, session.clone())),
             events,
             durable: Some(durable),
+            grants: None,
         })
         .await
         .map_err(|e| OpenError(e.to_string()))?;

@@ -205,6 +205,7 @@ mod tests {
             channel: "mcp".into(),
             approval_id: "ap_1".into(),
             deadline: None,
+            grant: None,
             card: tau_core::CallCard {
                 headline: Some("OPEN · Garage door (garage) — a lock-class device".into()),
                 notes: Vec::new(),
@@ -243,6 +244,7 @@ mod tests {
             approval_id: "ap_1".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         };
         let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
         assert_eq!(
@@ -273,6 +275,7 @@ mod tests {
             approval_id: "ap_1".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         };
         let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
         let message = wire["message"].as_str().unwrap();
@@ -294,6 +297,7 @@ mod tests {
             approval_id: "ap_1".into(),
             deadline: None,
             card: Default::default(),
+            grant: None,
         };
         request.card.headline = Some("run · sh setup.sh".into());
         request.card.push(tau_core::CardNote::info(

@@ -64,6 +64,32 @@ impl ApprovalState {
     }
 }
 
+/// What became of an approved call after it was let through (`consumed_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// It ran and its result was recorded.
+    Finished,
+    /// It was dispatched, and tau stopped before its result was stored: it may or may not
+    /// have run. It is never run again.
+    EffectUncertain,
+}
+
+impl CallOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Finished => "finished",
+            Self::EffectUncertain => "effect_uncertain",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Finished, Self::EffectUncertain]
+            .into_iter()
+            .find(|o| o.as_str() == text)
+    }
+}
+
 /// One durable question and its fate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRow {
@@ -85,10 +111,16 @@ pub struct ApprovalRow {
     pub state: ApprovalState,
     pub decided_by: Option<DecidedBy>,
     pub decided_at: Option<Timestamp>,
-    /// When the approved call was let through; set once.
+    /// When the approved call was let through (dispatched); set once, before it runs.
     pub consumed_at: Option<Timestamp>,
     /// What tau said about the call on its card when it asked.
     pub card: CallCard,
+    /// What became of the dispatched call; `None` before it was dispatched, and while it
+    /// runs (or when tau stopped while it ran, until the next start closes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<CallOutcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome_at: Option<Timestamp>,
 }
 
 impl ApprovalRow {
@@ -109,6 +141,7 @@ impl ApprovalRow {
             channel: self.channel.clone(),
             deadline: Some(self.deadline.to_string()),
             card: self.card.clone(),
+            grant: None,
         }
     }
 }
@@ -150,6 +183,8 @@ impl NewApproval {
             decided_at: None,
             consumed_at: None,
             card: self.card,
+            outcome: None,
+            outcome_at: None,
         }
     }
 }
@@ -182,7 +217,8 @@ pub enum Answered {
 }
 
 const COLUMNS: &str = "id, session, call_id, tool, tier, effect, arguments, arguments_sha256, \
-     channel, created_at, deadline, state, decided_by, decided_at, consumed_at, card";
+     channel, created_at, deadline, state, decided_by, decided_at, consumed_at, card, outcome, \
+     outcome_at";
 
 /// A row's columns as stored, before they are checked.
 struct Raw {
@@ -191,6 +227,8 @@ struct Raw {
     decided_by: Option<String>,
     decided_at: Option<String>,
     consumed_at: Option<String>,
+    outcome: Option<String>,
+    outcome_at: Option<String>,
 }
 
 fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
@@ -214,6 +252,8 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
         decided_by: row.get(12)?,
         decided_at: row.get(13)?,
         consumed_at: row.get(14)?,
+        outcome: row.get(16)?,
+        outcome_at: row.get(17)?,
     })
 }
 
@@ -240,6 +280,8 @@ fn parse(raw: Raw) -> Result<ApprovalRow, StateError> {
         decided_by,
         decided_at,
         consumed_at,
+        outcome,
+        outcome_at,
     } = raw;
     let bad =
         |what: &str| StateError::unreadable(format!("approval '{id}'"), format!("its {what}"));
@@ -259,6 +301,10 @@ fn parse(raw: Raw) -> Result<ApprovalRow, StateError> {
             .transpose()?,
         decided_at: decided_at.map(|t| time(&t, "decided_at")).transpose()?,
         consumed_at: consumed_at.map(|t| time(&t, "consumed_at")).transpose()?,
+        outcome: outcome
+            .map(|text| CallOutcome::parse(&text).ok_or_else(|| bad("outcome")))
+            .transpose()?,
+        outcome_at: outcome_at.map(|t| time(&t, "outcome_at")).transpose()?,
         card: serde_json::from_str(&card).map_err(|_| bad("card"))?,
         created_at: time(&created_at, "created_at")?,
         deadline: time(&deadline, "deadline")?,
@@ -296,7 +342,8 @@ impl StateDb {
             Ok(tx.execute(
                 &format!(
                     "INSERT OR IGNORE INTO approvals ({COLUMNS}) VALUES \
-                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
+                     ?17, ?18)"
                 ),
                 params![
                     row.id.as_str(),
@@ -315,6 +362,8 @@ impl StateDb {
                     row.decided_at.map(|t| t.to_string()),
                     row.consumed_at.map(|t| t.to_string()),
                     card,
+                    row.outcome.map(CallOutcome::as_str),
+                    row.outcome_at.map(|t| t.to_string()),
                 ],
             )?)
         })?;
@@ -374,6 +423,50 @@ impl StateDb {
                 .execute(params![id.as_str(), at.to_string()])?
                 == 1)
         })
+    }
+
+    /// Records that a dispatched call's result was stored (`outcome = finished`); false
+    /// when it was not dispatched or has an outcome already.
+    pub fn finish_approval(&self, id: &ApprovalId, at: Timestamp) -> Result<bool, StateError> {
+        self.set_outcome(id, CallOutcome::Finished, at)
+            .map(|row| row.is_some())
+    }
+
+    /// Closes a dispatched call that has no outcome as `effect_uncertain`: tau stopped
+    /// after letting it through and before its result was stored. The row when this call
+    /// closed it; `None` when it was not dispatched or has an outcome already.
+    pub fn close_effect_uncertain(
+        &self,
+        id: &ApprovalId,
+        at: Timestamp,
+    ) -> Result<Option<ApprovalRow>, StateError> {
+        self.set_outcome(id, CallOutcome::EffectUncertain, at)
+    }
+
+    fn set_outcome(
+        &self,
+        id: &ApprovalId,
+        outcome: CallOutcome,
+        at: Timestamp,
+    ) -> Result<Option<ApprovalRow>, StateError> {
+        self.write_durable(|tx| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE approvals SET outcome = ?2, outcome_at = ?3 \
+                     WHERE id = ?1 AND consumed_at IS NOT NULL AND outcome IS NULL",
+                )?
+                .execute(params![id.as_str(), outcome.as_str(), at.to_string()])?;
+            if changed == 1 { get(tx, id) } else { Ok(None) }
+        })
+    }
+
+    /// Calls let through whose result was never stored (dispatched, no outcome), oldest
+    /// first: at a start, each was running when tau stopped.
+    pub fn dispatched_without_outcome(&self) -> Result<Vec<ApprovalRow>, StateError> {
+        self.select_approvals(
+            "WHERE consumed_at IS NOT NULL AND outcome IS NULL",
+            params![],
+        )
     }
 
     /// Rows in `state`, oldest first; all of them when `state` is `None`.
@@ -573,6 +666,73 @@ mod tests {
         assert_eq!(
             store.approval(&id("ap_1")).unwrap().unwrap().consumed_at,
             Some(at)
+        );
+    }
+
+    #[test]
+    fn a_dispatched_call_gets_one_outcome_and_only_after_it_was_dispatched() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        for name in ["ap_1", "ap_2", "ap_3"] {
+            store.create_approval(&row(name, 10)).unwrap();
+        }
+        let at = Timestamp::from_second(20).unwrap();
+        assert!(!store.finish_approval(&id("ap_1"), at).unwrap(), "pending");
+        assert_eq!(
+            store.close_effect_uncertain(&id("ap_1"), at).unwrap(),
+            None,
+            "never dispatched: its effect is certain (none)"
+        );
+        let person = DecidedBy::person("web");
+        for name in ["ap_1", "ap_2", "ap_3"] {
+            store
+                .decide_approval(&id(name), ApprovalState::Approved, &person, at)
+                .unwrap();
+        }
+        assert!(store.dispatched_without_outcome().unwrap().is_empty());
+        store.consume_approval(&id("ap_1"), at).unwrap();
+        store.consume_approval(&id("ap_2"), at).unwrap();
+        let open_ids = |store: &StateDb| {
+            store
+                .dispatched_without_outcome()
+                .unwrap()
+                .into_iter()
+                .map(|r| r.id.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(open_ids(&store), ["ap_1", "ap_2"]);
+        assert!(store.finish_approval(&id("ap_1"), at).unwrap());
+        let later = Timestamp::from_second(30).unwrap();
+        let closed = store.close_effect_uncertain(&id("ap_2"), later).unwrap();
+        assert_eq!(
+            closed.map(|r| (r.outcome, r.outcome_at)),
+            Some((Some(CallOutcome::EffectUncertain), Some(later)))
+        );
+        assert!(open_ids(&store).is_empty());
+        // An outcome is set once: neither can replace the other, nor repeat.
+        assert!(!store.finish_approval(&id("ap_2"), later).unwrap());
+        assert!(!store.finish_approval(&id("ap_1"), later).unwrap());
+        assert_eq!(
+            store.close_effect_uncertain(&id("ap_1"), later).unwrap(),
+            None
+        );
+        assert_eq!(
+            store.close_effect_uncertain(&id("ap_2"), later).unwrap(),
+            None
+        );
+        assert_eq!(
+            store.approval(&id("ap_1")).unwrap().unwrap().outcome,
+            Some(CallOutcome::Finished)
+        );
+        store
+            .write(|tx| {
+                tx.execute("UPDATE approvals SET outcome = 'ran' WHERE id = 'ap_1'", [])?;
+                Ok(())
+            })
+            .unwrap();
+        assert!(
+            store.approval(&id("ap_1")).is_err(),
+            "an unknown outcome is an error"
         );
     }
 

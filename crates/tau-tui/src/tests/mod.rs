@@ -116,6 +116,7 @@ pub(crate) fn requested(
         channel: "tui".into(),
         deadline: deadline.map(str::to_owned),
         card: Default::default(),
+        grant: None,
     }))
 }
 
@@ -131,6 +132,7 @@ pub(crate) fn decided(
         tool: "run_command".into(),
         decision,
         decided_by: by,
+        grant: None,
     }
 }
 

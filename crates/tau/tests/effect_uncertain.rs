@@ -1,0 +1,138 @@
+//! An approved call that `tau serve` let through, killed with SIGKILL before the call's
+//! result was stored: the next start never runs it again. It closes the call as
+//! `effect_uncertain`, says so when it starts, the model reads that it may or may not have
+//! run, and the audit log has one line for it and still verifies.
+//!
+//! The binary is stopped dead at the exact step by a failpoint that only test builds have
+//! (`TAU_FAILPOINT`), then killed with SIGKILL.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::Tau;
+use common::model_server::ModelServer;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// What the model reads instead of the call's result; byte-exact (pinned in tau-core).
+const UNCERTAIN: &str = "tau stopped while run_command was running and its result was lost: it may or may not have run. It was not run again. Tell the user, and do not assume either outcome.";
+
+/// Asks, approves, and lets `tau serve` stop dead at `failpoint`; then SIGKILL, a second
+/// start, and everything that must hold after it. `proof` is what the command wrote by
+/// then: nothing when stopped before it started, one line when stopped after it ran.
+fn cut_off_at(failpoint: &str, proof: Option<&str>) {
+    let tau = Tau::new();
+    let server = ModelServer::start(
+        "run_command",
+        &json!({"command": "echo made >> proof.txt"}),
+        "It may or may not have run.",
+    );
+    let model = server.spec();
+    let config = tau.serve_config("");
+    let mark = tau.home().join("failpoint-reached");
+    let serve = tau.serve_env(
+        &model,
+        &config,
+        &[
+            ("TAU_FAILPOINT", failpoint),
+            ("TAU_FAILPOINT_MARK", mark.to_str().unwrap()),
+        ],
+    );
+    let session = serve.new_session();
+    let row = serve.ask(&session, "make a file");
+    let id = row["id"].as_str().unwrap().to_owned();
+    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(approved.status, 200, "{approved:?}");
+    serve.until(|_| {
+        std::fs::read_to_string(&mark)
+            .ok()
+            .filter(|m| m == failpoint)
+    });
+    serve.kill_hard();
+    assert_eq!(tau.proof().as_deref(), proof);
+    assert!(
+        tau.audit().iter().all(|l| l["type"] != "effect_uncertain"),
+        "nothing is closed before the restart"
+    );
+
+    let serve = tau.serve(&model, &config);
+    assert!(
+        serve.banner.iter().any(|l| l
+            == "tau serve: 1 approved call(s) were running when tau stopped: they may or may not have run, and are not run again"),
+        "{:?}",
+        serve.banner
+    );
+    let messages = serve.until_answered(&session, "It may or may not have run.");
+    assert_eq!(tau.proof().as_deref(), proof, "never run a second time");
+    // The model read it as the call's result.
+    let last_request = server.requests.lock().unwrap().last().cloned().unwrap();
+    let tool_message = last_request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert_eq!(tool_message["content"], json!(UNCERTAIN), "{messages:#?}");
+    let approved = serve.get("/api/approvals?state=approved").json();
+    assert_eq!(
+        (&approved[0]["id"], &approved[0]["outcome"]),
+        (&json!(id), &json!("effect_uncertain")),
+        "{approved}"
+    );
+
+    let audit = tau.audit();
+    let uncertain: Vec<&Value> = audit
+        .iter()
+        .filter(|l| l["type"] == "effect_uncertain")
+        .collect();
+    assert_eq!(uncertain.len(), 1, "{audit:#?}");
+    assert_eq!(
+        (
+            &uncertain[0]["approval_id"],
+            &uncertain[0]["tool"],
+            &uncertain[0]["session"],
+            &uncertain[0]["channel"]
+        ),
+        (
+            &json!(id),
+            &json!("run_command"),
+            &json!(session),
+            &json!("web")
+        )
+    );
+    let calls: Vec<&Value> = audit.iter().filter(|l| l["type"] == "tool_call").collect();
+    let last_call = calls.last().unwrap();
+    assert_eq!(
+        (&last_call["status"], &last_call["result_summary"]),
+        (&json!("error"), &json!(UNCERTAIN))
+    );
+    serve.kill_hard();
+
+    // A third start finds nothing to close, and the log verifies.
+    let serve = tau.serve(&model, &config);
+    assert!(
+        !serve.banner.iter().any(|l| l.contains("approved call(s)")),
+        "{:?}",
+        serve.banner
+    );
+    serve.kill_hard();
+    assert_eq!(tau.proof().as_deref(), proof);
+    let verify = tau.run(&["audit", "verify"], "");
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+}
+
+#[test]
+fn a_call_let_through_and_killed_before_it_started_is_never_run() {
+    cut_off_at("dispatched", None);
+}
+
+#[test]
+fn a_call_killed_after_it_ran_and_before_its_result_was_stored_is_never_run_again() {
+    cut_off_at("ran", Some("made\n"));
+}
