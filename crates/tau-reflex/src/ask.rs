@@ -111,12 +111,7 @@ impl Approver for AskApprover {
             channel: self.channel.as_str().to_owned(),
             created_at: now,
             deadline,
-            card: {
-                let mut card = request.card.clone();
-                card.notes
-                    .insert(0, CardNote::info("routine", self.origin.clone()));
-                card
-            },
+            card: self.stored_card(&request.card),
         }
         .into_row();
         self.store
@@ -188,6 +183,14 @@ impl AskApprover {
         }
     }
 
+    /// The card as stored: the gate's, with the note naming the routine first.
+    fn stored_card(&self, card: &tau_core::CallCard) -> tau_core::CallCard {
+        let mut card = card.clone();
+        card.notes
+            .insert(0, CardNote::info("routine", self.origin.clone()));
+        card
+    }
+
     /// Checks an approved row again and consumes it; anything off fails the approver,
     /// which refuses the call.
     fn approved(
@@ -206,7 +209,7 @@ impl AskApprover {
         if !decided_by.is_person() {
             return Err(failed("the stored approval was not given by a person"));
         }
-        if row.card != request.card {
+        if row.card != self.stored_card(&request.card) {
             return Err(failed("the stored question's card is not the one asked"));
         }
         // A stored yes to a question with a second step passed it when it was given

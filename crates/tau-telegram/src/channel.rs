@@ -372,7 +372,10 @@ impl TelegramChannel {
         // 5. "Show all" shows; Approve and Reject decide, if it is still open
         let reply = match button.action {
             Action::ShowAll => {
-                self.to_chat(chat, ChatCommand::ShowAll(question.row.question()));
+                self.to_chat(
+                    chat,
+                    ChatCommand::ShowAll(Box::new(question.row.question())),
+                );
                 self.answer_press(&callback, "").await;
                 return;
             }
