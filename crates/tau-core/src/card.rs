@@ -15,7 +15,31 @@ use tau_protocol::{CallCard, CardNote};
 /// warning note saying so.
 pub trait CardWriter: Send + Sync {
     fn write(&self, tool: &str, arguments: &Value, card: &mut CallCard);
+
+    /// A stored question's card, right before its approved call runs: perhaps in a tau
+    /// started after the question was asked, which remembers nothing of it. The writer
+    /// takes back what the card promised (the hashes of the files it showed), or refuses
+    /// the call with the text the model reads instead.
+    fn resume(&self, _tool: &str, _arguments: &Value, _card: &CallCard) -> Result<Resumed, String> {
+        Ok(Resumed::Nothing)
+    }
 }
+
+/// What a [`CardWriter`] did with a stored card whose call is about to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resumed {
+    /// Nothing on the card is this writer's to hold the call to.
+    Nothing,
+    /// The call is held to the card's `shown_files`: it runs only while each still
+    /// hashes to what the person was shown.
+    HoldsShownFiles,
+}
+
+/// What the model reads when an approved call's question showed files and nothing can
+/// check them any more: the call did not run.
+pub const SHOWN_FILES_UNCHECKED_TEXT: &str = "the call did not run: tau cannot check that the \
+    files its question showed still hold what the user saw. Ask the user again if it is \
+    still needed.";
 
 impl<F: Fn(&str, &Value, &mut CallCard) + Send + Sync> CardWriter for F {
     fn write(&self, tool: &str, arguments: &Value, card: &mut CallCard) {
@@ -79,6 +103,16 @@ mod tests {
             )]
         );
         assert!(written.notes.iter().all(|n| n.level == NoteLevel::Warning));
+    }
+
+    #[test]
+    fn the_unchecked_files_text_is_byte_exact() {
+        assert_eq!(
+            SHOWN_FILES_UNCHECKED_TEXT,
+            "the call did not run: tau cannot check that the files its question showed still \
+             hold what the user saw. Ask the user again if it is still needed."
+        );
+        assert!(!SHOWN_FILES_UNCHECKED_TEXT.contains("  "));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tau_agent::{SharedTool, ToolSpec, is_valid_tool_name};
 
 use crate::approval::{Standing, TierLookup};
-use crate::card::CardWriter;
+use crate::card::{CardWriter, Resumed, SHOWN_FILES_UNCHECKED_TEXT};
 use tau_protocol::CallCard;
 use tau_protocol::{Tier, TierError};
 
@@ -238,6 +238,20 @@ impl TierLookup for ToolCatalog {
             writer.write(tool, arguments, &mut card);
         }
         card
+    }
+
+    /// Every writer takes the stored card back; one that refuses refuses the call, and
+    /// files shown with no writer holding the call to them refuse it too.
+    fn resume_card(&self, tool: &str, arguments: &Value, card: &CallCard) -> Result<(), String> {
+        let mut held = false;
+        for writer in &self.card_writers {
+            held |= writer.resume(tool, arguments, card)? == Resumed::HoldsShownFiles;
+        }
+        if held || card.shown_files.is_empty() {
+            Ok(())
+        } else {
+            Err(SHOWN_FILES_UNCHECKED_TEXT.to_owned())
+        }
     }
 
     /// Asks the tool itself; a tool that panics here refuses the call.

@@ -48,7 +48,7 @@ pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents
 pub use build::{
     AgentParts, BuildError, HookProvider, PERSONA_HOOK, Plugin, build_agent, hooks_behind_gate,
 };
-pub use card::{CardWriter, LOOKALIKE, LookalikeWriter};
+pub use card::{CardWriter, LOOKALIKE, LookalikeWriter, Resumed, SHOWN_FILES_UNCHECKED_TEXT};
 pub use catalog::{
     CatalogEntry, CatalogError, TAU_ANNOTATION, TauToolSpec, ToolCatalog, adopt_external_spec,
     effect_of, tier_of,
@@ -68,9 +68,11 @@ pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_code, random_id};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
-    Decision, NoteLevel, NoticeKind, SessionId, StopReason, Tier, TierError, TurnUsage,
+    Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, NoteLevel,
+    NoticeKind, OUTPUT_LINES, OutputBlock, SessionId, ShownFile, StopReason, Tier, TierError,
+    TurnUsage, shown_lines,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,
-    interrupt_rejection, waits_on,
+    interrupt_rejection, output_blocks, waits_on,
 };

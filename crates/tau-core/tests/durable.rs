@@ -21,7 +21,8 @@ use tau_core::approval::{
     Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable,
 };
 use tau_core::{
-    ApprovalId, ChannelEvent, ChannelSink, DecidedBy, EventBus, ScriptedApprover, refusal_text,
+    ApprovalId, CallCard, CardWriter, ChannelEvent, ChannelSink, DecidedBy, EventBus, Resumed,
+    SHOWN_FILES_UNCHECKED_TEXT, ScriptedApprover, ShownFile, ToolCatalog, refusal_text,
 };
 
 struct Hub {
@@ -63,8 +64,13 @@ impl Hub {
     /// A conversation's agent over the shared store and sessions, as `tau serve` (re)builds
     /// it; `script` is what the model says from here on.
     async fn agent(&self, script: Vec<Message>) -> tau_core::TauAgent {
+        self.agent_on(self.house.catalog(), script).await
+    }
+
+    /// [`Hub::agent`] over `catalog` (the house's tools and card writers of the test's).
+    async fn agent_on(&self, catalog: ToolCatalog, script: Vec<Message>) -> tau_core::TauAgent {
         let mut setup = Setup::new(
-            self.house.catalog(),
+            catalog,
             // Never asked: a durable gate stores questions instead.
             Arc::new(ScriptedApprover::new([])),
         );
@@ -365,6 +371,64 @@ async fn a_call_cut_off_after_it_was_let_through_is_never_run_again() {
     assert!(hub.store.dispatched_without_outcome().unwrap().is_empty());
 }
 
+/// What a subscriber found in the store at the moment each question was announced.
+struct SavedWhenAnnounced {
+    store: StateDb,
+    seen: std::sync::Mutex<Vec<(ApprovalId, bool, bool)>>,
+}
+
+impl tau_core::EventSubscriber for SavedWhenAnnounced {
+    fn on_event(&self, event: &tau_core::AuditEvent) {
+        let tau_core::AuditEvent::ApprovalRequested(question) = event else {
+            return;
+        };
+        let id = ApprovalId::parse(&question.approval_id).unwrap();
+        let waits = self
+            .store
+            .load_state(&SessionId::parse("web-1").unwrap())
+            .unwrap()
+            .is_some_and(|state| {
+                state
+                    .interrupt_state
+                    .pending()
+                    .iter()
+                    .any(|i| tau_core::waits_on(i).as_ref() == Some(&id))
+            });
+        let stored = self.store.approval(&id).unwrap().is_some();
+        self.seen.lock().unwrap().push((id, stored, waits));
+    }
+}
+
+/// The turn's paused state is saved before its question is shown to anyone: a kill
+/// between the two can never cancel a question a person saw.
+#[tokio::test]
+async fn a_question_is_announced_only_after_the_paused_turn_is_saved() {
+    let hub = Hub::new();
+    let watcher = Arc::new(SavedWhenAnnounced {
+        store: hub.store.clone(),
+        seen: std::sync::Mutex::default(),
+    });
+    hub.bus.subscribe(Arc::clone(&watcher) as _);
+    let mut agent = hub.agent(lights_then("On.")).await;
+    let (sink, mut receiver) = ChannelSink::channel();
+    let outcome = agent.stream("lights on", Some(&sink)).await.unwrap();
+    let id = outcome.pending_approvals[0].clone();
+    assert_eq!(
+        *watcher.seen.lock().unwrap(),
+        vec![(id, true, true)],
+        "(question, row stored, turn saved waiting on it) when it was announced"
+    );
+    let types: Vec<Value> = events_of(&mut receiver)
+        .into_iter()
+        .map(|e| e["type"].clone())
+        .collect();
+    assert_eq!(
+        types[types.len() - 2..],
+        [json!("approval_requested"), json!("turn_ended")],
+        "announced before the turn says it paused: {types:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_call_that_ran_is_recorded_as_finished() {
     let hub = Hub::new();
@@ -601,4 +665,92 @@ async fn closing_every_stored_question_asks_the_model_nothing() {
     assert_eq!(closed.model_calls, 0);
     assert_eq!(hub.house.lights.runs(), 0);
     assert!(agent.pending_approvals().is_empty());
+}
+
+/// Shows a file on the card of every `lights` call; after a restart answers the stored
+/// card with `resumed` and keeps the cards it was handed.
+struct ShowsAFile {
+    resumed: Result<Resumed, String>,
+    handed: std::sync::Mutex<Vec<CallCard>>,
+}
+
+impl CardWriter for ShowsAFile {
+    fn write(&self, _tool: &str, _arguments: &Value, card: &mut CallCard) {
+        card.shown_files.push(ShownFile {
+            path: "setup.sh".into(),
+            sha256: Some("ab12".into()),
+        });
+    }
+
+    fn resume(&self, _tool: &str, _arguments: &Value, card: &CallCard) -> Result<Resumed, String> {
+        self.handed.lock().unwrap().push(card.clone());
+        self.resumed.clone()
+    }
+}
+
+/// The hashes a question showed come back from its stored card when the call runs after a
+/// restart; when nothing holds the call to them, or a writer refuses, it does not run.
+#[tokio::test]
+async fn a_stored_card_that_showed_files_runs_only_when_the_call_is_held_to_them() {
+    let cases = [
+        (Ok(Resumed::HoldsShownFiles), None),
+        (
+            Ok(Resumed::Nothing),
+            Some(SHOWN_FILES_UNCHECKED_TEXT.to_owned()),
+        ),
+        (
+            Err("the sandbox changed".to_owned()),
+            Some("the sandbox changed".to_owned()),
+        ),
+    ];
+    for (resumed, refused) in cases {
+        let hub = Hub::new();
+        let writer = |resumed| {
+            Arc::new(ShowsAFile {
+                resumed,
+                handed: std::sync::Mutex::default(),
+            })
+        };
+        let id = {
+            let mut catalog = hub.house.catalog();
+            catalog.add_card_writer(writer(Ok(Resumed::Nothing)));
+            let mut before = hub.agent_on(catalog, lights_then("never said")).await;
+            ask(&mut before).await
+        };
+        assert_eq!(
+            hub.row(&id).card.shown_files,
+            vec![ShownFile {
+                path: "setup.sh".into(),
+                sha256: Some("ab12".into())
+            }],
+            "stored with the question"
+        );
+        hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
+        // The restarted process: its writer knows nothing but what the row brings back.
+        let after_writer = writer(resumed);
+        let mut catalog = hub.house.catalog();
+        catalog.add_card_writer(Arc::clone(&after_writer) as Arc<dyn CardWriter>);
+        let mut after = hub.agent_on(catalog, vec![text("After.")]).await;
+        after.resume(&id, None).await.unwrap();
+        let handed = after_writer.handed.lock().unwrap().clone();
+        assert_eq!(handed, vec![hub.row(&id).card], "{refused:?}");
+        let Some(refused) = refused else {
+            assert_eq!(hub.house.lights.runs(), 1);
+            continue;
+        };
+        assert_eq!(hub.house.lights.runs(), 0, "{refused}");
+        assert_eq!(last_results(after.messages())[0].2, refused);
+        let errors: Vec<String> = hub
+            .audit
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                tau_core::AuditEvent::Error { message, .. } => Some(message),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(errors, vec![format!("stored approval refused: {refused}")]);
+        // Refused for good: the approval was used.
+        assert!(hub.row(&id).consumed_at.is_some());
+    }
 }

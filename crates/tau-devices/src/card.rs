@@ -127,6 +127,7 @@ pub fn device_set_card(
         headline: Some(headline(&command)),
         notes,
         confirm: confirm_for(registered, confirm_high_risk),
+        shown_files: Vec::new(),
     })
 }
 
@@ -191,6 +192,7 @@ pub fn mqtt_publish_card(
         headline: Some(headline),
         notes,
         confirm: confirm_for(registered, confirm_high_risk),
+        shown_files: Vec::new(),
     })
 }
 

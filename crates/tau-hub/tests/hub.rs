@@ -57,6 +57,7 @@ async fn an_approved_question_runs_once_and_the_turn_goes_on() {
         [
             "approval_decided",
             "tool_call_finished",
+            "tool_output",
             "text_delta",
             "turn_ended"
         ]
@@ -151,6 +152,7 @@ async fn a_newer_message_supersedes_the_question_and_is_answered() {
             "prompt",
             "approval_decided",
             "tool_call_finished",
+            "tool_output",
             "turn_ended"
         ]
     );

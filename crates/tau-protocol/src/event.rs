@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::grant::GrantMade;
+use crate::output::OutputBlock;
 use crate::question::ApprovalQuestion;
 use crate::tier::Tier;
 use crate::vocabulary::{Approval, CallStatus, DecidedBy, Decision};
@@ -53,6 +54,12 @@ pub enum ChannelEvent {
         /// The start of what the model reads (at most 200 characters). Untrusted.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result_summary: Option<String>,
+    },
+    /// What a call gave back (the model reads the same), as text blocks; it follows the
+    /// call's `tool_call_finished`. Untrusted.
+    ToolOutput {
+        call_id: String,
+        blocks: Vec<OutputBlock>,
     },
     /// Something the person should know, already in the UI language.
     Notice { kind: NoticeKind, text: String },

@@ -14,6 +14,7 @@
 //! - `event.rs`: [`ChannelEvent`] and its parts
 //! - `ids.rs`: [`SessionId`], [`ApprovalId`]
 //! - `canonical.rs`: [`canonical_json`], the one text of a JSON value
+//! - `output.rs`: [`OutputBlock`], a tool's result as a person reads it
 //! - `question.rs`: [`ApprovalQuestion`], the tier-2 question carried whole, and its
 //!   [`CallCard`]
 //! - `grant.rs`: [`GrantId`], [`GrantScope`], [`GrantRequest`] (what a "yes, and allow
@@ -24,6 +25,7 @@ mod canonical;
 mod event;
 mod grant;
 mod ids;
+mod output;
 mod question;
 mod tier;
 mod vocabulary;
@@ -36,6 +38,7 @@ pub use grant::{
     RoutineAllowance,
 };
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
-pub use question::{ApprovalQuestion, CallCard, CardNote, ConfirmStep, NoteLevel};
+pub use output::{OUTPUT_LINES, OutputBlock, shown_lines};
+pub use question::{ApprovalQuestion, CallCard, CardNote, ConfirmStep, NoteLevel, ShownFile};
 pub use tier::{Tier, TierError};
 pub use vocabulary::{Approval, CallStatus, DecidedBy, Decision};

@@ -54,11 +54,19 @@ pub struct CallCard {
     /// channel asks for it, and a yes without it approves nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<ConfirmStep>,
+    /// The files the card showed, each with the SHA-256 it had then: the call runs only
+    /// while every one still has it. Kept with the stored question, so the check holds
+    /// however many restarts lie between the question and its answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shown_files: Vec<ShownFile>,
 }
 
 impl CallCard {
     pub fn is_empty(&self) -> bool {
-        self.headline.is_none() && self.notes.is_empty() && self.confirm.is_none()
+        self.headline.is_none()
+            && self.notes.is_empty()
+            && self.confirm.is_none()
+            && self.shown_files.is_empty()
     }
 
     /// Adds a note at the end.
@@ -95,6 +103,16 @@ impl ConfirmStep {
         let code = self.code.len() == 2 && typed == self.code;
         word || code
     }
+}
+
+/// A file a card showed, and what it hashed to when it was shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShownFile {
+    /// As the call names it, relative to the workspace.
+    pub path: String,
+    /// Hex SHA-256 of the whole file; `None` when it could not be read (then the call
+    /// never runs: nobody saw what it would run).
+    pub sha256: Option<String>,
 }
 
 /// One row of a [`CallCard`].
@@ -208,6 +226,39 @@ mod tests {
             serde_json::from_value::<ApprovalQuestion>(value).unwrap(),
             question(card)
         );
+    }
+
+    #[test]
+    fn the_files_a_card_showed_travel_with_their_hashes() {
+        let card = CallCard {
+            shown_files: vec![
+                ShownFile {
+                    path: "setup.sh".into(),
+                    sha256: Some("ab12".into()),
+                },
+                ShownFile {
+                    path: "gone.sh".into(),
+                    sha256: None,
+                },
+            ],
+            ..CallCard::default()
+        };
+        assert!(!card.is_empty());
+        let value = serde_json::to_value(question(card.clone())).unwrap();
+        assert_eq!(
+            value["card"],
+            json!({"shown_files": [
+                {"path": "setup.sh", "sha256": "ab12"},
+                {"path": "gone.sh", "sha256": null}
+            ]})
+        );
+        assert_eq!(
+            serde_json::from_value::<ApprovalQuestion>(value).unwrap(),
+            question(card)
+        );
+        // A card stored before the field existed reads as showing no file.
+        let older: CallCard = serde_json::from_value(json!({"notes": []})).unwrap();
+        assert_eq!(older.shown_files, vec![]);
     }
 
     #[test]

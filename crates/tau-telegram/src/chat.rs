@@ -147,6 +147,7 @@ impl Chat {
             | ChannelEvent::ToolCallStarted { .. }
             | ChannelEvent::ToolProgress { .. }
             | ChannelEvent::ToolCallFinished { .. }
+            | ChannelEvent::ToolOutput { .. }
             | ChannelEvent::Notice { .. } => {}
         }
     }

@@ -47,6 +47,8 @@ pub(crate) struct Texts {
     pub result_cancelled: &'static str,
     /// Heads a routine's prompt: `{routine}`, `{trigger}`.
     pub routine_prompt: &'static str,
+    /// Below a call's output cut short: `{n}` lines.
+    pub more_lines: &'static str,
     /// `/pending` with nothing waiting.
     pub nothing_waits: &'static str,
     /// Heads `/pending`: `{n}` questions.
@@ -106,6 +108,7 @@ for your answer.",
     result_invalid: "invalid call, not run",
     result_cancelled: "cancelled",
     routine_prompt: "⚙ Routine {routine} ({trigger}) asks tau:",
+    more_lines: "  … {n} more lines",
     nothing_waits: "Nothing waits for your answer.",
     questions_wait: "Waiting for your answer ({n}):",
     answer_here: "its buttons are on its message in this chat",
@@ -160,6 +163,7 @@ soruları listeler.",
     result_invalid: "geçersiz çağrı, çalıştırılmadı",
     result_cancelled: "iptal edildi",
     routine_prompt: "⚙ {routine} rutini ({trigger}) tau'ya soruyor:",
+    more_lines: "  … {n} satır daha",
     nothing_waits: "Cevabını bekleyen bir şey yok.",
     questions_wait: "Cevabını bekleyenler ({n}):",
     answer_here: "düğmeleri bu sohbetteki mesajında",

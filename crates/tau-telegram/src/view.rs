@@ -1,13 +1,15 @@
 //! One turn as the chat shows it while it streams: the answer so far, a short line per
-//! tool call with its tier and status, notices. Rendered whole each time and packed into
+//! tool call with its tier and status, what a call gave back (its first lines), notices. Rendered whole each time and packed into
 //! as many messages as Telegram needs; the chat edits the ones that changed.
 
 use std::collections::HashMap;
 
-use tau_core::{CallStatus, ChannelEvent, Language, Tier, display, display_multiline};
+use tau_core::{
+    CallStatus, ChannelEvent, Language, OutputBlock, Tier, display, display_multiline, shown_lines,
+};
 
 use crate::html::{Line, MESSAGE_LIMIT, Style, pack};
-use crate::texts::texts;
+use crate::texts::{Texts, texts};
 
 /// The longest progress line shown under a tool.
 const PROGRESS_CHARS: usize = 120;
@@ -24,6 +26,8 @@ enum Block {
         progress: Option<String>,
     },
     Notice(String),
+    /// What a call gave back, below its line.
+    Output(Vec<OutputBlock>),
 }
 
 /// What a tool line says of the call's tier.
@@ -145,6 +149,19 @@ impl TurnView {
                 }
                 return false;
             }
+            ChannelEvent::ToolOutput { call_id, blocks } => {
+                let status = match self.tool_mut(call_id) {
+                    Some(Block::Tool {
+                        state: ToolState::Done(status),
+                        ..
+                    }) => Some(*status),
+                    _ => None,
+                };
+                if !status.is_some_and(|s| OutputBlock::worth_showing(s, blocks)) {
+                    return true;
+                }
+                self.blocks.push(Block::Output(blocks.clone()));
+            }
             ChannelEvent::Notice { text, .. } => self.blocks.push(Block::Notice(text.clone())),
             ChannelEvent::ApprovalDecided { .. } | ChannelEvent::TurnEnded { .. } => return false,
         }
@@ -194,6 +211,7 @@ impl TurnView {
                 Block::Notice(text) => {
                     lines.push(Line::new(format!("! {}", display(text)), Style::Italic));
                 }
+                Block::Output(blocks) => output_lines(t, blocks, &mut lines),
             }
         }
         lines
@@ -202,6 +220,43 @@ impl TurnView {
     /// The stretch as messages, each within Telegram's limit.
     pub(crate) fn messages(&self) -> Vec<String> {
         pack(&self.lines(), MESSAGE_LIMIT)
+    }
+}
+
+/// A call's output: its fields on one line, each text's first lines as code, and how
+/// many lines more there are.
+fn output_lines(t: &Texts, blocks: &[OutputBlock], lines: &mut Vec<Line>) {
+    let fields: Vec<String> = blocks
+        .iter()
+        .filter_map(|block| match block {
+            OutputBlock::Field { name, value } => {
+                Some(format!("{} {}", display(name), display(value)))
+            }
+            OutputBlock::Text { .. } => None,
+        })
+        .collect();
+    if !fields.is_empty() {
+        lines.push(Line::new(
+            format!("  {}", fields.join(" · ")),
+            Style::Italic,
+        ));
+    }
+    for block in blocks {
+        if let OutputBlock::Text { name, text } = block {
+            if let Some(name) = name {
+                lines.push(Line::new(format!("  {}", display(name)), Style::Italic));
+            }
+            let (shown, more) = shown_lines(text);
+            for line in shown {
+                lines.push(Line::new(display(line), Style::Code));
+            }
+            if more > 0 {
+                lines.push(Line::new(
+                    t.more_lines.replace("{n}", &more.to_string()),
+                    Style::Italic,
+                ));
+            }
+        }
     }
 }
 
@@ -266,6 +321,45 @@ mod tests {
             assert!(view.apply(&event));
         }
         insta::assert_snapshot!("finished", view.messages().join("\n=====\n"));
+    }
+
+    #[test]
+    fn a_commands_output_shows_as_code_its_first_lines_and_escaped() {
+        let mut view = TurnView::new(Language::En);
+        let stdout: String = (1..=10).map(|n| format!("<b>{n}</b>\n")).collect();
+        for event in [
+            started("t1", "run_command", Some(Tier::Physical)),
+            finished("t1", "run_command", CallStatus::Success),
+            ChannelEvent::ToolOutput {
+                call_id: "t1".into(),
+                blocks: vec![
+                    OutputBlock::Field {
+                        name: "exit_code".into(),
+                        value: "0".into(),
+                    },
+                    OutputBlock::Text {
+                        name: Some("stdout".into()),
+                        text: stdout,
+                    },
+                ],
+            },
+            // A refusal's text is tau's own: not shown again.
+            started("t2", "run_command", Some(Tier::Physical)),
+            finished("t2", "run_command", CallStatus::Refused),
+            ChannelEvent::ToolOutput {
+                call_id: "t2".into(),
+                blocks: vec![OutputBlock::Text {
+                    name: None,
+                    text: "The user did not approve this action".into(),
+                }],
+            },
+        ] {
+            assert!(view.apply(&event));
+        }
+        let shown = view.messages().join("\n=====\n");
+        assert!(!shown.contains("<b>"), "{shown}");
+        assert!(!shown.contains("did not approve"), "{shown}");
+        insta::assert_snapshot!(shown);
     }
 
     #[test]

@@ -5,10 +5,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_core::{Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision};
+use tau_core::{
+    Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision, GrantRequest,
+};
 
 use crate::console::Console;
-use crate::prompt::parse_answer;
+use crate::prompt::{is_always, parse_answer};
 use crate::question::{Heard, Questions, Reply};
 
 /// The channel name in approval requests and `decided_by`.
@@ -52,6 +54,7 @@ impl Approver for TerminalApprover {
                     if line.trim().is_empty() {
                         self.console.next_page(id);
                     } else if parse_answer(Some(&line)) == Decision::Approved
+                        || is_always(&line)
                         || step.is_some_and(|step| step.accepts(&line))
                     {
                         self.console.not_seen_yet(id, &line);
@@ -72,7 +75,8 @@ impl Approver for TerminalApprover {
             }
         };
         Ok(match reply {
-            // A second step: its name or its number approves; anything else refuses.
+            // A second step: its name or its number approves; anything else refuses. Such
+            // a question offers no grant, so `always` refuses here too.
             Reply::Line(line) if step.is_some() => {
                 self.console.answered(Some(&line));
                 match step {
@@ -81,6 +85,11 @@ impl Approver for TerminalApprover {
                     }
                     _ => Answer::new(Decision::Rejected, DecidedBy::person(TERMINAL_CHANNEL)),
                 }
+            }
+            // A question that offered a grant: `always` approves and asks for it.
+            Reply::Line(line) if request.grant.is_some() && is_always(&line) => {
+                self.console.answered(Some(&line));
+                Answer::approved_with_grant(TERMINAL_CHANNEL, GrantRequest::conversation())
             }
             // Any other question: y/yes/e/evet approves, anything else refuses.
             Reply::Line(line) => {
@@ -272,13 +281,20 @@ mod tests {
     /// Asks about the garage at a terminal, types `lines` each once its question could be
     /// read, and returns the answer and the screen.
     async fn garage_answered(lines: &[&str]) -> (Answer, String) {
+        answered(garage(), lines).await
+    }
+
+    /// Asks `question` at a terminal, types `lines` each once it could be read, and
+    /// returns the answer and the screen.
+    async fn answered(question: ApprovalQuestion, lines: &[&str]) -> (Answer, String) {
         let (mut keyboard, screen, console, approver) = at_a_terminal();
         let decision = tokio::spawn({
             let approver = Arc::clone(&approver);
-            async move { approver.decide(garage()).await }
+            let question = question.clone();
+            async move { approver.decide(question).await }
         });
         tokio::task::yield_now().await;
-        console.render(&ChannelEvent::ApprovalRequested(Box::new(garage())));
+        console.render(&ChannelEvent::ApprovalRequested(Box::new(question)));
         for line in lines {
             tokio::time::sleep(Duration::from_millis(400)).await;
             keyboard
@@ -288,6 +304,46 @@ mod tests {
         }
         let answer = decision.await.unwrap().unwrap();
         (answer, screen.text())
+    }
+
+    fn offer() -> tau_core::GrantOffer {
+        tau_core::GrantOffer {
+            schema_sha256: "0".repeat(64),
+            arguments_sha256: "1".repeat(64),
+            card_sha256: "2".repeat(64),
+            hours: 24,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn always_to_a_question_that_offers_a_grant_approves_and_asks_for_it() {
+        let mut question = request();
+        question.grant = Some(offer());
+        let (answer, _) = answered(question, &["always"]).await;
+        assert_eq!(
+            answer,
+            Answer::approved_with_grant(TERMINAL_CHANNEL, GrantRequest::conversation())
+        );
+        // Without an offer the word is no yes.
+        let (answer, _) = answered(request(), &["always"]).await;
+        assert_eq!(
+            answer,
+            Answer::rejected(DecidedBy::person(TERMINAL_CHANNEL))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn always_never_passes_a_second_step_nor_asks_for_a_grant() {
+        // The gate offers no grant with a second step; were one on the question anyway,
+        // the step still decides and `always` refuses.
+        let mut question = garage();
+        question.grant = Some(offer());
+        let (answer, _) = answered(question, &["always"]).await;
+        assert_eq!(
+            answer,
+            Answer::new(Decision::Rejected, DecidedBy::person(TERMINAL_CHANNEL))
+        );
+        assert_eq!(answer.grant, None);
     }
 
     #[tokio::test(start_paused = true)]

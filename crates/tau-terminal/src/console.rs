@@ -3,6 +3,7 @@
 //! the order they happen. The state of a call is read from the event's fields, never from
 //! the text the model reads.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -10,10 +11,11 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tau_core::{
     ApprovalQuestion, CallStatus, ChannelEvent, ChannelSink, ConfirmStep, DecidedBy, Decision,
-    Language, Notice,
+    Language, Notice, OutputBlock,
 };
 
 use crate::escape::{escape_for_terminal, sorted_json};
+use crate::output::output_lines;
 use crate::pager::{Paged, long_arguments};
 use crate::prompt::{question_line, render_prompt};
 use crate::question::Questions;
@@ -77,6 +79,8 @@ struct State {
     question_screen: Option<Box<dyn Write + Send>>,
     /// The question on screen, when it is taller than the screen.
     paged: Option<Paged>,
+    /// How each finished call of the turn ended, until its output comes.
+    finished: HashMap<String, CallStatus>,
 }
 
 /// The terminal's output. Shared by the turn renderer and the approver.
@@ -107,6 +111,7 @@ impl Console {
                 questions: None,
                 question_screen: None,
                 paged: None,
+                finished: HashMap::new(),
             }),
             language,
             style: Style::new(color),
@@ -379,11 +384,13 @@ impl Console {
                 write_question(&mut state, &line);
             }
             ChannelEvent::ToolCallFinished {
+                call_id,
                 tool,
                 status,
                 result_summary,
                 ..
             } => {
+                state.finished.insert(call_id.clone(), *status);
                 if let Some(spinner) = state.spinner.take() {
                     spinner.finish_and_clear();
                 }
@@ -416,6 +423,20 @@ impl Console {
                 };
                 write(&mut state, &line);
                 // The model is asked again with the result.
+                if self.tty {
+                    state.thinking = Some(thinking_spinner(t.thinking));
+                }
+            }
+            ChannelEvent::ToolOutput { call_id, blocks } => {
+                let Some(status) = state.finished.remove(call_id) else {
+                    return;
+                };
+                if OutputBlock::worth_showing(status, blocks) {
+                    write(
+                        &mut state,
+                        &output_lines(t.more_lines, s.dim, s.reset, blocks),
+                    );
+                }
                 if self.tty {
                     state.thinking = Some(thinking_spinner(t.thinking));
                 }

@@ -14,6 +14,7 @@ mod editor;
 mod escape;
 mod input;
 mod lines;
+mod output;
 mod pager;
 mod prompt;
 mod question;

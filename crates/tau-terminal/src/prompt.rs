@@ -1,6 +1,7 @@
 //! The approval prompt and the answers that approve.
 
 use serde_json::Value;
+use tau_core::GrantScope;
 use tau_core::{
     ApprovalQuestion, CardNote, ConfirmStep, Decision, Language, NoteLevel, display,
     display_multiline, sorted_json,
@@ -60,6 +61,11 @@ pub fn render_prompt(request: &ApprovalQuestion, language: Language, columns: us
             let row = format!("{}{}", shown(other), length(other, t));
             out.push_str(&wrap(&label(t.arguments), &hanging, &row, columns));
         }
+    }
+    if let Some(offer) = &request.grant {
+        let covers = offer.covers_text(&request.tool, GrantScope::Conversation);
+        out.push_str(&wrap("  │ ↻ ", "  │   ", &display(&covers), columns));
+        out.push_str(&wrap("  │   ", "  │   ", t.grant_how, columns));
     }
     out.push_str(&question_line(language, request.card.confirm.as_ref()));
     out
@@ -126,6 +132,12 @@ fn length(value: &Value, t: &Texts) -> String {
         t.characters
     };
     format!(" ({} {unit})", tau_core::grouped_digits(count, t.thousands))
+}
+
+/// Whether the line is the grant answer: `always`, in any case, surrounding spaces
+/// ignored. Only a question that offered a grant takes it; elsewhere it refuses.
+pub fn is_always(line: &str) -> bool {
+    line.trim().eq_ignore_ascii_case("always")
 }
 
 /// Only `y`, `yes`, `e` and `evet` approve, in any case and any UI language, surrounding
@@ -332,6 +344,38 @@ mod tests {
             "  │ arguments  \" rm -rf ~\\u{202e}\" (10 chars)"
         );
         assert_eq!(shown(json!([1, "a"])), "  │ arguments  [1,\"a\"] (7 chars)");
+    }
+
+    #[test]
+    fn a_question_that_offers_a_grant_says_what_it_covers_and_how_to_make_it() {
+        let mut r = request(json!({"command": "npm run test"}), "runs a shell command");
+        r.tool = "run_command".into();
+        r.grant = Some(tau_core::GrantOffer {
+            schema_sha256: "0".repeat(64),
+            arguments_sha256: "1".repeat(64),
+            card_sha256: "2".repeat(64),
+            hours: 24,
+        });
+        insta::assert_snapshot!(render_prompt(&r, Language::En, 80));
+        let tr = render_prompt(&r, Language::Tr, 80);
+        assert!(tr.contains("always yazın"), "{tr}");
+    }
+
+    #[test]
+    fn only_the_whole_word_always_asks_for_a_grant() {
+        for always in ["always", "ALWAYS", " Always\t"] {
+            assert!(is_always(always), "{always:?}");
+            assert_eq!(
+                parse_answer(Some(always)),
+                Decision::Rejected,
+                "alone it is no yes"
+            );
+        }
+        for not in [
+            "a", "al", "alway", "always!", "always y", "y", "yes", "", "ａlways",
+        ] {
+            assert!(!is_always(not), "{not:?}");
+        }
     }
 
     #[test]

@@ -20,6 +20,8 @@ pub struct Texts {
     pub second_step: &'static str,
     /// A bare yes to a question with a second step.
     pub bare_yes: &'static str,
+    /// How a grant is made at the terminal: a word, never a key typed ahead.
+    pub grant_how: &'static str,
     pub approved: &'static str,
     pub refused: &'static str,
     pub refused_end_of_input: &'static str,
@@ -50,6 +52,8 @@ pub struct Texts {
     pub goodbye: &'static str,
     /// Beside the spinner while the model has not answered yet (terminals only).
     pub thinking: &'static str,
+    /// Below a call's output cut short: `{n}` lines.
+    pub more_lines: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -64,6 +68,7 @@ const EN: Texts = Texts {
     question: "run it? [y/N]",
     second_step: "second step: type {word} or {code} to run it (anything else refuses):",
     bare_yes: "ignored: a bare yes does not run this call; type the device's name or the number",
+    grant_how: "type always to approve it and make that grant",
     approved: "approved",
     refused: "refused",
     refused_end_of_input: "refused: the input ended",
@@ -87,6 +92,7 @@ const EN: Texts = Texts {
     result_cancelled: "cancelled",
     goodbye: "bye",
     thinking: "thinking…",
+    more_lines: "… {n} more lines (tau sessions show has them all)",
 };
 
 const TR: Texts = Texts {
@@ -101,6 +107,7 @@ const TR: Texts = Texts {
     question: "çalıştırılsın mı? [e/H]",
     second_step: "ikinci adım: çalıştırmak için {word} ya da {code} yaz (başka her şey reddeder):",
     bare_yes: "yok sayıldı: düz bir evet bu çağrıyı çalıştırmaz; cihazın adını ya da sayıyı yaz",
+    grant_how: "onaylayıp bu izni vermek için always yazın",
     approved: "onaylandı",
     refused: "reddedildi",
     refused_end_of_input: "reddedildi: girdi sona erdi",
@@ -124,6 +131,7 @@ const TR: Texts = Texts {
     result_cancelled: "iptal edildi",
     goodbye: "hoşça kal",
     thinking: "düşünüyor…",
+    more_lines: "… {n} satır daha (tau sessions show hepsini gösterir)",
 };
 
 pub fn texts(language: Language) -> &'static Texts {

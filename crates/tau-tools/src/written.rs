@@ -4,7 +4,8 @@
 //! The person reads `sh setup.sh`; what runs is whatever `setup.sh` holds. So the question
 //! of a command that names such a file shows the file (see `command_card`) and pins its
 //! SHA-256 to the call's arguments; the command runs only while the file still hashes to
-//! what was shown.
+//! what was shown. The pins are kept here for the call's own process and on the card the
+//! question is stored with, from which a durable question's resume puts them back.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -19,13 +20,10 @@ use crate::workspace::{OpenError, Workspace};
 /// The most of a file a question shows and a pin covers.
 pub(crate) const SHOWN_LIMIT_BYTES: u64 = 256 * 1024;
 
-/// What a question showed of one file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Pin {
-    pub path: String,
-    /// Hex SHA-256 of the whole file, or `None` when it could not be read.
-    pub sha256: Option<String>,
-}
+/// What a question showed of one file: its path and the hex SHA-256 of the whole file, or
+/// `None` when it could not be read. The card carries the same, so a stored question
+/// brings its pins back after a restart (see `command_card`).
+pub(crate) use tau_core::ShownFile as Pin;
 
 #[derive(Default)]
 struct State {

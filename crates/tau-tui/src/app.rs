@@ -147,6 +147,7 @@ impl App {
             | ChannelEvent::ToolCallStarted { .. }
             | ChannelEvent::ToolProgress { .. }
             | ChannelEvent::ToolCallFinished { .. }
+            | ChannelEvent::ToolOutput { .. }
             | ChannelEvent::Notice { .. } => {}
         }
         self.transcript.apply(event);

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use tau_agent::{ContentBlock, Message, Role, ToolResultStatus};
-use tau_core::{Approval, CallStatus, ChannelEvent, DecidedBy, Decision, Tier};
+use tau_core::{
+    Approval, CallStatus, ChannelEvent, DecidedBy, Decision, OutputBlock, Tier, output_blocks,
+};
 
 /// One thing in the transcript, in the order it happened.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,6 +190,12 @@ impl Transcript {
                     call.progress = None;
                 });
             }
+            // The whole output, at once: Ctrl-O shows it as text.
+            ChannelEvent::ToolOutput { call_id, blocks } => {
+                if let Some(call) = self.call_mut(call_id) {
+                    call.result = Some(output_text(blocks));
+                }
+            }
             ChannelEvent::Notice { text, .. } => self.push(Entry::Notice(text.clone())),
             ChannelEvent::TurnEnded { .. } => self.streaming = false,
         }
@@ -280,14 +288,40 @@ impl Transcript {
     }
 }
 
+/// A call's output as the expanded call shows it: its fields on one line, then each text
+/// whole under its name, its lines kept (never the JSON the model reads).
+pub(crate) fn output_text(blocks: &[OutputBlock]) -> String {
+    let fields: Vec<String> = blocks
+        .iter()
+        .filter_map(|block| match block {
+            OutputBlock::Field { name, value } => Some(format!("{name} {value}")),
+            OutputBlock::Text { .. } => None,
+        })
+        .collect();
+    let mut parts = Vec::new();
+    if !fields.is_empty() {
+        parts.push(fields.join(" · "));
+    }
+    for block in blocks {
+        if let OutputBlock::Text { name, text } = block {
+            match name {
+                Some(name) => parts.push(format!("{name}:\n{}", text.trim_end_matches('\n'))),
+                None => parts.push(text.trim_end_matches('\n').to_owned()),
+            }
+        }
+    }
+    parts.join("\n")
+}
+
 fn results_by_call(messages: &[Message]) -> HashMap<&str, (ToolResultStatus, String)> {
     messages
         .iter()
         .flat_map(|message| &message.content)
         .filter_map(|block| match block {
-            ContentBlock::ToolResult(result) => {
-                Some((result.tool_use_id.as_str(), (result.status, result.text())))
-            }
+            ContentBlock::ToolResult(result) => Some((
+                result.tool_use_id.as_str(),
+                (result.status, output_text(&output_blocks(result))),
+            )),
             ContentBlock::Text(_) | ContentBlock::ToolUse(_) => None,
         })
         .collect()
@@ -298,6 +332,33 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use serde_json::json;
+
+    #[test]
+    fn a_calls_output_arrives_as_text_never_as_json() {
+        let mut transcript = Transcript::default();
+        transcript.apply(&ChannelEvent::ToolCallStarted {
+            call_id: "t1".into(),
+            tool: "run_command".into(),
+            tier: Some(Tier::Physical),
+            effect: None,
+            arguments: json!({"command": "ls"}),
+        });
+        transcript.apply(&ChannelEvent::ToolOutput {
+            call_id: "t1".into(),
+            blocks: vec![
+                OutputBlock::Field {
+                    name: "exit_code".into(),
+                    value: "0".into(),
+                },
+                OutputBlock::Text {
+                    name: Some("stdout".into()),
+                    text: "a\nb\n".into(),
+                },
+            ],
+        });
+        let result = transcript.call_mut("t1").and_then(|c| c.result.clone());
+        assert_eq!(result.as_deref(), Some("exit_code 0\nstdout:\na\nb"));
+    }
 
     #[test]
     fn a_finish_without_a_start_still_makes_a_call_and_the_status_is_the_fields() {

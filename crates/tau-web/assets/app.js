@@ -192,12 +192,51 @@ function callNode(id, tool, tier, args) {
 }
 
 function finishCall(entry, status, decidedBy, summary) {
+  entry.finished = status;
   entry.node.classList.add(status);
   entry.status.textContent = status.replace("_", " ");
   entry.decided.textContent = decidedText(decidedBy);
   if (summary) {
     entry.result.hidden = false;
     entry.result.textContent = summary;
+  }
+}
+
+// The lines of a text block shown before "N more lines" (tau's OUTPUT_LINES).
+const OUTPUT_LINES = 8;
+
+// Whether a call's output is shown under it: a success's, and a failure's when it has
+// fields (a command that exited non-zero); other texts are tau's own and on the line.
+function worthShowing(status, blocks) {
+  if (status === "success") return blocks.length > 0;
+  if (status === "error") return blocks.some((block) => block.type === "field");
+  return false;
+}
+
+// What a call gave back, as text: its fields on one line, each text's first lines, and
+// "N more lines" that opens the rest. Escaped once, on the server; set as text.
+function showOutput(entry, blocks) {
+  const box = entry.result;
+  box.replaceChildren();
+  box.hidden = false;
+  box.classList.add("output");
+  const fields = blocks.filter((block) => block.type === "field").map((block) => `${block.name} ${block.value}`);
+  if (fields.length > 0) box.append(el("div", "fields", fields.join(" · ")));
+  for (const block of blocks) {
+    if (block.type !== "text") continue;
+    if (block.name) box.append(el("div", "block-name", block.name));
+    const lines = String(block.text).replace(/\n$/, "").split("\n");
+    const text = el("pre", "block", lines.slice(0, OUTPUT_LINES).join("\n"));
+    box.append(text);
+    if (lines.length > OUTPUT_LINES) {
+      const more = el("button", "link more-lines", `${lines.length - OUTPUT_LINES} more lines`);
+      more.type = "button";
+      more.addEventListener("click", () => {
+        text.textContent = lines.join("\n");
+        more.remove();
+      });
+      box.append(more);
+    }
   }
 }
 
@@ -210,6 +249,9 @@ async function loadTranscript(session) {
   const asked = new Map();
   for (const row of rows.data || []) if (row.session === session) asked.set(row.call_id, row);
   const box = transcript();
+  // This conversation's cards are the same nodes after a reload (a button in hand stays
+  // the button that answers).
+  const cards = [...state.cards.values()].filter((entry) => entry.session === session);
   box.replaceChildren();
   state.calls.clear();
   state.live = null;
@@ -233,14 +275,21 @@ async function loadTranscript(session) {
         const result = block.toolResult;
         const entry = state.calls.get(result.toolUseId);
         if (entry) {
-          const text = (result.content || []).map((c) => (c.text !== undefined ? c.text : JSON.stringify(c.json))).join("\n");
-          finishCall(entry, result.status, null, text.slice(0, 200));
+          const blocks = Array.isArray(result.blocks) ? result.blocks : [];
+          if (worthShowing(result.status, blocks)) {
+            finishCall(entry, result.status, null, null);
+            showOutput(entry, blocks);
+          } else {
+            const text = blocks.filter((block) => block.type === "text").map((block) => block.text).join("\n");
+            finishCall(entry, result.status, null, text.slice(0, 200));
+          }
           const row = asked.get(result.toolUseId);
           if (row) entry.decided.textContent = decidedText(row.decided_by);
         }
       }
     }
   }
+  for (const entry of cards) placeCard(entry.node, entry.callId);
   scrollDown();
 }
 
@@ -286,6 +335,11 @@ function onEvent(event) {
       state.live = null;
       const entry = callNode(event.call_id, event.tool, null, "");
       finishCall(entry, event.status, event.decided_by, event.result_summary);
+      return;
+    }
+    case "tool_output": {
+      const entry = state.calls.get(event.call_id);
+      if (entry && Array.isArray(event.blocks) && worthShowing(entry.finished, event.blocks)) showOutput(entry, event.blocks);
       return;
     }
     case "notice":
@@ -504,7 +558,7 @@ function card(row) {
   // A routine's question says whose it is: nobody should take it for their own.
   if (row.routine) node.append(el("div", "asked-by", `asked by routine ${row.routine.name} · ${row.routine.trigger}`));
   node.append(effect, said, args, actions, footer);
-  const entry = { node, session: row.session, buttons: [approve, reject, ...stepNodes], outcome, when, footer, closed: false };
+  const entry = { node, session: row.session, callId: row.call_id, buttons: [approve, reject, ...stepNodes], outcome, when, footer, closed: false };
   const answer = async (decision) => {
     approve.disabled = reject.disabled = true;
     const body = { decision };
@@ -581,15 +635,22 @@ function channelName(channel) {
 // to the conversation (TauBar's own) or where to answer (another channel's).
 function showElsewhere(rows) {
   const list = $("elsewhere-list");
-  list.replaceChildren();
+  const wanted = new Set(rows.map((row) => row.id));
+  // A line stays the same node while its question waits: only its clock changes.
+  for (const item of [...list.children]) if (!wanted.has(item.dataset.approval)) item.remove();
   for (const row of rows) {
+    const whose = row.routine ? `asked by routine ${row.routine.name}` : `in ${row.session}`;
+    const meta = `${whose} · ${remaining(row.deadline)}`;
+    const existing = [...list.children].find((item) => item.dataset.approval === row.id);
+    if (existing) {
+      existing.querySelector(".meta").textContent = meta;
+      continue;
+    }
     const item = el("li", "waiting");
     item.dataset.approval = row.id;
     const what = el("span", "what");
     what.append(el("span", "tier", "tier " + row.tier), document.createTextNode(" "), el("span", "mono", row.tool));
-    item.append(what);
-    const whose = row.routine ? `asked by routine ${row.routine.name}` : `in ${row.session}`;
-    item.append(el("span", "meta", `${whose} · ${remaining(row.deadline)}`));
+    item.append(what, el("span", "meta", meta));
     if (row.channel === "web") {
       const open = el("button", "link open", "Open to answer");
       open.type = "button";

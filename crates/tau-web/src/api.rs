@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tau_agent::SessionId;
-use tau_core::ApprovalId;
+use tau_agent::{ContentBlock, Message, SessionId};
+use tau_core::{ApprovalId, output_blocks};
 use tau_hub::{Answered, ApprovalRow, ApprovalState, HubError, Reply};
 
 use crate::shown::shown;
@@ -237,10 +237,35 @@ pub(crate) async fn messages(
     };
     match app.hub.messages(WEB, &session) {
         Ok(messages) => {
-            let value = serde_json::to_value(messages).unwrap_or(Value::Null);
+            let mut value = serde_json::to_value(&messages).unwrap_or(Value::Null);
+            if wanted.display {
+                add_output_blocks(&mut value, &messages);
+            }
             Json(view(value, &wanted)).into_response()
         }
         Err(error) => hub_error(&error),
+    }
+}
+
+/// Beside each stored tool result, in the view a person reads: `blocks`, what the call
+/// gave back as text blocks (the same as the live `tool_output` event), so the page never
+/// shows the JSON the model read.
+fn add_output_blocks(value: &mut Value, messages: &[Message]) {
+    let Some(shown) = value.as_array_mut() else {
+        return;
+    };
+    for (message, shown) in messages.iter().zip(shown) {
+        let Some(blocks) = shown.get_mut("content").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for (block, shown) in message.content.iter().zip(blocks) {
+            if let ContentBlock::ToolResult(result) = block
+                && let Some(Value::Object(fields)) = shown.get_mut("toolResult")
+            {
+                let output = serde_json::to_value(output_blocks(result)).unwrap_or(Value::Null);
+                fields.insert("blocks".into(), output);
+            }
+        }
     }
 }
 

@@ -143,6 +143,14 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         Some(id) => id,
         None => new_session_id(&state)?,
     };
+    // "yes, and allow this again" at this terminal: grants of this conversation, or of
+    // every conversation on the terminal (one person).
+    let grants = tau_core::GateGrants {
+        store: state.clone(),
+        session: id.clone(),
+        person: None,
+        hours: config.core().approval.grant_hours,
+    };
     let repository: Arc<dyn SessionRepository> = Arc::new(state);
     let OpenSession {
         lock: _lock,
@@ -188,7 +196,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         session: Some((repository, id.clone())),
         events,
         durable: None,
-        grants: None,
+        grants: Some(grants),
     })
     .await?;
     let t = texts(language);

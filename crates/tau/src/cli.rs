@@ -60,6 +60,12 @@ pub(crate) enum Command {
     /// Every question that waits for you, on every channel: its id, what it would run and
     /// where it is answered (only the channel that asked may answer it)
     Approvals,
+    /// Grants ("yes, and allow this again"): what each covers, where, until when, its uses;
+    /// and their revoke
+    Grants {
+        #[command(subcommand)]
+        command: GrantsCommand,
+    },
     /// Every tool with its tier and effect
     Tools,
     /// Devices tau knows by name: list, add, remove, and Home Assistant discovery
@@ -105,6 +111,14 @@ pub(crate) struct AnswerArgs {
     /// controlling terminal, and with none every tier-2 call is refused
     #[arg(long)]
     pub answers_from_stdin: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GrantsCommand {
+    /// Every live grant, oldest first
+    List,
+    /// Ends a grant: the next such call is asked again
+    Revoke { id: String },
 }
 
 #[derive(Debug, Subcommand)]

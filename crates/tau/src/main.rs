@@ -17,6 +17,7 @@ mod demo;
 mod devices;
 mod doctor;
 mod errors;
+mod grants;
 mod hosted;
 mod lock;
 mod logging;
@@ -37,7 +38,8 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{
-    AuditCommand, Cli, Command, ConfigCommand, DevicesCommand, RoutinesCommand, SessionsCommand,
+    AuditCommand, Cli, Command, ConfigCommand, DevicesCommand, GrantsCommand, RoutinesCommand,
+    SessionsCommand,
 };
 use crate::context::Context;
 use crate::errors::exit_code;
@@ -151,6 +153,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             SessionsCommand::Delete { name } => print(&commands::sessions_delete(&ctx, &name)?),
         },
         Command::Approvals => print(&approvals::list(&ctx)?),
+        Command::Grants { command } => match command {
+            GrantsCommand::List => print(&grants::list(&ctx)?),
+            GrantsCommand::Revoke { id } => print(&grants::revoke(&ctx, &id)?),
+        },
         Command::Tools => {
             ctx.home.create()?;
             let tools = ctx.catalog_with_routines().await?;

@@ -16,6 +16,25 @@ const EFFECT: &str = "runs a shell command in the workspace — code the agent w
 const REFUSAL: &str =
     "The user did not approve this action: run_command. Do not perform it; tell the user briefly.";
 
+/// Takes the grant offer off a terminal question's audit line and checks it is the one for
+/// exactly that call: the hashes of its arguments and card, 24 hours.
+fn take_grant_offer(event: &mut Value) {
+    let offer = event
+        .as_object_mut()
+        .and_then(|e| e.remove("grant"))
+        .expect("the terminal's question offers a grant");
+    assert_eq!(
+        offer["arguments_sha256"],
+        json!(tau_state::canonical_arguments(&event["arguments"]).1)
+    );
+    assert_eq!(
+        offer["card_sha256"],
+        json!(tau_state::canonical_arguments(&event["card"]).1)
+    );
+    assert_eq!(offer["schema_sha256"].as_str().map(str::len), Some(64));
+    assert_eq!(offer["hours"], json!(24));
+}
+
 #[test]
 fn a_refused_tier_2_call_leaves_no_trace_but_its_events() {
     let tau = Tau::new();
@@ -37,8 +56,10 @@ fn a_refused_tier_2_call_leaves_no_trace_but_its_events() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     insta::assert_snapshot!(run.stdout);
     assert!(!tau.workspace().join("proof.txt").exists());
+    let mut events = tau.audit_events();
+    take_grant_offer(&mut events[0]);
     assert_eq!(
-        tau.audit_events(),
+        events,
         vec![
             json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "effect": EFFECT, "call_id": "t1", "arguments": {"command": "touch proof.txt"}, "channel": "terminal", "card": {"notes": [{"level": "info", "label": "sandbox", "text": "writes: workspace only · network: none"}]}}),
             json!({"type": "approval", "approval_id": "ap_1", "tool": "run_command", "tier": 2, "tool_use_id": "t1", "arguments": {"command": "touch proof.txt"}, "decision": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approver": "terminal", "channel": "terminal"}),
@@ -406,4 +427,126 @@ fn sessions_list_shows_times_in_the_configured_zone_and_names_it() {
         "[tools.clock] zone = \"Europe/Istanbul\":\n{}\nTZ=America/New_York:\n{}",
         in_config.stdout, in_system.stdout
     ));
+}
+
+#[test]
+fn a_commands_output_is_shown_as_text_its_first_lines_and_how_many_more() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "seq 1 12; printf '\\033[2Jgone\\n' >&2; exit 3"})
+        ),
+        answer("It counted.")
+    ]));
+    let run = tau.run(
+        &["--model", &model, "chat", "--answers-from-stdin"],
+        "count\ny\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let output: String = run
+        .stdout
+        .lines()
+        .skip_while(|line| !line.contains("✗ run_command"))
+        .take_while(|line| !line.starts_with("tau>"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(!output.contains('\u{1b}'), "{output}");
+    insta::assert_snapshot!(output);
+}
+
+/// `always` approves the call and grants exactly it: the same call again in the
+/// conversation runs without a question, recorded as the grant's; another call is asked.
+#[test]
+fn always_grants_exactly_this_call_and_the_next_identical_one_runs_without_a_question() {
+    let tau = Tau::new();
+    let call = json!({"command": "echo x >> out.txt"});
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &call),
+        tool_call("t2", "run_command", &call),
+        tool_call(
+            "t3",
+            "run_command",
+            &json!({"command": "echo x >> out.txt "})
+        ),
+        answer("done"),
+    ]));
+    let run = tau.run(
+        &[
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
+        "append twice\nalways\nn\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(tau.workspace().join("out.txt")).unwrap(),
+        "x\nx\n"
+    );
+    assert_eq!(
+        run.stdout.matches("run it? [y/N]").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    let events = tau.audit_events();
+    let created = events
+        .iter()
+        .find(|e| e["type"] == "grant_created")
+        .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (&created["tool"], &created["arguments"], &created["scope"]),
+        (&json!("run_command"), &call, &json!("conversation"))
+    );
+    let calls: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| {
+            (
+                e["tool_use_id"].clone(),
+                e["approval"].clone(),
+                e["decided_by"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            (
+                json!("t1"),
+                json!("approved"),
+                json!({"kind": "person", "channel": "terminal"})
+            ),
+            (
+                json!("t2"),
+                json!("granted"),
+                json!({"kind": "grant", "id": id})
+            ),
+            (
+                json!("t3"),
+                json!("rejected"),
+                json!({"kind": "person", "channel": "terminal"})
+            ),
+        ]
+    );
+    let used = events.iter().find(|e| e["type"] == "grant_used").unwrap();
+    assert_eq!(
+        (&used["grant_id"], &used["use_number"]),
+        (&json!(id), &json!(1))
+    );
+    let listed = tau.run(&["grants", "list"], "");
+    assert!(
+        listed
+            .stdout
+            .starts_with(&format!("{id}  run_command (tier 2)  conversation s1\n")),
+        "{}",
+        listed.stdout
+    );
+    assert!(listed.stdout.contains("· 1 uses"), "{}", listed.stdout);
 }

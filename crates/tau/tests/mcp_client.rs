@@ -122,6 +122,13 @@ fn a_real_time_server_runs_tier_0_and_asks_before_tier_2() {
             e
         })
         .collect();
+    let mut events = events;
+    if let Some(asked) = events
+        .iter_mut()
+        .find(|e| e["type"] == "approval_requested")
+    {
+        take_grant_offer(asked);
+    }
     let turn_end = json!({"type": "turn_end", "stop_reason": "end_turn", "model_calls": 2, "input_tokens": 0, "output_tokens": 0});
     assert_eq!(
         events,
@@ -496,4 +503,23 @@ fn a_server_over_http_with_a_token_is_used_like_any_other() {
             (json!("run_command"), json!("refused"))
         ]
     );
+}
+
+/// Takes the grant offer off a terminal question's audit line and checks it is the one for
+/// exactly that call: the hashes of its arguments and card, 24 hours.
+fn take_grant_offer(event: &mut Value) {
+    let offer = event
+        .as_object_mut()
+        .and_then(|e| e.remove("grant"))
+        .expect("the terminal's question offers a grant");
+    assert_eq!(
+        offer["arguments_sha256"],
+        json!(tau_state::canonical_arguments(&event["arguments"]).1)
+    );
+    assert_eq!(
+        offer["card_sha256"],
+        json!(tau_state::canonical_arguments(&event["card"]).1)
+    );
+    assert_eq!(offer["schema_sha256"].as_str().map(str::len), Some(64));
+    assert_eq!(offer["hours"], json!(24));
 }

@@ -1,5 +1,8 @@
 //! `tau serve` killed with SIGKILL while a question waits, and started again: the stored
 //! question survives, runs once with exactly what was approved, and nothing else does.
+//! A command's question that showed a script the model wrote keeps the script's SHA-256
+//! with it: after the restart the command runs only while the script still has it, and
+//! only in the sandbox the question named.
 //! The model is a local OpenAI-compatible server that answers from the request alone, so
 //! the restarted hub goes on exactly where the session's stored history stands.
 #![allow(
@@ -11,8 +14,8 @@
 
 mod common;
 
-use common::Tau;
 use common::model_server::ModelServer;
+use common::{Tau, answer, tool_call};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -39,9 +42,10 @@ fn ask_and_kill(tau: &Tau, model: &str, config: &std::path::Path) -> (String, St
     let serve = tau.serve(model, config);
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
-    // The row is stored before the question is shown; the turn's paused state is saved
-    // when the turn ends. Killed between the two, the question is rightly cancelled at the
-    // next start (nobody waits on it), which is not what these tests are about.
+    // The row is stored, then the turn's paused state is saved, and only then is the
+    // question announced; the `turn_end` line says the turn paused. Killed before that,
+    // the question is rightly cancelled at the next start (nobody waits on it), which is
+    // not what these tests are about.
     serve.until(|_| paused(tau, &session));
     serve.kill_hard();
     (session, row["id"].as_str().unwrap().to_owned())
@@ -206,6 +210,164 @@ fn sigterm_stops_the_hub_and_keeps_the_question() {
     );
     assert_eq!(tau.proof(), None);
     serve.kill_hard();
+}
+
+const SCRIPT: &str = "echo original >> ran.txt\n";
+const SCRIPT_SHA256: &str = "a88895d554802d1b118f11072946c6b61bf8dda0b34cb14dfe55094be31cd2cf";
+const EDITED: &str = "echo edited >> ran.txt\n";
+const EDITED_SHA256: &str = "18970fb32fc56edf0befa219dfbb1962adfdcb388696b0a292ca97be5b7e4e64";
+
+/// The model writes `setup.sh` with `write_file` and, in the same turn, asks to run it.
+fn script_model(tau: &Tau) -> String {
+    tau.replay(&json!([
+        tool_call(
+            "t0",
+            "write_file",
+            &json!({"path": "setup.sh", "content": SCRIPT})
+        ),
+        tool_call("t1", "run_command", &json!({"command": "sh setup.sh"})),
+        answer("Done."),
+    ]))
+}
+
+/// Asks about `sh setup.sh` and kills the hub once the turn paused on the question; the
+/// session and the stored question.
+fn script_asked_and_killed(tau: &Tau, model: &str, config: &std::path::Path) -> (String, Value) {
+    let serve = tau.serve(model, config);
+    let session = serve.new_session();
+    let row = serve.ask(&session, "set it up");
+    serve.until(|_| paused(tau, &session));
+    serve.kill_hard();
+    (session, row)
+}
+
+/// A restarted hub, the stored question approved over the API, the turn's end awaited:
+/// the stored messages and the audit line of the `run_command` call.
+fn approved_after_restart(
+    tau: &Tau,
+    model: &str,
+    config: &std::path::Path,
+    session: &str,
+    row: &Value,
+) -> (Vec<Value>, Value) {
+    let serve = tau.serve(model, config);
+    let id = row["id"].as_str().unwrap();
+    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(approved.status, 200, "{approved:?}");
+    let messages = serve.until_answered(session, "Done.");
+    serve.kill_hard();
+    let call = tau
+        .audit()
+        .into_iter()
+        .find(|e| e["type"] == "tool_call" && e["tool"] == "run_command")
+        .unwrap();
+    (messages, call)
+}
+
+fn ran(tau: &Tau) -> Option<String> {
+    std::fs::read_to_string(tau.workspace().join("ran.txt")).ok()
+}
+
+/// The audit line's summary is `text`, cut short with an ellipsis where it is long.
+fn summarizes(call: &Value, text: &str) -> bool {
+    let summary = call["result_summary"].as_str().unwrap();
+    summary.len() > 100 && text.starts_with(summary.trim_end_matches('…'))
+}
+
+/// The text of the tool result the model was given for call `t1`.
+fn result_of_t1(messages: &[Value]) -> String {
+    let results: Vec<&Value> = messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .filter_map(|block| block.get("toolResult"))
+        .filter(|result| result["toolUseId"] == "t1")
+        .collect();
+    assert_eq!(results.len(), 1, "{messages:#?}");
+    let mut texts = Vec::new();
+    strings_in(&results[0]["content"], &mut texts);
+    texts.join("\n")
+}
+
+fn strings_in(value: &Value, into: &mut Vec<String>) {
+    match value {
+        Value::String(text) => into.push(text.clone()),
+        Value::Array(items) => items.iter().for_each(|v| strings_in(v, into)),
+        Value::Object(fields) => fields.values().for_each(|v| strings_in(v, into)),
+        _ => {}
+    }
+}
+
+#[test]
+fn a_script_shown_on_a_stored_question_runs_after_a_restart_when_unedited() {
+    let tau = Tau::new();
+    let model = script_model(&tau);
+    let config = tau.serve_config("");
+    let (session, row) = script_asked_and_killed(&tau, &model, &config);
+    assert_eq!(
+        row["card"]["shown_files"],
+        json!([{"path": "setup.sh", "sha256": SCRIPT_SHA256}]),
+        "the hash is stored with the question: {row:#}"
+    );
+    assert_eq!(ran(&tau), None);
+
+    let (_, call) = approved_after_restart(&tau, &model, &config, &session, &row);
+    assert_eq!(ran(&tau).as_deref(), Some("original\n"), "{call:#}");
+    assert_eq!(call["status"], "success", "{call:#}");
+    assert_eq!(call["approval"], "approved");
+}
+
+#[test]
+fn a_script_edited_while_the_hub_was_down_does_not_run_after_the_yes() {
+    let tau = Tau::new();
+    let model = script_model(&tau);
+    let config = tau.serve_config("");
+    let (session, row) = script_asked_and_killed(&tau, &model, &config);
+    std::fs::write(tau.workspace().join("setup.sh"), EDITED).unwrap();
+
+    let (messages, call) = approved_after_restart(&tau, &model, &config, &session, &row);
+    assert_eq!(ran(&tau), None, "the edited script must not run");
+    let text = format!(
+        "the command did not run: setup.sh changed after the user was shown it (SHA-256 \
+         {SCRIPT_SHA256} then, {EDITED_SHA256} now)"
+    );
+    assert_eq!(call["status"], "error", "{call:#}");
+    assert!(summarizes(&call, &format!("Error: {text}")), "{call:#}");
+    assert!(result_of_t1(&messages).contains(&text), "{messages:#?}");
+}
+
+#[test]
+fn a_stored_command_question_runs_only_in_the_sandbox_it_named() {
+    let tau = Tau::new();
+    let model = script_model(&tau);
+    let config = tau.serve_config("");
+    let (session, row) = script_asked_and_killed(&tau, &model, &config);
+    assert_eq!(
+        row["card"]["notes"][0],
+        json!({"level": "info", "label": "sandbox", "text": "writes: workspace only · network: none"})
+    );
+    // The sandbox is turned off while the question waits.
+    let config = tau.serve_config("[tools.command]\nsandbox = \"off\"\n");
+
+    let (messages, call) = approved_after_restart(&tau, &model, &config, &session, &row);
+    assert_eq!(
+        ran(&tau),
+        None,
+        "it would run without the sandbox it was approved in"
+    );
+    let text = "the command did not run: its question said \"sandbox: writes: workspace only · \
+                network: none\", but commands now run with \"runs without a sandbox\" (tau's \
+                configuration changed since). Ask the user again if it is still needed.";
+    assert_eq!(call["status"], "refused", "{call:#}");
+    assert!(summarizes(&call, text), "{call:#}");
+    assert!(result_of_t1(&messages).contains(text), "{messages:#?}");
+    assert!(
+        tau.audit()
+            .iter()
+            .any(|e| e["type"] == "error"
+                && e["message"] == format!("stored approval refused: {text}")),
+        "{:#?}",
+        tau.audit()
+    );
 }
 
 /// Runs `sql` on the home's `state.db` as another program would, `?1` bound to `id`.

@@ -115,15 +115,21 @@ impl TierGate {
             ));
         }
         tracing::info!(tool, tool_use_id, approval_id = %id, channel = %self.channel, "approval stored; the turn pauses");
-        self.events
-            .emit(&AuditEvent::ApprovalRequested(row.question()));
+        // Shown to nobody yet: the turn's paused state must be saved first, so a kill
+        // in between never cancels a question a person saw (`announce_stored`).
+        self.unannounced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(row.question());
         DurableCheck::Asked { approval_id: id }
     }
 
     /// The stored answer, checked again right before the call would run: the row is this
     /// call's and approved by a person, not consumed (consuming it now), not past its
     /// deadline, the tool still registered with the same tier, the arguments the tool
-    /// would run with hash to the approved ones. Anything else refuses.
+    /// would run with hash to the approved ones, and the stored card taken back by its
+    /// writers (a card that showed files refuses unless the call is held to their
+    /// hashes). Anything else refuses.
     pub fn resume_durable(
         &self,
         tool: &str,
@@ -198,12 +204,45 @@ impl TierGate {
             Ok(false) => return refuse(tier, "the approval was already used"),
             Err(error) => return refuse(tier, &error.to_string()),
         }
+        // What the card promised (the hashes of the files it showed) comes back from the
+        // stored row, not from this process's memory, which a restart emptied.
+        if let Err(text) = self.tiers.resume_card(tool, arguments, &row.card) {
+            tracing::error!(tool, tool_use_id, approval_id = %row.id, reason = %text, "stored approval refused");
+            self.emit_error(
+                ErrorSite::TierGate,
+                format!("stored approval refused: {text}"),
+                tool,
+                tool_use_id,
+            );
+            let mut check = Check::refuse(text, Approval::Refused, tier, DecidedBy::Policy);
+            check.approval_id = Some(row.id.to_string());
+            return check;
+        }
         tracing::info!(tool, tool_use_id, approval_id = %row.id, "stored approval checked and consumed");
         let mut check = Check::refuse(String::new(), Approval::Approved, tier, decided_by);
         check.allowed = true;
         check.refusal_text = None;
         check.approval_id = Some(row.id.to_string());
         check
+    }
+
+    /// Announces the questions stored since the last call (the `approval_requested` audit
+    /// line, which the turn forwards to its channel and the hub to every channel). The
+    /// turn calls it once the loop returned, its paused state saved; with `saved` false
+    /// (the loop failed) they are dropped unannounced, and the next start cancels them.
+    pub fn announce_stored(&self, saved: bool) {
+        let questions = std::mem::take(
+            &mut *self
+                .unannounced
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if !saved {
+            return;
+        }
+        for question in questions {
+            self.events.emit(&AuditEvent::ApprovalRequested(question));
+        }
     }
 
     /// The call of `row` was dispatched and its result never stored: closes the row as

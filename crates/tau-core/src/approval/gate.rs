@@ -52,6 +52,17 @@ pub trait TierLookup: Send + Sync {
     fn check_input(&self, _tool: &str, _arguments: &Value) -> Result<(), String> {
         Ok(())
     }
+
+    /// A stored question's card, right before its approved call runs; `Err` is the text
+    /// the model reads instead, and the call does not run. A card that showed files
+    /// refuses unless something holds the call to them.
+    fn resume_card(&self, _tool: &str, _arguments: &Value, card: &CallCard) -> Result<(), String> {
+        if card.shown_files.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::card::SHOWN_FILES_UNCHECKED_TEXT.to_owned())
+        }
+    }
 }
 
 /// Why an approver gave no answer, and what the model reads then (the refusal text when
@@ -236,6 +247,9 @@ pub struct TierGate {
     prompt_lock: tokio::sync::Mutex<()>,
     /// Set where a person's grants apply: checked before asking, offered on questions.
     pub(super) grants: Option<GateGrants>,
+    /// Stored questions not shown to anyone yet: announced once the turn's paused state
+    /// is saved ([`TierGate::announce_stored`]).
+    pub(super) unannounced: std::sync::Mutex<Vec<ApprovalQuestion>>,
 }
 
 const SUMMARY_CHARS: usize = 200;
@@ -254,6 +268,7 @@ impl TierGate {
             next_exemption: AtomicU64::new(0),
             prompt_lock: tokio::sync::Mutex::new(()),
             grants: None,
+            unannounced: std::sync::Mutex::default(),
         }
     }
 

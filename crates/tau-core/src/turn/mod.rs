@@ -3,6 +3,7 @@
 //! and streams it to the channel as `ChannelEvent`s (`project.rs`).
 
 mod durable;
+mod output;
 mod project;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,6 +22,7 @@ use crate::config::CoreConfig;
 use crate::i18n::{Language, Notice};
 
 pub use durable::waits_on;
+pub use output::output_blocks;
 pub(crate) use project::TurnForwarder;
 pub use project::{ChannelSink, from_audit};
 
@@ -241,6 +243,9 @@ impl TauAgent {
             };
             self.agent.set_limits(limits);
             let result = self.agent.invoke(input, Some(&turn.events())).await;
+            // The paused state is saved (and flushed) when the loop returns: only now may
+            // the questions it stored be shown.
+            self.gate.announce_stored(result.is_ok());
             let result = match result {
                 Ok(result) => result,
                 Err(source) => return Err(self.fail(turn, source, calls, usage)),

@@ -98,10 +98,13 @@ pub(crate) fn from_loop(event: TurnEvent, gate: &TierGate) -> Option<ChannelEven
             call_id: tool_use_id,
             message,
         }),
-        TurnEvent::ToolResult { .. }
-        | TurnEvent::Throttled { .. }
-        | TurnEvent::ContextReduced { .. }
-        | TurnEvent::Stop { .. } => None,
+        TurnEvent::ToolResult { result } => Some(ChannelEvent::ToolOutput {
+            blocks: super::output_blocks(&result),
+            call_id: result.tool_use_id,
+        }),
+        TurnEvent::Throttled { .. } | TurnEvent::ContextReduced { .. } | TurnEvent::Stop { .. } => {
+            None
+        }
     }
 }
 

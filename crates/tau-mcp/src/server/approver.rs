@@ -213,6 +213,7 @@ mod tests {
                     word: "garage-door".into(),
                     code: "47".into(),
                 }),
+                ..Default::default()
             },
         };
         let wire = serde_json::to_value(question(&request).unwrap()).unwrap();

@@ -355,3 +355,77 @@ async fn bad_arguments_are_refused_before_anything_runs() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn the_file_changed_texts_are_byte_exact() {
+    assert_eq!(
+        file_changed_text("setup.sh", Some("ab"), Some("cd")),
+        "the command did not run: setup.sh changed after the user was shown it (SHA-256 ab \
+         then, cd now)"
+    );
+    assert_eq!(
+        file_changed_text("setup.sh", Some("ab"), None),
+        "the command did not run: setup.sh changed after the user was shown it (SHA-256 ab \
+         then, unreadable now)"
+    );
+    assert_eq!(
+        file_changed_text("setup.sh", None, Some("cd")),
+        "the command did not run: setup.sh could not be read when the user was asked, so they \
+         could not see what it would run"
+    );
+}
+
+/// A stored question's card, handed to a tau that wrote nothing (it restarted): the
+/// pins it brings back hold the call as the first process's would have.
+#[tokio::test]
+async fn pins_a_stored_card_brings_back_hold_the_call() {
+    use crate::command_card::CommandCard;
+    use tau_core::{CardWriter, Resumed};
+
+    let (dir, tool) = default_setup();
+    let asked_by = Arc::new(Written::default());
+    let asking = CommandCard {
+        workspace: Workspace::open(dir.path()).unwrap(),
+        sandbox: Sandbox::Off,
+        written: Arc::clone(&asked_by),
+    };
+    std::fs::write(dir.path().join("setup.sh"), "echo original >> ran.txt\n").unwrap();
+    asked_by.record("setup.sh");
+    let arguments = json!({"command": "sh setup.sh"});
+    let mut card = tau_core::CallCard::default();
+    asking.write("run_command", &arguments, &mut card);
+    assert_eq!(card.shown_files.len(), 1);
+
+    // The restarted process: its tool and its card writer share a ledger that is empty.
+    let written = Arc::new(Written::default());
+    let tool = tool.recording(Arc::clone(&written));
+    let resuming = CommandCard {
+        workspace: Workspace::open(dir.path()).unwrap(),
+        sandbox: Sandbox::Off,
+        written,
+    };
+    std::fs::write(dir.path().join("setup.sh"), "echo edited >> ran.txt\n").unwrap();
+    assert_eq!(
+        resuming.resume("run_command", &arguments, &card),
+        Ok(Resumed::HoldsShownFiles)
+    );
+    let refused = run(&tool, arguments.clone()).await.unwrap_err();
+    assert!(
+        refused
+            .message
+            .starts_with("the command did not run: setup.sh changed after the user was shown it"),
+        "{}",
+        refused.message
+    );
+    assert!(!dir.path().join("ran.txt").exists());
+
+    // Positive control: the file as shown runs.
+    std::fs::write(dir.path().join("setup.sh"), "echo original >> ran.txt\n").unwrap();
+    resuming.resume("run_command", &arguments, &card).unwrap();
+    let output = run(&tool, arguments).await.unwrap();
+    assert_eq!(output.status, ToolResultStatus::Success);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ran.txt")).unwrap(),
+        "original\n"
+    );
+}

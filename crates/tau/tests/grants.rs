@@ -1,0 +1,123 @@
+//! `tau grants`: the list shows what each live grant covers, and a revoke ends it at once
+//! and writes its audit line.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::Tau;
+use jiff::{SignedDuration, Timestamp};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use tau_protocol::{DecidedBy, Grant, GrantId, GrantScope, SessionId, Tier};
+use tau_state::{GrantedCall, StateDb, canonical_arguments};
+
+fn stored(tau: &Tau, id: &str) -> StateDb {
+    std::fs::create_dir_all(tau.home()).unwrap();
+    let db = StateDb::open(&tau.home().join("state.db")).unwrap();
+    let arguments = json!({"command": "npm run test"});
+    let now = Timestamp::now();
+    db.create_grant(&Grant {
+        id: GrantId::parse(id).unwrap(),
+        tool: "run_command".into(),
+        tier: Tier::Physical,
+        schema_sha256: "0".repeat(64),
+        arguments_sha256: canonical_arguments(&arguments).1,
+        arguments,
+        card_sha256: "1".repeat(64),
+        scope: GrantScope::Conversation,
+        channel: "terminal".into(),
+        session: "s1".into(),
+        person: None,
+        created_by: DecidedBy::person("terminal"),
+        approval_id: None,
+        created_at: now.to_string(),
+        expires_at: (now + SignedDuration::from_hours(24)).to_string(),
+        uses: 0,
+        max_uses: None,
+        last_used_at: None,
+        revoked_at: None,
+        revoked_by: None,
+    })
+    .unwrap();
+    db
+}
+
+#[test]
+fn a_revoked_grant_leaves_the_list_covers_nothing_and_is_audited() {
+    let tau = Tau::new();
+    let empty = tau.run(&["grants", "list"], "");
+    assert_eq!(
+        (empty.code, empty.stdout.as_str()),
+        (0, "no grants: every tier-2 call is asked\n")
+    );
+    let db = stored(&tau, "gr_0123456789abcdef");
+    let listed = tau.run(&["grants", "list"], "");
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(
+        listed
+            .stdout
+            .starts_with("gr_0123456789abcdef  run_command (tier 2)  conversation s1\n"),
+        "{}",
+        listed.stdout
+    );
+    assert!(
+        listed
+            .stdout
+            .contains(r#"arguments {"command":"npm run test"}"#),
+        "{}",
+        listed.stdout
+    );
+
+    let revoked = tau.run(&["grants", "revoke", "gr_0123456789abcdef"], "");
+    assert_eq!(revoked.code, 0, "{}", revoked.stderr);
+    assert_eq!(
+        revoked.stdout,
+        "revoked gr_0123456789abcdef (run_command after 0 uses): the next such call is asked\n"
+    );
+    let call = GrantedCall {
+        tool: "run_command",
+        tier: Tier::Physical,
+        schema_sha256: &"0".repeat(64),
+        arguments_sha256: &canonical_arguments(&json!({"command": "npm run test"})).1,
+        card_sha256: &"1".repeat(64),
+        channel: "terminal",
+        session: &SessionId::parse("s1").unwrap(),
+        person: None,
+    };
+    assert_eq!(db.use_grant(&call, Timestamp::now()).unwrap(), None);
+    let lines: Vec<_> = tau
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["type"] == "grant_revoked")
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            json!({"type": "grant_revoked", "grant_id": "gr_0123456789abcdef", "tool": "run_command", "revoked_by": {"kind": "person", "channel": "cli"}, "uses": 0})
+        ]
+    );
+    assert_eq!(
+        tau.run(&["grants", "list"], "").stdout,
+        "no grants: every tier-2 call is asked\n"
+    );
+    let again = tau.run(&["grants", "revoke", "gr_0123456789abcdef"], "");
+    assert_eq!(again.stdout, "gr_0123456789abcdef was revoked already\n");
+}
+
+#[test]
+fn a_revoke_names_a_grant_or_says_why_not() {
+    let tau = Tau::new();
+    for (id, message) in [
+        ("npm*", "is not a grant id (tau grants list shows them)"),
+        ("gr_nothere", "no grant gr_nothere"),
+    ] {
+        let run = tau.run(&["grants", "revoke", id], "");
+        assert_ne!(run.code, 0, "{id}");
+        assert!(run.stderr.contains(message), "{id}: {}", run.stderr);
+    }
+}
