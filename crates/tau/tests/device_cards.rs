@@ -176,6 +176,45 @@ fn a_garage_opens_only_with_its_second_step_never_a_bare_yes() {
 }
 
 #[test]
+fn a_garage_is_offered_no_grant_so_always_opens_nothing_and_it_is_asked_again() {
+    let Some(home) = home() else { return };
+    let tau = Tau::new();
+    let config = config(&tau, home.broker.port, "");
+    // The same call twice: `always` refuses the first, and the second is asked again.
+    let run = chat(
+        &tau,
+        &config,
+        &[open_garage("guests"), open_garage("guests")],
+        "always\ngarage-door\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stdout.contains("type always"), "{}", run.stdout);
+    assert!(!run.stdout.contains("A grant covers"), "{}", run.stdout);
+    assert_eq!(
+        calls(&tau),
+        [
+            ("device_set".into(), "refused".into(), "rejected".into()),
+            ("device_set".into(), "success".into(), "approved".into()),
+        ]
+    );
+    let events = tau.audit_events();
+    let asked: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "approval_requested")
+        .collect();
+    assert_eq!(asked.len(), 2, "{events:#?}");
+    assert!(asked.iter().all(|e| e.get("grant").is_none()), "{asked:#?}");
+    assert!(
+        !events.iter().any(|e| e["type"] == "grant_created"),
+        "{events:#?}"
+    );
+    assert_eq!(
+        home.garage.wait_for_commands(1, Duration::from_secs(20)),
+        ["OPEN"]
+    );
+}
+
+#[test]
 fn with_confirm_high_risk_off_a_plain_yes_opens_it() {
     let Some(home) = home() else { return };
     let tau = Tau::new();
@@ -187,6 +226,13 @@ fn with_confirm_high_risk_off_a_plain_yes_opens_it() {
     let run = chat(&tau, &config, &[open_garage("dinner guests")], "y\n");
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("└─ run it? [y/N]"), "{}", run.stdout);
+    // Without a second step the question offers a grant like any other.
+    assert!(
+        run.stdout
+            .contains("type always to approve it and make that grant"),
+        "{}",
+        run.stdout
+    );
     assert_eq!(
         home.garage.wait_for_commands(1, Duration::from_secs(20)),
         ["OPEN"]
