@@ -21,6 +21,22 @@ pub fn random_id(prefix: &str) -> Result<String, NoRandomness> {
     Ok(id)
 }
 
+/// Two random digits, `10` to `99`: the number a person types or presses to pass a
+/// question's second step. Drawn anew for every question, so no answer carries over.
+pub fn random_code() -> Result<String, NoRandomness> {
+    let mut bytes = [0u8; 2];
+    getrandom::fill(&mut bytes).map_err(|e| NoRandomness(e.to_string()))?;
+    // 65536 = 90 * 728 + 16: drop the 16 values past the last whole round, so every
+    // number is equally likely.
+    loop {
+        let value = u16::from_le_bytes(bytes);
+        if value < 90 * 728 {
+            return Ok((10 + value % 90).to_string());
+        }
+        getrandom::fill(&mut bytes).map_err(|e| NoRandomness(e.to_string()))?;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,5 +53,17 @@ mod tests {
                 .bytes()
                 .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
         );
+    }
+
+    #[test]
+    fn codes_are_two_digits_and_vary() {
+        let codes: std::collections::BTreeSet<String> =
+            (0..200).map(|_| random_code().unwrap()).collect();
+        assert!(
+            codes
+                .iter()
+                .all(|c| c.len() == 2 && (10..=99).contains(&c.parse::<u32>().unwrap()))
+        );
+        assert!(codes.len() > 20, "{codes:?}");
     }
 }

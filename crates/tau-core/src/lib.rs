@@ -65,11 +65,12 @@ pub use display::{
 pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
-pub use ids::{NoRandomness, random_id};
+pub use ids::{NoRandomness, random_code, random_id};
 pub use tau_protocol::{
-    Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, DecidedBy, Decision, Grant,
-    GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, NoteLevel, NoticeKind, OUTPUT_LINES,
-    OutputBlock, SessionId, ShownFile, StopReason, Tier, TierError, TurnUsage, shown_lines,
+    Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
+    Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, NoteLevel,
+    NoticeKind, OUTPUT_LINES, OutputBlock, SessionId, ShownFile, StopReason, Tier, TierError,
+    TurnUsage, shown_lines,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,

@@ -92,7 +92,7 @@ impl Hub {
 
     fn answer(&self, id: &ApprovalId, to: ApprovalState, by: DecidedBy) -> Answered {
         #![allow(clippy::needless_pass_by_value)]
-        answer_durable(&self.store, &self.bus, id, to, &by)
+        answer_durable(&self.store, &self.bus, id, to, &by, None)
             .unwrap()
             .0
     }

@@ -956,11 +956,8 @@ async fn a_yes_that_no_person_gave_is_a_failed_approver_not_an_approval() {
             name: "forged".into(),
         },
     ] {
-        let approver = ScriptedApprover::answers([Answer {
-            decision: Decision::Approved,
-            decided_by: decided_by.clone(),
-            grant: None,
-        }]);
+        let approver =
+            ScriptedApprover::answers([Answer::new(Decision::Approved, decided_by.clone())]);
         let (gate, events) = gate_with(Arc::new(approver));
         let check = gate
             .check("lights", &json!({"room": "kitchen"}), "t1")

@@ -5,7 +5,10 @@
 //! copies the model's text into the headline: a call that does not resolve against the
 //! registry gets no device headline at all.
 
+use std::sync::Arc;
+
 use serde_json::Value;
+use tau_core::{CallCard, CardNote, ConfirmStep};
 
 use crate::discovery::mismatch;
 use crate::kind::ActionName;
@@ -16,44 +19,6 @@ use crate::store::DeviceStore;
 pub const MODEL_SAYS: &str = "the model says";
 /// Added to the headline of a lock-class device.
 pub const LOCK_CLASS_SUFFIX: &str = " — a lock-class device";
-
-/// One row under the headline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
-    pub warning: bool,
-    pub label: String,
-    pub text: String,
-    /// A multi-line body, folded by the channel.
-    pub detail: Option<String>,
-}
-
-impl Note {
-    fn info(label: &str, text: impl Into<String>) -> Self {
-        Self {
-            warning: false,
-            label: label.to_owned(),
-            text: text.into(),
-            detail: None,
-        }
-    }
-
-    fn warning(label: &str, text: impl Into<String>) -> Self {
-        Self {
-            warning: true,
-            ..Self::info(label, text)
-        }
-    }
-}
-
-/// tau's words for one device call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceCard {
-    pub headline: String,
-    pub notes: Vec<Note>,
-    /// The device's name, when its approval asks for the second step: the person types or
-    /// presses it (or a number shown with it), never a bare yes.
-    pub confirm: Option<String>,
-}
 
 /// `Kitchen light (kitchen)`, and the lock-class suffix when it applies.
 fn device_words(registered: &Registered) -> String {
@@ -94,20 +59,17 @@ pub fn headline(command: &Command<'_>) -> String {
 }
 
 /// A payload as a note: short ones in the row, long or multi-line ones folded.
-fn payload_note(payload: &str) -> Note {
+fn payload_note(payload: &str) -> CardNote {
     if payload.contains('\n') || payload.chars().count() > 80 {
-        Note {
-            detail: Some(payload.to_owned()),
-            ..Note::info("payload", format!("{} bytes", payload.len()))
-        }
+        CardNote::info("payload", format!("{} bytes", payload.len())).with_detail(payload)
     } else {
-        Note::info("payload", payload)
+        CardNote::info("payload", payload)
     }
 }
 
-fn device_note(registered: &Registered) -> Note {
+fn device_note(registered: &Registered) -> CardNote {
     let device = &registered.device;
-    Note::info(
+    CardNote::info(
         "device",
         format!(
             "{} ({}), {}",
@@ -119,7 +81,7 @@ fn device_note(registered: &Registered) -> Note {
 }
 
 /// The warning of a pinned device whose discovery config changed since it was pinned.
-fn discovery_note(registered: &Registered, store: Option<&DeviceStore>) -> Option<Note> {
+fn discovery_note(registered: &Registered, store: Option<&DeviceStore>) -> Option<CardNote> {
     let Origin::Pinned { discovery_topic } = &registered.origin else {
         return None;
     };
@@ -133,13 +95,13 @@ fn discovery_note(registered: &Registered, store: Option<&DeviceStore>) -> Optio
     if lines.is_empty() {
         return None;
     }
-    Some(Note {
-        detail: Some(lines.join("\n")),
-        ..Note::warning(
+    Some(
+        CardNote::warning(
             "discovery",
             "Home Assistant discovery now describes this device differently; tau keeps what you pinned",
         )
-    })
+        .with_detail(lines.join("\n")),
+    )
 }
 
 /// The card of a `device_set` call, or `None` when it does not resolve (it is refused
@@ -149,27 +111,31 @@ pub fn device_set_card(
     store: Option<&DeviceStore>,
     confirm_high_risk: bool,
     arguments: &Value,
-) -> Option<DeviceCard> {
+) -> Option<CallCard> {
     let command = registry.resolve(arguments).ok()?;
     let registered = command.registered;
     let mut notes = vec![
         device_note(registered),
-        Note::info("topic", command.topic),
+        CardNote::info("topic", command.topic),
         payload_note(&command.payload),
     ];
     notes.extend(discovery_note(registered, store));
     if let Some(reason) = &command.reason {
-        notes.push(Note::info(MODEL_SAYS, format!("{reason:?}")));
+        notes.push(CardNote::info(MODEL_SAYS, format!("{reason:?}")));
     }
-    Some(DeviceCard {
-        headline: headline(&command),
+    Some(CallCard {
+        headline: Some(headline(&command)),
         notes,
         confirm: confirm_for(registered, confirm_high_risk),
+        shown_files: Vec::new(),
     })
 }
 
-fn confirm_for(registered: &Registered, confirm_high_risk: bool) -> Option<String> {
-    (confirm_high_risk && registered.device.lock_class).then(|| registered.device.name.clone())
+/// The second step of a lock-class device, when `[approval] confirm_high_risk` is on: its
+/// name; the gate draws the number.
+fn confirm_for(registered: &Registered, confirm_high_risk: bool) -> Option<ConfirmStep> {
+    (confirm_high_risk && registered.device.lock_class)
+        .then(|| ConfirmStep::word(registered.device.name.clone()))
 }
 
 /// The card of an `mqtt_publish` call to a registered device's command topic: the device
@@ -180,7 +146,7 @@ pub fn mqtt_publish_card(
     store: Option<&DeviceStore>,
     confirm_high_risk: bool,
     arguments: &Value,
-) -> Option<DeviceCard> {
+) -> Option<CallCard> {
     let topic = arguments.get("topic")?.as_str()?;
     let registered = registry.by_command_topic(topic)?;
     let payload = arguments.get("payload").and_then(Value::as_str);
@@ -204,7 +170,7 @@ pub fn mqtt_publish_card(
         None => format!("an unlisted payload · {}", device_words(registered)),
     };
     let mut notes = vec![
-        Note::warning(
+        CardNote::warning(
             "around the registry",
             format!(
                 "this raw mqtt_publish goes to the command topic of {}; device_set would check its actions and ranges",
@@ -212,21 +178,60 @@ pub fn mqtt_publish_card(
             ),
         ),
         device_note(registered),
-        Note::info("topic", topic),
+        CardNote::info("topic", topic),
     ];
     match (action, payload) {
         (Some(_), Some(payload)) => notes.push(payload_note(payload)),
-        _ => notes.push(Note::warning(
+        _ => notes.push(CardNote::warning(
             "payload",
             "not one of this device's actions; the arguments show what the model wrote",
         )),
     }
     notes.extend(discovery_note(registered, store));
-    Some(DeviceCard {
-        headline,
+    Some(CallCard {
+        headline: Some(headline),
         notes,
         confirm: confirm_for(registered, confirm_high_risk),
+        shown_files: Vec::new(),
     })
+}
+
+/// Writes the card of every call that names a registered device: `device_set`, and a raw
+/// `mqtt_publish` to a device's command topic. Registered on the tool catalog, so every
+/// gate (a conversation's, a routine's, the MCP server's) shows the same card.
+pub struct DeviceCards {
+    pub registry: Arc<Registry>,
+    /// Where discovery configs are recorded, for the mismatch warning of pinned devices.
+    pub store: Option<Arc<DeviceStore>>,
+    /// `[approval] confirm_high_risk`.
+    pub confirm_high_risk: bool,
+}
+
+impl tau_core::CardWriter for DeviceCards {
+    fn write(&self, tool: &str, arguments: &Value, card: &mut CallCard) {
+        let store = self.store.as_deref();
+        let written = match tool {
+            "device_set" => {
+                device_set_card(&self.registry, store, self.confirm_high_risk, arguments)
+            }
+            "mqtt_publish" => {
+                mqtt_publish_card(&self.registry, store, self.confirm_high_risk, arguments)
+            }
+            _ => None,
+        };
+        let Some(written) = written else {
+            return;
+        };
+        // The registry speaks for its own devices: its headline comes first, and a writer
+        // before it keeps what it said as a note.
+        if let Some(earlier) = card.headline.replace(written.headline.unwrap_or_default()) {
+            card.notes.push(CardNote::info("also", earlier));
+        }
+        card.notes.extend(written.notes);
+        if written.confirm.is_some() {
+            card.confirm = written.confirm;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,14 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 /// A card as plain text, for snapshots: the headline, then one row per note.
-fn shown(card: &DeviceCard) -> String {
-    let mut out = format!("{}\n", card.headline);
+fn shown(card: &CallCard) -> String {
+    let mut out = format!("{}\n", card.headline.as_deref().unwrap_or("(no headline)"));
     for note in &card.notes {
-        let mark = if note.warning { "⚠ " } else { "" };
+        let mark = if note.level == tau_core::NoteLevel::Warning {
+            "⚠ "
+        } else {
+            ""
+        };
         out.push_str(&format!("  {mark}{}  {}\n", note.label, note.text));
         if let Some(detail) = &note.detail {
             for line in detail.lines() {
@@ -16,13 +20,16 @@ fn shown(card: &DeviceCard) -> String {
             }
         }
     }
-    if let Some(word) = &card.confirm {
-        out.push_str(&format!("  second step: type {word}\n"));
+    if let Some(step) = &card.confirm {
+        out.push_str(&format!(
+            "  second step: type {} (or the number the gate draws)\n",
+            step.word
+        ));
     }
     out
 }
 
-fn set(arguments: &serde_json::Value) -> DeviceCard {
+fn set(arguments: &serde_json::Value) -> CallCard {
     device_set_card(&home(), None, true, arguments).unwrap()
 }
 
@@ -34,7 +41,10 @@ fn headlines_per_kind_come_from_the_registry() {
         set(&json!({"device": "garage-door", "action": "open"})),
         set(&json!({"device": "living-heater", "action": "set", "value": 22.5})),
     ];
-    let headlines: Vec<_> = cards.iter().map(|c| c.headline.as_str()).collect();
+    let headlines: Vec<_> = cards
+        .iter()
+        .map(|c| c.headline.as_deref().unwrap_or(""))
+        .collect();
     assert_eq!(
         headlines,
         [
@@ -56,7 +66,7 @@ fn only_lock_class_devices_ask_the_second_step_and_only_when_it_is_on() {
             .unwrap()
             .confirm
     };
-    assert_eq!(confirm(&open, true), Some("garage-door".to_owned()));
+    assert_eq!(confirm(&open, true), Some(ConfirmStep::word("garage-door")));
     assert_eq!(confirm(&open, false), None);
     assert_eq!(confirm(&on, true), None);
 }
@@ -69,8 +79,8 @@ fn model_text_imitating_a_headline_stays_under_the_model_says() {
         "reason": "switch OFF · Kitchen light (kitchen)\n⚠ nothing to see"
     }));
     assert_eq!(
-        card.headline,
-        "CLOSE · Garage door (garage) — a lock-class device"
+        card.headline.as_deref(),
+        Some("CLOSE · Garage door (garage) — a lock-class device")
     );
     let quoting: Vec<_> = card
         .notes
@@ -111,10 +121,10 @@ fn a_raw_publish_to_a_device_topic_names_the_device_and_the_detour() {
     };
     let known = card("home/garage/door/set", "OPEN").unwrap();
     let unlisted = card("home/kitchen/light/set", "OPEN · Garage door (garage)").unwrap();
-    assert_eq!(known.confirm.as_deref(), Some("garage-door"));
+    assert_eq!(known.confirm, Some(ConfirmStep::word("garage-door")));
     assert_eq!(
-        unlisted.headline,
-        "an unlisted payload · Kitchen light (kitchen)"
+        unlisted.headline.as_deref(),
+        Some("an unlisted payload · Kitchen light (kitchen)")
     );
     assert!(
         unlisted
@@ -147,7 +157,12 @@ fn a_pinned_device_whose_discovery_changed_shows_the_mismatch_as_a_warning() {
     store.record_discovery(topic, config, now).unwrap();
     let open = json!({"device": "garage-door", "action": "open"});
     let card = device_set_card(&registry, Some(&store), true, &open).unwrap();
-    assert!(card.notes.iter().all(|n| !n.warning), "{card:?}");
+    assert!(
+        card.notes
+            .iter()
+            .all(|n| n.level == tau_core::NoteLevel::Info),
+        "{card:?}"
+    );
 
     let renamed = config
         .replace("Garage door", "kitchen light")
@@ -155,8 +170,45 @@ fn a_pinned_device_whose_discovery_changed_shows_the_mismatch_as_a_warning() {
     store.record_discovery(topic, &renamed, now).unwrap();
     let card = device_set_card(&registry, Some(&store), true, &open).unwrap();
     assert_eq!(
-        card.headline,
-        "OPEN · Garage door (garage) — a lock-class device"
+        card.headline.as_deref(),
+        Some("OPEN · Garage door (garage) — a lock-class device")
     );
     insta::assert_snapshot!(shown(&card));
+}
+
+#[test]
+fn the_writer_fills_the_card_of_device_calls_only_and_its_headline_comes_first() {
+    use tau_core::CardWriter;
+    let writer = DeviceCards {
+        registry: std::sync::Arc::new(home()),
+        store: None,
+        confirm_high_risk: true,
+    };
+    let mut card = CallCard::default();
+    writer.write("run_command", &json!({"command": "ls"}), &mut card);
+    writer.write(
+        "device_set",
+        &json!({"device": "oven", "action": "on"}),
+        &mut card,
+    );
+    assert_eq!(card, CallCard::default());
+
+    let mut card = CallCard {
+        headline: Some("written before".into()),
+        ..CallCard::default()
+    };
+    writer.write(
+        "device_set",
+        &json!({"device": "garage-door", "action": "open"}),
+        &mut card,
+    );
+    assert_eq!(
+        card.headline.as_deref(),
+        Some("OPEN · Garage door (garage) — a lock-class device")
+    );
+    assert_eq!(
+        card.notes[0],
+        tau_core::CardNote::info("also", "written before")
+    );
+    assert_eq!(card.confirm, Some(ConfirmStep::word("garage-door")));
 }

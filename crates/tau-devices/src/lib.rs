@@ -19,10 +19,12 @@
 //!   device differs from what discovery says now
 //! - `store.rs`: the tables in `state.db` (stored devices, seen discovery configs, states)
 //! - `watch.rs`: records the discovery configs of pinned devices while tau runs
+//! - `example.rs`: an example home and its questions, which every channel's tests render
 
 mod card;
 mod def;
 mod discovery;
+pub mod example;
 mod kind;
 mod registry;
 mod store;
@@ -30,7 +32,7 @@ mod tools;
 mod watch;
 
 pub use card::{
-    DeviceCard, LOCK_CLASS_SUFFIX, MODEL_SAYS, Note, device_set_card, headline, mqtt_publish_card,
+    DeviceCards, LOCK_CLASS_SUFFIX, MODEL_SAYS, device_set_card, headline, mqtt_publish_card,
 };
 pub use def::{
     ActionDef, ActionPayload, Device, DeviceDef, DeviceError, MAX_NAME_CHARS, Range, RangeDef,
@@ -40,5 +42,5 @@ pub use discovery::{Proposal, filters, mismatch, name_proposals, propose};
 pub use kind::{ActionName, DeviceKind};
 pub use registry::{Command, Origin, Registered, Registry, RegistryError, number};
 pub use store::{DeviceStore, SeenConfig, SeenState, StoreError, StoredDevice, StoredRow};
-pub use tools::{DeviceTools, ReadWait};
+pub use tools::{DEVICE_SET_EFFECT, DeviceTools, ReadWait};
 pub use watch::{pinned_topics, watch_discovery};

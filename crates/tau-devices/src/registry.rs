@@ -30,7 +30,7 @@ pub enum Origin {
 impl Origin {
     pub fn describe(&self) -> String {
         match self {
-            Self::Config => "from tau.toml".to_owned(),
+            Self::Config => "from the config".to_owned(),
             Self::Added => "added with tau devices add".to_owned(),
             Self::Pinned { discovery_topic } => {
                 format!("pinned from Home Assistant discovery at {discovery_topic}")

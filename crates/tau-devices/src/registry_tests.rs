@@ -118,7 +118,7 @@ fn names_and_command_topics_are_unique() {
     .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "devices.garage-door: a device named 'garage-door' is already registered (from tau.toml)"
+        "devices.garage-door: a device named 'garage-door' is already registered (from the config)"
     );
     let twin = DeviceDef {
         name: "garage-twin".into(),

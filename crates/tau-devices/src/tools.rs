@@ -19,6 +19,10 @@ use crate::kind::ActionName;
 use crate::registry::{MAX_REASON_CHARS, Registered, Registry, range_text};
 use crate::store::DeviceStore;
 
+/// The effect line `device_set` is registered with: tau's words, whatever the call.
+pub const DEVICE_SET_EFFECT: &str =
+    "sends a command to a device in tau's registry — this acts on the real device the card names";
+
 /// Connecting, publishing and the broker's acknowledgement together.
 const SET_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -125,7 +129,7 @@ impl DeviceSet {
                 catalogue(registry, true)
             ),
             Tier::Physical,
-            "sends a command to a device in tau's registry — this acts on the real device the card names",
+            DEVICE_SET_EFFECT,
         )
         .input_schema(json!({
             "type": "object",

@@ -328,15 +328,16 @@ impl Hub {
         if row.channel != channel {
             return Err(unknown());
         }
-        let to = match reply {
-            Reply::Approve => ApprovalState::Approved,
-            Reply::Reject => ApprovalState::Rejected,
+        let (to, confirmation) = match reply {
+            Reply::Approve => (ApprovalState::Approved, None),
+            Reply::Confirm(typed) => (ApprovalState::Approved, Some(typed)),
+            Reply::Reject => (ApprovalState::Rejected, None),
         };
         let by = DecidedBy::Person {
             channel: channel.to_owned(),
             user,
         };
-        let answered = self.decide(&row, to, &by)?;
+        let answered = self.decide_as(&row, to, &by, confirmation.as_deref())?;
         if let Answered::Decided(_) = &answered {
             self.settle_later(&row.session).await;
         }
@@ -381,8 +382,25 @@ impl Hub {
         to: ApprovalState,
         by: &DecidedBy,
     ) -> Result<Answered, HubError> {
-        let (answered, closing) =
-            answer_durable(&self.inner.state, &self.bus(&row.session), &row.id, to, by)?;
+        self.decide_as(row, to, by, None)
+    }
+
+    /// [`Hub::decide`] with what the person typed or pressed for a second step.
+    fn decide_as(
+        &self,
+        row: &ApprovalRow,
+        to: ApprovalState,
+        by: &DecidedBy,
+        confirmation: Option<&str>,
+    ) -> Result<Answered, HubError> {
+        let (answered, closing) = answer_durable(
+            &self.inner.state,
+            &self.bus(&row.session),
+            &row.id,
+            to,
+            by,
+            confirmation,
+        )?;
         if let Some(event) = closing {
             self.publish(&row.session, SessionEvent::Turn(event));
         }

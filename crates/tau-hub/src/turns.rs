@@ -139,7 +139,9 @@ impl Hub {
     /// `pending -> superseded`; the state the row ends in (another answer may have won).
     fn supersede(&self, row: &ApprovalRow) -> Option<ApprovalState> {
         match self.decide(row, ApprovalState::Superseded, &DecidedBy::Superseded) {
-            Ok(Answered::Decided(row) | Answered::AlreadyDecided(row)) => Some(row.state),
+            Ok(
+                Answered::Decided(row) | Answered::AlreadyDecided(row) | Answered::StepMissing(row),
+            ) => Some(row.state),
             Ok(Answered::NotFound) => Some(ApprovalState::Cancelled),
             Err(error) => {
                 tracing::error!(approval_id = %row.id, %error, "cannot supersede a question");

@@ -46,9 +46,13 @@ impl ChannelEvents {
 }
 
 /// A person's answer to a stored question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
+    /// A plain yes. It does not approve a question whose card asks for a second step.
     Approve,
+    /// A yes with what the person typed or pressed for the second step (the device's name
+    /// or the number on its card); it approves only when that passes the step.
+    Confirm(String),
     Reject,
 }
 

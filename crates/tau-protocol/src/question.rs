@@ -50,6 +50,10 @@ pub struct CallCard {
     /// Facts and warnings, in the order they were written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<CardNote>,
+    /// The second, deliberate step approving this call takes (a lock-class device): every
+    /// channel asks for it, and a yes without it approves nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<ConfirmStep>,
     /// The files the card showed, each with the SHA-256 it had then: the call runs only
     /// while every one still has it. Kept with the stored question, so the check holds
     /// however many restarts lie between the question and its answer.
@@ -59,12 +63,45 @@ pub struct CallCard {
 
 impl CallCard {
     pub fn is_empty(&self) -> bool {
-        self.headline.is_none() && self.notes.is_empty() && self.shown_files.is_empty()
+        self.headline.is_none()
+            && self.notes.is_empty()
+            && self.confirm.is_none()
+            && self.shown_files.is_empty()
     }
 
     /// Adds a note at the end.
     pub fn push(&mut self, note: CardNote) {
         self.notes.push(note);
+    }
+}
+
+/// A second step a person takes to approve: typing (or pressing) the device's short name,
+/// or the two-digit number drawn for this one question and shown on its card. A bare yes
+/// (`y`, an Approve button alone) never passes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfirmStep {
+    /// The device's short name, as the model names it (`garage-door`).
+    pub word: String,
+    /// Two digits drawn for this question by the gate (`47`); empty until then.
+    pub code: String,
+}
+
+impl ConfirmStep {
+    /// A step that asks for `word`; the gate draws the code.
+    pub fn word(word: impl Into<String>) -> Self {
+        Self {
+            word: word.into(),
+            code: String::new(),
+        }
+    }
+
+    /// True when `typed` (spaces around it ignored) is the word, in any case, or the code.
+    /// Nothing else passes: not a yes, not an empty answer, not an undrawn code.
+    pub fn accepts(&self, typed: &str) -> bool {
+        let typed = typed.trim();
+        let word = !self.word.is_empty() && typed.eq_ignore_ascii_case(&self.word);
+        let code = self.code.len() == 2 && typed == self.code;
+        word || code
     }
 }
 
@@ -232,6 +269,49 @@ mod tests {
         assert_eq!(
             serde_json::from_value::<ApprovalQuestion>(value).unwrap(),
             question(CallCard::default())
+        );
+    }
+
+    #[test]
+    fn only_the_word_or_the_drawn_code_passes_the_second_step() {
+        let step = ConfirmStep {
+            word: "garage-door".into(),
+            code: "47".into(),
+        };
+        for typed in ["garage-door", " Garage-Door ", "47", "47\n"] {
+            assert!(step.accepts(typed), "{typed:?}");
+        }
+        for typed in [
+            "y",
+            "yes",
+            "e",
+            "evet",
+            "",
+            " ",
+            "4",
+            "470",
+            "garage",
+            "garage-door!",
+            "٤٧",
+        ] {
+            assert!(!step.accepts(typed), "{typed:?}");
+        }
+        let undrawn = ConfirmStep::word("garage-door");
+        assert!(!undrawn.accepts(""));
+        assert!(undrawn.accepts("garage-door"));
+        let value = serde_json::to_value(CallCard {
+            confirm: Some(step.clone()),
+            ..CallCard::default()
+        })
+        .unwrap();
+        assert_eq!(
+            value,
+            json!({"confirm": {"word": "garage-door", "code": "47"}})
+        );
+        assert!(
+            !serde_json::from_value::<CallCard>(value)
+                .unwrap()
+                .is_empty()
         );
     }
 

@@ -111,12 +111,7 @@ impl Approver for AskApprover {
             channel: self.channel.as_str().to_owned(),
             created_at: now,
             deadline,
-            card: {
-                let mut card = request.card.clone();
-                card.notes
-                    .insert(0, CardNote::info("routine", self.origin.clone()));
-                card
-            },
+            card: self.stored_card(&request.card),
         }
         .into_row();
         self.store
@@ -166,11 +161,7 @@ impl AskApprover {
                             now,
                         );
                         self.host.withdrawn(&row);
-                        return Ok(Answer {
-                            decision: Decision::Timeout,
-                            decided_by: DecidedBy::Timeout,
-                            grant: None,
-                        });
+                        return Ok(Answer::new(Decision::Timeout, DecidedBy::Timeout));
                     }
                     let left = crate::clock::until(now, row.deadline);
                     tokio::select! {
@@ -183,17 +174,21 @@ impl AskApprover {
                 }
                 ApprovalState::Approved => return self.approved(&row, request, decided_by),
                 ApprovalState::Expired => {
-                    return Ok(Answer {
-                        decision: Decision::Timeout,
-                        decided_by: DecidedBy::Timeout,
-                        grant: None,
-                    });
+                    return Ok(Answer::new(Decision::Timeout, DecidedBy::Timeout));
                 }
                 ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
                     return Ok(Answer::rejected(decided_by));
                 }
             }
         }
+    }
+
+    /// The card as stored: the gate's, with the note naming the routine first.
+    fn stored_card(&self, card: &tau_core::CallCard) -> tau_core::CallCard {
+        let mut card = card.clone();
+        card.notes
+            .insert(0, CardNote::info("routine", self.origin.clone()));
+        card
     }
 
     /// Checks an approved row again and consumes it; anything off fails the approver,
@@ -214,12 +209,18 @@ impl AskApprover {
         if !decided_by.is_person() {
             return Err(failed("the stored approval was not given by a person"));
         }
+        if row.card != self.stored_card(&request.card) {
+            return Err(failed("the stored question's card is not the one asked"));
+        }
+        // A stored yes to a question with a second step passed it when it was given
+        // (`answer_durable` refuses one that does not); the gate checks it again.
+        let answer = Answer::new(Decision::Approved, decided_by);
+        let answer = match &row.card.confirm {
+            Some(step) => answer.confirmed_with(step.code.clone()),
+            None => answer,
+        };
         match self.store.consume_approval(&row.id, Timestamp::now()) {
-            Ok(true) => Ok(Answer {
-                decision: Decision::Approved,
-                decided_by,
-                grant: None,
-            }),
+            Ok(true) => Ok(answer),
             Ok(false) => Err(failed("the approval was already used")),
             Err(error) => Err(failed(error.to_string())),
         }

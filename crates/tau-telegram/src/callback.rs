@@ -1,6 +1,8 @@
 //! What an inline button carries: `v1:<action>:<approval id>`. Versioned, so a button
 //! sent by an older tau is recognised as such instead of misread; the id is the approval
-//! row's unguessable id, so a button cannot be made up for a question one never saw.
+//! row's unguessable id, so a button cannot be made up for a question one never saw. A
+//! question with a second step has a number button for each number it shows
+//! (`v1:c47:<id>`) instead of Approve.
 
 /// Telegram's limit for a button's data, in bytes.
 const MAX_BYTES: usize = 64;
@@ -13,14 +15,17 @@ pub(crate) enum Action {
     Reject,
     /// Send the arguments whole.
     ShowAll,
+    /// Yes, pressing this number (10 to 99) for the question's second step.
+    Confirm(u8),
 }
 
 impl Action {
-    fn code(self) -> &'static str {
+    fn code(self) -> String {
         match self {
-            Self::Approve => "a",
-            Self::Reject => "r",
-            Self::ShowAll => "s",
+            Self::Approve => "a".to_owned(),
+            Self::Reject => "r".to_owned(),
+            Self::ShowAll => "s".to_owned(),
+            Self::Confirm(number) => format!("c{number}"),
         }
     }
 }
@@ -59,10 +64,19 @@ impl ButtonData {
             "a" => Action::Approve,
             "r" => Action::Reject,
             "s" => Action::ShowAll,
-            _ => return None,
+            other => Action::Confirm(confirm_number(other)?),
         };
         Some(Self::new(action, id))
     }
+}
+
+/// `c47` -> 47: `c` and two ASCII digits, 10 to 99.
+fn confirm_number(action: &str) -> Option<u8> {
+    let digits = action.strip_prefix('c')?;
+    if digits.len() != 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|n| (10..=99).contains(n))
 }
 
 /// An approval id as tau makes them: a short prefix, `_`, lowercase hex.
@@ -83,7 +97,13 @@ mod tests {
 
     #[test]
     fn every_action_round_trips_within_the_limit() {
-        for action in [Action::Approve, Action::Reject, Action::ShowAll] {
+        for action in [
+            Action::Approve,
+            Action::Reject,
+            Action::ShowAll,
+            Action::Confirm(10),
+            Action::Confirm(99),
+        ] {
             let data = ButtonData::new(action, ID);
             let text = data.encode();
             assert!(text.len() <= MAX_BYTES, "{text}");
@@ -92,6 +112,10 @@ mod tests {
         assert_eq!(
             ButtonData::new(Action::Approve, ID).encode(),
             format!("v1:a:{ID}")
+        );
+        assert_eq!(
+            ButtonData::new(Action::Confirm(47), ID).encode(),
+            format!("v1:c47:{ID}")
         );
     }
 
@@ -111,6 +135,13 @@ mod tests {
             "v1:a:../../etc".into(),
             format!("v1:a:{}", "a".repeat(60)),
             "v1:a:ap_\u{202e}1".into(),
+            format!("v1:c:{ID}"),
+            format!("v1:c4:{ID}"),
+            format!("v1:c09:{ID}"),
+            format!("v1:c100:{ID}"),
+            format!("v1:c+7:{ID}"),
+            format!("v1:C47:{ID}"),
+            format!("v1:c٤٧:{ID}"),
         ] {
             assert_eq!(ButtonData::parse(&bad), None, "{bad}");
         }

@@ -372,11 +372,15 @@ impl TelegramChannel {
         // 5. "Show all" shows; Approve and Reject decide, if it is still open
         let reply = match button.action {
             Action::ShowAll => {
-                self.to_chat(chat, ChatCommand::ShowAll(question.row.question()));
+                self.to_chat(
+                    chat,
+                    ChatCommand::ShowAll(Box::new(question.row.question())),
+                );
                 self.answer_press(&callback, "").await;
                 return;
             }
             Action::Approve => Reply::Approve,
+            Action::Confirm(number) => Reply::Confirm(number.to_string()),
             Action::Reject => Reply::Reject,
         };
         // 6. past its deadline: expired, whether or not the hub has marked it yet
@@ -394,6 +398,12 @@ impl TelegramChannel {
             Ok(Answered::Decided(row) | Answered::AlreadyDecided(row)) => {
                 tracing::info!(approval_id = %id, user = from, state = row.state.as_str(), "telegram: a question was answered");
                 outcome(&row, self.language, &self.zone)
+            }
+            Ok(Answered::StepMissing(_)) => {
+                // Not a yes: the question stays open, with its buttons.
+                refuse(PressRefusal::StepMissing);
+                self.answer_press(&callback, t.step_missing).await;
+                return;
             }
             Ok(Answered::NotFound) => t.gone.to_owned(),
             Err(error) => {

@@ -30,7 +30,7 @@ pub(crate) enum ChatCommand {
     /// A message of the channel's own (HTML).
     Say(String),
     /// Every argument of a question, whole.
-    ShowAll(ApprovalQuestion),
+    ShowAll(Box<ApprovalQuestion>),
     /// Make the question's message show how it ended, if it did.
     Close(String),
 }

@@ -49,9 +49,12 @@ impl From<ChannelEvent> for Happened {
 }
 
 /// A person's answer to a question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
+    /// The plain Approve button: not enough for a question with a second step.
     Approve,
+    /// A number button of a question with a second step: the number pressed.
+    Confirm(String),
     Reject,
 }
 
@@ -82,6 +85,9 @@ pub enum PressRefusal {
     OtherConversation,
     /// The button's data is not tau's, or names no question.
     Forged,
+    /// An owner's yes without the question's second step (the plain Approve, a wrong
+    /// number); the question stays open.
+    StepMissing,
 }
 
 impl PressRefusal {
@@ -91,6 +97,7 @@ impl PressRefusal {
             Self::ChatNotAllowed => "chat not allowed",
             Self::OtherConversation => "question of another conversation",
             Self::Forged => "button data not tau's",
+            Self::StepMissing => "a yes without the second step",
         }
     }
 }

@@ -44,16 +44,44 @@ pub(crate) fn question(
         html.push_str(&format!("\n{} {}", t.expires, escape(&shown)));
     }
     let id = &asked.approval_id;
-    let mut keyboard = vec![vec![
-        (
-            t.approve.to_owned(),
-            ButtonData::new(Action::Approve, id).encode(),
-        ),
-        (
-            t.reject.to_owned(),
-            ButtonData::new(Action::Reject, id).encode(),
-        ),
-    ]];
+    let reject = (
+        t.reject.to_owned(),
+        ButtonData::new(Action::Reject, id).encode(),
+    );
+    let step = asked.card.confirm.as_ref().map(|step| {
+        step.code
+            .parse::<u8>()
+            .ok()
+            .filter(|n| (10..=99).contains(n))
+    });
+    let mut keyboard = match step {
+        // A second step without a number to press cannot be passed here: Reject only.
+        Some(None) => vec![vec![reject]],
+        // A second step: the number to press among others, and no plain Approve.
+        Some(Some(code)) => {
+            html.push_str(&format!(
+                "\n\n<b>{}</b>",
+                escape(&t.second_step.replace("{code}", &code.to_string()))
+            ));
+            let numbers = numbers_shown(code)
+                .into_iter()
+                .map(|n| {
+                    (
+                        n.to_string(),
+                        ButtonData::new(Action::Confirm(n), id).encode(),
+                    )
+                })
+                .collect();
+            vec![numbers, vec![reject]]
+        }
+        None => vec![vec![
+            (
+                t.approve.to_owned(),
+                ButtonData::new(Action::Approve, id).encode(),
+            ),
+            reject,
+        ]],
+    };
     if cut {
         keyboard.push(vec![(
             t.show_all.to_owned(),
@@ -61,6 +89,18 @@ pub(crate) fn question(
         )]);
     }
     (html, keyboard)
+}
+
+/// The number of a second step among three others, in ascending order, so pressing takes
+/// reading the number first. The others follow from it, so the keyboard is the same each
+/// time the question is shown.
+fn numbers_shown(code: u8) -> Vec<u8> {
+    let mut numbers: Vec<u8> = [0u8, 29, 53, 71]
+        .iter()
+        .map(|offset| 10 + (code - 10 + offset) % 90)
+        .collect();
+    numbers.sort_unstable();
+    numbers
 }
 
 /// The message once the question is closed: the same question, then how it ended. No

@@ -177,6 +177,22 @@ fn arguments_that_are_not_an_object_are_shown_too() {
 }
 
 #[test]
+fn device_questions_of_every_kind_carry_tau_s_headline_and_a_lock_class_has_no_approve() {
+    let shown: Vec<String> = tau_devices::example::questions("telegram", "47")
+        .unwrap()
+        .iter()
+        .map(|question| self::shown(super::question(question, Language::En, &TimeZone::UTC)))
+        .collect();
+    let all = shown.join("\n\n=====\n\n");
+    // The model's reason imitating a headline is quoted under "the model says" only.
+    assert!(
+        !all.contains("<b>switch OFF · Kitchen light (kitchen)</b>"),
+        "{all}"
+    );
+    insta::assert_snapshot!(all);
+}
+
+#[test]
 fn times_are_shown_in_tau_s_zone_and_name_it() {
     let istanbul = TimeZone::get("Europe/Istanbul").unwrap();
     let (html, _) = question(&asked(json!({"command": "ls"})), Language::En, &istanbul);

@@ -42,37 +42,62 @@ impl Approver for TerminalApprover {
 
     async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         let id = &request.approval_id;
+        let step = request.card.confirm.as_ref();
         let mut asking = self.questions.ask(id);
         let reply = loop {
             match asking.next().await {
                 Heard::TooSoon(line) => self.console.too_soon(&line),
-                // A question taller than the screen: Enter shows more, and a yes before
-                // its end was on screen is no answer; anything else refuses as usual.
+                // A question taller than the screen: Enter shows more, and a yes (or the
+                // second step's answer) before its end was on screen is no answer;
+                // anything else refuses as usual.
                 Heard::Reply(Reply::Line(line)) if self.console.more_to_show(id) => {
                     if line.trim().is_empty() {
                         self.console.next_page(id);
-                    } else if parse_answer(Some(&line)) == Decision::Approved || is_always(&line) {
+                    } else if parse_answer(Some(&line)) == Decision::Approved
+                        || is_always(&line)
+                        || step.is_some_and(|step| step.accepts(&line))
+                    {
                         self.console.not_seen_yet(id, &line);
                     } else {
                         break Reply::Line(line);
                     }
                     asking = self.questions.ask(id);
                 }
+                // A question with a second step ignores a bare yes and asks again.
+                Heard::Reply(Reply::Line(line))
+                    if step.is_some_and(|step| !step.accepts(&line))
+                        && parse_answer(Some(&line)) == Decision::Approved =>
+                {
+                    self.console.step_needed(&line, id);
+                    asking = self.questions.ask(id);
+                }
                 Heard::Reply(reply) => break reply,
             }
         };
         Ok(match reply {
+            // A second step: its name or its number approves; anything else refuses. Such
+            // a question offers no grant, so `always` refuses here too.
+            Reply::Line(line) if step.is_some() => {
+                self.console.answered(Some(&line));
+                match step {
+                    Some(step) if step.accepts(&line) => {
+                        Answer::approved_by(TERMINAL_CHANNEL).confirmed_with(line)
+                    }
+                    _ => Answer::new(Decision::Rejected, DecidedBy::person(TERMINAL_CHANNEL)),
+                }
+            }
+            // A question that offered a grant: `always` approves and asks for it.
             Reply::Line(line) if request.grant.is_some() && is_always(&line) => {
                 self.console.answered(Some(&line));
                 Answer::approved_with_grant(TERMINAL_CHANNEL, GrantRequest::conversation())
             }
+            // Any other question: y/yes/e/evet approves, anything else refuses.
             Reply::Line(line) => {
                 self.console.answered(Some(&line));
-                Answer {
-                    decision: parse_answer(Some(&line)),
-                    decided_by: DecidedBy::person(TERMINAL_CHANNEL),
-                    grant: None,
-                }
+                Answer::new(
+                    parse_answer(Some(&line)),
+                    DecidedBy::person(TERMINAL_CHANNEL),
+                )
             }
             Reply::EndOfInput => {
                 self.console.answered(None);
@@ -238,5 +263,133 @@ mod tests {
         let answer = decision.await.unwrap().unwrap();
         console.render(&decided(&answer));
         insta::assert_snapshot!(terminal.text());
+    }
+
+    fn garage() -> ApprovalQuestion {
+        let mut question = request();
+        question.tool = "device_set".into();
+        question.effect = "sends a command to a device in tau's registry".into();
+        question.arguments = json!({"device": "garage-door", "action": "open"});
+        question.card.headline = Some("OPEN · Garage door (garage) — a lock-class device".into());
+        question.card.confirm = Some(tau_core::ConfirmStep {
+            word: "garage-door".into(),
+            code: "47".into(),
+        });
+        question
+    }
+
+    /// Asks about the garage at a terminal, types `lines` each once its question could be
+    /// read, and returns the answer and the screen.
+    async fn garage_answered(lines: &[&str]) -> (Answer, String) {
+        answered(garage(), lines).await
+    }
+
+    /// Asks `question` at a terminal, types `lines` each once it could be read, and
+    /// returns the answer and the screen.
+    async fn answered(question: ApprovalQuestion, lines: &[&str]) -> (Answer, String) {
+        let (mut keyboard, screen, console, approver) = at_a_terminal();
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            let question = question.clone();
+            async move { approver.decide(question).await }
+        });
+        tokio::task::yield_now().await;
+        console.render(&ChannelEvent::ApprovalRequested(Box::new(question)));
+        for line in lines {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            keyboard
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .unwrap();
+        }
+        let answer = decision.await.unwrap().unwrap();
+        (answer, screen.text())
+    }
+
+    fn offer() -> tau_core::GrantOffer {
+        tau_core::GrantOffer {
+            schema_sha256: "0".repeat(64),
+            arguments_sha256: "1".repeat(64),
+            card_sha256: "2".repeat(64),
+            hours: 24,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn always_to_a_question_that_offers_a_grant_approves_and_asks_for_it() {
+        let mut question = request();
+        question.grant = Some(offer());
+        let (answer, _) = answered(question, &["always"]).await;
+        assert_eq!(
+            answer,
+            Answer::approved_with_grant(TERMINAL_CHANNEL, GrantRequest::conversation())
+        );
+        // Without an offer the word is no yes.
+        let (answer, _) = answered(request(), &["always"]).await;
+        assert_eq!(
+            answer,
+            Answer::rejected(DecidedBy::person(TERMINAL_CHANNEL))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn always_never_passes_a_second_step_nor_asks_for_a_grant() {
+        // The gate offers no grant with a second step; were one on the question anyway,
+        // the step still decides and `always` refuses.
+        let mut question = garage();
+        question.grant = Some(offer());
+        let (answer, _) = answered(question, &["always"]).await;
+        assert_eq!(
+            answer,
+            Answer::new(Decision::Rejected, DecidedBy::person(TERMINAL_CHANNEL))
+        );
+        assert_eq!(answer.grant, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_second_step_ignores_a_bare_yes_and_takes_the_device_s_name() {
+        let (answer, screen) = garage_answered(&["y", "YES", "garage-door"]).await;
+        assert_eq!(
+            answer,
+            Answer::approved_by(TERMINAL_CHANNEL).confirmed_with("garage-door")
+        );
+        insta::assert_snapshot!(screen);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_second_step_takes_the_number_and_refuses_anything_else() {
+        let (answer, _) = garage_answered(&["47"]).await;
+        assert_eq!(
+            answer,
+            Answer::approved_by(TERMINAL_CHANNEL).confirmed_with("47")
+        );
+        for other in ["n", "garage", "48", "kitchen-light"] {
+            let (answer, _) = garage_answered(&[other]).await;
+            assert_eq!(
+                answer,
+                Answer::new(Decision::Rejected, DecidedBy::person(TERMINAL_CHANNEL)),
+                "{other}"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_bare_yes_the_guard_starts_again() {
+        let (mut keyboard, _screen, console, approver) = at_a_terminal();
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(garage()).await }
+        });
+        tokio::task::yield_now().await;
+        console.render(&ChannelEvent::ApprovalRequested(Box::new(garage())));
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        // A habitual double yes: the second one lands within the new guard and is dropped.
+        keyboard.write_all(b"y\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        keyboard.write_all(b"garage-door\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        keyboard.write_all(b"n\n").await.unwrap();
+        let answer = decision.await.unwrap().unwrap();
+        assert_eq!(answer.decision, Decision::Rejected);
     }
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tau_core::{
-    ApprovalQuestion, CallStatus, ChannelEvent, ChannelSink, DecidedBy, Decision, Language, Notice,
-    OutputBlock,
+    ApprovalQuestion, CallStatus, ChannelEvent, ChannelSink, ConfirmStep, DecidedBy, Decision,
+    Language, Notice, OutputBlock,
 };
 
 use crate::escape::{escape_for_terminal, sorted_json};
@@ -67,6 +67,8 @@ struct State {
     held_whitespace: String,
     /// A prompt is on screen and no answer line has ended it yet.
     question_open: bool,
+    /// The second step of the question on screen, if it asks for one.
+    step: Option<ConfirmStep>,
     spinner: Option<ProgressBar>,
     /// Shown while the model has not answered yet: from the start of a turn, and after
     /// each tool result, until the next thing the turn shows.
@@ -103,6 +105,7 @@ impl Console {
                 in_text: false,
                 held_whitespace: String::new(),
                 question_open: false,
+                step: None,
                 spinner: None,
                 thinking: None,
                 questions: None,
@@ -201,9 +204,31 @@ impl Console {
             s.reset
         );
         if state.question_open {
-            text.push_str(&question_line(self.language));
+            text.push_str(&question_line(self.language, state.step.as_ref()));
         }
         write_question(&mut state, &text);
+    }
+
+    /// A bare yes to a question with a second step: it is not an answer. Say so, ask for
+    /// the step again, and start the question's guard anew.
+    pub fn step_needed(&self, line: &str, approval_id: &str) {
+        let s = self.style;
+        let mut state = self.lock();
+        if !self.tty {
+            write(&mut state, &format!("{}\n", escape_for_terminal(line)));
+        }
+        let text = format!(
+            "  {}· {}{}\n{}",
+            s.yellow,
+            texts(self.language).bare_yes,
+            s.reset,
+            question_line(self.language, state.step.as_ref())
+        );
+        write_question(&mut state, &text);
+        state.question_open = true;
+        if let Some(questions) = &state.questions {
+            questions.drawn(approval_id);
+        }
     }
 
     /// Whether the paged question for `approval_id` has rows not shown yet.
@@ -326,6 +351,7 @@ impl Console {
                 let text = self.question(&mut state, request, screen);
                 write_question(&mut state, &text);
                 state.question_open = true;
+                state.step.clone_from(&request.card.confirm);
                 // Only now is the question on screen: its guard starts here.
                 if let Some(questions) = &state.questions {
                     questions.drawn(&request.approval_id);
@@ -441,7 +467,8 @@ impl Console {
             return render_prompt(request, self.language, crate::width::columns(self.tty));
         };
         let whole = render_prompt(request, self.language, columns);
-        let question = question_line(self.language);
+        let step = request.card.confirm.as_ref();
+        let question = question_line(self.language, step);
         let body = whole.strip_suffix(question.as_str()).unwrap_or(&whole);
         let footer = long_arguments(request, self.language, columns, rows);
         let mut fits = body.to_owned();
@@ -456,7 +483,9 @@ impl Console {
             footer,
             (columns, rows),
             self.language,
-        ) {
+        )
+        .map(|paged| paged.with_step(step.cloned()))
+        {
             Some(mut paged) => {
                 let first = paged.next_page();
                 state.paged = Some(paged);

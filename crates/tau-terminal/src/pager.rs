@@ -5,7 +5,7 @@
 //! screen has its length and SHA-256 on every page, right above the question.
 
 use serde_json::Value;
-use tau_core::{ApprovalQuestion, Language, grouped_digits, shown_length};
+use tau_core::{ApprovalQuestion, ConfirmStep, Language, grouped_digits, shown_length};
 
 use crate::prompt::{question_line, shown_key};
 use crate::texts::texts;
@@ -73,6 +73,8 @@ pub(crate) struct Paged {
     page: usize,
     /// How many rows have been shown.
     shown: usize,
+    /// The question's second step, which its last line asks for.
+    step: Option<ConfirmStep>,
 }
 
 impl Paged {
@@ -97,6 +99,7 @@ impl Paged {
             footer,
             page: 1,
             shown: 0,
+            step: None,
         };
         // The status (at its widest), the footer and the question stay on every page.
         let total = paged.lines.len();
@@ -104,6 +107,13 @@ impl Paged {
         let fixed = status + paged.footer.len() + 1 + ANSWER_ROWS;
         paged.page = rows.saturating_sub(fixed).max(1);
         Some(paged)
+    }
+
+    /// The question asks for `step` instead of a yes.
+    #[must_use]
+    pub(crate) fn with_step(mut self, step: Option<ConfirmStep>) -> Self {
+        self.step = step;
+        self
     }
 
     /// Whether rows are left below those shown.
@@ -161,7 +171,7 @@ impl Paged {
             out.push_str(line);
             out.push('\n');
         }
-        out.push_str(&question_line(self.language));
+        out.push_str(&question_line(self.language, self.step.as_ref()));
         out
     }
 }
@@ -192,7 +202,9 @@ mod tests {
     fn paged(command: &str, columns: usize, rows: usize) -> Option<Paged> {
         let r = request(command);
         let whole = render_prompt(&r, Language::En, columns);
-        let body = whole.strip_suffix(&question_line(Language::En)).unwrap();
+        let body = whole
+            .strip_suffix(&question_line(Language::En, None))
+            .unwrap();
         let footer = long_arguments(&r, Language::En, columns, rows);
         Paged::new("ap_1", body, footer, (columns, rows), Language::En)
     }
@@ -225,7 +237,9 @@ mod tests {
         let command = format!("a {} z", "word ".repeat(1000));
         let r = request(&command);
         let whole = render_prompt(&r, Language::En, 80);
-        let body = whole.strip_suffix(&question_line(Language::En)).unwrap();
+        let body = whole
+            .strip_suffix(&question_line(Language::En, None))
+            .unwrap();
         let mut pager = Paged::new("ap_1", body, Vec::new(), (80, 24), Language::En).unwrap();
         let mut shown = String::new();
         while pager.more() {

@@ -3,8 +3,8 @@
 use serde_json::Value;
 use tau_core::GrantScope;
 use tau_core::{
-    ApprovalQuestion, CardNote, Decision, Language, NoteLevel, display, display_multiline,
-    sorted_json,
+    ApprovalQuestion, CardNote, ConfirmStep, Decision, Language, NoteLevel, display,
+    display_multiline, sorted_json,
 };
 
 use crate::texts::{Texts, texts};
@@ -67,7 +67,7 @@ pub fn render_prompt(request: &ApprovalQuestion, language: Language, columns: us
         out.push_str(&wrap("  │ ↻ ", "  │   ", &display(&covers), columns));
         out.push_str(&wrap("  │   ", "  │   ", t.grant_how, columns));
     }
-    out.push_str(&question_line(language));
+    out.push_str(&question_line(language, request.card.confirm.as_ref()));
     out
 }
 
@@ -88,9 +88,19 @@ fn note_rows(note: &CardNote, columns: usize) -> String {
     out
 }
 
-/// The prompt's last line, the question itself, with no newline.
-pub(crate) fn question_line(language: Language) -> String {
-    format!("  └─ {} ", texts(language).question)
+/// The prompt's last line, the question itself, with no newline: `run it? [y/N]`, or for a
+/// call with a second step what to type instead of a yes.
+pub(crate) fn question_line(language: Language, step: Option<&ConfirmStep>) -> String {
+    let t = texts(language);
+    match step {
+        None => format!("  └─ {} ", t.question),
+        Some(step) => format!(
+            "  └─ {} ",
+            t.second_step
+                .replace("{word}", &display(&step.word))
+                .replace("{code}", &display(&step.code))
+        ),
+    }
 }
 
 /// A key as it is when it is a plain identifier, else JSON-quoted, so `"command "` and
@@ -160,6 +170,19 @@ mod tests {
             card: Default::default(),
             grant: None,
         }
+    }
+
+    #[test]
+    fn device_cards_of_every_kind_come_from_the_registry() {
+        let prompts: Vec<String> = tau_devices::example::questions("terminal", "47")
+            .unwrap()
+            .iter()
+            .map(|question| render_prompt(question, Language::En, 80))
+            .collect();
+        let all = prompts.join("\n\n");
+        // The model's reason imitating a headline is quoted under "the model says" only.
+        assert!(!all.contains("▶ switch OFF"), "{all}");
+        insta::assert_snapshot!(all);
     }
 
     #[test]

@@ -16,6 +16,10 @@ pub struct Texts {
     /// Groups the digits of a length.
     pub thousands: char,
     pub question: &'static str,
+    /// The question of a call with a second step: `{word}` and `{code}` are what passes it.
+    pub second_step: &'static str,
+    /// A bare yes to a question with a second step.
+    pub bare_yes: &'static str,
     /// How a grant is made at the terminal: a word, never a key typed ahead.
     pub grant_how: &'static str,
     pub approved: &'static str,
@@ -62,6 +66,8 @@ const EN: Texts = Texts {
     characters: "chars",
     thousands: ',',
     question: "run it? [y/N]",
+    second_step: "second step: type {word} or {code} to run it (anything else refuses):",
+    bare_yes: "ignored: a bare yes does not run this call; type the device's name or the number",
     grant_how: "type always to approve it and make that grant",
     approved: "approved",
     refused: "refused",
@@ -99,6 +105,8 @@ const TR: Texts = Texts {
     characters: "karakter",
     thousands: '.',
     question: "çalıştırılsın mı? [e/H]",
+    second_step: "ikinci adım: çalıştırmak için {word} ya da {code} yaz (başka her şey reddeder):",
+    bare_yes: "yok sayıldı: düz bir evet bu çağrıyı çalıştırmaz; cihazın adını ya da sayıyı yaz",
     grant_how: "onaylayıp bu izni vermek için always yazın",
     approved: "onaylandı",
     refused: "reddedildi",

@@ -21,10 +21,12 @@ pub(crate) enum Action {
     Nothing,
     /// Start a turn with this prompt.
     Submit(String),
-    /// The person answered the question with this id.
+    /// The person answered the question with this id (with what they typed for its
+    /// second step, when it has one).
     Answer {
         approval_id: String,
         decision: Decision,
+        confirmation: Option<String>,
     },
     /// Cancel the running turn and close its questions.
     Cancel,
@@ -256,6 +258,9 @@ impl App {
         let Some(card) = self.cards.front_mut() else {
             return Action::Nothing;
         };
+        if card.call_card.confirm.is_some() {
+            return self.step_key(key, at, page, max_scroll);
+        }
         let decision = match key.code {
             KeyCode::Char('y' | 'Y')
                 if key.modifiers.difference(KeyModifiers::SHIFT).is_empty() =>
@@ -296,6 +301,74 @@ impl App {
         Action::Answer {
             approval_id,
             decision,
+            confirmation: None,
+        }
+    }
+
+    /// A key on a card with a second step: characters go into its field, Enter answers
+    /// with what was typed (the device's name or the number runs it, a bare yes is
+    /// ignored, anything else refuses), Esc refuses.
+    fn step_key(&mut self, key: KeyEvent, at: Instant, page: usize, max_scroll: usize) -> Action {
+        let Some(card) = self.cards.front_mut() else {
+            return Action::Nothing;
+        };
+        let Some(step) = card.call_card.confirm.clone() else {
+            return Action::Nothing;
+        };
+        let plain = key.modifiers.difference(KeyModifiers::SHIFT).is_empty();
+        let mut confirmation = None;
+        let decision = match key.code {
+            KeyCode::Esc => Decision::Rejected,
+            KeyCode::Enter if plain => {
+                let typed = std::mem::take(&mut card.typed);
+                if step.accepts(&typed) {
+                    confirmation = Some(typed);
+                    Decision::Approved
+                } else if is_bare_yes(&typed) {
+                    card.bare_yes = true;
+                    return Action::Nothing;
+                } else {
+                    Decision::Rejected
+                }
+            }
+            KeyCode::Char(c) if plain && !c.is_whitespace() => {
+                if card.typed.chars().count() < MAX_TYPED {
+                    card.typed.push(c);
+                }
+                return Action::Nothing;
+            }
+            KeyCode::Backspace => {
+                card.typed.pop();
+                return Action::Nothing;
+            }
+            code => {
+                card.scroll = match code {
+                    KeyCode::Up => card.scroll.saturating_sub(1),
+                    KeyCode::Down => card.scroll + 1,
+                    KeyCode::PageUp => card.scroll.saturating_sub(page),
+                    KeyCode::PageDown | KeyCode::Char(' ') => card.scroll + page,
+                    KeyCode::Home => 0,
+                    KeyCode::End => max_scroll,
+                    _ => card.scroll,
+                }
+                .min(max_scroll);
+                return Action::Nothing;
+            }
+        };
+        if !card.answers_at(at) {
+            card.ignored_early = true;
+            card.typed.clear();
+            return Action::Nothing;
+        }
+        if decision == Decision::Approved && !card.seen_end {
+            return Action::Nothing;
+        }
+        let approval_id = card.approval_id.clone();
+        self.cards.pop_front();
+        Action::Answer {
+            approval_id,
+            decision,
+            confirmation,
         }
     }
 
@@ -362,4 +435,15 @@ impl App {
             self.scroll = (from_bottom + 1).saturating_sub(height);
         }
     }
+}
+
+/// The longest answer a second step's field takes (a device name is at most 40).
+const MAX_TYPED: usize = 64;
+
+/// `y`, `yes`, `e`, `evet` (any case): a plain yes, which a second step ignores.
+fn is_bare_yes(typed: &str) -> bool {
+    matches!(
+        typed.trim().to_lowercase().as_str(),
+        "y" | "yes" | "e" | "evet"
+    )
 }

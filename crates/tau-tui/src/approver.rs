@@ -31,12 +31,13 @@ impl Questions {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The person answered the question `approval_id` with a key on its card.
-    pub(crate) fn answer(&self, approval_id: &str, decision: Decision) {
-        let answer = Answer {
-            decision,
-            decided_by: DecidedBy::person(TUI_CHANNEL),
-            grant: None,
+    /// The person answered the question `approval_id` with a key on its card (and what
+    /// they typed for its second step, when it has one).
+    pub(crate) fn answer(&self, approval_id: &str, decision: Decision, confirmation: Option<&str>) {
+        let answer = Answer::new(decision, DecidedBy::person(TUI_CHANNEL));
+        let answer = match confirmation {
+            Some(typed) => answer.confirmed_with(typed),
+            None => answer,
         };
         self.send(approval_id, answer);
     }
@@ -173,16 +174,12 @@ mod tests {
         });
         until_open(&questions, 1).await;
         // An answer to another question is not an answer to this one.
-        questions.answer("ap_other", Decision::Approved);
+        questions.answer("ap_other", Decision::Approved, None);
         assert_eq!(questions.open(), 1);
-        questions.answer("ap_1", Decision::Rejected);
+        questions.answer("ap_1", Decision::Rejected, None);
         assert_eq!(
             first.await.unwrap().unwrap(),
-            Answer {
-                decision: Decision::Rejected,
-                decided_by: DecidedBy::person("tui"),
-                grant: None,
-            }
+            Answer::new(Decision::Rejected, DecidedBy::person("tui"))
         );
     }
 
@@ -190,7 +187,7 @@ mod tests {
     async fn an_answer_keyed_before_decide_is_kept_for_that_question_only() {
         let approver = TuiApprover::new();
         let questions = approver.questions();
-        questions.answer("ap_1", Decision::Approved);
+        questions.answer("ap_1", Decision::Approved, None);
         assert_eq!(
             approver.decide(request("ap_1")).await.unwrap(),
             Answer::approved_by("tui")
@@ -227,7 +224,7 @@ mod tests {
         assert_eq!(questions.open(), 0);
         // The late key is kept as an early answer to that id; the next question has a new
         // id, and the finished one is forgotten when its decision arrives.
-        questions.answer("ap_1", Decision::Approved);
+        questions.answer("ap_1", Decision::Approved, None);
         questions.forget("ap_1");
         let next =
             tokio::time::timeout(Duration::from_millis(10), approver.decide(request("ap_2"))).await;

@@ -40,6 +40,10 @@ pub(crate) struct Card {
     pub seen_end: bool,
     /// A key came before the guard time was over.
     pub ignored_early: bool,
+    /// What the person typed so far for the card's second step.
+    pub typed: String,
+    /// A bare yes was entered on a card with a second step.
+    pub bare_yes: bool,
 }
 
 impl Card {
@@ -56,6 +60,8 @@ impl Card {
             scroll: 0,
             seen_end: false,
             ignored_early: false,
+            typed: String::new(),
+            bare_yes: false,
         }
     }
 
@@ -275,13 +281,29 @@ fn footer(
     if card.ignored_early {
         notes.push(t.early_key.to_owned());
     }
+    if card.bare_yes {
+        notes.push(t.bare_yes.to_owned());
+    }
     let mut rows = pack(&notes, columns, Style::new().fg(Color::Yellow));
-    let keys: Vec<String> = if !card.answers_at(moment.now) {
-        vec![t.wait.to_owned()]
-    } else if card.seen_end || hidden == 0 {
-        vec![t.approve_key.to_owned(), t.reject_key.to_owned()]
-    } else {
-        vec![t.reject_key.to_owned(), t.scroll_first.to_owned()]
+    let keys: Vec<String> = match &card.call_card.confirm {
+        _ if !card.answers_at(moment.now) => vec![t.wait.to_owned()],
+        Some(step) => {
+            let mut keys = vec![
+                t.step_keys
+                    .replace("{word}", &display(&step.word))
+                    .replace("{code}", &display(&step.code)),
+                t.step_reject_key.to_owned(),
+            ];
+            if !(card.seen_end || hidden == 0) {
+                keys.push(t.scroll_first.to_owned());
+            }
+            keys.push(t.step_typed.replace("{typed}", &display(&card.typed)));
+            keys
+        }
+        None if card.seen_end || hidden == 0 => {
+            vec![t.approve_key.to_owned(), t.reject_key.to_owned()]
+        }
+        None => vec![t.reject_key.to_owned(), t.scroll_first.to_owned()],
     };
     rows.extend(pack(
         &keys,

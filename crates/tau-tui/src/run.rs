@@ -327,8 +327,10 @@ impl Loop {
             Action::Answer {
                 approval_id,
                 decision,
+                confirmation,
             } => {
-                self.questions.answer(&approval_id, decision);
+                self.questions
+                    .answer(&approval_id, decision, confirmation.as_deref());
                 Step::Continue
             }
             Action::Cancel => {

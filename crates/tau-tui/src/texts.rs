@@ -23,6 +23,13 @@ pub(crate) struct Texts {
     /// `{n}` questions behind the one on screen.
     pub more_waiting: &'static str,
     pub early_key: &'static str,
+    /// The keys of a card with a second step: `{word}` and `{code}` pass it.
+    pub step_keys: &'static str,
+    pub step_reject_key: &'static str,
+    /// What was typed so far for the second step: `{typed}`.
+    pub step_typed: &'static str,
+    /// A bare yes on a card with a second step.
+    pub bare_yes: &'static str,
     /// The unit of an argument's length.
     pub character: &'static str,
     pub characters: &'static str,
@@ -91,6 +98,10 @@ const EN: Texts = Texts {
     withdrawn_in: "withdrawn in {time}",
     more_waiting: "{n} more waiting",
     early_key: "a key pressed too early was ignored",
+    step_keys: "second step: type {word} or {code}, then Enter to run it",
+    step_reject_key: "Esc refuse",
+    step_typed: "typed: {typed}▏",
+    bare_yes: "a bare yes does not run this call: type the device's name or the number",
     character: "char",
     characters: "chars",
     thousands: ',',
@@ -153,6 +164,10 @@ const TR: Texts = Texts {
     withdrawn_in: "{time} sonra geri çekilir",
     more_waiting: "{n} soru daha bekliyor",
     early_key: "erken basılan bir tuş yok sayıldı",
+    step_keys: "ikinci adım: {word} ya da {code} yazın, çalıştırmak için Enter",
+    step_reject_key: "Esc reddet",
+    step_typed: "yazılan: {typed}▏",
+    bare_yes: "düz bir evet bu çağrıyı çalıştırmaz: cihazın adını ya da sayıyı yazın",
     character: "karakter",
     characters: "karakter",
     thousands: '.',

@@ -533,6 +533,22 @@ function card(row) {
   const approve = el("button", "approve", "Approve");
   const reject = el("button", "reject", "Reject");
   approve.type = reject.type = "button";
+  // A lock-class device: Approve sends what the person typed, its name or the number.
+  const step = row.card && row.card.confirm;
+  let typed = null;
+  const stepNodes = [];
+  if (step) {
+    const ask = el("div", "step", `Second step: type ${step.word} or ${step.code} to approve. Approve alone does not run it.`);
+    typed = el("input", "confirm mono");
+    typed.type = "text";
+    typed.autocomplete = "off";
+    typed.spellcheck = false;
+    typed.maxLength = 64;
+    typed.setAttribute("aria-label", "the device's name or the number");
+    typed.placeholder = `${step.word} or ${step.code}`;
+    actions.append(ask, typed);
+    stepNodes.push(ask, typed);
+  }
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));
   actions.append(approve, reject, outcome);
@@ -542,10 +558,12 @@ function card(row) {
   // A routine's question says whose it is: nobody should take it for their own.
   if (row.routine) node.append(el("div", "asked-by", `asked by routine ${row.routine.name} · ${row.routine.trigger}`));
   node.append(effect, said, args, actions, footer);
-  const entry = { node, session: row.session, callId: row.call_id, buttons: [approve, reject], outcome, when, footer, closed: false };
+  const entry = { node, session: row.session, callId: row.call_id, buttons: [approve, reject, ...stepNodes], outcome, when, footer, closed: false };
   const answer = async (decision) => {
     approve.disabled = reject.disabled = true;
-    const { status, data } = await api("POST", `/api/approvals/${encodeURIComponent(row.id)}`, { decision });
+    const body = { decision };
+    if (typed && decision === "approve") body.confirm = typed.value;
+    const { status, data } = await api("POST", `/api/approvals/${encodeURIComponent(row.id)}`, body);
     if (status === 200) {
       closeCard(row.id, data.state, data.decided_by);
     } else if (status === 409 && data && data.approval) {
@@ -553,6 +571,7 @@ function card(row) {
       outcome.textContent = "Already " + data.approval.state + ": " + outcomeText(data.approval.state, data.approval.decided_by);
     } else {
       approve.disabled = reject.disabled = false;
+      if (typed) typed.value = "";
       outcome.textContent = (data && data.error) || "Could not answer";
     }
   };

@@ -353,7 +353,14 @@ enum Decision {
 #[serde(deny_unknown_fields)]
 struct Answer {
     decision: Decision,
+    /// What the person typed for the question's second step: the device's name or the
+    /// number on its card.
+    #[serde(default)]
+    confirm: Option<String>,
 }
+
+/// Longer than any device name or number: not an answer to a second step.
+const MAX_CONFIRM_CHARS: usize = 64;
 
 /// `POST /api/approvals/{id}`: 200 with the row when this answer decided it, 409 with
 /// the row when it was decided before.
@@ -366,18 +373,25 @@ pub(crate) async fn answer(
         Ok(body) => body,
         Err(rejection) => return body_error(&rejection),
     };
-    let Ok(Answer { decision }) = serde_json::from_slice::<Answer>(&body) else {
+    let Ok(Answer { decision, confirm }) = serde_json::from_slice::<Answer>(&body) else {
         return error_response(
             StatusCode::BAD_REQUEST,
-            "the body must be {\"decision\": \"approve\"} or {\"decision\": \"reject\"}",
+            "the body must be {\"decision\": \"approve\"} or {\"decision\": \"reject\"}, with \"confirm\" for a question's second step",
         );
     };
+    if confirm
+        .as_ref()
+        .is_some_and(|typed| typed.chars().count() > MAX_CONFIRM_CHARS)
+    {
+        return error_response(StatusCode::BAD_REQUEST, "confirm is too long");
+    }
     let Ok(id) = ApprovalId::parse(&id) else {
         return error_response(StatusCode::NOT_FOUND, "no such approval");
     };
-    let reply = match decision {
-        Decision::Approve => Reply::Approve,
-        Decision::Reject => Reply::Reject,
+    let reply = match (decision, confirm) {
+        (Decision::Approve, Some(typed)) => Reply::Confirm(typed),
+        (Decision::Approve, None) => Reply::Approve,
+        (Decision::Reject, _) => Reply::Reject,
     };
     match app.hub.answer(WEB, None, &id, reply).await {
         Ok(Answered::Decided(row)) => Json(row_json(&app, &row, false)).into_response(),
@@ -385,6 +399,15 @@ pub(crate) async fn answer(
             StatusCode::CONFLICT,
             Json(json!({
                 "error": format!("the question was already {}", row.state.as_str()),
+                "approval": row_json(&app, &row, false),
+            })),
+        )
+            .into_response(),
+        // A yes without the second step (or with a wrong one) decides nothing.
+        Ok(Answered::StepMissing(row)) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({
+                "error": "this question takes a second step: send \"confirm\" with the device's name or the number on its card; the question stays open",
                 "approval": row_json(&app, &row, false),
             })),
         )

@@ -164,6 +164,12 @@ impl Context {
         let store = self.device_store()?;
         let registry = Arc::new(self.registry(&store)?);
         let watch = self.watch_discovery(&registry, Arc::clone(&store))?;
+        // The registry writes the card of every call that names one of its devices.
+        catalog.add_card_writer(Arc::new(tau_devices::DeviceCards {
+            registry: Arc::clone(&registry),
+            store: Some(Arc::clone(&store)),
+            confirm_high_risk: self.loaded.config.approval.confirm_high_risk,
+        }));
         catalog.extend(self.device_tools(registry, store)?.tools())?;
         let place = tau_mcp::Place {
             sandbox: self.sandbox(),

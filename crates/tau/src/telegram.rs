@@ -118,6 +118,7 @@ impl tau_telegram::Hub for TelegramHub {
     ) -> Result<Answered, tau_telegram::HubError> {
         let reply = match reply {
             Reply::Approve => tau_hub::Reply::Approve,
+            Reply::Confirm(number) => tau_hub::Reply::Confirm(number),
             Reply::Reject => tau_hub::Reply::Reject,
         };
         let Ok(id) = ApprovalId::parse(approval_id) else {

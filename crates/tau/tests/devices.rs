@@ -154,7 +154,7 @@ fn devices_are_added_listed_shown_and_removed() {
                 "--action",
                 "on=1",
             ],
-            "tau: devices.kitchen-light: a device named 'kitchen-light' is already registered (from tau.toml)\n",
+            "tau: devices.kitchen-light: a device named 'kitchen-light' is already registered (from the config)\n",
         ),
         (
             vec![

@@ -399,3 +399,79 @@ fn the_card_escapes_odd_spaces_and_flags_lookalike_words() {
     terminal.keys(&["C-c"]);
     assert_eq!(terminal.exited(), 0);
 }
+
+#[test]
+fn a_garage_card_ignores_a_bare_y_and_opens_with_its_name() {
+    let Some(broker) = tau_test_support::Mosquitto::start("allow_anonymous true").unwrap() else {
+        return;
+    };
+    let garage = tau_test_support::DeviceStandIn::start(
+        broker.port,
+        tau_test_support::StandInSpec {
+            client_id: "garage-door".into(),
+            command_topic: "home/garage/door/set".into(),
+            state_topic: "home/garage/door/state".into(),
+            initial_state: Some("CLOSED".into()),
+            states: Vec::new(),
+        },
+    )
+    .unwrap();
+    let tau = Tau::new();
+    let config = tau.config(&format!(
+        "[tools.mqtt]\nport = {}\n\n[[devices]]\nname = \"garage-door\"\nlabel = \"Garage door\"\nroom = \"garage\"\nkind = \"garage\"\ncommand_topic = \"home/garage/door/set\"\nactions = {{ open = \"OPEN\", close = \"CLOSE\" }}\n",
+        broker.port
+    ));
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "device_set",
+            &json!({"device": "garage-door", "action": "open"})
+        ),
+        answer("Done."),
+    ]));
+    let config = config.to_str().unwrap().to_owned();
+    let Some(terminal) = Terminal::start(
+        &tau,
+        &[
+            "--config",
+            &config,
+            "--model",
+            &model,
+            "tui",
+            "--session",
+            "s1",
+        ],
+    ) else {
+        return;
+    };
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("open the garage");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for_all(&[
+        "OPEN · Garage door (garage) — a lock-class device",
+        "second step: type garage-door or",
+    ]);
+    std::thread::sleep(PAST_THE_GUARD);
+    // The habit: y, Enter. Nothing opens; the card says why and stays.
+    terminal.keys(&["y"]);
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("a bare yes does not run this call");
+    assert!(terminal.screen().contains("tau asks"));
+    assert_eq!(garage.commands(), Vec::<String>::new());
+    terminal.type_text("garage-door");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for_all(&["Done.", "device_set · ran · by you"]);
+    assert_eq!(
+        garage.wait_for_commands(1, Duration::from_secs(20)),
+        ["OPEN"]
+    );
+    assert_eq!(
+        decision_and_call(&tau),
+        (
+            json!({"decision": "approved", "decided_by": {"kind": "person", "channel": "tui"}}),
+            json!({"status": "success", "approval": "approved", "decided_by": {"kind": "person", "channel": "tui"}}),
+        )
+    );
+    terminal.keys(&["C-d"]);
+    assert_eq!(terminal.exited(), 0);
+}

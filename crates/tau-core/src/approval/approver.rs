@@ -16,6 +16,11 @@ use tau_protocol::{DecidedBy, Decision, GrantRequest};
 pub struct Answer {
     pub decision: Decision,
     pub decided_by: DecidedBy,
+    /// What the person typed or pressed for the question's second step, when it asks for
+    /// one ([`ConfirmStep`](tau_protocol::ConfirmStep)): the gate approves such a question
+    /// only when this passes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<String>,
     /// "Yes, and allow this again": the grant the person asked for with their yes. Only a
     /// person's yes to a question that offered a grant makes one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -23,13 +28,19 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// A person on `channel` said yes.
-    pub fn approved_by(channel: impl Into<String>) -> Self {
+    /// `decision`, decided by `decided_by`, with no second step.
+    pub fn new(decision: Decision, decided_by: DecidedBy) -> Self {
         Self {
-            decision: Decision::Approved,
-            decided_by: DecidedBy::person(channel),
+            decision,
+            decided_by,
+            confirmation: None,
             grant: None,
         }
+    }
+
+    /// A person on `channel` said yes.
+    pub fn approved_by(channel: impl Into<String>) -> Self {
+        Self::new(Decision::Approved, DecidedBy::person(channel))
     }
 
     /// A person on `channel` said "yes, and allow this again".
@@ -42,11 +53,14 @@ impl Answer {
 
     /// The call is refused; `decided_by` says by whom or why.
     pub fn rejected(decided_by: DecidedBy) -> Self {
-        Self {
-            decision: Decision::Rejected,
-            decided_by,
-            grant: None,
-        }
+        Self::new(Decision::Rejected, decided_by)
+    }
+
+    /// The answer with what the person typed or pressed for the second step.
+    #[must_use]
+    pub fn confirmed_with(mut self, confirmation: impl Into<String>) -> Self {
+        self.confirmation = Some(confirmation.into());
+        self
     }
 }
 
@@ -118,11 +132,11 @@ pub struct ScriptedApprover {
 impl ScriptedApprover {
     /// Decisions a person on the `scripted` channel makes.
     pub fn new(decisions: impl IntoIterator<Item = Decision>) -> Self {
-        Self::answers(decisions.into_iter().map(|decision| Answer {
-            decision,
-            decided_by: DecidedBy::person("scripted"),
-            grant: None,
-        }))
+        Self::answers(
+            decisions
+                .into_iter()
+                .map(|decision| Answer::new(decision, DecidedBy::person("scripted"))),
+        )
     }
 
     /// Whole answers, for a wait that ends without a person (`end_of_input`, ...).

@@ -79,10 +79,12 @@ impl TierGate {
                 "this gate cannot store questions",
             ));
         };
-        let Some(id) = random_id("ap")
-            .ok()
-            .and_then(|id| ApprovalId::parse(&id).ok())
-        else {
+        let (Some(id), Ok(card)) = (
+            random_id("ap")
+                .ok()
+                .and_then(|id| ApprovalId::parse(&id).ok()),
+            self.card(tool, arguments),
+        ) else {
             return DurableCheck::Decided(self.no_randomness(tool, tool_use_id, tier));
         };
         let now = Timestamp::now();
@@ -101,7 +103,7 @@ impl TierGate {
             channel: self.channel.clone(),
             created_at: now,
             deadline,
-            card: self.tiers.card(tool, arguments),
+            card,
         }
         .into_row();
         if let Err(error) = durable.store.create_hidden_approval(&row) {
@@ -350,14 +352,29 @@ pub fn requested_event(row: &ApprovalRow) -> ChannelEvent {
 
 /// Answers a stored question: the compare-and-set `pending -> to`, and when this answer
 /// decided it, the `approval` audit event on `events`. Returns what the answer did and,
-/// when it decided, the channel event that closes the question.
+/// when it decided, the channel event that closes the question. A yes to a question whose
+/// card asks for a second step counts only when `confirmation` passes it; otherwise
+/// nothing changes ([`Answered::StepMissing`]).
 pub fn answer_durable(
     store: &StateDb,
     events: &EventBus,
     id: &ApprovalId,
     to: ApprovalState,
     decided_by: &DecidedBy,
+    confirmation: Option<&str>,
 ) -> Result<(Answered, Option<ChannelEvent>), StateError> {
+    // A question not shown yet has no second step to ask for: it answers nothing
+    // (`decide_approval` says so), and must not be named by a "step missing" either.
+    if to == ApprovalState::Approved
+        && let Some(row) = store.approval(id)?
+        && row.state == ApprovalState::Pending
+        && store.approval_shown(id)?
+        && let Some(step) = &row.card.confirm
+        && !confirmation.is_some_and(|typed| step.accepts(typed))
+    {
+        tracing::info!(approval_id = %row.id, tool = %row.tool, "a yes without the second step; the question stays open");
+        return Ok((Answered::StepMissing(row), None));
+    }
     let answered = store.decide_approval(id, to, decided_by, Timestamp::now())?;
     let Answered::Decided(row) = &answered else {
         return Ok((answered, None));

@@ -440,8 +440,10 @@ impl TierGate {
         let Ok(approval_id) = random_id("ap") else {
             return self.no_randomness(tool, tool_use_id, tier);
         };
+        let Ok(card) = self.card(tool, arguments) else {
+            return self.no_randomness(tool, tool_use_id, tier);
+        };
         let timeout = self.effective_timeout();
-        let card = self.tiers.card(tool, arguments);
         let request = ApprovalQuestion {
             approval_id: approval_id.clone(),
             tool: tool.to_owned(),
@@ -463,11 +465,27 @@ impl TierGate {
             Ok(Answer {
                 decision: Decision::Approved,
                 decided_by: decided_by @ DecidedBy::Person { .. },
+                confirmation,
                 grant,
-            }) => {
+            }) if passes_step(&request, confirmation.as_deref()) => {
                 let made = grant.and_then(|wanted| self.make_grant(&request, &wanted, &decided_by));
                 self.emit_approval_with(&request, Decision::Approved, decided_by.clone(), made);
                 Check::allow(tier, Approval::Approved, decided_by).asked(&approval_id)
+            }
+            Ok(Answer {
+                decision: Decision::Approved,
+                decided_by: DecidedBy::Person { .. },
+                ..
+            }) => {
+                // The channel let a yes through without the second step the card asks for.
+                let message = format!(
+                    "approver '{}' approved without the second step the question asks for; the call was refused",
+                    self.approver.name()
+                );
+                tracing::error!(tool, tool_use_id, "{message}");
+                self.emit_error(ErrorSite::Approver, message, tool, tool_use_id);
+                self.emit_approval(&request, Decision::Rejected, DecidedBy::ApproverFailed);
+                refuse(Approval::Failed, DecidedBy::ApproverFailed)
             }
             Ok(Answer {
                 decision: Decision::Approved,
@@ -521,6 +539,20 @@ impl TierGate {
         }
     }
 
+    /// The card the catalog's writers fill for this call, with the number of its second
+    /// step (if it has one) drawn for this question alone.
+    pub(super) fn card(
+        &self,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<tau_protocol::CallCard, crate::ids::NoRandomness> {
+        let mut card = self.tiers.card(tool, arguments);
+        if let Some(step) = &mut card.confirm {
+            step.code = crate::ids::random_code()?;
+        }
+        Ok(card)
+    }
+
     /// The name of the first exemption that returns exactly `Ok(true)`.
     fn exempting(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Option<String> {
         let exemptions: Vec<_> = self
@@ -569,11 +601,7 @@ impl TierGate {
                 Ok(answered) => answered,
                 Err(_elapsed) => {
                     tracing::warn!(tool = %tool, tool_use_id = %id, seconds = limit.as_secs_f64(), "approval timed out");
-                    return Ok(Answer {
-                        decision: Decision::Timeout,
-                        decided_by: DecidedBy::Timeout,
-                        grant: None,
-                    });
+                    return Ok(Answer::new(Decision::Timeout, DecidedBy::Timeout));
                 }
             },
             None => decide.await,
@@ -686,6 +714,14 @@ impl TierGate {
             channel: request.channel.clone(),
             grant,
         });
+    }
+}
+
+/// True when the question asks for no second step, or `confirmation` passes it.
+fn passes_step(question: &ApprovalQuestion, confirmation: Option<&str>) -> bool {
+    match &question.card.confirm {
+        None => true,
+        Some(step) => confirmation.is_some_and(|typed| step.accepts(typed)),
     }
 }
 

@@ -101,6 +101,11 @@ impl TierGate {
         card: &CallCard,
     ) -> Option<GrantOffer> {
         let grants = self.grants.as_ref()?;
+        // A call with a second step (a lock-class device) is asked every time: a grant
+        // would let the next one through without it.
+        if card.confirm.is_some() {
+            return None;
+        }
         Some(GrantOffer {
             schema_sha256: self.tiers.schema_sha256(tool)?,
             arguments_sha256: canonical_arguments(arguments).1,

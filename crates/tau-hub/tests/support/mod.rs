@@ -218,6 +218,7 @@ impl Setup {
             id,
             to,
             &tau_core::DecidedBy::person("web"),
+            None,
         )
         .unwrap();
         assert!(matches!(answered, tau_hub::Answered::Decided(_)));

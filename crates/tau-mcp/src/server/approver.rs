@@ -14,6 +14,8 @@ use tau_core::{
 
 /// The field the client's user must set to `true` to approve.
 const APPROVE_FIELD: &str = "approve";
+/// The field a question with a second step asks the device's name or number in.
+const CONFIRM_FIELD: &str = "confirm";
 
 pub(crate) struct ElicitationApprover {
     peer: Peer<RoleServer>,
@@ -52,21 +54,21 @@ pub(crate) const MCP_CHANNEL: &str = "mcp";
 
 /// Only an accepted answer whose field is exactly `true` approves; declining or accepting
 /// without it is the client's user saying no; cancelling (dismissing the form) is no
-/// answer at all.
+/// answer at all. What the user typed for a second step goes with the yes; the gate
+/// approves only when it passes the step.
 pub(crate) fn decision(answer: &ElicitResult) -> Answer {
-    let approved = answer
-        .content
-        .as_ref()
-        .and_then(|c| c.get(APPROVE_FIELD))
-        .is_some_and(|v| *v == Value::Bool(true));
+    let field = |name: &str| answer.content.as_ref().and_then(|c| c.get(name));
+    let approved = field(APPROVE_FIELD).is_some_and(|v| *v == Value::Bool(true));
+    let confirmation = field(CONFIRM_FIELD).and_then(Value::as_str);
     // The action enum is the SDK's and may grow; anything but an accepted `true` rejects.
-    match answer.action {
-        ElicitationAction::Accept if approved => Answer::approved_by(MCP_CHANNEL),
-        ElicitationAction::Accept | ElicitationAction::Decline => Answer {
-            decision: Decision::Rejected,
-            decided_by: DecidedBy::person(MCP_CHANNEL),
-            grant: None,
-        },
+    match (&answer.action, confirmation) {
+        (ElicitationAction::Accept, Some(typed)) if approved => {
+            Answer::approved_by(MCP_CHANNEL).confirmed_with(typed)
+        }
+        (ElicitationAction::Accept, None) if approved => Answer::approved_by(MCP_CHANNEL),
+        (ElicitationAction::Accept | ElicitationAction::Decline, _) => {
+            Answer::new(Decision::Rejected, DecidedBy::person(MCP_CHANNEL))
+        }
         _ => Answer::rejected(DecidedBy::Cancelled),
     }
 }
@@ -102,20 +104,41 @@ pub(crate) fn question(request: &ApprovalQuestion) -> Result<ElicitRequestParams
         "\nArguments: {}",
         display(&sorted_json(&request.arguments))
     ));
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        APPROVE_FIELD.to_owned(),
+        json!({
+            "type": "boolean",
+            "title": "Run it?",
+            "description": "Set to true to run this call once.",
+            "default": false
+        }),
+    );
+    let mut required = vec![APPROVE_FIELD];
+    if let Some(step) = &request.card.confirm {
+        let ask = format!(
+            "Second step: type {} or {} to approve; a yes alone does not.",
+            display(&step.word),
+            display(&step.code)
+        );
+        message.push_str(&format!("\n{ask}"));
+        properties.insert(
+            CONFIRM_FIELD.to_owned(),
+            json!({
+                "type": "string",
+                "title": "Second step",
+                "description": ask,
+            }),
+        );
+        required.push(CONFIRM_FIELD);
+    }
     serde_json::from_value(json!({
         "mode": "form",
         "message": message,
         "requestedSchema": {
             "type": "object",
-            "properties": {
-                APPROVE_FIELD: {
-                    "type": "boolean",
-                    "title": "Run it?",
-                    "description": "Set to true to run this call once.",
-                    "default": false
-                }
-            },
-            "required": [APPROVE_FIELD]
+            "properties": properties,
+            "required": required
         }
     }))
     .map_err(|e| ApproverError::new(format!("cannot build the approval question: {e}")))
@@ -133,11 +156,7 @@ mod tests {
 
     #[test]
     fn only_an_accepted_true_approves() {
-        let person_no = Answer {
-            decision: Decision::Rejected,
-            decided_by: DecidedBy::person("mcp"),
-            grant: None,
-        };
+        let person_no = Answer::new(Decision::Rejected, DecidedBy::person("mcp"));
         let cases = [
             (
                 json!({"action": "accept", "content": {"approve": true}}),
@@ -156,15 +175,62 @@ mod tests {
                 person_no.clone(),
             ),
             (json!({"action": "accept"}), person_no.clone()),
-            (json!({"action": "decline"}), person_no),
+            (json!({"action": "decline"}), person_no.clone()),
             (
                 json!({"action": "cancel", "content": {"approve": true}}),
                 Answer::rejected(DecidedBy::Cancelled),
+            ),
+            (
+                json!({"action": "accept", "content": {"approve": true, "confirm": "47"}}),
+                Answer::approved_by("mcp").confirmed_with("47"),
+            ),
+            (
+                json!({"action": "accept", "content": {"approve": false, "confirm": "47"}}),
+                person_no.clone(),
             ),
         ];
         for (wire, expected) in cases {
             assert_eq!(decision(&answer(wire.clone())), expected, "{wire}");
         }
+    }
+
+    #[test]
+    fn a_question_with_a_second_step_asks_for_the_name_or_the_number_too() {
+        let request = ApprovalQuestion {
+            tool: "device_set".into(),
+            tier: Tier::Physical,
+            effect: "sends a command to a device in tau's registry".into(),
+            arguments: json!({"device": "garage-door", "action": "open"}),
+            call_id: "mcp-1-2".into(),
+            channel: "mcp".into(),
+            approval_id: "ap_1".into(),
+            deadline: None,
+            grant: None,
+            card: tau_core::CallCard {
+                headline: Some("OPEN · Garage door (garage) — a lock-class device".into()),
+                notes: Vec::new(),
+                confirm: Some(tau_core::ConfirmStep {
+                    word: "garage-door".into(),
+                    code: "47".into(),
+                }),
+                ..Default::default()
+            },
+        };
+        let wire = serde_json::to_value(question(&request).unwrap()).unwrap();
+        assert_eq!(
+            wire["message"],
+            json!(
+                "tau asks before it runs a tier-2 tool.\nOPEN · Garage door (garage) — a lock-class device\nTool: device_set\nEffect: sends a command to a device in tau's registry\nArguments: {\"action\":\"open\",\"device\":\"garage-door\"}\nSecond step: type garage-door or 47 to approve; a yes alone does not."
+            )
+        );
+        assert_eq!(
+            wire["requestedSchema"]["properties"]["confirm"],
+            json!({"type": "string", "title": "Second step", "description": "Second step: type garage-door or 47 to approve; a yes alone does not."})
+        );
+        assert_eq!(
+            wire["requestedSchema"]["required"],
+            json!(["approve", "confirm"])
+        );
     }
 
     #[test]

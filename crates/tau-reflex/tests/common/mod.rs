@@ -194,7 +194,7 @@ impl RoutineHost for FakeHost {
             channel: "web".into(),
             user: Some("ada".into()),
         };
-        answer_durable(&store.db, &self.events, &row.id, to, &person).unwrap();
+        answer_durable(&store.db, &self.events, &row.id, to, &person, None).unwrap();
     }
 
     fn withdrawn(&self, row: &ApprovalRow) {

@@ -211,6 +211,9 @@ pub enum Answered {
     AlreadyDecided(ApprovalRow),
     /// No question has that id.
     NotFound,
+    /// A yes without the second step the question's card asks for (the device's name or
+    /// its number); nothing changed, the question is still open.
+    StepMissing(ApprovalRow),
 }
 
 const COLUMNS: &str = "id, session, call_id, tool, tier, effect, arguments, arguments_sha256, \
@@ -347,6 +350,19 @@ impl StateDb {
                 .prepare_cached("UPDATE approvals SET shown = 1 WHERE id = ?1")?
                 .execute(params![id.as_str()])?
                 == 1)
+        })
+    }
+
+    /// True when the question was shown (or was stored shown); false for one stored
+    /// hidden and not shown yet, and for no such row.
+    pub fn approval_shown(&self, id: &ApprovalId) -> Result<bool, StateError> {
+        self.read(|c| {
+            Ok(
+                c.prepare_cached("SELECT shown FROM approvals WHERE id = ?1")?
+                    .query_row(params![id.as_str()], |row| row.get::<_, bool>(0))
+                    .optional()?
+                    .unwrap_or(false),
+            )
         })
     }
 

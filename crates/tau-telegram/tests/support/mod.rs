@@ -310,6 +310,25 @@ impl FakeHub {
 
     /// Stores a tier-2 question for conversation `key` and announces it.
     pub async fn ask(&self, key: &str, arguments: Value) -> String {
+        self.ask_about(
+            key,
+            "run_command",
+            "runs a shell command in the workspace — code the agent wrote",
+            arguments,
+            tau_core::CallCard::default(),
+        )
+        .await
+    }
+
+    /// Stores a question about `tool` with tau's `card` in the conversation of `key`.
+    pub async fn ask_about(
+        &self,
+        key: &str,
+        tool: &str,
+        effect: &str,
+        arguments: Value,
+        card: tau_core::CallCard,
+    ) -> String {
         let id = {
             let mut next = self.next.lock().unwrap();
             *next += 1;
@@ -320,14 +339,14 @@ impl FakeHub {
             id: ApprovalId::parse(&id).unwrap(),
             session: SessionId::parse(&self.session_of(key)).unwrap(),
             call_id: format!("t{id}"),
-            tool: "run_command".into(),
+            tool: tool.into(),
             tier: Tier::Physical,
-            effect: "runs a shell command in the workspace — code the agent wrote".into(),
+            effect: effect.into(),
             arguments,
             channel: "telegram".into(),
             created_at: now,
             deadline: now + jiff::SignedDuration::from_mins(30),
-            card: Default::default(),
+            card,
         }
         .into_row();
         self.approvals.create_approval(&row).unwrap();
@@ -342,11 +361,23 @@ impl FakeHub {
         to: ApprovalState,
         by: &DecidedBy,
     ) -> Result<Answered, HubError> {
+        self.decide_with(approval_id, to, by, None).await
+    }
+
+    /// [`FakeHub::decide`] with what was pressed for a second step.
+    pub async fn decide_with(
+        &self,
+        approval_id: &str,
+        to: ApprovalState,
+        by: &DecidedBy,
+        confirmation: Option<&str>,
+    ) -> Result<Answered, HubError> {
         let Ok(id) = ApprovalId::parse(approval_id) else {
             return Ok(Answered::NotFound);
         };
-        let (answered, event) = answer_durable(&self.approvals, &self.bus, &id, to, by)
-            .map_err(|e| HubError(e.to_string()))?;
+        let (answered, event) =
+            answer_durable(&self.approvals, &self.bus, &id, to, by, confirmation)
+                .map_err(|e| HubError(e.to_string()))?;
         if let (Some(event), Answered::Decided(row)) = (event, &answered)
             && let Some(key) = self.key_of(row.session.as_str())
         {
@@ -418,9 +449,10 @@ impl Hub for FakeHub {
         reply: Reply,
         user: &str,
     ) -> Result<Answered, HubError> {
-        let to = match reply {
-            Reply::Approve => ApprovalState::Approved,
-            Reply::Reject => ApprovalState::Rejected,
+        let (to, confirmation) = match reply {
+            Reply::Approve => (ApprovalState::Approved, None),
+            Reply::Confirm(number) => (ApprovalState::Approved, Some(number)),
+            Reply::Reject => (ApprovalState::Rejected, None),
         };
         let by = DecidedBy::Person {
             channel: "telegram".into(),
@@ -430,7 +462,8 @@ impl Hub for FakeHub {
             .lock()
             .unwrap()
             .push((approval_id.to_owned(), to, by.clone()));
-        self.decide(approval_id, to, &by).await
+        self.decide_with(approval_id, to, &by, confirmation.as_deref())
+            .await
     }
 
     async fn pending(&self) -> Result<Vec<Question>, HubError> {

@@ -24,6 +24,7 @@ fn answer(id: &str, decision: Decision) -> Action {
     Action::Answer {
         approval_id: id.into(),
         decision,
+        confirmation: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Frames as a person sees them (ratatui's `TestBackend`, pinned with insta), the answer
 //! guard, and hostile text in every field.
 
+mod devices;
 mod frames;
 mod hostile;
 mod keys;
