@@ -204,6 +204,15 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
         )
         .unwrap()
     };
+    // Not shown yet (the turn's state is not saved): neither a bare yes nor the step
+    // answers it, and no "step missing" names it either.
+    for early in [None, Some(step.code.as_str())] {
+        assert!(
+            matches!(answer(early), (Answered::NotFound, None)),
+            "{early:?}"
+        );
+    }
+    gate.announce_stored(true);
     for bare in [
         None,
         Some("y"),
@@ -236,6 +245,7 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
     else {
         panic!("not stored");
     };
+    gate.announce_stored(true);
     let (answered, _) =
         answer_durable(&store, &bus, &second, ApprovalState::Rejected, &web, None).unwrap();
     assert!(matches!(answered, Answered::Decided(row) if row.state == ApprovalState::Rejected));
