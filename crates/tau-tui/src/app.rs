@@ -63,6 +63,9 @@ pub(crate) struct App {
     /// Questions asked since the last frame: the loop rings the terminal's bell once for
     /// each, so a person looking elsewhere hears that tau waits.
     pub bells: usize,
+    /// Questions that wait on other channels (TauBar, Telegram), answered there; the
+    /// status bar counts them so a person here knows something waits.
+    pub waiting_elsewhere: usize,
 }
 
 impl App {
@@ -90,6 +93,7 @@ impl App {
             now: Instant::now(),
             wall: jiff::Timestamp::now(),
             bells: 0,
+            waiting_elsewhere: 0,
         }
     }
 

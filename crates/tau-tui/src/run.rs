@@ -48,6 +48,9 @@ pub struct ChatSetup {
     pub stored: u64,
     /// What tau found wrong at start (a model it cannot reach), shown as notices.
     pub warnings: Vec<String>,
+    /// How many questions wait on other channels, kept current by the caller (who knows
+    /// where they are stored); `None` shows no count.
+    pub waiting_elsewhere: Option<tokio::sync::watch::Receiver<usize>>,
 }
 
 enum Step {
@@ -142,6 +145,7 @@ struct Loop {
     keys: EventStream,
     signals: Signals,
     tick: tokio::time::Interval,
+    elsewhere: Option<tokio::sync::watch::Receiver<usize>>,
     events: mpsc::UnboundedReceiver<ChannelEvent>,
     cancel: CancelHandle,
 }
@@ -188,6 +192,7 @@ pub async fn chat(
         keys: EventStream::new(),
         signals: Signals::listen()?,
         tick,
+        elsewhere: setup.waiting_elsewhere,
         events,
         cancel: agent.cancel_handle(),
     };
@@ -246,6 +251,9 @@ impl Loop {
         self.app.now = Instant::now();
         self.app.wall = jiff::Timestamp::now();
         self.app.calls_used = self.calls.get();
+        if let Some(elsewhere) = &self.elsewhere {
+            self.app.waiting_elsewhere = *elsewhere.borrow();
+        }
         let before = Instant::now();
         let new_card = self.app.cards.front().is_some_and(|c| c.shown_at.is_none());
         screen.terminal.draw(|frame| ui::render(&self.app, frame))?;

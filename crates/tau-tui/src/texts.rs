@@ -39,6 +39,8 @@ pub(crate) struct Texts {
     pub calls_left: &'static str,
     /// `{n}` approvals pending.
     pub approvals: &'static str,
+    /// `{n}` questions waiting on other channels (the hub's), answered there.
+    pub elsewhere: &'static str,
     pub ready: &'static str,
     pub running: &'static str,
     pub cancelling: &'static str,
@@ -108,6 +110,7 @@ const EN: Texts = Texts {
     session: "session",
     calls_left: "calls left: {n}/{max}",
     approvals: "approvals: {n}",
+    elsewhere: "waiting elsewhere: {n} (tau approvals)",
     ready: "ready",
     running: "running",
     cancelling: "cancelling (Ctrl-C again quits)",
@@ -174,6 +177,7 @@ const TR: Texts = Texts {
     session: "oturum",
     calls_left: "kalan çağrı: {n}/{max}",
     approvals: "bekleyen onay: {n}",
+    elsewhere: "başka kanalda bekleyen: {n} (tau approvals)",
     ready: "hazır",
     running: "çalışıyor",
     cancelling: "iptal ediliyor (tekrar Ctrl-C çıkar)",
@@ -234,6 +238,7 @@ mod tests {
             assert!(t.more_waiting.contains("{n}"));
             assert!(t.calls_left.contains("{n}") && t.calls_left.contains("{max}"));
             assert!(t.approvals.contains("{n}"));
+            assert!(t.elsewhere.contains("{n}"));
             assert!(t.paste_cut.contains("{kib}"));
             assert!(t.by_person.contains("{channel}"));
             assert!(t.by_exemption.contains("{name}"));

@@ -226,8 +226,9 @@ fn draw_card(app: &App, frame: &mut Frame<'_>, view: &crate::card::CardView) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// The status bar: the pending approvals first (they matter most), what tau is doing,
-/// what is left of the turn, the session and the model.
+/// The status bar: the pending approvals first (they matter most), those waiting on other
+/// channels when there are any, what tau is doing, what is left of the turn, the session
+/// and the model.
 fn status_line(app: &App) -> Line<'static> {
     let t = app.texts();
     let pending = app.pending_approvals();
@@ -251,17 +252,28 @@ fn status_line(app: &App) -> Line<'static> {
     } else {
         bar
     };
+    let elsewhere = (app.waiting_elsewhere > 0).then(|| {
+        (
+            format!(
+                " {} ",
+                t.elsewhere
+                    .replace("{n}", &app.waiting_elsewhere.to_string())
+            ),
+            Style::new().bg(Color::Yellow).fg(Color::Black),
+        )
+    });
     let parts = [
-        (format!(" {approvals} "), approvals_style),
-        (format!(" {state} "), bar.add_modifier(Modifier::BOLD)),
-        (format!(" {calls} "), bar),
-        (format!(" {} {} ", t.session, display(&app.session)), bar),
-        (format!(" {} ", display(&app.model)), bar),
+        Some((format!(" {approvals} "), approvals_style)),
+        elsewhere,
+        Some((format!(" {state} "), bar.add_modifier(Modifier::BOLD))),
+        Some((format!(" {calls} "), bar)),
+        Some((format!(" {} {} ", t.session, display(&app.session)), bar)),
+        Some((format!(" {} ", display(&app.model)), bar)),
     ];
     let columns = usize::from(app.size.width);
     let mut used = 0;
     let mut spans = Vec::new();
-    for (i, (text, style)) in parts.into_iter().enumerate() {
+    for (i, (text, style)) in parts.into_iter().flatten().enumerate() {
         let separator = if i > 0 { "│" } else { "" };
         let piece = format!("{separator}{text}");
         let room = columns.saturating_sub(used);

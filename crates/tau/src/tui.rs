@@ -4,14 +4,45 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tau_agent::{Model, SessionId, SessionRepository};
 use tau_core::{AgentParts, build_agent};
+use tau_state::{ApprovalState, StateDb};
 use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover};
 
 use crate::chat::{OpenSession, new_session_id, open_session};
 use crate::context::{Context, Tools};
 use crate::errors::usage;
+
+/// How often the count of questions waiting on other channels is read again.
+const ELSEWHERE_EVERY: Duration = Duration::from_secs(1);
+
+/// Keeps `count` at the number of questions that wait for the person on other channels
+/// (the hub's stored questions: the TUI asks its own in memory), until the TUI is gone.
+async fn count_waiting_elsewhere(state: StateDb, count: tokio::sync::watch::Sender<usize>) {
+    let mut reported = false;
+    while !count.is_closed() {
+        let db = state.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            db.approvals(Some(ApprovalState::Pending))
+                .map(|rows| rows.len())
+        })
+        .await;
+        match read {
+            Ok(Ok(n)) => {
+                count.send_if_modified(|shown| std::mem::replace(shown, n) != n);
+            }
+            // The count keeps its last value; the log says why, once.
+            Ok(Err(error)) if !reported => {
+                reported = true;
+                tracing::warn!(%error, "cannot count the questions waiting elsewhere");
+            }
+            Ok(Err(_)) | Err(_) => {}
+        }
+        tokio::time::sleep(ELSEWHERE_EVERY).await;
+    }
+}
 
 /// The exit code after a signal: 128 + its number, as a shell reports it.
 fn signal_code(number: i32) -> ExitCode {
@@ -85,6 +116,8 @@ pub(crate) async fn run(
         grants: None,
     })
     .await?;
+    let (elsewhere, waiting_elsewhere) = tokio::sync::watch::channel(0);
+    let counter = tokio::spawn(count_waiting_elsewhere(state.clone(), elsewhere));
     let setup = ChatSetup {
         language,
         session: id.to_string(),
@@ -92,8 +125,11 @@ pub(crate) async fn run(
         max_turns: config.agent.max_turns,
         stored,
         warnings,
+        waiting_elsewhere: Some(waiting_elsewhere),
     };
-    let exit = tau_tui::chat(&mut screen, &mut agent, questions, calls, setup).await?;
+    let exit = tau_tui::chat(&mut screen, &mut agent, questions, calls, setup).await;
+    counter.abort();
+    let exit = exit?;
     drop(screen);
     Ok(match exit {
         Exit::Quit => ExitCode::SUCCESS,

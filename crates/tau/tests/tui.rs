@@ -475,3 +475,35 @@ fn a_garage_card_ignores_a_bare_y_and_opens_with_its_name() {
     terminal.keys(&["C-d"]);
     assert_eq!(terminal.exited(), 0);
 }
+
+/// A question that waits on TauBar while the person is in `tau tui`: the status bar says
+/// so (and where to look), and stops saying it once the question was answered there.
+#[test]
+fn the_status_bar_counts_the_questions_waiting_on_other_channels() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([command_call("echo hi >> out.txt"), answer("done")]));
+    let serve = tau.serve(&model, &tau.serve_config(""));
+    let session = serve.new_session();
+    let question = serve.ask(&session, "write hi");
+    let id = question["id"].as_str().unwrap().to_owned();
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
+    else {
+        return;
+    };
+    terminal.wait_for_all(&["approvals: 0", "waiting elsewhere: 1 (tau approvals)"]);
+    let approved = serve.post(
+        &format!("/api/approvals/{id}"),
+        r#"{"decision": "approve"}"#,
+    );
+    assert_eq!(approved.status, 200, "{approved:?}");
+    let answered = Instant::now();
+    while terminal.screen().contains("waiting elsewhere") {
+        assert!(
+            answered.elapsed() < Duration::from_secs(10),
+            "{}",
+            terminal.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(terminal.screen().contains("approvals: 0"));
+}

@@ -412,6 +412,16 @@ fn a_running_turn_being_cancelled_and_a_pasted_input() {
 }
 
 #[test]
+fn questions_waiting_on_other_channels_are_counted_in_the_status_bar() {
+    let mut app = app(Language::En);
+    app.waiting_elsewhere = 2;
+    insta::assert_snapshot!(both(&mut app));
+    let mut app = super::app(Language::Tr);
+    app.waiting_elsewhere = 1;
+    insta::assert_snapshot!(frame(&mut app, 80, 24));
+}
+
+#[test]
 fn the_session_picker() {
     let sessions = vec![
         SessionRow {
