@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use tau_agent::{CancelHandle, Message, SessionId, SessionRepository};
 use tau_core::approval::{
-    Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable,
+    Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable_granting,
 };
 use tau_core::{DecidedBy, EventBus, TauAgent};
-use tau_protocol::ApprovalId;
+use tau_protocol::{ApprovalId, GrantRequest};
 use tau_state::Conversation;
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
@@ -328,16 +328,27 @@ impl Hub {
         if row.channel != channel {
             return Err(unknown());
         }
-        let (to, confirmation) = match reply {
-            Reply::Approve => (ApprovalState::Approved, None),
-            Reply::Confirm(typed) => (ApprovalState::Approved, Some(typed)),
-            Reply::Reject => (ApprovalState::Rejected, None),
+        let (to, confirmation, grant) = match reply {
+            Reply::Approve => (ApprovalState::Approved, None, None),
+            Reply::Confirm(typed) => (ApprovalState::Approved, Some(typed), None),
+            Reply::ApproveWithGrant(wanted) => {
+                let Some(offer) = &row.grant_offer else {
+                    return Err(HubError::Grant(
+                        "this question offers no grant: answer approve or reject".into(),
+                    ));
+                };
+                if let Err(error) = wanted.checked_hours(offer.hours) {
+                    return Err(HubError::Grant(error.to_string()));
+                }
+                (ApprovalState::Approved, None, Some(wanted))
+            }
+            Reply::Reject => (ApprovalState::Rejected, None, None),
         };
         let by = DecidedBy::Person {
             channel: channel.to_owned(),
             user,
         };
-        let answered = self.decide_as(&row, to, &by, confirmation.as_deref())?;
+        let answered = self.decide_as(&row, to, &by, confirmation.as_deref(), grant.as_ref())?;
         if let Answered::Decided(_) = &answered {
             self.settle_later(&row.session).await;
         }
@@ -382,7 +393,7 @@ impl Hub {
         to: ApprovalState,
         by: &DecidedBy,
     ) -> Result<Answered, HubError> {
-        self.decide_as(row, to, by, None)
+        self.decide_as(row, to, by, None, None)
     }
 
     /// [`Hub::decide`] with what the person typed or pressed for a second step.
@@ -392,14 +403,16 @@ impl Hub {
         to: ApprovalState,
         by: &DecidedBy,
         confirmation: Option<&str>,
+        grant: Option<&GrantRequest>,
     ) -> Result<Answered, HubError> {
-        let (answered, closing) = answer_durable(
+        let (answered, closing) = answer_durable_granting(
             &self.inner.state,
             &self.bus(&row.session),
             &row.id,
             to,
             by,
             confirmation,
+            grant,
         )?;
         if let Some(event) = closing {
             self.publish(&row.session, SessionEvent::Turn(event));

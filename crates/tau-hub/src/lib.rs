@@ -34,6 +34,8 @@
 //!   expired or was superseded.
 //! - [`Hub::conversations`], [`Hub::conversation_of`], [`Hub::messages`]: what a
 //!   channel lists and shows.
+//! - [`Hub::grants`]`(channel)`, [`Hub::revoke_grant`]: the live grants made on the
+//!   channel and their revoke (a `grant_revoked` audit line).
 //!
 //! When it starts, a channel shows again what [`Hub::approvals`]`(channel,
 //! Some(Pending))` lists: questions asked before a restart wait there, not in any stream.
@@ -46,13 +48,14 @@
 //! channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `expiry.rs` deadlines and recovery, `check.rs`
+//! resumed or closed, `expiry.rs` deadlines and recovery, `grants.rs` grants listed and revoked, `check.rs`
 //! start-up's cross-check of stored questions, `ids.rs`
 //! new conversations' ids (128 random bits; a taken one is drawn again, never reused).
 
 mod channel;
 mod check;
 mod expiry;
+mod grants;
 mod hub;
 mod ids;
 mod turns;
@@ -64,7 +67,7 @@ pub use hub::{
     Recovery, Refused, Reply, SessionEvent, SessionFactory,
 };
 pub use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
-pub use tau_state::Conversation;
+pub use tau_state::{Conversation, Revoked};
 
 /// What the hub could not do; nothing ran because of it.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +86,10 @@ pub enum HubError {
     Busy,
     #[error("the hub is shutting down")]
     ShuttingDown,
+    /// A grant was asked for that this question cannot give (it offered none, or the
+    /// request is out of bounds); nothing was decided.
+    #[error("{0}")]
+    Grant(String),
     /// `state.db` could not be read or written (its own words).
     #[error("{0}")]
     Store(String),

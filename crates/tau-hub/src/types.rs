@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use tau_agent::SessionId;
 use tau_core::approval::{ApprovalRow, DurableQuestions};
 use tau_core::{ChannelEvent, EventBus, TauAgent};
+use tau_protocol::GrantRequest;
 use tokio::sync::broadcast;
 
 use tau_state::Conversation;
@@ -53,6 +54,10 @@ pub enum Reply {
     /// A yes with what the person typed or pressed for the second step (the device's name
     /// or the number on its card); it approves only when that passes the step.
     Confirm(String),
+    /// A yes that also asks for a grant ("yes, and allow this again"): refused with
+    /// [`crate::HubError::Grant`] when the question offered none or the request is out of
+    /// bounds, so a person never believes a grant was made when none was.
+    ApproveWithGrant(GrantRequest),
     Reject,
 }
 

@@ -187,6 +187,17 @@ fn question_shown(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(QUESTION_SHOWN)
 }
 
+/// Step 6: a stored question's grant offer (what "yes, and allow this again" would
+/// cover, as the gate worked it out when it asked) and the grant its yes asked for.
+const STORED_GRANTS: &str = "
+ALTER TABLE approvals ADD COLUMN grant_offer TEXT;
+ALTER TABLE approvals ADD COLUMN grant_request TEXT;
+";
+
+fn stored_grants(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(STORED_GRANTS)
+}
+
 /// One step of the schema, run inside the migration's transaction.
 type Step = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
@@ -197,6 +208,7 @@ const STEPS: &[Step] = &[
     grants,
     call_outcome,
     question_shown,
+    stored_grants,
 ];
 
 /// The version a file has once this tau opened it.

@@ -549,33 +549,48 @@ function card(row) {
     actions.append(ask, typed);
     stepNodes.push(ask, typed);
   }
+  // "Yes, and allow this again": offered only where tau offers a grant (never with a
+  // second step), and what it covers is stated in tau's words before it can be pressed.
+  let always = null;
+  if (row.grant_covers && !step) {
+    always = el("button", "always", "Approve, allow again");
+    always.type = "button";
+    const covers = el("div", "grant-covers", row.grant_covers);
+    actions.append(covers);
+    stepNodes.push(covers);
+  }
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));
-  actions.append(approve, reject, outcome);
+  actions.append(approve, ...(always ? [always] : []), reject, outcome);
   const footer = el("div", "when");
   footer.append(when);
   node.append(title);
   // A routine's question says whose it is: nobody should take it for their own.
   if (row.routine) node.append(el("div", "asked-by", `asked by routine ${row.routine.name} · ${row.routine.trigger}`));
   node.append(effect, said, args, actions, footer);
-  const entry = { node, session: row.session, callId: row.call_id, buttons: [approve, reject, ...stepNodes], outcome, when, footer, closed: false };
-  const answer = async (decision) => {
-    approve.disabled = reject.disabled = true;
+  const buttons = [approve, reject, ...(always ? [always] : [])];
+  const entry = { node, session: row.session, callId: row.call_id, buttons: [...buttons, ...stepNodes], outcome, when, footer, closed: false };
+  const enable = (on) => { for (const button of buttons) button.disabled = !on; };
+  const answer = async (decision, grant) => {
+    enable(false);
     const body = { decision };
     if (typed && decision === "approve") body.confirm = typed.value;
+    if (grant) body.grant = grant;
     const { status, data } = await api("POST", `/api/approvals/${encodeURIComponent(row.id)}`, body);
     if (status === 200) {
       closeCard(row.id, data.state, data.decided_by);
+      if (grant) setTimeout(loadGrants, 1000);
     } else if (status === 409 && data && data.approval) {
       closeCard(row.id, data.approval.state, data.approval.decided_by);
       outcome.textContent = "Already " + data.approval.state + ": " + outcomeText(data.approval.state, data.approval.decided_by);
     } else {
-      approve.disabled = reject.disabled = false;
+      enable(true);
       if (typed) typed.value = "";
       outcome.textContent = (data && data.error) || "Could not answer";
     }
   };
   approve.addEventListener("click", () => answer("approve"));
+  if (always) always.addEventListener("click", () => answer("approve", { scope: "conversation" }));
   reject.addEventListener("click", () => answer("reject"));
   state.cards.set(row.id, entry);
   return node;
@@ -786,6 +801,36 @@ async function loadRoutines() {
   }
 }
 
+// The live grants made on this page, each with what it covers, its uses and a Revoke.
+async function loadGrants() {
+  const { status, data } = await api("GET", "/api/grants?display=true");
+  if (status !== 200 || !Array.isArray(data)) return;
+  $("grants").hidden = data.length === 0;
+  const list = $("grant-list");
+  list.replaceChildren();
+  for (const grant of data) {
+    const item = el("li", "grant");
+    item.dataset.grant = grant.id;
+    item.append(el("span", "title mono", grant.tool));
+    const args = grant.arguments && typeof grant.arguments === "object" && !Array.isArray(grant.arguments)
+      ? Object.entries(grant.arguments).map(([name, value]) => `${name}: ${typeof value === "string" ? value : JSON.stringify(value)}`).join(" · ")
+      : JSON.stringify(grant.arguments);
+    item.append(el("span", "mono grant-args", args));
+    const uses = grant.max_uses ? `${grant.uses} of ${grant.max_uses} uses` : `${grant.uses} uses`;
+    const last = grant.last_used_at ? `, last ${when(grant.last_used_at)}` : "";
+    item.append(el("span", "meta", `${uses}${last} · until ${when(grant.expires_at)}`));
+    const revoke = el("button", "link revoke", "Revoke");
+    revoke.type = "button";
+    revoke.addEventListener("click", async () => {
+      revoke.disabled = true;
+      await api("DELETE", `/api/grants/${encodeURIComponent(grant.id)}`);
+      await loadGrants();
+    });
+    item.append(revoke);
+    list.append(item);
+  }
+}
+
 // ---- start ----
 
 async function start() {
@@ -796,6 +841,7 @@ async function start() {
   await loadSessions();
   await loadApprovals();
   await loadRoutines();
+  await loadGrants();
   await loadChannels();
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
   if (wanted && state.sessions.some((s) => s.id === wanted)) {
@@ -823,4 +869,5 @@ showToggles();
 setInterval(() => { if (!$("app").hidden) loadApprovals(); }, 5000);
 setInterval(() => { if (!$("app").hidden) loadChannels(); }, 10000);
 setInterval(() => { if (!$("app").hidden) loadRoutines(); }, 30000);
+setInterval(() => { if (!$("app").hidden) loadGrants(); }, 30000);
 boot();

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{ContentBlock, Message, SessionId};
 use tau_core::{ApprovalId, output_blocks};
+use tau_core::{GrantRequest, GrantScope};
 use tau_hub::{Answered, ApprovalRow, ApprovalState, HubError, Reply};
 
 use crate::shown::shown;
@@ -23,21 +24,24 @@ pub(crate) fn error(status: StatusCode, text: &str) -> (StatusCode, Json<Value>)
     (status, Json(json!({ "error": text })))
 }
 
-fn hub_error(error: &HubError) -> Response {
+pub(crate) fn hub_error(error: &HubError) -> Response {
     let status = match error {
         HubError::UnknownApproval(_) | HubError::UnknownSession(_) => StatusCode::NOT_FOUND,
         HubError::Open { .. } => StatusCode::CONFLICT,
         HubError::Busy => StatusCode::TOO_MANY_REQUESTS,
         HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+        HubError::Grant(_) => StatusCode::UNPROCESSABLE_ENTITY,
         HubError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
     let text = match error {
         // The id came from the request: not echoed back.
         HubError::UnknownApproval(_) => "no such approval".to_owned(),
         HubError::UnknownSession(_) => "no such session".to_owned(),
-        HubError::Open { .. } | HubError::Busy | HubError::ShuttingDown | HubError::Store(_) => {
-            error.to_string()
-        }
+        HubError::Open { .. }
+        | HubError::Busy
+        | HubError::ShuttingDown
+        | HubError::Grant(_)
+        | HubError::Store(_) => error.to_string(),
     };
     if status == StatusCode::INTERNAL_SERVER_ERROR {
         tracing::error!(%error, "web request failed");
@@ -282,6 +286,16 @@ pub(crate) struct ApprovalQuery {
 
 fn row_json(app: &App, row: &ApprovalRow, display: bool) -> Value {
     let mut value = serde_json::to_value(row).unwrap_or(Value::Null);
+    // What "yes, and allow this again" would cover, in tau's words, before anyone can
+    // press it (a grant from this page is for this conversation).
+    if let Some(offer) = &row.grant_offer
+        && let Value::Object(fields) = &mut value
+    {
+        fields.insert(
+            "grant_covers".into(),
+            Value::String(offer.covers_text(&row.tool, GrantScope::Conversation)),
+        );
+    }
     // A routine's question says whose it is.
     if let Some(origin) = app.origin_of_session(&row.session)
         && let Value::Object(fields) = &mut value
@@ -357,6 +371,10 @@ struct Answer {
     /// number on its card.
     #[serde(default)]
     confirm: Option<String>,
+    /// "Yes, and allow this again": the grant's scope, hours and uses, with an approve
+    /// of a question that offered one.
+    #[serde(default)]
+    grant: Option<GrantRequest>,
 }
 
 /// Longer than any device name or number: not an answer to a second step.
@@ -373,10 +391,15 @@ pub(crate) async fn answer(
         Ok(body) => body,
         Err(rejection) => return body_error(&rejection),
     };
-    let Ok(Answer { decision, confirm }) = serde_json::from_slice::<Answer>(&body) else {
+    let Ok(Answer {
+        decision,
+        confirm,
+        grant,
+    }) = serde_json::from_slice::<Answer>(&body)
+    else {
         return error_response(
             StatusCode::BAD_REQUEST,
-            "the body must be {\"decision\": \"approve\"} or {\"decision\": \"reject\"}, with \"confirm\" for a question's second step",
+            "the body must be {\"decision\": \"approve\"} or {\"decision\": \"reject\"}, with \"confirm\" for a question's second step or \"grant\" ({\"scope\": \"conversation\" or \"channel\", \"hours\", \"max_uses\"}) to allow the same call again",
         );
     };
     if confirm
@@ -388,10 +411,23 @@ pub(crate) async fn answer(
     let Ok(id) = ApprovalId::parse(&id) else {
         return error_response(StatusCode::NOT_FOUND, "no such approval");
     };
-    let reply = match (decision, confirm) {
-        (Decision::Approve, Some(typed)) => Reply::Confirm(typed),
-        (Decision::Approve, None) => Reply::Approve,
-        (Decision::Reject, _) => Reply::Reject,
+    let reply = match (decision, confirm, grant) {
+        (Decision::Approve, Some(_), Some(_)) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "a question with a second step is asked every time: it takes no grant",
+            );
+        }
+        (Decision::Reject, _, Some(_)) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "a grant comes only with \"decision\": \"approve\"",
+            );
+        }
+        (Decision::Approve, Some(typed), None) => Reply::Confirm(typed),
+        (Decision::Approve, None, Some(wanted)) => Reply::ApproveWithGrant(wanted),
+        (Decision::Approve, None, None) => Reply::Approve,
+        (Decision::Reject, _, None) => Reply::Reject,
     };
     match app.hub.answer(WEB, None, &id, reply).await {
         Ok(Answered::Decided(row)) => Json(row_json(&app, &row, false)).into_response(),

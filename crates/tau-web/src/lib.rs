@@ -8,13 +8,14 @@
 //!
 //! Layout: `config.rs` `[web]`, `auth.rs` the checks and headers every response gets,
 //! `api.rs` the JSON API, `events.rs` the event stream, `shown.rs` the display view,
-//! `routines.rs` webhooks and the routine list, `server.rs` the accept loop and its
+//! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked, `server.rs` the accept loop and its
 //! deadlines, `peers.rs` connections by peer address, `assets/` the page.
 
 mod api;
 mod auth;
 mod config;
 mod events;
+mod grants;
 mod peers;
 mod routines;
 mod server;
@@ -27,7 +28,7 @@ use async_trait::async_trait;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use http::{HeaderValue, StatusCode, header};
 use tau_hub::{Channel, ChannelError, Hub};
 use tokio::net::TcpListener;
@@ -203,6 +204,8 @@ fn router(app: App) -> Router {
         .route("/api/routines", get(routines::list))
         .route("/hooks/{name}", post(routines::hook))
         .route("/api/approvals/{id}", post(api::answer))
+        .route("/api/grants", get(grants::list))
+        .route("/api/grants/{id}", delete(grants::revoke))
         .fallback(|| async { api::error(StatusCode::NOT_FOUND, "no such page") })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(

@@ -319,6 +319,14 @@ impl SessionFactory for Factory {
             .sessions
             .messages(session, 0)
             .map_err(|e| OpenError(e.to_string()))?;
+        // "yes, and allow this again" on TauBar (one person: the token's holder). Telegram
+        // conversations make none yet: a grant there must be the Telegram user's own.
+        let grants = (durable.channel == "web").then(|| tau_core::GateGrants {
+            store: self.sessions.clone(),
+            session: session.clone(),
+            person: None,
+            hours: self.config.approval.grant_hours,
+        });
         let agent = build_agent(AgentParts {
             config: self.config.clone(),
             model: model_for_session(&self.model, &stored),
@@ -333,7 +341,7 @@ impl SessionFactory for Factory {
             )),
             events,
             durable: Some(durable),
-            grants: None,
+            grants,
         })
         .await
         .map_err(|e| OpenError(e.to_string()))?;

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::Value;
-use tau_protocol::{Approval, ApprovalId, ChannelEvent, DecidedBy, Decision, SessionId, Tier};
+use tau_protocol::{
+    Approval, ApprovalId, ChannelEvent, DecidedBy, Decision, GrantRequest, SessionId, Tier,
+};
 
 use super::durable::{
     Answered, ApprovalRow, ApprovalState, NewApproval, StateDb, StateError, canonical_arguments,
@@ -92,7 +94,7 @@ impl TierGate {
             .ok()
             .and_then(|span| now.checked_add(span).ok())
             .unwrap_or(now);
-        let row = NewApproval {
+        let mut row = NewApproval {
             id: id.clone(),
             session: durable.session.clone(),
             call_id: tool_use_id.to_owned(),
@@ -106,6 +108,7 @@ impl TierGate {
             card,
         }
         .into_row();
+        row.grant_offer = self.grant_offer(tool, arguments, &row.card);
         if let Err(error) = durable.store.create_hidden_approval(&row) {
             return DurableCheck::Decided(self.refused_on_resume(
                 tool,
@@ -221,6 +224,12 @@ impl TierGate {
             return check;
         }
         tracing::info!(tool, tool_use_id, approval_id = %row.id, "stored approval checked and consumed");
+        // The grant the yes asked for is made now, when the call it was asked with goes
+        // through: exactly as the question offered it (a failure leaves the yes standing
+        // for this one call, with an `error` line).
+        if let Some(wanted) = &row.grant_request {
+            let _made = self.make_grant(&row.question(), wanted, &decided_by);
+        }
         let mut check = Check::refuse(String::new(), Approval::Approved, tier, decided_by);
         check.allowed = true;
         check.refusal_text = None;
@@ -363,6 +372,20 @@ pub fn answer_durable(
     decided_by: &DecidedBy,
     confirmation: Option<&str>,
 ) -> Result<(Answered, Option<ChannelEvent>), StateError> {
+    answer_durable_granting(store, events, id, to, decided_by, confirmation, None)
+}
+
+/// [`answer_durable`] with the grant a person asked for with their yes ("yes, and allow
+/// this again"), kept with the question and made when its call goes through.
+pub fn answer_durable_granting(
+    store: &StateDb,
+    events: &EventBus,
+    id: &ApprovalId,
+    to: ApprovalState,
+    decided_by: &DecidedBy,
+    confirmation: Option<&str>,
+    grant: Option<&GrantRequest>,
+) -> Result<(Answered, Option<ChannelEvent>), StateError> {
     // A question not shown yet has no second step to ask for: it answers nothing
     // (`decide_approval` says so), and must not be named by a "step missing" either.
     if to == ApprovalState::Approved
@@ -375,7 +398,7 @@ pub fn answer_durable(
         tracing::info!(approval_id = %row.id, tool = %row.tool, "a yes without the second step; the question stays open");
         return Ok((Answered::StepMissing(row), None));
     }
-    let answered = store.decide_approval(id, to, decided_by, Timestamp::now())?;
+    let answered = store.decide_approval_granting(id, to, decided_by, Timestamp::now(), grant)?;
     let Answered::Decided(row) = &answered else {
         return Ok((answered, None));
     };

@@ -23,8 +23,8 @@ pub use durable::{
     canonical_arguments,
 };
 pub use durable_gate::{
-    APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, effect_uncertain_event,
-    question_reason, requested_event, stored_question,
+    APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, answer_durable_granting,
+    effect_uncertain_event, question_reason, requested_event, stored_question,
 };
 pub(crate) use gate::summarize;
 pub use gate::{

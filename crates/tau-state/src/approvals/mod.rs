@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tau_protocol::{
-    ApprovalId, ApprovalQuestion, CallCard, DecidedBy, SessionId, Tier, canonical_json,
+    ApprovalId, ApprovalQuestion, CallCard, DecidedBy, GrantOffer, GrantRequest, SessionId, Tier,
+    canonical_json,
 };
 
 use crate::db::StateDb;
@@ -121,6 +122,14 @@ pub struct ApprovalRow {
     pub outcome: Option<CallOutcome>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome_at: Option<Timestamp>,
+    /// What a grant made from this question would cover ("yes, and allow this again"),
+    /// when the gate offered one; its card says so in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_offer: Option<GrantOffer>,
+    /// The grant the person asked for with their yes; the gate makes it when the call is
+    /// let through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_request: Option<GrantRequest>,
 }
 
 impl ApprovalRow {
@@ -141,7 +150,7 @@ impl ApprovalRow {
             channel: self.channel.clone(),
             deadline: Some(self.deadline.to_string()),
             card: self.card.clone(),
-            grant: None,
+            grant: self.grant_offer.clone(),
         }
     }
 }
@@ -185,6 +194,8 @@ impl NewApproval {
             card: self.card,
             outcome: None,
             outcome_at: None,
+            grant_offer: None,
+            grant_request: None,
         }
     }
 }
@@ -218,7 +229,7 @@ pub enum Answered {
 
 const COLUMNS: &str = "id, session, call_id, tool, tier, effect, arguments, arguments_sha256, \
      channel, created_at, deadline, state, decided_by, decided_at, consumed_at, card, outcome, \
-     outcome_at";
+     outcome_at, grant_offer, grant_request";
 
 /// A row's columns as stored, before they are checked.
 struct Raw {
@@ -229,6 +240,8 @@ struct Raw {
     consumed_at: Option<String>,
     outcome: Option<String>,
     outcome_at: Option<String>,
+    grant_offer: Option<String>,
+    grant_request: Option<String>,
 }
 
 fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
@@ -254,6 +267,8 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
         consumed_at: row.get(14)?,
         outcome: row.get(16)?,
         outcome_at: row.get(17)?,
+        grant_offer: row.get(18)?,
+        grant_request: row.get(19)?,
     })
 }
 
@@ -282,6 +297,8 @@ fn parse(raw: Raw) -> Result<ApprovalRow, StateError> {
         consumed_at,
         outcome,
         outcome_at,
+        grant_offer,
+        grant_request,
     } = raw;
     let bad =
         |what: &str| StateError::unreadable(format!("approval '{id}'"), format!("its {what}"));
@@ -305,6 +322,12 @@ fn parse(raw: Raw) -> Result<ApprovalRow, StateError> {
             .map(|text| CallOutcome::parse(&text).ok_or_else(|| bad("outcome")))
             .transpose()?,
         outcome_at: outcome_at.map(|t| time(&t, "outcome_at")).transpose()?,
+        grant_offer: grant_offer
+            .map(|text| serde_json::from_str(&text).map_err(|_| bad("grant_offer")))
+            .transpose()?,
+        grant_request: grant_request
+            .map(|text| serde_json::from_str(&text).map_err(|_| bad("grant_request")))
+            .transpose()?,
         card: serde_json::from_str(&card).map_err(|_| bad("card"))?,
         created_at: time(&created_at, "created_at")?,
         deadline: time(&deadline, "deadline")?,
@@ -388,12 +411,24 @@ impl StateDb {
             .map_err(|e| StateError::Invalid(e.to_string()))?;
         let card =
             serde_json::to_string(&row.card).map_err(|e| StateError::Invalid(e.to_string()))?;
+        let grant_offer = row
+            .grant_offer
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StateError::Invalid(e.to_string()))?;
+        let grant_request = row
+            .grant_request
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StateError::Invalid(e.to_string()))?;
         let inserted = self.write_durable(|tx| {
             Ok(tx.execute(
                 &format!(
                     "INSERT OR IGNORE INTO approvals ({COLUMNS}, shown) VALUES \
                      (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
-                     ?17, ?18, ?19)"
+                     ?17, ?18, ?19, ?20, ?21)"
                 ),
                 params![
                     row.id.as_str(),
@@ -414,6 +449,8 @@ impl StateDb {
                     card,
                     row.outcome.map(CallOutcome::as_str),
                     row.outcome_at.map(|t| t.to_string()),
+                    grant_offer,
+                    grant_request,
                     shown,
                 ],
             )?)
@@ -442,6 +479,19 @@ impl StateDb {
         decided_by: &DecidedBy,
         at: Timestamp,
     ) -> Result<Answered, StateError> {
+        self.decide_approval_granting(id, to, decided_by, at, None)
+    }
+
+    /// [`StateDb::decide_approval`], keeping the grant a person asked for with their yes.
+    /// The request is kept only with an approval, of a question that offered a grant.
+    pub fn decide_approval_granting(
+        &self,
+        id: &ApprovalId,
+        to: ApprovalState,
+        decided_by: &DecidedBy,
+        at: Timestamp,
+        grant: Option<&GrantRequest>,
+    ) -> Result<Answered, StateError> {
         if to == ApprovalState::Pending {
             return Err(StateError::Invalid(
                 "a question cannot be decided as pending".into(),
@@ -449,10 +499,16 @@ impl StateDb {
         }
         let by =
             serde_json::to_string(decided_by).map_err(|e| StateError::Invalid(e.to_string()))?;
+        let grant = grant
+            .filter(|_| to == ApprovalState::Approved)
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StateError::Invalid(e.to_string()))?;
         self.write_durable(|tx| {
             let changed = tx
                 .prepare_cached(
-                    "UPDATE approvals SET state = ?2, decided_by = ?3, decided_at = ?4 \
+                    "UPDATE approvals SET state = ?2, decided_by = ?3, decided_at = ?4, \
+                     grant_request = CASE WHEN grant_offer IS NULL THEN NULL ELSE ?6 END \
                      WHERE id = ?1 AND state = 'pending' AND (shown = 1 OR ?5 = 0)",
                 )?
                 .execute(params![
@@ -460,7 +516,8 @@ impl StateDb {
                     to.as_str(),
                     by,
                     at.to_string(),
-                    decided_by.is_person()
+                    decided_by.is_person(),
+                    grant
                 ])?;
             Ok(match (changed, get(tx, id)?) {
                 (_, None) => Answered::NotFound,

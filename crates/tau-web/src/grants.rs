@@ -1,0 +1,60 @@
+//! Grants on the web listener: `GET /api/grants` (the live grants made on TauBar: what
+//! each covers, until when, its uses) and `DELETE /api/grants/{id}` (a revoke, which
+//! takes effect before any later call). A grant is made by answering a question with
+//! `"grant"` (`POST /api/approvals/{id}`, in `api.rs`).
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use serde_json::json;
+use tau_core::DecidedBy;
+use tau_core::GrantId;
+use tau_hub::Revoked;
+
+use crate::api::{View, error, hub_error};
+use crate::shown::shown;
+use crate::{App, WEB};
+
+/// `GET /api/grants`: the live grants made on this page, oldest first; with
+/// `display=true` every string as the display function shows it (the arguments are the
+/// model's).
+pub(crate) async fn list(
+    State(app): State<App>,
+    query: Result<Query<View>, QueryRejection>,
+) -> Response {
+    let Ok(Query(wanted)) = query else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "the only parameter is display=true",
+        )
+        .into_response();
+    };
+    match app.hub.grants(WEB) {
+        Ok(grants) => {
+            let value = serde_json::to_value(grants).unwrap_or_default();
+            Json(if wanted.display { shown(value) } else { value }).into_response()
+        }
+        Err(failure) => hub_error(&failure),
+    }
+}
+
+/// `DELETE /api/grants/{id}`: 200 with the grant as revoked, 409 when it was revoked
+/// before, 404 for an id this page never made.
+pub(crate) async fn revoke(State(app): State<App>, Path(id): Path<String>) -> Response {
+    let not_found = || error(StatusCode::NOT_FOUND, "no such grant").into_response();
+    let Ok(id) = GrantId::parse(&id) else {
+        return not_found();
+    };
+    match app.hub.revoke_grant(WEB, &id, &DecidedBy::person(WEB)) {
+        Ok(Revoked::Revoked(grant)) => Json(json!({ "revoked": grant })).into_response(),
+        Ok(Revoked::AlreadyRevoked(grant)) => (
+            StatusCode::CONFLICT,
+            Json(json!({ "error": "the grant was revoked already", "grant": grant })),
+        )
+            .into_response(),
+        Ok(Revoked::NotFound) => not_found(),
+        Err(failure) => hub_error(&failure),
+    }
+}
