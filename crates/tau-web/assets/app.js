@@ -812,9 +812,8 @@ async function loadGrants() {
     const item = el("li", "grant");
     item.dataset.grant = grant.id;
     item.append(el("span", "title mono", grant.tool));
-    const args = grant.arguments && typeof grant.arguments === "object" && !Array.isArray(grant.arguments)
-      ? Object.entries(grant.arguments).map(([name, value]) => `${name}: ${typeof value === "string" ? value : JSON.stringify(value)}`).join(" · ")
-      : JSON.stringify(grant.arguments);
+    // With display=true the arguments come as their canonical JSON, already shown.
+    const args = typeof grant.arguments === "string" ? grant.arguments : JSON.stringify(grant.arguments);
     item.append(el("span", "mono grant-args", args));
     const uses = grant.max_uses ? `${grant.uses} of ${grant.max_uses} uses` : `${grant.uses} uses`;
     const last = grant.last_used_at ? `, last ${when(grant.last_used_at)}` : "";

@@ -86,7 +86,7 @@ async fn allow_again_on_the_card_makes_a_grant_the_panel_lists_and_revokes() {
     .await;
     let listed = listed.as_str().unwrap();
     assert!(
-        listed.starts_with("run_command command: echo x >> out.txt 0 uses"),
+        listed.starts_with(r#"run_command {"command":"echo x >> out.txt"} 0 uses"#),
         "{listed}"
     );
     let outcome = until(
