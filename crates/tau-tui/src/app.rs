@@ -27,6 +27,9 @@ pub(crate) enum Action {
         approval_id: String,
         decision: Decision,
         confirmation: Option<String>,
+        /// "Yes, and allow this again": the word `always` typed on a card that offers a
+        /// grant.
+        grant: bool,
     },
     /// Cancel the running turn and close its questions.
     Cancel,
@@ -265,7 +268,44 @@ impl App {
         if card.call_card.confirm.is_some() {
             return self.step_key(key, at, page, max_scroll);
         }
+        let plain = key.modifiers.difference(KeyModifiers::SHIFT).is_empty();
+        let mut grant = false;
+        // A card that offers a grant takes a word for it: letters other than y and n
+        // start it, everything after them is part of it, Enter answers with it. A key
+        // typed ahead can never make a grant.
+        if card.grant.is_some() {
+            let typing = !card.typed.is_empty();
+            match key.code {
+                KeyCode::Char(c)
+                    if plain
+                        && !c.is_whitespace()
+                        && (typing || !matches!(c, 'y' | 'Y' | 'n' | 'N')) =>
+                {
+                    if card.typed.chars().count() < MAX_TYPED {
+                        card.typed.push(c);
+                    }
+                    return Action::Nothing;
+                }
+                KeyCode::Backspace if typing => {
+                    card.typed.pop();
+                    return Action::Nothing;
+                }
+                KeyCode::Esc if typing => {
+                    card.typed.clear();
+                    return Action::Nothing;
+                }
+                KeyCode::Enter if plain && typing => {
+                    let typed = std::mem::take(&mut card.typed);
+                    if !typed.trim().eq_ignore_ascii_case(GRANT_WORD) {
+                        return Action::Nothing;
+                    }
+                    grant = true;
+                }
+                _ => {}
+            }
+        }
         let decision = match key.code {
+            _ if grant => Decision::Approved,
             KeyCode::Char('y' | 'Y')
                 if key.modifiers.difference(KeyModifiers::SHIFT).is_empty() =>
             {
@@ -306,6 +346,7 @@ impl App {
             approval_id,
             decision,
             confirmation: None,
+            grant,
         }
     }
 
@@ -373,6 +414,7 @@ impl App {
             approval_id,
             decision,
             confirmation,
+            grant: false,
         }
     }
 
@@ -443,6 +485,9 @@ impl App {
 
 /// The longest answer a second step's field takes (a device name is at most 40).
 const MAX_TYPED: usize = 64;
+
+/// The word that approves a call and makes the grant its card offers.
+pub(crate) const GRANT_WORD: &str = "always";
 
 /// `y`, `yes`, `e`, `evet` (any case): a plain yes, which a second step ignores.
 fn is_bare_yes(typed: &str) -> bool {

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use tau_core::{Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision};
+use tau_core::{
+    Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision, GrantRequest,
+};
 use tokio::sync::oneshot;
 
 /// The channel name in approval requests and `decided_by`.
@@ -33,12 +35,21 @@ impl Questions {
 
     /// The person answered the question `approval_id` with a key on its card (and what
     /// they typed for its second step, when it has one).
-    pub(crate) fn answer(&self, approval_id: &str, decision: Decision, confirmation: Option<&str>) {
-        let answer = Answer::new(decision, DecidedBy::person(TUI_CHANNEL));
-        let answer = match confirmation {
-            Some(typed) => answer.confirmed_with(typed),
-            None => answer,
-        };
+    pub(crate) fn answer(
+        &self,
+        approval_id: &str,
+        decision: Decision,
+        confirmation: Option<&str>,
+        grant: bool,
+    ) {
+        let mut answer = Answer::new(decision, DecidedBy::person(TUI_CHANNEL));
+        if let Some(typed) = confirmation {
+            answer = answer.confirmed_with(typed);
+        }
+        if grant && decision == Decision::Approved {
+            // This conversation, for the offer's hours: what the card said it covers.
+            answer.grant = Some(GrantRequest::conversation());
+        }
         self.send(approval_id, answer);
     }
 
@@ -174,9 +185,9 @@ mod tests {
         });
         until_open(&questions, 1).await;
         // An answer to another question is not an answer to this one.
-        questions.answer("ap_other", Decision::Approved, None);
+        questions.answer("ap_other", Decision::Approved, None, false);
         assert_eq!(questions.open(), 1);
-        questions.answer("ap_1", Decision::Rejected, None);
+        questions.answer("ap_1", Decision::Rejected, None, false);
         assert_eq!(
             first.await.unwrap().unwrap(),
             Answer::new(Decision::Rejected, DecidedBy::person("tui"))
@@ -187,7 +198,7 @@ mod tests {
     async fn an_answer_keyed_before_decide_is_kept_for_that_question_only() {
         let approver = TuiApprover::new();
         let questions = approver.questions();
-        questions.answer("ap_1", Decision::Approved, None);
+        questions.answer("ap_1", Decision::Approved, None, false);
         assert_eq!(
             approver.decide(request("ap_1")).await.unwrap(),
             Answer::approved_by("tui")
@@ -224,7 +235,7 @@ mod tests {
         assert_eq!(questions.open(), 0);
         // The late key is kept as an early answer to that id; the next question has a new
         // id, and the finished one is forgotten when its decision arrives.
-        questions.answer("ap_1", Decision::Approved, None);
+        questions.answer("ap_1", Decision::Approved, None, false);
         questions.forget("ap_1");
         let next =
             tokio::time::timeout(Duration::from_millis(10), approver.decide(request("ap_2"))).await;

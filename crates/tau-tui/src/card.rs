@@ -9,7 +9,10 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
-use tau_core::{ApprovalQuestion, CallCard, CardNote, NoteLevel, Tier, display, display_multiline};
+use tau_core::{
+    ApprovalQuestion, CallCard, CardNote, GrantOffer, GrantScope, NoteLevel, Tier, display,
+    display_multiline,
+};
 
 use crate::args::pretty;
 use crate::texts::Texts;
@@ -44,6 +47,9 @@ pub(crate) struct Card {
     pub typed: String,
     /// A bare yes was entered on a card with a second step.
     pub bare_yes: bool,
+    /// What a grant made from this question would cover ("yes, and allow this again"),
+    /// when the gate offers one.
+    pub grant: Option<GrantOffer>,
 }
 
 impl Card {
@@ -62,6 +68,7 @@ impl Card {
             ignored_early: false,
             typed: String::new(),
             bare_yes: false,
+            grant: question.grant.clone(),
         }
     }
 
@@ -284,6 +291,9 @@ fn footer(
     if card.bare_yes {
         notes.push(t.bare_yes.to_owned());
     }
+    if let Some(offer) = &card.grant {
+        notes.push(offer.covers_text(&display(&card.tool), GrantScope::Conversation));
+    }
     let mut rows = pack(&notes, columns, Style::new().fg(Color::Yellow));
     let keys: Vec<String> = match &card.call_card.confirm {
         _ if !card.answers_at(moment.now) => vec![t.wait.to_owned()],
@@ -301,7 +311,15 @@ fn footer(
             keys
         }
         None if card.seen_end || hidden == 0 => {
-            vec![t.approve_key.to_owned(), t.reject_key.to_owned()]
+            let mut keys = vec![t.approve_key.to_owned()];
+            if card.grant.is_some() {
+                keys.push(t.grant_key.to_owned());
+            }
+            keys.push(t.reject_key.to_owned());
+            if !card.typed.is_empty() {
+                keys.push(t.step_typed.replace("{typed}", &display(&card.typed)));
+            }
+            keys
         }
         None => vec![t.reject_key.to_owned(), t.scroll_first.to_owned()],
     };

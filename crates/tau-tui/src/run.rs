@@ -336,9 +336,10 @@ impl Loop {
                 approval_id,
                 decision,
                 confirmation,
+                grant,
             } => {
                 self.questions
-                    .answer(&approval_id, decision, confirmation.as_deref());
+                    .answer(&approval_id, decision, confirmation.as_deref(), grant);
                 Step::Continue
             }
             Action::Cancel => {

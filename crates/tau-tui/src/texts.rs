@@ -41,6 +41,8 @@ pub(crate) struct Texts {
     pub approvals: &'static str,
     /// `{n}` questions waiting on other channels (the hub's), answered there.
     pub elsewhere: &'static str,
+    /// How a card's grant is made: a word, never a key typed ahead.
+    pub grant_key: &'static str,
     pub ready: &'static str,
     pub running: &'static str,
     pub cancelling: &'static str,
@@ -111,6 +113,7 @@ const EN: Texts = Texts {
     calls_left: "calls left: {n}/{max}",
     approvals: "approvals: {n}",
     elsewhere: "waiting elsewhere: {n} (tau approvals)",
+    grant_key: "type always, Enter: approve and allow again",
     ready: "ready",
     running: "running",
     cancelling: "cancelling (Ctrl-C again quits)",
@@ -178,6 +181,7 @@ const TR: Texts = Texts {
     calls_left: "kalan çağrı: {n}/{max}",
     approvals: "bekleyen onay: {n}",
     elsewhere: "başka kanalda bekleyen: {n} (tau approvals)",
+    grant_key: "always yazıp Enter: onayla ve yine izin ver",
     ready: "hazır",
     running: "çalışıyor",
     cancelling: "iptal ediliyor (tekrar Ctrl-C çıkar)",
@@ -239,6 +243,8 @@ mod tests {
             assert!(t.calls_left.contains("{n}") && t.calls_left.contains("{max}"));
             assert!(t.approvals.contains("{n}"));
             assert!(t.elsewhere.contains("{n}"));
+            // The grant's word is the same in every language, as the answer keys are.
+            assert!(t.grant_key.contains(crate::app::GRANT_WORD));
             assert!(t.paste_cut.contains("{kib}"));
             assert!(t.by_person.contains("{channel}"));
             assert!(t.by_exemption.contains("{name}"));

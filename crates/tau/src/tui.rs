@@ -113,7 +113,14 @@ pub(crate) async fn run(
         session: Some((repository, id.clone())),
         events,
         durable: None,
-        grants: None,
+        // "yes, and allow this again" on the TUI (one person): the word `always` on a
+        // card makes a grant of exactly that call for this conversation.
+        grants: Some(tau_core::GateGrants {
+            store: state.clone(),
+            session: id.clone(),
+            person: None,
+            hours: config.core().approval.grant_hours,
+        }),
     })
     .await?;
     let (elsewhere, waiting_elsewhere) = tokio::sync::watch::channel(0);

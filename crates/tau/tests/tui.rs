@@ -507,3 +507,59 @@ fn the_status_bar_counts_the_questions_waiting_on_other_channels() {
     }
     assert!(terminal.screen().contains("approvals: 0"));
 }
+
+/// The word `always` on a card that offers a grant: the call runs, and the same call
+/// later in the conversation runs without a card, recorded as the grant's.
+#[test]
+fn always_on_the_card_grants_exactly_that_call_in_this_conversation() {
+    let tau = Tau::new();
+    let call = json!({"command": "echo x >> out.txt", "timeout_seconds": 60});
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &call),
+        answer("Done."),
+        tool_call("t2", "run_command", &call),
+        answer("Again."),
+    ]));
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
+    else {
+        return;
+    };
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("append x");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for_all(&["tau asks: approval needed", "type always, Enter"]);
+    std::thread::sleep(PAST_THE_GUARD);
+    terminal.type_text("always");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("Done.");
+    terminal.type_text("again");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("Again.");
+    assert_eq!(
+        std::fs::read_to_string(tau.workspace().join("out.txt")).unwrap(),
+        "x\nx\n"
+    );
+    let calls: Vec<Value> = tau
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| json!([e["tool_use_id"], e["approval"], e["decided_by"]["kind"]]))
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            json!(["t1", "approved", "person"]),
+            json!(["t2", "granted", "grant"])
+        ]
+    );
+    let listed = tau.run(&["grants", "list"], "");
+    assert!(
+        listed
+            .stdout
+            .contains("run_command (tier 2)  conversation s1"),
+        "{}",
+        listed.stdout
+    );
+    terminal.keys(&["C-d"]);
+    assert_eq!(terminal.exited(), 0);
+}

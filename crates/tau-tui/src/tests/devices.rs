@@ -85,6 +85,7 @@ fn a_bare_y_never_passes_the_second_step() {
             approval_id: format!("ap_{:032x}", 3),
             decision: Decision::Approved,
             confirmation: Some("garage-door".into()),
+            grant: false,
         })
     );
     assert!(app.cards.is_empty());
@@ -101,6 +102,7 @@ fn the_number_passes_and_anything_else_refuses() {
             approval_id: format!("ap_{:032x}", 3),
             decision: Decision::Approved,
             confirmation: Some("47".into()),
+            grant: false,
         })
     );
     for other in ["48", "garage", "n"] {
@@ -112,6 +114,7 @@ fn the_number_passes_and_anything_else_refuses() {
                 approval_id: format!("ap_{:032x}", 3),
                 decision: Decision::Rejected,
                 confirmation: None,
+                grant: false,
             }),
             "{other}"
         );
@@ -123,6 +126,7 @@ fn the_number_passes_and_anything_else_refuses() {
             approval_id: format!("ap_{:032x}", 3),
             decision: Decision::Rejected,
             confirmation: None,
+            grant: false,
         }
     );
 }

@@ -25,6 +25,7 @@ fn answer(id: &str, decision: Decision) -> Action {
         approval_id: id.into(),
         decision,
         confirmation: None,
+        grant: false,
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod devices;
 mod frames;
+mod grants;
 mod hostile;
 mod keys;
 

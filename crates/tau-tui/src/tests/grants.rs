@@ -1,0 +1,153 @@
+//! "Yes, and allow this again" on the TUI: a card that offers a grant says what it would
+//! cover, and only the word `always` and Enter make it; `y` still approves alone, and no
+//! key typed ahead can make a grant.
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use tau_core::{ChannelEvent, Decision, GrantOffer, Language};
+
+use super::*;
+use crate::app::Action;
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+/// An app showing a card that offers a grant, answerable and read to its end.
+fn offering(language: Language) -> App {
+    let mut app = app(language);
+    app.turn_started("append x");
+    app.event(&started(
+        "t1",
+        "run_command",
+        Some(tau_core::Tier::Physical),
+        command("echo x >> out.txt"),
+    ));
+    let ChannelEvent::ApprovalRequested(mut question) = requested(
+        "ap_1",
+        "t1",
+        "run_command",
+        EFFECT,
+        command("echo x >> out.txt"),
+        None,
+    ) else {
+        panic!("not a question");
+    };
+    question.grant = Some(GrantOffer {
+        schema_sha256: "0".repeat(64),
+        arguments_sha256: "1".repeat(64),
+        card_sha256: "2".repeat(64),
+        hours: 24,
+    });
+    app.event(&ChannelEvent::ApprovalRequested(question));
+    settle_card(&mut app);
+    app
+}
+
+fn answered(grant: bool) -> Action {
+    Action::Answer {
+        approval_id: "ap_1".into(),
+        decision: Decision::Approved,
+        confirmation: None,
+        grant,
+    }
+}
+
+fn typed(app: &mut App, text: &str, at: Instant) -> Vec<Action> {
+    text.chars()
+        .map(|c| app.key(key(KeyCode::Char(c)), at))
+        .collect()
+}
+
+#[test]
+fn the_card_says_what_a_grant_covers_and_how_to_make_it() {
+    let mut app = offering(Language::En);
+    let shown = frame(&mut app, 80, 24);
+    assert!(
+        shown.contains("A grant covers exactly this call, in this conversation"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("type always, Enter: approve and allow again"),
+        "{shown}"
+    );
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn always_and_enter_approve_and_grant_and_its_y_is_not_a_yes() {
+    let mut app = offering(Language::En);
+    let at = Instant::now() + Duration::from_secs(2);
+    // "always" has a y in it: inside the word it is a letter, not an answer.
+    assert!(
+        typed(&mut app, "always", at)
+            .iter()
+            .all(|a| *a == Action::Nothing)
+    );
+    assert_eq!(app.cards.len(), 1);
+    assert_eq!(app.key(key(KeyCode::Enter), at), answered(true));
+    assert!(app.cards.is_empty());
+}
+
+#[test]
+fn y_alone_approves_without_a_grant_and_another_word_answers_nothing() {
+    let mut app = offering(Language::En);
+    let at = Instant::now() + Duration::from_secs(2);
+    assert!(
+        typed(&mut app, "alway", at)
+            .iter()
+            .all(|a| *a == Action::Nothing)
+    );
+    assert_eq!(
+        app.key(key(KeyCode::Enter), at),
+        Action::Nothing,
+        "not the word"
+    );
+    assert_eq!(app.cards.len(), 1);
+    assert!(app.cards[0].typed.is_empty(), "the wrong word is cleared");
+    // Esc first clears a word being typed; the card stays.
+    typed(&mut app, "alw", at);
+    assert_eq!(app.key(key(KeyCode::Esc), at), Action::Nothing);
+    assert_eq!(app.cards.len(), 1);
+    assert_eq!(app.key(key(KeyCode::Char('y')), at), answered(false));
+}
+
+#[test]
+fn the_word_typed_before_the_guard_ran_out_makes_no_grant() {
+    let mut app = offering(Language::En);
+    let shown = app.cards[0].shown_at.unwrap();
+    // Typed while the card was still new: the word fills, but its Enter is not an answer.
+    typed(&mut app, "always", shown);
+    assert_eq!(app.key(key(KeyCode::Enter), shown), Action::Nothing);
+    assert_eq!(app.cards.len(), 1);
+    assert!(app.cards[0].ignored_early);
+}
+
+#[test]
+fn a_card_without_an_offer_takes_no_word() {
+    let mut app = app(Language::En);
+    app.turn_started("go");
+    app.event(&requested(
+        "ap_1",
+        "t1",
+        "run_command",
+        EFFECT,
+        json!({"command": "ls"}),
+        None,
+    ));
+    settle_card(&mut app);
+    let at = Instant::now() + Duration::from_secs(2);
+    for c in "always".chars() {
+        let action = app.key(key(KeyCode::Char(c)), at);
+        if c == 'y' {
+            // Without an offer, y is the plain yes it always was.
+            assert_eq!(action, answered(false));
+            return;
+        }
+        assert_eq!(action, Action::Nothing);
+    }
+    panic!("y never answered");
+}
