@@ -202,6 +202,17 @@ fn body(card: &Card, columns: usize, t: &Texts) -> Vec<Line<'static>> {
     }
     rows.push(Line::from(Span::styled(t.arguments.to_owned(), dim())));
     rows.extend(argument_rows(&card.arguments, columns, t));
+    // What `always` would make, in tau's words, inside the card: it scrolls with it, and
+    // a small screen keeps its footer to the keys.
+    if let Some(offer) = &card.grant {
+        let covers = offer.covers_text(&display(&card.tool), GrantScope::Conversation);
+        for piece in wrap(&format!("· {covers}"), columns) {
+            rows.push(Line::from(Span::styled(
+                piece,
+                Style::new().fg(Color::Cyan),
+            )));
+        }
+    }
     rows
 }
 
@@ -290,9 +301,6 @@ fn footer(
     }
     if card.bare_yes {
         notes.push(t.bare_yes.to_owned());
-    }
-    if let Some(offer) = &card.grant {
-        notes.push(offer.covers_text(&display(&card.tool), GrantScope::Conversation));
     }
     let mut rows = pack(&notes, columns, Style::new().fg(Color::Yellow));
     let keys: Vec<String> = match &card.call_card.confirm {
