@@ -294,7 +294,7 @@ fn bad_input_gets_a_clear_error_and_runs_nothing() {
         if expected == 400 && path == answer_path {
             assert_eq!(
                 reply.json()["error"],
-                r#"the body must be {"decision": "approve"} or {"decision": "reject"}, with "confirm" for a question's second step"#
+                r#"the body must be {"decision": "approve"} or {"decision": "reject"}, with "confirm" for a question's second step or "grant" ({"scope": "conversation" or "channel", "hours", "max_uses"}) to allow the same call again"#
             );
         }
     }
