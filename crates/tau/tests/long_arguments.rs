@@ -157,7 +157,10 @@ fn a_command_longer_than_the_screen_is_approved_only_after_its_end_was_shown() {
     );
     std::thread::sleep(PAST_THE_GUARD);
     pty.type_keys("y\n");
-    pty.wait_for_after("tau> Ran it.", at);
+    let at = pty.wait_for_after("tau> Ran it.", at);
+    // Ctrl-D at the next prompt: a key typed while the answer is still printed is dropped
+    // with the rest of what was typed ahead.
+    pty.wait_for_after("you> ", at);
     pty.type_keys("\u{4}");
     let (code, _) = pty.finish();
     assert_eq!(code, 0);

@@ -85,6 +85,8 @@ fn a_stdio_server_cannot_type_into_draw_on_or_read_tau() {
     let report = report(&report_path);
     pty.type_keys("n\n");
     pty.wait_for("tau> done");
+    // Ctrl-D at the next prompt: a key typed while the answer is still printed is dropped.
+    pty.wait_for_nth("you> ", 2);
     pty.type_keys("\u{4}");
     let (code, screen) = pty.finish();
     assert_eq!(code, 0, "{screen}");
