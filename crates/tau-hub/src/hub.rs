@@ -137,7 +137,16 @@ impl Hub {
             .into_iter()
             .map(|conversation| {
                 let summary = summaries.iter().find(|s| s.id == conversation.session);
+                let first_prompt = self
+                    .inner
+                    .state
+                    .first_prompt(&conversation.session)
+                    .unwrap_or_else(|error| {
+                        tracing::warn!(session = %conversation.session, %error, "cannot read a conversation's first prompt");
+                        None
+                    });
                 ConversationInfo {
+                    first_prompt,
                     message_count: summary.map_or(0, |s| s.message_count),
                     updated_at: summary
                         .map_or(conversation.created_at.as_second(), |s| s.updated_at),

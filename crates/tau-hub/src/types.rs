@@ -116,6 +116,9 @@ pub struct ConversationInfo {
     pub busy: bool,
     /// Questions of this session still waiting for an answer.
     pub pending_approvals: usize,
+    /// The person's first prompt, what the conversation is named by (as written: a
+    /// channel shows it through the display function).
+    pub first_prompt: Option<String>,
 }
 
 /// What `start` found.

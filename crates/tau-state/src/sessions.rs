@@ -60,6 +60,31 @@ impl StateDb {
     }
 }
 
+impl StateDb {
+    /// The text of a session's first message (the person's first prompt), what a
+    /// channel names the conversation by; `None` for a session without one.
+    pub fn first_prompt(&self, id: &SessionId) -> Result<Option<String>, StateError> {
+        let body: Option<String> = self.read(|c| {
+            Ok(
+                c.prepare_cached("SELECT body FROM messages WHERE session_id = ?1 AND idx = 0")?
+                    .query_row(params![id.as_str()], |row| row.get(0))
+                    .optional()?,
+            )
+        })?;
+        // A message that does not read names nothing; the session itself says why when
+        // it is opened.
+        Ok(body
+            .and_then(|body| serde_json::from_str::<Message>(&body).ok())
+            .and_then(|message| {
+                message.content.into_iter().find_map(|block| match block {
+                    tau_agent::ContentBlock::Text(text) => Some(text),
+                    tau_agent::ContentBlock::ToolUse(_)
+                    | tau_agent::ContentBlock::ToolResult(_) => None,
+                })
+            }))
+    }
+}
+
 impl SessionRepository for StateDb {
     fn ensure_session(&self, id: &SessionId) -> Result<bool, SessionError> {
         let now = now();

@@ -85,7 +85,9 @@ async function loadSessions() {
     button.type = "button";
     button.dataset.session = session.id;
     const routine = session.kind === "routine";
-    const title = el("span", "title", routine ? `⚙ routine ${session.routine}` : session.id);
+    // Named by its first prompt (as the display view shows it); its id stays on hover.
+    const title = el("span", "title", routine ? `⚙ routine ${session.routine}` : (session.title || session.id));
+    button.title = session.id;
     if (session.pending_approvals > 0) title.append(el("span", "badge", session.pending_approvals));
     const origin = routine ? `${session.trigger} · ` : "";
     const meta = el("span", "meta", `${origin}${session.message_count} messages · ${when(session.updated_at)}${session.busy ? " · working" : ""}`);

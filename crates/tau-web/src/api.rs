@@ -19,6 +19,20 @@ use crate::{App, WEB};
 /// The longest message a person may send, in bytes.
 pub(crate) const MAX_TEXT_BYTES: usize = 32 * 1024;
 
+/// The longest title, in characters, before it is cut with `…`.
+const TITLE_CHARS: usize = 60;
+
+/// A conversation's title: the first line of its first prompt, cut at [`TITLE_CHARS`];
+/// `None` for a prompt with no text.
+fn title_of(prompt: &str) -> Option<String> {
+    let line = prompt.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let mut title: String = line.chars().take(TITLE_CHARS).collect();
+    if line.chars().count() > TITLE_CHARS {
+        title.push('…');
+    }
+    Some(title)
+}
+
 /// `{"error": text}` with `status`.
 pub(crate) fn error(status: StatusCode, text: &str) -> (StatusCode, Json<Value>) {
     (status, Json(json!({ "error": text })))
@@ -126,6 +140,11 @@ pub(crate) async fn sessions(
                 "busy": info.busy,
                 "pending_approvals": info.pending_approvals,
             });
+            if let Some(title) = info.first_prompt.as_deref().and_then(title_of)
+                && let Value::Object(fields) = &mut row
+            {
+                fields.insert("title".into(), json!(title));
+            }
             if let Some(origin) = app.origin_of_key(&info.conversation.key)
                 && let Value::Object(fields) = &mut row
             {
