@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 
+/// How long connection errors may last while the stand-in starts before it gives up.
+const START_PATIENCE: Duration = Duration::from_secs(5);
+
 /// A running stand-in; stops when dropped.
 pub struct DeviceStandIn {
     commands: Arc<Mutex<Vec<String>>>,
@@ -114,6 +117,11 @@ async fn serve(
         return;
     }
     let mut waiting_for_initial = false;
+    // A broker that has just started can drop a first connection (reset while it sets
+    // up): the event loop connects again on its next poll, and the subscription waits in
+    // its queue. Only an error that lasts is the stand-in's failure to start.
+    let mut ready_said = false;
+    let mut failing_since: Option<Instant> = None;
     loop {
         let event = tokio::select! {
             _ = &mut stop => return,
@@ -132,11 +140,13 @@ async fn serve(
                     }
                 }
                 None => {
+                    ready_said = true;
                     let _ = ready.send(Ok(()));
                 }
             },
             Ok(Event::Incoming(Packet::PubAck(_))) if waiting_for_initial => {
                 waiting_for_initial = false;
+                ready_said = true;
                 let _ = ready.send(Ok(()));
             }
             Ok(Event::Incoming(Packet::Publish(message)))
@@ -155,9 +165,12 @@ async fn serve(
                     .publish(&spec.state_topic, QoS::AtLeastOnce, true, state)
                     .await;
             }
-            Ok(_) => {}
+            Ok(_) => failing_since = None,
             Err(error) => {
-                let _ = ready.send(Err(error.to_string()));
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                if !ready_said && since.elapsed() > START_PATIENCE {
+                    let _ = ready.send(Err(error.to_string()));
+                }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }

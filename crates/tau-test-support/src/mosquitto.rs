@@ -58,6 +58,22 @@ impl Mosquitto {
                 return Ok(None);
             }
         };
+        // A free port is found by binding port 0 and letting it go, so another test can
+        // take the same one first: a broker that exits instead of listening is started
+        // again on another port.
+        let mut last = String::new();
+        for _ in 0..3 {
+            match Self::start_once(&binary, extra)? {
+                Ok(broker) => return Ok(Some(broker)),
+                Err(why) => last = why,
+            }
+        }
+        Err(last)
+    }
+
+    /// One try: the broker listening, or why it did not (the outer error is one that a
+    /// new port would not cure).
+    fn start_once(binary: &std::path::Path, extra: &str) -> Result<Result<Self, String>, String> {
         let failed = |e: std::io::Error| e.to_string();
         let dir = tempfile::tempdir().map_err(failed)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -78,14 +94,26 @@ impl Mosquitto {
             .stderr(Stdio::null())
             .spawn()
             .map_err(failed)?;
-        let broker = Self {
+        let mut broker = Self {
             child,
             port,
             _dir: dir,
         };
         for _ in 0..250 {
+            if let Ok(Some(status)) = broker.child.try_wait() {
+                return Ok(Err(format!(
+                    "mosquitto on 127.0.0.1:{port} exited ({status}) instead of listening"
+                )));
+            }
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Ok(Some(broker));
+                // Still ours: a broker that could not bind the port has exited by now.
+                std::thread::sleep(Duration::from_millis(50));
+                if let Ok(Some(status)) = broker.child.try_wait() {
+                    return Ok(Err(format!(
+                        "mosquitto on 127.0.0.1:{port} exited ({status}) instead of listening"
+                    )));
+                }
+                return Ok(Ok(broker));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
