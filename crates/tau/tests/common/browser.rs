@@ -3,6 +3,7 @@
 //! test files with `#[path]`.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,6 +38,13 @@ pub struct Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        // The driver leads a process group of its own: the Chromium it started goes with
+        // it, not only the driver (an orphaned browser would outlive the test).
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -54,6 +62,7 @@ pub fn start_driver(driver: &Path) -> Driver {
     let port = free_port();
     let child = Command::new(driver)
         .arg(format!("--port={port}"))
+        .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
