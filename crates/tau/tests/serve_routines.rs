@@ -24,8 +24,12 @@ fn doorbell_config(tau: &Tau) -> std::path::PathBuf {
     )
 }
 
+/// What the doorbell wrote, once it wrote a whole line (the shell makes the file a
+/// moment before it writes to it).
 fn bell(tau: &Tau) -> Option<String> {
-    std::fs::read_to_string(tau.workspace().join("bell.txt")).ok()
+    std::fs::read_to_string(tau.workspace().join("bell.txt"))
+        .ok()
+        .filter(|text| text.ends_with('\n'))
 }
 
 #[test]

@@ -505,8 +505,11 @@ fn a_routine_that_asks_on_telegram_asks_the_first_owner_and_runs_on_yes() {
     // Only the owner's press, in the owner's chat, counts.
     emulator.press(OWNER, STRANGER, &format!("v1:a:{id}"));
     emulator.press(OWNER, OWNER, &format!("v1:a:{id}"));
+    // The file exists a moment before the command has written its line.
     let out = wait_for("tick.txt", || {
-        std::fs::read_to_string(tau.workspace().join("tick.txt")).ok()
+        std::fs::read_to_string(tau.workspace().join("tick.txt"))
+            .ok()
+            .filter(|text| text.ends_with('\n'))
     });
     assert!(out.starts_with("tock\n"), "{out}");
     let call = wait_for("the routine's call", || {
