@@ -47,14 +47,10 @@ impl Hub {
                 uses: grant.uses,
                 reason: None,
             };
+            // A grant's session is the id of the conversation that made it (tau's own).
             match SessionId::parse(&grant.session) {
                 Ok(session) => self.bus(&session).emit(&event),
-                // A grant's session is tau's own id; one that does not parse still gets
-                // its line, under the channel's name.
-                Err(_) => match SessionId::parse(channel) {
-                    Ok(session) => self.bus(&session).emit(&event),
-                    Err(_) => tracing::error!(grant = %grant.id, "no audit session for a revoke"),
-                },
+                Err(_) => tracing::error!(grant = %grant.id, "no audit session for a revoke"),
             }
         }
         Ok(revoked)

@@ -99,21 +99,19 @@ impl Mosquitto {
             port,
             _dir: dir,
         };
+        let exited = |broker: &mut Self| {
+            broker.child.try_wait().ok().flatten().map(|status| {
+                format!("mosquitto on 127.0.0.1:{port} exited ({status}) instead of listening")
+            })
+        };
         for _ in 0..250 {
-            if let Ok(Some(status)) = broker.child.try_wait() {
-                return Ok(Err(format!(
-                    "mosquitto on 127.0.0.1:{port} exited ({status}) instead of listening"
-                )));
+            if let Some(why) = exited(&mut broker) {
+                return Ok(Err(why));
             }
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
                 // Still ours: a broker that could not bind the port has exited by now.
                 std::thread::sleep(Duration::from_millis(50));
-                if let Ok(Some(status)) = broker.child.try_wait() {
-                    return Ok(Err(format!(
-                        "mosquitto on 127.0.0.1:{port} exited ({status}) instead of listening"
-                    )));
-                }
-                return Ok(Ok(broker));
+                return Ok(exited(&mut broker).map_or(Ok(broker), Err));
             }
             std::thread::sleep(Duration::from_millis(20));
         }

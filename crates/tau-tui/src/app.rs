@@ -281,9 +281,7 @@ impl App {
                         && !c.is_whitespace()
                         && (typing || !matches!(c, 'y' | 'Y' | 'n' | 'N')) =>
                 {
-                    if card.typed.chars().count() < MAX_TYPED {
-                        card.typed.push(c);
-                    }
+                    card.type_char(c, MAX_TYPED);
                     return Action::Nothing;
                 }
                 KeyCode::Backspace if typing => {
@@ -377,9 +375,7 @@ impl App {
                 }
             }
             KeyCode::Char(c) if plain && !c.is_whitespace() => {
-                if card.typed.chars().count() < MAX_TYPED {
-                    card.typed.push(c);
-                }
+                card.type_char(c, MAX_TYPED);
                 return Action::Nothing;
             }
             KeyCode::Backspace => {

@@ -72,6 +72,14 @@ impl Card {
         }
     }
 
+    /// Adds a typed character to the card's field (the second step's answer or the grant's
+    /// word), up to `max` characters.
+    pub(crate) fn type_char(&mut self, c: char, max: usize) {
+        if self.typed.chars().count() < max {
+            self.typed.push(c);
+        }
+    }
+
     /// True when a key read at `at` can answer this card: it was drawn, and the guard
     /// time had passed when the key came.
     pub(crate) fn answers_at(&self, at: Instant) -> bool {

@@ -85,7 +85,7 @@ pub(crate) struct View {
     pub display: bool,
 }
 
-fn view(value: Value, view: &View) -> Value {
+pub(crate) fn view(value: Value, view: &View) -> Value {
     if view.display { shown(value) } else { value }
 }
 

@@ -13,8 +13,7 @@ use tau_core::DecidedBy;
 use tau_core::GrantId;
 use tau_hub::Revoked;
 
-use crate::api::{View, error, hub_error};
-use crate::shown::shown;
+use crate::api::{View, error, hub_error, view};
 use crate::{App, WEB};
 
 /// `GET /api/grants`: the live grants made on this page, oldest first; with
@@ -32,10 +31,11 @@ pub(crate) async fn list(
         .into_response();
     };
     match app.hub.grants(WEB) {
-        Ok(grants) => {
-            let value = serde_json::to_value(grants).unwrap_or_default();
-            Json(if wanted.display { shown(value) } else { value }).into_response()
-        }
+        Ok(grants) => Json(view(
+            serde_json::to_value(grants).unwrap_or_default(),
+            &wanted,
+        ))
+        .into_response(),
         Err(failure) => hub_error(&failure),
     }
 }

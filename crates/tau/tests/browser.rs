@@ -14,7 +14,7 @@
 mod browser_support;
 mod common;
 
-use browser_support::{browser, click, connect, start_driver, until};
+use browser_support::{browser, click, connect, open_page, start_driver, until};
 use common::{Tau, answer, tool_call};
 use fantoccini::{Client, Locator};
 use serde_json::json;
@@ -41,16 +41,7 @@ async fn a_person_chats_approves_on_the_card_and_hostile_text_stays_text() {
     let driver = start_driver(&driver_path);
     let client = connect(&driver, &chromium, 1100, 760).await;
 
-    client
-        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
-        .await
-        .unwrap();
-    until(
-        &client,
-        "the app",
-        "return !document.getElementById('app').hidden",
-    )
-    .await;
+    open_page(&client, &serve.host(), &serve.token).await;
     assert_eq!(
         client.current_url().await.unwrap().fragment(),
         None,

@@ -14,7 +14,7 @@
 mod browser_support;
 mod common;
 
-use browser_support::{browser, click, connect, start_driver, until};
+use browser_support::{browser, click, connect, open_page, start_driver, until};
 use common::{Tau, answer, tool_call};
 use fantoccini::Locator;
 use serde_json::json;
@@ -83,16 +83,7 @@ async fn every_argument_shows_with_its_length_and_a_long_one_is_never_cut_silent
     let serve = tau.serve(&model, &tau.serve_config(""));
     let driver = start_driver(&driver_path);
     let client = connect(&driver, &chromium, 1100, 760).await;
-    client
-        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
-        .await
-        .unwrap();
-    until(
-        &client,
-        "the app",
-        "return !document.getElementById('app').hidden",
-    )
-    .await;
+    open_page(&client, &serve.host(), &serve.token).await;
     let session = serve.new_session();
     let first = serve.ask(&session, "set up the backup");
     let first = first["id"].as_str().unwrap();

@@ -20,7 +20,7 @@ use common::{Tau, answer, tool_call};
 use fantoccini::Locator;
 use serde_json::json;
 use tau_test_support::{DeviceStandIn, Mosquitto, StandInSpec};
-use web::{browser, click, connect, start_driver, until};
+use web::{browser, click, connect, open_page, start_driver, until};
 
 const GARAGE: &str = r#"
 [[devices]]
@@ -66,16 +66,7 @@ async fn a_garage_card_asks_for_its_second_step_and_a_bare_yes_opens_nothing() {
     let serve = tau.serve(&model, &config);
     let driver = start_driver(&driver_path);
     let client = connect(&driver, &chromium, 1100, 900).await;
-    client
-        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
-        .await
-        .unwrap();
-    until(
-        &client,
-        "the app",
-        "return !document.getElementById('app').hidden",
-    )
-    .await;
+    open_page(&client, &serve.host(), &serve.token).await;
     click(&client, Locator::Id("new-session")).await;
     until(
         &client,

@@ -13,7 +13,7 @@
 mod browser_support;
 mod common;
 
-use browser_support::{browser, click, connect, start_driver, until};
+use browser_support::{browser, click, connect, open_page, start_driver, until};
 use common::{Tau, answer, tool_call};
 use fantoccini::Locator;
 use serde_json::json;
@@ -38,16 +38,7 @@ async fn allow_again_on_the_card_makes_a_grant_the_panel_lists_and_revokes() {
 
     let driver = start_driver(&driver_path);
     let client = connect(&driver, &chromium, 1100, 760).await;
-    client
-        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
-        .await
-        .unwrap();
-    until(
-        &client,
-        "the app",
-        "return !document.getElementById('app').hidden",
-    )
-    .await;
+    open_page(&client, &serve.host(), &serve.token).await;
     client
         .execute(&format!("select({})", json!(session)), vec![])
         .await

@@ -12,7 +12,7 @@
 mod browser_support;
 mod common;
 
-use browser_support::{browser, click, connect, start_driver, until};
+use browser_support::{browser, click, connect, open_page, start_driver, until};
 use common::{Tau, answer, tool_call};
 use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
@@ -44,16 +44,7 @@ async fn a_commands_output_is_text_blocks_live_and_after_a_reload() {
     let session = serve.new_session();
     let driver = start_driver(&driver_path);
     let client = connect(&driver, &chromium, 1100, 760).await;
-    client
-        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
-        .await
-        .unwrap();
-    until(
-        &client,
-        "the app",
-        "return !document.getElementById('app').hidden",
-    )
-    .await;
+    open_page(&client, &serve.host(), &serve.token).await;
     client
         .execute(&format!("select({})", json!(session)), vec![])
         .await

@@ -14,7 +14,7 @@
 mod browser_support;
 mod common;
 
-use browser_support::{browser, click, connect, start_driver, until};
+use browser_support::{browser, click, connect, open_page, start_driver, until};
 use common::{Tau, answer, tool_call};
 use fantoccini::{Client, Locator};
 use serde_json::json;
@@ -52,16 +52,7 @@ async fn another_chats_question_is_a_link_and_its_card_sits_in_its_own_transcrip
 
     let driver = start_driver(&driver_path);
     let client = connect(&driver, &chromium, 1100, 760).await;
-    client
-        .goto(&format!("http://{}/#token={}", serve.host(), serve.token))
-        .await
-        .unwrap();
-    until(
-        &client,
-        "the app",
-        "return !document.getElementById('app').hidden",
-    )
-    .await;
+    open_page(&client, &serve.host(), &serve.token).await;
     read(&client, &format!("select({})", json!(here))).await;
     until(
         &client,

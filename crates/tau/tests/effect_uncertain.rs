@@ -34,25 +34,13 @@ fn cut_off_at(failpoint: &str, proof: Option<&str>) {
     );
     let model = server.spec();
     let config = tau.serve_config("");
-    let mark = tau.home().join("failpoint-reached");
-    let serve = tau.serve_env(
-        &model,
-        &config,
-        &[
-            ("TAU_FAILPOINT", failpoint),
-            ("TAU_FAILPOINT_MARK", mark.to_str().unwrap()),
-        ],
-    );
+    let serve = tau.serve_at_failpoint(&model, &config, failpoint);
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
     let id = row["id"].as_str().unwrap().to_owned();
     let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
     assert_eq!(approved.status, 200, "{approved:?}");
-    serve.until(|_| {
-        std::fs::read_to_string(&mark)
-            .ok()
-            .filter(|m| m == failpoint)
-    });
+    serve.until(|_| tau.at_failpoint(failpoint));
     serve.kill_hard();
     assert_eq!(tau.proof().as_deref(), proof);
     assert!(

@@ -37,13 +37,6 @@ fn rows(tau: &Tau) -> Vec<tau_state::ApprovalRow> {
         .unwrap()
 }
 
-fn reached(mark: &std::path::Path, failpoint: &str) -> Option<()> {
-    std::fs::read_to_string(mark)
-        .ok()
-        .filter(|m| m == failpoint)
-        .map(|_| ())
-}
-
 /// Killed after the question was stored and before the turn's paused state was saved: no
 /// channel ever showed it and nobody could answer it; the next start cancels it.
 #[test]
@@ -52,22 +45,14 @@ fn a_question_stored_before_its_turn_was_saved_is_never_shown_and_cancelled_at_s
     let server = model();
     let model = server.spec();
     let config = tau.serve_config("");
-    let mark = tau.home().join("failpoint-reached");
-    let serve = tau.serve_env(
-        &model,
-        &config,
-        &[
-            ("TAU_FAILPOINT", "asked"),
-            ("TAU_FAILPOINT_MARK", mark.to_str().unwrap()),
-        ],
-    );
+    let serve = tau.serve_at_failpoint(&model, &config, "asked");
     let session = serve.new_session();
     let sent = serve.post(
         &format!("/api/sessions/{session}/messages"),
         r#"{"text": "make a file"}"#,
     );
     assert_eq!(sent.status, 202, "{sent:?}");
-    serve.until(|_| reached(&mark, "asked"));
+    serve.until(|_| tau.at_failpoint("asked"));
 
     // The row is there, and shown to nobody: not on the page, not to `tau approvals`.
     let stored = rows(&tau);
@@ -124,15 +109,7 @@ fn a_yes_stored_without_its_audit_line_is_refused_at_start_and_never_runs() {
     let server = model();
     let model = server.spec();
     let config = tau.serve_config("");
-    let mark = tau.home().join("failpoint-reached");
-    let serve = tau.serve_env(
-        &model,
-        &config,
-        &[
-            ("TAU_FAILPOINT", "answered"),
-            ("TAU_FAILPOINT_MARK", mark.to_str().unwrap()),
-        ],
-    );
+    let serve = tau.serve_at_failpoint(&model, &config, "answered");
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
     let id = row["id"].as_str().unwrap().to_owned();
@@ -149,7 +126,7 @@ fn a_yes_stored_without_its_audit_line_is_refused_at_start_and_never_runs() {
             Some(r#"{"decision":"approve"}"#),
         )
     });
-    serve.until(|_| reached(&mark, "answered"));
+    serve.until(|_| tau.at_failpoint("answered"));
     serve.kill_hard();
     let approved = rows(&tau);
     assert_eq!(

@@ -109,6 +109,21 @@ pub async fn connect(driver: &Driver, chromium: &Path, width: u32, height: u32) 
         .unwrap()
 }
 
+/// Opens TauBar on `host` with the token in the address (the page trades it for its
+/// cookie) and waits until the app shows.
+pub async fn open_page(client: &Client, host: &str, token: &str) {
+    client
+        .goto(&format!("http://{host}/#token={token}"))
+        .await
+        .unwrap();
+    until(
+        client,
+        "the app",
+        "return !document.getElementById('app').hidden",
+    )
+    .await;
+}
+
 /// Clicks the element `locator` finds.
 pub async fn click(client: &Client, locator: Locator<'_>) {
     client.find(locator).await.unwrap().click().await.unwrap();

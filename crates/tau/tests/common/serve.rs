@@ -13,6 +13,9 @@ use serde_json::Value;
 use super::Tau;
 
 /// A running `tau serve`.
+/// Where a test build of tau writes the failpoint it stopped at.
+const FAILPOINT_MARK: &str = "failpoint-reached";
+
 pub struct Serve {
     pub child: Child,
     pub addr: SocketAddr,
@@ -65,6 +68,34 @@ impl Tau {
     /// `tau.toml` for a hub on a free port, plus `extra`.
     pub fn serve_config(&self, extra: &str) -> std::path::PathBuf {
         self.config(&format!("[web]\nlisten = \"127.0.0.1:0\"\n{extra}"))
+    }
+
+    /// `tau serve` that stops dead at the failpoint `failpoint` (only test builds have
+    /// them) and says so in a mark file; [`Tau::at_failpoint`] reads it.
+    pub fn serve_at_failpoint(
+        &self,
+        model: &str,
+        config: &std::path::Path,
+        failpoint: &str,
+    ) -> Serve {
+        let mark = self.home().join(FAILPOINT_MARK);
+        self.serve_env(
+            model,
+            config,
+            &[
+                ("TAU_FAILPOINT", failpoint),
+                ("TAU_FAILPOINT_MARK", mark.to_str().unwrap()),
+            ],
+        )
+    }
+
+    /// `Some` once a `tau serve` started by [`Tau::serve_at_failpoint`] stopped at
+    /// `failpoint`.
+    pub fn at_failpoint(&self, failpoint: &str) -> Option<()> {
+        std::fs::read_to_string(self.home().join(FAILPOINT_MARK))
+            .ok()
+            .filter(|m| m == failpoint)
+            .map(|_| ())
     }
 
     /// Starts `tau serve` with `model` and waits until it says where TauBar is.
