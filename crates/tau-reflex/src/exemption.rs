@@ -12,7 +12,29 @@ use serde_json::Value;
 use tau_core::TierGate;
 use tau_core::approval::{Exemption, ExemptionError, ExemptionHandle, canonical_arguments};
 
+use crate::book::Book;
 use crate::validate::{Action, Routine};
+
+/// Every routine's exemption as the lists of grants show it (`tau grants list`, TauBar,
+/// `/grants`): the fixed tool calls whose content is still the approved one, switched on
+/// or off. Revoked by disabling or deleting the routine.
+pub fn allowances(book: &Book) -> Vec<tau_protocol::RoutineAllowance> {
+    book.routines
+        .iter()
+        .filter_map(|routine| match &routine.action {
+            Action::Tool { tool, arguments } if routine.approved() => {
+                Some(tau_protocol::RoutineAllowance {
+                    routine: routine.name().to_owned(),
+                    tool: tool.clone(),
+                    arguments: arguments.clone(),
+                    trigger: routine.origin(),
+                    enabled: routine.enabled,
+                })
+            }
+            Action::Tool { .. } | Action::Prompt { .. } => None,
+        })
+        .collect()
+}
 
 /// Exempts exactly `tool` with arguments hashing to `arguments_sha256`.
 pub(crate) struct RoutineExemption {

@@ -43,7 +43,7 @@ pub use book::{Book, config_routines, load};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};
 pub use engine::{Engine, EngineParts, EngineSettings, Env, Fired, WebhookCall, WebhookReply};
-pub use exemption::add_exemption;
+pub use exemption::{add_exemption, allowances};
 pub use host::{HostError, PromptOutcome, PromptRun, PromptRunner, RoutineHost};
 pub use offers::{Offers, check_routines};
 pub use prompt::{PromptApprover, TurnPrompts};

@@ -1,18 +1,26 @@
-//! What an inline button carries: `v1:<action>:<approval id>`. Versioned, so a button
-//! sent by an older tau is recognised as such instead of misread; the id is the approval
-//! row's unguessable id, so a button cannot be made up for a question one never saw. A
-//! question with a second step has a number button for each number it shows
-//! (`v1:c47:<id>`) instead of Approve.
+//! What an inline button carries: `v1:<action>:<id>`. Versioned, so a button sent by an
+//! older tau is recognised as such instead of misread; the id is the approval row's (or,
+//! for Revoke, the grant's) unguessable id, so a button cannot be made up for a question
+//! one never saw. A question with a second step has a number button for each number it
+//! shows (`v1:c47:<id>`) instead of Approve; a question that offers a grant has "Approve,
+//! allow again" (`v1:g:<id>`); `/grants` has a Revoke button per grant (`v1:v:<grant id>`).
 
 /// Telegram's limit for a button's data, in bytes.
 const MAX_BYTES: usize = 64;
 const VERSION: &str = "v1";
+/// What every grant id starts with (`tau_core::GrantId::PREFIX`).
+const GRANT_PREFIX: &str = "gr_";
 
 /// What pressing a button asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Action {
     Approve,
+    /// Yes, and allow exactly this call again in this conversation (the question's grant
+    /// offer, for its hours).
+    ApproveAlways,
     Reject,
+    /// Revoke the grant the id names.
+    Revoke,
     /// Send the arguments whole.
     ShowAll,
     /// Yes, pressing this number (10 to 99) for the question's second step.
@@ -23,7 +31,9 @@ impl Action {
     fn code(self) -> String {
         match self {
             Self::Approve => "a".to_owned(),
+            Self::ApproveAlways => "g".to_owned(),
             Self::Reject => "r".to_owned(),
+            Self::Revoke => "v".to_owned(),
             Self::ShowAll => "s".to_owned(),
             Self::Confirm(number) => format!("c{number}"),
         }
@@ -34,19 +44,20 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ButtonData {
     pub action: Action,
-    pub approval_id: String,
+    /// The approval's id; the grant's for [`Action::Revoke`].
+    pub id: String,
 }
 
 impl ButtonData {
-    pub(crate) fn new(action: Action, approval_id: &str) -> Self {
+    pub(crate) fn new(action: Action, id: &str) -> Self {
         Self {
             action,
-            approval_id: approval_id.to_owned(),
+            id: id.to_owned(),
         }
     }
 
     pub(crate) fn encode(&self) -> String {
-        format!("{VERSION}:{}:{}", self.action.code(), self.approval_id)
+        format!("{VERSION}:{}:{}", self.action.code(), self.id)
     }
 
     /// `None` for anything tau did not write: another version, another action, an id
@@ -62,10 +73,17 @@ impl ButtonData {
         }
         let action = match action {
             "a" => Action::Approve,
+            "g" => Action::ApproveAlways,
             "r" => Action::Reject,
+            "v" => Action::Revoke,
             "s" => Action::ShowAll,
             other => Action::Confirm(confirm_number(other)?),
         };
+        // A grant's id for Revoke, an approval's for the rest: one for the other is forged.
+        let is_grant = id.starts_with(GRANT_PREFIX);
+        if is_grant != (action == Action::Revoke) {
+            return None;
+        }
         Some(Self::new(action, id))
     }
 }
@@ -79,7 +97,7 @@ fn confirm_number(action: &str) -> Option<u8> {
     digits.parse().ok().filter(|n| (10..=99).contains(n))
 }
 
-/// An approval id as tau makes them: a short prefix, `_`, lowercase hex.
+/// An approval (or grant) id as tau makes them: a short prefix, `_`, lowercase hex.
 pub(crate) fn is_approval_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= MAX_BYTES - 5
@@ -94,17 +112,21 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     const ID: &str = "ap_0123456789abcdef0123456789abcdef";
+    const GRANT: &str = "gr_0123456789abcdef0123456789abcdef";
 
     #[test]
     fn every_action_round_trips_within_the_limit() {
         for action in [
             Action::Approve,
+            Action::ApproveAlways,
             Action::Reject,
             Action::ShowAll,
             Action::Confirm(10),
             Action::Confirm(99),
+            Action::Revoke,
         ] {
-            let data = ButtonData::new(action, ID);
+            let id = if action == Action::Revoke { GRANT } else { ID };
+            let data = ButtonData::new(action, id);
             let text = data.encode();
             assert!(text.len() <= MAX_BYTES, "{text}");
             assert_eq!(ButtonData::parse(&text), Some(data));
@@ -116,6 +138,14 @@ mod tests {
         assert_eq!(
             ButtonData::new(Action::Confirm(47), ID).encode(),
             format!("v1:c47:{ID}")
+        );
+        assert_eq!(
+            ButtonData::new(Action::ApproveAlways, ID).encode(),
+            format!("v1:g:{ID}")
+        );
+        assert_eq!(
+            ButtonData::new(Action::Revoke, GRANT).encode(),
+            format!("v1:v:{GRANT}")
         );
     }
 
@@ -142,6 +172,11 @@ mod tests {
             format!("v1:c+7:{ID}"),
             format!("v1:C47:{ID}"),
             format!("v1:c٤٧:{ID}"),
+            // Revoke names a grant, everything else a question.
+            format!("v1:v:{ID}"),
+            format!("v1:a:{GRANT}"),
+            format!("v1:g:{GRANT}"),
+            format!("v1:r:{GRANT}"),
         ] {
             assert_eq!(ButtonData::parse(&bad), None, "{bad}");
         }

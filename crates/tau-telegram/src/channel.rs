@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use tau_core::approval::{Answered, ApprovalState, requested_event};
 use tau_core::flood::{FLOOD_WINDOW, Flood, Sender, Tally};
-use tau_core::{DecidedBy, Language};
+use tau_core::{DecidedBy, GrantId, Language};
+use tau_state::Revoked;
 use tokio::sync::mpsc;
 
 use crate::api::{ApiError, BotApi};
@@ -17,6 +18,7 @@ use crate::auth::{Access, Verdict};
 use crate::callback::{Action, ButtonData};
 use crate::chat::{self, ChatCommand, ChatParts};
 use crate::config::TelegramConfig;
+use crate::grants::grants_message;
 use crate::hub::{
     Happened, Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
 };
@@ -277,6 +279,13 @@ impl TelegramChannel {
                 Ok(_) => self.say(chat, t.new_session),
                 Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
             },
+            Some("grants") => match self.hub.allowances(&from.to_string()).await {
+                Ok(allowances) => {
+                    let (html, keyboard) = grants_message(t, &allowances, &self.zone);
+                    self.to_chat(chat, ChatCommand::SayWithButtons(html, keyboard));
+                }
+                Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
+            },
             Some("pending") => match self.hub.waiting().await {
                 Ok(questions) => self.say(chat, &pending_text(t, chat, &questions)),
                 Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
@@ -315,7 +324,10 @@ impl TelegramChannel {
             }
             tracing::warn!(user = ?from, chat = ?chat, reason = reason.as_str(), "telegram: a press was refused");
             self.hub.refused_press(&RefusedPress {
-                approval_id: button.as_ref().map(|b| b.approval_id.clone()),
+                approval_id: button
+                    .as_ref()
+                    .filter(|b| b.action != Action::Revoke)
+                    .map(|b| b.id.clone()),
                 user: from,
                 chat,
                 reason,
@@ -341,8 +353,14 @@ impl TelegramChannel {
             self.answer_press(&callback, t.invalid_button).await;
             return;
         };
-        // 3. no such question
-        let question = match self.hub.question(&button.approval_id).await {
+        // 3. a Revoke: the presser's own grant, wherever the list was sent
+        if button.action == Action::Revoke {
+            self.revoke(&callback, chat, from, &button.id, &refuse)
+                .await;
+            return;
+        }
+        // 4. no such question
+        let question = match self.hub.question(&button.id).await {
             Ok(Some(question)) => question,
             Ok(None) => {
                 refuse(PressRefusal::Forged);
@@ -356,7 +374,7 @@ impl TelegramChannel {
                 return;
             }
         };
-        // 4. a question of another chat's conversation, or of another channel
+        // 5. a question of another chat's conversation, or of another channel
         if question.row.channel != CHANNEL
             || question.conversation.as_deref().and_then(chat_of) != Some(chat)
         {
@@ -369,7 +387,7 @@ impl TelegramChannel {
             // Shown before this store knew it: the press says where.
             let _ = self.store.remember(&id, chat, message_id);
         }
-        // 5. "Show all" shows; Approve and Reject decide, if it is still open
+        // 6. "Show all" shows; Approve and Reject decide, if it is still open
         let reply = match button.action {
             Action::ShowAll => {
                 self.to_chat(
@@ -380,10 +398,13 @@ impl TelegramChannel {
                 return;
             }
             Action::Approve => Reply::Approve,
+            Action::ApproveAlways => Reply::ApproveAlways,
             Action::Confirm(number) => Reply::Confirm(number.to_string()),
             Action::Reject => Reply::Reject,
+            // Taken above.
+            Action::Revoke => return,
         };
-        // 6. past its deadline: expired, whether or not the hub has marked it yet
+        // 7. past its deadline: expired, whether or not the hub has marked it yet
         if question.row.state == ApprovalState::Pending && question.row.deadline <= Timestamp::now()
         {
             let mut expired = question.row;
@@ -413,6 +434,44 @@ impl TelegramChannel {
         };
         self.answer_press(&callback, &reply).await;
         self.close_everywhere(&id);
+    }
+
+    /// A Revoke press by an owner: only their own grant is revoked; the toast and a line
+    /// in the chat say what became of it.
+    async fn revoke(
+        &self,
+        callback: &str,
+        chat: i64,
+        from: i64,
+        id: &str,
+        refuse: &impl Fn(PressRefusal),
+    ) {
+        let t = texts(self.language);
+        let Ok(grant) = GrantId::parse(id) else {
+            refuse(PressRefusal::Forged);
+            self.answer_press(callback, t.invalid_button).await;
+            return;
+        };
+        match self.hub.revoke(&grant, &from.to_string()).await {
+            Ok(Revoked::Revoked(grant)) => {
+                tracing::info!(grant = %grant.id, user = from, "telegram: a grant was revoked");
+                let text = t.revoked.replace("{tool}", &grant.tool);
+                self.answer_press(callback, &text).await;
+                self.say(chat, &text);
+            }
+            Ok(Revoked::AlreadyRevoked(_)) => {
+                self.answer_press(callback, t.revoked_already).await;
+            }
+            Ok(Revoked::NotFound) => {
+                refuse(PressRefusal::NotYourGrant);
+                self.answer_press(callback, t.grant_not_yours).await;
+            }
+            Err(error) => {
+                tracing::warn!(grant = %grant, "telegram: {error}");
+                self.answer_press(callback, &format!("{} {error}", t.not_taken))
+                    .await;
+            }
+        }
     }
 
     async fn answer_press(&self, callback: &str, text: &str) {

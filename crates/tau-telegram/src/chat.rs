@@ -29,6 +29,8 @@ pub(crate) enum ChatCommand {
     Event(ChannelEvent),
     /// A message of the channel's own (HTML).
     Say(String),
+    /// A message of the channel's own (HTML) with buttons.
+    SayWithButtons(String, Keyboard),
     /// Every argument of a question, whole.
     ShowAll(Box<ApprovalQuestion>),
     /// Make the question's message show how it ended, if it did.
@@ -104,6 +106,11 @@ impl Chat {
             ChatCommand::Say(html) => {
                 self.flush().await;
                 self.send(&html, None).await;
+                self.next_stretch();
+            }
+            ChatCommand::SayWithButtons(html, keyboard) => {
+                self.flush().await;
+                self.send(&html, Some(&keyboard)).await;
                 self.next_stretch();
             }
             ChatCommand::ShowAll(asked) => {

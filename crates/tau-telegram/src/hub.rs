@@ -5,6 +5,8 @@
 use async_trait::async_trait;
 use tau_core::ChannelEvent;
 use tau_core::approval::{Answered, ApprovalRow};
+use tau_protocol::{Allowance, GrantId};
+use tau_state::Revoked;
 
 /// The hub could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,6 +57,10 @@ pub enum Reply {
     Approve,
     /// A number button of a question with a second step: the number pressed.
     Confirm(String),
+    /// "Approve, allow again": a yes that also asks for the question's grant, in this
+    /// conversation, for the hours it offers. The hub refuses it (an error, the question
+    /// still open) when the question offers none.
+    ApproveAlways,
     Reject,
 }
 
@@ -88,6 +94,8 @@ pub enum PressRefusal {
     /// An owner's yes without the question's second step (the plain Approve, a wrong
     /// number); the question stays open.
     StepMissing,
+    /// A Revoke of a grant that is not the presser's own (or none at all).
+    NotYourGrant,
 }
 
 impl PressRefusal {
@@ -98,6 +106,7 @@ impl PressRefusal {
             Self::OtherConversation => "question of another conversation",
             Self::Forged => "button data not tau's",
             Self::StepMissing => "a yes without the second step",
+            Self::NotYourGrant => "a revoke of a grant not the presser's",
         }
     }
 }
@@ -140,6 +149,13 @@ pub trait Hub: Send + Sync {
     async fn waiting(&self) -> Result<Vec<Question>, HubError>;
     /// Records a press that did not count.
     fn refused_press(&self, press: &RefusedPress);
+    /// What runs without a question for `user` (a Telegram user id): their live grants on
+    /// this channel, oldest first, then the routines' exemptions (revoked by disabling the
+    /// routine, not here). What `/grants` lists.
+    async fn allowances(&self, user: &str) -> Result<Vec<Allowance>, HubError>;
+    /// Revokes a grant `user` made on this channel; anybody else's, or one of another
+    /// channel, is `NotFound`. From this on it covers no call.
+    async fn revoke(&self, grant: &GrantId, user: &str) -> Result<Revoked, HubError>;
 }
 
 #[cfg(test)]

@@ -19,7 +19,8 @@
 //!   `question.rs`: the approval message; `texts.rs`: en and tr
 //! - `chat.rs`: one task per chat (pace, order, edits); `channel.rs`: updates to hub calls,
 //!   events to chats; `store.rs`: what survives a restart; `hub.rs`: the [`Hub`] trait;
-//!   `pending.rs`: `/pending`, what waits on every channel
+//!   `pending.rs`: `/pending`, what waits on every channel; `grants.rs`: `/grants`, what
+//!   runs without a question, with Revoke buttons
 
 mod api;
 mod auth;
@@ -27,6 +28,7 @@ mod callback;
 mod channel;
 mod chat;
 mod config;
+mod grants;
 mod html;
 mod hub;
 mod pending;

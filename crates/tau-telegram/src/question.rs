@@ -74,13 +74,31 @@ pub(crate) fn question(
                 .collect();
             vec![numbers, vec![reject]]
         }
-        None => vec![vec![
-            (
-                t.approve.to_owned(),
-                ButtonData::new(Action::Approve, id).encode(),
-            ),
-            reject,
-        ]],
+        None => {
+            let mut rows = vec![vec![
+                (
+                    t.approve.to_owned(),
+                    ButtonData::new(Action::Approve, id).encode(),
+                ),
+                reject,
+            ]];
+            // Said before the button can be pressed: what the grant covers, in tau's words.
+            if let Some(offer) = &asked.grant {
+                html.push_str(&format!(
+                    "\n\n<i>{}</i>",
+                    escape(
+                        &t.grant_covers
+                            .replace("{tool}", &display(&asked.tool))
+                            .replace("{hours}", &offer.hours.to_string())
+                    )
+                ));
+                rows.push(vec![(
+                    t.approve_always.to_owned(),
+                    ButtonData::new(Action::ApproveAlways, id).encode(),
+                )]);
+            }
+            rows
+        }
     };
     if cut {
         keyboard.push(vec![(
@@ -120,6 +138,7 @@ pub(crate) fn outcome(row: &ApprovalRow, language: Language, zone: &TimeZone) ->
         .map_or_else(|| "?".to_owned(), |at| when(at, zone));
     let template = match row.state {
         ApprovalState::Pending => return String::new(),
+        ApprovalState::Approved if row.grant_request.is_some() => t.approved_allowing,
         ApprovalState::Approved => t.approved_by,
         ApprovalState::Rejected => t.rejected_by,
         ApprovalState::Expired => t.expired,

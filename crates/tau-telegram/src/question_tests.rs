@@ -206,3 +206,56 @@ fn times_are_shown_in_tau_s_zone_and_name_it() {
         html.lines().last().unwrap_or_default()
     ));
 }
+
+#[test]
+fn a_question_that_offers_a_grant_says_what_it_covers_before_its_button() {
+    let mut shots = String::new();
+    for language in Language::ALL {
+        let mut a = asked(json!({"command": "npm run test"}));
+        a.grant = Some(tau_core::GrantOffer {
+            schema_sha256: "ab".repeat(32),
+            arguments_sha256: "cd".repeat(32),
+            card_sha256: "ef".repeat(32),
+            hours: 24,
+        });
+        shots.push_str(&format!("== {}\n", language.code()));
+        shots.push_str(&shown(question(&a, language, &TimeZone::UTC)));
+        shots.push_str("\n\n");
+    }
+    insta::assert_snapshot!(shots);
+}
+
+#[test]
+fn a_second_step_never_offers_a_grant_even_when_the_row_carries_one() {
+    let mut a = asked(json!({"device": "garage-door", "action": "open"}));
+    a.grant = Some(tau_core::GrantOffer {
+        schema_sha256: "ab".repeat(32),
+        arguments_sha256: "cd".repeat(32),
+        card_sha256: "ef".repeat(32),
+        hours: 24,
+    });
+    a.card.confirm = Some(tau_core::ConfirmStep {
+        word: "garage-door".into(),
+        code: "47".into(),
+    });
+    let (html, keyboard) = question(&a, Language::En, &TimeZone::UTC);
+    assert!(!html.contains("allow again"), "{html}");
+    let data: Vec<&str> = keyboard.iter().flatten().map(|(_, d)| d.as_str()).collect();
+    assert!(data.iter().all(|d| !d.starts_with("v1:g:")), "{data:?}");
+}
+
+#[test]
+fn a_yes_that_asked_for_a_grant_says_so_when_closed() {
+    for language in Language::ALL {
+        let mut r = row(ApprovalState::Approved, owner());
+        r.grant_request = Some(tau_core::GrantRequest::conversation());
+        let said = outcome(&r, language, &TimeZone::UTC);
+        let plain = outcome(
+            &row(ApprovalState::Approved, owner()),
+            language,
+            &TimeZone::UTC,
+        );
+        assert!(said.starts_with(&plain), "{said} / {plain}");
+        assert!(said.len() > plain.len(), "{said}");
+    }
+}

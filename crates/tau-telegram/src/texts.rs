@@ -59,6 +59,35 @@ pub(crate) struct Texts {
     pub answer_other_chat: &'static str,
     /// Where another channel's question is answered: `{channel}`.
     pub answer_on: &'static str,
+    /// The button of a question that offers a grant.
+    pub approve_always: &'static str,
+    /// Under such a question, before its buttons: what the grant covers (`{tool}`,
+    /// `{hours}`), in tau's words.
+    pub grant_covers: &'static str,
+    /// A closed question whose yes asked for a grant: `{user}`, `{time}`.
+    pub approved_allowing: &'static str,
+    /// `/grants` with nothing to list.
+    pub grants_none: &'static str,
+    /// Heads `/grants`: `{n}` entries.
+    pub grants_head: &'static str,
+    /// One grant: `{n}`, `{tool}`, `{arguments}`, `{scope}`, `{uses}`, `{until}`.
+    pub grant_line: &'static str,
+    pub scope_conversation: &'static str,
+    pub scope_channel: &'static str,
+    /// One routine's exemption: `{routine}`, `{trigger}`, `{tool}`, `{arguments}`.
+    pub routine_line: &'static str,
+    /// After a disabled routine's line.
+    pub routine_off: &'static str,
+    /// More grants than one message lists: `{n}`.
+    pub grants_more: &'static str,
+    /// Ends `/grants`.
+    pub grants_foot: &'static str,
+    /// The Revoke button of grant `{n}`.
+    pub revoke: &'static str,
+    /// A revoke that took: `{tool}`.
+    pub revoked: &'static str,
+    pub revoked_already: &'static str,
+    pub grant_not_yours: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -69,7 +98,8 @@ until an owner of this bot presses Approve; a press by anyone else changes nothi
 question stays open through restarts until it is answered or expires, and afterwards the \
 message says what was decided, by whom and when.\n\n\
 /new starts a new conversation, /cancel stops what I am doing, /pending lists what waits \
-for your answer.",
+for your answer, /grants lists what you allowed to run again without asking (and revokes \
+it).",
     new_session: "New conversation.",
     cancelling: "Stopping the running turn.",
     nothing_running: "Nothing is running.",
@@ -114,6 +144,22 @@ for your answer.",
     answer_here: "its buttons are on its message in this chat",
     answer_other_chat: "answer it in the chat that asked",
     answer_on: "answer it on {channel}",
+    approve_always: "Approve, allow again",
+    grant_covers: "“Approve, allow again” lets exactly this call run again without asking, in this conversation, for {hours} h: the tool {tool} with the same tier and input schema and exactly these arguments (no prefix, no pattern). Any other call is asked again. /grants lists and revokes it.",
+    approved_allowing: "✅ Approved by {user} at {time}, and allowed again in this conversation",
+    grants_none: "Nothing runs without asking: you have allowed nothing again.",
+    grants_head: "Runs without asking ({n}):",
+    grant_line: "{n}. {tool} {arguments}\n    {scope}, used {uses}×, until {until}",
+    scope_conversation: "in one conversation",
+    scope_channel: "in all your chats",
+    routine_line: "⚙ routine {routine} ({trigger}): {tool} {arguments}",
+    routine_off: " (disabled)",
+    grants_more: "… and {n} more: tau grants list shows them all.",
+    grants_foot: "Revoke stops a grant before its next call. A routine's own call stops with tau routines disable NAME.",
+    revoke: "Revoke {n}",
+    revoked: "Revoked: {tool} is asked again.",
+    revoked_already: "This grant was revoked already.",
+    grant_not_yours: "This grant is not yours to revoke.",
 };
 
 const TR: Texts = Texts {
@@ -124,7 +170,8 @@ düğmeleri olur. Bu botun sahiplerinden biri Onayla'ya basmadan hiçbir şey ç
 birinin basması hiçbir şeyi değiştirmez. Soru, cevaplanana ya da süresi dolana kadar yeniden \
 başlatmalardan sonra da açık kalır; sonra mesaj neye, kimin, ne zaman karar verdiğini söyler.\n\n\
 /new yeni bir sohbet başlatır, /cancel yaptığım işi durdurur, /pending cevabını bekleyen \
-soruları listeler.",
+soruları listeler, /grants sormadan yeniden çalışmasına izin verdiklerini listeler (ve geri \
+alır).",
     new_session: "Yeni sohbet.",
     cancelling: "Çalışan tur durduruluyor.",
     nothing_running: "Çalışan bir şey yok.",
@@ -169,6 +216,22 @@ soruları listeler.",
     answer_here: "düğmeleri bu sohbetteki mesajında",
     answer_other_chat: "soran sohbette cevapla",
     answer_on: "{channel} üzerinden cevapla",
+    approve_always: "Onayla, tekrar izin ver",
+    grant_covers: "“Onayla, tekrar izin ver” tam olarak bu çağrının bu sohbette {hours} saat boyunca sormadan yeniden çalışmasına izin verir: aynı seviye ve girdi şemasıyla {tool} aracı ve tam olarak bu argümanlar (önek yok, kalıp yok). Başka her çağrı yeniden sorulur. /grants listeler ve geri alır.",
+    approved_allowing: "✅ {user} tarafından {time} zamanında onaylandı ve bu sohbette tekrar izin verildi",
+    grants_none: "Sormadan çalışan bir şey yok: hiçbir şeye tekrar izin vermedin.",
+    grants_head: "Sormadan çalışanlar ({n}):",
+    grant_line: "{n}. {tool} {arguments}\n    {scope}, {uses} kez kullanıldı, bitiş {until}",
+    scope_conversation: "tek bir sohbette",
+    scope_channel: "tüm sohbetlerinde",
+    routine_line: "⚙ {routine} rutini ({trigger}): {tool} {arguments}",
+    routine_off: " (kapalı)",
+    grants_more: "… ve {n} tane daha: tau grants list hepsini gösterir.",
+    grants_foot: "Geri al, bir izni bir sonraki çağrıdan önce durdurur. Bir rutinin kendi çağrısı tau routines disable NAME ile durur.",
+    revoke: "Geri al {n}",
+    revoked: "Geri alındı: {tool} yeniden sorulacak.",
+    revoked_already: "Bu izin zaten geri alınmıştı.",
+    grant_not_yours: "Bu izni geri almak sana düşmez.",
 };
 
 pub(crate) fn texts(language: Language) -> &'static Texts {

@@ -803,19 +803,32 @@ async function loadRoutines() {
   }
 }
 
-// The live grants made on this page, each with what it covers, its uses and a Revoke.
+// What runs without a question: the live grants made on this page, each with what it
+// covers, its uses and a Revoke; then the routines' own calls, marked as theirs (disabling
+// the routine is their revoke).
 async function loadGrants() {
   const { status, data } = await api("GET", "/api/grants?display=true");
   if (status !== 200 || !Array.isArray(data)) return;
   $("grants").hidden = data.length === 0;
   const list = $("grant-list");
   list.replaceChildren();
-  for (const grant of data) {
+  for (const allowance of data) {
+    // With display=true the arguments come as their canonical JSON, already shown.
+    const args = typeof allowance.arguments === "string" ? allowance.arguments : JSON.stringify(allowance.arguments);
+    if (allowance.kind === "routine") {
+      const item = el("li", "grant routine-allowance");
+      item.dataset.routine = allowance.routine;
+      item.append(el("span", "title mono", allowance.tool));
+      item.append(el("span", "mono grant-args", args));
+      const off = allowance.enabled ? "" : " · disabled";
+      item.append(el("span", "meta", `routine ${allowance.routine} (${allowance.trigger})${off} · tau routines disable ${allowance.routine}`));
+      list.append(item);
+      continue;
+    }
+    const grant = allowance;
     const item = el("li", "grant");
     item.dataset.grant = grant.id;
     item.append(el("span", "title mono", grant.tool));
-    // With display=true the arguments come as their canonical JSON, already shown.
-    const args = typeof grant.arguments === "string" ? grant.arguments : JSON.stringify(grant.arguments);
     item.append(el("span", "mono grant-args", args));
     const uses = grant.max_uses ? `${grant.uses} of ${grant.max_uses} uses` : `${grant.uses} uses`;
     const last = grant.last_used_at ? `, last ${when(grant.last_used_at)}` : "";

@@ -1,6 +1,6 @@
 //! Grants on the web listener: `GET /api/grants` (the live grants made on TauBar: what
-//! each covers, until when, its uses) and `DELETE /api/grants/{id}` (a revoke, which
-//! takes effect before any later call). A grant is made by answering a question with
+//! each covers, until when, its uses; then the routines' exemptions, marked as theirs)
+//! and `DELETE /api/grants/{id}` (a revoke, which takes effect before any later call). A grant is made by answering a question with
 //! `"grant"` (`POST /api/approvals/{id}`, in `api.rs`).
 
 use axum::Json;
@@ -12,13 +12,15 @@ use serde_json::json;
 use tau_core::DecidedBy;
 use tau_core::GrantId;
 use tau_hub::Revoked;
+use tau_protocol::Allowance;
 
 use crate::api::{View, error, hub_error, view};
 use crate::{App, WEB};
 
-/// `GET /api/grants`: the live grants made on this page, oldest first; with
-/// `display=true` every string as the display function shows it (the arguments are the
-/// model's).
+/// `GET /api/grants`: what runs without a question: the live grants made on this page,
+/// oldest first (`"kind": "grant"`), then the routines' exemptions (`"kind": "routine"`,
+/// revoked by disabling the routine); with `display=true` every string as the display
+/// function shows it (the arguments are the model's).
 pub(crate) async fn list(
     State(app): State<App>,
     query: Result<Query<View>, QueryRejection>,
@@ -30,14 +32,22 @@ pub(crate) async fn list(
         )
         .into_response();
     };
-    match app.hub.grants(WEB) {
-        Ok(grants) => Json(view(
-            serde_json::to_value(grants).unwrap_or_default(),
-            &wanted,
-        ))
-        .into_response(),
-        Err(failure) => hub_error(&failure),
+    let grants = match app.hub.grants(WEB) {
+        Ok(grants) => grants,
+        Err(failure) => return hub_error(&failure),
+    };
+    let mut allowances: Vec<Allowance> = grants
+        .into_iter()
+        .map(|grant| Allowance::Grant(Box::new(grant)))
+        .collect();
+    if let Some(routines) = &app.routines {
+        allowances.extend(routines.allowances().into_iter().map(Allowance::Routine));
     }
+    Json(view(
+        serde_json::to_value(allowances).unwrap_or_default(),
+        &wanted,
+    ))
+    .into_response()
 }
 
 /// `DELETE /api/grants/{id}`: 200 with the grant as revoked, 409 when it was revoked

@@ -46,6 +46,9 @@ pub trait Routines: Send + Sync {
     /// The routine whose conversation has `key` (a conversation of this channel), if it
     /// is a routine's: its prompts are the routine's, never a person's.
     fn origin(&self, key: &str) -> Option<RoutineOrigin>;
+    /// The routines' exemptions (their own fixed tool calls), as the lists of grants show
+    /// them; disabling the routine is their revoke.
+    fn allowances(&self) -> Vec<tau_protocol::RoutineAllowance>;
 }
 
 fn reply(status: u16, text: &str) -> Response {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use tau_core::{AuditEvent, DecidedBy, Grant, GrantId, GrantScope, display};
+use tau_protocol::RoutineAllowance;
 use tau_state::{Revoked, is_live};
 
 use crate::approvals::channel_name;
@@ -61,15 +62,50 @@ fn describe(out: &mut String, grant: &Grant, zone: &TimeZone) {
     );
 }
 
-/// The live grants, oldest first, as the person reads them at `now` in `zone`.
-pub(crate) fn render(grants: &[Grant], now: Timestamp, zone: &TimeZone) -> String {
+/// A routine's exemption: its own call, exactly, while the routine is on.
+fn describe_routine(out: &mut String, routine: &RoutineAllowance) {
+    let off = if routine.enabled { "" } else { " (disabled)" };
+    let _ = writeln!(
+        out,
+        "routine {}  {}  {}{off}",
+        display(&routine.routine),
+        display(&routine.tool),
+        display(&routine.trigger),
+    );
+    let _ = writeln!(
+        out,
+        "  arguments {}",
+        display(&tau_core::sorted_json(&routine.arguments))
+    );
+    let _ = writeln!(
+        out,
+        "  the routine's own call: runs without a question while the routine is on \
+         (tau routines disable {} stops it)",
+        display(&routine.routine)
+    );
+}
+
+/// The live grants, oldest first, then the routines' exemptions, as the person reads
+/// them at `now` in `zone`.
+pub(crate) fn render(
+    grants: &[Grant],
+    routines: &[RoutineAllowance],
+    now: Timestamp,
+    zone: &TimeZone,
+) -> String {
     let live: Vec<&Grant> = grants.iter().filter(|g| is_live(g, now)).collect();
-    if live.is_empty() {
+    if live.is_empty() && routines.is_empty() {
         return "no grants: every tier-2 call is asked\n".to_owned();
     }
     let mut out = String::new();
+    if live.is_empty() {
+        out.push_str("no grants\n");
+    }
     for grant in live {
         describe(&mut out, grant, zone);
+    }
+    for routine in routines {
+        describe_routine(&mut out, routine);
     }
     out
 }
@@ -123,13 +159,48 @@ pub(crate) fn render_one(grant: &Grant, now: Timestamp, zone: &TimeZone) -> Stri
     out
 }
 
+/// The routines' exemptions, read without starting any tool (no MCP server): the
+/// routines of `tau.toml` and those stored, switches applied.
+fn routine_allowances(
+    ctx: &Context,
+    store: Option<&tau_state::StateDb>,
+) -> anyhow::Result<Vec<RoutineAllowance>> {
+    let config = crate::routines::config_routines(ctx, None)?;
+    let book = match store {
+        Some(store) => {
+            let zone = crate::routines::zone(&ctx.loaded.config)?;
+            let checks = tau_reflex::Checks {
+                tools: None,
+                zone: &zone,
+                env: &*ctx.env,
+                now: Timestamp::now(),
+                at_must_be_future: false,
+                webhooks: None,
+            };
+            tau_reflex::load(
+                &config,
+                &tau_reflex::RoutineStore::new(store.clone()),
+                &checks,
+            )?
+        }
+        None => tau_reflex::Book {
+            routines: config,
+            problems: Vec::new(),
+        },
+    };
+    Ok(tau_reflex::allowances(&book))
+}
+
 /// `tau grants list`.
 pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
     let zone = crate::routines::zone(&ctx.loaded.config)?;
-    let Some(store) = ctx.existing_state()? else {
-        return Ok(render(&[], Timestamp::now(), &zone));
+    let store = ctx.existing_state()?;
+    let routines = routine_allowances(ctx, store.as_ref())?;
+    let grants = match &store {
+        Some(store) => store.grants(None)?,
+        None => Vec::new(),
     };
-    Ok(render(&store.grants(None)?, Timestamp::now(), &zone))
+    Ok(render(&grants, &routines, Timestamp::now(), &zone))
 }
 
 fn parse_id(id: &str) -> anyhow::Result<GrantId> {
@@ -269,11 +340,38 @@ mod tests {
             revoked,
             grant("gr_4", GrantScope::Channel, 0, Some(5)),
         ];
-        insta::assert_snapshot!(render(&grants, now, &TimeZone::UTC));
+        insta::assert_snapshot!(render(&grants, &[], now, &TimeZone::UTC));
         let later: Timestamp = "2026-12-04T12:00:00Z".parse().unwrap();
         assert_eq!(
-            render(&grants, later, &TimeZone::UTC),
+            render(&grants, &[], later, &TimeZone::UTC),
             "no grants: every tier-2 call is asked\n"
         );
+    }
+
+    #[test]
+    fn a_routine_s_own_call_is_listed_as_the_routine_s() {
+        let now: Timestamp = "2026-12-03T13:00:00Z".parse().unwrap();
+        let routines = [
+            RoutineAllowance {
+                routine: "porch".into(),
+                tool: "mqtt_publish".into(),
+                arguments: json!({"topic": "home/porch/light/set", "payload": "ON"}),
+                trigger: "cron 0 19 * * *".into(),
+                enabled: true,
+            },
+            RoutineAllowance {
+                routine: "door\u{202e}".into(),
+                tool: "device_set".into(),
+                arguments: json!({"device": "front-door", "action": "lock"}),
+                trigger: "webhook door".into(),
+                enabled: false,
+            },
+        ];
+        let grants = [grant("gr_1", GrantScope::Conversation, 2, None)];
+        insta::assert_snapshot!(format!(
+            "{}---\n{}",
+            render(&grants, &routines, now, &TimeZone::UTC),
+            render(&[], &routines, now, &TimeZone::UTC)
+        ));
     }
 }

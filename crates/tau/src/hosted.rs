@@ -336,6 +336,15 @@ impl tau_web::Routines for WebRoutines {
             })
     }
 
+    fn allowances(&self) -> Vec<tau_protocol::RoutineAllowance> {
+        self.book()
+            .map(|book| tau_reflex::allowances(&book))
+            .unwrap_or_else(|error| {
+                tracing::error!(%error, "cannot list the routines' exemptions");
+                Vec::new()
+            })
+    }
+
     fn origin(&self, key: &str) -> Option<tau_web::RoutineOrigin> {
         let name = routine_of_key(key)?;
         let trigger = match self.book() {

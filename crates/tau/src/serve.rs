@@ -291,6 +291,34 @@ fn model_for_session(model: &Arc<dyn Model>, stored: &[Message]) -> Arc<dyn Mode
         .unwrap_or_else(|| Arc::clone(model))
 }
 
+impl Factory {
+    /// Whose grants a conversation's gate uses and makes ("yes, and allow this again"),
+    /// `None` when it has none. TauBar has one person (the token's holder). On Telegram a
+    /// grant is one person's: a private chat's conversations are its user's (a private
+    /// chat's id is the user's id); a group chat, where several people write, and a
+    /// routine's conversation have none, so every call there is asked.
+    fn grant_person(
+        &self,
+        session: &SessionId,
+        channel: &str,
+    ) -> Result<Option<Option<String>>, OpenError> {
+        match channel {
+            "web" => Ok(Some(None)),
+            tau_telegram::CHANNEL => {
+                let conversation = self
+                    .sessions
+                    .conversation_of(session)
+                    .map_err(|e| OpenError(e.to_string()))?;
+                Ok(conversation
+                    .and_then(|c| tau_telegram::chat_of(&c.key))
+                    .filter(|chat| *chat > 0)
+                    .map(|chat| Some(chat.to_string())))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
 #[async_trait]
 impl SessionFactory for Factory {
     fn recorded_answers(&self) -> Result<Vec<tau_state::RecordedAnswer>, OpenError> {
@@ -319,14 +347,14 @@ impl SessionFactory for Factory {
             .sessions
             .messages(session, 0)
             .map_err(|e| OpenError(e.to_string()))?;
-        // "yes, and allow this again" on TauBar (one person: the token's holder). Telegram
-        // conversations make none yet: a grant there must be the Telegram user's own.
-        let grants = (durable.channel == "web").then(|| tau_core::GateGrants {
-            store: self.sessions.clone(),
-            session: session.clone(),
-            person: None,
-            hours: self.config.approval.grant_hours,
-        });
+        let grants =
+            self.grant_person(session, &durable.channel)?
+                .map(|person| tau_core::GateGrants {
+                    store: self.sessions.clone(),
+                    session: session.clone(),
+                    person,
+                    hours: self.config.approval.grant_hours,
+                });
         let agent = build_agent(AgentParts {
             config: self.config.clone(),
             model: model_for_session(&self.model, &stored),

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tau_agent::SessionId;
-use tau_core::ApprovalId;
 use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
+use tau_core::{ApprovalId, DecidedBy, GrantId, GrantRequest};
 use tau_core::{AuditEvent, EventBus};
 use tau_hub::{Channel, ChannelError, Conversation, Hub, HubError, SessionEvent};
+use tau_protocol::Allowance;
+use tau_state::Revoked;
 use tau_telegram::{
     CHANNEL, Happened, HubEvent, Question, RefusedPress, Reply, TelegramChannel, TelegramConfig,
     chat_of,
@@ -119,6 +121,8 @@ impl tau_telegram::Hub for TelegramHub {
         let reply = match reply {
             Reply::Approve => tau_hub::Reply::Approve,
             Reply::Confirm(number) => tau_hub::Reply::Confirm(number),
+            // For this conversation, for the hours the question offers.
+            Reply::ApproveAlways => tau_hub::Reply::ApproveWithGrant(GrantRequest::conversation()),
             Reply::Reject => tau_hub::Reply::Reject,
         };
         let Ok(id) = ApprovalId::parse(approval_id) else {
@@ -151,6 +155,42 @@ impl tau_telegram::Hub for TelegramHub {
             .into_iter()
             .map(|row| self.question_of(row))
             .collect()
+    }
+
+    async fn allowances(&self, user: &str) -> Result<Vec<Allowance>, tau_telegram::HubError> {
+        let grants = self.hub.grants(CHANNEL).map_err(hub_error)?;
+        let mut allowances: Vec<Allowance> = grants
+            .into_iter()
+            .filter(|grant| grant.person.as_deref() == Some(user))
+            .map(|grant| Allowance::Grant(Box::new(grant)))
+            .collect();
+        allowances.extend(
+            self.routines
+                .allowances()
+                .into_iter()
+                .map(Allowance::Routine),
+        );
+        Ok(allowances)
+    }
+
+    async fn revoke(&self, grant: &GrantId, user: &str) -> Result<Revoked, tau_telegram::HubError> {
+        // Only the person who made a grant revokes it here: another owner's is unknown.
+        let theirs = self
+            .hub
+            .state()
+            .grant(grant)
+            .map_err(|e| tau_telegram::HubError(e.to_string()))?
+            .is_some_and(|g| g.channel == CHANNEL && g.person.as_deref() == Some(user));
+        if !theirs {
+            return Ok(Revoked::NotFound);
+        }
+        let by = DecidedBy::Person {
+            channel: CHANNEL.to_owned(),
+            user: Some(user.to_owned()),
+        };
+        self.hub
+            .revoke_grant(CHANNEL, grant, &by)
+            .map_err(hub_error)
     }
 
     fn refused_press(&self, press: &RefusedPress) {

@@ -20,7 +20,9 @@ use serde_json::{Value, json};
 use tau_core::approval::{
     Answered, ApprovalState, NewApproval, StateDb, answer_durable, requested_event,
 };
-use tau_core::{ApprovalId, DecidedBy, EventBus, SessionId, Tier};
+use tau_core::{ApprovalId, DecidedBy, EventBus, GrantId, SessionId, Tier};
+use tau_protocol::Allowance;
+use tau_state::Revoked;
 use tau_telegram::{Hub, HubError, HubEvent, Question, RefusedPress, Reply, Store, TelegramConfig};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -452,6 +454,12 @@ impl Hub for FakeHub {
         let (to, confirmation) = match reply {
             Reply::Approve => (ApprovalState::Approved, None),
             Reply::Confirm(number) => (ApprovalState::Approved, Some(number)),
+            // This hub's questions offer no grant, as a hub's must refuse then.
+            Reply::ApproveAlways => {
+                return Err(HubError(
+                    "this question offers no grant: answer approve or reject".into(),
+                ));
+            }
             Reply::Reject => (ApprovalState::Rejected, None),
         };
         let by = DecidedBy::Person {
@@ -479,6 +487,33 @@ impl Hub for FakeHub {
                 row,
             })
             .collect())
+    }
+
+    async fn allowances(&self, user: &str) -> Result<Vec<Allowance>, HubError> {
+        let grants = self
+            .approvals
+            .grants(Some(Timestamp::now()))
+            .map_err(|e| HubError(e.to_string()))?;
+        Ok(grants
+            .into_iter()
+            .filter(|g| g.channel == "telegram" && g.person.as_deref() == Some(user))
+            .map(|g| Allowance::Grant(Box::new(g)))
+            .collect())
+    }
+
+    async fn revoke(&self, grant: &GrantId, user: &str) -> Result<Revoked, HubError> {
+        match self.approvals.grant(grant) {
+            Ok(Some(g)) if g.channel == "telegram" && g.person.as_deref() == Some(user) => {}
+            Ok(_) => return Ok(Revoked::NotFound),
+            Err(e) => return Err(HubError(e.to_string())),
+        }
+        let by = DecidedBy::Person {
+            channel: "telegram".into(),
+            user: Some(user.to_owned()),
+        };
+        self.approvals
+            .revoke_grant(grant, &by, Timestamp::now())
+            .map_err(|e| HubError(e.to_string()))
     }
 
     async fn waiting(&self) -> Result<Vec<Question>, HubError> {
