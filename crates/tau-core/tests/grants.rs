@@ -281,26 +281,65 @@ async fn a_changed_schema_or_tier_and_other_places_are_not_covered() {
         );
         assert_eq!(approver.requests().len(), 1, "{name}: asked");
     }
+    // The tool's schema changed: the next gate voids the grant, with a line saying why,
+    // and it does not come back with the old schema.
     *setup.shell.schema.lock().unwrap() = "b".repeat(64);
-    let (gate, approver, _) = setup.gate("s1", "terminal", vec![]);
+    let (gate, approver, events) = setup.gate("s1", "terminal", vec![]);
     assert!(
         !gate.check("run_command", &call, "t").await.allowed,
         "changed schema"
     );
     assert_eq!(approver.requests().len(), 1);
+    assert_eq!(voided(&events), vec!["the tool's input schema changed".to_owned()]);
     *setup.shell.schema.lock().unwrap() = "a".repeat(64);
-    assert_eq!(
-        gate.check("run_command", &call, "t").await.approval,
-        Approval::Granted,
-        "the schema it was made for"
-    );
-    // At tier 1 the call needs no question at all; the grant is not what lets it run.
+    let (gate, approver, events) = setup.gate("s1", "terminal", vec![]);
+    assert!(!gate.check("run_command", &call, "t").await.allowed);
+    assert_eq!(approver.requests().len(), 1, "asked: the grant is gone for good");
+    assert_eq!(voided(&events), Vec::<String>::new(), "voided once");
+    let grant = setup.store.grants(None).unwrap().pop().unwrap();
+    assert_eq!(grant.revoked_by, Some(DecidedBy::Policy));
+
+    // A tier change voids too; a tool this gate does not know voids nothing.
+    let id = granted(&setup, GrantScope::Conversation).await;
     *setup.shell.tier.lock().unwrap() = Tier::Write;
+    let (gate, _, events) = setup.gate("s1", "terminal", vec![]);
+    assert_eq!(voided(&events), vec!["the tool's tier changed from 2 to 1".to_owned()]);
+    // At tier 1 the call needs no question at all; no grant is what lets it run.
     let check = gate.check("run_command", &call, "t").await;
     assert_eq!(
         (check.approval, check.decided_by),
         (Approval::NotRequired, DecidedBy::Policy)
     );
+    assert!(setup.store.grant(&id).unwrap().unwrap().revoked_at.is_some());
+}
+
+#[tokio::test]
+async fn a_grant_of_a_tool_not_registered_here_is_left_alone() {
+    let setup = Setup::new();
+    let id = granted(&setup, GrantScope::Conversation).await;
+    let mut grant = setup.store.grant(&id).unwrap().unwrap();
+    grant.id = tau_protocol::GrantId::parse("gr_elsewhere").unwrap();
+    grant.tool = "mcp_server_tool".into();
+    setup.store.create_grant(&grant).unwrap();
+    let (_gate, _, events) = setup.gate("s1", "terminal", vec![]);
+    assert_eq!(voided(&events), Vec::<String>::new());
+    assert_eq!(setup.store.grants(Some(Timestamp::now())).unwrap().len(), 2);
+}
+
+/// The reasons of the `grant_revoked` lines tau wrote itself.
+fn voided(events: &RecordedEvents) -> Vec<String> {
+    events
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AuditEvent::GrantRevoked {
+                revoked_by: DecidedBy::Policy,
+                reason,
+                ..
+            } => reason,
+            _ => None,
+        })
+        .collect()
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use tau_protocol::{
 
 use super::approver::ApprovalQuestion;
 use super::durable::{StateDb, canonical_arguments};
-use super::gate::TierGate;
+use super::gate::{Standing, TierGate};
 use crate::audit::{AuditEvent, ErrorSite};
 use crate::ids::random_id;
 
@@ -34,10 +34,66 @@ fn card_sha256(card: &CallCard) -> String {
 }
 
 impl TierGate {
-    /// Lets this gate use and offer grants.
+    /// Lets this gate use and offer grants. Live grants whose tool this gate knows with
+    /// another tier or input schema than they were made for are voided first, each with a
+    /// `grant_revoked` line by `policy`: a grant never comes back when a tool changes back.
     pub fn with_grants(mut self, grants: GateGrants) -> Self {
+        self.void_changed_grants(&grants);
         self.grants = Some(grants);
         self
+    }
+
+    fn void_changed_grants(&self, grants: &GateGrants) {
+        let now = Timestamp::now();
+        let live = match grants.store.grants(Some(now)) {
+            Ok(live) => live,
+            Err(error) => {
+                tracing::error!(%error, "grants could not be read to void changed ones");
+                return;
+            }
+        };
+        for grant in live {
+            let Some(reason) = self.changed_since(&grant) else {
+                continue;
+            };
+            match grants.store.revoke_grant(&grant.id, &DecidedBy::Policy, now) {
+                Ok(tau_state::Revoked::Revoked(grant)) => {
+                    tracing::warn!(grant = %grant.id, tool = %grant.tool, %reason, "grant voided");
+                    self.events.emit(&AuditEvent::GrantRevoked {
+                        grant_id: grant.id.clone(),
+                        tool: grant.tool.clone(),
+                        revoked_by: DecidedBy::Policy,
+                        uses: grant.uses,
+                        reason: Some(reason),
+                    });
+                }
+                // Revoked meanwhile by someone else: nothing left to void.
+                Ok(tau_state::Revoked::AlreadyRevoked(_) | tau_state::Revoked::NotFound) => {}
+                Err(error) => {
+                    tracing::error!(grant = %grant.id, %error, "a changed tool's grant could not be voided; its hashes still keep it from covering a call");
+                }
+            }
+        }
+    }
+
+    /// Why `grant` no longer fits its tool as this gate knows it; `None` when it does, or
+    /// when the tool is not registered here (a server that is down changes nothing).
+    fn changed_since(&self, grant: &Grant) -> Option<String> {
+        match self.tiers.standing(&grant.tool) {
+            Standing::Unknown => None,
+            Standing::Invalid { reason } => Some(format!("the tool's tier is not trusted: {reason}")),
+            Standing::Known { tier, .. } if tier != grant.tier => Some(format!(
+                "the tool's tier changed from {} to {}",
+                grant.tier.number(),
+                tier.number()
+            )),
+            Standing::Known { .. } => match self.tiers.schema_sha256(&grant.tool) {
+                Some(schema) if schema != grant.schema_sha256 => {
+                    Some("the tool's input schema changed".to_owned())
+                }
+                Some(_) | None => None,
+            },
+        }
     }
 
     /// The id of the live grant that covers exactly this tier-2 call, its use counted; the
