@@ -41,8 +41,9 @@ mod ids;
 mod turn;
 
 pub use approval::{
-    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, GateGrants,
-    ScriptedApprover, TierGate, ToolCallRecord, invalid_call_text, refusal_text, unknown_tool_text,
+    Answer, ApprovalHistory, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check,
+    GateGrants, ScriptedApprover, TierGate, ToolCallRecord, invalid_call_text, refusal_text,
+    unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{
@@ -68,9 +69,9 @@ pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_code, random_id};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
-    Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, NoteLevel,
-    NoticeKind, OUTPUT_LINES, OutputBlock, SessionId, ShownFile, StopReason, Tier, TierError,
-    TurnUsage, shown_lines,
+    Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, GrantSuggestion,
+    NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock, SessionId, ShownFile, StopReason, Tier,
+    TierError, TurnUsage, shown_lines,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,

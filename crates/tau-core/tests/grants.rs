@@ -85,6 +85,7 @@ impl Setup {
                 session: SessionId::parse(session).unwrap(),
                 person: None,
                 hours: 24,
+                history: None,
             });
         (gate, approver, events)
     }
@@ -290,11 +291,18 @@ async fn a_changed_schema_or_tier_and_other_places_are_not_covered() {
         "changed schema"
     );
     assert_eq!(approver.requests().len(), 1);
-    assert_eq!(voided(&events), vec!["the tool's input schema changed".to_owned()]);
+    assert_eq!(
+        voided(&events),
+        vec!["the tool's input schema changed".to_owned()]
+    );
     *setup.shell.schema.lock().unwrap() = "a".repeat(64);
     let (gate, approver, events) = setup.gate("s1", "terminal", vec![]);
     assert!(!gate.check("run_command", &call, "t").await.allowed);
-    assert_eq!(approver.requests().len(), 1, "asked: the grant is gone for good");
+    assert_eq!(
+        approver.requests().len(),
+        1,
+        "asked: the grant is gone for good"
+    );
     assert_eq!(voided(&events), Vec::<String>::new(), "voided once");
     let grant = setup.store.grants(None).unwrap().pop().unwrap();
     assert_eq!(grant.revoked_by, Some(DecidedBy::Policy));
@@ -303,14 +311,25 @@ async fn a_changed_schema_or_tier_and_other_places_are_not_covered() {
     let id = granted(&setup, GrantScope::Conversation).await;
     *setup.shell.tier.lock().unwrap() = Tier::Write;
     let (gate, _, events) = setup.gate("s1", "terminal", vec![]);
-    assert_eq!(voided(&events), vec!["the tool's tier changed from 2 to 1".to_owned()]);
+    assert_eq!(
+        voided(&events),
+        vec!["the tool's tier changed from 2 to 1".to_owned()]
+    );
     // At tier 1 the call needs no question at all; no grant is what lets it run.
     let check = gate.check("run_command", &call, "t").await;
     assert_eq!(
         (check.approval, check.decided_by),
         (Approval::NotRequired, DecidedBy::Policy)
     );
-    assert!(setup.store.grant(&id).unwrap().unwrap().revoked_at.is_some());
+    assert!(
+        setup
+            .store
+            .grant(&id)
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_some()
+    );
 }
 
 #[tokio::test]

@@ -172,6 +172,47 @@ pub struct GrantOffer {
     pub card_sha256: String,
     /// How long it lasts unless the person says otherwise.
     pub hours: u32,
+    /// Set when the person keeps approving exactly this call: the card suggests the grant
+    /// (tau never makes one by itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<GrantSuggestion>,
+}
+
+/// How many days back approvals of the same call are counted for a suggestion.
+pub const SUGGESTION_DAYS: u32 = 7;
+
+/// How many approvals of the same call in [`SUGGESTION_DAYS`] make the card suggest a
+/// grant.
+pub const SUGGESTION_APPROVALS: u32 = 3;
+
+/// "You keep approving this": measured from the audit log, shown on the card, never
+/// acted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantSuggestion {
+    /// A person's yes to exactly this call (tool and arguments) in the last
+    /// [`SUGGESTION_DAYS`] days.
+    pub approved: u32,
+    /// Those approvals came at about the same time of day: a routine could make the call
+    /// on a schedule instead.
+    pub regular: bool,
+}
+
+impl GrantSuggestion {
+    /// The card's words (English; a channel with other languages has its own).
+    pub fn text(&self) -> String {
+        let mut text = format!(
+            "You approved exactly this call {} times in the last {SUGGESTION_DAYS} days: \
+             allowing it again would spare you this question.",
+            self.approved
+        );
+        if self.regular {
+            text.push_str(
+                " It came at about the same time each day: a routine could make it on a \
+                 schedule (tau routines).",
+            );
+        }
+        text
+    }
 }
 
 impl GrantOffer {
@@ -367,6 +408,7 @@ mod tests {
             arguments_sha256: "1".repeat(64),
             card_sha256: "2".repeat(64),
             hours: 24,
+            suggestion: None,
         };
         assert_eq!(
             offer.covers_text("run_command", GrantScope::Conversation),
@@ -380,6 +422,32 @@ mod tests {
              channel, for 24 h: the tool lamp with the same tier and input schema and \
              exactly these arguments (no prefix, no pattern). Any other call is asked again."
         );
+    }
+
+    #[test]
+    fn a_suggestion_says_what_was_measured_and_never_asks_for_more() {
+        let mut suggestion = GrantSuggestion {
+            approved: 3,
+            regular: false,
+        };
+        assert_eq!(
+            suggestion.text(),
+            "You approved exactly this call 3 times in the last 7 days: allowing it again \
+             would spare you this question."
+        );
+        suggestion.regular = true;
+        assert_eq!(
+            suggestion.text(),
+            "You approved exactly this call 3 times in the last 7 days: allowing it again \
+             would spare you this question. It came at about the same time each day: a \
+             routine could make it on a schedule (tau routines)."
+        );
+        // An offer stored before suggestions existed still reads.
+        let stored = json!({"schema_sha256": "0", "arguments_sha256": "1", "card_sha256": "2",
+                            "hours": 24});
+        let offer: GrantOffer = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(offer.suggestion, None);
+        assert_eq!(serde_json::to_value(&offer).unwrap(), stored);
     }
 
     #[test]

@@ -34,8 +34,8 @@ pub use canonical::canonical_json;
 pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
 pub use grant::{
     Allowance, DEFAULT_GRANT_HOURS, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,
-    GrantRequestError, GrantScope, InvalidGrantId, MAX_GRANT_HOURS, MAX_GRANT_USES,
-    RoutineAllowance,
+    GrantRequestError, GrantScope, GrantSuggestion, InvalidGrantId, MAX_GRANT_HOURS,
+    MAX_GRANT_USES, RoutineAllowance, SUGGESTION_APPROVALS, SUGGESTION_DAYS,
 };
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
 pub use output::{OUTPUT_LINES, OutputBlock, shown_lines};

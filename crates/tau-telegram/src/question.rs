@@ -92,6 +92,17 @@ pub(crate) fn question(
                             .replace("{hours}", &offer.hours.to_string())
                     )
                 ));
+                if let Some(suggestion) = &offer.suggestion {
+                    let mut text = t
+                        .grant_suggested
+                        .replace("{n}", &suggestion.approved.to_string())
+                        .replace("{days}", &tau_protocol::SUGGESTION_DAYS.to_string());
+                    if suggestion.regular {
+                        text.push(' ');
+                        text.push_str(t.routine_suggested);
+                    }
+                    html.push_str(&format!("\n<i>☆ {}</i>", escape(&text)));
+                }
                 rows.push(vec![(
                     t.approve_always.to_owned(),
                     ButtonData::new(Action::ApproveAlways, id).encode(),

@@ -217,8 +217,19 @@ fn a_question_that_offers_a_grant_says_what_it_covers_before_its_button() {
             arguments_sha256: "cd".repeat(32),
             card_sha256: "ef".repeat(32),
             hours: 24,
+            suggestion: None,
         });
         shots.push_str(&format!("== {}\n", language.code()));
+        shots.push_str(&shown(question(&a, language, &TimeZone::UTC)));
+        shots.push_str("\n\n");
+        // Approved three times this week, at about the same hour each day.
+        if let Some(offer) = &mut a.grant {
+            offer.suggestion = Some(tau_core::GrantSuggestion {
+                approved: 3,
+                regular: true,
+            });
+        }
+        shots.push_str(&format!("== {} suggested\n", language.code()));
         shots.push_str(&shown(question(&a, language, &TimeZone::UTC)));
         shots.push_str("\n\n");
     }
@@ -233,6 +244,7 @@ fn a_second_step_never_offers_a_grant_even_when_the_row_carries_one() {
         arguments_sha256: "cd".repeat(32),
         card_sha256: "ef".repeat(32),
         hours: 24,
+        suggestion: None,
     });
     a.card.confirm = Some(tau_core::ConfirmStep {
         word: "garage-door".into(),

@@ -64,6 +64,11 @@ pub(crate) struct Texts {
     /// Under such a question, before its buttons: what the grant covers (`{tool}`,
     /// `{hours}`), in tau's words.
     pub grant_covers: &'static str,
+    /// Under the grant's words when the person keeps approving this call: `{n}` times in
+    /// `{days}` days.
+    pub grant_suggested: &'static str,
+    /// After it, when those calls came at about the same time each day.
+    pub routine_suggested: &'static str,
     /// A closed question whose yes asked for a grant: `{user}`, `{time}`.
     pub approved_allowing: &'static str,
     /// `/grants` with nothing to list.
@@ -146,6 +151,8 @@ it).",
     answer_on: "answer it on {channel}",
     approve_always: "Approve, allow again",
     grant_covers: "“Approve, allow again” lets exactly this call run again without asking, in this conversation, for {hours} h: the tool {tool} with the same tier and input schema and exactly these arguments (no prefix, no pattern). Any other call is asked again. /grants lists and revokes it.",
+    grant_suggested: "You approved exactly this call {n} times in the last {days} days: allowing it again would spare you this question.",
+    routine_suggested: "It came at about the same time each day: a routine could make it on a schedule (tau routines).",
     approved_allowing: "✅ Approved by {user} at {time}, and allowed again in this conversation",
     grants_none: "Nothing runs without asking: you have allowed nothing again.",
     grants_head: "Runs without asking ({n}):",
@@ -218,6 +225,8 @@ alır).",
     answer_on: "{channel} üzerinden cevapla",
     approve_always: "Onayla, tekrar izin ver",
     grant_covers: "“Onayla, tekrar izin ver” tam olarak bu çağrının bu sohbette {hours} saat boyunca sormadan yeniden çalışmasına izin verir: aynı seviye ve girdi şemasıyla {tool} aracı ve tam olarak bu argümanlar (önek yok, kalıp yok). Başka her çağrı yeniden sorulur. /grants listeler ve geri alır.",
+    grant_suggested: "Tam olarak bu çağrıyı son {days} günde {n} kez onayladın: tekrar izin vermek seni bu sorudan kurtarır.",
+    routine_suggested: "Her gün aşağı yukarı aynı saatte geldi: bir rutin bunu bir zamanlamayla yapabilir (tau routines).",
     approved_allowing: "✅ {user} tarafından {time} zamanında onaylandı ve bu sohbette tekrar izin verildi",
     grants_none: "Sormadan çalışan bir şey yok: hiçbir şeye tekrar izin vermedin.",
     grants_head: "Sormadan çalışanlar ({n}):",

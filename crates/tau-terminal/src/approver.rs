@@ -312,6 +312,7 @@ mod tests {
             arguments_sha256: "1".repeat(64),
             card_sha256: "2".repeat(64),
             hours: 24,
+            suggestion: None,
         }
     }
 

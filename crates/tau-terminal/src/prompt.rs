@@ -65,6 +65,9 @@ pub fn render_prompt(request: &ApprovalQuestion, language: Language, columns: us
     if let Some(offer) = &request.grant {
         let covers = offer.covers_text(&request.tool, GrantScope::Conversation);
         out.push_str(&wrap("  │ ↻ ", "  │   ", &display(&covers), columns));
+        if let Some(suggestion) = &offer.suggestion {
+            out.push_str(&wrap("  │ ☆ ", "  │   ", &suggestion.text(), columns));
+        }
         out.push_str(&wrap("  │   ", "  │   ", t.grant_how, columns));
     }
     out.push_str(&question_line(language, request.card.confirm.as_ref()));
@@ -355,6 +358,7 @@ mod tests {
             arguments_sha256: "1".repeat(64),
             card_sha256: "2".repeat(64),
             hours: 24,
+            suggestion: None,
         });
         insta::assert_snapshot!(render_prompt(&r, Language::En, 80));
         let tr = render_prompt(&r, Language::Tr, 80);

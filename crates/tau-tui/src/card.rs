@@ -220,6 +220,14 @@ fn body(card: &Card, columns: usize, t: &Texts) -> Vec<Line<'static>> {
                 Style::new().fg(Color::Cyan),
             )));
         }
+        if let Some(suggestion) = &offer.suggestion {
+            for piece in wrap(&format!("☆ {}", suggestion.text()), columns) {
+                rows.push(Line::from(Span::styled(
+                    piece,
+                    Style::new().fg(Color::Cyan),
+                )));
+            }
+        }
     }
     rows
 }

@@ -560,6 +560,12 @@ function card(row) {
     const covers = el("div", "grant-covers", row.grant_covers);
     actions.append(covers);
     stepNodes.push(covers);
+    // Measured, never acted on: the person keeps approving exactly this call.
+    if (row.grant_suggestion) {
+      const suggestion = el("div", "grant-suggestion", row.grant_suggestion);
+      actions.append(suggestion);
+      stepNodes.push(suggestion);
+    }
   }
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));

@@ -314,6 +314,11 @@ fn row_json(app: &App, row: &ApprovalRow, display: bool) -> Value {
             "grant_covers".into(),
             Value::String(offer.covers_text(&row.tool, GrantScope::Conversation)),
         );
+        // The person keeps approving exactly this call: the card says so (tau never
+        // makes the grant itself).
+        if let Some(suggestion) = &offer.suggestion {
+            fields.insert("grant_suggestion".into(), Value::String(suggestion.text()));
+        }
     }
     // A routine's question says whose it is.
     if let Some(origin) = app.origin_of_session(&row.session)

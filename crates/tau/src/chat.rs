@@ -13,6 +13,7 @@ use tau_terminal::{
 use crate::audit::AuditLog;
 use crate::chat_history::ChatHistory;
 use crate::context::{Context, Tools};
+use crate::grant_stats::AuditHistory;
 use crate::lock::SessionLock;
 use crate::paths::Env;
 use crate::signals::Interrupts;
@@ -150,6 +151,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         session: id.clone(),
         person: None,
         hours: config.core().approval.grant_hours,
+        history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
     };
     let repository: Arc<dyn SessionRepository> = Arc::new(state);
     let OpenSession {

@@ -21,6 +21,7 @@ use crate::audit::witness::Witness;
 use crate::audit::{AuditLog, SessionAudit};
 use crate::context::Context;
 use crate::errors::usage;
+use crate::grant_stats::AuditHistory;
 use crate::lock::SessionLock;
 use crate::paths::Home;
 
@@ -354,6 +355,7 @@ impl SessionFactory for Factory {
                     session: session.clone(),
                     person,
                     hours: self.config.approval.grant_hours,
+                    history: Some(Arc::new(AuditHistory::new(self.home.audit_log()))),
                 });
         let agent = build_agent(AgentParts {
             config: self.config.clone(),

@@ -14,6 +14,7 @@ use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover
 use crate::chat::{OpenSession, new_session_id, open_session};
 use crate::context::{Context, Tools};
 use crate::errors::usage;
+use crate::grant_stats::AuditHistory;
 
 /// How often the count of questions waiting on other channels is read again.
 const ELSEWHERE_EVERY: Duration = Duration::from_secs(1);
@@ -120,6 +121,7 @@ pub(crate) async fn run(
             session: id.clone(),
             person: None,
             hours: config.core().approval.grant_hours,
+            history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
         }),
     })
     .await?;

@@ -568,3 +568,57 @@ fn always_grants_exactly_this_call_and_the_next_identical_one_runs_without_a_que
         stats.stdout
     );
 }
+
+/// After three yeses to exactly the same call, the fourth question suggests allowing it
+/// again, measured from the audit log; tau makes no grant by itself, and a call with other
+/// arguments is not suggested.
+#[test]
+fn the_same_call_approved_three_times_is_suggested_for_a_grant_and_never_granted_alone() {
+    let tau = Tau::new();
+    let call = json!({"command": "echo x >> out.txt"});
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &call),
+        tool_call("t2", "run_command", &call),
+        tool_call("t3", "run_command", &call),
+        tool_call("t4", "run_command", &call),
+        tool_call(
+            "t5",
+            "run_command",
+            &json!({"command": "echo y >> out.txt"})
+        ),
+        answer("done"),
+    ]));
+    let run = tau.run(
+        &[
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
+        "append\ny\ny\ny\ny\ny\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let questions: Vec<&str> = run.stdout.split("run it? [y/N]").collect();
+    assert_eq!(questions.len(), 6, "{}", run.stdout);
+    let suggested = "You approved exactly this call 3 times in the last 7 days";
+    for (n, question) in questions.iter().take(5).enumerate() {
+        assert_eq!(
+            question.contains(suggested),
+            n == 3,
+            "question {}: {question}",
+            n + 1
+        );
+    }
+    assert!(
+        !tau.audit_events()
+            .iter()
+            .any(|e| e["type"] == "grant_created"),
+        "no grant made"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tau.workspace().join("out.txt")).unwrap(),
+        "x\nx\nx\nx\ny\n"
+    );
+}

@@ -204,3 +204,29 @@ fn revoke_all_ends_every_live_grant_each_with_its_line() {
     );
     assert_eq!(tau.run(&["grants", "revoke"], "").code, 2);
 }
+
+/// A routine's own call is in the list, marked as the routine's, with how to stop it;
+/// listing starts no tool (the MCP server named in the config is never run).
+#[test]
+fn the_list_shows_a_routine_s_own_call_as_the_routine_s() {
+    let tau = Tau::new();
+    let marker = tau.workspace().join("mcp-started");
+    let config = tau.config(&format!(
+        "[mcp.servers.probe]\ncommand = \"sh\"\nargs = [\"-c\", \"touch {}\"]\n\n\
+         [[routines]]\nname = \"porch\"\ncron = \"0 19 * * *\"\ntool = \"run_command\"\n\
+         arguments = {{ command = \"echo on\" }}\n",
+        marker.display()
+    ));
+    let listed = tau.run(
+        &["--config", config.to_str().unwrap(), "grants", "list"],
+        "",
+    );
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(
+        listed.stdout,
+        "no grants\nroutine porch  run_command  cron 0 19 * * *\n  arguments {\"command\":\"echo on\"}\n  \
+         the routine's own call: runs without a question while the routine is on (tau routines \
+         disable porch stops it)\n"
+    );
+    assert!(!marker.exists(), "no MCP server was started");
+}

@@ -91,9 +91,7 @@ fn allow_again_on_telegram_runs_the_same_call_unasked_until_revoked() {
 
     // 1. The question says what a grant covers and offers it.
     emulator.write(OWNER, OWNER, "append x");
-    let asked = emulator.wait("the first question", |m| {
-        with_button(m, OWNER, "v1:g:")
-    });
+    let asked = emulator.wait("the first question", |m| with_button(m, OWNER, "v1:g:"));
     assert!(
         asked.text.contains(
             "“Approve, allow again” lets exactly this call run again without asking, in this \
@@ -161,9 +159,14 @@ fn allow_again_on_telegram_runs_the_same_call_unasked_until_revoked() {
     // 3. /grants lists it with its Revoke; the Revoke ends it.
     emulator.write(OWNER, OWNER, "/grants");
     let list = emulator.wait("the list", |m| with_button(m, OWNER, "v1:v:"));
-    assert!(list.text.contains("Runs without asking (1):"), "{}", list.text);
     assert!(
-        list.text.contains(r#"run_command {"command":"echo x &gt;&gt; out.txt"}"#),
+        list.text.contains("Runs without asking (1):"),
+        "{}",
+        list.text
+    );
+    assert!(
+        list.text
+            .contains(r#"run_command {"command":"echo x &gt;&gt; out.txt"}"#),
         "{}",
         list.text
     );
@@ -176,7 +179,11 @@ fn allow_again_on_telegram_runs_the_same_call_unasked_until_revoked() {
     });
     let revoked = wait_for("the revoke line", || lines_of(&tau, "grant_revoked").pop());
     assert_eq!(
-        (&revoked["grant_id"], &revoked["revoked_by"], &revoked["uses"]),
+        (
+            &revoked["grant_id"],
+            &revoked["revoked_by"],
+            &revoked["uses"]
+        ),
         (
             &json!(grant_id),
             &json!({"kind": "person", "channel": "telegram", "user": OWNER.to_string()}),
@@ -198,9 +205,7 @@ fn allow_again_on_telegram_runs_the_same_call_unasked_until_revoked() {
     // 5. A group chat's question offers no grant, and a forged "allow again" on it is
     // refused: the question stays open.
     emulator.write(GROUP, OWNER, "append in the group");
-    let grouped = emulator.wait("the group's question", |m| {
-        with_button(m, GROUP, "v1:a:")
-    });
+    let grouped = emulator.wait("the group's question", |m| with_button(m, GROUP, "v1:a:"));
     assert!(
         grouped.buttons.iter().all(|b| !b.starts_with("v1:g:")),
         "{:?}",

@@ -6,8 +6,11 @@
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
+use std::sync::Arc;
+
 use tau_protocol::{
-    CallCard, DecidedBy, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, SessionId, Tier,
+    CallCard, DecidedBy, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantSuggestion,
+    SUGGESTION_APPROVALS, SUGGESTION_DAYS, SessionId, Tier,
 };
 
 use super::approver::ApprovalQuestion;
@@ -17,14 +20,68 @@ use crate::audit::{AuditEvent, ErrorSite};
 use crate::ids::random_id;
 
 /// Where a gate's grants live and whose they are: the conversation's session, the person
-/// on the channel (a Telegram user id; `None` on a one-person channel), and how long a
-/// grant lasts unless its maker says (`[approval] grant_hours`).
+/// on the channel (a Telegram user id; `None` on a one-person channel), how long a grant
+/// lasts unless its maker says (`[approval] grant_hours`), and where the gate learns how
+/// often the person approved a call before (for the card's suggestion).
 #[derive(Clone)]
 pub struct GateGrants {
     pub store: StateDb,
     pub session: SessionId,
     pub person: Option<String>,
     pub hours: u32,
+    pub history: Option<Arc<dyn ApprovalHistory>>,
+}
+
+/// A person's earlier answers, as the audit log keeps them: what makes a card suggest a
+/// grant. It is read, never acted on.
+pub trait ApprovalHistory: Send + Sync {
+    /// When a person approved exactly this call (the tool, the SHA-256 of its canonical
+    /// arguments) since `since`. Unreadable history is no history.
+    fn approved_at(&self, tool: &str, arguments_sha256: &str, since: Timestamp) -> Vec<Timestamp>;
+}
+
+/// How close in the day approvals must come to count as regular (a routine's job).
+const REGULAR_WITHIN_SECONDS: i64 = 60 * 60;
+const DAY_SECONDS: i64 = 24 * 60 * 60;
+
+/// The card's suggestion from the times a person approved the same call, when there were
+/// enough of them.
+pub(crate) fn suggestion(approved: &[Timestamp]) -> Option<GrantSuggestion> {
+    let count = u32::try_from(approved.len()).unwrap_or(u32::MAX);
+    if count < SUGGESTION_APPROVALS {
+        return None;
+    }
+    Some(GrantSuggestion {
+        approved: count,
+        regular: regular(approved),
+    })
+}
+
+/// On at least [`SUGGESTION_APPROVALS`] different days, all within an hour of the same time
+/// of day (UTC; midnight wraps): the largest gap around the clock leaves the rest inside
+/// the hour.
+fn regular(times: &[Timestamp]) -> bool {
+    let days: std::collections::BTreeSet<i64> = times
+        .iter()
+        .map(|t| t.as_second().div_euclid(DAY_SECONDS))
+        .collect();
+    if days.len() < SUGGESTION_APPROVALS as usize {
+        return false;
+    }
+    let mut of_day: Vec<i64> = times
+        .iter()
+        .map(|t| t.as_second().rem_euclid(DAY_SECONDS))
+        .collect();
+    of_day.sort_unstable();
+    let (Some(first), Some(last)) = (of_day.first(), of_day.last()) else {
+        return false;
+    };
+    let wrap = first + DAY_SECONDS - last;
+    let largest_gap = of_day
+        .windows(2)
+        .filter_map(|pair| Some(pair.get(1)? - pair.first()?))
+        .fold(wrap, i64::max);
+    largest_gap >= DAY_SECONDS - REGULAR_WITHIN_SECONDS
 }
 
 /// SHA-256 of tau's card for a call, as a grant records it.
@@ -56,7 +113,10 @@ impl TierGate {
             let Some(reason) = self.changed_since(&grant) else {
                 continue;
             };
-            match grants.store.revoke_grant(&grant.id, &DecidedBy::Policy, now) {
+            match grants
+                .store
+                .revoke_grant(&grant.id, &DecidedBy::Policy, now)
+            {
                 Ok(tau_state::Revoked::Revoked(grant)) => {
                     tracing::warn!(grant = %grant.id, tool = %grant.tool, %reason, "grant voided");
                     self.events.emit(&AuditEvent::GrantRevoked {
@@ -81,7 +141,9 @@ impl TierGate {
     fn changed_since(&self, grant: &Grant) -> Option<String> {
         match self.tiers.standing(&grant.tool) {
             Standing::Unknown => None,
-            Standing::Invalid { reason } => Some(format!("the tool's tier is not trusted: {reason}")),
+            Standing::Invalid { reason } => {
+                Some(format!("the tool's tier is not trusted: {reason}"))
+            }
             Standing::Known { tier, .. } if tier != grant.tier => Some(format!(
                 "the tool's tier changed from {} to {}",
                 grant.tier.number(),
@@ -162,11 +224,19 @@ impl TierGate {
         if card.confirm.is_some() {
             return None;
         }
+        let arguments_sha256 = canonical_arguments(arguments).1;
+        let suggestion = grants.history.as_ref().and_then(|history| {
+            let since = Timestamp::now()
+                .checked_sub(SignedDuration::from_hours(24 * i64::from(SUGGESTION_DAYS)))
+                .ok()?;
+            suggestion(&history.approved_at(tool, &arguments_sha256, since))
+        });
         Some(GrantOffer {
             schema_sha256: self.tiers.schema_sha256(tool)?,
-            arguments_sha256: canonical_arguments(arguments).1,
+            arguments_sha256,
             card_sha256: card_sha256(card),
             hours: grants.hours,
+            suggestion,
         })
     }
 
@@ -240,5 +310,75 @@ impl TierGate {
             expires_at: grant.expires_at,
             max_uses: grant.max_uses,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn three_approvals_suggest_a_grant_and_the_same_hour_on_three_days_a_routine() {
+        assert_eq!(suggestion(&[]), None);
+        let two = [at("2026-12-01T07:00:00Z"), at("2026-12-02T07:05:00Z")];
+        assert_eq!(suggestion(&two), None);
+        let at_seven = [
+            at("2026-12-01T07:00:00Z"),
+            at("2026-12-02T07:05:00Z"),
+            at("2026-12-03T06:40:00Z"),
+        ];
+        assert_eq!(
+            suggestion(&at_seven),
+            Some(GrantSuggestion {
+                approved: 3,
+                regular: true
+            })
+        );
+        // Around midnight, the hour wraps.
+        let midnight = [
+            at("2026-12-01T23:50:00Z"),
+            at("2026-12-02T00:20:00Z"),
+            at("2026-12-03T00:05:00Z"),
+        ];
+        assert!(suggestion(&midnight).is_some_and(|s| s.regular));
+        for (name, times) in [
+            (
+                "one day",
+                [
+                    at("2026-12-01T07:00:00Z"),
+                    at("2026-12-01T07:10:00Z"),
+                    at("2026-12-01T07:20:00Z"),
+                ],
+            ),
+            (
+                "hours apart",
+                [
+                    at("2026-12-01T07:00:00Z"),
+                    at("2026-12-02T12:00:00Z"),
+                    at("2026-12-03T07:00:00Z"),
+                ],
+            ),
+            (
+                "just over the hour",
+                [
+                    at("2026-12-01T07:00:00Z"),
+                    at("2026-12-02T07:30:00Z"),
+                    at("2026-12-03T08:00:01Z"),
+                ],
+            ),
+        ] {
+            assert_eq!(
+                suggestion(&times),
+                Some(GrantSuggestion {
+                    approved: 3,
+                    regular: false
+                }),
+                "{name}"
+            );
+        }
     }
 }

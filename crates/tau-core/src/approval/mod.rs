@@ -31,5 +31,5 @@ pub use gate::{
     Check, Exemption, ExemptionError, ExemptionHandle, Standing, TierGate, TierLookup,
     ToolCallRecord,
 };
-pub use grants::GateGrants;
+pub use grants::{ApprovalHistory, GateGrants};
 pub use texts::{effect_uncertain_text, invalid_call_text, refusal_text, unknown_tool_text};

@@ -41,6 +41,7 @@ fn offering(language: Language) -> App {
         arguments_sha256: "1".repeat(64),
         card_sha256: "2".repeat(64),
         hours: 24,
+        suggestion: None,
     });
     app.event(&ChannelEvent::ApprovalRequested(question));
     settle_card(&mut app);
