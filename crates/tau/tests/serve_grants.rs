@@ -199,3 +199,141 @@ fn grants_need_the_token_and_a_revoke_must_come_from_the_page() {
     );
     assert_eq!(forged.status, 403);
 }
+
+/// `tau grants revoke` from another process while `tau serve` keeps making the covered
+/// call: the grant covers no call after the revoke, and the audit log shows the order (every
+/// use numbered, the revoke saying how many there were, the next call asked).
+#[test]
+fn a_revoke_from_another_process_ends_the_grant_before_its_next_call() {
+    let tau = Tau::new();
+    let call = json!({"command": COMMAND});
+    let mut script = vec![tool_call("t0", "run_command", &call), answer("made")];
+    for n in 1..=60 {
+        script.push(tool_call(&format!("t{n}"), "run_command", &call));
+        script.push(answer(&format!("ran {n}")));
+    }
+    let model = tau.replay(&Value::Array(script));
+    let serve = tau.serve(&model, &tau.serve_config(""));
+    let session = serve.new_session();
+    let id = serve.ask(&session, "append x")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let approved = serve.post(
+        &format!("/api/approvals/{id}"),
+        r#"{"decision": "approve", "grant": {}}"#,
+    );
+    assert_eq!(approved.status, 200, "{approved:?}");
+    serve.until_answered(&session, "made");
+    let grant_id = serve.until(|serve| {
+        serve.get("/api/grants").json()[0]["id"]
+            .as_str()
+            .map(str::to_owned)
+    });
+
+    let (asked, revoke) = std::thread::scope(|scope| {
+        // The revoke, from its own process, once a few covered calls ran.
+        let revoker = scope.spawn(|| {
+            while out(&tau).lines().count() < 4 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            tau.run(&["grants", "revoke", &grant_id], "")
+        });
+        // Turn after turn with the same call, until one is asked instead of run.
+        let mut asked = None;
+        for n in 1..=60 {
+            let body = json!({ "text": format!("again {n}") }).to_string();
+            let sent = serve.post(&format!("/api/sessions/{session}/messages"), &body);
+            assert_eq!(sent.status, 202, "{sent:?}");
+            let question = serve.until(|serve| {
+                let pending = serve.get("/api/approvals?state=pending").json();
+                if let Some(row) = pending.as_array().unwrap().first() {
+                    return Some(Some(row.clone()));
+                }
+                let messages = serve
+                    .get(&format!("/api/sessions/{session}/messages"))
+                    .json();
+                let last = messages.as_array().unwrap().last().cloned()?;
+                (last["content"][0]["text"] == format!("ran {n}")).then_some(None)
+            });
+            if question.is_some() {
+                asked = question;
+                break;
+            }
+        }
+        (asked, revoker.join().unwrap())
+    });
+    assert_eq!(revoke.code, 0, "{}", revoke.stderr);
+    let asked = asked.expect("a call after the revoke is asked");
+
+    let audit = tau.audit();
+    let revoked: Vec<&Value> = audit
+        .iter()
+        .filter(|l| l["type"] == "grant_revoked")
+        .collect();
+    assert_eq!(revoked.len(), 1);
+    let uses = revoked[0]["uses"].as_u64().unwrap();
+    let used: Vec<u64> = audit
+        .iter()
+        .filter(|l| l["type"] == "grant_used" && l["grant_id"] == json!(grant_id))
+        .map(|l| l["use_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        used,
+        (1..=uses).collect::<Vec<_>>(),
+        "each use once, in order"
+    );
+    let granted = audit
+        .iter()
+        .filter(|l| l["type"] == "tool_call" && l["decided_by"]["kind"] == "grant")
+        .count() as u64;
+    assert_eq!(granted, uses);
+    // The approved call and each covered one ran; the one asked after the revoke did not.
+    assert_eq!(out(&tau).lines().count() as u64, 1 + uses);
+    assert!(uses >= 3, "the revoke came after a few uses: {uses}");
+    assert_eq!(
+        asked["call_id"],
+        json!(format!("t{}", uses + 1)),
+        "the first call after the last use is asked: {asked}"
+    );
+    let verify = tau.run(&["audit", "verify"], "");
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+}
+
+/// An approve-with-grant sent again (a replay of the same request) finds the question
+/// decided: 409, and no second grant.
+#[test]
+fn a_replayed_approve_with_grant_makes_no_second_grant() {
+    let tau = Tau::new();
+    let call = json!({"command": COMMAND});
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &call),
+        answer("first")
+    ]));
+    let serve = tau.serve(&model, &tau.serve_config(""));
+    let session = serve.new_session();
+    let id = serve.ask(&session, "append x")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = r#"{"decision": "approve", "grant": {"scope": "conversation", "hours": 24}}"#;
+    assert_eq!(
+        serve.post(&format!("/api/approvals/{id}"), body).status,
+        200
+    );
+    serve.until_answered(&session, "first");
+    for _ in 0..3 {
+        assert_eq!(
+            serve.post(&format!("/api/approvals/{id}"), body).status,
+            409
+        );
+    }
+    assert_eq!(serve.get("/api/grants").json().as_array().unwrap().len(), 1);
+    let created = tau
+        .audit()
+        .into_iter()
+        .filter(|l| l["type"] == "grant_created")
+        .count();
+    assert_eq!(created, 1);
+    assert_eq!(out(&tau), "x\n");
+}
