@@ -160,6 +160,26 @@ impl App {
         self.transcript.apply(event);
     }
 
+    /// A prompt the TUI answered itself (`/grants`, `/revoke`): the prompt, then what
+    /// became of it, as tau's lines; no turn starts.
+    pub(crate) fn local_command(
+        &mut self,
+        prompt: &str,
+        command: crate::commands::Local<'_>,
+        grants: &dyn crate::GrantCommands,
+    ) {
+        self.transcript.push(Entry::User(prompt.trim().to_owned()));
+        let lines = match command {
+            crate::commands::Local::Grants => grants.list(),
+            crate::commands::Local::Revoke(id) => vec![grants.revoke(id)],
+            crate::commands::Local::RevokeWithoutId => vec![self.texts().revoke_usage.to_owned()],
+        };
+        for line in lines {
+            self.transcript.push(Entry::Info(line));
+        }
+        self.scroll = 0;
+    }
+
     pub(crate) fn turn_started(&mut self, prompt: &str) {
         self.transcript.push(Entry::User(prompt.to_owned()));
         self.phase = Phase::Running { cancelling: false };

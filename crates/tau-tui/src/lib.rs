@@ -16,6 +16,7 @@
 //! - `transcript.rs`: the conversation as data; `input.rs`: the input line and its history
 //! - `approver.rs`: `TuiApprover`; `calls.rs`: the model-call counter for the status bar
 //! - `picker.rs`: the session picker; `screen.rs`: terminal modes, restored on every exit
+//! - `commands.rs`: `/grants` and `/revoke`, answered by the TUI itself
 //! - `wrap.rs`: wrapping to a box's width; `texts.rs`: the words, in `en` and `tr`
 
 mod app;
@@ -23,6 +24,7 @@ mod approver;
 mod args;
 mod calls;
 mod card;
+mod commands;
 mod input;
 mod picker;
 mod rows;
@@ -38,6 +40,7 @@ mod tests;
 
 pub use approver::{Questions, TUI_CHANNEL, TuiApprover};
 pub use calls::{MODEL_CALLS_HOOK, ModelCalls};
+pub use commands::GrantCommands;
 pub use picker::{Pick, SessionRow};
 pub use run::{ChatSetup, Exit, chat, pick_session};
 pub use screen::Screen;

@@ -51,6 +51,8 @@ pub struct ChatSetup {
     /// How many questions wait on other channels, kept current by the caller (who knows
     /// where they are stored); `None` shows no count.
     pub waiting_elsewhere: Option<tokio::sync::watch::Receiver<usize>>,
+    /// `/grants` and `/revoke` in the input line; `None` sends them to the model.
+    pub grants: Option<std::sync::Arc<dyn crate::GrantCommands>>,
 }
 
 enum Step {
@@ -163,6 +165,7 @@ pub async fn chat(
         Standing::Known { tier, .. } => Some(tier),
         Standing::Unknown | Standing::Invalid { .. } => None,
     };
+    let setup_grants = setup.grants.clone();
     let mut transcript = Transcript::from_history(agent.messages(), &tier_of);
     let t = crate::texts::texts(setup.language);
     transcript.push(Entry::Info(if setup.stored == 0 {
@@ -210,6 +213,12 @@ pub async fn chat(
                 Step::Exit(exit) => return Ok(exit),
             }
         };
+        if let Some(grants) = &setup_grants
+            && let Some(command) = crate::commands::local(&prompt)
+        {
+            run.app.local_command(&prompt, command, grants.as_ref());
+            continue;
+        }
         // The turn.
         run.calls.reset();
         run.app.turn_started(&prompt);

@@ -43,6 +43,8 @@ pub(crate) struct Texts {
     pub elsewhere: &'static str,
     /// How a card's grant is made: a word, never a key typed ahead.
     pub grant_key: &'static str,
+    /// `/revoke` typed without a grant's id.
+    pub revoke_usage: &'static str,
     pub ready: &'static str,
     pub running: &'static str,
     pub cancelling: &'static str,
@@ -114,6 +116,7 @@ const EN: Texts = Texts {
     approvals: "approvals: {n}",
     elsewhere: "waiting elsewhere: {n} (tau approvals)",
     grant_key: "type always, Enter: approve and allow again",
+    revoke_usage: "/revoke needs a grant's id: /grants lists them",
     ready: "ready",
     running: "running",
     cancelling: "cancelling (Ctrl-C again quits)",
@@ -182,6 +185,7 @@ const TR: Texts = Texts {
     approvals: "bekleyen onay: {n}",
     elsewhere: "başka kanalda bekleyen: {n} (tau approvals)",
     grant_key: "always yazıp Enter: onayla ve yine izin ver",
+    revoke_usage: "/revoke bir iznin kimliğini ister: /grants onları listeler",
     ready: "hazır",
     running: "çalışıyor",
     cancelling: "iptal ediliyor (tekrar Ctrl-C çıkar)",

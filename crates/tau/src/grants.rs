@@ -224,26 +224,17 @@ pub(crate) fn show(ctx: &Context, id: &str) -> anyhow::Result<String> {
     Ok(render_one(&grant, Timestamp::now(), &zone))
 }
 
-/// Revokes `id` in `store` and writes its `grant_revoked` line once the revoke is
-/// committed; `logging` says whether the audit log is already subscribed.
-fn revoke_in(
-    ctx: &Context,
+/// Revokes `id` in `store` by `by` and writes its `grant_revoked` line on `events` once
+/// the revoke is committed.
+fn revoke_on(
     store: &tau_state::StateDb,
-    logging: &mut bool,
+    events: &tau_core::EventBus,
     id: &GrantId,
+    by: DecidedBy,
 ) -> anyhow::Result<Revoked> {
-    let by = DecidedBy::person("cli");
     let revoked = store.revoke_grant(id, &by, Timestamp::now())?;
     if let Revoked::Revoked(grant) = &revoked {
-        if !*logging {
-            ctx.events.subscribe(Arc::new(AuditLog::open(
-                &ctx.home.audit_log(),
-                AUDIT_SESSION,
-                store.clone(),
-            )?));
-            *logging = true;
-        }
-        ctx.events.emit(&AuditEvent::GrantRevoked {
+        events.emit(&AuditEvent::GrantRevoked {
             grant_id: grant.id.clone(),
             tool: grant.tool.clone(),
             revoked_by: by,
@@ -252,6 +243,74 @@ fn revoke_in(
         });
     }
     Ok(revoked)
+}
+
+/// Revokes `id` in `store` from the command line, its line under the `cli` audit session;
+/// `logging` says whether the audit log is already subscribed.
+fn revoke_in(
+    ctx: &Context,
+    store: &tau_state::StateDb,
+    logging: &mut bool,
+    id: &GrantId,
+) -> anyhow::Result<Revoked> {
+    if !*logging {
+        ctx.events.subscribe(Arc::new(AuditLog::open(
+            &ctx.home.audit_log(),
+            AUDIT_SESSION,
+            store.clone(),
+        )?));
+        *logging = true;
+    }
+    revoke_on(store, &ctx.events, id, DecidedBy::person("cli"))
+}
+
+/// `/grants` and `/revoke` in `tau tui`: the same list as `tau grants list`, and a revoke
+/// by the TUI's person, written on the conversation's audit bus.
+pub(crate) struct TuiGrants {
+    store: tau_state::StateDb,
+    events: tau_core::EventBus,
+    zone: TimeZone,
+    /// Read when the TUI started (listing them starts no tool).
+    routines: Vec<RoutineAllowance>,
+}
+
+impl TuiGrants {
+    pub(crate) fn new(
+        ctx: &Context,
+        store: tau_state::StateDb,
+        events: tau_core::EventBus,
+    ) -> anyhow::Result<Self> {
+        Ok(Self {
+            routines: routine_allowances(ctx, Some(&store))?,
+            zone: crate::routines::zone(&ctx.loaded.config)?,
+            store,
+            events,
+        })
+    }
+}
+
+impl tau_tui::GrantCommands for TuiGrants {
+    fn list(&self) -> Vec<String> {
+        match self.store.grants(None) {
+            Ok(grants) => render(&grants, &self.routines, Timestamp::now(), &self.zone)
+                .lines()
+                .map(str::to_owned)
+                .collect(),
+            Err(error) => vec![format!("grants could not be read: {error}")],
+        }
+    }
+
+    fn revoke(&self, id: &str) -> String {
+        let Ok(id) = GrantId::parse(id) else {
+            return format!("{} is not a grant id (/grants lists them)", display(id));
+        };
+        match revoke_on(&self.store, &self.events, &id, DecidedBy::person("tui")) {
+            Ok(Revoked::Revoked(grant)) => revoked_line(&grant).trim_end().to_owned(),
+            Ok(Revoked::AlreadyRevoked(grant)) => format!("{} was revoked already", grant.id),
+            Ok(Revoked::NotFound) => format!("no grant {id}"),
+            Err(error) => format!("{id} could not be revoked: {error:#}"),
+        }
+    }
 }
 
 fn revoked_line(grant: &Grant) -> String {

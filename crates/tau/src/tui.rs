@@ -101,6 +101,7 @@ pub(crate) async fn run(
         model,
         events,
     } = open_session(ctx, repository.as_ref(), &id, model, &startup_errors)?;
+    let grant_commands = crate::grants::TuiGrants::new(ctx, state.clone(), events.clone())?;
     let approver = TuiApprover::new();
     let questions = approver.questions();
     let calls = ModelCalls::new();
@@ -135,6 +136,7 @@ pub(crate) async fn run(
         stored,
         warnings,
         waiting_elsewhere: Some(waiting_elsewhere),
+        grants: Some(Arc::new(grant_commands)),
     };
     let exit = tau_tui::chat(&mut screen, &mut agent, questions, calls, setup).await;
     counter.abort();

@@ -519,6 +519,8 @@ fn always_on_the_card_grants_exactly_that_call_in_this_conversation() {
         answer("Done."),
         tool_call("t2", "run_command", &call),
         answer("Again."),
+        tool_call("t3", "run_command", &call),
+        answer("Not run."),
     ]));
     let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", "s1"])
     else {
@@ -559,6 +561,38 @@ fn always_on_the_card_grants_exactly_that_call_in_this_conversation() {
             .contains("run_command (tier 2)  conversation s1"),
         "{}",
         listed.stdout
+    );
+
+    // `/grants` lists it in the transcript and `/revoke ID` ends it: no turn, no model.
+    let id = listed.stdout.split_whitespace().next().unwrap().to_owned();
+    terminal.type_text("/grants");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for_all(&[
+        &format!("{id}  run_command (tier 2)  conversation s1"),
+        "arguments {\"command\":\"echo x >> out.txt\",\"timeout_seconds\":60}",
+    ]);
+    terminal.type_text(&format!("/revoke {id}"));
+    terminal.keys(&["Enter"]);
+    terminal.wait_for(&format!("revoked {id} (run_command after 1 uses)"));
+    let revoked = tau
+        .audit_events()
+        .into_iter()
+        .find(|e| e["type"] == "grant_revoked")
+        .unwrap();
+    assert_eq!(
+        revoked["revoked_by"],
+        json!({"kind": "person", "channel": "tui"})
+    );
+    // The same call is asked again.
+    terminal.type_text("once more");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("tau asks: approval needed");
+    std::thread::sleep(PAST_THE_GUARD);
+    terminal.keys(&["n"]);
+    terminal.wait_for("Not run.");
+    assert_eq!(
+        std::fs::read_to_string(tau.workspace().join("out.txt")).unwrap(),
+        "x\nx\n"
     );
     terminal.keys(&["C-d"]);
     assert_eq!(terminal.exited(), 0);

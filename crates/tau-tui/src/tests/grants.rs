@@ -152,3 +152,37 @@ fn a_card_without_an_offer_takes_no_word() {
     }
     panic!("y never answered");
 }
+
+/// A grants view that records what it was asked.
+struct Listed {
+    revoked: std::sync::Mutex<Vec<String>>,
+}
+
+impl crate::GrantCommands for Listed {
+    fn list(&self) -> Vec<String> {
+        vec![
+            "gr_1  run_command (tier 2)  conversation s1".to_owned(),
+            "  arguments {\"command\":\"npm run test\"}".to_owned(),
+        ]
+    }
+
+    fn revoke(&self, id: &str) -> String {
+        self.revoked.lock().unwrap().push(id.to_owned());
+        format!("revoked {id}")
+    }
+}
+
+#[test]
+fn grants_and_revoke_are_answered_in_the_transcript_without_a_turn() {
+    let listed = Listed {
+        revoked: std::sync::Mutex::new(Vec::new()),
+    };
+    let mut app = app(Language::En);
+    for prompt in ["/grants", "/revoke gr_1", "/revoke"] {
+        let command = crate::commands::local(prompt).unwrap();
+        app.local_command(prompt, command, &listed);
+    }
+    assert_eq!(app.phase, crate::app::Phase::Idle, "no turn started");
+    assert_eq!(*listed.revoked.lock().unwrap(), vec!["gr_1".to_owned()]);
+    insta::assert_snapshot!(frame(&mut app, 80, 14));
+}
