@@ -13,7 +13,7 @@ pub trait GrantCommands: Send + Sync {
 }
 
 /// A prompt the TUI answers itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Local<'a> {
     Grants,
     Revoke(&'a str),
