@@ -18,6 +18,8 @@ pub(crate) enum Action {
     /// Yes, and allow exactly this call again in this conversation (the question's grant
     /// offer, for its hours).
     ApproveAlways,
+    /// The same, in every conversation of the person's on Telegram.
+    ApproveAlwaysEverywhere,
     Reject,
     /// Revoke the grant the id names.
     Revoke,
@@ -32,6 +34,7 @@ impl Action {
         match self {
             Self::Approve => "a".to_owned(),
             Self::ApproveAlways => "g".to_owned(),
+            Self::ApproveAlwaysEverywhere => "w".to_owned(),
             Self::Reject => "r".to_owned(),
             Self::Revoke => "v".to_owned(),
             Self::ShowAll => "s".to_owned(),
@@ -74,6 +77,7 @@ impl ButtonData {
         let action = match action {
             "a" => Action::Approve,
             "g" => Action::ApproveAlways,
+            "w" => Action::ApproveAlwaysEverywhere,
             "r" => Action::Reject,
             "v" => Action::Revoke,
             "s" => Action::ShowAll,
@@ -119,6 +123,7 @@ mod tests {
         for action in [
             Action::Approve,
             Action::ApproveAlways,
+            Action::ApproveAlwaysEverywhere,
             Action::Reject,
             Action::ShowAll,
             Action::Confirm(10),
@@ -176,6 +181,7 @@ mod tests {
             format!("v1:v:{ID}"),
             format!("v1:a:{GRANT}"),
             format!("v1:g:{GRANT}"),
+            format!("v1:w:{GRANT}"),
             format!("v1:r:{GRANT}"),
         ] {
             assert_eq!(ButtonData::parse(&bad), None, "{bad}");

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use tau_core::approval::{Answered, ApprovalState, requested_event};
 use tau_core::flood::{FLOOD_WINDOW, Flood, Sender, Tally};
-use tau_core::{DecidedBy, GrantId, Language};
+use tau_core::{DecidedBy, GrantId, GrantScope, Language};
 use tau_state::Revoked;
 use tokio::sync::mpsc;
 
@@ -398,7 +398,8 @@ impl TelegramChannel {
                 return;
             }
             Action::Approve => Reply::Approve,
-            Action::ApproveAlways => Reply::ApproveAlways,
+            Action::ApproveAlways => Reply::ApproveAlways(GrantScope::Conversation),
+            Action::ApproveAlwaysEverywhere => Reply::ApproveAlways(GrantScope::Channel),
             Action::Confirm(number) => Reply::Confirm(number.to_string()),
             Action::Reject => Reply::Reject,
             // Taken above.

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use tau_core::ChannelEvent;
 use tau_core::approval::{Answered, ApprovalRow};
-use tau_protocol::{Allowance, GrantId};
+use tau_protocol::{Allowance, GrantId, GrantScope};
 use tau_state::Revoked;
 
 /// The hub could not do what was asked.
@@ -58,9 +58,10 @@ pub enum Reply {
     /// A number button of a question with a second step: the number pressed.
     Confirm(String),
     /// "Approve, allow again": a yes that also asks for the question's grant, in this
-    /// conversation, for the hours it offers. The hub refuses it (an error, the question
-    /// still open) when the question offers none.
-    ApproveAlways,
+    /// conversation or in every conversation of the person's on Telegram, for the hours
+    /// it offers. The hub refuses it (an error, the question still open) when the question
+    /// offers none.
+    ApproveAlways(GrantScope),
     Reject,
 }
 

@@ -107,6 +107,10 @@ pub(crate) fn question(
                     t.approve_always.to_owned(),
                     ButtonData::new(Action::ApproveAlways, id).encode(),
                 )]);
+                rows.push(vec![(
+                    t.approve_always_everywhere.to_owned(),
+                    ButtonData::new(Action::ApproveAlwaysEverywhere, id).encode(),
+                )]);
             }
             rows
         }
@@ -149,8 +153,11 @@ pub(crate) fn outcome(row: &ApprovalRow, language: Language, zone: &TimeZone) ->
         .map_or_else(|| "?".to_owned(), |at| when(at, zone));
     let template = match row.state {
         ApprovalState::Pending => return String::new(),
-        ApprovalState::Approved if row.grant_request.is_some() => t.approved_allowing,
-        ApprovalState::Approved => t.approved_by,
+        ApprovalState::Approved => match row.grant_request.map(|r| r.scope) {
+            Some(tau_core::GrantScope::Conversation) => t.approved_allowing,
+            Some(tau_core::GrantScope::Channel) => t.approved_allowing_everywhere,
+            None => t.approved_by,
+        },
         ApprovalState::Rejected => t.rejected_by,
         ApprovalState::Expired => t.expired,
         ApprovalState::Superseded => t.superseded,

@@ -59,8 +59,10 @@ pub(crate) struct Texts {
     pub answer_other_chat: &'static str,
     /// Where another channel's question is answered: `{channel}`.
     pub answer_on: &'static str,
-    /// The button of a question that offers a grant.
+    /// The buttons of a question that offers a grant: for this conversation, and for
+    /// every conversation of the person's on Telegram.
     pub approve_always: &'static str,
+    pub approve_always_everywhere: &'static str,
     /// Under such a question, before its buttons: what the grant covers (`{tool}`,
     /// `{hours}`), in tau's words.
     pub grant_covers: &'static str,
@@ -71,6 +73,8 @@ pub(crate) struct Texts {
     pub routine_suggested: &'static str,
     /// A closed question whose yes asked for a grant: `{user}`, `{time}`.
     pub approved_allowing: &'static str,
+    /// The same, for every conversation of the person's.
+    pub approved_allowing_everywhere: &'static str,
     /// `/grants` with nothing to list.
     pub grants_none: &'static str,
     /// Heads `/grants`: `{n}` entries.
@@ -150,10 +154,12 @@ it).",
     answer_other_chat: "answer it in the chat that asked",
     answer_on: "answer it on {channel}",
     approve_always: "Approve, allow again",
-    grant_covers: "“Approve, allow again” lets exactly this call run again without asking, in this conversation, for {hours} h: the tool {tool} with the same tier and input schema and exactly these arguments (no prefix, no pattern). Any other call is asked again. /grants lists and revokes it.",
+    approve_always_everywhere: "Approve, allow in all my chats",
+    grant_covers: "“Approve, allow again” lets exactly this call run again without asking, in this conversation, for {hours} h: the tool {tool} with the same tier and input schema and exactly these arguments (no prefix, no pattern); “allow in all my chats” does the same in every conversation of yours on Telegram. Any other call is asked again. /grants lists and revokes it.",
     grant_suggested: "You approved exactly this call {n} times in the last {days} days: allowing it again would spare you this question.",
     routine_suggested: "It came at about the same time each day: a routine could make it on a schedule (tau routines).",
     approved_allowing: "✅ Approved by {user} at {time}, and allowed again in this conversation",
+    approved_allowing_everywhere: "✅ Approved by {user} at {time}, and allowed again in all their chats",
     grants_none: "Nothing runs without asking: you have allowed nothing again.",
     grants_head: "Runs without asking ({n}):",
     grant_line: "{n}. {tool} {arguments}\n    {scope}, used {uses}×, until {until}",
@@ -224,10 +230,12 @@ alır).",
     answer_other_chat: "soran sohbette cevapla",
     answer_on: "{channel} üzerinden cevapla",
     approve_always: "Onayla, tekrar izin ver",
-    grant_covers: "“Onayla, tekrar izin ver” tam olarak bu çağrının bu sohbette {hours} saat boyunca sormadan yeniden çalışmasına izin verir: aynı seviye ve girdi şemasıyla {tool} aracı ve tam olarak bu argümanlar (önek yok, kalıp yok). Başka her çağrı yeniden sorulur. /grants listeler ve geri alır.",
+    approve_always_everywhere: "Onayla, tüm sohbetlerimde izin ver",
+    grant_covers: "“Onayla, tekrar izin ver” tam olarak bu çağrının bu sohbette {hours} saat boyunca sormadan yeniden çalışmasına izin verir: aynı seviye ve girdi şemasıyla {tool} aracı ve tam olarak bu argümanlar (önek yok, kalıp yok); “tüm sohbetlerimde izin ver” aynısını Telegram'daki tüm sohbetlerinde yapar. Başka her çağrı yeniden sorulur. /grants listeler ve geri alır.",
     grant_suggested: "Tam olarak bu çağrıyı son {days} günde {n} kez onayladın: tekrar izin vermek seni bu sorudan kurtarır.",
     routine_suggested: "Her gün aşağı yukarı aynı saatte geldi: bir rutin bunu bir zamanlamayla yapabilir (tau routines).",
     approved_allowing: "✅ {user} tarafından {time} zamanında onaylandı ve bu sohbette tekrar izin verildi",
+    approved_allowing_everywhere: "✅ {user} tarafından {time} zamanında onaylandı ve tüm sohbetlerinde tekrar izin verildi",
     grants_none: "Sormadan çalışan bir şey yok: hiçbir şeye tekrar izin vermedin.",
     grants_head: "Sormadan çalışanlar ({n}):",
     grant_line: "{n}. {tool} {arguments}\n    {scope}, {uses} kez kullanıldı, bitiş {until}",

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tau_core::{
     Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision, GrantRequest,
+    GrantScope,
 };
 
 use crate::console::Console;
-use crate::prompt::{is_always, parse_answer};
+use crate::prompt::{always_scope, is_always, parse_answer};
 use crate::question::{Heard, Questions, Reply};
 
 /// The channel name in approval requests and `decided_by`.
@@ -89,7 +90,11 @@ impl Approver for TerminalApprover {
             // A question that offered a grant: `always` approves and asks for it.
             Reply::Line(line) if request.grant.is_some() && is_always(&line) => {
                 self.console.answered(Some(&line));
-                Answer::approved_with_grant(TERMINAL_CHANNEL, GrantRequest::conversation())
+                let request = match always_scope(&line) {
+                    Some(GrantScope::Channel) => GrantRequest::channel(),
+                    Some(GrantScope::Conversation) | None => GrantRequest::conversation(),
+                };
+                Answer::approved_with_grant(TERMINAL_CHANNEL, request)
             }
             // Any other question: y/yes/e/evet approves, anything else refuses.
             Reply::Line(line) => {
@@ -324,6 +329,13 @@ mod tests {
         assert_eq!(
             answer,
             Answer::approved_with_grant(TERMINAL_CHANNEL, GrantRequest::conversation())
+        );
+        let mut question = request();
+        question.grant = Some(offer());
+        let (answer, _) = answered(question, &["always all"]).await;
+        assert_eq!(
+            answer,
+            Answer::approved_with_grant(TERMINAL_CHANNEL, GrantRequest::channel())
         );
         // Without an offer the word is no yes.
         let (answer, _) = answered(request(), &["always"]).await;

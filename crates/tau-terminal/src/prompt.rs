@@ -140,7 +140,22 @@ fn length(value: &Value, t: &Texts) -> String {
 /// Whether the line is the grant answer: `always`, in any case, surrounding spaces
 /// ignored. Only a question that offered a grant takes it; elsewhere it refuses.
 pub fn is_always(line: &str) -> bool {
-    line.trim().eq_ignore_ascii_case("always")
+    always_scope(line).is_some()
+}
+
+/// The grant a line asks for: `always` for this conversation, `always all` (two words,
+/// any case and spacing) for every conversation at this terminal; `None` for anything
+/// else.
+pub fn always_scope(line: &str) -> Option<GrantScope> {
+    let mut words = line.split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("always") {
+        return None;
+    }
+    match (words.next(), words.next()) {
+        (None, _) => Some(GrantScope::Conversation),
+        (Some(all), None) if all.eq_ignore_ascii_case("all") => Some(GrantScope::Channel),
+        _ => None,
+    }
 }
 
 /// Only `y`, `yes`, `e` and `evet` approve, in any case and any UI language, surrounding
@@ -376,9 +391,26 @@ mod tests {
             );
         }
         for not in [
-            "a", "al", "alway", "always!", "always y", "y", "yes", "", "ａlways",
+            "a",
+            "al",
+            "alway",
+            "always!",
+            "always y",
+            "y",
+            "yes",
+            "",
+            "ａlways",
+            "always all y",
+            "always al",
+            "all always",
+            "always,all",
         ] {
             assert!(!is_always(not), "{not:?}");
+        }
+        assert_eq!(always_scope("always"), Some(GrantScope::Conversation));
+        for all in ["always all", " ALWAYS  All ", "always\tall"] {
+            assert_eq!(always_scope(all), Some(GrantScope::Channel), "{all:?}");
+            assert_eq!(parse_answer(Some(all)), Decision::Rejected);
         }
     }
 

@@ -554,12 +554,20 @@ function card(row) {
   // "Yes, and allow this again": offered only where tau offers a grant (never with a
   // second step), and what it covers is stated in tau's words before it can be pressed.
   let always = null;
+  let everywhere = null;
   if (row.grant_covers && !step) {
     always = el("button", "always", "Approve, allow again");
     always.type = "button";
+    everywhere = el("button", "always everywhere", "Approve, allow in all chats");
+    everywhere.type = "button";
     const covers = el("div", "grant-covers", row.grant_covers);
     actions.append(covers);
     stepNodes.push(covers);
+    if (row.grant_covers_channel) {
+      const wide = el("div", "grant-covers", row.grant_covers_channel);
+      actions.append(wide);
+      stepNodes.push(wide);
+    }
     // Measured, never acted on: the person keeps approving exactly this call.
     if (row.grant_suggestion) {
       const suggestion = el("div", "grant-suggestion", row.grant_suggestion);
@@ -569,14 +577,15 @@ function card(row) {
   }
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));
-  actions.append(approve, ...(always ? [always] : []), reject, outcome);
+  const granting = always ? [always, everywhere] : [];
+  actions.append(approve, ...granting, reject, outcome);
   const footer = el("div", "when");
   footer.append(when);
   node.append(title);
   // A routine's question says whose it is: nobody should take it for their own.
   if (row.routine) node.append(el("div", "asked-by", `asked by routine ${row.routine.name} · ${row.routine.trigger}`));
   node.append(effect, said, args, actions, footer);
-  const buttons = [approve, reject, ...(always ? [always] : [])];
+  const buttons = [approve, reject, ...granting];
   const entry = { node, session: row.session, callId: row.call_id, buttons: [...buttons, ...stepNodes], outcome, when, footer, closed: false };
   const enable = (on) => { for (const button of buttons) button.disabled = !on; };
   const answer = async (decision, grant) => {
@@ -599,6 +608,7 @@ function card(row) {
   };
   approve.addEventListener("click", () => answer("approve"));
   if (always) always.addEventListener("click", () => answer("approve", { scope: "conversation" }));
+  if (everywhere) everywhere.addEventListener("click", () => answer("approve", { scope: "channel" }));
   reject.addEventListener("click", () => answer("reject"));
   state.cards.set(row.id, entry);
   return node;

@@ -314,6 +314,10 @@ fn row_json(app: &App, row: &ApprovalRow, display: bool) -> Value {
             "grant_covers".into(),
             Value::String(offer.covers_text(&row.tool, GrantScope::Conversation)),
         );
+        fields.insert(
+            "grant_covers_channel".into(),
+            Value::String(offer.covers_text(&row.tool, GrantScope::Channel)),
+        );
         // The person keeps approving exactly this call: the card says so (tau never
         // makes the grant itself).
         if let Some(suggestion) = &offer.suggestion {

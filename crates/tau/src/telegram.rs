@@ -121,8 +121,11 @@ impl tau_telegram::Hub for TelegramHub {
         let reply = match reply {
             Reply::Approve => tau_hub::Reply::Approve,
             Reply::Confirm(number) => tau_hub::Reply::Confirm(number),
-            // For this conversation, for the hours the question offers.
-            Reply::ApproveAlways => tau_hub::Reply::ApproveWithGrant(GrantRequest::conversation()),
+            // For the hours the question offers.
+            Reply::ApproveAlways(scope) => tau_hub::Reply::ApproveWithGrant(GrantRequest {
+                scope,
+                ..GrantRequest::default()
+            }),
             Reply::Reject => tau_hub::Reply::Reject,
         };
         let Ok(id) = ApprovalId::parse(approval_id) else {

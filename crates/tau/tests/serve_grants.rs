@@ -46,6 +46,13 @@ fn approve_allow_again_grants_exactly_that_call_until_revoked() {
             .starts_with("A grant covers exactly this call, in this conversation, for 24 h"),
         "{row}"
     );
+    assert!(
+        row["grant_covers_channel"].as_str().unwrap().starts_with(
+            "A grant covers exactly this call, in every conversation of yours on this \
+                 channel, for 24 h"
+        ),
+        "{row}"
+    );
     let answer_with = |body: &str| serve.post(&format!("/api/approvals/{id}"), body);
 
     // What a question cannot honour is refused, and decides nothing.

@@ -2,8 +2,9 @@
 //! Bot API emulator. A question in an owner's private chat says what a grant covers and
 //! offers "Approve, allow again"; pressed, the call runs and the next identical call runs
 //! without a question, recorded as the grant's, made by that Telegram user; `/grants`
-//! lists it with a Revoke button, and after the Revoke the same call is asked again. A
-//! group chat, where several people write, offers no grant.
+//! lists it with a Revoke button, and after the Revoke the same call is asked again;
+//! "allow in all my chats" covers the owner's next conversation too. A group chat, where
+//! several people write, offers no grant, and the owner's grants do not reach into it.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -191,16 +192,38 @@ fn allow_again_on_telegram_runs_the_same_call_unasked_until_revoked() {
         )
     );
 
-    // 4. Asked again; rejected, nothing runs.
+    // 4. Asked again. "Allow in all my chats": the call runs, and the same call in the
+    // owner's next conversation (after /new) runs without a question.
     emulator.write(OWNER, OWNER, "and again");
     let again = emulator.wait("the third question", |m| {
-        with_button(m, OWNER, "v1:a:").filter(|q| q.id != asked.id)
+        with_button(m, OWNER, "v1:w:").filter(|q| q.id != asked.id)
     });
-    emulator.press(OWNER, OWNER, &format!("v1:r:{}", id_after(&again, "v1:a:")));
+    emulator.press(OWNER, OWNER, &format!("v1:w:{}", id_after(&again, "v1:w:")));
     emulator.wait("the third answer", |m| {
         m.iter().find(|m| m.text.contains("third")).cloned()
     });
-    assert_eq!(out(&tau), "x\nx\n");
+    assert_eq!(out(&tau), "x\nx\nx\n");
+    let everywhere = wait_for("the second grant", || {
+        lines_of(&tau, "grant_created")
+            .into_iter()
+            .find(|l| l["scope"] == "channel")
+    });
+    emulator.write(OWNER, OWNER, "/new");
+    emulator.wait("the new conversation", |m| {
+        m.iter().find(|m| m.text == "New conversation.").cloned()
+    });
+    // A new conversation's model starts its script again: its first call is the same.
+    emulator.write(OWNER, OWNER, "append in the new one");
+    let covered = wait_for("the covered call in the new conversation", || {
+        tau.audit().into_iter().find(|l| {
+            l["type"] == "tool_call"
+                && l["decided_by"] == json!({"kind": "grant", "id": everywhere["id"]})
+        })
+    });
+    assert_ne!(covered["session"], made["session"], "another conversation");
+    wait_for("the fourth run", || {
+        (out(&tau) == "x\nx\nx\nx\n").then_some(())
+    });
 
     // 5. A group chat's question offers no grant, and a forged "allow again" on it is
     // refused: the question stays open.
@@ -215,8 +238,8 @@ fn allow_again_on_telegram_runs_the_same_call_unasked_until_revoked() {
     let group_id = id_after(&grouped, "v1:a:");
     emulator.press(GROUP, OWNER, &format!("v1:g:{group_id}"));
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(lines_of(&tau, "grant_created").len(), 1);
-    assert_eq!(out(&tau), "x\nx\n");
+    assert_eq!(lines_of(&tau, "grant_created").len(), 2);
+    assert_eq!(out(&tau), "x\nx\nx\nx\n");
     let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
     let state: String = db
         .query_row(

@@ -455,7 +455,7 @@ impl Hub for FakeHub {
             Reply::Approve => (ApprovalState::Approved, None),
             Reply::Confirm(number) => (ApprovalState::Approved, Some(number)),
             // This hub's questions offer no grant, as a hub's must refuse then.
-            Reply::ApproveAlways => {
+            Reply::ApproveAlways(_) => {
                 return Err(HubError(
                     "this question offers no grant: answer approve or reject".into(),
                 ));
