@@ -18,6 +18,17 @@ function el(tag, className, text) {
   return node;
 }
 
+// Rebuilds a list; when the keyboard was on one of its buttons, the same item's new button
+// takes focus again, so a refresh never drops the person's place on the page.
+function rebuild(list, key, build) {
+  const active = document.activeElement;
+  const kept = list.contains(active) && active.dataset ? active.dataset[key] : undefined;
+  build();
+  if (kept === undefined) return;
+  const again = [...list.querySelectorAll("button")].find((button) => button.dataset[key] === kept);
+  if (again) again.focus({ preventScroll: true });
+}
+
 async function api(method, path, body) {
   const init = { method, credentials: "same-origin", headers: {} };
   if (body !== undefined) {
@@ -78,6 +89,10 @@ async function loadSessions() {
   state.sessions = data;
   updateComposer();
   const list = $("session-list");
+  rebuild(list, "session", () => showSessions(list, data));
+}
+
+function showSessions(list, data) {
   list.replaceChildren();
   for (const session of data) {
     const item = el("li", session.id === state.current ? "current" : "");
@@ -236,6 +251,9 @@ function showOutput(entry, blocks) {
       more.addEventListener("click", () => {
         text.textContent = lines.join("\n");
         more.remove();
+        // The text the button opened takes its focus.
+        text.tabIndex = -1;
+        text.focus();
       });
       box.append(more);
     }
@@ -254,6 +272,8 @@ async function loadTranscript(session) {
   // This conversation's cards are the same nodes after a reload (a button in hand stays
   // the button that answers).
   const cards = [...state.cards.values()].filter((entry) => entry.session === session);
+  // A card taken out and put back loses the keyboard's focus; it is given back below.
+  const focused = cards.some((entry) => entry.node.contains(document.activeElement)) ? document.activeElement : null;
   box.replaceChildren();
   state.calls.clear();
   state.live = null;
@@ -292,6 +312,7 @@ async function loadTranscript(session) {
     }
   }
   for (const entry of cards) placeCard(entry.node, entry.callId);
+  if (focused && focused.isConnected) focused.focus({ preventScroll: true });
   scrollDown();
 }
 
@@ -457,7 +478,14 @@ function closeCard(id, decision, decidedBy) {
   const card = state.cards.get(id);
   if (!card) return;
   card.node.classList.add("decided");
+  // The button the keyboard pressed goes: the card itself keeps the focus, so the next Tab
+  // goes on from here, not from the top of the page.
+  const focused = card.pressed || card.buttons.includes(document.activeElement);
   for (const button of card.buttons) button.remove();
+  if (focused && card.node.isConnected) {
+    card.node.tabIndex = -1;
+    card.node.focus({ preventScroll: true });
+  }
   card.outcome.textContent = outcomeText(decision, decidedBy);
   card.footer.hidden = true;
   card.closed = true;
@@ -514,6 +542,8 @@ function argumentRows(row) {
       all.addEventListener("click", () => {
         value.textContent = text;
         more.remove();
+        value.tabIndex = -1;
+        value.focus();
       });
       more.append(all);
       item.append(more);
@@ -589,6 +619,9 @@ function card(row) {
   const entry = { node, session: row.session, callId: row.call_id, buttons: [...buttons, ...stepNodes], outcome, when, footer, closed: false };
   const enable = (on) => { for (const button of buttons) button.disabled = !on; };
   const answer = async (decision, grant) => {
+    // A disabled button may lose the focus; which one was pressed is kept to give it back.
+    const pressed = buttons.find((button) => button === document.activeElement) || null;
+    entry.pressed = pressed !== null;
     enable(false);
     const body = { decision };
     if (typed && decision === "approve") body.confirm = typed.value;
@@ -602,6 +635,8 @@ function card(row) {
       outcome.textContent = "Already " + data.approval.state + ": " + outcomeText(data.approval.state, data.approval.decided_by);
     } else {
       enable(true);
+      entry.pressed = false;
+      if (pressed && document.activeElement !== pressed) pressed.focus();
       if (typed) typed.value = "";
       outcome.textContent = (data && data.error) || "Could not answer";
     }
@@ -827,6 +862,10 @@ async function loadGrants() {
   if (status !== 200 || !Array.isArray(data)) return;
   $("grants").hidden = data.length === 0;
   const list = $("grant-list");
+  rebuild(list, "grant", () => showGrants(list, data));
+}
+
+function showGrants(list, data) {
   list.replaceChildren();
   for (const allowance of data) {
     // With display=true the arguments come as their canonical JSON, already shown.
@@ -851,6 +890,7 @@ async function loadGrants() {
     item.append(el("span", "meta", `${uses}${last} · until ${when(grant.expires_at)}`));
     const revoke = el("button", "link revoke", "Revoke");
     revoke.type = "button";
+    revoke.dataset.grant = grant.id;
     revoke.addEventListener("click", async () => {
       revoke.disabled = true;
       await api("DELETE", `/api/grants/${encodeURIComponent(grant.id)}`);

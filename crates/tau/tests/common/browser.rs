@@ -1,6 +1,8 @@
 //! TauBar's browser tests' share: Debian's headless Chromium and chromedriver, a client
 //! per window size, clicks, and waits on what the page shows. Included by the browser
 //! test files with `#[path]`.
+// Each test file that includes it uses its own part of it.
+#![allow(dead_code)]
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
@@ -107,6 +109,48 @@ pub async fn connect(driver: &Driver, chromium: &Path, width: u32, height: u32) 
         .connect(&format!("http://127.0.0.1:{}", driver.port))
         .await
         .unwrap()
+}
+
+/// Runs the DevTools command `cmd` in `client`'s browser through chromedriver's
+/// `goog/cdp/execute` (fantoccini has no call for it) and returns its result.
+pub async fn cdp(driver: &Driver, client: &Client, cmd: &str, params: Value) -> Value {
+    use std::io::{Read, Write};
+    let session = client.session_id().await.unwrap().unwrap();
+    let body = json!({"cmd": cmd, "params": params}).to_string();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", driver.port)).unwrap();
+    write!(
+        stream,
+        "POST /session/{session}/goog/cdp/execute HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        driver.port,
+        body.len()
+    )
+    .unwrap();
+    // chromedriver keeps the connection open: the answer ends where its length says.
+    let mut response = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let read = stream.read(&mut chunk).unwrap();
+        assert!(read > 0, "{cmd}: chromedriver closed the connection");
+        response.extend_from_slice(&chunk[..read]);
+        let text = String::from_utf8_lossy(&response);
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let length: usize = head
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse().ok())?
+            })
+            .unwrap_or_else(|| panic!("{cmd}: no length in {head}"));
+        if body.len() < length {
+            continue;
+        }
+        assert!(head.starts_with("HTTP/1.1 200"), "{cmd}: {text}");
+        let reply: Value = serde_json::from_str(body).unwrap();
+        return reply["value"].clone();
+    }
 }
 
 /// Opens TauBar on `host` with the token in the address (the page trades it for its

@@ -78,6 +78,22 @@ pub fn npm_bin(name: &str) -> Option<String> {
     }
 }
 
+/// npm's `axe-core`, the accessibility engine TauBar's tests inject into the page: its
+/// `axe.min.js` beside the npm peers' `.bin` (`TAU_TEST_NPM_BIN`, else `.npm-peers`, which
+/// `scripts/test` fills), or `None` after saying why not.
+pub fn axe_core() -> Option<PathBuf> {
+    let bin = npm_bin_dir();
+    let path = bin.parent().unwrap_or(&bin).join("axe-core/axe.min.js");
+    if path.exists() {
+        Some(path)
+    } else {
+        missing(&format!(
+            "there is no npm peer axe-core at {}; set TAU_TEST_NPM_BIN or run scripts/test, which installs it",
+            path.display()
+        ))
+    }
+}
+
 fn npm_bin_dir() -> PathBuf {
     std::env::var("TAU_TEST_NPM_BIN")
         .map(PathBuf::from)
