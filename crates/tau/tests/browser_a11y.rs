@@ -139,7 +139,7 @@ async fn axe_finds_no_wcag_aa_violation_in_light_and_dark() {
     serve.ask(&here, "append x");
 
     let driver = start_driver(&driver_path);
-    let client = connect(&driver, &chromium, 1100, 900).await;
+    let client = connect(&driver, &chromium, 1100, 1400).await;
 
     // The login form, with its error showing.
     client
