@@ -40,12 +40,12 @@ pub(crate) struct Inner {
     pub(crate) state: StateDb,
     pub(crate) factory: Arc<dyn SessionFactory>,
     pub(crate) options: HubOptions,
-    slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
-    opening: tokio::sync::Mutex<()>,
-    streams: Mutex<HashMap<SessionId, broadcast::Sender<SessionEvent>>>,
-    buses: Mutex<HashMap<SessionId, EventBus>>,
+    pub(crate) slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
+    pub(crate) opening: tokio::sync::Mutex<()>,
+    pub(crate) streams: Mutex<HashMap<SessionId, broadcast::Sender<SessionEvent>>>,
+    pub(crate) buses: Mutex<HashMap<SessionId, EventBus>>,
     /// Which conversation each session is (they never change once made).
-    known: Mutex<HashMap<SessionId, Conversation>>,
+    pub(crate) known: Mutex<HashMap<SessionId, Conversation>>,
     /// Every session's events, hub-wide, for channels that watch all their conversations.
     everything: broadcast::Sender<ConversationEvent>,
     pub(crate) changes: broadcast::Sender<ApprovalRow>,
@@ -70,7 +70,7 @@ pub(crate) struct Slot {
     _guard: Box<dyn Send + Sync>,
 }
 
-fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -137,16 +137,16 @@ impl Hub {
             .into_iter()
             .map(|conversation| {
                 let summary = summaries.iter().find(|s| s.id == conversation.session);
-                let first_prompt = self
+                let title = self
                     .inner
                     .state
-                    .first_prompt(&conversation.session)
+                    .session_title(&conversation.session)
                     .unwrap_or_else(|error| {
-                        tracing::warn!(session = %conversation.session, %error, "cannot read a conversation's first prompt");
+                        tracing::warn!(session = %conversation.session, %error, "cannot read a conversation's title");
                         None
                     });
                 ConversationInfo {
-                    first_prompt,
+                    title,
                     message_count: summary.map_or(0, |s| s.message_count),
                     updated_at: summary
                         .map_or(conversation.created_at.as_second(), |s| s.updated_at),
@@ -176,7 +176,11 @@ impl Hub {
     }
 
     /// The conversation `session` belongs to, when it is one of `channel`'s.
-    fn owned(&self, channel: &str, session: &SessionId) -> Result<Conversation, HubError> {
+    pub(crate) fn owned(
+        &self,
+        channel: &str,
+        session: &SessionId,
+    ) -> Result<Conversation, HubError> {
         match self.conversation_of(session)? {
             Some(conversation) if conversation.channel == channel => Ok(conversation),
             Some(_) | None => Err(HubError::UnknownSession(session.to_string())),

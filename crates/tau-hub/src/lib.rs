@@ -58,6 +58,7 @@ mod expiry;
 mod grants;
 mod hub;
 mod ids;
+mod titles;
 mod turns;
 mod types;
 
@@ -90,6 +91,12 @@ pub enum HubError {
     /// request is out of bounds); nothing was decided.
     #[error("{0}")]
     Grant(String),
+    /// The conversation is in use (a turn runs, a question waits); nothing was changed.
+    #[error("{0}")]
+    InUse(String),
+    /// What was asked for cannot be (a title that is empty or too long); its words.
+    #[error("{0}")]
+    Invalid(String),
     /// `state.db` could not be read or written (its own words).
     #[error("{0}")]
     Store(String),

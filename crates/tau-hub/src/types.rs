@@ -116,9 +116,10 @@ pub struct ConversationInfo {
     pub busy: bool,
     /// Questions of this session still waiting for an answer.
     pub pending_approvals: usize,
-    /// The person's first prompt, what the conversation is named by (as written: a
-    /// channel shows it through the display function).
-    pub first_prompt: Option<String>,
+    /// What the conversation is called: the title a person gave it, else its first
+    /// prompt's first line (as written: a channel shows it through the display function);
+    /// `None` for a conversation with no message yet.
+    pub title: Option<String>,
 }
 
 /// What `start` found.

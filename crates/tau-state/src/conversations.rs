@@ -126,6 +126,20 @@ impl StateDb {
         .transpose()
     }
 
+    /// Deletes the conversation that talks to `session`, the session and all it holds
+    /// (messages, agent state), in one transaction; false when there was no such
+    /// conversation. Its questions are not touched: the caller refuses while one waits.
+    pub fn delete_conversation(&self, session: &SessionId) -> Result<bool, StateError> {
+        self.write(|tx| {
+            let deleted = tx
+                .prepare_cached("DELETE FROM conversations WHERE session = ?1")?
+                .execute(params![session.as_str()])?;
+            tx.prepare_cached("DELETE FROM sessions WHERE id = ?1")?
+                .execute(params![session.as_str()])?;
+            Ok(deleted == 1)
+        })
+    }
+
     /// Every conversation of `channel`, oldest first.
     pub fn conversations_of(&self, channel: &str) -> Result<Vec<Conversation>, StateError> {
         let rows = self.read(|c| {

@@ -26,6 +26,8 @@
 //! - `devices.rs`: devices, discovery configs seen, last states
 //! - `grants.rs`: grants, their exact match, and their uses and revokes (one order)
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
+//! - `titles.rs`: what a session is called (a person's name for it, else its first
+//!   prompt's) and search over titles and message text
 
 mod anchor;
 mod approvals;
@@ -38,6 +40,7 @@ mod migrate;
 mod routines;
 mod sessions;
 mod telegram;
+mod titles;
 
 pub use anchor::AuditHead;
 pub use approvals::{
@@ -52,3 +55,4 @@ pub use grants::{GrantedCall, Revoked, is_live};
 pub use migrate::LATEST as SCHEMA_VERSION;
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use telegram::ShownQuestion;
+pub use titles::{MAX_TITLE_CHARS, TITLE_CHARS, title_from_prompt};

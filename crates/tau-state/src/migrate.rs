@@ -209,6 +209,7 @@ const STEPS: &[Step] = &[
     call_outcome,
     question_shown,
     stored_grants,
+    crate::titles::session_title_step,
 ];
 
 /// The version a file has once this tau opened it.

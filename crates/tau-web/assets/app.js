@@ -84,7 +84,9 @@ function when(text) {
 }
 
 async function loadSessions() {
-  const { status, data } = await api("GET", "/api/sessions?display=true");
+  const search = $("session-search").value.trim();
+  const query = search ? `&search=${encodeURIComponent(search)}` : "";
+  const { status, data } = await api("GET", `/api/sessions?display=true${query}`);
   if (status !== 200) return;
   state.sessions = data;
   updateComposer();
@@ -95,6 +97,8 @@ async function loadSessions() {
 function showSessions(list, data) {
   list.replaceChildren();
   for (const session of data) {
+    // A chat nobody wrote in yet is not listed, unless it is the open one.
+    if (session.kind === "chat" && session.message_count === 0 && session.id !== state.current) continue;
     const item = el("li", session.id === state.current ? "current" : "");
     const button = el("button");
     button.type = "button";
@@ -112,9 +116,52 @@ function showSessions(list, data) {
       select(session.id);
     });
     item.append(button);
+    if (session.id === state.current && !routine) item.append(sessionActions(session));
     list.append(item);
   }
 }
+
+// Rename and Delete for the open chat. A title is the person's text; the page shows it
+// through the display view like every other.
+function sessionActions(session) {
+  const actions = el("div", "session-actions");
+  const rename = el("button", "link rename", "Rename");
+  rename.type = "button";
+  rename.dataset.session = `rename:${session.id}`;
+  rename.addEventListener("click", async () => {
+    const title = window.prompt("A title for this chat (empty: its first message's)", session.title || "");
+    if (title === null) return;
+    const body = { title: title.trim() ? title : null };
+    const { status, data } = await api("PATCH", `/api/sessions/${encodeURIComponent(session.id)}`, body);
+    if (status !== 200) setStatus((data && data.error) || "the chat was not renamed");
+    await loadSessions();
+  });
+  const remove = el("button", "link delete", "Delete");
+  remove.type = "button";
+  remove.dataset.session = `delete:${session.id}`;
+  remove.addEventListener("click", async () => {
+    if (!window.confirm("Delete this chat and all its messages?")) return;
+    const { status, data } = await api("DELETE", `/api/sessions/${encodeURIComponent(session.id)}`);
+    if (status !== 204) {
+      setStatus((data && data.error) || "the chat was not deleted");
+      return;
+    }
+    if (state.source) state.source.close();
+    state.source = null;
+    state.current = null;
+    history.replaceState(null, "", "#");
+    transcript().replaceChildren();
+    await loadSessions();
+  });
+  actions.append(rename, remove);
+  return actions;
+}
+
+let searching = null;
+$("session-search").addEventListener("input", () => {
+  clearTimeout(searching);
+  searching = setTimeout(loadSessions, 200);
+});
 
 // The routine whose conversation is open, when it is a routine's.
 function currentRoutine() {

@@ -19,20 +19,6 @@ use crate::{App, WEB};
 /// The longest message a person may send, in bytes.
 pub(crate) const MAX_TEXT_BYTES: usize = 32 * 1024;
 
-/// The longest title, in characters, before it is cut with `…`.
-const TITLE_CHARS: usize = 60;
-
-/// A conversation's title: the first line of its first prompt, cut at [`TITLE_CHARS`];
-/// `None` for a prompt with no text.
-fn title_of(prompt: &str) -> Option<String> {
-    let line = prompt.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let mut title: String = line.chars().take(TITLE_CHARS).collect();
-    if line.chars().count() > TITLE_CHARS {
-        title.push('…');
-    }
-    Some(title)
-}
-
 /// `{"error": text}` with `status`.
 pub(crate) fn error(status: StatusCode, text: &str) -> (StatusCode, Json<Value>) {
     (status, Json(json!({ "error": text })))
@@ -44,7 +30,8 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         HubError::Open { .. } => StatusCode::CONFLICT,
         HubError::Busy => StatusCode::TOO_MANY_REQUESTS,
         HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-        HubError::Grant(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        HubError::Grant(_) | HubError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        HubError::InUse(_) => StatusCode::CONFLICT,
         HubError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
     let text = match error {
@@ -55,6 +42,8 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         | HubError::Busy
         | HubError::ShuttingDown
         | HubError::Grant(_)
+        | HubError::InUse(_)
+        | HubError::Invalid(_)
         | HubError::Store(_) => error.to_string(),
     };
     if status == StatusCode::INTERNAL_SERVER_ERROR {
@@ -63,7 +52,7 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
     error_response(status, &text)
 }
 
-fn error_response(status: StatusCode, text: &str) -> Response {
+pub(crate) fn error_response(status: StatusCode, text: &str) -> Response {
     error(status, text).into_response()
 }
 
@@ -89,7 +78,7 @@ pub(crate) fn view(value: Value, view: &View) -> Value {
     if view.display { shown(value) } else { value }
 }
 
-fn session_id(text: &str) -> Result<SessionId, Box<Response>> {
+pub(crate) fn session_id(text: &str) -> Result<SessionId, Box<Response>> {
     SessionId::parse(text)
         .map_err(|_| Box::new(error_response(StatusCode::NOT_FOUND, "no such session")))
 }
@@ -106,21 +95,42 @@ pub(crate) async fn login(State(app): State<App>, headers: HeaderMap) -> Respons
     response
 }
 
+/// `GET /api/sessions`'s parameters: `display=true`, and `search=TEXT` for the
+/// conversations whose title or message text holds it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionsQuery {
+    #[serde(default)]
+    display: bool,
+    #[serde(default)]
+    search: Option<String>,
+}
+
 /// `GET /api/sessions`: the web conversations, the most recent first.
 pub(crate) async fn sessions(
     State(app): State<App>,
-    query: Result<Query<View>, QueryRejection>,
+    query: Result<Query<SessionsQuery>, QueryRejection>,
 ) -> Response {
-    let Ok(Query(wanted)) = query else {
+    let Ok(Query(query)) = query else {
         return error_response(
             StatusCode::BAD_REQUEST,
-            "the only parameter is display=true",
+            "the parameters are display=true and search=TEXT",
         );
+    };
+    let wanted = View {
+        display: query.display,
     };
     let mut list = match app.hub.conversations(WEB) {
         Ok(list) => list,
         Err(error) => return hub_error(&error),
     };
+    if let Some(text) = query.search.as_deref().filter(|t| !t.trim().is_empty()) {
+        let found = match app.hub.search_conversations(WEB, text) {
+            Ok(found) => found,
+            Err(error) => return hub_error(&error),
+        };
+        list.retain(|info| found.contains(&info.conversation.session));
+    }
     list.sort_by(|a, b| {
         b.updated_at
             .cmp(&a.updated_at)
@@ -140,7 +150,7 @@ pub(crate) async fn sessions(
                 "busy": info.busy,
                 "pending_approvals": info.pending_approvals,
             });
-            if let Some(title) = info.first_prompt.as_deref().and_then(title_of)
+            if let Some(title) = info.title
                 && let Value::Object(fields) = &mut row
             {
                 fields.insert("title".into(), json!(title));

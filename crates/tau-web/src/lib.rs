@@ -19,6 +19,7 @@ mod grants;
 mod peers;
 mod routines;
 mod server;
+mod sessions;
 mod shown;
 
 use std::net::SocketAddr;
@@ -28,7 +29,7 @@ use async_trait::async_trait;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, patch, post};
 use http::{HeaderValue, StatusCode, header};
 use tau_hub::{Channel, ChannelError, Hub};
 use tokio::net::TcpListener;
@@ -193,6 +194,10 @@ fn router(app: App) -> Router {
         .route(
             "/api/sessions",
             get(api::sessions).post(api::create_session),
+        )
+        .route(
+            "/api/sessions/{id}",
+            patch(sessions::rename).delete(sessions::delete),
         )
         .route(
             "/api/sessions/{id}/messages",

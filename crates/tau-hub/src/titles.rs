@@ -1,0 +1,87 @@
+//! What a channel does to its conversations besides talking in them: names them (a
+//! person's title, else the first prompt's), finds them (title or message text) and
+//! deletes them. A conversation in use (a turn runs or waits, a question waits) is not
+//! deleted: its turn and its questions would lose their home.
+
+use tau_agent::SessionId;
+use tau_core::approval::ApprovalState;
+
+use crate::HubError;
+use crate::hub::{Hub, locked};
+
+impl Hub {
+    /// Names a conversation of `channel` (`None`: back to its first prompt's title).
+    pub fn rename_conversation(
+        &self,
+        channel: &str,
+        session: &SessionId,
+        title: Option<&str>,
+    ) -> Result<(), HubError> {
+        self.owned(channel, session)?;
+        match self.inner.state.rename_session(session, title) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(HubError::UnknownSession(session.to_string())),
+            Err(tau_state::StateError::Invalid(why)) => Err(HubError::Invalid(why)),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The conversations of `channel` whose title or message text holds `text`, most
+    /// recently updated first.
+    pub fn search_conversations(
+        &self,
+        channel: &str,
+        text: &str,
+    ) -> Result<Vec<SessionId>, HubError> {
+        let found = self.inner.state.search_sessions(text)?;
+        let mut mine = Vec::with_capacity(found.len());
+        for session in found {
+            if self
+                .conversation_of(&session)?
+                .is_some_and(|c| c.channel == channel)
+            {
+                mine.push(session);
+            }
+        }
+        Ok(mine)
+    }
+
+    /// Deletes a conversation of `channel` with everything it holds, and closes it here
+    /// (its session lock goes with it). Refused while a turn runs or waits in it, or one
+    /// of its questions waits for an answer.
+    pub async fn delete_conversation(
+        &self,
+        channel: &str,
+        session: &SessionId,
+    ) -> Result<(), HubError> {
+        self.owned(channel, session)?;
+        // No turn opens the session while it goes.
+        let _opening = self.inner.opening.lock().await;
+        if self.is_busy(session) {
+            return Err(HubError::InUse(
+                "a turn runs in this conversation: cancel it first".into(),
+            ));
+        }
+        let waiting = self
+            .inner
+            .state
+            .approvals(Some(ApprovalState::Pending))?
+            .iter()
+            .any(|row| &row.session == session);
+        if waiting {
+            return Err(HubError::InUse(
+                "a question waits in this conversation: answer it first".into(),
+            ));
+        }
+        let slot = locked(&self.inner.slots).remove(session);
+        drop(slot);
+        if !self.inner.state.delete_conversation(session)? {
+            return Err(HubError::UnknownSession(session.to_string()));
+        }
+        locked(&self.inner.known).remove(session);
+        locked(&self.inner.streams).remove(session);
+        locked(&self.inner.buses).remove(session);
+        tracing::info!(%session, channel, "conversation deleted");
+        Ok(())
+    }
+}

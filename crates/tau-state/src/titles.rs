@@ -1,0 +1,213 @@
+//! What a conversation is called: the name a person gave it (`tau sessions rename`,
+//! TauBar's rename), else its first prompt's first line, cut short. Every channel lists
+//! sessions by it, and search looks in it and in the messages. Titles are the person's
+//! (or the first prompt's) text: channels show them through the display function.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use tau_protocol::SessionId;
+
+use crate::db::StateDb;
+use crate::error::StateError;
+
+/// The longest title taken from a first prompt, in characters (then `…`).
+pub const TITLE_CHARS: usize = 60;
+
+/// The longest title a person may give, in characters.
+pub const MAX_TITLE_CHARS: usize = 120;
+
+/// Step 7 of the schema: a session's own title, when a person named it.
+const SESSION_TITLE: &str = "ALTER TABLE sessions ADD COLUMN title TEXT;";
+
+pub(crate) fn session_title_step(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(SESSION_TITLE)
+}
+
+/// The title a first prompt gives: its first non-empty line, trimmed, cut at
+/// [`TITLE_CHARS`] with `…`; `None` for a prompt of blanks.
+pub fn title_from_prompt(prompt: &str) -> Option<String> {
+    let line = prompt.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let mut title: String = line.chars().take(TITLE_CHARS).collect();
+    if line.chars().count() > TITLE_CHARS {
+        title.push('…');
+    }
+    Some(title)
+}
+
+/// A title a person typed, made one line and trimmed; `Err` with why it is not one.
+fn checked_title(title: &str) -> Result<String, StateError> {
+    let one_line = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.is_empty() {
+        return Err(StateError::Invalid("a title cannot be empty".into()));
+    }
+    if one_line.chars().count() > MAX_TITLE_CHARS {
+        return Err(StateError::Invalid(format!(
+            "a title is at most {MAX_TITLE_CHARS} characters"
+        )));
+    }
+    if one_line.chars().any(char::is_control) {
+        return Err(StateError::Invalid(
+            "a title cannot hold control characters".into(),
+        ));
+    }
+    Ok(one_line)
+}
+
+/// `%`, `_` and `\` match themselves in a LIKE pattern with `ESCAPE '\'`.
+fn like_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+impl StateDb {
+    /// What `id` is called: the title a person gave it, else its first prompt's; `None`
+    /// when it has neither (an empty session).
+    pub fn session_title(&self, id: &SessionId) -> Result<Option<String>, StateError> {
+        let given: Option<String> = self.read(|c| {
+            Ok(
+                c.prepare_cached("SELECT title FROM sessions WHERE id = ?1")?
+                    .query_row(params![id.as_str()], |row| row.get(0))
+                    .optional()?
+                    .flatten(),
+            )
+        })?;
+        if given.is_some() {
+            return Ok(given);
+        }
+        Ok(self
+            .first_prompt(id)?
+            .as_deref()
+            .and_then(title_from_prompt))
+    }
+
+    /// Names `id` (`None`: back to its first prompt's title). False when there is no such
+    /// session; an empty or overlong title, or one with control characters, is an error.
+    pub fn rename_session(&self, id: &SessionId, title: Option<&str>) -> Result<bool, StateError> {
+        let title = title.map(checked_title).transpose()?;
+        self.write(|tx| {
+            Ok(tx
+                .prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1")?
+                .execute(params![id.as_str(), title])?
+                == 1)
+        })
+    }
+
+    /// The sessions whose title, or the text of any message (the person's prompts, the
+    /// model's answers; not tool calls or results), holds `text` (ASCII letters in any
+    /// case), most recently updated first.
+    pub fn search_sessions(&self, text: &str) -> Result<Vec<SessionId>, StateError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = self.read(|c| {
+            let mut statement = c.prepare_cached(
+                "SELECT s.id FROM sessions s
+                 WHERE s.title LIKE ?1 ESCAPE '\\'
+                    OR EXISTS (
+                        SELECT 1
+                        FROM (SELECT body FROM messages
+                              WHERE session_id = s.id AND json_valid(body)) AS m,
+                             json_each(m.body, '$.content') AS block
+                        WHERE json_extract(block.value, '$.text') LIKE ?1 ESCAPE '\\')
+                 ORDER BY s.updated_at DESC, s.id",
+            )?;
+            let rows = statement.query_map(params![like_pattern(text)], |row| row.get(0))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        Ok(ids
+            .iter()
+            .filter_map(|id| SessionId::parse(id).ok())
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tau_agent::{ContentBlock, Message, Role, SessionRepository};
+
+    use super::*;
+
+    fn stored(db: &StateDb, id: &str, prompt: &str) -> SessionId {
+        let id = SessionId::parse(id).unwrap_or_else(|e| panic!("{e}"));
+        db.ensure_session(&id).unwrap_or_else(|e| panic!("{e}"));
+        let message = Message {
+            role: Role::User,
+            content: vec![ContentBlock::Text(prompt.to_owned())],
+        };
+        db.append_message(&id, 0, &message)
+            .unwrap_or_else(|e| panic!("{e}"));
+        id
+    }
+
+    #[test]
+    fn a_title_comes_from_the_first_prompt_until_a_person_names_the_session() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let db = StateDb::open(&dir.path().join("state.db")).unwrap_or_else(|e| panic!("{e}"));
+        let id = stored(&db, "s1", "\n  Water the plants at 7\nand the lawn");
+        assert_eq!(
+            db.session_title(&id).ok().flatten().as_deref(),
+            Some("Water the plants at 7")
+        );
+        assert_eq!(
+            db.rename_session(&id, Some("  Garden \n chores ")).ok(),
+            Some(true)
+        );
+        assert_eq!(
+            db.session_title(&id).ok().flatten().as_deref(),
+            Some("Garden chores")
+        );
+        for bad in ["", "   ", &"x".repeat(MAX_TITLE_CHARS + 1), "a\u{7}b"] {
+            assert!(db.rename_session(&id, Some(bad)).is_err(), "{bad:?}");
+        }
+        assert_eq!(db.rename_session(&id, None).ok(), Some(true));
+        assert_eq!(
+            db.session_title(&id).ok().flatten().as_deref(),
+            Some("Water the plants at 7")
+        );
+        let unknown = SessionId::parse("nope").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(db.rename_session(&unknown, Some("x")).ok(), Some(false));
+        let empty = SessionId::parse("empty").unwrap_or_else(|e| panic!("{e}"));
+        db.ensure_session(&empty).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(db.session_title(&empty).ok(), Some(None));
+    }
+
+    #[test]
+    fn a_long_first_line_is_cut_with_an_ellipsis() {
+        let long = "a".repeat(TITLE_CHARS + 5);
+        let title = title_from_prompt(&long).unwrap_or_default();
+        assert_eq!(title.chars().count(), TITLE_CHARS + 1);
+        assert!(title.ends_with('…'));
+        assert_eq!(title_from_prompt(" \n\t\n"), None);
+    }
+
+    #[test]
+    fn search_finds_titles_and_messages_and_takes_wildcards_literally() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let db = StateDb::open(&dir.path().join("state.db")).unwrap_or_else(|e| panic!("{e}"));
+        let plants = stored(&db, "s1", "water the plants");
+        let quoted = stored(&db, "s2", r#"say "100% done" \o/"#);
+        let named = stored(&db, "s3", "something else");
+        db.rename_session(&named, Some("Kitchen lights"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let found = |text: &str| db.search_sessions(text).unwrap_or_default();
+        assert_eq!(found("PLANTS"), vec![plants]);
+        assert_eq!(found("kitchen"), vec![named]);
+        assert_eq!(found("100% done"), vec![quoted.clone()]);
+        assert_eq!(found(r#""100"#), vec![quoted.clone()]);
+        assert_eq!(found(r"\o/"), vec![quoted]);
+        assert_eq!(found("%"), found("100%"));
+        // The JSON a message is stored as is not searched, only its text.
+        assert!(found("role").is_empty());
+        assert!(found("content").is_empty());
+        assert!(found("  ").is_empty());
+        assert!(found("nothing like it").is_empty());
+    }
+}
