@@ -134,8 +134,16 @@ pub(crate) enum GrantsCommand {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum SessionsCommand {
-    /// Every session, most recent first
-    List,
+    /// Every session with messages, most recent first, with its title
+    List {
+        /// Also the sessions nobody wrote in yet
+        #[arg(long)]
+        all: bool,
+    },
+    /// Names a session (an empty title gives it back its first prompt's)
+    Rename { name: String, title: String },
+    /// The sessions whose title or message text holds TEXT
+    Search { text: String },
     /// One session's messages
     Show {
         name: String,

@@ -21,13 +21,37 @@ fn open_store(ctx: &Context) -> anyhow::Result<Option<StateDb>> {
     ctx.existing_state()
 }
 
-pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
-    let Some(store) = open_store(ctx)? else {
-        return Ok("no sessions yet\n".to_owned());
+/// `tau sessions list` (`all`: with the empty ones too) and `tau sessions search TEXT`
+/// (`search`): one line per session with its title (a person's, else its first prompt's,
+/// through the display function) and what waits in it.
+pub(crate) fn sessions_list(
+    ctx: &Context,
+    all: bool,
+    search: Option<&str>,
+) -> anyhow::Result<String> {
+    let nothing = if search.is_some() {
+        "no session holds that\n"
+    } else {
+        "no sessions yet\n"
     };
-    let sessions = store.list_sessions()?;
+    let Some(store) = open_store(ctx)? else {
+        return Ok(nothing.to_owned());
+    };
+    let mut sessions = store.list_sessions()?;
+    if let Some(text) = search {
+        let found = store.search_sessions(text)?;
+        sessions.retain(|s| found.contains(&s.id));
+    }
+    let empty = sessions.iter().filter(|s| s.message_count == 0).count();
+    if !all {
+        sessions.retain(|s| s.message_count > 0);
+    }
     if sessions.is_empty() {
-        return Ok("no sessions yet\n".to_owned());
+        return Ok(if empty > 0 {
+            format!("no sessions with messages ({empty} empty: tau sessions list --all)\n")
+        } else {
+            nothing.to_owned()
+        });
     }
     let zone = crate::routines::zone(&ctx.loaded.config)?;
     let pending = store.approvals(Some(ApprovalState::Pending))?;
@@ -39,31 +63,73 @@ pub(crate) fn sessions_list(ctx: &Context) -> anyhow::Result<String> {
                 |t| crate::routines::when(t, &zone),
             );
             let waiting = waiting(&pending, &s.id);
-            (s.id.as_str().to_owned(), s.message_count, updated, waiting)
+            let title = store
+                .session_title(&s.id)
+                .ok()
+                .flatten()
+                .map(|t| display(&t))
+                .unwrap_or_default();
+            (
+                s.id.as_str().to_owned(),
+                s.message_count,
+                updated,
+                title,
+                waiting,
+            )
         })
         .collect();
-    // The WAITING column is there while a question waits somewhere.
     let width = rows
         .iter()
         .map(|row| row.2.chars().count())
         .max()
         .unwrap_or_default()
         .max("UPDATED".len());
+    let title_width = rows
+        .iter()
+        .map(|row| row.3.chars().count())
+        .max()
+        .unwrap_or_default()
+        .max("TITLE".len());
     let mut out = String::new();
-    let mut line = |id: &str, count: &str, updated: &str, waiting: &str| {
+    let mut line = |id: &str, count: &str, updated: &str, title: &str, waiting: &str| {
+        // The WAITING column is there while a question waits somewhere.
         let text = if pending.is_empty() {
-            format!("{id:<28} {count:>8}  {updated}")
+            format!("{id:<28} {count:>8}  {updated:<width$}  {title}")
         } else {
-            format!("{id:<28} {count:>8}  {updated:<width$}  {waiting}")
+            format!("{id:<28} {count:>8}  {updated:<width$}  {title:<title_width$}  {waiting}")
         };
         out.push_str(text.trim_end());
         out.push('\n');
     };
-    line("SESSION", "MESSAGES", "UPDATED", "WAITING");
-    for (id, count, updated, waiting) in &rows {
-        line(id, &count.to_string(), updated, waiting);
+    line("SESSION", "MESSAGES", "UPDATED", "TITLE", "WAITING");
+    for (id, count, updated, title, waiting) in &rows {
+        line(id, &count.to_string(), updated, title, waiting);
+    }
+    if !all && empty > 0 {
+        out.push_str(&format!(
+            "({empty} empty not listed: tau sessions list --all)\n"
+        ));
     }
     Ok(out)
+}
+
+/// `tau sessions rename NAME TITLE`: an empty TITLE gives the session back its first
+/// prompt's title.
+pub(crate) fn sessions_rename(ctx: &Context, name: &str, title: &str) -> anyhow::Result<String> {
+    let id = session_id(name)?;
+    let store = open_store(ctx)?.ok_or_else(|| usage(format!("no session named '{id}'")))?;
+    let wanted = (!title.trim().is_empty()).then_some(title);
+    match store.rename_session(&id, wanted) {
+        Ok(true) => {}
+        Ok(false) => return Err(usage(format!("no session named '{id}'"))),
+        Err(tau_state::StateError::Invalid(why)) => return Err(usage(why)),
+        Err(error) => return Err(error.into()),
+    }
+    let now = store.session_title(&id)?.map(|t| display(&t));
+    Ok(match now {
+        Some(title) => format!("session {id} is called {title}\n"),
+        None => format!("session {id} has no title (nobody wrote in it yet)\n"),
+    })
 }
 
 /// What waits in `session`: `1 question on TauBar`, or nothing.
@@ -158,7 +224,10 @@ pub(crate) fn sessions_delete(ctx: &Context, name: &str) -> anyhow::Result<Strin
     let store = open_store(ctx)?.ok_or_else(|| usage(format!("no session named '{id}'")))?;
     std::fs::create_dir_all(ctx.home.locks())?;
     let _lock = SessionLock::acquire(&ctx.home, &id)?;
-    if store.delete_session(&id)? {
+    let existed = store.session_exists(&id)?;
+    // A hub conversation's row goes with its session: the channel never finds it again.
+    store.delete_conversation(&id)?;
+    if existed {
         let _ = std::fs::remove_file(ctx.home.locks().join(format!("{id}.lock")));
         Ok(format!("deleted session {id}\n"))
     } else {

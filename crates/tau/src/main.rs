@@ -147,7 +147,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo { answers } => demo::run(&ctx, answers.answers_from_stdin).await?,
         Command::Serve { print_token } => serve::run(&ctx, print_token).await?,
         Command::Sessions { command } => match command {
-            SessionsCommand::List => print(&commands::sessions_list(&ctx)?),
+            SessionsCommand::List { all } => print(&commands::sessions_list(&ctx, all, None)?),
+            SessionsCommand::Rename { name, title } => {
+                print(&commands::sessions_rename(&ctx, &name, &title)?);
+            }
+            SessionsCommand::Search { text } => {
+                print(&commands::sessions_list(&ctx, true, Some(&text))?);
+            }
             SessionsCommand::Show { name, json } => {
                 print(&commands::sessions_show(&ctx, &name, json)?);
             }

@@ -622,3 +622,99 @@ fn the_same_call_approved_three_times_is_suggested_for_a_grant_and_never_granted
         "x\nx\nx\nx\ny\n"
     );
 }
+
+/// `tau sessions` names each session by its title (the first prompt's, or one a person
+/// gave), leaves out the empty ones unless asked, renames and finds them.
+#[test]
+fn sessions_are_listed_by_title_renamed_and_found() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("Done.")]));
+    for (session, prompt) in [
+        ("kitchen", "dim the kitchen lights"),
+        ("garden", "water the plants at 7"),
+    ] {
+        let run = tau.run(
+            &["--model", &model, "chat", "--session", session],
+            &format!("{prompt}\n"),
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    // A session nobody wrote in (TauBar's New chat makes one before its first message).
+    {
+        use tau_agent::SessionRepository;
+        let db = tau_state::StateDb::open(&tau.home().join("state.db")).unwrap();
+        db.ensure_session(&tau_agent::SessionId::parse("empty").unwrap())
+            .unwrap();
+    }
+    let title_of = |listing: &str, session: &str| {
+        listing.lines().find(|l| l.starts_with(session)).map(|l| {
+            l.split("  ")
+                .filter(|p| !p.is_empty())
+                .last()
+                .unwrap_or("")
+                .trim()
+                .to_owned()
+        })
+    };
+    let list = tau.run(&["sessions", "list"], "");
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert!(list.stdout.starts_with("SESSION"), "{}", list.stdout);
+    assert!(list.stdout.contains("TITLE"), "{}", list.stdout);
+    assert_eq!(
+        title_of(&list.stdout, "kitchen").as_deref(),
+        Some("dim the kitchen lights")
+    );
+    assert_eq!(
+        title_of(&list.stdout, "garden").as_deref(),
+        Some("water the plants at 7")
+    );
+    assert!(!list.stdout.contains("\nempty "), "{}", list.stdout);
+    assert!(
+        list.stdout
+            .ends_with("(1 empty not listed: tau sessions list --all)\n"),
+        "{}",
+        list.stdout
+    );
+    let all = tau.run(&["sessions", "list", "--all"], "");
+    assert!(all.stdout.contains("\nempty "), "{}", all.stdout);
+
+    let renamed = tau.run(
+        &["sessions", "rename", "garden", "Garden\u{202e} chores"],
+        "",
+    );
+    assert_eq!(
+        (renamed.code, renamed.stdout.as_str()),
+        (0, "session garden is called Garden\\u{202e} chores\n")
+    );
+    let list = tau.run(&["sessions", "list"], "");
+    assert_eq!(
+        title_of(&list.stdout, "garden").as_deref(),
+        Some("Garden\\u{202e} chores")
+    );
+    for bad in ["   ", &"x".repeat(121)] {
+        let refused = tau.run(&["sessions", "rename", "garden", bad], "");
+        if bad.trim().is_empty() {
+            // An empty title gives the first prompt's back.
+            assert_eq!(refused.code, 0, "{}", refused.stderr);
+            assert_eq!(
+                refused.stdout,
+                "session garden is called water the plants at 7\n"
+            );
+        } else {
+            assert_eq!(refused.code, 2, "{}", refused.stdout);
+            assert!(
+                refused.stderr.contains("at most 120 characters"),
+                "{}",
+                refused.stderr
+            );
+        }
+    }
+    assert_eq!(tau.run(&["sessions", "rename", "nowhere", "x"], "").code, 2);
+
+    let found = tau.run(&["sessions", "search", "PLANTS"], "");
+    assert_eq!(found.code, 0, "{}", found.stderr);
+    assert!(found.stdout.contains("\ngarden "), "{}", found.stdout);
+    assert!(!found.stdout.contains("kitchen"), "{}", found.stdout);
+    let none = tau.run(&["sessions", "search", "no such words"], "");
+    assert_eq!(none.stdout, "no session holds that\n");
+}
