@@ -1,5 +1,7 @@
-//! The session picker: recent sessions (name, time of the last message, message count)
-//! and a new one, first.
+//! The session picker: recent sessions (title and name, time of the last message,
+//! message count) and a new one, first. `/` filters by title or name as one types, `r`
+//! renames the selected session, `d` deletes it after a `y`; the binary does both and
+//! shows the picker again.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::Frame;
@@ -17,6 +19,8 @@ use crate::wrap::{shorten, width};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRow {
     pub name: String,
+    /// What it is called (a person's title, else its first prompt's); untrusted text.
+    pub title: Option<String>,
     /// Unix seconds of the last message.
     pub updated_at: i64,
     pub message_count: u64,
@@ -27,6 +31,13 @@ pub struct SessionRow {
 pub enum Pick {
     New,
     Open(String),
+    /// Name the session (an empty title gives back its first prompt's).
+    Rename {
+        name: String,
+        title: String,
+    },
+    /// Delete the session, the person having said `y`.
+    Delete(String),
     Quit,
     /// A signal ended the picker (its number).
     Signal(i32),
@@ -35,12 +46,30 @@ pub enum Pick {
 const TIME_COLUMNS: usize = 16;
 const COUNT_COLUMNS: usize = 8;
 
+/// What the keys do now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mode {
+    Choose,
+    /// `/`: the typed text filters the list.
+    Search(String),
+    /// `r`: a new title for the selected session, as typed.
+    Rename(String),
+    /// `d`: `y` deletes the selected session, any other key keeps it.
+    ConfirmDelete,
+}
+
+/// The longest text typed into the picker, in characters.
+const MAX_TYPED: usize = 120;
+
 pub(crate) struct Picker {
     language: Language,
     sessions: Vec<SessionRow>,
-    /// 0 is "new session", then the sessions in order.
+    /// 0 is "new session", then the shown sessions in order.
     selected: usize,
     zone: jiff::tz::TimeZone,
+    mode: Mode,
+    /// The filter last typed after `/` (kept while choosing).
+    filter: String,
 }
 
 impl Picker {
@@ -54,6 +83,95 @@ impl Picker {
             sessions,
             selected: 0,
             zone,
+            mode: Mode::Choose,
+            filter: String::new(),
+        }
+    }
+
+    /// The sessions the filter lets through, in order.
+    fn shown(&self) -> Vec<&SessionRow> {
+        let wanted = self.filter.to_lowercase();
+        self.sessions
+            .iter()
+            .filter(|s| {
+                wanted.is_empty()
+                    || s.name.to_lowercase().contains(&wanted)
+                    || s.title
+                        .as_deref()
+                        .is_some_and(|t| t.to_lowercase().contains(&wanted))
+            })
+            .collect()
+    }
+
+    fn selected_session(&self) -> Option<&SessionRow> {
+        let i = self.selected.checked_sub(1)?;
+        self.shown().get(i).copied()
+    }
+
+    /// A key while typing a filter or a title: letters go in, Backspace takes one out,
+    /// Esc leaves; Enter is the caller's.
+    fn typing(text: &mut String, key: &KeyEvent) -> bool {
+        match key.code {
+            KeyCode::Char(c)
+                if !key.modifiers.contains(KeyModifiers::CONTROL)
+                    && !c.is_control()
+                    && text.chars().count() < MAX_TYPED =>
+            {
+                text.push(c);
+                true
+            }
+            KeyCode::Backspace => {
+                text.pop();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A key in the search, rename or delete modes; `None` when it was taken there.
+    fn key_in_mode(&mut self, key: &KeyEvent) -> Option<Option<Pick>> {
+        match &mut self.mode {
+            Mode::Choose => None,
+            Mode::Search(text) => {
+                if Self::typing(text, key) {
+                    self.filter = text.clone();
+                    self.selected = usize::from(!self.filter.is_empty()).min(self.shown().len());
+                    return Some(None);
+                }
+                match key.code {
+                    KeyCode::Esc => {
+                        self.filter.clear();
+                        self.mode = Mode::Choose;
+                    }
+                    KeyCode::Enter | KeyCode::Up | KeyCode::Down => self.mode = Mode::Choose,
+                    _ => {}
+                }
+                Some(None)
+            }
+            Mode::Rename(text) => {
+                if Self::typing(text, key) {
+                    return Some(None);
+                }
+                match key.code {
+                    KeyCode::Esc => self.mode = Mode::Choose,
+                    KeyCode::Enter => {
+                        let title = std::mem::take(text);
+                        self.mode = Mode::Choose;
+                        let name = self.selected_session()?.name.clone();
+                        return Some(Some(Pick::Rename { name, title }));
+                    }
+                    _ => {}
+                }
+                Some(None)
+            }
+            Mode::ConfirmDelete => {
+                self.mode = Mode::Choose;
+                if matches!(key.code, KeyCode::Char('y' | 'Y')) {
+                    let name = self.selected_session()?.name.clone();
+                    return Some(Some(Pick::Delete(name)));
+                }
+                Some(None)
+            }
         }
     }
 
@@ -65,12 +183,22 @@ impl Picker {
         if key.kind == KeyEventKind::Release {
             return None;
         }
-        let last = self.sessions.len();
+        if key.modifiers.contains(KeyModifiers::CONTROL)
+            && matches!(key.code, KeyCode::Char('c' | 'C' | 'd' | 'D'))
+        {
+            return Some(Pick::Quit);
+        }
+        if let Some(taken) = self.key_in_mode(&key) {
+            return taken;
+        }
+        let last = self.shown().len();
         match key.code {
-            KeyCode::Char('c' | 'C' | 'd' | 'D')
-                if key.modifiers.contains(KeyModifiers::CONTROL) =>
-            {
-                return Some(Pick::Quit);
+            KeyCode::Char('/') => self.mode = Mode::Search(self.filter.clone()),
+            KeyCode::Char('r') if self.selected_session().is_some() => {
+                self.mode = Mode::Rename(String::new());
+            }
+            KeyCode::Char('d') if self.selected_session().is_some() => {
+                self.mode = Mode::ConfirmDelete;
             }
             KeyCode::Esc | KeyCode::Char('q') => return Some(Pick::Quit),
             KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
@@ -83,9 +211,8 @@ impl Picker {
             KeyCode::Enter => {
                 return Some(match self.selected.checked_sub(1) {
                     None => Pick::New,
-                    Some(i) => self
-                        .sessions
-                        .get(i)
+                    Some(_) => self
+                        .selected_session()
                         .map_or(Pick::New, |s| Pick::Open(s.name.clone())),
                 });
             }
@@ -134,10 +261,15 @@ impl Picker {
             dim(),
         ))];
         let mut items = vec![Line::from(format!("  {}", t.start_new))];
-        for session in &self.sessions {
+        for session in self.shown() {
+            // Its title first (what a person knows it by), its name after.
+            let named = match &session.title {
+                Some(title) => format!("{} · {}", display(title), display(&session.name)),
+                None => display(&session.name),
+            };
             items.push(Line::from(shorten(
                 &row(
-                    &display(&session.name),
+                    &named,
                     &self.time(session.updated_at),
                     &session.message_count.to_string(),
                 ),
@@ -163,9 +295,21 @@ impl Picker {
             height: inner.height.min(1),
             ..inner
         };
+        let said = match &self.mode {
+            Mode::Choose if self.filter.is_empty() => t.picker_keys.to_owned(),
+            Mode::Choose => t.picker_filtered.replace("{text}", &display(&self.filter)),
+            Mode::Search(text) => t.picker_search.replace("{text}", &display(text)),
+            Mode::Rename(text) => t.picker_rename.replace("{text}", &display(text)),
+            Mode::ConfirmDelete => t.picker_delete.replace(
+                "{name}",
+                &self.selected_session().map_or_else(String::new, |s| {
+                    display(s.title.as_deref().unwrap_or(&s.name))
+                }),
+            ),
+        };
         frame.render_widget(
             Paragraph::new(Span::styled(
-                shorten(&format!("  {}", t.picker_keys), columns),
+                shorten(&format!("  {said}"), columns),
                 Style::new().fg(Color::Yellow),
             )),
             footer,

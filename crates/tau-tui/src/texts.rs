@@ -86,6 +86,14 @@ pub(crate) struct Texts {
     pub column_last: &'static str,
     pub column_messages: &'static str,
     pub picker_keys: &'static str,
+    /// The picker's footer while a filter holds: `{text}`.
+    pub picker_filtered: &'static str,
+    /// While typing the filter: `{text}`.
+    pub picker_search: &'static str,
+    /// While typing a new title: `{text}`.
+    pub picker_rename: &'static str,
+    /// Before a delete: `{name}`.
+    pub picker_delete: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -154,7 +162,11 @@ const EN: Texts = Texts {
     column_name: "session",
     column_last: "last message",
     column_messages: "messages",
-    picker_keys: "↑↓ choose · Enter open · Esc quit",
+    picker_keys: "↑↓ choose · Enter open · / search · r rename · d delete · Esc quit",
+    picker_filtered: "showing those with “{text}” · / change · Esc quit",
+    picker_search: "search: {text}▏ (Enter keeps it, Esc clears it)",
+    picker_rename: "new title: {text}▏ (Enter saves, empty: its first prompt's; Esc cancels)",
+    picker_delete: "delete “{name}” and all its messages? y deletes, any other key keeps it",
 };
 
 const TR: Texts = Texts {
@@ -223,7 +235,11 @@ const TR: Texts = Texts {
     column_name: "oturum",
     column_last: "son mesaj",
     column_messages: "mesaj",
-    picker_keys: "↑↓ seç · Enter aç · Esc çık",
+    picker_keys: "↑↓ seç · Enter aç · / ara · r yeniden adlandır · d sil · Esc çık",
+    picker_filtered: "“{text}” içerenler gösteriliyor · / değiştir · Esc çık",
+    picker_search: "ara: {text}▏ (Enter tutar, Esc temizler)",
+    picker_rename: "yeni başlık: {text}▏ (Enter kaydeder, boş: ilk istemin başlığı; Esc vazgeçer)",
+    picker_delete: "“{name}” ve tüm mesajları silinsin mi? y siler, başka bir tuş tutar",
 };
 
 pub(crate) fn texts(language: Language) -> &'static Texts {

@@ -77,23 +77,39 @@ pub(crate) async fn run(
     let mut screen = Screen::enter()?;
     let id = match session {
         Some(id) => id,
-        None => {
+        None => loop {
+            // Sessions nobody wrote in are not offered; each with its title.
             let rows = repository
                 .list_sessions()?
                 .into_iter()
+                .filter(|s| s.message_count > 0)
                 .map(|s| SessionRow {
+                    title: state.session_title(&s.id).ok().flatten(),
                     name: s.id.to_string(),
                     updated_at: s.updated_at,
                     message_count: s.message_count,
                 })
                 .collect();
             match tau_tui::pick_session(&mut screen, language, rows).await? {
-                Pick::New => new_session_id(&state)?,
-                Pick::Open(name) => SessionId::parse(&name)?,
+                Pick::New => break new_session_id(&state)?,
+                Pick::Open(name) => break SessionId::parse(&name)?,
+                Pick::Rename { name, title } => {
+                    let wanted = (!title.trim().is_empty()).then_some(title.as_str());
+                    // A title the store refuses (too long) leaves the name as it was.
+                    if let Err(error) = state.rename_session(&SessionId::parse(&name)?, wanted) {
+                        tracing::warn!(%error, "the session was not renamed");
+                    }
+                }
+                Pick::Delete(name) => {
+                    // A session another tau has open is not deleted (its lock says so).
+                    if let Err(error) = crate::commands::sessions_delete(ctx, &name) {
+                        tracing::warn!(%error, "the session was not deleted");
+                    }
+                }
                 Pick::Quit => return Ok(ExitCode::SUCCESS),
                 Pick::Signal(number) => return Ok(signal_code(number)),
             }
-        }
+        },
     };
     let OpenSession {
         lock: _lock,

@@ -426,16 +426,19 @@ fn the_session_picker() {
     let sessions = vec![
         SessionRow {
             name: "kitchen".into(),
+            title: Some("Dim the kitchen lights\u{202e}".into()),
             updated_at: 1_795_000_000,
             message_count: 12,
         },
         SessionRow {
             name: "20261202-101500-0a1f".into(),
+            title: Some("Water the plants at 7".into()),
             updated_at: 1_794_900_000,
             message_count: 4,
         },
         SessionRow {
             name: "a-very-long-session-name-that-goes-on-and-on-and-on".into(),
+            title: None,
             updated_at: 1_700_000_000,
             message_count: 1_234,
         },
@@ -452,6 +455,82 @@ fn the_session_picker() {
         ));
     }
     insta::assert_snapshot!(out);
+}
+
+/// `/` filters by title or name as one types; `r` takes a new title, `d` deletes after a
+/// `y` only; the footer says what the keys do now.
+#[test]
+fn the_picker_searches_renames_and_deletes() {
+    use crate::picker::Pick;
+    use crossterm::event::{KeyCode, KeyEvent};
+    let sessions = vec![
+        SessionRow {
+            name: "kitchen".into(),
+            title: Some("Dim the kitchen lights".into()),
+            updated_at: 1_795_000_000,
+            message_count: 12,
+        },
+        SessionRow {
+            name: "garden".into(),
+            title: Some("Water the plants".into()),
+            updated_at: 1_794_900_000,
+            message_count: 4,
+        },
+    ];
+    let mut picker = Picker::new(Language::En, sessions, jiff::tz::TimeZone::UTC);
+    let mut press = |picker: &mut Picker, code: KeyCode| picker.key(KeyEvent::from(code));
+    let mut frames = String::new();
+    let mut shot = |picker: &Picker, what: &str| {
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 8)).unwrap();
+        terminal.draw(|frame| picker.render(frame)).unwrap();
+        frames.push_str(&format!("{what}\n{}\n", terminal.backend()));
+    };
+    assert_eq!(press(&mut picker, KeyCode::Char('/')), None);
+    for c in "PLANT".chars() {
+        assert_eq!(press(&mut picker, KeyCode::Char(c)), None);
+    }
+    shot(&picker, "searching");
+    assert_eq!(
+        press(&mut picker, KeyCode::Enter),
+        None,
+        "Enter keeps the filter"
+    );
+    assert_eq!(
+        press(&mut picker, KeyCode::Enter),
+        Some(Pick::Open("garden".into()))
+    );
+    // Rename the selected one: letters, even `q` and `n`, are the title's.
+    assert_eq!(press(&mut picker, KeyCode::Char('r')), None);
+    for c in "quiet n".chars() {
+        assert_eq!(press(&mut picker, KeyCode::Char(c)), None);
+    }
+    shot(&picker, "renaming");
+    assert_eq!(
+        press(&mut picker, KeyCode::Enter),
+        Some(Pick::Rename {
+            name: "garden".into(),
+            title: "quiet n".into()
+        })
+    );
+    // `d` asks; only `y` deletes.
+    assert_eq!(press(&mut picker, KeyCode::Char('d')), None);
+    shot(&picker, "deleting");
+    assert_eq!(press(&mut picker, KeyCode::Char('n')), None);
+    assert_eq!(press(&mut picker, KeyCode::Char('d')), None);
+    assert_eq!(
+        press(&mut picker, KeyCode::Char('y')),
+        Some(Pick::Delete("garden".into()))
+    );
+    // Esc in the search clears the filter: both are there again.
+    assert_eq!(press(&mut picker, KeyCode::Char('/')), None);
+    assert_eq!(press(&mut picker, KeyCode::Esc), None);
+    shot(&picker, "cleared");
+    // On "new session" there is nothing to rename or delete.
+    assert_eq!(press(&mut picker, KeyCode::Home), None);
+    assert_eq!(press(&mut picker, KeyCode::Char('d')), None);
+    assert_eq!(press(&mut picker, KeyCode::Char('y')), None);
+    insta::assert_snapshot!(frames);
 }
 
 #[test]
