@@ -25,6 +25,7 @@ use crate::hub::{
 use crate::pending::pending_text;
 use crate::poller::{self, Handler, Pacing, PollError};
 use crate::question::outcome;
+use crate::sessions::sessions_text;
 use crate::store::Store;
 use crate::texts::texts;
 use crate::updates::{Incoming, Press, Update, UpdateKind};
@@ -286,6 +287,34 @@ impl TelegramChannel {
                 }
                 Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
             },
+            Some("sessions") => self.sessions(chat, &key, None).await,
+            Some("search") => match argument(&text) {
+                Some(words) => self.sessions(chat, &key, Some(words)).await,
+                None => self.say(chat, t.search_usage),
+            },
+            Some("rename") => {
+                let title = argument(&text);
+                match self.hub.rename(&key, title).await {
+                    Ok(()) => match self.hub.conversations(chat, None).await {
+                        Ok(listed) => {
+                            let now = listed
+                                .into_iter()
+                                .find(|c| c.key == key)
+                                .and_then(|c| c.title)
+                                .unwrap_or_default();
+                            self.say(chat, &t.renamed.replace("{title}", &now));
+                        }
+                        Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
+                    },
+                    Err(error) if title.is_none() => {
+                        self.say(
+                            chat,
+                            &format!("{} {error}\n{}", t.not_taken, t.rename_usage),
+                        );
+                    }
+                    Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
+                }
+            }
             Some("pending") => match self.hub.waiting().await {
                 Ok(questions) => self.say(chat, &pending_text(t, chat, &questions)),
                 Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
@@ -437,6 +466,19 @@ impl TelegramChannel {
         self.close_everywhere(&id);
     }
 
+    /// `/sessions` (or `/search WORDS`): the chat's conversations by title, the open one
+    /// (`key`) marked.
+    async fn sessions(&self, chat: i64, key: &str, search: Option<&str>) {
+        let t = texts(self.language);
+        match self.hub.conversations(chat, search).await {
+            Ok(listed) => self.say(
+                chat,
+                &sessions_text(t, &listed, key, search.is_some(), &self.zone),
+            ),
+            Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
+        }
+    }
+
     /// A Revoke press by an owner: only their own grant is revoked; the toast and a line
     /// in the chat say what became of it.
     async fn revoke(
@@ -496,6 +538,13 @@ fn routine_prompt(language: Language, routine: &str, trigger: &str, text: &str) 
         crate::html::escape(&header),
         crate::html::escape(&tau_core::display_multiline(text))
     )
+}
+
+/// What follows a command's name (`/rename Garden chores` -> `Garden chores`); `None`
+/// when nothing does.
+fn argument(text: &str) -> Option<&str> {
+    let rest = text.trim_start().split_once(char::is_whitespace)?.1.trim();
+    (!rest.is_empty()).then_some(rest)
 }
 
 /// `/new`, `/new@tau_bot`, `/new args` -> `new`. `None` for anything but a command.

@@ -124,6 +124,18 @@ pub struct RefusedPress {
     pub count: Option<u64>,
 }
 
+/// One conversation of a chat, as `/sessions` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatConversation {
+    pub key: String,
+    /// A person's title, else the first prompt's (untrusted text); `None` before the first
+    /// message.
+    pub title: Option<String>,
+    pub message_count: u64,
+    /// Unix seconds of its last message (or its start).
+    pub updated_at: i64,
+}
+
 /// The hub, as the Telegram channel uses it.
 #[async_trait]
 pub trait Hub: Send + Sync {
@@ -157,6 +169,16 @@ pub trait Hub: Send + Sync {
     /// Revokes a grant `user` made on this channel; anybody else's, or one of another
     /// channel, is `NotFound`. From this on it covers no call.
     async fn revoke(&self, grant: &GrantId, user: &str) -> Result<Revoked, HubError>;
+    /// The conversations of `chat`, most recent first; with `search`, only those whose
+    /// title or message text holds it.
+    async fn conversations(
+        &self,
+        chat: i64,
+        search: Option<&str>,
+    ) -> Result<Vec<ChatConversation>, HubError>;
+    /// Names the conversation `key` (`None`: back to its first prompt's title); `Err`
+    /// says why not (nothing written in it yet, a title too long).
+    async fn rename(&self, key: &str, title: Option<&str>) -> Result<(), HubError>;
 }
 
 #[cfg(test)]

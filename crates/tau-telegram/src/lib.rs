@@ -20,7 +20,8 @@
 //! - `chat.rs`: one task per chat (pace, order, edits); `channel.rs`: updates to hub calls,
 //!   events to chats; `store.rs`: what survives a restart; `hub.rs`: the [`Hub`] trait;
 //!   `pending.rs`: `/pending`, what waits on every channel; `grants.rs`: `/grants`, what
-//!   runs without a question, with Revoke buttons
+//!   runs without a question, with Revoke buttons; `sessions.rs`: `/sessions`, `/search`
+//!   and `/rename`, a chat's conversations by title
 
 mod api;
 mod auth;
@@ -34,6 +35,7 @@ mod hub;
 mod pending;
 mod poller;
 mod question;
+mod sessions;
 mod store;
 mod texts;
 mod updates;
@@ -43,8 +45,8 @@ pub use api::ApiError;
 pub use channel::{CHANNEL, TelegramChannel};
 pub use config::{DEFAULT_API_URL, TelegramConfig};
 pub use hub::{
-    Happened, Hub, HubError, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of,
-    conversation_key,
+    ChatConversation, Happened, Hub, HubError, HubEvent, PressRefusal, Question, RefusedPress,
+    Reply, chat_of, conversation_key,
 };
 pub use poller::PollError;
 pub use store::{Store, StoreError};

@@ -97,6 +97,19 @@ pub(crate) struct Texts {
     pub revoked: &'static str,
     pub revoked_already: &'static str,
     pub grant_not_yours: &'static str,
+    /// `/sessions`: nothing yet; `{n}` conversations; one line (`{title}`, `{n}`
+    /// messages, `{when}`); a conversation without a message; `{n}` more.
+    pub sessions_none: &'static str,
+    pub sessions_head: &'static str,
+    pub session_line: &'static str,
+    pub untitled: &'static str,
+    pub sessions_more: &'static str,
+    /// `/search` that found nothing; `/search` without words.
+    pub search_none: &'static str,
+    pub search_usage: &'static str,
+    /// `/rename` done (`{title}`), and without a title.
+    pub renamed: &'static str,
+    pub rename_usage: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -108,7 +121,8 @@ question stays open through restarts until it is answered or expires, and afterw
 message says what was decided, by whom and when.\n\n\
 /new starts a new conversation, /cancel stops what I am doing, /pending lists what waits \
 for your answer, /grants lists what you allowed to run again without asking (and revokes \
-it).",
+it), /sessions lists this chat's conversations, /search finds them, /rename names the open \
+one.",
     new_session: "New conversation.",
     cancelling: "Stopping the running turn.",
     nothing_running: "Nothing is running.",
@@ -173,6 +187,15 @@ it).",
     revoked: "Revoked: {tool} is asked again.",
     revoked_already: "This grant was revoked already.",
     grant_not_yours: "This grant is not yours to revoke.",
+    sessions_none: "No conversation in this chat yet.",
+    sessions_head: "Conversations in this chat ({n}), ▶ the open one:",
+    session_line: "{title} · {n} messages · {when}",
+    untitled: "(nothing written yet)",
+    sessions_more: "… and {n} more: tau sessions list shows them all.",
+    search_none: "No conversation of this chat holds that.",
+    search_usage: "/search and some words finds this chat's conversations that hold them.",
+    renamed: "This conversation is now called: {title}",
+    rename_usage: "/rename and a title names this conversation (/rename alone gives it back its first message's).",
 };
 
 const TR: Texts = Texts {
@@ -184,7 +207,8 @@ birinin basması hiçbir şeyi değiştirmez. Soru, cevaplanana ya da süresi do
 başlatmalardan sonra da açık kalır; sonra mesaj neye, kimin, ne zaman karar verdiğini söyler.\n\n\
 /new yeni bir sohbet başlatır, /cancel yaptığım işi durdurur, /pending cevabını bekleyen \
 soruları listeler, /grants sormadan yeniden çalışmasına izin verdiklerini listeler (ve geri \
-alır).",
+alır), /sessions bu sohbetin konuşmalarını listeler, /search onları bulur, /rename açık \
+olanı adlandırır.",
     new_session: "Yeni sohbet.",
     cancelling: "Çalışan tur durduruluyor.",
     nothing_running: "Çalışan bir şey yok.",
@@ -249,6 +273,15 @@ alır).",
     revoked: "Geri alındı: {tool} yeniden sorulacak.",
     revoked_already: "Bu izin zaten geri alınmıştı.",
     grant_not_yours: "Bu izni geri almak sana düşmez.",
+    sessions_none: "Bu sohbette henüz bir konuşma yok.",
+    sessions_head: "Bu sohbetteki konuşmalar ({n}), ▶ açık olan:",
+    session_line: "{title} · {n} mesaj · {when}",
+    untitled: "(henüz bir şey yazılmadı)",
+    sessions_more: "… ve {n} tane daha: tau sessions list hepsini gösterir.",
+    search_none: "Bu sohbetin hiçbir konuşması bunu içermiyor.",
+    search_usage: "/search ve birkaç kelime, bu sohbetin onları içeren konuşmalarını bulur.",
+    renamed: "Bu konuşmanın adı artık: {title}",
+    rename_usage: "/rename ve bir başlık bu konuşmayı adlandırır (yalnız /rename ilk mesajın başlığını geri verir).",
 };
 
 pub(crate) fn texts(language: Language) -> &'static Texts {

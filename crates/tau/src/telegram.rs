@@ -14,8 +14,8 @@ use tau_hub::{Channel, ChannelError, Conversation, Hub, HubError, SessionEvent};
 use tau_protocol::Allowance;
 use tau_state::Revoked;
 use tau_telegram::{
-    CHANNEL, Happened, HubEvent, Question, RefusedPress, Reply, TelegramChannel, TelegramConfig,
-    chat_of,
+    CHANNEL, ChatConversation, Happened, HubEvent, Question, RefusedPress, Reply, TelegramChannel,
+    TelegramConfig, chat_of,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -194,6 +194,52 @@ impl tau_telegram::Hub for TelegramHub {
         self.hub
             .revoke_grant(CHANNEL, grant, &by)
             .map_err(hub_error)
+    }
+
+    async fn conversations(
+        &self,
+        chat: i64,
+        search: Option<&str>,
+    ) -> Result<Vec<ChatConversation>, tau_telegram::HubError> {
+        let found = match search {
+            Some(text) => Some(
+                self.hub
+                    .search_conversations(CHANNEL, text)
+                    .map_err(hub_error)?,
+            ),
+            None => None,
+        };
+        let mut listed: Vec<ChatConversation> = self
+            .hub
+            .conversations(CHANNEL)
+            .map_err(hub_error)?
+            .into_iter()
+            .filter(|info| chat_of(&info.conversation.key) == Some(chat))
+            .filter(|info| {
+                found
+                    .as_ref()
+                    .is_none_or(|f| f.contains(&info.conversation.session))
+            })
+            .map(|info| ChatConversation {
+                key: info.conversation.key,
+                title: info.title,
+                message_count: info.message_count,
+                updated_at: info.updated_at,
+            })
+            .collect();
+        listed.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.key.cmp(&a.key)));
+        Ok(listed)
+    }
+
+    async fn rename(&self, key: &str, title: Option<&str>) -> Result<(), tau_telegram::HubError> {
+        let session = self.session(key)?;
+        match self.hub.rename_conversation(CHANNEL, &session, title) {
+            Ok(()) => Ok(()),
+            Err(HubError::UnknownSession(_)) => Err(tau_telegram::HubError(
+                "nothing is written in this conversation yet".into(),
+            )),
+            Err(error) => Err(hub_error(error)),
+        }
     }
 
     fn refused_press(&self, press: &RefusedPress) {

@@ -516,6 +516,53 @@ impl Hub for FakeHub {
             .map_err(|e| HubError(e.to_string()))
     }
 
+    async fn conversations(
+        &self,
+        chat: i64,
+        search: Option<&str>,
+    ) -> Result<Vec<tau_telegram::ChatConversation>, HubError> {
+        let sessions = self.sessions.lock().unwrap().clone();
+        let found = match search {
+            Some(text) => Some(
+                self.approvals
+                    .search_sessions(text)
+                    .map_err(|e| HubError(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let mut listed = Vec::new();
+        for (key, session) in sessions {
+            if tau_telegram::chat_of(&key) != Some(chat) {
+                continue;
+            }
+            let id = SessionId::parse(&session).unwrap();
+            if found.as_ref().is_some_and(|f| !f.contains(&id)) {
+                continue;
+            }
+            listed.push(tau_telegram::ChatConversation {
+                title: self.approvals.session_title(&id).unwrap_or_default(),
+                key,
+                message_count: 0,
+                updated_at: 0,
+            });
+        }
+        listed.sort_by(|a, b| b.key.cmp(&a.key));
+        Ok(listed)
+    }
+
+    async fn rename(&self, key: &str, title: Option<&str>) -> Result<(), HubError> {
+        let session = self.sessions.lock().unwrap().get(key).cloned();
+        let Some(session) = session else {
+            return Err(HubError("nothing written in this conversation yet".into()));
+        };
+        let id = SessionId::parse(&session).unwrap();
+        match self.approvals.rename_session(&id, title) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(HubError("nothing written in this conversation yet".into())),
+            Err(error) => Err(HubError(error.to_string())),
+        }
+    }
+
     async fn waiting(&self) -> Result<Vec<Question>, HubError> {
         let rows = self
             .approvals

@@ -1,0 +1,87 @@
+//! A chat's conversations on Telegram, end to end (the real `tau serve`, the npm
+//! `telegram-test-api` Bot API emulator): `/sessions` lists them by title with the open one
+//! marked, `/rename` names the open one, `/search` finds them by their words; what a model
+//! or a person wrote in a title is shown escaped.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use tau_test_support::telegram::Emulator;
+
+const TOKEN: &str = "123456:TEST-token_x";
+const OWNER: i64 = 4242;
+
+#[test]
+fn sessions_are_listed_by_title_renamed_and_found_from_the_chat() {
+    let Some(emulator) = Emulator::start(TOKEN) else {
+        return;
+    };
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("Done.")]));
+    let config = tau.serve_config(&format!(
+        "[telegram]\nowners = [{OWNER}]\napi_url = \"{}\"\npoll_timeout_seconds = 0\n\
+         min_poll_interval_ms = 50\nedit_interval_ms = 50\n",
+        emulator.url
+    ));
+    let _serve = tau.serve_env(&model, &config, &[("TAU_TELEGRAM_TOKEN", TOKEN)]);
+    let said = |text: &str| {
+        let text = text.to_owned();
+        emulator.wait(&text.clone(), move |m| {
+            m.iter().find(|m| m.text.contains(&text)).cloned()
+        })
+    };
+
+    emulator.write(OWNER, OWNER, "water the plants at 7");
+    said("Done.");
+    emulator.write(OWNER, OWNER, "/new");
+    said("New conversation.");
+    emulator.write(OWNER, OWNER, "dim the <b>kitchen</b> lights \u{202e}");
+    emulator.wait("the second answer", |m| {
+        (m.iter().filter(|m| m.text.contains("Done.")).count() == 2).then_some(())
+    });
+
+    emulator.write(OWNER, OWNER, "/sessions");
+    let listed = said("Conversations in this chat (2)");
+    assert!(
+        listed
+            .text
+            .contains("▶ dim the &lt;b&gt;kitchen&lt;/b&gt; lights \\u{202e} · 2 messages"),
+        "{}",
+        listed.text
+    );
+    assert!(
+        listed.text.contains("• water the plants at 7 · 2 messages"),
+        "{}",
+        listed.text
+    );
+
+    emulator.write(OWNER, OWNER, "/rename Kitchen evening");
+    said("This conversation is now called: Kitchen evening");
+    emulator.write(OWNER, OWNER, "/search PLANTS");
+    let found = said("Conversations in this chat (1)");
+    assert!(
+        found.text.contains("• water the plants at 7"),
+        "{}",
+        found.text
+    );
+    emulator.write(OWNER, OWNER, "/search nothing of the kind");
+    said("No conversation of this chat holds that.");
+    emulator.write(OWNER, OWNER, "/search");
+    said("/search and some words finds");
+    emulator.write(OWNER, OWNER, "/sessions");
+    emulator.wait("the renamed list", |m| {
+        m.iter()
+            .find(|m| m.text.contains("▶ Kitchen evening · 2 messages"))
+            .cloned()
+    });
+    // tau sessions sees the same title.
+    let list = tau.run(&["sessions", "list"], "");
+    assert!(list.stdout.contains("Kitchen evening"), "{}", list.stdout);
+}
