@@ -218,14 +218,14 @@ mod tests {
         lines.iter().map(|l| format!("{l}\n")).collect()
     }
 
-    fn approval(id: &str, call: &str, at: &str, decision: &str, by: Value) -> Value {
+    fn approval(id: &str, call: &str, at: &str, decision: &str, by: &Value) -> Value {
         json!({"seq": 1, "at": at, "session": "web-1", "prev": "0", "type": "approval",
                "approval_id": id, "tool": "run_command", "tier": 2, "tool_use_id": call,
                "arguments": {"command": "ls"}, "decision": decision, "decided_by": by,
                "approver": "web", "channel": "web"})
     }
 
-    fn call(call: &str, at: &str, approval: &str, status: &str, by: Value) -> Value {
+    fn call(call: &str, at: &str, approval: &str, status: &str, by: &Value) -> Value {
         json!({"seq": 2, "at": at, "session": "web-1", "prev": "0", "type": "tool_call",
                "tool": "run_command", "tier": 2, "tool_use_id": call,
                "arguments": {"command": "ls"}, "status": status, "approval": approval,
@@ -237,57 +237,33 @@ mod tests {
         let since: Timestamp = "2026-11-01T00:00:00Z".parse().unwrap();
         let person = json!({"kind": "person", "channel": "web"});
         let grant = json!({"kind": "grant", "id": "gr_1"});
-        let mut old = approval(
-            "ap_0",
-            "t0",
-            "2026-10-01T00:00:00Z",
-            "approved",
-            person.clone(),
-        );
+        let mut old = approval("ap_0", "t0", "2026-10-01T00:00:00Z", "approved", &person);
         old["tool"] = json!("old_tool");
         let lines = [
             old,
             json!({"seq": 3, "at": "2026-11-02T00:00:00Z", "session": "web-1",
                    "type": "approval_requested", "approval_id": "ap_1", "tool": "run_command"}),
-            approval(
-                "ap_1",
-                "t1",
-                "2026-11-02T00:00:01Z",
-                "approved",
-                person.clone(),
-            ),
-            call(
-                "t1",
-                "2026-11-02T00:00:02Z",
-                "approved",
-                "success",
-                person.clone(),
-            ),
-            approval(
-                "ap_2",
-                "t2",
-                "2026-11-03T00:00:00Z",
-                "rejected",
-                person.clone(),
-            ),
-            call("t2", "2026-11-03T00:00:01Z", "rejected", "refused", person),
+            approval("ap_1", "t1", "2026-11-02T00:00:01Z", "approved", &person),
+            call("t1", "2026-11-02T00:00:02Z", "approved", "success", &person),
+            approval("ap_2", "t2", "2026-11-03T00:00:00Z", "rejected", &person),
+            call("t2", "2026-11-03T00:00:01Z", "rejected", "refused", &person),
             approval(
                 "ap_3",
                 "t3",
                 "2026-11-04T00:00:00Z",
                 "timeout",
-                json!({"kind": "timeout"}),
+                &json!({"kind": "timeout"}),
             ),
             json!({"seq": 4, "at": "2026-11-05T00:00:00Z", "session": "web-1",
                    "type": "grant_used", "grant_id": "gr_1", "tool": "run_command",
                    "tool_use_id": "t4", "channel": "web", "use_number": 1}),
-            call("t4", "2026-11-05T00:00:01Z", "granted", "error", grant),
+            call("t4", "2026-11-05T00:00:01Z", "granted", "error", &grant),
             call(
                 "t5",
                 "2026-11-06T00:00:00Z",
                 "not_required",
                 "success",
-                json!({"kind": "policy"}),
+                &json!({"kind": "policy"}),
             ),
         ];
         let mut text = log(&lines);
