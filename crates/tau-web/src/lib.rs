@@ -8,8 +8,9 @@
 //!
 //! Layout: `config.rs` `[web]`, `auth.rs` the checks and headers every response gets,
 //! `api.rs` the JSON API, `events.rs` the event stream, `shown.rs` the display view,
-//! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked, `decisions.rs` the history of decisions, `server.rs` the accept loop and its
-//! deadlines, `peers.rs` connections by peer address, `assets/` the page.
+//! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked,
+//! `decisions.rs` the history of decisions (read by the host), `server.rs` the accept
+//! loop and its deadlines, `peers.rs` connections by peer address, `assets/` the page.
 
 mod api;
 mod auth;
