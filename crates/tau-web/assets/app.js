@@ -399,12 +399,15 @@ function onEvent(event) {
       if (entry) entry.decided.textContent = decidedText(event.decided_by);
       closeCard(event.approval_id, event.decision, event.decided_by);
       loadApprovals();
+      loadDecisions();
       return;
     }
     case "tool_call_finished": {
       state.live = null;
       const entry = callNode(event.call_id, event.tool, null, "");
       finishCall(entry, event.status, event.decided_by, event.result_summary);
+      // What ran is in the history once the call finished.
+      loadDecisions();
       return;
     }
     case "tool_output": {
@@ -676,6 +679,7 @@ function card(row) {
     const { status, data } = await api("POST", `/api/approvals/${encodeURIComponent(row.id)}`, body);
     if (status === 200) {
       closeCard(row.id, data.state, data.decided_by);
+      loadDecisions();
       if (grant) setTimeout(loadGrants, 1000);
     } else if (status === 409 && data && data.approval) {
       closeCard(row.id, data.approval.state, data.approval.decided_by);
@@ -948,6 +952,92 @@ function showGrants(list, data) {
   }
 }
 
+// ---- decisions ----
+
+// The last 30 days of decided tier-2 calls from the audit log, newest first: what was
+// called, who decided where and when, and what ran. Filtered by the API, so the list of
+// tools to pick from is kept from the last unfiltered list.
+const OUTCOME_WORDS = {
+  approved: "Approved", rejected: "Rejected", timeout: "Expired", cancelled: "Cancelled",
+  granted: "Allowed", exempt: "Allowed", refused: "Refused",
+};
+
+function decisionWho(decision) {
+  const by = decision.decided_by || {};
+  const where = decision.channel ? channelName(decision.channel) : "";
+  switch (by.kind) {
+    case "person": return `by ${by.user || "you"} on ${channelName(by.channel || where)}`;
+    case "grant": return where ? `by a grant made on ${where}` : "by a grant";
+    case "timeout": return where ? `nobody answered on ${where}` : "nobody answered";
+    default: return decidedText(by);
+  }
+}
+
+function ranText(ran) {
+  if (!ran) return "nothing ran";
+  switch (ran.status) {
+    case "success": return "ran: ok";
+    case "error": return "ran: failed";
+    case "refused": return "did not run";
+    case "cancelled": return "stopped before it finished";
+    default: return `did not run (${ran.status})`;
+  }
+}
+
+let decisionsAsked = 0;
+
+async function loadDecisions() {
+  const tool = $("decision-tool").value;
+  const outcome = $("decision-outcome").value;
+  const query = new URLSearchParams({ display: "true" });
+  if (tool) query.set("tool", tool);
+  if (outcome) query.set("outcome", outcome);
+  const asked = ++decisionsAsked;
+  const { status, data } = await api("GET", `/api/decisions?${query}`);
+  // An older answer arriving after a newer one is dropped: the filters moved on.
+  if (asked !== decisionsAsked || status !== 200 || !Array.isArray(data)) return;
+  const filtered = tool !== "" || outcome !== "";
+  $("decisions").hidden = !filtered && data.length === 0;
+  if (!filtered) showDecisionTools(data);
+  $("decision-none").hidden = data.length > 0;
+  showDecisions($("decision-list"), data);
+}
+
+function showDecisionTools(data) {
+  const select = $("decision-tool");
+  const tools = [...new Set(data.map((decision) => decision.tool))].sort();
+  const have = [...select.options].slice(1).map((option) => option.value);
+  if (have.join("\n") === tools.join("\n")) return;
+  const chosen = select.value;
+  select.replaceChildren(el("option", "", "all tools"));
+  select.options[0].value = "";
+  for (const tool of tools) {
+    const option = el("option", "", tool);
+    option.value = tool;
+    select.append(option);
+  }
+  select.value = tools.includes(chosen) ? chosen : "";
+}
+
+function showDecisions(list, data) {
+  list.replaceChildren();
+  for (const decision of data) {
+    const item = el("li", `decision ${decision.outcome}`);
+    const head = el("span", "title");
+    head.append(el("span", "mono", decision.tool), " ", el("strong", "outcome", OUTCOME_WORDS[decision.outcome] || decision.outcome));
+    item.append(head);
+    // With display=true the arguments come as their canonical JSON, already shown.
+    const args = typeof decision.arguments === "string" ? decision.arguments : JSON.stringify(decision.arguments);
+    item.append(el("span", "mono grant-args", args));
+    item.append(el("span", "meta", `${decisionWho(decision)} · ${when(decision.at)}`));
+    item.append(el("span", "meta ran", ranText(decision.ran)));
+    list.append(item);
+  }
+}
+
+$("decision-tool").addEventListener("change", loadDecisions);
+$("decision-outcome").addEventListener("change", loadDecisions);
+
 // ---- start ----
 
 async function start() {
@@ -959,6 +1049,7 @@ async function start() {
   await loadApprovals();
   await loadRoutines();
   await loadGrants();
+  await loadDecisions();
   await loadChannels();
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
   if (wanted && state.sessions.some((s) => s.id === wanted)) {
@@ -987,4 +1078,5 @@ setInterval(() => { if (!$("app").hidden) loadApprovals(); }, 5000);
 setInterval(() => { if (!$("app").hidden) loadChannels(); }, 10000);
 setInterval(() => { if (!$("app").hidden) loadRoutines(); }, 30000);
 setInterval(() => { if (!$("app").hidden) loadGrants(); }, 30000);
+setInterval(() => { if (!$("app").hidden) loadDecisions(); }, 30000);
 boot();

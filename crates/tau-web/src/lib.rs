@@ -8,12 +8,14 @@
 //!
 //! Layout: `config.rs` `[web]`, `auth.rs` the checks and headers every response gets,
 //! `api.rs` the JSON API, `events.rs` the event stream, `shown.rs` the display view,
-//! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked, `server.rs` the accept loop and its
-//! deadlines, `peers.rs` connections by peer address, `assets/` the page.
+//! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked,
+//! `decisions.rs` the history of decisions (read by the host), `server.rs` the accept
+//! loop and its deadlines, `peers.rs` connections by peer address, `assets/` the page.
 
 mod api;
 mod auth;
 mod config;
+mod decisions;
 mod events;
 mod grants;
 mod peers;
@@ -37,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
+pub use decisions::{DecisionRecord, Decisions, DecisionsError, HISTORY_DAYS, OUTCOMES, Ran};
 pub use routines::{RoutineOrigin, Routines, WebhookDelivery};
 
 /// The channel's name: what approval rows and `decided_by` say.
@@ -58,6 +61,7 @@ pub(crate) struct App {
     auth: Arc<auth::Auth>,
     stop: CancellationToken,
     routines: Option<Arc<dyn Routines>>,
+    decisions: Option<Arc<dyn Decisions>>,
 }
 
 /// TauBar could not start.
@@ -81,6 +85,7 @@ pub struct WebChannel {
     token: String,
     hosts: Vec<String>,
     routines: Option<Arc<dyn Routines>>,
+    decisions: Option<Arc<dyn Decisions>>,
 }
 
 impl WebChannel {
@@ -104,6 +109,7 @@ impl WebChannel {
             hosts: config.allowed_hosts(bound),
             token: token.to_owned(),
             routines: None,
+            decisions: None,
         })
     }
 
@@ -111,6 +117,13 @@ impl WebChannel {
     #[must_use]
     pub fn with_routines(mut self, routines: Arc<dyn Routines>) -> Self {
         self.routines = Some(routines);
+        self
+    }
+
+    /// Serves the history of decisions (`GET /api/decisions`) from `decisions`.
+    #[must_use]
+    pub fn with_decisions(mut self, decisions: Arc<dyn Decisions>) -> Self {
+        self.decisions = Some(decisions);
         self
     }
 
@@ -146,6 +159,7 @@ impl Channel for WebChannel {
             auth: Arc::new(auth::Auth::new(&self.token, self.hosts.clone())),
             stop: stop.clone(),
             routines: self.routines.clone(),
+            decisions: self.decisions.clone(),
         };
         server::serve(listener, router(app), stop).await;
         Ok(())
@@ -211,6 +225,7 @@ fn router(app: App) -> Router {
         .route("/api/approvals/{id}", post(api::answer))
         .route("/api/grants", get(grants::list))
         .route("/api/grants/{id}", delete(grants::revoke))
+        .route("/api/decisions", get(decisions::list))
         .fallback(|| async { api::error(StatusCode::NOT_FOUND, "no such page") })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(

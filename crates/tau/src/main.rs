@@ -13,6 +13,7 @@ mod cli;
 mod commands;
 mod config_check;
 mod context;
+mod decisions;
 mod demo;
 mod devices;
 mod doctor;

@@ -123,7 +123,11 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
     let mut web_url = None;
     if let Some(web) = web {
-        let web = web.with_routines(Arc::clone(&hosted.web) as _);
+        let web = web
+            .with_routines(Arc::clone(&hosted.web) as _)
+            .with_decisions(Arc::new(crate::decisions::AuditDecisions::new(
+                ctx.home.audit_log(),
+            )));
         if !config.web.listen.ip().is_loopback() {
             eprintln!(
                 "tau serve: warning: TauBar listens on {}: {REMOTE_RISK}",

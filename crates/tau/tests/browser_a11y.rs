@@ -1,9 +1,11 @@
 //! TauBar's accessibility (headless Chromium, the real `tau serve`): axe-core (npm's
 //! `axe-core`, injected into the page) finds no WCAG 2 A or AA violation, contrast among
 //! them, in the light theme and in the dark one, with a question waiting, a decided card,
-//! a call's output, the side panels and another chat's question on screen; and the page
-//! is used with the keyboard alone: Tab reaches the message box, Enter sends, Shift-Tab
-//! reaches the card's Approve, Space presses it, and the focus shows and is never lost.
+//! a call's output, the side panels (the history of decisions among them) and another
+//! chat's question on screen; and the page is used with the keyboard alone: Tab reaches
+//! the message box, Enter sends, Shift-Tab reaches the card's Approve, Space presses it,
+//! then the decisions' outcome filter, chosen with the arrow keys; the focus shows and is
+//! never lost.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -185,8 +187,9 @@ async fn axe_finds_no_wcag_aa_violation_in_light_and_dark() {
     serve.until_answered(&here, "first");
     until(
         &client,
-        "the decided card and the grant",
-        "return document.querySelector('#transcript .card.decided .outcome') && !document.getElementById('grants').hidden",
+        "the decided card, the grant and the decision",
+        "return document.querySelector('#transcript .card.decided .outcome') && !document.getElementById('grants').hidden \
+           && document.querySelector('#decision-list li .ran')",
     )
     .await;
 
@@ -381,4 +384,30 @@ async fn the_keyboard_alone_sends_a_prompt_and_approves_its_call() {
     );
     let path = focus_until(&client, &[Key::Tab], "#prompt").await;
     assert_eq!(path, ["#prompt"]);
+
+    // Back to the history of decisions; its outcome filter is chosen with the arrow keys.
+    until(
+        &client,
+        "the decision in the panel",
+        "return document.querySelector('#decision-list li .ran')",
+    )
+    .await;
+    focus_until(&client, &[Key::Shift, Key::Tab], "#decision-outcome").await;
+    press(&client, &[Key::Down]).await;
+    until(
+        &client,
+        "the approved call, kept by the filter",
+        "return document.getElementById('decision-outcome').value === 'approved' \
+           && document.querySelectorAll('#decision-list li.approved').length === 1",
+    )
+    .await;
+    press(&client, &[Key::Down]).await;
+    until(
+        &client,
+        "no rejected call, said so",
+        "return document.getElementById('decision-outcome').value === 'rejected' \
+           && document.querySelectorAll('#decision-list li').length === 0 \
+           && !document.getElementById('decision-none').hidden",
+    )
+    .await;
 }

@@ -1,0 +1,201 @@
+//! The history of decisions: `GET /api/decisions`, what was decided about each tier-2 call
+//! of the last [`HISTORY_DAYS`] days (who decided, on which channel, when) and what ran.
+//! The host reads them from its audit log through [`Decisions`]; this crate knows no file.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::App;
+use crate::api::{View, error, view};
+
+/// How far back the history goes.
+pub const HISTORY_DAYS: i64 = 30;
+
+/// Items a request gets unless it asks for another count.
+const DEFAULT_LIMIT: usize = 200;
+/// The most items one request may ask for.
+const MAX_LIMIT: usize = 1000;
+
+/// How a decision came out, in one word a person can filter by.
+pub const OUTCOMES: &[&str] = &[
+    "approved",
+    "rejected",
+    "timeout",
+    "cancelled",
+    "granted",
+    "exempt",
+    "refused",
+];
+
+/// What ran once the call was decided: its `tool_call` line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ran {
+    /// `success`, `error`, `refused`, `cancelled`... as the log says.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+/// One decided tier-2 call, as the audit log recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    /// When it was decided (RFC 3339).
+    pub at: String,
+    pub tool: String,
+    pub arguments: Value,
+    /// `approved`, `rejected` or `timeout`, as logged.
+    pub decision: String,
+    /// One of [`OUTCOMES`]: the decision together with who made it.
+    pub outcome: String,
+    /// As logged: `{"kind": "person", "channel": "web"}`, `{"kind": "grant", "id": ...}`.
+    pub decided_by: Value,
+    /// The channel the question was put to (or the grant was made on), when known.
+    pub channel: Option<String>,
+    /// The conversation the call was made in.
+    pub session: String,
+    pub tool_use_id: String,
+    /// The question that was asked, when one was.
+    pub approval_id: Option<String>,
+    /// `None` when the log has no `tool_call` line for it: it did not run, or tau stopped
+    /// before its result was stored.
+    pub ran: Option<Ran>,
+}
+
+/// The history could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("the decisions could not be read: {0}")]
+pub struct DecisionsError(pub String);
+
+/// What the host offers about past decisions.
+pub trait Decisions: Send + Sync {
+    /// Every decision of the last [`HISTORY_DAYS`] days, newest first.
+    fn recent(&self) -> Result<Vec<DecisionRecord>, DecisionsError>;
+}
+
+/// The parameters of `GET /api/decisions`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Wanted {
+    #[serde(default)]
+    tool: Option<String>,
+    #[serde(default)]
+    outcome: Option<String>,
+    #[serde(default)]
+    limit: Option<String>,
+    #[serde(default)]
+    display: Option<String>,
+}
+
+/// The parameters, checked: `Err` is the text of a 400.
+fn checked(wanted: Wanted) -> Result<(Option<String>, Option<String>, usize, View), String> {
+    let limit = match wanted.limit.as_deref() {
+        None => DEFAULT_LIMIT,
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            _ => return Err(format!("limit must be a number from 1 to {MAX_LIMIT}")),
+        },
+    };
+    let display = match wanted.display.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => return Err("display must be true or false".to_owned()),
+    };
+    if let Some(outcome) = &wanted.outcome
+        && !OUTCOMES.contains(&outcome.as_str())
+    {
+        return Err(format!("outcome must be one of {}", OUTCOMES.join(", ")));
+    }
+    if wanted.tool.as_deref().is_some_and(str::is_empty) {
+        return Err("tool must name a tool".to_owned());
+    }
+    Ok((wanted.tool, wanted.outcome, limit, View { display }))
+}
+
+/// `GET /api/decisions`: the decisions of the last 30 days, newest first; `tool=NAME` and
+/// `outcome=WORD` keep those matching, `limit=N` the first N; with `display=true` every
+/// string as the display function shows it (the arguments are the model's).
+pub(crate) async fn list(
+    State(app): State<App>,
+    query: Result<Query<Wanted>, QueryRejection>,
+) -> Response {
+    let bad = |text: &str| error(StatusCode::BAD_REQUEST, text).into_response();
+    let Ok(Query(wanted)) = query else {
+        return bad("the parameters are tool, outcome, limit and display");
+    };
+    let (tool, outcome, limit, wanted) = match checked(wanted) {
+        Ok(parsed) => parsed,
+        Err(text) => return bad(&text),
+    };
+    let Some(source) = app.decisions.clone() else {
+        return Json(Value::Array(Vec::new())).into_response();
+    };
+    let read = tokio::task::spawn_blocking(move || source.recent()).await;
+    let records = match read {
+        Ok(Ok(records)) => records,
+        Ok(Err(failure)) => {
+            tracing::error!(%failure, "web request failed");
+            return error(StatusCode::INTERNAL_SERVER_ERROR, &failure.to_string()).into_response();
+        }
+        Err(failure) => {
+            tracing::error!(%failure, "web request failed");
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the decisions could not be read",
+            )
+            .into_response();
+        }
+    };
+    let kept: Vec<DecisionRecord> = records
+        .into_iter()
+        .filter(|r| tool.as_deref().is_none_or(|t| r.tool == t))
+        .filter(|r| outcome.as_deref().is_none_or(|o| r.outcome == o))
+        .take(limit)
+        .collect();
+    Json(view(
+        serde_json::to_value(kept).unwrap_or_default(),
+        &wanted,
+    ))
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn wanted(pairs: &[(&str, &str)]) -> Result<Wanted, serde_json::Error> {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        serde_json::from_value(serde_json::to_value(map).unwrap())
+    }
+
+    #[test]
+    fn the_parameters_are_checked_before_anything_is_read() {
+        let ok = checked(wanted(&[("tool", "run_command"), ("limit", "5")]).unwrap()).unwrap();
+        assert_eq!((ok.0.as_deref(), ok.2), (Some("run_command"), 5));
+        assert_eq!(checked(Wanted::default()).unwrap().2, DEFAULT_LIMIT);
+        for bad in [
+            [("limit", "0")],
+            [("limit", "1001")],
+            [("limit", "-1")],
+            [("outcome", "maybe")],
+            [("display", "yes")],
+            [("tool", "")],
+        ] {
+            assert!(checked(wanted(&bad).unwrap()).is_err(), "{bad:?}");
+        }
+        assert!(wanted(&[("since", "1")]).is_err());
+    }
+}
