@@ -27,11 +27,10 @@ pub(crate) fn error(status: StatusCode, text: &str) -> (StatusCode, Json<Value>)
 pub(crate) fn hub_error(error: &HubError) -> Response {
     let status = match error {
         HubError::UnknownApproval(_) | HubError::UnknownSession(_) => StatusCode::NOT_FOUND,
-        HubError::Open { .. } => StatusCode::CONFLICT,
+        HubError::Open { .. } | HubError::InUse(_) => StatusCode::CONFLICT,
         HubError::Busy => StatusCode::TOO_MANY_REQUESTS,
         HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         HubError::Grant(_) | HubError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
-        HubError::InUse(_) => StatusCode::CONFLICT,
         HubError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
     let text = match error {

@@ -77,7 +77,10 @@ fn waiting_questions(tau: &Tau, model: &str, config: &std::path::Path, count: us
         if pending.as_array().map_or(0, Vec::len) >= count {
             break;
         }
-        assert!(Instant::now() < deadline, "the questions were not all asked");
+        assert!(
+            Instant::now() < deadline,
+            "the questions were not all asked"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     let (code, _) = serve.terminate();
@@ -89,7 +92,10 @@ fn main() {
     let questions = argument("--questions", 1_000);
     let tau = Tau::new();
     let call = json!({"command": "touch made.txt"});
-    let model = tau.replay(&json!([tool_call("t1", "run_command", &call), answer("Made.")]));
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &call),
+        answer("Made.")
+    ]));
     let config = tau.serve_config("[approval]\nremote_timeout_seconds = 86400\n");
 
     let made = Instant::now();

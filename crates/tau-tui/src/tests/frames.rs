@@ -478,7 +478,7 @@ fn the_picker_searches_renames_and_deletes() {
         },
     ];
     let mut picker = Picker::new(Language::En, sessions, jiff::tz::TimeZone::UTC);
-    let mut press = |picker: &mut Picker, code: KeyCode| picker.key(KeyEvent::from(code));
+    let press = |picker: &mut Picker, code: KeyCode| picker.key(KeyEvent::from(code));
     let mut frames = String::new();
     let mut shot = |picker: &Picker, what: &str| {
         let mut terminal =
