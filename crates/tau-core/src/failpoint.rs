@@ -16,6 +16,12 @@ pub const ANSWERED: &str = "answered";
 pub const DISPATCHED: &str = "dispatched";
 /// A tier-2 tool returned; nothing about its result is recorded yet.
 pub const RAN: &str = "ran";
+/// A tier-2 call's result is recorded (its `tool_call` audit line written, its stored
+/// question marked finished); the turn has not stored the result in its history yet.
+pub const FINISHED: &str = "finished";
+/// The `tool_call` audit line of a call a stored question let through is in the file; the
+/// chain's anchor in `state.db` has not moved past it yet.
+pub const AUDIT_LINE: &str = "audit_line";
 
 #[cfg(feature = "failpoints")]
 pub fn reach(name: &str) {

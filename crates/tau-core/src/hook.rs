@@ -222,6 +222,7 @@ impl TierHook {
             // it finished, so a restart never takes it for a call that was cut off.
             if let Some(id) = stored_question {
                 self.gate.call_finished(&id);
+                crate::failpoint::reach(crate::failpoint::FINISHED);
             }
         } else {
             // Allowed, yet a later part of the loop did not run it: it failed.

@@ -1,7 +1,9 @@
 //! An approved call that `tau serve` let through, killed with SIGKILL before the call's
 //! result was stored: the next start never runs it again. It closes the call as
 //! `effect_uncertain`, says so when it starts, the model reads that it may or may not have
-//! run, and the audit log has one line for it and still verifies.
+//! run, and the audit log has one line for it and still verifies. Killed later (the result
+//! recorded but not in the turn; the audit line written but not anchored), the call is
+//! never run again either, and the log verifies.
 //!
 //! The binary is stopped dead at the exact step by a failpoint that only test builds have
 //! (`TAU_FAILPOINT`), then killed with SIGKILL.
@@ -123,4 +125,91 @@ fn a_call_let_through_and_killed_before_it_started_is_never_run() {
 #[test]
 fn a_call_killed_after_it_ran_and_before_its_result_was_stored_is_never_run_again() {
     cut_off_at("ran", Some("made\n"));
+}
+
+/// Killed after the call's result was recorded (its audit line, its question marked
+/// finished) and before the turn stored it: the next start never runs the call again, the
+/// turn ends, and the log verifies.
+#[test]
+fn a_call_killed_after_its_result_was_recorded_is_never_run_again() {
+    let tau = Tau::new();
+    let server = ModelServer::start(
+        "run_command",
+        &json!({"command": "echo made >> proof.txt"}),
+        "Done or not, it ran once.",
+    );
+    let model = server.spec();
+    let config = tau.serve_config("");
+    let serve = tau.serve_at_failpoint(&model, &config, "finished");
+    let session = serve.new_session();
+    let row = serve.ask(&session, "make a file");
+    let id = row["id"].as_str().unwrap().to_owned();
+    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(approved.status, 200, "{approved:?}");
+    serve.until(|_| tau.at_failpoint("finished"));
+    serve.kill_hard();
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
+
+    let serve = tau.serve(&model, &config);
+    let messages = serve.until_answered(&session, "Done or not, it ran once.");
+    assert_eq!(
+        tau.proof().as_deref(),
+        Some("made\n"),
+        "never run a second time"
+    );
+    let pending = serve.get("/api/approvals?state=pending").json();
+    assert_eq!(pending, json!([]), "{messages:#?}");
+    serve.kill_hard();
+    let verify = tau.run(&["audit", "verify"], "");
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+    let calls = tau
+        .audit()
+        .into_iter()
+        .filter(|l| l["type"] == "tool_call" && l["tool"] == "run_command")
+        .filter(|l| l["status"] == "success")
+        .count();
+    assert_eq!(calls, 1, "one call ran, one line says so");
+}
+
+/// Killed after the approved call's `tool_call` line was written and before the chain's
+/// anchor moved past it: the next start never runs the call again, `tau audit verify`
+/// passes (one line past the anchor is what a kill leaves), and the next line anchors it.
+#[test]
+fn a_call_killed_between_its_audit_line_and_the_anchor_is_never_run_again() {
+    let tau = Tau::new();
+    let server = ModelServer::start(
+        "run_command",
+        &json!({"command": "echo made >> proof.txt"}),
+        "It ran once.",
+    );
+    let model = server.spec();
+    let config = tau.serve_config("");
+    let serve = tau.serve_at_failpoint(&model, &config, "audit_line");
+    let session = serve.new_session();
+    let row = serve.ask(&session, "make a file");
+    let id = row["id"].as_str().unwrap().to_owned();
+    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(approved.status, 200, "{approved:?}");
+    serve.until(|_| tau.at_failpoint("audit_line"));
+    serve.kill_hard();
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
+    let verify = tau.run(&["audit", "verify"], "");
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+
+    let serve = tau.serve(&model, &config);
+    serve.until_answered(&session, "It ran once.");
+    assert_eq!(
+        tau.proof().as_deref(),
+        Some("made\n"),
+        "never run a second time"
+    );
+    serve.kill_hard();
+    let verify = tau.run(&["audit", "verify"], "");
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+    let ran = tau
+        .audit()
+        .into_iter()
+        .filter(|l| l["type"] == "tool_call" && l["status"] == "success")
+        .count();
+    assert_eq!(ran, 1);
 }

@@ -164,6 +164,13 @@ impl AuditLog {
             // Once a turn, as the session store flushes: what the turn did is on the disk.
             file.sync_data()?;
         }
+        if let AuditEvent::ToolCall {
+            approval_id: Some(_),
+            ..
+        } = event
+        {
+            tau_core::failpoint::reach(tau_core::failpoint::AUDIT_LINE);
+        }
         anchor.set_audit_head(&head).map_err(io::Error::other)?;
         *last = Some((len + line.len() as u64, head));
         Ok(())
