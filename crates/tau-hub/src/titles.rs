@@ -57,11 +57,8 @@ impl Hub {
         self.owned(channel, session)?;
         // No turn opens the session while it goes.
         let _opening = self.inner.opening.lock().await;
-        if self.is_busy(session) {
-            return Err(HubError::InUse(
-                "a turn runs in this conversation: cancel it first".into(),
-            ));
-        }
+        // A waiting question first: its turn counts as running until it paused, and the
+        // question is what a person can act on.
         let waiting = self
             .inner
             .state
@@ -71,6 +68,11 @@ impl Hub {
         if waiting {
             return Err(HubError::InUse(
                 "a question waits in this conversation: answer it first".into(),
+            ));
+        }
+        if self.is_busy(session) {
+            return Err(HubError::InUse(
+                "a turn runs in this conversation: cancel it first".into(),
             ));
         }
         let slot = locked(&self.inner.slots).remove(session);

@@ -33,6 +33,8 @@ impl ModelServer {
                     .as_array()
                     .and_then(|m| m.last())
                     .map(|m| m["role"].as_str().unwrap_or("").to_owned());
+                // A call id of its own per turn: the conversation's length names it.
+                let call_id = format!("call_{}", body["messages"].as_array().map_or(0, Vec::len));
                 seen.lock().unwrap().push(body);
                 let events = if last_role.as_deref() == Some("tool") {
                     vec![
@@ -43,7 +45,7 @@ impl ModelServer {
                     vec![
                         chunk(&json!({"role": "assistant", "content": ""})),
                         chunk(
-                            &json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                            &json!({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
                             "function": {"name": tool, "arguments": arguments}}]}),
                         ),
                         finish("tool_calls"),
