@@ -371,6 +371,7 @@ fn a_minute_of_every_command_beside_a_busy_serve_keeps_state_whole_and_everythin
     // During the run: no tau process wrote into a state file unlinked under it. The
     // sampler caught commands too, not only the hub.
     assert_eq!(sampled.deleted, Vec::<String>::new());
+    assert!(sampled.holders.contains(&pid), "the hub was never sampled");
     assert!(
         sampled.holders.iter().any(|&holder| holder != pid),
         "no command was caught holding state.db: {:?}",
