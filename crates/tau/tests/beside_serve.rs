@@ -13,22 +13,9 @@
 
 mod common;
 
-use common::{Tau, answer, tool_call};
+use common::{Tau, answer, state_descriptors, tool_call};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-
-/// What each descriptor of process `pid` on a `state.db` file points at (`... (deleted)`
-/// when the file was unlinked under it).
-fn state_descriptors(pid: u32) -> Vec<String> {
-    let mut held: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
-        .map(|target| target.to_string_lossy().into_owned())
-        .filter(|target| target.contains("state.db"))
-        .collect();
-    held.sort();
-    held
-}
 
 #[test]
 fn commands_beside_serve_leave_its_state_files_in_place_and_a_yes_runs_once() {

@@ -215,6 +215,21 @@ pub fn mode(path: &Path) -> u32 {
         & 0o777
 }
 
+/// What each descriptor of process `pid` on a `state.db` file points at, sorted
+/// (`... (deleted)` when the file was unlinked under it). Empty once the process is gone:
+/// a short-lived command may end between the listing and the reading.
+pub fn state_descriptors(pid: u32) -> Vec<String> {
+    let mut held: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .map(|target| target.to_string_lossy().into_owned())
+        .filter(|target| target.contains("state.db"))
+        .collect();
+    held.sort();
+    held
+}
+
 /// A replay entry: the model calls one tool.
 pub fn tool_call(id: &str, name: &str, input: &Value) -> Value {
     json!({"role": "assistant", "content": [{"toolUse": {"toolUseId": id, "name": name, "input": input}}]})

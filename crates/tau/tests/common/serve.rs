@@ -160,7 +160,15 @@ impl Tau {
     }
 }
 
-impl Serve {
+/// What a request to a running hub needs: where it listens and its token. Unlike
+/// [`Serve`] (which owns the process and its output) it can be cloned into other threads.
+#[derive(Debug, Clone)]
+pub struct Api {
+    pub addr: SocketAddr,
+    pub token: String,
+}
+
+impl Api {
     pub fn host(&self) -> String {
         self.addr.to_string()
     }
@@ -201,8 +209,8 @@ impl Serve {
         let body = serde_json::json!({ "text": text }).to_string();
         let reply = self.post(&format!("/api/sessions/{session}/messages"), &body);
         assert_eq!(reply.status, 202, "{reply:?}");
-        self.until(|serve| {
-            let rows = serve.get("/api/approvals?state=pending").json();
+        self.until(|api| {
+            let rows = api.get("/api/approvals?state=pending").json();
             rows.as_array()
                 .unwrap()
                 .iter()
@@ -213,30 +221,84 @@ impl Serve {
 
     /// Polls `check` until it gives a value (10 s at most).
     pub fn until<T>(&self, mut check: impl FnMut(&Self) -> Option<T>) -> T {
-        let start = Instant::now();
-        loop {
-            if let Some(value) = check(self) {
-                return value;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "timed out waiting"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        poll(|| check(self))
     }
 
     /// The stored messages once the last one is the model's text `answer`.
     pub fn until_answered(&self, session: &str, answer: &str) -> Vec<Value> {
-        self.until(|serve| {
-            let messages = serve
-                .get(&format!("/api/sessions/{session}/messages"))
-                .json();
+        self.until(|api| {
+            let messages = api.get(&format!("/api/sessions/{session}/messages")).json();
             let messages = messages.as_array().unwrap().clone();
             let last = messages.last()?;
             (last["role"] == "assistant" && last["content"][0]["text"] == answer)
                 .then_some(messages)
         })
+    }
+}
+
+/// Polls `check` every 50 ms until it gives a value (10 s at most).
+fn poll<T>(mut check: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl Serve {
+    /// A handle for requests that other threads can hold.
+    pub fn api(&self) -> Api {
+        Api {
+            addr: self.addr,
+            token: self.token.clone(),
+        }
+    }
+
+    pub fn host(&self) -> String {
+        self.api().host()
+    }
+
+    pub fn origin(&self) -> String {
+        self.api().origin()
+    }
+
+    /// A request with the token, `Host` set right and, for a change, `Origin` too.
+    pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> Reply {
+        self.api().call(method, path, body)
+    }
+
+    pub fn get(&self, path: &str) -> Reply {
+        self.call("GET", path, None)
+    }
+
+    pub fn post(&self, path: &str, body: &str) -> Reply {
+        self.call("POST", path, Some(body))
+    }
+
+    /// A new conversation's id.
+    pub fn new_session(&self) -> String {
+        self.api().new_session()
+    }
+
+    /// Sends a message and waits until the question it leads to is stored.
+    pub fn ask(&self, session: &str, text: &str) -> Value {
+        self.api().ask(session, text)
+    }
+
+    /// Polls `check` until it gives a value (10 s at most).
+    pub fn until<T>(&self, mut check: impl FnMut(&Self) -> Option<T>) -> T {
+        poll(|| check(self))
+    }
+
+    /// The stored messages once the last one is the model's text `answer`.
+    pub fn until_answered(&self, session: &str, answer: &str) -> Vec<Value> {
+        self.api().until_answered(session, answer)
     }
 
     /// SIGKILL: no shutdown at all.
