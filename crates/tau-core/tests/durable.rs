@@ -270,6 +270,16 @@ async fn a_stored_answer_that_does_not_hold_any_more_refuses() {
             "the tool is no longer registered with the approved tier",
             "tier = 1",
         ),
+        // The same ladder as the routine approver's: the question's channel, and a yes
+        // given on it.
+        (
+            "the question was asked on another channel",
+            "channel = 'telegram'",
+        ),
+        (
+            "the stored approval was given on another channel",
+            r#"decided_by = '{"kind":"person","channel":"telegram"}'"#,
+        ),
     ];
     for (why, tamper) in cases {
         let hub = Hub::new();

@@ -16,8 +16,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::{SignedDuration, Timestamp};
 use tau_core::approval::{
-    Answer, ApprovalQuestion, ApprovalRow, ApprovalState, Approver, ApproverError, NewApproval,
-    StateDb, canonical_arguments,
+    Answer, ApprovalQuestion, ApprovalRow, ApprovalState, Approver, ApproverError, CallToRun,
+    NewApproval, Recheck, StateDb, canonical_arguments, recheck,
 };
 use tau_core::{CardNote, DecidedBy, Decision};
 use tau_protocol::{ApprovalId, SessionId};
@@ -199,15 +199,21 @@ impl AskApprover {
         request: &ApprovalQuestion,
         decided_by: DecidedBy,
     ) -> Result<Answer, ApproverError> {
-        if row.tool != request.tool
-            || row.call_id != request.call_id
-            || row.channel != self.channel.as_str()
-            || row.arguments_sha256 != canonical_arguments(&request.arguments).1
-        {
-            return Err(failed("the stored question no longer matches the call"));
-        }
-        if !decided_by.is_person() {
-            return Err(failed("the stored approval was not given by a person"));
+        // The one ladder every stored yes passes (the conversation gate's too). The gate
+        // asked about this call a moment ago, so its tier then is the registered one.
+        let arguments_sha256 = canonical_arguments(&request.arguments).1;
+        let call = CallToRun {
+            session: &self.session,
+            call_id: &request.call_id,
+            tool: &request.tool,
+            arguments_sha256: &arguments_sha256,
+            channel: self.channel.as_str(),
+            registered_tier: Some(request.tier),
+            now: Timestamp::now(),
+        };
+        match recheck(row, &call) {
+            Recheck::Approved => {}
+            failed_step => return Err(failed(failed_step.reason())),
         }
         if row.card != self.stored_card(&request.card) {
             return Err(failed("the stored question's card is not the one asked"));

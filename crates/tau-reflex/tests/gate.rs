@@ -323,6 +323,64 @@ async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
     }
 }
 
+/// The routine approver passes its stored yes through the same ladder as the conversation
+/// gate: a yes recorded on another channel than the question's lets nothing run.
+#[tokio::test]
+async fn a_yes_recorded_on_another_channel_runs_nothing() {
+    let lamp = lamp();
+    let rig = Rig::new(
+        catalog(Arc::clone(&lamp)),
+        Arc::new(SystemClock),
+        FakeHost::with_web(Answering::YesElsewhere),
+    );
+    let approved = def(
+        json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "on"}, "ask": "web"}),
+    );
+    let porch = routine(
+        json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "off"}, "ask": "web"}),
+        Origin::Conversation {
+            approved_hash: approved.content_hash(),
+        },
+        &rig,
+    );
+    let store = rig.host.approvals.as_ref().unwrap().db.clone();
+    let approver = tau_reflex::ask_approver(
+        Arc::clone(&rig.host) as _,
+        store.clone(),
+        &porch,
+        porch.session().clone(),
+        Duration::from_secs(30),
+        CancellationToken::new(),
+    )
+    .unwrap();
+    let run = run_once(&rig, &porch, approver).await;
+    // The approver fails on it (it never answers yes), so the gate refuses the call.
+    assert_eq!(
+        (run.outcome, run.detail.as_deref()),
+        (
+            RoutineOutcome::Refused,
+            Some(r#"failed, decided by {"kind":"approver_failed"}"#)
+        )
+    );
+    let said = rig
+        .recorded
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AuditEvent::Error { message, .. } => Some(message),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    assert!(
+        said.iter()
+            .any(|m| m.contains("the stored approval was given on another channel")),
+        "{said:?}"
+    );
+    assert_eq!(lamp.count(), 0);
+    let rows = store.approvals(None).unwrap();
+    assert_eq!(rows[0].consumed_at, None, "never let through");
+}
+
 #[tokio::test]
 async fn an_unanswered_question_expires_and_refuses() {
     let lamp = lamp();

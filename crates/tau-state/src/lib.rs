@@ -44,8 +44,8 @@ mod titles;
 
 pub use anchor::AuditHead;
 pub use approvals::{
-    Answered, ApprovalRow, ApprovalState, CallOutcome, NewApproval, RecordedAnswer, Untrusted,
-    canonical_arguments, cross_check, needs_check,
+    Answered, ApprovalRow, ApprovalState, CallOutcome, CallToRun, NewApproval, Recheck,
+    RecordedAnswer, Untrusted, canonical_arguments, cross_check, needs_check, recheck,
 };
 pub use conversations::Conversation;
 pub use db::StateDb;

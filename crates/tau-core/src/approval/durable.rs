@@ -19,6 +19,6 @@
 //! layers above.
 
 pub use tau_state::{
-    Answered, ApprovalRow, ApprovalState, CallOutcome, NewApproval, StateDb, StateError,
-    canonical_arguments,
+    Answered, ApprovalRow, ApprovalState, CallOutcome, CallToRun, NewApproval, Recheck, StateDb,
+    StateError, canonical_arguments, recheck,
 };

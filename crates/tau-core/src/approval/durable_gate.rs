@@ -11,7 +11,8 @@ use tau_protocol::{
 };
 
 use super::durable::{
-    Answered, ApprovalRow, ApprovalState, NewApproval, StateDb, StateError, canonical_arguments,
+    Answered, ApprovalRow, ApprovalState, CallToRun, NewApproval, Recheck, StateDb, StateError,
+    canonical_arguments, recheck,
 };
 use super::gate::{Check, Precheck, Standing, TierGate};
 use super::texts::{effect_uncertain_text, refusal_text};
@@ -155,54 +156,41 @@ impl TierGate {
             Err(error) => return refuse(None, &error.to_string()),
         };
         let tier = Some(row.tier);
-        if row.session != durable.session || row.call_id != tool_use_id || row.tool != tool {
-            return refuse(tier, "the answer belongs to another call");
-        }
-        if row.consumed_at.is_some() {
-            // Let through before and resumed again: tau stopped before the call's result
-            // was stored. Whatever else changed since, it never runs a second time.
-            return self.effect_uncertain(&durable.store, &row);
-        }
-        match self.tiers.standing(tool) {
-            Standing::Known { tier, .. } if tier == row.tier && tier == Tier::Physical => {}
-            Standing::Known { .. } | Standing::Unknown | Standing::Invalid { .. } => {
-                return refuse(
-                    tier,
-                    "the tool is no longer registered with the approved tier",
-                );
-            }
-        }
-        if let Err(reason) = self.tiers.check_input(tool, arguments) {
-            return refuse(
-                tier,
-                &format!("the tool now refuses the arguments: {reason}"),
-            );
-        }
+        let registered_tier = match self.tiers.standing(tool) {
+            Standing::Known { tier, .. } => Some(tier),
+            Standing::Unknown | Standing::Invalid { .. } => None,
+        };
+        let (_, arguments_sha256) = canonical_arguments(arguments);
+        let call = CallToRun {
+            session: &durable.session,
+            call_id: tool_use_id,
+            tool,
+            arguments_sha256: &arguments_sha256,
+            channel: &durable.channel,
+            registered_tier,
+            now: Timestamp::now(),
+        };
         let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
         let refused = |approval| {
             let mut check = Check::refuse(refusal_text(tool), approval, tier, decided_by.clone());
             check.approval_id = Some(row.id.to_string());
             check
         };
-        match row.state {
-            ApprovalState::Approved => {}
-            ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
-                return refused(Approval::Rejected);
-            }
-            ApprovalState::Expired => return refused(Approval::Timeout),
-            ApprovalState::Pending => {
-                return refuse(tier, "resumed before the question was answered");
-            }
+        // The one ladder every stored yes passes (the routine approver's too).
+        match recheck(&row, &call) {
+            Recheck::Approved => {}
+            // Let through before and resumed again: tau stopped before the call's result
+            // was stored. Whatever else changed since, it never runs a second time.
+            Recheck::AlreadyUsed => return self.effect_uncertain(&durable.store, &row),
+            Recheck::Refused(ApprovalState::Expired) => return refused(Approval::Timeout),
+            Recheck::Refused(_) => return refused(Approval::Rejected),
+            failed => return refuse(tier, failed.reason()),
         }
-        if !decided_by.is_person() {
-            return refuse(tier, "the stored approval was not given by a person");
-        }
-        if Timestamp::now() > row.deadline {
-            return refuse(tier, "the approval's deadline has passed");
-        }
-        let (_, hash) = canonical_arguments(arguments);
-        if hash != row.arguments_sha256 {
-            return refuse(tier, "the arguments differ from the approved ones");
+        if let Err(reason) = self.tiers.check_input(tool, arguments) {
+            return refuse(
+                tier,
+                &format!("the tool now refuses the arguments: {reason}"),
+            );
         }
         match durable.store.consume_approval(&row.id, Timestamp::now()) {
             Ok(true) => {}

@@ -19,8 +19,8 @@ pub use approver::{
     Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
 };
 pub use durable::{
-    Answered, ApprovalRow, ApprovalState, CallOutcome, NewApproval, StateDb, StateError,
-    canonical_arguments,
+    Answered, ApprovalRow, ApprovalState, CallOutcome, CallToRun, NewApproval, Recheck, StateDb,
+    StateError, canonical_arguments, recheck,
 };
 pub use durable_gate::{
     APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, answer_durable_granting,

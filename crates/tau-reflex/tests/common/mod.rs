@@ -103,6 +103,8 @@ pub fn catalog(lamp: Arc<Lamp>) -> ToolCatalog {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answering {
     Yes,
+    /// A yes recorded as given on Telegram, to a question asked on the web.
+    YesElsewhere,
     No,
     Never,
 }
@@ -186,12 +188,17 @@ impl RoutineHost for FakeHost {
         self.announced.lock().unwrap().push(row.clone());
         let Some(store) = &self.approvals else { return };
         let to = match self.answering {
-            Answering::Yes => ApprovalState::Approved,
+            Answering::Yes | Answering::YesElsewhere => ApprovalState::Approved,
             Answering::No => ApprovalState::Rejected,
             Answering::Never => return,
         };
+        let channel = if self.answering == Answering::YesElsewhere {
+            "telegram"
+        } else {
+            "web"
+        };
         let person = DecidedBy::Person {
-            channel: "web".into(),
+            channel: channel.into(),
             user: Some("ada".into()),
         };
         answer_durable(&store.db, &self.events, &row.id, to, &person, None).unwrap();

@@ -22,7 +22,9 @@ use crate::db::StateDb;
 use crate::error::StateError;
 
 mod check;
+mod recheck;
 pub use check::{RecordedAnswer, Untrusted, cross_check, needs_check};
+pub use recheck::{CallToRun, Recheck, recheck};
 
 /// Where a question stands. Only `pending` can change, and only once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
