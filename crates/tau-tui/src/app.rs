@@ -27,9 +27,9 @@ pub(crate) enum Action {
         approval_id: String,
         decision: Decision,
         confirmation: Option<String>,
-        /// "Yes, and allow this again": the word `always` typed on a card that offers a
-        /// grant.
-        grant: bool,
+        /// "Yes, and allow this again": `always` (this conversation) or `always all`
+        /// (every conversation on the TUI) typed on a card that offers a grant.
+        grant: Option<tau_core::GrantScope>,
     },
     /// Cancel the running turn and close its questions.
     Cancel,
@@ -289,7 +289,7 @@ impl App {
             return self.step_key(key, at, page, max_scroll);
         }
         let plain = key.modifiers.difference(KeyModifiers::SHIFT).is_empty();
-        let mut grant = false;
+        let mut grant = None;
         // A card that offers a grant takes a word for it: letters other than y and n
         // start it, everything after them is part of it, Enter answers with it. A key
         // typed ahead can never make a grant.
@@ -298,7 +298,7 @@ impl App {
             match key.code {
                 KeyCode::Char(c)
                     if plain
-                        && !c.is_whitespace()
+                        && (!c.is_whitespace() || (typing && c == ' '))
                         && (typing || !matches!(c, 'y' | 'Y' | 'n' | 'N')) =>
                 {
                     card.type_char(c, MAX_TYPED);
@@ -314,16 +314,16 @@ impl App {
                 }
                 KeyCode::Enter if plain && typing => {
                     let typed = std::mem::take(&mut card.typed);
-                    if !typed.trim().eq_ignore_ascii_case(GRANT_WORD) {
+                    let Some(scope) = grant_scope(&typed) else {
                         return Action::Nothing;
-                    }
-                    grant = true;
+                    };
+                    grant = Some(scope);
                 }
                 _ => {}
             }
         }
         let decision = match key.code {
-            _ if grant => Decision::Approved,
+            _ if grant.is_some() => Decision::Approved,
             KeyCode::Char('y' | 'Y')
                 if key.modifiers.difference(KeyModifiers::SHIFT).is_empty() =>
             {
@@ -430,7 +430,7 @@ impl App {
             approval_id,
             decision,
             confirmation,
-            grant: false,
+            grant: None,
         }
     }
 
@@ -504,6 +504,20 @@ const MAX_TYPED: usize = 64;
 
 /// The word that approves a call and makes the grant its card offers.
 pub(crate) const GRANT_WORD: &str = "always";
+
+/// The grant a typed word asks for: `always` for this conversation, `always all` for every
+/// conversation on the TUI (any case, any spacing); `None` for anything else.
+pub(crate) fn grant_scope(typed: &str) -> Option<tau_core::GrantScope> {
+    let mut words = typed.split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case(GRANT_WORD) {
+        return None;
+    }
+    match (words.next(), words.next()) {
+        (None, _) => Some(tau_core::GrantScope::Conversation),
+        (Some(all), None) if all.eq_ignore_ascii_case("all") => Some(tau_core::GrantScope::Channel),
+        _ => None,
+    }
+}
 
 /// `y`, `yes`, `e`, `evet` (any case): a plain yes, which a second step ignores.
 fn is_bare_yes(typed: &str) -> bool {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use tau_core::{
     Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision, GrantRequest,
+    GrantScope,
 };
 use tokio::sync::oneshot;
 
@@ -40,15 +41,21 @@ impl Questions {
         approval_id: &str,
         decision: Decision,
         confirmation: Option<&str>,
-        grant: bool,
+        grant: Option<GrantScope>,
     ) {
         let mut answer = Answer::new(decision, DecidedBy::person(TUI_CHANNEL));
         if let Some(typed) = confirmation {
             answer = answer.confirmed_with(typed);
         }
-        if grant && decision == Decision::Approved {
-            // This conversation, for the offer's hours: what the card said it covers.
-            answer.grant = Some(GrantRequest::conversation());
+        if let Some(scope) = grant
+            && decision == Decision::Approved
+        {
+            // For the offer's hours, where the card said: this conversation, or every one
+            // on the TUI.
+            answer.grant = Some(GrantRequest {
+                scope,
+                ..GrantRequest::default()
+            });
         }
         self.send(approval_id, answer);
     }
@@ -185,9 +192,9 @@ mod tests {
         });
         until_open(&questions, 1).await;
         // An answer to another question is not an answer to this one.
-        questions.answer("ap_other", Decision::Approved, None, false);
+        questions.answer("ap_other", Decision::Approved, None, None);
         assert_eq!(questions.open(), 1);
-        questions.answer("ap_1", Decision::Rejected, None, false);
+        questions.answer("ap_1", Decision::Rejected, None, None);
         assert_eq!(
             first.await.unwrap().unwrap(),
             Answer::new(Decision::Rejected, DecidedBy::person("tui"))
@@ -198,7 +205,7 @@ mod tests {
     async fn an_answer_keyed_before_decide_is_kept_for_that_question_only() {
         let approver = TuiApprover::new();
         let questions = approver.questions();
-        questions.answer("ap_1", Decision::Approved, None, false);
+        questions.answer("ap_1", Decision::Approved, None, None);
         assert_eq!(
             approver.decide(request("ap_1")).await.unwrap(),
             Answer::approved_by("tui")
@@ -235,7 +242,7 @@ mod tests {
         assert_eq!(questions.open(), 0);
         // The late key is kept as an early answer to that id; the next question has a new
         // id, and the finished one is forgotten when its decision arrives.
-        questions.answer("ap_1", Decision::Approved, None, false);
+        questions.answer("ap_1", Decision::Approved, None, None);
         questions.forget("ap_1");
         let next =
             tokio::time::timeout(Duration::from_millis(10), approver.decide(request("ap_2"))).await;

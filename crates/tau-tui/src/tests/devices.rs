@@ -85,7 +85,7 @@ fn a_bare_y_never_passes_the_second_step() {
             approval_id: format!("ap_{:032x}", 3),
             decision: Decision::Approved,
             confirmation: Some("garage-door".into()),
-            grant: false,
+            grant: None,
         })
     );
     assert!(app.cards.is_empty());
@@ -102,7 +102,7 @@ fn the_number_passes_and_anything_else_refuses() {
             approval_id: format!("ap_{:032x}", 3),
             decision: Decision::Approved,
             confirmation: Some("47".into()),
-            grant: false,
+            grant: None,
         })
     );
     for other in ["48", "garage", "n"] {
@@ -114,7 +114,7 @@ fn the_number_passes_and_anything_else_refuses() {
                 approval_id: format!("ap_{:032x}", 3),
                 decision: Decision::Rejected,
                 confirmation: None,
-                grant: false,
+                grant: None,
             }),
             "{other}"
         );
@@ -126,7 +126,7 @@ fn the_number_passes_and_anything_else_refuses() {
             approval_id: format!("ap_{:032x}", 3),
             decision: Decision::Rejected,
             confirmation: None,
-            grant: false,
+            grant: None,
         }
     );
 }

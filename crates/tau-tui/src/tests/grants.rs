@@ -49,6 +49,10 @@ fn offering(language: Language) -> App {
 }
 
 fn answered(grant: bool) -> Action {
+    answered_for(grant.then_some(tau_core::GrantScope::Conversation))
+}
+
+fn answered_for(grant: Option<tau_core::GrantScope>) -> Action {
     Action::Answer {
         approval_id: "ap_1".into(),
         decision: Decision::Approved,
@@ -91,6 +95,33 @@ fn always_and_enter_approve_and_grant_and_its_y_is_not_a_yes() {
     assert_eq!(app.cards.len(), 1);
     assert_eq!(app.key(key(KeyCode::Enter), at), answered(true));
     assert!(app.cards.is_empty());
+}
+
+#[test]
+fn always_all_grants_for_every_conversation_here_and_a_space_starts_no_word() {
+    let mut app = offering(Language::En);
+    let at = Instant::now() + Duration::from_secs(2);
+    // A space alone scrolls the card; inside a word it is part of it.
+    assert_eq!(app.key(key(KeyCode::Char(' ')), at), Action::Nothing);
+    assert!(app.cards[0].typed.is_empty());
+    typed(&mut app, "always all", at);
+    assert_eq!(
+        app.key(key(KeyCode::Enter), at),
+        answered_for(Some(tau_core::GrantScope::Channel))
+    );
+    // Anything more after `all` is no word tau takes.
+    let mut app = offering(Language::En);
+    typed(&mut app, "always all y", at);
+    assert_eq!(app.key(key(KeyCode::Enter), at), Action::Nothing);
+    assert_eq!(app.cards.len(), 1);
+    for (word, scope) in [
+        ("always", Some(tau_core::GrantScope::Conversation)),
+        ("ALWAYS  All", Some(tau_core::GrantScope::Channel)),
+        ("always al", None),
+        ("all always", None),
+    ] {
+        assert_eq!(crate::app::grant_scope(word), scope, "{word}");
+    }
 }
 
 #[test]

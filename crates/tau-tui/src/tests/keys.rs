@@ -25,7 +25,7 @@ fn answer(id: &str, decision: Decision) -> Action {
         approval_id: id.into(),
         decision,
         confirmation: None,
-        grant: false,
+        grant: None,
     }
 }
 
