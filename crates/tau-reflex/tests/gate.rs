@@ -20,7 +20,7 @@ use jiff::tz::TimeZone;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{ContentBlock, Message, Role, ScriptedModel, ToolUse};
-use tau_core::approval::ApprovalState;
+use tau_core::approval::{ApprovalState, StateDb};
 use tau_core::{
     AuditEvent, CoreConfig, EventBus, RecordedEvents, RoutineOutcome, ScriptedApprover,
 };
@@ -323,6 +323,35 @@ async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
     }
 }
 
+/// `porch` switching the lamp off, edited since its approval (so not exempt), asking on
+/// the web; its store and its approver, which waits up to `timeout`.
+fn porch_asking_web(
+    rig: &Rig,
+    timeout: Duration,
+) -> (Routine, StateDb, Arc<dyn tau_core::approval::Approver>) {
+    let approved = def(
+        json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "on"}, "ask": "web"}),
+    );
+    let porch = routine(
+        json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "off"}, "ask": "web"}),
+        Origin::Conversation {
+            approved_hash: approved.content_hash(),
+        },
+        rig,
+    );
+    let store = rig.host.approvals.as_ref().unwrap().db.clone();
+    let approver = tau_reflex::ask_approver(
+        Arc::clone(&rig.host) as _,
+        store.clone(),
+        &porch,
+        porch.session().clone(),
+        timeout,
+        CancellationToken::new(),
+    )
+    .unwrap();
+    (porch, store, approver)
+}
+
 /// The routine approver passes its stored yes through the same ladder as the conversation
 /// gate: a yes recorded on another channel than the question's lets nothing run.
 #[tokio::test]
@@ -333,26 +362,7 @@ async fn a_yes_recorded_on_another_channel_runs_nothing() {
         Arc::new(SystemClock),
         FakeHost::with_web(Answering::YesElsewhere),
     );
-    let approved = def(
-        json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "on"}, "ask": "web"}),
-    );
-    let porch = routine(
-        json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "off"}, "ask": "web"}),
-        Origin::Conversation {
-            approved_hash: approved.content_hash(),
-        },
-        &rig,
-    );
-    let store = rig.host.approvals.as_ref().unwrap().db.clone();
-    let approver = tau_reflex::ask_approver(
-        Arc::clone(&rig.host) as _,
-        store.clone(),
-        &porch,
-        porch.session().clone(),
-        Duration::from_secs(30),
-        CancellationToken::new(),
-    )
-    .unwrap();
+    let (porch, store, approver) = porch_asking_web(&rig, Duration::from_secs(30));
     let run = run_once(&rig, &porch, approver).await;
     // The approver fails on it (it never answers yes), so the gate refuses the call.
     assert_eq!(
@@ -389,26 +399,7 @@ async fn an_unanswered_question_expires_and_refuses() {
         Arc::new(SystemClock),
         FakeHost::with_web(Answering::Never),
     );
-    let approved = def(
-        json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "on"}, "ask": "web"}),
-    );
-    let porch = routine(
-        json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "off"}, "ask": "web"}),
-        Origin::Conversation {
-            approved_hash: approved.content_hash(),
-        },
-        &rig,
-    );
-    let store = rig.host.approvals.as_ref().unwrap().db.clone();
-    let approver = tau_reflex::ask_approver(
-        Arc::clone(&rig.host) as _,
-        store.clone(),
-        &porch,
-        porch.session().clone(),
-        Duration::from_millis(300),
-        CancellationToken::new(),
-    )
-    .unwrap();
+    let (porch, store, approver) = porch_asking_web(&rig, Duration::from_millis(300));
     let run = run_once(&rig, &porch, approver).await;
     assert_eq!(run.outcome, RoutineOutcome::Refused);
     assert_eq!(

@@ -207,18 +207,23 @@ fn times_are_shown_in_tau_s_zone_and_name_it() {
     ));
 }
 
+/// A grant offer for 24 h, as the gate makes one.
+fn offer() -> tau_core::GrantOffer {
+    tau_core::GrantOffer {
+        schema_sha256: "ab".repeat(32),
+        arguments_sha256: "cd".repeat(32),
+        card_sha256: "ef".repeat(32),
+        hours: 24,
+        suggestion: None,
+    }
+}
+
 #[test]
 fn a_question_that_offers_a_grant_says_what_it_covers_before_its_button() {
     let mut shots = String::new();
     for language in Language::ALL {
         let mut a = asked(json!({"command": "npm run test"}));
-        a.grant = Some(tau_core::GrantOffer {
-            schema_sha256: "ab".repeat(32),
-            arguments_sha256: "cd".repeat(32),
-            card_sha256: "ef".repeat(32),
-            hours: 24,
-            suggestion: None,
-        });
+        a.grant = Some(offer());
         shots.push_str(&format!("== {}\n", language.code()));
         shots.push_str(&shown(question(&a, language, &TimeZone::UTC)));
         shots.push_str("\n\n");
@@ -239,13 +244,7 @@ fn a_question_that_offers_a_grant_says_what_it_covers_before_its_button() {
 #[test]
 fn a_second_step_never_offers_a_grant_even_when_the_row_carries_one() {
     let mut a = asked(json!({"device": "garage-door", "action": "open"}));
-    a.grant = Some(tau_core::GrantOffer {
-        schema_sha256: "ab".repeat(32),
-        arguments_sha256: "cd".repeat(32),
-        card_sha256: "ef".repeat(32),
-        hours: 24,
-        suggestion: None,
-    });
+    a.grant = Some(offer());
     a.card.confirm = Some(tau_core::ConfirmStep {
         word: "garage-door".into(),
         code: "47".into(),

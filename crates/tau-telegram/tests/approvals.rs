@@ -13,8 +13,10 @@ mod support;
 use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
-use support::{Call, FakeBotApi, FakeHub, OWNER, STRANGER, TOKEN, message, press, until};
+use serde_json::json;
+use support::{
+    Call, FakeBotApi, FakeHub, OWNER, STRANGER, TOKEN, buttons, message, press, toasts, until,
+};
 use tau_core::approval::ApprovalState;
 use tau_core::{ChannelEvent, DecidedBy, Language};
 use tau_telegram::{HubEvent, PressRefusal, RefusedPress, Store, TelegramChannel, TelegramConfig};
@@ -39,23 +41,6 @@ fn start(
     )
     .unwrap();
     tokio::spawn(channel.run(events))
-}
-
-fn buttons(call: &Call) -> Vec<(String, String)> {
-    call.body["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .map(|rows| {
-            rows.iter()
-                .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-                .map(|b| {
-                    (
-                        b["text"].as_str().unwrap_or_default().to_owned(),
-                        b["callback_data"].as_str().unwrap_or_default().to_owned(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn text(call: &Call) -> &str {
@@ -95,14 +80,6 @@ async fn edit_of(api: &FakeBotApi, message_id: i64) -> Call {
     .await
 }
 
-async fn answers(api: &FakeBotApi, count: usize) -> Vec<Value> {
-    api.wait_calls("answerCallbackQuery", count)
-        .await
-        .iter()
-        .map(|c| c.body["text"].clone())
-        .collect()
-}
-
 #[tokio::test]
 async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
     let api = FakeBotApi::start().await;
@@ -120,7 +97,7 @@ async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
     );
     assert!(text(&edit).contains("touch /tmp/x"));
     assert_eq!(edit.body["reply_markup"], json!({"inline_keyboard": []}));
-    let answered = answers(&api, 1).await;
+    let answered = toasts(&api, 1).await;
     assert!(
         answered[0]
             .as_str()
@@ -129,7 +106,7 @@ async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
     );
     // A second press on the decided question learns its final state and changes nothing.
     api.push_updates(&[press(2, OWNER, OWNER, message_id, &format!("v1:r:{id}"))]);
-    let answered = answers(&api, 2).await;
+    let answered = toasts(&api, 2).await;
     assert!(
         answered[1]
             .as_str()
@@ -176,7 +153,7 @@ async fn a_strangers_press_is_not_theirs_changes_nothing_and_is_recorded() {
         press(2, STRANGER, STRANGER, message_id, &format!("v1:a:{id}")),
     ]);
     assert_eq!(
-        answers(&api, 2).await,
+        toasts(&api, 2).await,
         vec![
             json!("This question is not yours to answer."),
             json!("This question is not yours to answer.")
@@ -233,7 +210,7 @@ async fn a_press_from_another_chat_or_session_or_with_forged_data_is_refused() {
         press(4, OWNER, OWNER, message_id, "approve"),
     ]);
     assert_eq!(
-        answers(&api, 4).await,
+        toasts(&api, 4).await,
         vec![
             json!("This question is not yours to answer."),
             json!("This question is not yours to answer."),
@@ -364,7 +341,7 @@ async fn a_press_after_the_deadline_is_told_it_expired_and_decides_nothing() {
     hub.tamper(&id, "deadline = '1970-01-01T00:00:00Z'");
     api.push_updates(&[press(1, OWNER, OWNER, message_id, &format!("v1:a:{id}"))]);
     assert_eq!(
-        answers(&api, 1).await,
+        toasts(&api, 1).await,
         vec![json!(
             "⌛ Expired unanswered at 1970-01-01 00:00:00 UTC: not run"
         )]

@@ -10,13 +10,13 @@
 
 mod support;
 
-use std::sync::Arc;
-
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
-use support::{Call, FakeBotApi, FakeHub, OWNER, STRANGER, TOKEN, message, press, until};
-use tau_core::{DecidedBy, Grant, GrantId, GrantScope, Language, Tier};
-use tau_telegram::{PressRefusal, TelegramChannel};
+use serde_json::json;
+use support::{
+    Call, FakeBotApi, FakeHub, OWNER, STRANGER, buttons, message, press, run_channel, toasts, until,
+};
+use tau_core::{DecidedBy, Grant, GrantId, GrantScope, Tier};
+use tau_telegram::PressRefusal;
 
 const OTHER_OWNER: i64 = 77;
 
@@ -49,22 +49,9 @@ fn grant(n: u32, person: i64) -> Grant {
     }
 }
 
-fn buttons(call: &Call) -> Vec<String> {
-    call.body["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .map(|b| b["callback_data"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-async fn toasts(api: &FakeBotApi, count: usize) -> Vec<Value> {
-    api.wait_calls("answerCallbackQuery", count)
-        .await
-        .iter()
-        .map(|c| c.body["text"].clone())
-        .collect()
+/// A message's callback data, row by row.
+fn button_data(call: &Call) -> Vec<String> {
+    buttons(call).into_iter().map(|(_, data)| data).collect()
 }
 
 #[tokio::test]
@@ -77,16 +64,7 @@ async fn grants_lists_ones_own_and_revoke_takes_only_ones_own() {
     hub.approvals.create_grant(&theirs).unwrap();
     let mut config = api.config();
     config.owners.push(OTHER_OWNER);
-    let channel = TelegramChannel::new(
-        &config,
-        TOKEN,
-        Arc::clone(&hub) as Arc<dyn tau_telegram::Hub>,
-        hub.store(),
-        Language::En,
-        jiff::tz::TimeZone::UTC,
-    )
-    .unwrap();
-    let task = tokio::spawn(channel.run(events));
+    let task = run_channel(&config, &hub, events);
 
     // The list: the owner's own grant, with its Revoke; the other owner's is not there.
     api.push_updates(&[message(1, OWNER, OWNER, "/grants")]);
@@ -102,7 +80,7 @@ async fn grants_lists_ones_own_and_revoke_takes_only_ones_own() {
     let text = list.body["text"].as_str().unwrap();
     assert!(text.contains("npm run test 1"), "{text}");
     assert!(!text.contains("npm run test 2"), "{text}");
-    assert_eq!(buttons(&list), vec![format!("v1:v:{}", mine.id)]);
+    assert_eq!(button_data(&list), vec![format!("v1:v:{}", mine.id)]);
 
     // A stranger's press, another owner's on a grant not theirs, an approval's id on a
     // Revoke: nothing is revoked.
@@ -179,25 +157,18 @@ async fn grants_lists_ones_own_and_revoke_takes_only_ones_own() {
 async fn approve_always_on_a_question_that_offers_no_grant_decides_nothing() {
     let api = FakeBotApi::start().await;
     let (hub, events) = FakeHub::new();
-    let channel = TelegramChannel::new(
-        &api.config(),
-        TOKEN,
-        Arc::clone(&hub) as Arc<dyn tau_telegram::Hub>,
-        hub.store(),
-        Language::En,
-        jiff::tz::TimeZone::UTC,
-    )
-    .unwrap();
-    let task = tokio::spawn(channel.run(events));
+    let task = run_channel(&api.config(), &hub, events);
     let id = hub.ask("4242", json!({"command": "touch /tmp/x"})).await;
     let question = until("the question", || {
         api.calls("sendMessage").into_iter().next()
     })
     .await;
     assert!(
-        buttons(&question).iter().all(|b| !b.starts_with("v1:g:")),
+        button_data(&question)
+            .iter()
+            .all(|b| !b.starts_with("v1:g:")),
         "no grant offered, no button: {:?}",
-        buttons(&question)
+        button_data(&question)
     );
     // A forged "Approve, allow again": the hub refuses it and the question stays open.
     api.push_updates(&[press(1, OWNER, OWNER, 101, &format!("v1:g:{id}"))]);

@@ -31,15 +31,6 @@ const STARTS: usize = 5;
 /// What a start over this home must stay under.
 const TARGET: Duration = Duration::from_secs(1);
 
-fn argument(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// `count` sessions of two messages each, written straight into the home's store (as
 /// `tau chat` leaves them).
 fn stored_sessions(tau: &Tau, count: usize) {
@@ -88,8 +79,8 @@ fn waiting_questions(tau: &Tau, model: &str, config: &std::path::Path, count: us
 }
 
 fn main() {
-    let sessions = argument("--sessions", 10_000);
-    let questions = argument("--questions", 1_000);
+    let sessions = common::bench_argument("--sessions", 10_000);
+    let questions = common::bench_argument("--questions", 1_000);
     let tau = Tau::new();
     let call = json!({"command": "touch made.txt"});
     let model = tau.replay(&json!([

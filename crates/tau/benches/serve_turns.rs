@@ -30,15 +30,6 @@ use common::Tau;
 use common::model_server::ModelServer;
 use serde_json::json;
 
-fn argument(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// User + system CPU of process `pid` so far (`/proc/PID/stat`, in clock ticks of 10 ms).
 fn cpu(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -56,7 +47,7 @@ fn median(values: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    let turns = argument("--turns", 200).max(20);
+    let turns = common::bench_argument("--turns", 200).max(20);
     let tau = Tau::new();
     let server = ModelServer::start(
         "run_command",

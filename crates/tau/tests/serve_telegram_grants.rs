@@ -21,7 +21,6 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_test_support::telegram::{BotMessage, Emulator};
 
-const TOKEN: &str = "123456:TEST-token_x";
 const OWNER: i64 = 4242;
 const GROUP: i64 = -100_777;
 const COMMAND: &str = "echo x >> out.txt";
@@ -68,7 +67,7 @@ fn lines_of(tau: &Tau, kind: &str) -> Vec<Value> {
 
 #[test]
 fn allow_again_on_telegram_runs_the_same_call_unasked_until_revoked() {
-    let Some(emulator) = Emulator::start(TOKEN) else {
+    let Some(emulator) = Emulator::start(common::serve::TELEGRAM_TOKEN) else {
         return;
     };
     let tau = Tau::new();
@@ -83,12 +82,12 @@ fn allow_again_on_telegram_runs_the_same_call_unasked_until_revoked() {
         tool_call("t4", "run_command", &call),
         answer("fourth"),
     ]));
-    let config = tau.serve_config(&format!(
-        "[telegram]\nowners = [{OWNER}]\nallowed_chats = [{OWNER}, {GROUP}]\napi_url = \"{}\"\n\
-         poll_timeout_seconds = 0\nmin_poll_interval_ms = 50\nedit_interval_ms = 50\n",
-        emulator.url
-    ));
-    let _serve = tau.serve_env(&model, &config, &[("TAU_TELEGRAM_TOKEN", TOKEN)]);
+    let _serve = tau.serve_telegram(
+        &model,
+        &emulator.url,
+        OWNER,
+        &format!("allowed_chats = [{OWNER}, {GROUP}]\n"),
+    );
 
     // 1. The question says what a grant covers and offers it.
     emulator.write(OWNER, OWNER, "append x");

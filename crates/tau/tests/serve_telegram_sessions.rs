@@ -15,22 +15,16 @@ use common::*;
 use serde_json::json;
 use tau_test_support::telegram::Emulator;
 
-const TOKEN: &str = "123456:TEST-token_x";
 const OWNER: i64 = 4242;
 
 #[test]
 fn sessions_are_listed_by_title_renamed_and_found_from_the_chat() {
-    let Some(emulator) = Emulator::start(TOKEN) else {
+    let Some(emulator) = Emulator::start(common::serve::TELEGRAM_TOKEN) else {
         return;
     };
     let tau = Tau::new();
     let model = tau.replay(&json!([answer("Done.")]));
-    let config = tau.serve_config(&format!(
-        "[telegram]\nowners = [{OWNER}]\napi_url = \"{}\"\npoll_timeout_seconds = 0\n\
-         min_poll_interval_ms = 50\nedit_interval_ms = 50\n",
-        emulator.url
-    ));
-    let _serve = tau.serve_env(&model, &config, &[("TAU_TELEGRAM_TOKEN", TOKEN)]);
+    let _serve = tau.serve_telegram(&model, &emulator.url, OWNER, "");
     let said = |text: &str| {
         let text = text.to_owned();
         emulator.wait(&text.clone(), move |m| {

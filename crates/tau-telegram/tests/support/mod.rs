@@ -583,3 +583,48 @@ impl Hub for FakeHub {
         self.refused.lock().unwrap().push(press.clone());
     }
 }
+
+/// A message's buttons as (label, callback data), row by row.
+pub fn buttons(call: &Call) -> Vec<(String, String)> {
+    call.body["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+                .map(|b| {
+                    (
+                        b["text"].as_str().unwrap_or_default().to_owned(),
+                        b["callback_data"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The texts of the first `count` answers to presses (the toasts), once there are that many.
+pub async fn toasts(api: &FakeBotApi, count: usize) -> Vec<Value> {
+    api.wait_calls("answerCallbackQuery", count)
+        .await
+        .iter()
+        .map(|c| c.body["text"].clone())
+        .collect()
+}
+
+/// The channel on `hub` with `config`, in English and UTC, running until aborted.
+pub fn run_channel(
+    config: &TelegramConfig,
+    hub: &Arc<FakeHub>,
+    events: mpsc::Receiver<HubEvent>,
+) -> tokio::task::JoinHandle<tau_telegram::PollError> {
+    let channel = tau_telegram::TelegramChannel::new(
+        config,
+        TOKEN,
+        Arc::clone(hub) as Arc<dyn Hub>,
+        hub.store(),
+        tau_core::Language::En,
+        jiff::tz::TimeZone::UTC,
+    )
+    .unwrap();
+    tokio::spawn(channel.run(events))
+}

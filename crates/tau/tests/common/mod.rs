@@ -239,3 +239,13 @@ pub fn tool_call(id: &str, name: &str, input: &Value) -> Value {
 pub fn answer(text: &str) -> Value {
     json!({"role": "assistant", "content": [{"text": text}]})
 }
+
+/// A bench's whole-number option `name VALUE` from its command line, else `default`.
+pub fn bench_argument(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

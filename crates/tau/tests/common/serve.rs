@@ -16,6 +16,9 @@ use super::Tau;
 /// Where a test build of tau writes the failpoint it stopped at.
 const FAILPOINT_MARK: &str = "failpoint-reached";
 
+/// The bot token the Telegram tests give tau and the emulator.
+pub const TELEGRAM_TOKEN: &str = "123456:TEST-token_x";
+
 pub struct Serve {
     pub child: Child,
     pub addr: SocketAddr,
@@ -68,6 +71,17 @@ impl Tau {
     /// `tau.toml` for a hub on a free port, plus `extra`.
     pub fn serve_config(&self, extra: &str) -> std::path::PathBuf {
         self.config(&format!("[web]\nlisten = \"127.0.0.1:0\"\n{extra}"))
+    }
+
+    /// `tau serve` with Telegram on the Bot API emulator at `api_url` (the bot's token in
+    /// [`TELEGRAM_TOKEN`], `owner` its owner, quick polls and edits; `telegram` adds keys to
+    /// `[telegram]`) and `model`.
+    pub fn serve_telegram(&self, model: &str, api_url: &str, owner: i64, telegram: &str) -> Serve {
+        let config = self.serve_config(&format!(
+            "[telegram]\nowners = [{owner}]\napi_url = \"{api_url}\"\npoll_timeout_seconds = 0\n\
+             min_poll_interval_ms = 50\nedit_interval_ms = 50\n{telegram}"
+        ));
+        self.serve_env(model, &config, &[("TAU_TELEGRAM_TOKEN", TELEGRAM_TOKEN)])
     }
 
     /// `tau serve` that stops dead at the failpoint `failpoint` (only test builds have
