@@ -77,14 +77,13 @@ struct WebDone {
 
 /// Conversations of `TURNS` turns each until `until`; each tier-2 call is approved once
 /// over the API.
-fn web_turns(api: &Api, until: Instant, started: &Mutex<Vec<String>>) -> WebDone {
+fn web_turns(api: &Api, until: Instant, answered: &Mutex<Vec<String>>) -> WebDone {
     let mut done = WebDone {
         sessions: Vec::new(),
         slowest_turn: Duration::ZERO,
     };
     while Instant::now() < until {
         let session = api.new_session();
-        started.lock().unwrap().push(session.clone());
         done.sessions.push((session.clone(), 0));
         for n in 1..=TURNS {
             let turn = Instant::now();
@@ -103,6 +102,11 @@ fn web_turns(api: &Api, until: Instant, started: &Mutex<Vec<String>>) -> WebDone
             api.until_answered(&session, &format!("Done {n}."));
             done.slowest_turn = done.slowest_turn.max(turn.elapsed());
             done.sessions.last_mut().unwrap().1 = n;
+            // Shown by `tau sessions show` from its first answer on: a conversation
+            // nobody wrote in yet has no stored session.
+            if n == 1 {
+                answered.lock().unwrap().push(session.clone());
+            }
         }
     }
     done
