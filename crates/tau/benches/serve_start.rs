@@ -34,6 +34,7 @@ const TARGET: Duration = Duration::from_secs(1);
 /// `count` sessions of two messages each, written straight into the home's store (as
 /// `tau chat` leaves them).
 fn stored_sessions(tau: &Tau, count: usize) {
+    std::fs::create_dir_all(tau.home()).unwrap();
     let db = tau_state::StateDb::open(&tau.home().join("state.db")).unwrap();
     for n in 0..count {
         let id = SessionId::parse(&format!("chat-{n:05}")).unwrap();
