@@ -9,6 +9,8 @@
 
 /// A question was stored (hidden) and the turn's paused state is not saved yet.
 pub const ASKED: &str = "asked";
+/// The turn's paused state is saved; its question is not shown yet (to no channel).
+pub const SAVED: &str = "saved";
 /// A person's answer was stored and its `approval` audit line not written yet.
 pub const ANSWERED: &str = "answered";
 /// A call to a tier-2 tool was let through (its approval consumed); the tool has not

@@ -100,6 +100,45 @@ fn a_question_stored_before_its_turn_was_saved_is_never_shown_and_cancelled_at_s
     assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
 }
 
+/// Killed after the turn's paused state was saved and before its question was shown: the
+/// next start shows the question a saved turn waits on (it was never on any channel
+/// before), a person answers it, and the call runs once.
+#[test]
+fn a_question_whose_turn_was_saved_is_shown_at_the_next_start_and_runs_once() {
+    let tau = Tau::new();
+    let server = model();
+    let model = server.spec();
+    let config = tau.serve_config("");
+    let serve = tau.serve_at_failpoint(&model, &config, "saved");
+    let session = serve.new_session();
+    let sent = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        r#"{"text": "make a file"}"#,
+    );
+    assert_eq!(sent.status, 202, "{sent:?}");
+    serve.until(|_| tau.at_failpoint("saved"));
+    // Stored, its turn saved, and still shown to nobody.
+    assert_eq!(rows(&tau).len(), 1);
+    assert_eq!(serve.get("/api/approvals?state=pending").json(), json!([]));
+    serve.kill_hard();
+
+    let serve = tau.serve(&model, &config);
+    let pending = serve.until(|serve| {
+        let pending = serve.get("/api/approvals?state=pending").json();
+        (!pending.as_array().unwrap().is_empty()).then_some(pending)
+    });
+    let id = pending[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(id, rows(&tau)[0].id.to_string(), "the same question");
+    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    assert_eq!(approved.status, 200, "{approved:?}");
+    serve.until(|_| tau.proof().filter(|p| p == "made\n"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    serve.kill_hard();
+    assert_eq!(tau.proof().as_deref(), Some("made\n"), "ran once");
+    let verify = tau.run(&["audit", "verify"], "");
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+}
+
 /// Killed after a person's yes was stored and before its `approval` line was written:
 /// the start-up cross-check finds a yes the audit log never heard of and refuses it; the
 /// call never runs.

@@ -239,6 +239,9 @@ impl TierGate {
         if !saved {
             return;
         }
+        if !questions.is_empty() {
+            crate::failpoint::reach(crate::failpoint::SAVED);
+        }
         for question in questions {
             // Shown in the store before any channel hears of it, so an answer to what a
             // channel shows always finds the question answerable.
