@@ -13,9 +13,11 @@ use tau_core::display;
 
 use crate::context::Context;
 
-/// The same call approved this many times in [`FATIGUE_WINDOW`] is worth a grant.
-const FATIGUE_APPROVALS: usize = 3;
-const FATIGUE_WINDOW: SignedDuration = SignedDuration::from_hours(24 * 7);
+/// The same call approved this many times in [`FATIGUE_WINDOW`] is worth a grant: the
+/// numbers the card's suggestion uses too.
+const FATIGUE_APPROVALS: usize = tau_protocol::SUGGESTION_APPROVALS as usize;
+const FATIGUE_WINDOW: SignedDuration =
+    SignedDuration::from_hours(24 * tau_protocol::SUGGESTION_DAYS as i64);
 
 #[derive(Default)]
 struct ToolCounts {
@@ -40,6 +42,13 @@ fn text<'a>(line: &'a Value, key: &str) -> Option<&'a str> {
     line.get(key).and_then(Value::as_str)
 }
 
+/// Whether a person decided what `line` records (not a timeout, a grant, a routine).
+fn by_person(line: &Value) -> bool {
+    line.get("decided_by")
+        .and_then(|d| text(d, "kind"))
+        .is_some_and(|kind| kind == "person")
+}
+
 impl Gathered {
     fn take(&mut self, line: &Value) {
         let at = text(line, "at").and_then(|t| t.parse::<Timestamp>().ok());
@@ -54,11 +63,7 @@ impl Gathered {
                 }
             }
             Some("approval") => {
-                let by_person = line
-                    .get("decided_by")
-                    .and_then(|d| text(d, "kind"))
-                    .is_some_and(|kind| kind == "person");
-                if !by_person {
+                if !by_person(line) {
                     return;
                 }
                 let counts = self.tools.entry(tool.to_owned()).or_default();
@@ -226,15 +231,11 @@ impl AuditHistory {
             let Ok(value) = serde_json::from_slice::<Value>(&line) else {
                 continue;
             };
-            let by_person = value
-                .get("decided_by")
-                .and_then(|d| text(d, "kind"))
-                .is_some_and(|kind| kind == "person");
             let at = text(&value, "at").and_then(|t| t.parse::<Timestamp>().ok());
             if let (Some("approval"), Some("approved"), true, Some(at)) = (
                 text(&value, "type"),
                 text(&value, "decision"),
-                by_person,
+                by_person(&value),
                 at,
             ) && at >= since
                 && text(&value, "tool") == Some(tool)
