@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::Hub;
+use crate::ChannelPort;
 
 /// A channel stopped with an error (its listener could not bind, its API refused it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,6 +30,11 @@ pub trait Channel: Send + Sync {
     /// `web`, `telegram`, ...: lowercase letters only, unique within a hub.
     fn name(&self) -> &str;
 
-    /// Serves until `stop` is cancelled, talking to the hub only through its API.
-    async fn run(self: Arc<Self>, hub: Hub, stop: CancellationToken) -> Result<(), ChannelError>;
+    /// Serves until `stop` is cancelled, talking to the hub only through `port` (bound to
+    /// this channel's name).
+    async fn run(
+        self: Arc<Self>,
+        port: Arc<dyn ChannelPort>,
+        stop: CancellationToken,
+    ) -> Result<(), ChannelError>;
 }

@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 use crate::HubError;
 use crate::channel::{Channel, ChannelError, ChannelStatus};
 use crate::ids::new_session_id;
+use crate::port::{ChannelPort, HubPort};
 pub use crate::types::{
     ChannelEvents, ConversationEvent, ConversationInfo, HubOptions, OpenError, Opened, Recovery,
     Refused, Reply, SessionEvent, SessionFactory,
@@ -105,6 +106,16 @@ impl Hub {
     /// `state.db`, for a channel that keeps its own memory there or only reads it.
     pub fn state(&self) -> &StateDb {
         &self.inner.state
+    }
+
+    /// The port of `channel`: the hub as that channel may use it.
+    pub fn port(&self, channel: &str) -> Arc<dyn ChannelPort> {
+        Arc::new(HubPort::new(self.clone(), channel))
+    }
+
+    /// Writes one of the hub's own audit lines.
+    pub(crate) fn audit(&self, event: &tau_core::AuditEvent) {
+        self.inner.options.audit.emit(event);
     }
 
     // ---- conversations ----
@@ -529,7 +540,7 @@ impl Hub {
             let stop = self.inner.stop.child_token();
             running.spawn(async move {
                 let name = channel.name().to_owned();
-                let ended = channel.run(hub.clone(), stop).await;
+                let ended = channel.run(hub.port(&name), stop).await;
                 hub.channel_ended(&name, ended);
             });
         }

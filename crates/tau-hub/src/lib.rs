@@ -4,41 +4,43 @@
 //! (both kept in `state.db` by `tau-state`), one turn at a time
 //! per session (turns of different sessions run concurrently), the expiry of stored
 //! questions, recovery after a restart, and the fan-out of each session's events to the
-//! channels. Knows no channel and no model: channels call the API below, and the binary
+//! channels. Knows no channel and no model: channels call the port below, and the binary
 //! hands in a [`SessionFactory`] that builds a conversation's agent.
 //!
 //! # The channel-facing API
 //!
 //! A channel (the web page, Telegram, ...) is a [`Channel`]: a name and a task that
-//! [`Hub::run_channels`] starts and stops. Inside, it talks to the [`Hub`] only:
+//! [`Hub::run_channels`] starts and stops. It is handed a [`ChannelPort`] bound to its
+//! name ([`Hub::port`]) and talks to the hub only through it:
 //!
-//! - [`Hub::new_conversation`] / [`Hub::open_conversation`]`(channel, key)`: the session
-//!   a conversation talks to (created on first use; a Telegram chat id is a key).
-//! - [`Hub::send`]`(channel, session, text)`: queues a person's message as a turn. A
-//!   question still pending in that conversation is superseded first.
-//! - [`Hub::subscribe`]`(channel, session)`: that session's [`SessionEvent`]s as they
-//!   happen (the person's message, then the turn's `ChannelEvent`s, among them
-//!   `approval_requested` and `approval_decided`); [`Hub::channel_events`]`(channel)`:
-//!   the same for every conversation of the channel, each with its [`Conversation`].
-//! - [`Hub::cancel`]`(channel, session)`: cancels the running turn (Ctrl-C, `/stop`).
-//! - [`Hub::answer`]`(channel, user, approval_id, Reply)`: a person's answer, a
-//!   compare-and-set on the stored row. Only the channel that asked may answer; the
-//!   first answer wins ([`Answered::Decided`]), later ones learn the final state
+//! - `new_conversation` / `open_conversation(key)`: the session a conversation talks to
+//!   (created on first use; a Telegram chat id is a key).
+//! - `send(session, text)`: queues a person's message as a turn. A question still pending
+//!   in that conversation is superseded first.
+//! - `subscribe(session)`: that session's [`SessionEvent`]s as they happen (the person's
+//!   message, then the turn's `ChannelEvent`s, among them `approval_requested` and
+//!   `approval_decided`); `events()`: the same for every conversation of the channel,
+//!   each with its [`Conversation`].
+//! - `cancel(session)`: cancels the running turn (Ctrl-C, `/stop`).
+//! - `answer(user, approval_id, Reply)`: a person's answer, a compare-and-set on the
+//!   stored row. Only the channel that asked may answer; the first answer wins
+//!   ([`Answered::Decided`]), later ones learn the final state
 //!   ([`Answered::AlreadyDecided`]). A decided question resumes its turn.
-//! - [`Hub::approvals`]`(channel, state)`: the channel's stored questions, e.g. those
-//!   still pending to show again after a restart; [`Hub::approval`]`(channel, id)`: one
-//!   of them with its conversation (what a button press names).
-//! - [`Hub::approval_changes`]: every stored question as it is asked or decided, hub-wide
-//!   (a channel keeps the rows whose `channel` is its own): how a channel learns of a new
-//!   question outside a session it watches, and that one it shows was decided elsewhere,
-//!   expired or was superseded.
-//! - [`Hub::conversations`], [`Hub::conversation_of`], [`Hub::messages`]: what a
-//!   channel lists and shows.
-//! - [`Hub::grants`]`(channel)`, [`Hub::revoke_grant`]: the live grants made on the
-//!   channel and their revoke (a `grant_revoked` audit line).
+//! - `approvals(state)`: the channel's stored questions, e.g. those still pending to show
+//!   again after a restart; `approvals_of_every_channel` and `question(id)`: every
+//!   channel's, to list (never to answer).
+//! - `conversations`, `conversation_of`, `messages`, `title`, `rename_conversation`,
+//!   `search_conversations`, `delete_conversation`: what a channel lists and shows.
+//! - `grants`, `grant`, `revoke_grant`: the live grants made on the channel and their
+//!   revoke (a `grant_revoked` audit line); `refused_answer`: an answer the channel did
+//!   not count, audited as the channel's.
 //!
-//! When it starts, a channel shows again what [`Hub::approvals`]`(channel,
-//! Some(Pending))` lists: questions asked before a restart wait there, not in any stream.
+//! Routines hosted beside the hub reach it through [`RoutinePort`] (implemented by
+//! [`Hub`]); what the host knows of its routines reaches the channels through
+//! [`Routines`].
+//!
+//! When it starts, a channel shows again what `approvals(Some(Pending))` lists: questions
+//! asked before a restart wait there, not in any stream.
 //!
 //! The binary builds the hub ([`Hub::open`] on `state.db`'s [`StateDb`]), calls
 //! [`Hub::start`] once (the cross-check of stored questions against the audit
@@ -48,7 +50,7 @@
 //! channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `expiry.rs` deadlines and recovery, `grants.rs` grants listed and revoked, `check.rs`
+//! resumed or closed, `expiry.rs` deadlines and recovery, `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
 //! start-up's cross-check of stored questions, `ids.rs`
 //! new conversations' ids (128 random bits; a taken one is drawn again, never reused).
 
@@ -58,6 +60,7 @@ mod expiry;
 mod grants;
 mod hub;
 mod ids;
+mod port;
 mod titles;
 mod turns;
 mod types;
@@ -66,6 +69,10 @@ pub use channel::{Channel, ChannelError, ChannelStatus};
 pub use hub::{
     ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,
     Recovery, Refused, Reply, SessionEvent, SessionFactory,
+};
+pub use port::{
+    ChannelPort, RefusedAnswer, RoutineOrigin, RoutinePort, RoutineTurn, Routines, WebhookDelivery,
+    routine_key, routine_of_key,
 };
 pub use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
 pub use tau_state::{Conversation, Revoked};
@@ -97,6 +104,9 @@ pub enum HubError {
     /// What was asked for cannot be (a title that is empty or too long); its words.
     #[error("{0}")]
     Invalid(String),
+    /// What was waited for did not happen in time.
+    #[error("{0}")]
+    TimedOut(String),
     /// `state.db` could not be read or written (its own words).
     #[error("{0}")]
     Store(String),

@@ -20,7 +20,7 @@ pub enum SessionEvent {
     Turn(ChannelEvent),
 }
 
-/// One event of one of a channel's conversations (see [`Hub::channel_events`]).
+/// One event of one of a channel's conversations (see `ChannelPort::events`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationEvent {
     pub conversation: Conversation,
@@ -99,10 +99,13 @@ pub trait SessionFactory: Send + Sync {
 }
 
 /// The hub's settings.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct HubOptions {
     /// How long a stored question waits (`[approval] remote_timeout_seconds`).
     pub remote_timeout: Duration,
+    /// Where the hub's own audit lines go, those of no conversation (an answer a channel
+    /// did not count).
+    pub audit: EventBus,
 }
 
 /// A conversation as a channel lists it.

@@ -8,7 +8,8 @@
 //! approved), asking on a routine's `ask` channel through a durable question, and the
 //! routine tools. Every call goes through `tau_core::gated_call`; nothing here can let a
 //! call skip the gate. Knows nothing of channels, HTTP or models: the process hosting the
-//! engine (`tau serve`) is a [`RoutineHost`].
+//! engine is a [`RoutineHost`]; beside `tau serve` that is [`HubHost`], over the port the
+//! hub defines for routines.
 //!
 //! Layout
 //! - `def.rs`: a routine as written, read key by key; `validate.rs`: a routine that can run
@@ -17,7 +18,8 @@
 //! - `store.rs`: routines, switches and runs in `state.db`; `book.rs`: every routine there is
 //! - `exemption.rs`: a routine's exemption; `ask.rs`: questions on the `ask` channel
 //! - `run.rs`: one run through the gate, recorded; `engine/`: triggers kept, runs started
-//! - `host.rs`: what the engine needs from its host; `offers.rs`: what it offers routines,
+//! - `host.rs`: what the engine needs from its host; `hosted.rs`: that host over the hub's
+//!   port, and the routines as the hub's channels see them; `offers.rs`: what it offers routines,
 //!   and the check of the `tau.toml` routines against it (at start and by `tau config check`)
 //! - `prompt.rs`: prompt actions as turns
 //! - `tools.rs`: the routine tools
@@ -29,6 +31,7 @@ mod def;
 mod engine;
 mod exemption;
 mod host;
+mod hosted;
 mod offers;
 mod prompt;
 mod run;
@@ -45,6 +48,7 @@ pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};
 pub use engine::{Engine, EngineParts, EngineSettings, Env, Fired, WebhookCall, WebhookReply};
 pub use exemption::{add_exemption, allowances};
 pub use host::{HostError, PromptOutcome, PromptRun, PromptRunner, RoutineHost};
+pub use hosted::{HostedRoutines, HubHost};
 pub use offers::{Offers, check_routines};
 pub use prompt::{PromptApprover, TurnPrompts};
 pub use run::{ActionRun, record, run_action};

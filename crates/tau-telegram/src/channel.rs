@@ -315,6 +315,12 @@ impl TelegramChannel {
                     Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
                 }
             }
+            // The chat's next message opens its conversation again, with a new session.
+            Some("delete") => match self.hub.delete(&key).await {
+                Ok(true) => self.say(chat, t.deleted),
+                Ok(false) => self.say(chat, t.delete_nothing),
+                Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),
+            },
             Some("pending") => match self.hub.waiting().await {
                 Ok(questions) => self.say(chat, &pending_text(t, chat, &questions)),
                 Err(error) => self.say(chat, &format!("{} {error}", t.not_taken)),

@@ -179,6 +179,9 @@ pub trait Hub: Send + Sync {
     /// Names the conversation `key` (`None`: back to its first prompt's title); `Err`
     /// says why not (nothing written in it yet, a title too long).
     async fn rename(&self, key: &str, title: Option<&str>) -> Result<(), HubError>;
+    /// Deletes the conversation `key` with everything it holds; `false` when nothing was
+    /// written in it. `Err` says why not (a turn runs in it, a question of it waits).
+    async fn delete(&self, key: &str) -> Result<bool, HubError>;
 }
 
 #[cfg(test)]

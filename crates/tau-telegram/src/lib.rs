@@ -6,7 +6,8 @@
 //! streamed by throttled edits, and the approval message whose buttons only an owner, in
 //! the conversation's own chat, can use. Knows nothing of the agent loop, the gate or how
 //! the hub stores sessions: it reads `ChannelEvent`s and talks to the hub through the
-//! [`Hub`] trait. Questions are the hub's durable approval rows, so they outlive restarts;
+//! [`Hub`] trait, which `port.rs` makes of the `ChannelPort` `tau-hub` hands the channel
+//! (and tests of a fake). Questions are the hub's durable approval rows, so they outlive restarts;
 //! the channel only remembers where it stopped reading and which message shows which
 //! question.
 //!
@@ -18,7 +19,8 @@
 //! - `html.rs`: escaping and packing into messages; `view.rs`: a streaming turn;
 //!   `question.rs`: the approval message; `texts.rs`: en and tr
 //! - `chat.rs`: one task per chat (pace, order, edits); `channel.rs`: updates to hub calls,
-//!   events to chats; `store.rs`: what survives a restart; `hub.rs`: the [`Hub`] trait;
+//!   events to chats; `store.rs`: what survives a restart; `hub.rs`: the [`Hub`] trait; `port.rs`:
+//!   that trait over the hub's port, and the channel as the hub hosts it;
 //!   `pending.rs`: `/pending`, what waits on every channel; `grants.rs`: `/grants`, what
 //!   runs without a question, with Revoke buttons; `sessions.rs`: `/sessions`, `/search`
 //!   and `/rename`, a chat's conversations by title
@@ -34,6 +36,7 @@ mod html;
 mod hub;
 mod pending;
 mod poller;
+mod port;
 mod question;
 mod sessions;
 mod store;
@@ -49,4 +52,5 @@ pub use hub::{
     Reply, chat_of, conversation_key,
 };
 pub use poller::PollError;
+pub use port::host;
 pub use store::{Store, StoreError};

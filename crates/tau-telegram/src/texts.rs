@@ -110,6 +110,9 @@ pub(crate) struct Texts {
     /// `/rename` done (`{title}`), and without a title.
     pub renamed: &'static str,
     pub rename_usage: &'static str,
+    /// `/delete` done, and with nothing to delete.
+    pub deleted: &'static str,
+    pub delete_nothing: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -122,7 +125,7 @@ message says what was decided, by whom and when.\n\n\
 /new starts a new conversation, /cancel stops what I am doing, /pending lists what waits \
 for your answer, /grants lists what you allowed to run again without asking (and revokes \
 it), /sessions lists this chat's conversations, /search finds them, /rename names the open \
-one.",
+one, /delete deletes it.",
     new_session: "New conversation.",
     cancelling: "Stopping the running turn.",
     nothing_running: "Nothing is running.",
@@ -196,6 +199,8 @@ one.",
     search_usage: "/search and some words finds this chat's conversations that hold them.",
     renamed: "This conversation is now called: {title}",
     rename_usage: "/rename and a title names this conversation (/rename alone gives it back its first message's).",
+    deleted: "This conversation is deleted with everything in it; your next message starts a new one.",
+    delete_nothing: "Nothing is written in this conversation yet; there is nothing to delete.",
 };
 
 const TR: Texts = Texts {
@@ -208,7 +213,7 @@ başlatmalardan sonra da açık kalır; sonra mesaj neye, kimin, ne zaman karar 
 /new yeni bir sohbet başlatır, /cancel yaptığım işi durdurur, /pending cevabını bekleyen \
 soruları listeler, /grants sormadan yeniden çalışmasına izin verdiklerini listeler (ve geri \
 alır), /sessions bu sohbetin konuşmalarını listeler, /search onları bulur, /rename açık \
-olanı adlandırır.",
+olanı adlandırır, /delete onu siler.",
     new_session: "Yeni sohbet.",
     cancelling: "Çalışan tur durduruluyor.",
     nothing_running: "Çalışan bir şey yok.",
@@ -282,11 +287,31 @@ olanı adlandırır.",
     search_usage: "/search ve birkaç kelime, bu sohbetin onları içeren konuşmalarını bulur.",
     renamed: "Bu konuşmanın adı artık: {title}",
     rename_usage: "/rename ve bir başlık bu konuşmayı adlandırır (yalnız /rename ilk mesajın başlığını geri verir).",
+    deleted: "Bu konuşma içindeki her şeyle silindi; bir sonraki mesajın yeni bir konuşma başlatır.",
+    delete_nothing: "Bu konuşmaya henüz bir şey yazılmadı; silinecek bir şey yok.",
 };
 
 pub(crate) fn texts(language: Language) -> &'static Texts {
     match language {
         Language::En => &EN,
         Language::Tr => &TR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a person reads of the commands: the greeting that lists them, and what
+    /// `/delete` says, in every language.
+    #[test]
+    fn the_greeting_and_delete_say_what_the_commands_do() {
+        for (name, language) in [("en", Language::En), ("tr", Language::Tr)] {
+            let t = texts(language);
+            insta::assert_snapshot!(
+                format!("commands_{name}"),
+                [t.greeting, t.deleted, t.delete_nothing].join("\n---\n")
+            );
+        }
     }
 }

@@ -13,8 +13,8 @@ use tau_core::{ApprovalId, output_blocks};
 use tau_core::{GrantRequest, GrantScope};
 use tau_hub::{Answered, ApprovalRow, ApprovalState, HubError, Reply};
 
+use crate::App;
 use crate::shown::shown;
-use crate::{App, WEB};
 
 /// The longest message a person may send, in bytes.
 pub(crate) const MAX_TEXT_BYTES: usize = 32 * 1024;
@@ -30,6 +30,7 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         HubError::Open { .. } | HubError::InUse(_) => StatusCode::CONFLICT,
         HubError::Busy => StatusCode::TOO_MANY_REQUESTS,
         HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+        HubError::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
         HubError::Grant(_) | HubError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
         HubError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -43,6 +44,7 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         | HubError::Grant(_)
         | HubError::InUse(_)
         | HubError::Invalid(_)
+        | HubError::TimedOut(_)
         | HubError::Store(_) => error.to_string(),
     };
     if status == StatusCode::INTERNAL_SERVER_ERROR {
@@ -119,12 +121,12 @@ pub(crate) async fn sessions(
     let wanted = View {
         display: query.display,
     };
-    let mut list = match app.hub.conversations(WEB) {
+    let mut list = match app.hub.conversations() {
         Ok(list) => list,
         Err(error) => return hub_error(&error),
     };
     if let Some(text) = query.search.as_deref().filter(|t| !t.trim().is_empty()) {
-        let found = match app.hub.search_conversations(WEB, text) {
+        let found = match app.hub.search_conversations(text) {
             Ok(found) => found,
             Err(error) => return hub_error(&error),
         };
@@ -192,7 +194,7 @@ pub(crate) async fn channels(
 
 /// `POST /api/sessions`: a new conversation.
 pub(crate) async fn create_session(State(app): State<App>) -> Response {
-    match app.hub.new_conversation(WEB) {
+    match app.hub.new_conversation() {
         Ok(id) => (StatusCode::CREATED, Json(json!({ "id": id.as_str() }))).into_response(),
         Err(error) => hub_error(&error),
     }
@@ -241,7 +243,7 @@ pub(crate) async fn send(
             ),
         );
     }
-    match app.hub.send(WEB, &session, text).await {
+    match app.hub.send(&session, text).await {
         Ok(()) => (
             StatusCode::ACCEPTED,
             Json(json!({ "session": session.as_str() })),
@@ -267,7 +269,7 @@ pub(crate) async fn messages(
         Ok(session) => session,
         Err(response) => return *response,
     };
-    match app.hub.messages(WEB, &session) {
+    match app.hub.messages(&session) {
         Ok(messages) => {
             let mut value = serde_json::to_value(&messages).unwrap_or(Value::Null);
             if wanted.display {
@@ -380,7 +382,7 @@ pub(crate) async fn approvals(
     let rows = if every_channel {
         app.hub.approvals_of_every_channel(state)
     } else {
-        app.hub.approvals(WEB, state)
+        app.hub.approvals(state)
     };
     match rows {
         Ok(rows) => Json(Value::Array(
@@ -466,7 +468,7 @@ pub(crate) async fn answer(
         (Decision::Approve, None, None) => Reply::Approve,
         (Decision::Reject, _, None) => Reply::Reject,
     };
-    match app.hub.answer(WEB, None, &id, reply).await {
+    match app.hub.answer(None, &id, reply).await {
         Ok(Answered::Decided(row)) => Json(row_json(&app, &row, false)).into_response(),
         Ok(Answered::AlreadyDecided(row)) => (
             StatusCode::CONFLICT,

@@ -45,7 +45,7 @@ pub struct WebConfigError {
 }
 
 impl WebConfig {
-    /// A non-loopback address needs `allow_remote = true`; hosts must be plain host[:port].
+    /// A non-loopback address needs `allow_remote = true`; hosts must be plain `host[:port]`.
     pub fn validate(&self) -> Result<(), WebConfigError> {
         if !self.listen.ip().is_loopback() && !self.allow_remote {
             return Err(WebConfigError {

@@ -17,9 +17,9 @@ use tau_agent::SessionId;
 use tau_hub::SessionEvent;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::App;
 use crate::api::{View, error};
 use crate::shown::shown;
-use crate::{App, WEB};
 
 pub(crate) async fn stream(
     State(app): State<App>,
@@ -36,7 +36,7 @@ pub(crate) async fn stream(
     let Ok(session) = SessionId::parse(&id) else {
         return error(StatusCode::NOT_FOUND, "no such session").into_response();
     };
-    let Ok(receiver) = app.hub.subscribe(WEB, &session) else {
+    let Ok(receiver) = app.hub.subscribe(&session) else {
         return error(StatusCode::NOT_FOUND, "no such session").into_response();
     };
     let stop = app.stop.clone();

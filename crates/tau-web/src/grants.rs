@@ -32,7 +32,7 @@ pub(crate) async fn list(
         )
         .into_response();
     };
-    let grants = match app.hub.grants(WEB) {
+    let grants = match app.hub.grants() {
         Ok(grants) => grants,
         Err(failure) => return hub_error(&failure),
     };
@@ -57,7 +57,7 @@ pub(crate) async fn revoke(State(app): State<App>, Path(id): Path<String>) -> Re
     let Ok(id) = GrantId::parse(&id) else {
         return not_found();
     };
-    match app.hub.revoke_grant(WEB, &id, &DecidedBy::person(WEB)) {
+    match app.hub.revoke_grant(&id, &DecidedBy::person(WEB)) {
         Ok(Revoked::Revoked(grant)) => Json(json!({ "revoked": grant })).into_response(),
         Ok(Revoked::AlreadyRevoked(grant)) => (
             StatusCode::CONFLICT,

@@ -4,7 +4,7 @@
 //! token, or the HttpOnly cookie the page trades it for; `Host` checked on every request,
 //! `Origin` on every change), the API handlers, the page's assets (embedded) and the
 //! `display=true` view that runs every string through tau's display function. Talks to
-//! the hub only through `tau-hub`'s channel API; knows no model, tool or other channel.
+//! the hub only through the `ChannelPort` `tau-hub` hands it, bound to `web`; knows no model, tool or other channel.
 //!
 //! Layout: `config.rs` `[web]`, `auth.rs` the checks and headers every response gets,
 //! `api.rs` the JSON API, `events.rs` the event stream, `shown.rs` the display view,
@@ -33,14 +33,14 @@ use axum::extract::DefaultBodyLimit;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, patch, post};
 use http::{HeaderValue, StatusCode, header};
-use tau_hub::{Channel, ChannelError, Hub};
+use tau_hub::{Channel, ChannelError, ChannelPort};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
 pub use decisions::{DecisionRecord, Decisions, DecisionsError, HISTORY_DAYS, OUTCOMES, Ran};
-pub use routines::{RoutineOrigin, Routines, WebhookDelivery};
+pub use tau_hub::{RoutineOrigin, Routines, WebhookDelivery};
 
 /// The channel's name: what approval rows and `decided_by` say.
 pub const WEB: &str = "web";
@@ -57,7 +57,8 @@ const APP_CSS: &str = include_str!("../assets/app.css");
 
 #[derive(Clone)]
 pub(crate) struct App {
-    hub: Hub,
+    /// The hub, as this channel may use it.
+    hub: Arc<dyn ChannelPort>,
     auth: Arc<auth::Auth>,
     stop: CancellationToken,
     routines: Option<Arc<dyn Routines>>,
@@ -144,7 +145,11 @@ impl Channel for WebChannel {
         WEB
     }
 
-    async fn run(self: Arc<Self>, hub: Hub, stop: CancellationToken) -> Result<(), ChannelError> {
+    async fn run(
+        self: Arc<Self>,
+        hub: Arc<dyn ChannelPort>,
+        stop: CancellationToken,
+    ) -> Result<(), ChannelError> {
         let listener = self
             .listener
             .lock()

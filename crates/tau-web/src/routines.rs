@@ -11,45 +11,12 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::response::{IntoResponse, Response};
 use http::{StatusCode, header};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::api::{View, error};
 use crate::peers::Connection;
 use crate::shown::shown;
 use crate::{App, MAX_BODY_BYTES};
-
-/// Where a webhook call whose secret was right takes its body: the HTTP status and a
-/// one-line text.
-pub type WebhookDelivery = Box<dyn FnOnce(&[u8]) -> (u16, String) + Send>;
-
-/// Where a routine's conversation comes from, as the page says it instead of "you".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoutineOrigin {
-    pub routine: String,
-    /// What fires it: `webhook doorbell`, `mqtt home/door/+`.
-    pub trigger: String,
-}
-
-/// What the host offers about its routines.
-pub trait Routines: Send + Sync {
-    /// Checks `POST /hooks/{name}` before its body is read: the routine, and its secret
-    /// in `authorization` (the header as sent). `sender` names who called (the peer
-    /// address) for the log. `Err` is the HTTP status and a one-line text.
-    fn webhook(
-        &self,
-        name: &str,
-        authorization: Option<&str>,
-        sender: &str,
-    ) -> Result<WebhookDelivery, (u16, String)>;
-    /// Every routine as the page lists it (a JSON array).
-    fn list(&self) -> Value;
-    /// The routine whose conversation has `key` (a conversation of this channel), if it
-    /// is a routine's: its prompts are the routine's, never a person's.
-    fn origin(&self, key: &str) -> Option<RoutineOrigin>;
-    /// The routines' exemptions (their own fixed tool calls), as the lists of grants show
-    /// them; disabling the routine is their revoke.
-    fn allowances(&self) -> Vec<tau_protocol::RoutineAllowance>;
-}
 
 fn reply(status: u16, text: &str) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

@@ -10,8 +10,8 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::App;
 use crate::api::{error_response, hub_error, session_id};
-use crate::{App, WEB};
 
 /// The body of a rename: the title, or `null` for the first prompt's.
 #[derive(Debug, Deserialize)]
@@ -37,10 +37,10 @@ pub(crate) async fn rename(
             "the body must be {\"title\": \"...\"} (or null for the first prompt's)",
         );
     };
-    if let Err(error) = app.hub.rename_conversation(WEB, &session, title.as_deref()) {
+    if let Err(error) = app.hub.rename_conversation(&session, title.as_deref()) {
         return hub_error(&error);
     }
-    let now = app.hub.state().session_title(&session).unwrap_or_default();
+    let now = app.hub.title(&session).unwrap_or_default();
     Json(json!({ "id": session.as_str(), "title": now })).into_response()
 }
 
@@ -51,7 +51,7 @@ pub(crate) async fn delete(State(app): State<App>, Path(id): Path<String>) -> Re
         Ok(session) => session,
         Err(response) => return *response,
     };
-    match app.hub.delete_conversation(WEB, &session).await {
+    match app.hub.delete_conversation(&session).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(error) => hub_error(&error),
     }

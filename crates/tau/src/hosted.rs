@@ -1,23 +1,18 @@
-//! Routines hosted by `tau serve`: the engine runs beside the hub. A routine's questions
-//! are stored in the hub's approval store and shown in its own conversation on its `ask`
-//! channel (`routine:NAME`), where the person answers them like any other; its prompt
-//! actions run as turns of that conversation. A prompt action without an `ask` channel
-//! runs as a local turn in `routine-NAME` whose tier-2 calls are refused. Webhooks are
-//! served under TauBar's listener, and the page lists the routines.
+//! Routines hosted by `tau serve`, wired: the engine runs beside the hub, on the hub's
+//! routine port (`tau_reflex::HubHost`); a prompt action without an `ask` channel runs as
+//! a local turn in `routine-NAME` whose tier-2 calls are refused. Webhooks are served
+//! under TauBar's listener, and the channels list the routines
+//! (`tau_reflex::HostedRoutines`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use tau_agent::{Model, SessionId, SessionRepository};
-use tau_core::approval::{ApprovalRow, StateDb};
-use tau_core::{
-    ApprovalId, CallStatus, ChannelEvent, CoreConfig, EventBus, RoutineOutcome, StopReason,
-};
-use tau_hub::{Hub, SessionEvent};
+use tau_agent::{Model, SessionRepository};
+use tau_core::{CoreConfig, EventBus};
+use tau_hub::Hub;
 use tau_reflex::{
-    AskChannel, Checks, Engine, EngineParts, EngineSettings, HostError, Offers, PromptApprover,
-    PromptOutcome, PromptRun, PromptRunner, RoutineHost, RoutineStore, SystemClock, TurnPrompts,
+    AskChannel, Engine, EngineParts, EngineSettings, HostError, HostedRoutines, HubHost, Offers,
+    PromptApprover, PromptOutcome, PromptRun, PromptRunner, RoutineHost, SystemClock, TurnPrompts,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -29,18 +24,6 @@ use crate::settings::TauConfig;
 
 /// The client id of the routines' MQTT subscriptions, beside `mqtt_publish`'s own.
 const MQTT_CLIENT_SUFFIX: &str = "-routines";
-/// Opens the key of a routine's conversation on its `ask` channel: `routine:NAME`.
-const ROUTINE_KEY: &str = "routine:";
-
-/// The key of routine `name`'s conversation on its `ask` channel.
-pub(crate) fn routine_key(name: &str) -> String {
-    format!("{ROUTINE_KEY}{name}")
-}
-
-/// The routine whose conversation has `key`, if it is one's.
-pub(crate) fn routine_of_key(key: &str) -> Option<&str> {
-    key.strip_prefix(ROUTINE_KEY)
-}
 
 /// What `tau serve` hands the engine.
 pub(crate) struct HostParts {
@@ -56,7 +39,8 @@ pub(crate) struct HostParts {
 /// The engine, built and checked; `run` keeps it until `stop`.
 pub(crate) struct Hosted {
     pub engine: Engine,
-    pub web: Arc<WebRoutines>,
+    /// The routines as the channels see them.
+    pub routines: Arc<HostedRoutines>,
 }
 
 /// What `tau serve` offers its routines: its channels to ask on (TauBar when
@@ -108,13 +92,16 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
         approver: PromptApprover::ByAsk(Arc::new(|_| None)),
         sink: None,
     };
-    let host = Arc::new(HubHost {
-        hub,
-        local,
+    let local = Arc::new(LockedPrompts {
         home: ctx.home.clone(),
-        timeout,
-        channels: offers(config).channels,
+        local,
     });
+    let host = Arc::new(HubHost::new(
+        Arc::new(hub),
+        local,
+        timeout,
+        offers(config).channels,
+    ));
     let env: Vec<(String, String)> = std::env::vars().collect();
     let mqtt = broker(ctx)?;
     let shown = ctx.config_name();
@@ -137,13 +124,13 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
         },
     })
     .map_err(|e| usage(format!("{shown}: {e}")))?;
-    let web = Arc::new(WebRoutines {
-        engine: engine.clone(),
+    let routines = Arc::new(HostedRoutines::new(
+        engine.clone(),
         store,
-        ctx_config: crate::routines::config_routines(ctx, None)?,
-        zone: crate::routines::zone(config)?,
-    });
-    Ok(Hosted { engine, web })
+        crate::routines::config_routines(ctx, None)?,
+        crate::routines::zone(config)?,
+    ));
+    Ok(Hosted { engine, routines })
 }
 
 impl Hosted {
@@ -154,225 +141,18 @@ impl Hosted {
     }
 }
 
-/// The hub as the engine's host.
-struct HubHost {
-    hub: Hub,
-    local: TurnPrompts,
+/// A prompt action that asks nowhere: a local turn in `routine-NAME`, its session locked
+/// as every other tau's local session is.
+struct LockedPrompts {
     home: Home,
-    timeout: Duration,
-    /// The channels this `tau serve` runs, where routines may ask.
-    channels: Vec<AskChannel>,
-}
-
-impl HubHost {
-    /// Webhooks are served under TauBar's listener.
-    const SERVES_WEBHOOKS: bool = true;
-}
-
-fn host_error(error: impl std::fmt::Display) -> HostError {
-    HostError(error.to_string())
-}
-
-impl HubHost {
-    /// A prompt action as a turn of the routine's conversation: durable questions on its
-    /// channel, and this run waits until the turn is over, answers included.
-    async fn hub_turn(
-        &self,
-        channel: AskChannel,
-        run: PromptRun,
-    ) -> Result<PromptOutcome, HostError> {
-        let session = run.session.clone();
-        let mut events = self
-            .hub
-            .subscribe(channel.as_str(), &session)
-            .map_err(host_error)?;
-        self.hub
-            .send(channel.as_str(), &session, run.prompt)
-            .await
-            .map_err(host_error)?;
-        let mut refused = Vec::new();
-        // A question waits up to the remote timeout; a little more for the turn around it.
-        let wait = self.timeout + Duration::from_secs(300);
-        let ended = tokio::time::timeout(wait, async {
-            loop {
-                match events.recv().await {
-                    Ok(SessionEvent::Turn(ChannelEvent::ToolCallFinished {
-                        tool,
-                        status: CallStatus::Refused | CallStatus::UnknownTool | CallStatus::Invalid,
-                        ..
-                    })) => refused.push(tool),
-                    Ok(SessionEvent::Turn(ChannelEvent::TurnEnded { stop_reason, .. }))
-                        if stop_reason != StopReason::Interrupt =>
-                    {
-                        return Ok(stop_reason);
-                    }
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                        return Err(HostError("the hub stopped".into()));
-                    }
-                }
-            }
-        })
-        .await
-        .map_err(|_| HostError("the turn did not end in time".into()))??;
-        Ok(match ended {
-            _ if !refused.is_empty() => PromptOutcome {
-                outcome: RoutineOutcome::Refused,
-                detail: Some(format!("refused: {}", refused.join(", "))),
-            },
-            StopReason::EndTurn | StopReason::StopSequence => PromptOutcome {
-                outcome: RoutineOutcome::Success,
-                detail: None,
-            },
-            other => PromptOutcome {
-                outcome: RoutineOutcome::Error,
-                detail: Some(format!(
-                    "the turn ended with {}",
-                    serde_json::to_value(other)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default()
-                )),
-            },
-        })
-    }
+    local: TurnPrompts,
 }
 
 #[async_trait]
-impl PromptRunner for HubHost {
+impl PromptRunner for LockedPrompts {
     async fn run_prompt(&self, run: PromptRun) -> Result<PromptOutcome, HostError> {
-        match run.ask {
-            Some(channel) => self.hub_turn(channel, run).await,
-            None => {
-                let _lock = SessionLock::acquire(&self.home, &run.session)
-                    .map_err(|e| HostError(format!("{e:#}")))?;
-                self.local.run_prompt(run).await
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl RoutineHost for HubHost {
-    fn approvals(&self) -> Option<StateDb> {
-        Some(self.hub.state().clone())
-    }
-
-    fn channels(&self) -> Vec<AskChannel> {
-        self.channels.clone()
-    }
-
-    fn session_for(&self, routine: &str, ask: Option<AskChannel>) -> Result<SessionId, HostError> {
-        match ask {
-            None => tau_reflex::session_of(routine).map_err(host_error),
-            Some(channel) => self
-                .hub
-                .open_conversation(channel.as_str(), &routine_key(routine))
-                .map_err(host_error),
-        }
-    }
-
-    fn announce(&self, row: &ApprovalRow) {
-        self.hub.show_question(row);
-    }
-
-    fn withdrawn(&self, row: &ApprovalRow) {
-        self.hub.show_question(row);
-    }
-
-    fn settled(&self, id: &ApprovalId) {
-        if let Err(error) = self.hub.state().mark_approval_settled(id) {
-            tracing::warn!(approval_id = %id, %error, "cannot settle a routine's question");
-        }
-    }
-
-    async fn changed(&self, id: &ApprovalId) {
-        let mut changes = self.hub.approval_changes();
-        let _ = tokio::time::timeout(Duration::from_secs(1), async {
-            while let Ok(row) = changes.recv().await {
-                if row.id == *id {
-                    return;
-                }
-            }
-        })
-        .await;
-    }
-
-    fn serves_webhooks(&self) -> bool {
-        Self::SERVES_WEBHOOKS
-    }
-}
-
-/// The routines as TauBar serves them.
-pub(crate) struct WebRoutines {
-    engine: Engine,
-    store: Arc<RoutineStore>,
-    ctx_config: Vec<tau_reflex::Routine>,
-    zone: jiff::tz::TimeZone,
-}
-
-impl tau_web::Routines for WebRoutines {
-    fn webhook(
-        &self,
-        name: &str,
-        authorization: Option<&str>,
-        sender: &str,
-    ) -> Result<tau_web::WebhookDelivery, (u16, String)> {
-        match self.engine.webhook(name, authorization, sender) {
-            Ok(call) => Ok(Box::new(move |body: &[u8]| {
-                let reply = call.deliver(body);
-                (reply.status, reply.text)
-            })),
-            Err(refused) => Err((refused.status, refused.text)),
-        }
-    }
-
-    fn list(&self) -> serde_json::Value {
-        self.book()
-            .and_then(|book| tau_reflex::routines_json(&book, &self.store))
-            .unwrap_or_else(|error| {
-                tracing::error!(%error, "cannot list the routines");
-                serde_json::json!([])
-            })
-    }
-
-    fn allowances(&self) -> Vec<tau_protocol::RoutineAllowance> {
-        self.book()
-            .map(|book| tau_reflex::allowances(&book))
-            .unwrap_or_else(|error| {
-                tracing::error!(%error, "cannot list the routines' exemptions");
-                Vec::new()
-            })
-    }
-
-    fn origin(&self, key: &str) -> Option<tau_web::RoutineOrigin> {
-        let name = routine_of_key(key)?;
-        let trigger = match self.book() {
-            Ok(book) => book.get(name).map(tau_reflex::Routine::origin),
-            Err(error) => {
-                tracing::warn!(%error, "cannot read the routines");
-                None
-            }
-        };
-        Some(tau_web::RoutineOrigin {
-            routine: name.to_owned(),
-            // A routine since deleted still owns its conversation.
-            trigger: trigger.unwrap_or_else(|| "no longer set up".to_owned()),
-        })
-    }
-}
-
-impl WebRoutines {
-    fn book(&self) -> Result<tau_reflex::Book, tau_reflex::StoreError> {
-        let no_env = |_: &str| None;
-        let checks = Checks {
-            tools: None,
-            zone: &self.zone,
-            env: &no_env,
-            now: jiff::Timestamp::now(),
-            at_must_be_future: false,
-            webhooks: None,
-        };
-        tau_reflex::load(&self.ctx_config, &self.store, &checks)
+        let _lock = SessionLock::acquire(&self.home, &run.session)
+            .map_err(|e| HostError(format!("{e:#}")))?;
+        self.local.run_prompt(run).await
     }
 }

@@ -30,7 +30,6 @@ mod routines;
 mod serve;
 mod settings;
 mod signals;
-mod telegram;
 mod token_file;
 mod tui;
 

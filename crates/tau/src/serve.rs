@@ -102,6 +102,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         factory,
         HubOptions {
             remote_timeout: config.approval.remote_timeout(),
+            audit: hub_events.clone(),
         },
     );
     let routine_events = EventBus::new();
@@ -124,7 +125,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     let mut web_url = None;
     if let Some(web) = web {
         let web = web
-            .with_routines(Arc::clone(&hosted.web) as _)
+            .with_routines(Arc::clone(&hosted.routines) as _)
             .with_decisions(Arc::new(crate::decisions::AuditDecisions::new(
                 ctx.home.audit_log(),
             )));
@@ -139,14 +140,14 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     }
     let mut witness = None;
     if let (Some(telegram), Some(token)) = (&config.telegram, telegram_token) {
-        let (telegram_channel, channel) = crate::telegram::host(
+        let (telegram_channel, channel) = tau_telegram::host(
             telegram,
             &token,
-            hub.clone(),
-            hub_events.clone(),
-            state.clone(),
-            config,
-            Arc::clone(&hosted.web) as _,
+            hub.port(tau_telegram::CHANNEL),
+            Arc::clone(&hosted.routines) as _,
+            tau_telegram::Store::new(state.clone()),
+            config.ui.language(),
+            crate::routines::zone(config)?,
         )?;
         channels.push(telegram_channel);
         if config.audit.witness == Some(Witness::Telegram) {

@@ -196,6 +196,7 @@ impl Setup {
             factory,
             HubOptions {
                 remote_timeout: timeout,
+                audit: self.bus.clone(),
             },
         )
     }

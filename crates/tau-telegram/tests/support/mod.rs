@@ -563,6 +563,10 @@ impl Hub for FakeHub {
         }
     }
 
+    async fn delete(&self, key: &str) -> Result<bool, HubError> {
+        Ok(self.sessions.lock().unwrap().remove(key).is_some())
+    }
+
     async fn waiting(&self) -> Result<Vec<Question>, HubError> {
         let rows = self
             .approvals

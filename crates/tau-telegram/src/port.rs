@@ -1,50 +1,48 @@
-//! Telegram under `tau serve`: the hub as `tau-telegram` sees it, and the channel as the
-//! hub hosts it. A chat's conversations are the hub's `(telegram, key)`; a routine that asks
-//! on Telegram has a conversation of its own (`routine:NAME`), whose questions are shown in
-//! the first owner's private chat and answered there.
+//! The channel over the hub's port: the [`Hub`] this channel's chats use, made of the
+//! `ChannelPort` `tau-hub` binds to `telegram`, and the channel as the hub hosts it. A
+//! chat's conversations are the hub's `(telegram, key)`; a routine that asks on Telegram
+//! has a conversation of its own (`routine:NAME`), whose questions are shown in the first
+//! owner's private chat and answered there.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_agent::SessionId;
 use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
 use tau_core::{ApprovalId, DecidedBy, GrantId, GrantRequest};
-use tau_core::{AuditEvent, EventBus};
-use tau_hub::{Channel, ChannelError, Conversation, Hub, HubError, SessionEvent};
-use tau_protocol::Allowance;
-use tau_state::Revoked;
-use tau_telegram::{
-    CHANNEL, ChatConversation, Happened, HubEvent, Question, RefusedPress, Reply, TelegramChannel,
-    TelegramConfig, chat_of,
+use tau_hub::{
+    Channel, ChannelError, ChannelPort, Conversation, RefusedAnswer, Routines, SessionEvent,
 };
+use tau_protocol::{Allowance, SessionId};
+use tau_state::Revoked;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+use crate::channel::{CHANNEL, TelegramChannel};
+use crate::hub::{
+    ChatConversation, Happened, Hub, HubError, HubEvent, Question, RefusedPress, Reply, chat_of,
+};
 
 /// Events waiting for the channel; past this the pump waits (the chats' tasks pace it).
 const EVENT_QUEUE: usize = 1024;
 
 /// The hub, as the Telegram channel uses it.
-pub(crate) struct TelegramHub {
-    hub: Hub,
+pub(crate) struct PortHub {
+    hub: Arc<dyn ChannelPort>,
     /// The chat where questions of conversations that are no chat's (routines) are shown.
     home_chat: Option<i64>,
-    /// The hub's own audit lines (presses that did not count).
-    events: EventBus,
     /// Which conversations are routines' (and what fires each).
-    routines: Arc<dyn tau_web::Routines>,
+    routines: Arc<dyn Routines>,
 }
 
-impl TelegramHub {
+impl PortHub {
     pub(crate) fn new(
-        hub: Hub,
-        config: &TelegramConfig,
-        events: EventBus,
-        routines: Arc<dyn tau_web::Routines>,
+        hub: Arc<dyn ChannelPort>,
+        home_chat: Option<i64>,
+        routines: Arc<dyn Routines>,
     ) -> Self {
         Self {
             hub,
-            home_chat: config.owners.first().copied(),
-            events,
+            home_chat,
             routines,
         }
     }
@@ -61,7 +59,7 @@ impl TelegramHub {
         self.home_chat.map(|chat| chat.to_string())
     }
 
-    fn question_of(&self, row: ApprovalRow) -> Result<Question, tau_telegram::HubError> {
+    fn question_of(&self, row: ApprovalRow) -> Result<Question, HubError> {
         let conversation = self
             .hub
             .conversation_of(&row.session)
@@ -70,45 +68,38 @@ impl TelegramHub {
         Ok(Question { row, conversation })
     }
 
-    fn session(&self, key: &str) -> Result<SessionId, tau_telegram::HubError> {
-        self.hub.open_conversation(CHANNEL, key).map_err(hub_error)
+    fn session(&self, key: &str) -> Result<SessionId, HubError> {
+        self.hub.open_conversation(key).map_err(hub_error)
     }
 }
 
 #[allow(clippy::needless_pass_by_value)] // the shape `map_err` wants
-fn hub_error(error: HubError) -> tau_telegram::HubError {
-    tau_telegram::HubError(error.to_string())
+fn hub_error(error: tau_hub::HubError) -> HubError {
+    HubError(error.to_string())
 }
 
 #[async_trait]
-impl tau_telegram::Hub for TelegramHub {
-    async fn send(&self, key: &str, text: &str) -> Result<(), tau_telegram::HubError> {
+impl Hub for PortHub {
+    async fn send(&self, key: &str, text: &str) -> Result<(), HubError> {
         let session = self.session(key)?;
         self.hub
-            .send(CHANNEL, &session, text.to_owned())
+            .send(&session, text.to_owned())
             .await
             .map_err(hub_error)
     }
 
-    async fn cancel(&self, key: &str) -> Result<bool, tau_telegram::HubError> {
+    async fn cancel(&self, key: &str) -> Result<bool, HubError> {
         let session = self.session(key)?;
-        self.hub.cancel(CHANNEL, &session).map_err(hub_error)
+        self.hub.cancel(&session).map_err(hub_error)
     }
 
-    async fn question(
-        &self,
-        approval_id: &str,
-    ) -> Result<Option<Question>, tau_telegram::HubError> {
+    async fn question(&self, approval_id: &str) -> Result<Option<Question>, HubError> {
         // Read from the store itself, not through the channel's view: a question of another
         // channel must be told apart from one that does not exist (the audit says which).
         let Ok(id) = ApprovalId::parse(approval_id) else {
             return Ok(None);
         };
-        let row = self
-            .hub
-            .state()
-            .approval(&id)
-            .map_err(|e| tau_telegram::HubError(e.to_string()))?;
+        let row = self.hub.question(&id).map_err(hub_error)?;
         row.map(|row| self.question_of(row)).transpose()
     }
 
@@ -117,7 +108,7 @@ impl tau_telegram::Hub for TelegramHub {
         approval_id: &str,
         reply: Reply,
         user: &str,
-    ) -> Result<Answered, tau_telegram::HubError> {
+    ) -> Result<Answered, HubError> {
         let reply = match reply {
             Reply::Approve => tau_hub::Reply::Approve,
             Reply::Confirm(number) => tau_hub::Reply::Confirm(number),
@@ -131,27 +122,23 @@ impl tau_telegram::Hub for TelegramHub {
         let Ok(id) = ApprovalId::parse(approval_id) else {
             return Ok(Answered::NotFound);
         };
-        match self
-            .hub
-            .answer(CHANNEL, Some(user.to_owned()), &id, reply)
-            .await
-        {
+        match self.hub.answer(Some(user.to_owned()), &id, reply).await {
             Ok(answered) => Ok(answered),
-            Err(HubError::UnknownApproval(_)) => Ok(Answered::NotFound),
+            Err(tau_hub::HubError::UnknownApproval(_)) => Ok(Answered::NotFound),
             Err(error) => Err(hub_error(error)),
         }
     }
 
-    async fn pending(&self) -> Result<Vec<Question>, tau_telegram::HubError> {
+    async fn pending(&self) -> Result<Vec<Question>, HubError> {
         self.hub
-            .approvals(CHANNEL, Some(ApprovalState::Pending))
+            .approvals(Some(ApprovalState::Pending))
             .map_err(hub_error)?
             .into_iter()
             .map(|row| self.question_of(row))
             .collect()
     }
 
-    async fn waiting(&self) -> Result<Vec<Question>, tau_telegram::HubError> {
+    async fn waiting(&self) -> Result<Vec<Question>, HubError> {
         self.hub
             .approvals_of_every_channel(Some(ApprovalState::Pending))
             .map_err(hub_error)?
@@ -160,8 +147,8 @@ impl tau_telegram::Hub for TelegramHub {
             .collect()
     }
 
-    async fn allowances(&self, user: &str) -> Result<Vec<Allowance>, tau_telegram::HubError> {
-        let grants = self.hub.grants(CHANNEL).map_err(hub_error)?;
+    async fn allowances(&self, user: &str) -> Result<Vec<Allowance>, HubError> {
+        let grants = self.hub.grants().map_err(hub_error)?;
         let mut allowances: Vec<Allowance> = grants
             .into_iter()
             .filter(|grant| grant.person.as_deref() == Some(user))
@@ -176,14 +163,13 @@ impl tau_telegram::Hub for TelegramHub {
         Ok(allowances)
     }
 
-    async fn revoke(&self, grant: &GrantId, user: &str) -> Result<Revoked, tau_telegram::HubError> {
+    async fn revoke(&self, grant: &GrantId, user: &str) -> Result<Revoked, HubError> {
         // Only the person who made a grant revokes it here: another owner's is unknown.
         let theirs = self
             .hub
-            .state()
             .grant(grant)
-            .map_err(|e| tau_telegram::HubError(e.to_string()))?
-            .is_some_and(|g| g.channel == CHANNEL && g.person.as_deref() == Some(user));
+            .map_err(hub_error)?
+            .is_some_and(|g| g.person.as_deref() == Some(user));
         if !theirs {
             return Ok(Revoked::NotFound);
         }
@@ -191,27 +177,21 @@ impl tau_telegram::Hub for TelegramHub {
             channel: CHANNEL.to_owned(),
             user: Some(user.to_owned()),
         };
-        self.hub
-            .revoke_grant(CHANNEL, grant, &by)
-            .map_err(hub_error)
+        self.hub.revoke_grant(grant, &by).map_err(hub_error)
     }
 
     async fn conversations(
         &self,
         chat: i64,
         search: Option<&str>,
-    ) -> Result<Vec<ChatConversation>, tau_telegram::HubError> {
+    ) -> Result<Vec<ChatConversation>, HubError> {
         let found = match search {
-            Some(text) => Some(
-                self.hub
-                    .search_conversations(CHANNEL, text)
-                    .map_err(hub_error)?,
-            ),
+            Some(text) => Some(self.hub.search_conversations(text).map_err(hub_error)?),
             None => None,
         };
         let mut listed: Vec<ChatConversation> = self
             .hub
-            .conversations(CHANNEL)
+            .conversations()
             .map_err(hub_error)?
             .into_iter()
             .filter(|info| chat_of(&info.conversation.key) == Some(chat))
@@ -231,20 +211,36 @@ impl tau_telegram::Hub for TelegramHub {
         Ok(listed)
     }
 
-    async fn rename(&self, key: &str, title: Option<&str>) -> Result<(), tau_telegram::HubError> {
+    async fn rename(&self, key: &str, title: Option<&str>) -> Result<(), HubError> {
         let session = self.session(key)?;
-        match self.hub.rename_conversation(CHANNEL, &session, title) {
+        match self.hub.rename_conversation(&session, title) {
             Ok(()) => Ok(()),
-            Err(HubError::UnknownSession(_)) => Err(tau_telegram::HubError(
+            Err(tau_hub::HubError::UnknownSession(_)) => Err(HubError(
                 "nothing is written in this conversation yet".into(),
             )),
             Err(error) => Err(hub_error(error)),
         }
     }
 
+    async fn delete(&self, key: &str) -> Result<bool, HubError> {
+        let written = self
+            .hub
+            .conversations()
+            .map_err(hub_error)?
+            .into_iter()
+            .find(|info| info.conversation.key == key && info.message_count > 0);
+        let Some(info) = written else {
+            return Ok(false);
+        };
+        self.hub
+            .delete_conversation(&info.conversation.session)
+            .await
+            .map_err(hub_error)?;
+        Ok(true)
+    }
+
     fn refused_press(&self, press: &RefusedPress) {
-        self.events.emit(&AuditEvent::AnswerRefused {
-            channel: CHANNEL.to_owned(),
+        self.hub.refused_answer(RefusedAnswer {
             approval_id: press.approval_id.clone(),
             user: press.user.map(|u| u.to_string()),
             place: press.chat.map(|c| c.to_string()),
@@ -256,8 +252,8 @@ impl tau_telegram::Hub for TelegramHub {
 
 /// The Telegram channel as the hub hosts it.
 pub(crate) struct HostedTelegram {
-    pub channel: Arc<TelegramChannel>,
-    pub hub: Arc<TelegramHub>,
+    pub(crate) channel: Arc<TelegramChannel>,
+    pub(crate) hub: Arc<PortHub>,
 }
 
 #[async_trait]
@@ -266,9 +262,13 @@ impl Channel for HostedTelegram {
         CHANNEL
     }
 
-    async fn run(self: Arc<Self>, hub: Hub, stop: CancellationToken) -> Result<(), ChannelError> {
+    async fn run(
+        self: Arc<Self>,
+        port: Arc<dyn ChannelPort>,
+        stop: CancellationToken,
+    ) -> Result<(), ChannelError> {
         let (sender, receiver) = mpsc::channel(EVENT_QUEUE);
-        let mut events = hub.channel_events(CHANNEL);
+        let mut events = port.events();
         let adapter = Arc::clone(&self.hub);
         let pump = tokio::spawn(async move {
             loop {
@@ -321,27 +321,26 @@ impl Channel for HostedTelegram {
     }
 }
 
-/// The channel for `[telegram]`, its memory beside the hub's in `state.db`, speaking
-/// `[ui] language` and showing times in tau's zone (`tau`, the whole config); the channel
-/// itself too, for what tau tells the owner outside a conversation.
-pub(crate) fn host(
-    config: &TelegramConfig,
+/// The channel for `[telegram]` over the hub's `port` (bound to `telegram`), its memory
+/// in `store`, speaking `language` and showing times in `zone`; also the channel itself,
+/// for what tau tells the owner outside a conversation (the audit witness).
+pub fn host(
+    config: &crate::TelegramConfig,
     token: &str,
-    hub: Hub,
-    events: EventBus,
-    state: tau_state::StateDb,
-    tau: &crate::settings::TauConfig,
-    routines: Arc<dyn tau_web::Routines>,
-) -> anyhow::Result<(Arc<dyn Channel>, Arc<TelegramChannel>)> {
-    let store = tau_telegram::Store::new(state);
-    let adapter = Arc::new(TelegramHub::new(hub, config, events, routines));
+    port: Arc<dyn ChannelPort>,
+    routines: Arc<dyn Routines>,
+    store: crate::Store,
+    language: tau_core::Language,
+    zone: jiff::tz::TimeZone,
+) -> Result<(Arc<dyn Channel>, Arc<TelegramChannel>), crate::ApiError> {
+    let adapter = Arc::new(PortHub::new(port, config.owners.first().copied(), routines));
     let channel = TelegramChannel::new(
         config,
         token,
-        Arc::clone(&adapter) as Arc<dyn tau_telegram::Hub>,
+        Arc::clone(&adapter) as Arc<dyn Hub>,
         store,
-        tau.ui.language(),
-        crate::routines::zone(tau)?,
+        language,
+        zone,
     )?;
     let hosted: Arc<dyn Channel> = Arc::new(HostedTelegram {
         channel: Arc::clone(&channel),
