@@ -153,16 +153,8 @@ impl Hub {
     /// Every decided question of the session the turn no longer waits on is settled.
     fn mark_settled(&self, session: &SessionId, agent: &TauAgent) {
         let waiting = agent.pending_approvals();
-        let Ok(rows) = self.inner.state.approvals_of_session(session) else {
-            return;
-        };
-        for row in rows {
-            if row.state != ApprovalState::Pending
-                && !waiting.contains(&row.id)
-                && let Err(error) = self.inner.state.mark_approval_settled(&row.id)
-            {
-                tracing::warn!(approval_id = %row.id, %error, "cannot settle a question");
-            }
+        if let Err(error) = self.inner.state.settle_session_approvals(session, &waiting) {
+            tracing::warn!(%session, %error, "cannot settle the session's questions");
         }
     }
 }

@@ -198,6 +198,16 @@ fn stored_grants(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(STORED_GRANTS)
 }
 
+/// Step 8: a session's decided questions its turn has not settled yet, found without
+/// reading the session's every question (the hub looks after each turn).
+const UNSETTLED_BY_SESSION: &str = "
+CREATE INDEX IF NOT EXISTS approvals_unsettled ON approvals (session) WHERE settled = 0;
+";
+
+fn unsettled_by_session(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(UNSETTLED_BY_SESSION)
+}
+
 /// One step of the schema, run inside the migration's transaction.
 type Step = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
@@ -210,6 +220,7 @@ const STEPS: &[Step] = &[
     question_shown,
     stored_grants,
     crate::titles::session_title_step,
+    unsettled_by_session,
 ];
 
 /// The version a file has once this tau opened it.

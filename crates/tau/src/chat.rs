@@ -11,9 +11,9 @@ use tau_terminal::{
 };
 
 use crate::audit::AuditLog;
+use crate::audit::history::AuditHistory;
 use crate::chat_history::ChatHistory;
 use crate::context::{Context, Tools};
-use crate::grant_stats::AuditHistory;
 use crate::lock::SessionLock;
 use crate::paths::Env;
 use crate::signals::Interrupts;

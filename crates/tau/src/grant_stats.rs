@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::io::{self, BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
@@ -200,68 +200,6 @@ fn stats_at(path: &Path, now: Timestamp) -> io::Result<String> {
     }
 }
 
-/// The audit log as the gate's memory of a person's approvals: what makes a card suggest
-/// a grant. Read when a question is built (a person's pace), never written.
-pub(crate) struct AuditHistory {
-    path: PathBuf,
-}
-
-impl AuditHistory {
-    pub(crate) fn new(path: PathBuf) -> Self {
-        Self { path }
-    }
-
-    /// When a person approved exactly `tool` with arguments hashing to `arguments_sha256`
-    /// since `since`, from `lines`.
-    fn approved_in(
-        lines: impl BufRead,
-        tool: &str,
-        arguments_sha256: &str,
-        since: Timestamp,
-    ) -> Vec<Timestamp> {
-        let mut times = Vec::new();
-        for line in lines.split(b'\n') {
-            let Ok(line) = line else {
-                break;
-            };
-            // Most lines are no approval: skip them before parsing.
-            if !line.windows(APPROVAL_TAG.len()).any(|w| w == APPROVAL_TAG) {
-                continue;
-            }
-            let Ok(value) = serde_json::from_slice::<Value>(&line) else {
-                continue;
-            };
-            let at = text(&value, "at").and_then(|t| t.parse::<Timestamp>().ok());
-            if let (Some("approval"), Some("approved"), true, Some(at)) = (
-                text(&value, "type"),
-                text(&value, "decision"),
-                by_person(&value),
-                at,
-            ) && at >= since
-                && text(&value, "tool") == Some(tool)
-                && value.get("arguments").is_some_and(|arguments| {
-                    tau_core::approval::canonical_arguments(arguments).1 == arguments_sha256
-                })
-            {
-                times.push(at);
-            }
-        }
-        times
-    }
-}
-
-/// How an `approval` line starts its type, as the audit log writes it.
-const APPROVAL_TAG: &[u8] = br#""type":"approval""#;
-
-impl tau_core::ApprovalHistory for AuditHistory {
-    fn approved_at(&self, tool: &str, arguments_sha256: &str, since: Timestamp) -> Vec<Timestamp> {
-        match std::fs::File::open(&self.path) {
-            Ok(file) => Self::approved_in(BufReader::new(file), tool, arguments_sha256, since),
-            Err(_) => Vec::new(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -368,51 +306,5 @@ mod tests {
         let mut times = [4, 1, 3, 2].map(SignedDuration::from_secs);
         assert_eq!(median(&mut times), Some(SignedDuration::from_millis(2500)));
         assert_eq!(median(&mut []), None);
-    }
-
-    #[test]
-    fn the_history_finds_a_person_s_yes_to_exactly_this_call_since_a_time() {
-        let since: Timestamp = "2026-11-26T12:00:00Z".parse().unwrap();
-        let mut other_arguments = approved("ap_5", "2026-12-02T10:00:00Z");
-        other_arguments["arguments"] = json!({"command": "npm run test "});
-        let lines = [
-            approved("ap_0", "2026-11-20T10:00:00Z"),
-            approved("ap_1", "2026-12-01T10:00:04Z"),
-            asked("ap_2", "run_command", "2026-12-02T09:00:00Z"),
-            approved("ap_2", "2026-12-02T10:00:02Z"),
-            answered(
-                "ap_3",
-                "run_command",
-                "2026-12-02T11:00:00Z",
-                "approved",
-                "grant",
-            ),
-            answered(
-                "ap_4",
-                "run_command",
-                "2026-12-02T12:00:00Z",
-                "rejected",
-                "person",
-            ),
-            other_arguments,
-            answered(
-                "ap_6",
-                "device_set",
-                "2026-12-02T13:00:00Z",
-                "approved",
-                "person",
-            ),
-        ];
-        let mut text = log(&lines);
-        text.push_str("not json \"type\":\"approval\"\n");
-        let sha = tau_core::approval::canonical_arguments(&json!({"command": "npm run test"})).1;
-        let found = AuditHistory::approved_in(text.as_bytes(), "run_command", &sha, since);
-        assert_eq!(
-            found,
-            vec![
-                "2026-12-01T10:00:04Z".parse::<Timestamp>().unwrap(),
-                "2026-12-02T10:00:02Z".parse().unwrap()
-            ]
-        );
     }
 }

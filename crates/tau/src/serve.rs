@@ -17,11 +17,11 @@ use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
 use tau_state::StateDb;
 use tau_web::{REMOTE_RISK, WebChannel, WebError};
 
+use crate::audit::history::AuditHistory;
 use crate::audit::witness::Witness;
 use crate::audit::{AuditLog, SessionAudit};
 use crate::context::Context;
 use crate::errors::usage;
-use crate::grant_stats::AuditHistory;
 use crate::lock::SessionLock;
 use crate::paths::Home;
 
@@ -96,6 +96,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         config: config.core(),
         sessions: state.clone(),
         audit: Arc::clone(&audit),
+        history: Arc::new(AuditHistory::new(ctx.home.audit_log())),
     });
     let hub = Hub::open(
         state.clone(),
@@ -287,6 +288,8 @@ struct Factory {
     config: CoreConfig,
     sessions: StateDb,
     audit: Arc<AuditLog>,
+    /// A person's approvals read back from the log, shared by every conversation.
+    history: Arc<AuditHistory>,
 }
 
 /// The model one stored conversation talks to. The one place a per-session model (a
@@ -360,7 +363,7 @@ impl SessionFactory for Factory {
                     session: session.clone(),
                     person,
                     hours: self.config.approval.grant_hours,
-                    history: Some(Arc::new(AuditHistory::new(self.home.audit_log()))),
+                    history: Some(Arc::clone(&self.history) as _),
                 });
         let agent = build_agent(AgentParts {
             config: self.config.clone(),

@@ -11,10 +11,10 @@ use tau_core::{AgentParts, build_agent};
 use tau_state::{ApprovalState, StateDb};
 use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover};
 
+use crate::audit::history::AuditHistory;
 use crate::chat::{OpenSession, new_session_id, open_session};
 use crate::context::{Context, Tools};
 use crate::errors::usage;
-use crate::grant_stats::AuditHistory;
 
 /// How often the count of questions waiting on other channels is read again.
 const ELSEWHERE_EVERY: Duration = Duration::from_secs(1);

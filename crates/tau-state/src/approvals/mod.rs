@@ -637,6 +637,33 @@ impl StateDb {
         })
     }
 
+    /// Settles every decided question of `session` but those in `waiting` (its turn still
+    /// waits on them), in one write; how many it settled. Only the questions not settled
+    /// yet are read, so the cost follows what changed, not the session's length.
+    pub fn settle_session_approvals(
+        &self,
+        session: &SessionId,
+        waiting: &[ApprovalId],
+    ) -> Result<usize, StateError> {
+        self.write(|tx| {
+            let unsettled = tx
+                .prepare_cached(
+                    "SELECT id FROM approvals WHERE session = ?1 AND settled = 0 AND state != 'pending'",
+                )?
+                .query_map(params![session.as_str()], |row| row.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut settle = tx.prepare_cached("UPDATE approvals SET settled = 1 WHERE id = ?1")?;
+            let mut settled = 0;
+            for id in unsettled
+                .iter()
+                .filter(|id| !waiting.iter().any(|w| w.as_str() == id.as_str()))
+            {
+                settled += settle.execute(params![id])?;
+            }
+            Ok(settled)
+        })
+    }
+
     fn select_approvals(
         &self,
         filter: &str,
@@ -909,6 +936,45 @@ mod tests {
                 .approvals_of_session(&SessionId::parse("web-1").unwrap())
                 .unwrap()),
             ["ap_a", "ap_b", "ap_c"]
+        );
+    }
+
+    #[test]
+    fn a_session_s_decided_questions_are_settled_at_once_but_those_its_turn_waits_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let session = SessionId::parse("web-1").unwrap();
+        let at = Timestamp::from_second(20).unwrap();
+        for (name, created) in [("ap_a", 11), ("ap_b", 12), ("ap_c", 13), ("ap_d", 14)] {
+            store.create_approval(&row(name, created)).unwrap();
+        }
+        for name in ["ap_a", "ap_b", "ap_c"] {
+            store
+                .decide_approval(&id(name), ApprovalState::Rejected, &DecidedBy::Timeout, at)
+                .unwrap();
+        }
+        // ap_c's turn still waits on it; ap_d is pending.
+        assert_eq!(
+            store
+                .settle_session_approvals(&session, &[id("ap_c")])
+                .unwrap(),
+            2
+        );
+        let unsettled: Vec<String> = store
+            .unsettled_approvals()
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id.to_string())
+            .collect();
+        assert_eq!(unsettled, ["ap_c"]);
+        // Settled ones are not written again; another session's are not touched.
+        assert_eq!(store.settle_session_approvals(&session, &[]).unwrap(), 1);
+        assert_eq!(store.settle_session_approvals(&session, &[]).unwrap(), 0);
+        let other = SessionId::parse("web-2").unwrap();
+        assert_eq!(store.settle_session_approvals(&other, &[]).unwrap(), 0);
+        assert_eq!(
+            store.approval(&id("ap_d")).unwrap().unwrap().state,
+            ApprovalState::Pending
         );
     }
 

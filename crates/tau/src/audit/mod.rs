@@ -13,12 +13,14 @@
 //!
 //! Layout: `mod.rs` the appender, `verify.rs` the check, `answers.rs` the recorded
 //! answers `tau serve` confirms stored approvals against,
-//! `command.rs` what `tau audit` prints, `witness.rs` the head sent where the log's writers
+//! `command.rs` what `tau audit` prints, `history.rs` a person's approvals read back for
+//! the card's suggestion, `witness.rs` the head sent where the log's writers
 //! cannot reach it. The head and the announced line are kept in `state.db` (`tau-state`'s
 //! anchor table).
 
 mod answers;
 mod command;
+pub(crate) mod history;
 mod verify;
 pub(crate) mod witness;
 
