@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use tau_protocol::{
-    Approval, ApprovalQuestion, CallStatus, DecidedBy, Decision, Grant, GrantId, GrantMade, Tier,
+    Approval, ApprovalId, ApprovalQuestion, CallStatus, DecidedBy, Decision, Grant, GrantId,
+    GrantMade, Tier,
 };
 
 /// Where an error event comes from.
@@ -44,7 +45,7 @@ pub enum AuditEvent {
         decided_by: DecidedBy,
         /// The question that was asked about it, if one was.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        approval_id: Option<String>,
+        approval_id: Option<ApprovalId>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result_summary: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,7 +55,7 @@ pub enum AuditEvent {
     ApprovalRequested(ApprovalQuestion),
     /// The question's answer, or the end of its wait.
     Approval {
-        approval_id: String,
+        approval_id: ApprovalId,
         tool: String,
         tier: Tier,
         tool_use_id: String,
@@ -136,6 +137,7 @@ pub enum AuditEvent {
     /// another chat's question, data tau did not write). Nothing was decided.
     AnswerRefused {
         channel: String,
+        /// The question the answer named, as it came (untrusted: maybe no id at all).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         approval_id: Option<String>,
         /// Who answered, as the channel names people (a Telegram user id).
@@ -165,7 +167,7 @@ pub enum AuditEvent {
     /// An approved call was let through and tau stopped before its result was stored: it
     /// may or may not have run. It is not run again.
     EffectUncertain {
-        approval_id: String,
+        approval_id: ApprovalId,
         tool: String,
         tool_use_id: String,
         /// The channel that asked the question.
@@ -342,7 +344,7 @@ mod tests {
             status: CallStatus::Refused,
             approval: Approval::Rejected,
             decided_by: DecidedBy::person("terminal"),
-            approval_id: Some("ap_1".into()),
+            approval_id: Some(ApprovalId::parse("ap_1").unwrap()),
             result_summary: None,
             duration_ms: Some(3),
         };

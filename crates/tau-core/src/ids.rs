@@ -8,6 +8,11 @@ use std::fmt::Write;
 #[error("the operating system gave no randomness: {0}")]
 pub struct NoRandomness(String);
 
+/// A new approval id: `ap_` and 128 random bits; `None` when there is no randomness.
+pub fn new_approval_id() -> Option<tau_protocol::ApprovalId> {
+    tau_protocol::ApprovalId::parse(&random_id("ap").ok()?).ok()
+}
+
 /// `{prefix}_` and 128 random bits as 32 lowercase hex digits.
 pub fn random_id(prefix: &str) -> Result<String, NoRandomness> {
     let mut bytes = [0u8; 16];

@@ -75,7 +75,7 @@ fn decided_by_for(approval: Approval) -> DecidedBy {
 
 fn question(n: u32, tool: &str, id: &str, arguments: Value) -> AuditEvent {
     AuditEvent::ApprovalRequested(ApprovalQuestion {
-        approval_id: format!("ap_{n}"),
+        approval_id: tau_core::ApprovalId::parse(&format!("ap_{n}")).unwrap(),
         tool: tool.into(),
         tier: Tier::Physical,
         effect: format!("switches {tool} in the house"),
@@ -90,7 +90,7 @@ fn question(n: u32, tool: &str, id: &str, arguments: Value) -> AuditEvent {
 
 fn answer(n: u32, tool: &str, id: &str, arguments: Value, decision: Decision) -> AuditEvent {
     AuditEvent::Approval {
-        approval_id: format!("ap_{n}"),
+        approval_id: tau_core::ApprovalId::parse(&format!("ap_{n}")).unwrap(),
         tool: tool.into(),
         tier: Tier::Physical,
         tool_use_id: id.into(),
@@ -124,7 +124,7 @@ fn tool_call(
             approval,
             Approval::Approved | Approval::Rejected | Approval::Timeout
         )
-        .then(|| "ap_1".to_owned()),
+        .then(|| tau_core::ApprovalId::parse("ap_1").unwrap()),
         result_summary: Some(summary.into()),
         duration_ms: None,
     }

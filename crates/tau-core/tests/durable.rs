@@ -392,7 +392,7 @@ impl tau_core::EventSubscriber for SavedWhenAnnounced {
         let tau_core::AuditEvent::ApprovalRequested(question) = event else {
             return;
         };
-        let id = ApprovalId::parse(&question.approval_id).unwrap();
+        let id = question.approval_id.clone();
         let waits = self
             .store
             .load_state(&SessionId::parse("web-1").unwrap())

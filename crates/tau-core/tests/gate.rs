@@ -51,7 +51,7 @@ fn refused(
         approval,
         tier,
         decided_by,
-        approval_id: asked.then(|| "ap_1".to_owned()),
+        approval_id: asked.then(|| tau_core::ApprovalId::parse("ap_1").unwrap()),
         unknown_tool: false,
         invalid: false,
         effect_uncertain: false,
@@ -65,7 +65,7 @@ fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -
         approval,
         tier: Some(tier),
         decided_by,
-        approval_id: asked.then(|| "ap_1".to_owned()),
+        approval_id: asked.then(|| tau_core::ApprovalId::parse("ap_1").unwrap()),
         unknown_tool: false,
         invalid: false,
         effect_uncertain: false,
@@ -75,7 +75,7 @@ fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -
 /// The question about `lights` in the kitchen, as the audit log records it.
 fn requested(channel: &str) -> AuditEvent {
     AuditEvent::ApprovalRequested(ApprovalQuestion {
-        approval_id: "ap_1".into(),
+        approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
         tool: "lights".into(),
         tier: Tier::Physical,
         effect: "switches lights in the house".into(),
@@ -98,7 +98,7 @@ fn requested_with_deadline(channel: &str) -> AuditEvent {
 
 fn approval_event(decision: Decision, decided_by: DecidedBy, approver: &str) -> AuditEvent {
     AuditEvent::Approval {
-        approval_id: "ap_1".into(),
+        approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
         tool: "lights".into(),
         tier: Tier::Physical,
         tool_use_id: "t1".into(),
@@ -1019,7 +1019,10 @@ async fn every_question_has_its_own_unguessable_id() {
     assert_ne!(ids[0], ids[1], "the same call asked twice gets two ids");
     assert_eq!(first.approval_id.as_ref(), Some(&ids[0]));
     assert_eq!(second.approval_id.as_ref(), Some(&ids[1]));
-    assert!(ids.iter().all(|id| id.len() == 35 && id.starts_with("ap_")));
+    assert!(
+        ids.iter()
+            .all(|id| id.as_str().len() == 35 && id.as_str().starts_with("ap_"))
+    );
 }
 
 /// A tier-2 tool that can tell some arguments are wrong before anyone is asked, and one

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tau_core::{ApprovalQuestion, CallCard, CardWriter, Tier};
+use tau_core::{ApprovalId, ApprovalQuestion, CallCard, CardWriter, Tier};
 
 use crate::card::DeviceCards;
 use crate::def::{ActionDef, DeviceDef, RangeDef};
@@ -151,7 +151,9 @@ pub fn questions(channel: &str, code: &str) -> Result<Vec<ApprovalQuestion>, Reg
     Ok(calls()
         .into_iter()
         .enumerate()
-        .map(|(n, (tool, arguments))| {
+        // `ap_` and 32 hex digits is always an approval id.
+        .filter_map(|(n, (tool, arguments))| {
+            let approval_id = ApprovalId::parse(&format!("ap_{:032x}", n + 1)).ok()?;
             let mut card = CallCard::default();
             cards.write(tool, &arguments, &mut card);
             if let Some(step) = &mut card.confirm {
@@ -162,8 +164,8 @@ pub fn questions(channel: &str, code: &str) -> Result<Vec<ApprovalQuestion>, Reg
             } else {
                 "publishes an MQTT message to the broker at 127.0.0.1:1883 — this can switch real devices".to_owned()
             };
-            ApprovalQuestion {
-                approval_id: format!("ap_{:032x}", n + 1),
+            Some(ApprovalQuestion {
+                approval_id,
                 call_id: format!("t{}", n + 1),
                 tool: tool.to_owned(),
                 tier: Tier::Physical,
@@ -173,7 +175,7 @@ pub fn questions(channel: &str, code: &str) -> Result<Vec<ApprovalQuestion>, Reg
                 deadline: None,
                 grant: None,
                 card,
-            }
+            })
         })
         .collect())
 }

@@ -53,7 +53,7 @@ impl Hub {
                 tool_use_id: Some(row.call_id.clone()),
             });
             bus.emit(&AuditEvent::Approval {
-                approval_id: row.id.to_string(),
+                approval_id: row.id.clone(),
                 tool: row.tool.clone(),
                 tier: row.tier,
                 tool_use_id: row.call_id.clone(),
@@ -67,7 +67,7 @@ impl Hub {
             self.publish(
                 &row.session,
                 SessionEvent::Turn(ChannelEvent::ApprovalDecided {
-                    approval_id: row.id.to_string(),
+                    approval_id: row.id.clone(),
                     call_id: row.call_id.clone(),
                     tool: row.tool.clone(),
                     decision: Decision::Rejected,

@@ -397,7 +397,7 @@ impl Hub {
                 tau_core::approval::requested_event(row)
             }
             Some(decision) => tau_core::ChannelEvent::ApprovalDecided {
-                approval_id: row.id.to_string(),
+                approval_id: row.id.clone(),
                 call_id: row.call_id.clone(),
                 tool: row.tool.clone(),
                 decision,

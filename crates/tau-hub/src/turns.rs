@@ -76,9 +76,12 @@ impl Hub {
         let session = session.clone();
         ChannelSink::from_fn(move |event| {
             if let ChannelEvent::ApprovalRequested(question) = &event {
-                let stored = tau_protocol::ApprovalId::parse(&question.approval_id)
+                let stored = hub
+                    .inner
+                    .state
+                    .approval(&question.approval_id)
                     .ok()
-                    .and_then(|id| hub.inner.state.approval(&id).ok().flatten());
+                    .flatten();
                 match stored {
                     Some(row) => {
                         let _ = hub.inner.changes.send(row);

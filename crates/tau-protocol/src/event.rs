@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::grant::GrantMade;
+use crate::ids::ApprovalId;
 use crate::output::OutputBlock;
 use crate::question::ApprovalQuestion;
 use crate::tier::Tier;
@@ -33,7 +34,7 @@ pub enum ChannelEvent {
     ApprovalRequested(Box<ApprovalQuestion>),
     /// The question was answered, timed out, withdrawn or superseded.
     ApprovalDecided {
-        approval_id: String,
+        approval_id: ApprovalId,
         call_id: String,
         tool: String,
         decision: Decision,

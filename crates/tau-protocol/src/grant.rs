@@ -8,6 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ids::ApprovalId;
 use crate::tier::Tier;
 use crate::vocabulary::DecidedBy;
 
@@ -276,7 +277,7 @@ pub struct Grant {
     pub created_by: DecidedBy,
     /// The question that answer was given to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval_id: Option<String>,
+    pub approval_id: Option<ApprovalId>,
     /// RFC 3339, like every time below.
     pub created_at: String,
     pub expires_at: String,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::grant::GrantOffer;
+use crate::ids::ApprovalId;
 use crate::tier::Tier;
 
 /// A tier-2 call waiting for a person's answer on `channel`. The gate writes it once; the
@@ -13,7 +14,7 @@ use crate::tier::Tier;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalQuestion {
     /// Names this question; an answer to another id is not an answer to it.
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     /// The model's id of the call this question is about.
     #[serde(alias = "tool_use_id")]
     pub call_id: String,
@@ -172,7 +173,7 @@ mod tests {
 
     fn question(card: CallCard) -> ApprovalQuestion {
         ApprovalQuestion {
-            approval_id: "ap_1".into(),
+            approval_id: crate::ids::ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "run_command".into(),
             tier: Tier::Physical,

@@ -99,7 +99,7 @@ impl Approver for AskApprover {
             .ok()
             .and_then(|span| now.checked_add(span).ok())
             .unwrap_or(now);
-        let id = ApprovalId::parse(&request.approval_id).map_err(|e| failed(e.to_string()))?;
+        let id = request.approval_id.clone();
         let row = NewApproval {
             id,
             session: self.session.clone(),

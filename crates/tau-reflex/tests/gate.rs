@@ -317,7 +317,7 @@ async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
         });
         assert_eq!(
             requested,
-            Some((row.id.to_string(), "web".to_owned())),
+            Some((row.id.clone(), "web".to_owned())),
             "the row is the gate's question"
         );
     }

@@ -12,7 +12,7 @@
 
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use tau_protocol::{DecidedBy, Grant, GrantId, GrantScope, SessionId, Tier};
+use tau_protocol::{ApprovalId, DecidedBy, Grant, GrantId, GrantScope, SessionId, Tier};
 
 use crate::approvals::canonical_arguments;
 use crate::db::StateDb;
@@ -158,7 +158,11 @@ fn parse(raw: Raw) -> Result<Grant, StateError> {
         tool: raw.tool,
         channel: raw.channel,
         person: raw.person,
-        approval_id: raw.approval_id,
+        approval_id: raw
+            .approval_id
+            .as_deref()
+            .map(|id| ApprovalId::parse(id).map_err(|_| bad("approval_id")))
+            .transpose()?,
     })
 }
 
@@ -264,7 +268,7 @@ impl StateDb {
                     grant.session,
                     grant.person,
                     created_by,
-                    grant.approval_id,
+                    grant.approval_id.as_ref().map(ApprovalId::as_str),
                     created_at,
                     expires_at,
                     grant.max_uses.map(i64::from),

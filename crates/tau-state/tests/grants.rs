@@ -43,7 +43,7 @@ fn grant(id: &str, arguments: Value, scope: GrantScope, max_uses: Option<u32>) -
         session: session(1).to_string(),
         person: Some("4242".into()),
         created_by: DecidedBy::person("telegram"),
-        approval_id: Some("ap_0123456789abcdef".into()),
+        approval_id: Some(tau_protocol::ApprovalId::parse("ap_0123456789abcdef").unwrap()),
         created_at: at(0).to_string(),
         expires_at: at(24).to_string(),
         uses: 0,

@@ -137,7 +137,7 @@ impl Chat {
             }
             ChannelEvent::ApprovalDecided { approval_id, .. } => {
                 self.flush().await;
-                self.close(&approval_id).await;
+                self.close(approval_id.as_str()).await;
             }
             ChannelEvent::TurnEnded { stop_reason, .. } => {
                 self.flush().await;
@@ -189,7 +189,7 @@ impl Chat {
     /// Sends a question, unless its message exists already (a question shown again after
     /// a restart keeps its first message, whose buttons still work).
     async fn ask(&mut self, asked: &ApprovalQuestion) {
-        match self.parts.store.shown(&asked.approval_id) {
+        match self.parts.store.shown(asked.approval_id.as_str()) {
             Ok(None) => {}
             Ok(Some(_)) => return,
             Err(error) => tracing::warn!("telegram: {error}"),
@@ -198,10 +198,10 @@ impl Chat {
         let Some(message_id) = self.send(&html, Some(&keyboard)).await else {
             return;
         };
-        if let Err(error) = self
-            .parts
-            .store
-            .remember(&asked.approval_id, self.chat, message_id)
+        if let Err(error) =
+            self.parts
+                .store
+                .remember(asked.approval_id.as_str(), self.chat, message_id)
         {
             tracing::warn!(approval_id = %asked.approval_id, "telegram: {error}");
         }

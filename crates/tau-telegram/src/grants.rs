@@ -127,7 +127,7 @@ mod tests {
                 channel: "telegram".into(),
                 user: Some("4242".into()),
             },
-            approval_id: Some("ap_1".into()),
+            approval_id: Some(tau_core::ApprovalId::parse("ap_1").unwrap()),
             created_at: "2026-12-03T12:00:00Z".into(),
             expires_at: "2026-12-04T12:00:00Z".into(),
             uses: n,

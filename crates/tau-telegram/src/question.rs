@@ -43,7 +43,7 @@ pub(crate) fn question(
             .map_or_else(|_| display(deadline), |at| when(at, zone));
         html.push_str(&format!("\n{} {}", t.expires, escape(&shown)));
     }
-    let id = &asked.approval_id;
+    let id = asked.approval_id.as_str();
     let reject = (
         t.reject.to_owned(),
         ButtonData::new(Action::Reject, id).encode(),

@@ -6,7 +6,7 @@ use tau_core::approval::NewApproval;
 
 fn asked(arguments: Value) -> ApprovalQuestion {
     ApprovalQuestion {
-        approval_id: "ap_0123456789abcdef0123456789abcdef".into(),
+        approval_id: tau_core::ApprovalId::parse("ap_0123456789abcdef0123456789abcdef").unwrap(),
         call_id: "t1".into(),
         channel: "telegram".into(),
         tool: "run_command".into(),

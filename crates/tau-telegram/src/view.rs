@@ -367,7 +367,7 @@ mod tests {
         let mut view = TurnView::new(Language::Tr);
         view.apply(&started("t1", "run_command", Some(Tier::Physical)));
         let asked = ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
-            approval_id: "ap_1".into(),
+            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "run_command".into(),
             tier: Tier::Physical,

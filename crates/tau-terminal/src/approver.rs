@@ -135,7 +135,7 @@ mod tests {
 
     fn request() -> ApprovalQuestion {
         ApprovalQuestion {
-            approval_id: "ap_1".into(),
+            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
             tool: "run_command".into(),
             tier: Tier::Physical,
             effect: "runs a shell command".into(),
@@ -166,7 +166,7 @@ mod tests {
 
     fn decided(answer: &Answer) -> ChannelEvent {
         ChannelEvent::ApprovalDecided {
-            approval_id: "ap_1".into(),
+            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "run_command".into(),
             decision: answer.decision,

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tau_core::{
-    ApprovalQuestion, CallStatus, ChannelEvent, ChannelSink, ConfirmStep, DecidedBy, Decision,
-    Language, Notice, OutputBlock,
+    ApprovalId, ApprovalQuestion, CallStatus, ChannelEvent, ChannelSink, ConfirmStep, DecidedBy,
+    Decision, Language, Notice, OutputBlock,
 };
 
 use crate::escape::{escape_for_terminal, sorted_json};
@@ -211,7 +211,7 @@ impl Console {
 
     /// A bare yes to a question with a second step: it is not an answer. Say so, ask for
     /// the step again, and start the question's guard anew.
-    pub fn step_needed(&self, line: &str, approval_id: &str) {
+    pub fn step_needed(&self, line: &str, approval_id: &ApprovalId) {
         let s = self.style;
         let mut state = self.lock();
         if !self.tty {
@@ -232,21 +232,21 @@ impl Console {
     }
 
     /// Whether the paged question for `approval_id` has rows not shown yet.
-    pub(crate) fn more_to_show(&self, approval_id: &str) -> bool {
+    pub(crate) fn more_to_show(&self, approval_id: &ApprovalId) -> bool {
         self.lock()
             .paged
             .as_ref()
-            .is_some_and(|p| p.approval_id == approval_id && p.more())
+            .is_some_and(|p| p.approval_id == *approval_id && p.more())
     }
 
     /// Shows the next rows of the paged question; it is on screen anew (its guard starts
     /// again).
-    pub(crate) fn next_page(&self, approval_id: &str) {
+    pub(crate) fn next_page(&self, approval_id: &ApprovalId) {
         let mut state = self.lock();
         let Some(page) = state
             .paged
             .as_mut()
-            .filter(|p| p.approval_id == approval_id)
+            .filter(|p| p.approval_id == *approval_id)
             .map(Paged::next_page)
         else {
             return;
@@ -258,7 +258,7 @@ impl Console {
     }
 
     /// A yes came before the end of the paged question was on screen: it is no answer.
-    pub(crate) fn not_seen_yet(&self, approval_id: &str, line: &str) {
+    pub(crate) fn not_seen_yet(&self, approval_id: &ApprovalId, line: &str) {
         let s = self.style;
         let mut state = self.lock();
         if !self.tty {
@@ -273,7 +273,7 @@ impl Console {
         if let Some(paged) = state
             .paged
             .as_ref()
-            .filter(|p| p.approval_id == approval_id)
+            .filter(|p| p.approval_id == *approval_id)
         {
             text.push_str(&paged.again());
         }
@@ -633,7 +633,7 @@ mod tests {
 
     fn requested() -> ChannelEvent {
         ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
-            approval_id: "ap_1".into(),
+            approval_id: ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),
             tier: Tier::Physical,
@@ -648,7 +648,7 @@ mod tests {
 
     fn decided(decision: Decision, decided_by: DecidedBy) -> ChannelEvent {
         ChannelEvent::ApprovalDecided {
-            approval_id: "ap_1".into(),
+            approval_id: ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),
             decision,

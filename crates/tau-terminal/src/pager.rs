@@ -5,7 +5,7 @@
 //! screen has its length and SHA-256 on every page, right above the question.
 
 use serde_json::Value;
-use tau_core::{ApprovalQuestion, ConfirmStep, Language, grouped_digits, shown_length};
+use tau_core::{ApprovalId, ApprovalQuestion, ConfirmStep, Language, grouped_digits, shown_length};
 
 use crate::prompt::{question_line, shown_key};
 use crate::texts::texts;
@@ -62,7 +62,7 @@ pub(crate) fn long_arguments(
 /// A question shown a page at a time.
 #[derive(Debug)]
 pub(crate) struct Paged {
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     language: Language,
     columns: usize,
     /// The question's rows, without the question line.
@@ -81,7 +81,7 @@ impl Paged {
     /// `body` (the question without its last line) paged for a screen of `columns` and
     /// `rows`, or `None` when it fits whole with `footer` and the question.
     pub(crate) fn new(
-        approval_id: &str,
+        approval_id: &ApprovalId,
         body: &str,
         footer: Vec<String>,
         (columns, rows): (usize, usize),
@@ -92,7 +92,7 @@ impl Paged {
             return None;
         }
         let mut paged = Self {
-            approval_id: approval_id.to_owned(),
+            approval_id: approval_id.clone(),
             language,
             columns,
             lines,
@@ -192,7 +192,7 @@ mod tests {
             arguments: json!({"command": command, "timeout_seconds": 30}),
             call_id: "t1".into(),
             channel: "terminal".into(),
-            approval_id: "ap_1".into(),
+            approval_id: ApprovalId::parse("ap_1").unwrap(),
             deadline: None,
             card: Default::default(),
             grant: None,
@@ -206,7 +206,13 @@ mod tests {
             .strip_suffix(&question_line(Language::En, None))
             .unwrap();
         let footer = long_arguments(&r, Language::En, columns, rows);
-        Paged::new("ap_1", body, footer, (columns, rows), Language::En)
+        Paged::new(
+            &ApprovalId::parse("ap_1").unwrap(),
+            body,
+            footer,
+            (columns, rows),
+            Language::En,
+        )
     }
 
     #[test]
@@ -240,7 +246,14 @@ mod tests {
         let body = whole
             .strip_suffix(&question_line(Language::En, None))
             .unwrap();
-        let mut pager = Paged::new("ap_1", body, Vec::new(), (80, 24), Language::En).unwrap();
+        let mut pager = Paged::new(
+            &ApprovalId::parse("ap_1").unwrap(),
+            body,
+            Vec::new(),
+            (80, 24),
+            Language::En,
+        )
+        .unwrap();
         let mut shown = String::new();
         while pager.more() {
             let page = pager.next_page();

@@ -183,7 +183,7 @@ mod tests {
             arguments,
             call_id: "t1".into(),
             channel: "terminal".into(),
-            approval_id: "ap_1".into(),
+            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
             deadline: None,
             card: Default::default(),
             grant: None,

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use tau_core::ApprovalId;
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
@@ -68,7 +69,7 @@ pub(crate) enum Route {
 
 struct Question {
     serial: u64,
-    approval_id: String,
+    approval_id: ApprovalId,
     drawn_at: Option<Instant>,
     sender: mpsc::UnboundedSender<Heard>,
     /// Until the approver takes it.
@@ -76,11 +77,11 @@ struct Question {
 }
 
 impl Question {
-    fn new(serial: u64, approval_id: &str, drawn_at: Option<Instant>) -> Self {
+    fn new(serial: u64, approval_id: &ApprovalId, drawn_at: Option<Instant>) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
         Self {
             serial,
-            approval_id: approval_id.to_owned(),
+            approval_id: approval_id.clone(),
             drawn_at,
             sender,
             receiver: Some(receiver),
@@ -146,11 +147,11 @@ impl State {
     }
 
     /// The question for `approval_id`: the open one, or a new one replacing any other.
-    fn question_for(&mut self, serial: u64, approval_id: &str) -> &mut Question {
+    fn question_for(&mut self, serial: u64, approval_id: &ApprovalId) -> &mut Question {
         let same = self
             .question
             .as_ref()
-            .is_some_and(|q| q.approval_id == approval_id);
+            .is_some_and(|q| q.approval_id == *approval_id);
         if !same {
             self.end_question(Reply::Closed);
             self.unasked = None;
@@ -226,11 +227,11 @@ impl Questions {
     /// Opens the question for `approval_id` (or joins the one the console drew) and
     /// returns what it hears. Dropping the [`Asking`] withdraws the question (a timeout, a
     /// cancelled turn), so the next line is not taken for it.
-    pub fn ask(&self, approval_id: &str) -> Asking {
+    pub fn ask(&self, approval_id: &ApprovalId) -> Asking {
         let serial = self.shared.serial();
         let mut state = self.shared.lock();
         // It was drawn and ended before this ask: hear how.
-        if let Some(mut over) = state.unasked.take_if(|q| q.approval_id == approval_id) {
+        if let Some(mut over) = state.unasked.take_if(|q| q.approval_id == *approval_id) {
             return Asking {
                 shared: Arc::clone(&self.shared),
                 serial,
@@ -272,7 +273,7 @@ impl Questions {
 
     /// The question for `approval_id` is on screen: what was typed on the answering
     /// terminal until now is dropped, and its guard starts.
-    pub(crate) fn drawn(&self, approval_id: &str) {
+    pub(crate) fn drawn(&self, approval_id: &ApprovalId) {
         if let Some(Flush(flush)) = &self.shared.flush {
             flush();
         }
@@ -285,16 +286,16 @@ impl Questions {
 
     /// The outcome of the question for `approval_id` is on screen: it takes no more
     /// lines, even if nobody asked it.
-    pub(crate) fn decided(&self, approval_id: &str) {
+    pub(crate) fn decided(&self, approval_id: &ApprovalId) {
         let mut state = self.shared.lock();
         if state
             .question
             .as_ref()
-            .is_some_and(|q| q.approval_id == approval_id)
+            .is_some_and(|q| q.approval_id == *approval_id)
         {
             state.end_question(Reply::Closed);
         }
-        state.unasked.take_if(|q| q.approval_id == approval_id);
+        state.unasked.take_if(|q| q.approval_id == *approval_id);
         drop(state);
         self.shared.changed();
     }

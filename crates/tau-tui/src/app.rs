@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::Rect;
-use tau_core::{ChannelEvent, Decision, Language};
+use tau_core::{ApprovalId, ChannelEvent, Decision, Language};
 
 use crate::card::{Card, CardView, Moment};
 use crate::input::Input;
@@ -24,7 +24,7 @@ pub(crate) enum Action {
     /// The person answered the question with this id (with what they typed for its
     /// second step, when it has one).
     Answer {
-        approval_id: String,
+        approval_id: ApprovalId,
         decision: Decision,
         confirmation: Option<String>,
         /// "Yes, and allow this again": `always` (this conversation) or `always all`

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use tau_core::{
-    Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision, GrantRequest,
-    GrantScope,
+    Answer, ApprovalId, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision,
+    GrantRequest, GrantScope,
 };
 use tokio::sync::oneshot;
 
@@ -17,10 +17,10 @@ pub const TUI_CHANNEL: &str = "tui";
 
 #[derive(Default)]
 struct State {
-    waiting: HashMap<String, oneshot::Sender<Answer>>,
+    waiting: HashMap<ApprovalId, oneshot::Sender<Answer>>,
     /// Answers keyed before `decide` was reached (the card is drawn from the event the
     /// gate emits just before it asks).
-    early: HashMap<String, Answer>,
+    early: HashMap<ApprovalId, Answer>,
 }
 
 /// The open questions, shared by the approver and the event loop.
@@ -38,7 +38,7 @@ impl Questions {
     /// they typed for its second step, when it has one).
     pub(crate) fn answer(
         &self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         decision: Decision,
         confirmation: Option<&str>,
         grant: Option<GrantScope>,
@@ -60,14 +60,14 @@ impl Questions {
         self.send(approval_id, answer);
     }
 
-    fn send(&self, approval_id: &str, answer: Answer) {
+    fn send(&self, approval_id: &ApprovalId, answer: Answer) {
         let mut state = self.lock();
         match state.waiting.remove(approval_id) {
             Some(sender) => {
                 let _ = sender.send(answer);
             }
             None => {
-                state.early.insert(approval_id.to_owned(), answer);
+                state.early.insert(approval_id.clone(), answer);
             }
         }
     }
@@ -83,7 +83,7 @@ impl Questions {
     }
 
     /// Forgets what a finished question left behind.
-    pub(crate) fn forget(&self, approval_id: &str) {
+    pub(crate) fn forget(&self, approval_id: &ApprovalId) {
         self.lock().early.remove(approval_id);
     }
 
@@ -92,14 +92,14 @@ impl Questions {
         self.lock().waiting.len()
     }
 
-    async fn ask(&self, approval_id: &str) -> Answer {
+    async fn ask(&self, approval_id: &ApprovalId) -> Answer {
         let receiver = {
             let mut state = self.lock();
             if let Some(answer) = state.early.remove(approval_id) {
                 return answer;
             }
             let (sender, receiver) = oneshot::channel();
-            state.waiting.insert(approval_id.to_owned(), sender);
+            state.waiting.insert(approval_id.clone(), sender);
             receiver
         };
         let _open = Withdraw {
@@ -115,7 +115,7 @@ impl Questions {
 /// Withdraws the question when its future is dropped (the gate's timeout).
 struct Withdraw<'a> {
     questions: &'a Questions,
-    approval_id: &'a str,
+    approval_id: &'a ApprovalId,
 }
 
 impl Drop for Withdraw<'_> {
@@ -163,7 +163,7 @@ mod tests {
 
     fn request(id: &str) -> ApprovalQuestion {
         ApprovalQuestion {
-            approval_id: id.into(),
+            approval_id: ApprovalId::parse(id).unwrap(),
             tool: "run_command".into(),
             tier: Tier::Physical,
             effect: "runs a shell command".into(),
@@ -192,9 +192,19 @@ mod tests {
         });
         until_open(&questions, 1).await;
         // An answer to another question is not an answer to this one.
-        questions.answer("ap_other", Decision::Approved, None, None);
+        questions.answer(
+            &tau_core::ApprovalId::parse("ap_other").unwrap(),
+            Decision::Approved,
+            None,
+            None,
+        );
         assert_eq!(questions.open(), 1);
-        questions.answer("ap_1", Decision::Rejected, None, None);
+        questions.answer(
+            &tau_core::ApprovalId::parse("ap_1").unwrap(),
+            Decision::Rejected,
+            None,
+            None,
+        );
         assert_eq!(
             first.await.unwrap().unwrap(),
             Answer::new(Decision::Rejected, DecidedBy::person("tui"))
@@ -205,7 +215,12 @@ mod tests {
     async fn an_answer_keyed_before_decide_is_kept_for_that_question_only() {
         let approver = TuiApprover::new();
         let questions = approver.questions();
-        questions.answer("ap_1", Decision::Approved, None, None);
+        questions.answer(
+            &tau_core::ApprovalId::parse("ap_1").unwrap(),
+            Decision::Approved,
+            None,
+            None,
+        );
         assert_eq!(
             approver.decide(request("ap_1")).await.unwrap(),
             Answer::approved_by("tui")
@@ -242,8 +257,13 @@ mod tests {
         assert_eq!(questions.open(), 0);
         // The late key is kept as an early answer to that id; the next question has a new
         // id, and the finished one is forgotten when its decision arrives.
-        questions.answer("ap_1", Decision::Approved, None, None);
-        questions.forget("ap_1");
+        questions.answer(
+            &tau_core::ApprovalId::parse("ap_1").unwrap(),
+            Decision::Approved,
+            None,
+            None,
+        );
+        questions.forget(&tau_core::ApprovalId::parse("ap_1").unwrap());
         let next =
             tokio::time::timeout(Duration::from_millis(10), approver.decide(request("ap_2"))).await;
         assert!(next.is_err());

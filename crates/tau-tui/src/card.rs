@@ -10,8 +10,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 use tau_core::{
-    ApprovalQuestion, CallCard, CardNote, GrantOffer, GrantScope, NoteLevel, Tier, display,
-    display_multiline,
+    ApprovalId, ApprovalQuestion, CallCard, CardNote, GrantOffer, GrantScope, NoteLevel, Tier,
+    display, display_multiline,
 };
 
 use crate::args::pretty;
@@ -25,7 +25,7 @@ pub(crate) const ANSWER_GUARD: Duration = Duration::from_millis(300);
 /// One open question, as its `approval_requested` event described it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Card {
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     pub tool: String,
     pub tier: Tier,
     /// tau's own text, from the tool's registration; never the model's.

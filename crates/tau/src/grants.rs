@@ -146,8 +146,8 @@ pub(crate) fn render_one(grant: &Grant, now: Timestamp, zone: &TimeZone) -> Stri
     let _ = writeln!(out, "  {standing}");
     let question = grant
         .approval_id
-        .as_deref()
-        .map(|id| format!(", answering question {}", display(id)))
+        .as_ref()
+        .map(|id| format!(", answering question {}", display(id.as_str())))
         .unwrap_or_default();
     let _ = writeln!(out, "  made by {}{question}", who(&grant.created_by));
     let _ = writeln!(out, "  arguments sha-256 {}", grant.arguments_sha256);

@@ -17,7 +17,7 @@ use super::durable::{
 use super::gate::{Check, Precheck, Standing, TierGate};
 use super::texts::{effect_uncertain_text, refusal_text};
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
-use crate::ids::random_id;
+use crate::ids::new_approval_id;
 
 /// The name of the gate's own interrupt; its reason and response name the stored
 /// question ([`question_reason`], [`stored_question`]). Only this interrupt is durable;
@@ -82,12 +82,7 @@ impl TierGate {
                 "this gate cannot store questions",
             ));
         };
-        let (Some(id), Ok(card)) = (
-            random_id("ap")
-                .ok()
-                .and_then(|id| ApprovalId::parse(&id).ok()),
-            self.card(tool, arguments),
-        ) else {
+        let (Some(id), Ok(card)) = (new_approval_id(), self.card(tool, arguments)) else {
             return DurableCheck::Decided(self.no_randomness(tool, tool_use_id, tier));
         };
         let now = Timestamp::now();
@@ -173,7 +168,7 @@ impl TierGate {
         let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
         let refused = |approval| {
             let mut check = Check::refuse(refusal_text(tool), approval, tier, decided_by.clone());
-            check.approval_id = Some(row.id.to_string());
+            check.approval_id = Some(row.id.clone());
             check
         };
         // The one ladder every stored yes passes (the routine approver's too).
@@ -208,7 +203,7 @@ impl TierGate {
                 tool_use_id,
             );
             let mut check = Check::refuse(text, Approval::Refused, tier, DecidedBy::Policy);
-            check.approval_id = Some(row.id.to_string());
+            check.approval_id = Some(row.id.clone());
             return check;
         }
         tracing::info!(tool, tool_use_id, approval_id = %row.id, "stored approval checked and consumed");
@@ -221,7 +216,7 @@ impl TierGate {
         let mut check = Check::refuse(String::new(), Approval::Approved, tier, decided_by);
         check.allowed = true;
         check.refusal_text = None;
-        check.approval_id = Some(row.id.to_string());
+        check.approval_id = Some(row.id.clone());
         check
     }
 
@@ -246,9 +241,10 @@ impl TierGate {
             // Shown in the store before any channel hears of it, so an answer to what a
             // channel shows always finds the question answerable.
             if let Some(durable) = &self.durable {
-                let shown = ApprovalId::parse(&question.approval_id)
-                    .map_err(|e| e.to_string())
-                    .and_then(|id| durable.store.show_approval(&id).map_err(|e| e.to_string()));
+                let shown = durable
+                    .store
+                    .show_approval(&question.approval_id)
+                    .map_err(|e| e.to_string());
                 if let Err(error) = shown {
                     // Never shown, never answerable: its deadline ends it, and its turn
                     // goes on with the timeout.
@@ -293,18 +289,18 @@ impl TierGate {
             Some(row.tier),
             decided_by,
         );
-        check.approval_id = Some(row.id.to_string());
+        check.approval_id = Some(row.id.clone());
         check.effect_uncertain = true;
         check
     }
 
     /// Records that the call let through on question `id` returned and its result is
     /// about to be stored with the turn.
-    pub fn call_finished(&self, id: &str) {
-        let (Some(durable), Ok(id)) = (&self.durable, ApprovalId::parse(id)) else {
+    pub fn call_finished(&self, id: &ApprovalId) {
+        let Some(durable) = &self.durable else {
             return;
         };
-        if let Err(error) = durable.store.finish_approval(&id, Timestamp::now()) {
+        if let Err(error) = durable.store.finish_approval(id, Timestamp::now()) {
             tracing::error!(approval_id = %id, %error, "cannot record that an approved call finished");
         }
     }
@@ -337,7 +333,7 @@ impl TierGate {
 /// The audit event of a call closed as `effect_uncertain`.
 pub fn effect_uncertain_event(row: &ApprovalRow) -> AuditEvent {
     AuditEvent::EffectUncertain {
-        approval_id: row.id.to_string(),
+        approval_id: row.id.clone(),
         tool: row.tool.clone(),
         tool_use_id: row.call_id.clone(),
         channel: row.channel.clone(),
@@ -406,7 +402,7 @@ pub fn answer_durable_granting(
     };
     tracing::info!(approval_id = %row.id, tool = %row.tool, state = row.state.as_str(), ?decided_by, "stored approval decided");
     events.emit(&AuditEvent::Approval {
-        approval_id: row.id.to_string(),
+        approval_id: row.id.clone(),
         tool: row.tool.clone(),
         tier: row.tier,
         tool_use_id: row.call_id.clone(),
@@ -418,7 +414,7 @@ pub fn answer_durable_granting(
         grant: None,
     });
     let closed = ChannelEvent::ApprovalDecided {
-        approval_id: row.id.to_string(),
+        approval_id: row.id.clone(),
         call_id: row.call_id.clone(),
         tool: row.tool.clone(),
         decision,

@@ -8,12 +8,12 @@ use std::time::Duration;
 use futures::FutureExt;
 use serde_json::Value;
 
-use tau_protocol::{Approval, CallCard, CallStatus, DecidedBy, Decision, Tier};
+use tau_protocol::{Approval, ApprovalId, CallCard, CallStatus, DecidedBy, Decision, Tier};
 
 use super::approver::{Answer, ApprovalQuestion, Approver};
 use super::texts::{invalid_call_text, refusal_text, unknown_tool_text};
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
-use crate::ids::random_id;
+use crate::ids::new_approval_id;
 
 use super::durable_gate::DurableQuestions;
 use super::grants::GateGrants;
@@ -83,7 +83,7 @@ pub struct Check {
     pub tier: Option<Tier>,
     pub decided_by: DecidedBy,
     /// The question asked about this call, if one was.
-    pub approval_id: Option<String>,
+    pub approval_id: Option<ApprovalId>,
     /// No tool of that name is registered.
     pub unknown_tool: bool,
     /// The tool refused the arguments before anyone was asked.
@@ -128,8 +128,8 @@ impl Check {
         }
     }
 
-    fn asked(mut self, approval_id: &str) -> Self {
-        self.approval_id = Some(approval_id.to_owned());
+    fn asked(mut self, approval_id: &ApprovalId) -> Self {
+        self.approval_id = Some(approval_id.clone());
         self
     }
 
@@ -204,7 +204,7 @@ pub struct ToolCallRecord {
     pub status: CallStatus,
     pub approval: Approval,
     pub decided_by: DecidedBy,
-    pub approval_id: Option<String>,
+    pub approval_id: Option<ApprovalId>,
     pub result_summary: Option<String>,
     pub duration: Option<Duration>,
 }
@@ -437,7 +437,7 @@ impl TierGate {
         // 6. ask the approver, one question at a time, bounded by the timeout
         // anything that fails on the way -> refuse
         let _turn = self.prompt_lock.lock().await;
-        let Ok(approval_id) = random_id("ap") else {
+        let Some(approval_id) = new_approval_id() else {
             return self.no_randomness(tool, tool_use_id, tier);
         };
         let Ok(card) = self.card(tool, arguments) else {

@@ -192,7 +192,7 @@ pub fn stable_ids(events: Vec<tau_core::AuditEvent>) -> Vec<tau_core::AuditEvent
 /// A check with its random approval id replaced by `ap_1`.
 pub fn stable_check(mut check: tau_core::Check) -> tau_core::Check {
     if check.approval_id.is_some() {
-        check.approval_id = Some("ap_1".into());
+        check.approval_id = Some(tau_core::ApprovalId::parse("ap_1").unwrap());
     }
     check
 }

@@ -19,7 +19,7 @@ use crate::error::StateError;
 /// when it was.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedAnswer {
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     pub tool: String,
     pub tool_use_id: String,
     pub arguments: Value,
@@ -79,7 +79,7 @@ pub fn cross_check(
     let record = record.map_err(|why| Untrusted::NoRecord(why.to_owned()))?;
     let mut lines = record
         .iter()
-        .filter(|line| line.approval_id == row.id.as_str())
+        .filter(|line| line.approval_id == row.id)
         .peekable();
     if lines.peek().is_none() {
         return Err(Untrusted::NotRecorded);
@@ -162,7 +162,7 @@ mod tests {
 
     fn answer() -> RecordedAnswer {
         RecordedAnswer {
-            approval_id: "ap_1".into(),
+            approval_id: ApprovalId::parse("ap_1").unwrap(),
             tool: "run_command".into(),
             tool_use_id: "t1".into(),
             arguments: json!({"command": "ls"}),
@@ -179,7 +179,7 @@ mod tests {
     fn a_row_as_tau_wrote_it_passes() {
         assert_eq!(check(&pending(), &[]), Ok(()), "pending needs no answer");
         let other = RecordedAnswer {
-            approval_id: "ap_2".into(),
+            approval_id: ApprovalId::parse("ap_2").unwrap(),
             decision: Decision::Rejected,
             ..answer()
         };

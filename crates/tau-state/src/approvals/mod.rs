@@ -143,7 +143,7 @@ impl ApprovalRow {
     /// The question as it was asked, for a channel to show (again, after a restart).
     pub fn question(&self) -> ApprovalQuestion {
         ApprovalQuestion {
-            approval_id: self.id.to_string(),
+            approval_id: self.id.clone(),
             call_id: self.call_id.clone(),
             tool: self.tool.clone(),
             tier: self.tier,

@@ -82,7 +82,7 @@ fn a_bare_y_never_passes_the_second_step() {
     assert_eq!(
         actions.last(),
         Some(&Action::Answer {
-            approval_id: format!("ap_{:032x}", 3),
+            approval_id: tau_core::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
             decision: Decision::Approved,
             confirmation: Some("garage-door".into()),
             grant: None,
@@ -99,7 +99,7 @@ fn the_number_passes_and_anything_else_refuses() {
     assert_eq!(
         actions.last(),
         Some(&Action::Answer {
-            approval_id: format!("ap_{:032x}", 3),
+            approval_id: tau_core::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
             decision: Decision::Approved,
             confirmation: Some("47".into()),
             grant: None,
@@ -111,7 +111,7 @@ fn the_number_passes_and_anything_else_refuses() {
         assert_eq!(
             actions.last(),
             Some(&Action::Answer {
-                approval_id: format!("ap_{:032x}", 3),
+                approval_id: tau_core::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
                 decision: Decision::Rejected,
                 confirmation: None,
                 grant: None,
@@ -123,7 +123,7 @@ fn the_number_passes_and_anything_else_refuses() {
     assert_eq!(
         app.key(key(KeyCode::Esc), later),
         Action::Answer {
-            approval_id: format!("ap_{:032x}", 3),
+            approval_id: tau_core::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
             decision: Decision::Rejected,
             confirmation: None,
             grant: None,

@@ -54,7 +54,7 @@ fn answered(grant: bool) -> Action {
 
 fn answered_for(grant: Option<tau_core::GrantScope>) -> Action {
     Action::Answer {
-        approval_id: "ap_1".into(),
+        approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
         decision: Decision::Approved,
         confirmation: None,
         grant,

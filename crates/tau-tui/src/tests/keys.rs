@@ -22,7 +22,7 @@ fn ctrl(c: char) -> KeyEvent {
 
 fn answer(id: &str, decision: Decision) -> Action {
     Action::Answer {
-        approval_id: id.into(),
+        approval_id: tau_core::ApprovalId::parse(id).unwrap(),
         decision,
         confirmation: None,
         grant: None,

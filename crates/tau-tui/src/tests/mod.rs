@@ -108,7 +108,7 @@ pub(crate) fn requested(
     deadline: Option<&str>,
 ) -> ChannelEvent {
     ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
-        approval_id: approval_id.into(),
+        approval_id: tau_core::ApprovalId::parse(approval_id).unwrap(),
         call_id: call_id.into(),
         tool: tool.into(),
         tier: Tier::Physical,
@@ -128,7 +128,7 @@ pub(crate) fn decided(
     by: DecidedBy,
 ) -> ChannelEvent {
     ChannelEvent::ApprovalDecided {
-        approval_id: approval_id.into(),
+        approval_id: tau_core::ApprovalId::parse(approval_id).unwrap(),
         call_id: call_id.into(),
         tool: "run_command".into(),
         decision,

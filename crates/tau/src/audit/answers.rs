@@ -91,7 +91,7 @@ mod tests {
         assert_eq!(
             recorded_answers(&path).unwrap(),
             vec![RecordedAnswer {
-                approval_id: "ap_1".into(),
+                approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
                 tool: "lights".into(),
                 tool_use_id: "t1".into(),
                 arguments: json!({"room": "kitchen"}),
