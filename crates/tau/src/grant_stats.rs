@@ -205,21 +205,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::audit::test_lines::{answered, approved};
 
     fn asked(id: &str, tool: &str, at: &str) -> Value {
         json!({"type": "approval_requested", "at": at, "approval_id": id, "tool": tool,
                "arguments": {"command": "npm run test"}})
-    }
-
-    fn answered(id: &str, tool: &str, at: &str, decision: &str, kind: &str) -> Value {
-        json!({"type": "approval", "at": at, "approval_id": id, "tool": tool,
-               "arguments": {"command": "npm run test"}, "decision": decision,
-               "decided_by": {"kind": kind, "channel": "terminal"}})
-    }
-
-    /// A person's yes to `run_command`.
-    fn approved(id: &str, at: &str) -> Value {
-        answered(id, "run_command", at, "approved", "person")
     }
 
     fn log(lines: &[Value]) -> String {

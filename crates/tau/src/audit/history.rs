@@ -122,17 +122,7 @@ mod tests {
     use tau_core::ApprovalHistory;
 
     use super::*;
-
-    fn answered(id: &str, tool: &str, at: &str, decision: &str, kind: &str) -> Value {
-        json!({"type": "approval", "at": at, "approval_id": id, "tool": tool,
-               "arguments": {"command": "npm run test"}, "decision": decision,
-               "decided_by": {"kind": kind, "channel": "terminal"}})
-    }
-
-    /// A person's yes to `run_command`.
-    fn approved(id: &str, at: &str) -> Value {
-        answered(id, "run_command", at, "approved", "person")
-    }
+    use crate::audit::test_lines::{answered, approved};
 
     fn append(path: &std::path::Path, text: &str) {
         let mut file = std::fs::OpenOptions::new()

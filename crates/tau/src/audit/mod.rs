@@ -21,6 +21,8 @@
 mod answers;
 mod command;
 pub(crate) mod history;
+#[cfg(test)]
+pub(crate) mod test_lines;
 mod verify;
 pub(crate) mod witness;
 
