@@ -4,7 +4,6 @@
 //! its `grant_revoked` line goes to the audit log under the grant's conversation.
 
 use jiff::Timestamp;
-use tau_agent::SessionId;
 use tau_core::{AuditEvent, DecidedBy};
 use tau_protocol::{Grant, GrantId};
 use tau_state::{Revoked, is_live};
@@ -47,11 +46,8 @@ impl Hub {
                 uses: grant.uses,
                 reason: None,
             };
-            // A grant's session is the id of the conversation that made it (tau's own).
-            match SessionId::parse(&grant.session) {
-                Ok(session) => self.bus(&session).emit(&event),
-                Err(_) => tracing::error!(grant = %grant.id, "no audit session for a revoke"),
-            }
+            // Under the conversation that made it.
+            self.bus(&grant.session).emit(&event);
         }
         Ok(revoked)
     }

@@ -8,7 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ids::ApprovalId;
+use crate::ids::{ApprovalId, SessionId};
 use crate::tier::Tier;
 use crate::vocabulary::DecidedBy;
 
@@ -267,7 +267,7 @@ pub struct Grant {
     /// The channel it was made on and covers calls on.
     pub channel: String,
     /// The conversation (session) it was made in: all it covers in scope `conversation`.
-    pub session: String,
+    pub session: SessionId,
     /// Who made it, as the channel names people (a Telegram user id); `None` on a channel
     /// with one person (the terminal, the web page's token holder). Scope `channel` covers
     /// the conversations of this person on `channel`.

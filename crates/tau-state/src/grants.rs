@@ -132,9 +132,7 @@ fn parse(raw: Raw) -> Result<Grant, StateError> {
         arguments_sha256: raw.arguments_sha256.clone(),
         card_sha256: raw.card_sha256.clone(),
         scope: GrantScope::parse(&raw.scope).ok_or_else(|| bad("scope"))?,
-        session: SessionId::parse(&raw.session)
-            .map_err(|_| bad("session"))?
-            .to_string(),
+        session: SessionId::parse(&raw.session).map_err(|_| bad("session"))?,
         created_by: by(&raw.created_by, "created_by")?,
         created_at: time(&raw.created_at, "created_at")?,
         expires_at: time(&raw.expires_at, "expires_at")?,
@@ -265,7 +263,7 @@ impl StateDb {
                     grant.card_sha256,
                     grant.scope.as_str(),
                     grant.channel,
-                    grant.session,
+                    grant.session.as_str(),
                     grant.person,
                     created_by,
                     grant.approval_id.as_ref().map(ApprovalId::as_str),

@@ -40,7 +40,7 @@ fn grant(id: &str, arguments: Value, scope: GrantScope, max_uses: Option<u32>) -
         card_sha256: CARD.into(),
         scope,
         channel: "telegram".into(),
-        session: session(1).to_string(),
+        session: session(1),
         person: Some("4242".into()),
         created_by: DecidedBy::person("telegram"),
         approval_id: Some(tau_protocol::ApprovalId::parse("ap_0123456789abcdef").unwrap()),

@@ -121,7 +121,7 @@ mod tests {
             card_sha256: "ef".repeat(32),
             scope,
             channel: "telegram".into(),
-            session: "s1".into(),
+            session: tau_protocol::SessionId::parse("s1").unwrap(),
             person: Some("4242".into()),
             created_by: DecidedBy::Person {
                 channel: "telegram".into(),

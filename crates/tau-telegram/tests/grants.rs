@@ -32,7 +32,7 @@ fn grant(n: u32, person: i64) -> Grant {
         card_sha256: "ef".repeat(32),
         scope: GrantScope::Conversation,
         channel: "telegram".into(),
-        session: "s1".into(),
+        session: tau_protocol::SessionId::parse("s1").unwrap(),
         person: Some(person.to_string()),
         created_by: DecidedBy::Person {
             channel: "telegram".into(),

@@ -27,7 +27,7 @@ fn when(text: &str, zone: &TimeZone) -> String {
 /// What a grant covers, where, until when and its uses: the lines `list` and `show` share.
 fn describe(out: &mut String, grant: &Grant, zone: &TimeZone) {
     let place = match grant.scope {
-        GrantScope::Conversation => format!("conversation {}", display(&grant.session)),
+        GrantScope::Conversation => format!("conversation {}", display(grant.session.as_str())),
         GrantScope::Channel => {
             format!("every conversation on {}", channel_name(&grant.channel))
         }
@@ -374,7 +374,7 @@ mod tests {
             card_sha256: "2".repeat(64),
             scope,
             channel: "terminal".into(),
-            session: "chat-20261203-120000-abcdef".into(),
+            session: tau_protocol::SessionId::parse("chat-20261203-120000-abcdef").unwrap(),
             person: None,
             created_by: DecidedBy::person("terminal"),
             approval_id: None,

@@ -31,7 +31,7 @@ fn stored(tau: &Tau, id: &str) -> StateDb {
         card_sha256: "1".repeat(64),
         scope: GrantScope::Conversation,
         channel: "terminal".into(),
-        session: "s1".into(),
+        session: tau_protocol::SessionId::parse("s1").unwrap(),
         person: None,
         created_by: DecidedBy::person("terminal"),
         approval_id: None,

@@ -287,7 +287,7 @@ impl TierGate {
             card_sha256: offer.card_sha256.clone(),
             scope: wanted.scope,
             channel: self.channel.clone(),
-            session: grants.session.to_string(),
+            session: grants.session.clone(),
             person: grants.person.clone(),
             created_by: decided_by.clone(),
             approval_id: Some(request.approval_id.clone()),
