@@ -16,7 +16,7 @@ mod common;
 
 use common::Tau;
 use common::model_server::ModelServer;
-use common::serve::request;
+use common::serve::{Serve, request};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_state::{ApprovalState, StateDb};
@@ -30,6 +30,19 @@ fn model() -> ModelServer {
 }
 
 /// Every question row, shown or not, straight from `state.db`.
+/// `tau serve` stopped dead at `step` of a web turn that asks to make a file.
+fn stopped_in_a_turn(tau: &Tau, model: &str, config: &std::path::Path, step: &str) -> Serve {
+    let serve = tau.serve_at_failpoint(model, config, step);
+    let session = serve.new_session();
+    let sent = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        r#"{"text": "make a file"}"#,
+    );
+    assert_eq!(sent.status, 202, "{sent:?}");
+    serve.until(|_| tau.at_failpoint(step));
+    serve
+}
+
 fn rows(tau: &Tau) -> Vec<tau_state::ApprovalRow> {
     StateDb::open(&tau.home().join("state.db"))
         .unwrap()
@@ -45,14 +58,7 @@ fn a_question_stored_before_its_turn_was_saved_is_never_shown_and_cancelled_at_s
     let server = model();
     let model = server.spec();
     let config = tau.serve_config("");
-    let serve = tau.serve_at_failpoint(&model, &config, "asked");
-    let session = serve.new_session();
-    let sent = serve.post(
-        &format!("/api/sessions/{session}/messages"),
-        r#"{"text": "make a file"}"#,
-    );
-    assert_eq!(sent.status, 202, "{sent:?}");
-    serve.until(|_| tau.at_failpoint("asked"));
+    let serve = stopped_in_a_turn(&tau, &model, &config, "asked");
 
     // The row is there, and shown to nobody: not on the page, not to `tau approvals`.
     let stored = rows(&tau);
@@ -109,14 +115,7 @@ fn a_question_whose_turn_was_saved_is_shown_at_the_next_start_and_runs_once() {
     let server = model();
     let model = server.spec();
     let config = tau.serve_config("");
-    let serve = tau.serve_at_failpoint(&model, &config, "saved");
-    let session = serve.new_session();
-    let sent = serve.post(
-        &format!("/api/sessions/{session}/messages"),
-        r#"{"text": "make a file"}"#,
-    );
-    assert_eq!(sent.status, 202, "{sent:?}");
-    serve.until(|_| tau.at_failpoint("saved"));
+    let serve = stopped_in_a_turn(&tau, &model, &config, "saved");
     // Stored, its turn saved, and still shown to nobody.
     assert_eq!(rows(&tau).len(), 1);
     assert_eq!(serve.get("/api/approvals?state=pending").json(), json!([]));

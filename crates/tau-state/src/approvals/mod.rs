@@ -611,14 +611,6 @@ impl StateDb {
         }
     }
 
-    /// Rows of one session, shown or not, oldest first (tau's own bookkeeping).
-    pub fn approvals_of_session(
-        &self,
-        session: &SessionId,
-    ) -> Result<Vec<ApprovalRow>, StateError> {
-        self.select_approvals("WHERE session = ?1", params![session.as_str()])
-    }
-
     /// Decided questions whose turn was not resumed or closed yet (the hub stopped in
     /// between), oldest first.
     pub fn unsettled_approvals(&self) -> Result<Vec<ApprovalRow>, StateError> {
@@ -931,12 +923,6 @@ mod tests {
         );
         store.mark_approval_settled(&id("ap_c")).unwrap();
         assert!(store.unsettled_approvals().unwrap().is_empty());
-        assert_eq!(
-            ids(store
-                .approvals_of_session(&SessionId::parse("web-1").unwrap())
-                .unwrap()),
-            ["ap_a", "ap_b", "ap_c"]
-        );
     }
 
     #[test]
