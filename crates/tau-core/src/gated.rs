@@ -113,6 +113,19 @@ pub async fn gated_call(
     context: ToolContext,
 ) -> GatedOutcome {
     let check = gate.check(tool, &arguments, tool_use_id).await;
+    run_checked(gate, catalog, check, tool, tool_use_id, arguments, context).await
+}
+
+/// Runs or refuses a call the gate has decided on, and records it.
+pub(crate) async fn run_checked(
+    gate: &TierGate,
+    catalog: &ToolCatalog,
+    check: Check,
+    tool: &str,
+    tool_use_id: &str,
+    arguments: Value,
+    context: ToolContext,
+) -> GatedOutcome {
     let entry = catalog.get(tool).filter(|_| check.allowed);
     let call = CallRecord::new(check.clone(), tool, tool_use_id, arguments.clone());
     let Some(entry) = entry else {

@@ -10,12 +10,15 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use tau_agent::{SessionId, SessionRepository};
-use tau_core::approval::{Answered, ApprovalState, effect_uncertain_event};
+use tau_core::approval::{
+    Answered, ApprovalState, ExpiredQuestion, effect_uncertain_event, expire_due, next_deadline,
+};
 use tau_core::{DecidedBy, waits_on};
 use tau_protocol::ApprovalId;
 
 use crate::HubError;
 use crate::hub::{Hub, Recovery};
+use crate::types::SessionEvent;
 
 /// The longest the expiry task sleeps; a question stored by another process is seen by
 /// then at the latest.
@@ -140,29 +143,18 @@ impl Hub {
         Ok(false)
     }
 
-    /// Expires every pending question past its deadline and lets its turn go on.
+    /// Expires every pending question past its deadline (the one expirer, for a turn's
+    /// questions and a routine's alike), shows each closed on its channel, and lets its
+    /// turn go on (a routine's run sees the change and goes on by itself).
     async fn expire_due(&self) -> Result<usize, HubError> {
-        let now = Timestamp::now();
-        let mut expired = 0;
-        // Shown or not: a question its turn never showed (tau could not) still ends at
-        // its deadline, and its turn goes on.
-        for row in self
-            .inner
-            .state
-            .all_approvals(Some(ApprovalState::Pending))?
-        {
-            if row.deadline > now {
-                continue;
-            }
-            if let Answered::Decided(_) =
-                self.decide(&row, ApprovalState::Expired, &DecidedBy::Timeout)?
-            {
-                tracing::info!(approval_id = %row.id, tool = %row.tool, "stored question expired");
-                expired += 1;
-                self.settle_later(&row.session).await;
-            }
+        let bus_of = |session: &SessionId| self.bus(session);
+        let expired = expire_due(&self.inner.state, &bus_of, Timestamp::now())?;
+        for ExpiredQuestion { row, closing } in &expired {
+            self.publish(&row.session, SessionEvent::Turn(closing.clone()));
+            let _ = self.inner.changes.send(row.clone());
+            self.settle_later(&row.session).await;
         }
-        Ok(expired)
+        Ok(expired.len())
     }
 
     /// Sleeps until the next deadline (or a new question, or `MAX_SLEEP`), expires what is
@@ -172,12 +164,7 @@ impl Hub {
             if let Err(error) = self.expire_due().await {
                 tracing::error!(%error, "cannot expire stored questions");
             }
-            let next = self
-                .inner
-                .state
-                .all_approvals(Some(ApprovalState::Pending))
-                .ok()
-                .and_then(|rows| rows.iter().map(|r| r.deadline).min());
+            let next = next_deadline(&self.inner.state).ok().flatten();
             let sleep = next
                 .map_or(MAX_SLEEP, |deadline| {
                     // A deadline already past converts to nothing: wake at once.

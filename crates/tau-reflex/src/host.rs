@@ -2,12 +2,11 @@
 //! tests): the store durable questions live in and the channels that show them, prompt
 //! actions run as turns in a session, and whether webhooks can reach it.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use tau_core::RoutineOutcome;
-use tau_core::approval::{ApprovalRow, StateDb};
-use tau_protocol::{ApprovalId, SessionId};
+use tau_core::StoredAnswers;
+use tau_core::approval::StateDb;
+use tau_protocol::SessionId;
 
 use crate::validate::AskChannel;
 
@@ -44,9 +43,11 @@ pub trait PromptRunner: Send + Sync {
     async fn run_prompt(&self, run: PromptRun) -> Result<PromptOutcome, HostError>;
 }
 
-/// The process that hosts the engine.
+/// The process that hosts the engine: it runs prompt actions, and shows and records the
+/// answers to a routine's stored questions (`StoredAnswers`), expiring them at their
+/// deadline with every other question.
 #[async_trait]
-pub trait RoutineHost: PromptRunner {
+pub trait RoutineHost: PromptRunner + StoredAnswers {
     /// Where a routine's questions are stored; `None` when no channel could answer one
     /// (then every call that is not exempt is refused).
     fn approvals(&self) -> Option<StateDb>;
@@ -59,22 +60,6 @@ pub trait RoutineHost: PromptRunner {
     /// channel, so the routine's questions and turns show there.
     fn session_for(&self, routine: &str, _ask: Option<AskChannel>) -> Result<SessionId, HostError> {
         crate::validate::session_of(routine).map_err(|e| HostError(e.to_string()))
-    }
-
-    /// Shows a newly stored question on its channel (`row.channel`).
-    fn announce(&self, row: &ApprovalRow);
-
-    /// The question ended without an answer (it expired, or the engine stopped): the
-    /// channel stops showing it.
-    fn withdrawn(&self, _row: &ApprovalRow) {}
-
-    /// The routine is done with this question (answered and acted on, or closed): no
-    /// turn waits on it, so the host need not resume anything for it.
-    fn settled(&self, _id: &ApprovalId) {}
-
-    /// Resolves when question `id` may have been answered. The default polls.
-    async fn changed(&self, _id: &ApprovalId) {
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 
     /// Whether this host serves the engine's webhooks under its HTTP listener

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tau_core::approval::{ApprovalRow, StateDb};
-use tau_core::{RoutineOutcome, StopReason};
+use tau_core::{RoutineOutcome, StopReason, StoredAnswers};
 use tau_hub::{RoutineOrigin, RoutinePort, WebhookDelivery};
 use tau_protocol::{ApprovalId, RoutineAllowance, SessionId};
 
@@ -126,24 +126,23 @@ impl RoutineHost for HubHost {
         }
     }
 
-    fn announce(&self, row: &ApprovalRow) {
-        self.hub.show_question(row);
+    fn serves_webhooks(&self) -> bool {
+        Self::SERVES_WEBHOOKS
     }
+}
 
-    fn withdrawn(&self, row: &ApprovalRow) {
+#[async_trait]
+impl StoredAnswers for HubHost {
+    fn show_question(&self, row: &ApprovalRow) {
         self.hub.show_question(row);
-    }
-
-    fn settled(&self, id: &ApprovalId) {
-        self.hub.settled(id);
     }
 
     async fn changed(&self, id: &ApprovalId) {
         self.hub.changed(id, CHANGE_WAIT).await;
     }
 
-    fn serves_webhooks(&self) -> bool {
-        Self::SERVES_WEBHOOKS
+    fn settled(&self, id: &ApprovalId) {
+        self.hub.settled(id);
     }
 }
 

@@ -6,8 +6,8 @@
 //! keeps them (no overlap, backoff, missed runs counted and not replayed), each routine's
 //! exemption (its own tool with exactly its arguments, tied to the content the person
 //! approved), asking on a routine's `ask` channel through a durable question, and the
-//! routine tools. Every call goes through `tau_core::gated_call`; nothing here can let a
-//! call skip the gate. Knows nothing of channels, HTTP or models: the process hosting the
+//! routine tools. Every call goes through `tau_core::gated_call` or, asked on a channel,
+//! `tau_core::stored_gated_call`; nothing here can let a call skip the gate. Knows nothing of channels, HTTP or models: the process hosting the
 //! engine is a [`RoutineHost`]; beside `tau serve` that is [`HubHost`], over the port the
 //! hub defines for routines.
 //!
@@ -16,7 +16,7 @@
 //! - `schema.rs`: fixed arguments checked against the tool's input schema
 //! - `trigger.rs`: triggers, periods, cron in a zone, topic filters; `clock.rs`: the wall clock
 //! - `store.rs`: routines, switches and runs in `state.db`; `book.rs`: every routine there is
-//! - `exemption.rs`: a routine's exemption; `ask.rs`: questions on the `ask` channel
+//! - `exemption.rs`: a routine's exemption; `ask.rs`: how a call is asked
 //! - `run.rs`: one run through the gate, recorded; `engine/`: triggers kept, runs started
 //! - `host.rs`: what the engine needs from its host; `hosted.rs`: that host over the hub's
 //!   port, and the routines as the hub's channels see them; `offers.rs`: what it offers routines,
@@ -41,7 +41,7 @@ mod tools;
 mod trigger;
 mod validate;
 
-pub use ask::ask_approver;
+pub use ask::{Asking, asking_on};
 pub use book::{Book, config_routines, load};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};

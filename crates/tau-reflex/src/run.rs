@@ -1,19 +1,20 @@
 //! One run of a routine's action, through the gate: a fixed call goes through
-//! `gated_call` on a gate of its own that holds only this routine's exemption; a prompt
+//! `gated_call` (or, asked on its `ask` channel, `stored_gated_call`) on a gate of its own
+//! that holds only this routine's exemption; a prompt
 //! goes to the host as one turn. Every run ends as a `RunRecord`, stored and audited.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use jiff::Timestamp;
 use tau_agent::ToolContext;
-use tau_core::approval::Approver;
 use tau_core::{
-    Approval, AuditEvent, CallStatus, EventBus, RoutineOutcome, TierGate, ToolCatalog, gated_call,
-    random_id,
+    Approval, AuditEvent, AutoRejectApprover, CallStatus, EventBus, RoutineOutcome, TierGate,
+    ToolCatalog, gated_call, random_id, stored_gated_call,
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::ask::{Asking, origin_note};
 use crate::exemption::add_exemption;
 use crate::host::{PromptRun, PromptRunner};
 use crate::store::{RoutineStore, RunRecord};
@@ -33,11 +34,8 @@ pub struct ActionRun<'a> {
     pub session: tau_protocol::SessionId,
     pub catalog: &'a Arc<ToolCatalog>,
     pub events: &'a EventBus,
-    /// Asked about a call the exemption does not cover.
-    pub approver: Arc<dyn Approver>,
-    /// The channel the gate names in its questions.
-    pub channel: String,
-    pub timeout: Option<Duration>,
+    /// How a call the exemption does not cover is asked.
+    pub asking: Asking<'a>,
     pub prompts: &'a dyn PromptRunner,
     pub cancel: CancellationToken,
     pub started_at: Timestamp,
@@ -73,9 +71,7 @@ pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
         session,
         catalog,
         events,
-        approver,
-        channel,
-        timeout,
+        asking,
         prompts,
         cancel,
         started_at,
@@ -97,13 +93,30 @@ pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
                     };
                 }
             };
-            let gate = TierGate::new(Arc::clone(catalog) as _, approver, events.clone())
-                .with_timeout(timeout)
-                .with_channel(channel);
-            let _exemption = add_exemption(&gate, routine);
             let context =
                 ToolContext::new(id.clone(), tool.clone(), None).with_cancellation(cancel);
-            let done = gated_call(&gate, catalog, tool, &id, arguments.clone(), context).await;
+            let done = match asking {
+                Asking::Now {
+                    approver,
+                    channel,
+                    timeout,
+                } => {
+                    let gate = TierGate::new(Arc::clone(catalog) as _, approver, events.clone())
+                        .with_timeout(timeout)
+                        .with_channel(channel);
+                    let _exemption = add_exemption(&gate, routine);
+                    gated_call(&gate, catalog, tool, &id, arguments.clone(), context).await
+                }
+                Asking::Stored { questions, answers } => {
+                    let nobody_now = Arc::new(AutoRejectApprover);
+                    let gate = TierGate::new(Arc::clone(catalog) as _, nobody_now, events.clone())
+                        .with_durable(questions)
+                        .with_card_note(origin_note(routine));
+                    let _exemption = add_exemption(&gate, routine);
+                    let arguments = arguments.clone();
+                    stored_gated_call(&gate, catalog, tool, &id, arguments, context, answers).await
+                }
+            };
             let (outcome, detail) = match done.status {
                 CallStatus::Success => (RoutineOutcome::Success, shorten(&done.result.text())),
                 CallStatus::Error | CallStatus::Cancelled => {

@@ -25,8 +25,8 @@ use tau_core::{
     AuditEvent, CoreConfig, EventBus, RecordedEvents, RoutineOutcome, ScriptedApprover,
 };
 use tau_reflex::{
-    ActionRun, Checks, Origin, PromptApprover, Routine, RunRecord, SystemClock, TurnPrompts,
-    add_exemption, record, run_action, validate,
+    ActionRun, AskChannel, Asking, Checks, Origin, PromptApprover, Routine, RunRecord, SystemClock,
+    TurnPrompts, add_exemption, record, run_action, validate,
 };
 use tau_test_support::sorted_keys;
 use tokio_util::sync::CancellationToken;
@@ -48,10 +48,16 @@ fn routine(value: Value, origin: Origin, rig: &Rig) -> Routine {
     validate(def(value), origin, &checks).unwrap()
 }
 
-async fn run_once(
+async fn run_once(rig: &Rig, routine: &Routine, asking: Asking<'_>) -> RunRecord {
+    run_until(rig, routine, asking, CancellationToken::new()).await
+}
+
+/// One run, stopped when `stop` is cancelled.
+async fn run_until(
     rig: &Rig,
     routine: &Routine,
-    approver: Arc<dyn tau_core::approval::Approver>,
+    asking: Asking<'_>,
+    stop: CancellationToken,
 ) -> RunRecord {
     let run = run_action(ActionRun {
         routine,
@@ -60,16 +66,23 @@ async fn run_once(
         session: routine.session().clone(),
         catalog: &rig.catalog,
         events: &rig.events,
-        approver,
-        channel: "routine".into(),
-        timeout: None,
+        asking,
         prompts: rig.host.as_ref(),
-        cancel: CancellationToken::new(),
+        cancel: stop,
         started_at: Timestamp::now(),
     })
     .await;
     record(&rig.store, &rig.events, &run);
     run
+}
+
+/// Asked in memory by `approver`, on the channel `routine`.
+fn asked_now(approver: Arc<dyn tau_core::approval::Approver>) -> Asking<'static> {
+    Asking::Now {
+        approver,
+        channel: "routine".into(),
+        timeout: None,
+    }
 }
 
 /// The recorded events as JSON, with what differs between runs (ids, durations) fixed.
@@ -100,7 +113,7 @@ async fn an_exempt_tier2_call_is_audited_as_exempt_with_the_routine_name() {
     );
     let porch = routine(PORCH(), Origin::Config, &rig);
     // The approver would refuse anything it is asked: the exemption is what lets it run.
-    let run = run_once(&rig, &porch, Arc::new(ScriptedApprover::new([]))).await;
+    let run = run_once(&rig, &porch, asked_now(Arc::new(ScriptedApprover::new([])))).await;
     assert_eq!(run.outcome, RoutineOutcome::Success);
     assert_eq!(lamp.count(), 1);
     assert_eq!(
@@ -175,7 +188,12 @@ async fn a_routine_whose_arguments_were_edited_is_no_longer_exempt() {
     let book = tau_reflex::load(&[], &rig.store, &checks).unwrap();
     let porch = book.get("porch").unwrap();
     assert!(!porch.approved());
-    let run = run_once(&rig, porch, Arc::new(tau_core::AutoRejectApprover)).await;
+    let run = run_once(
+        &rig,
+        porch,
+        asked_now(Arc::new(tau_core::AutoRejectApprover)),
+    )
+    .await;
     assert_eq!(run.outcome, RoutineOutcome::Refused);
     assert_eq!(
         run.detail.as_deref(),
@@ -324,11 +342,8 @@ async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
 }
 
 /// `porch` switching the lamp off, edited since its approval (so not exempt), asking on
-/// the web; its store and its approver, which waits up to `timeout`.
-fn porch_asking_web(
-    rig: &Rig,
-    timeout: Duration,
-) -> (Routine, StateDb, Arc<dyn tau_core::approval::Approver>) {
+/// the web; and the store its questions are kept in.
+fn porch_asking_web(rig: &Rig) -> (Routine, StateDb) {
     let approved = def(
         json!({"name": "porch", "every": "1h", "tool": "lamp", "arguments": {"state": "on"}, "ask": "web"}),
     );
@@ -340,16 +355,18 @@ fn porch_asking_web(
         rig,
     );
     let store = rig.host.approvals.as_ref().unwrap().db.clone();
-    let approver = tau_reflex::ask_approver(
-        Arc::clone(&rig.host) as _,
+    (porch, store)
+}
+
+/// Asking on the web through the rig's host, each question waiting up to `timeout`.
+fn on_the_web<'a>(rig: &'a Rig, porch: &Routine, store: &StateDb, timeout: Duration) -> Asking<'a> {
+    tau_reflex::asking_on(
+        rig.host.as_ref(),
         store.clone(),
-        &porch,
+        AskChannel::Web,
         porch.session().clone(),
         timeout,
-        CancellationToken::new(),
     )
-    .unwrap();
-    (porch, store, approver)
 }
 
 /// The routine approver passes its stored yes through the same ladder as the conversation
@@ -362,8 +379,9 @@ async fn a_yes_recorded_on_another_channel_runs_nothing() {
         Arc::new(SystemClock),
         FakeHost::with_web(Answering::YesElsewhere),
     );
-    let (porch, store, approver) = porch_asking_web(&rig, Duration::from_secs(30));
-    let run = run_once(&rig, &porch, approver).await;
+    let (porch, store) = porch_asking_web(&rig);
+    let asking = on_the_web(&rig, &porch, &store, Duration::from_secs(30));
+    let run = run_once(&rig, &porch, asking).await;
     // The approver fails on it (it never answers yes), so the gate refuses the call.
     assert_eq!(
         (run.outcome, run.detail.as_deref()),
@@ -399,8 +417,9 @@ async fn an_unanswered_question_expires_and_refuses() {
         Arc::new(SystemClock),
         FakeHost::with_web(Answering::Never),
     );
-    let (porch, store, approver) = porch_asking_web(&rig, Duration::from_millis(300));
-    let run = run_once(&rig, &porch, approver).await;
+    let (porch, store) = porch_asking_web(&rig);
+    let asking = on_the_web(&rig, &porch, &store, Duration::from_millis(300));
+    let run = run_once(&rig, &porch, asking).await;
     assert_eq!(run.outcome, RoutineOutcome::Refused);
     assert_eq!(
         run.detail.as_deref(),
@@ -452,7 +471,12 @@ async fn a_prompt_actions_tier2_call_is_refused_without_an_ask_channel() {
         Origin::Config,
         &rig,
     );
-    let run = run_once(&rig, &evening, Arc::new(ScriptedApprover::new([]))).await;
+    let run = run_once(
+        &rig,
+        &evening,
+        asked_now(Arc::new(ScriptedApprover::new([]))),
+    )
+    .await;
     assert_eq!(
         (run.outcome, run.detail.as_deref()),
         (RoutineOutcome::Refused, Some("refused: lamp"))
@@ -503,15 +527,7 @@ async fn a_question_open_when_the_routine_stops_is_withdrawn() {
     );
     let store = rig.host.approvals.as_ref().unwrap().db.clone();
     let stop = CancellationToken::new();
-    let approver = tau_reflex::ask_approver(
-        Arc::clone(&rig.host) as _,
-        store.clone(),
-        &porch,
-        porch.session().clone(),
-        Duration::from_secs(3600),
-        stop.clone(),
-    )
-    .unwrap();
+    let asking = on_the_web(&rig, &porch, &store, Duration::from_secs(3600));
     let cancel_soon = {
         let stop = stop.clone();
         async move {
@@ -519,7 +535,7 @@ async fn a_question_open_when_the_routine_stops_is_withdrawn() {
             stop.cancel();
         }
     };
-    let (run, ()) = tokio::join!(run_once(&rig, &porch, approver), cancel_soon);
+    let (run, ()) = tokio::join!(run_until(&rig, &porch, asking, stop.clone()), cancel_soon);
     assert_eq!(run.outcome, RoutineOutcome::Refused);
     assert_eq!(lamp.count(), 0);
     let rows = store.approvals(None).unwrap();

@@ -12,7 +12,7 @@ use jiff::tz::TimeZone;
 use tau_agent::SessionRepository;
 use tau_core::{RoutineOutcome, display};
 use tau_reflex::{
-    Action, ActionRun, Book, Checks, Origin, PromptApprover, Routine, RoutineDef, Trigger,
+    Action, ActionRun, Asking, Book, Checks, Origin, PromptApprover, Routine, RoutineDef, Trigger,
     TurnPrompts, config_routines as validate_config, defs_from_toml, describe_action, record,
     run_action,
 };
@@ -346,9 +346,11 @@ pub(crate) async fn run(
         session: routine.session().clone(),
         catalog: &catalog,
         events: &events,
-        approver,
-        channel: tau_terminal::TERMINAL_CHANNEL.to_owned(),
-        timeout: config.approval.timeout(),
+        asking: Asking::Now {
+            approver,
+            channel: tau_terminal::TERMINAL_CHANNEL.to_owned(),
+            timeout: config.approval.timeout(),
+        },
         prompts: prompts
             .as_ref()
             .map_or(&no_prompts as &dyn tau_reflex::PromptRunner, |p| p),

@@ -67,6 +67,29 @@ impl TierGate {
         self.durable.is_some()
     }
 
+    /// Where this gate stores its questions, when it asks durably.
+    pub(crate) fn durable_store(&self) -> Option<&StateDb> {
+        self.durable.as_ref().map(|durable| &durable.store)
+    }
+
+    /// The refusal of a call whose run stopped while its question `id` waited: whatever
+    /// the question's fate, the call does not run.
+    pub(crate) fn stopped_waiting(&self, tool: &str, tool_use_id: &str, id: &ApprovalId) -> Check {
+        tracing::info!(tool, tool_use_id, approval_id = %id, "stopped while the question waited; the call is refused");
+        let tier = match self.tiers.standing(tool) {
+            Standing::Known { tier, .. } => Some(tier),
+            Standing::Unknown | Standing::Invalid { .. } => None,
+        };
+        let mut check = Check::refuse(
+            refusal_text(tool),
+            Approval::Rejected,
+            tier,
+            DecidedBy::Cancelled,
+        );
+        check.approval_id = Some(id.clone());
+        check
+    }
+
     /// Steps 1 to 5 of the ladder, then (6) the question stored as a `pending` row and
     /// announced. Anything that fails on the way refuses.
     pub fn check_durable(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> DurableCheck {

@@ -250,6 +250,9 @@ pub struct TierGate {
     /// Stored questions not shown to anyone yet: announced once the turn's paused state
     /// is saved ([`TierGate::announce_stored`]).
     pub(super) unannounced: std::sync::Mutex<Vec<ApprovalQuestion>>,
+    /// Put first on every card this gate shows: whose question it is, when that is not
+    /// the person's own conversation (a routine's).
+    card_note: Option<tau_protocol::CardNote>,
 }
 
 const SUMMARY_CHARS: usize = 200;
@@ -269,7 +272,14 @@ impl TierGate {
             prompt_lock: tokio::sync::Mutex::new(()),
             grants: None,
             unannounced: std::sync::Mutex::default(),
+            card_note: None,
         }
+    }
+
+    /// Puts `note` first on every card this gate shows.
+    pub fn with_card_note(mut self, note: tau_protocol::CardNote) -> Self {
+        self.card_note = Some(note);
+        self
     }
 
     /// Bounds every question; wins over the approver's own timeout.
@@ -547,6 +557,9 @@ impl TierGate {
         arguments: &Value,
     ) -> Result<tau_protocol::CallCard, crate::ids::NoRandomness> {
         let mut card = self.tiers.card(tool, arguments);
+        if let Some(note) = &self.card_note {
+            card.notes.insert(0, note.clone());
+        }
         if let Some(step) = &mut card.confirm {
             step.code = crate::ids::random_code()?;
         }

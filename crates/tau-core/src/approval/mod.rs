@@ -5,12 +5,14 @@
 //! - `gate.rs`: [`TierGate`], its decision ladder, exemptions and records
 //! - `durable.rs`: durable questions (the rows `tau-state` keeps in `state.db`);
 //!   `durable_gate.rs`: how the gate stores a question, and checks it again on resume
+//! - `expire.rs`: the one expirer of stored questions, whoever asked them
 //! - `grants.rs`: [`GateGrants`]; how the gate uses, offers and makes grants
 //! - `texts.rs`: the fixed English texts the model reads
 
 mod approver;
 mod durable;
 mod durable_gate;
+mod expire;
 mod gate;
 mod grants;
 mod texts;
@@ -26,6 +28,7 @@ pub use durable_gate::{
     APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, answer_durable_granting,
     effect_uncertain_event, question_reason, requested_event, stored_question,
 };
+pub use expire::{ExpiredQuestion, expire_due, next_deadline};
 pub(crate) use gate::summarize;
 pub use gate::{
     Check, Exemption, ExemptionError, ExemptionHandle, Standing, TierGate, TierLookup,

@@ -17,16 +17,16 @@ use std::time::Duration;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use rumqttc::MqttOptions;
-use tau_core::approval::Approver;
 use tau_core::flood::{FLOOD_WINDOW, Flood, Sender, Tally};
 use tau_core::{
-    AuditEvent, AutoRejectApprover, ConfigError, EventBus, RoutineOutcome, ToolCatalog,
+    AuditEvent, AutoRejectApprover, ConfigError, EventBus, RoutineOutcome, StoredAnswers,
+    ToolCatalog,
 };
 use tau_protocol::SessionId;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::ask::AskApprover;
+use crate::ask::{Asking, asking_on};
 use crate::book;
 use crate::clock::Clock;
 use crate::def::RoutineDef;
@@ -453,23 +453,26 @@ impl Inner {
         Fired::Started
     }
 
-    fn approver(&self, slot: &Slot, session: &SessionId) -> (Arc<dyn Approver>, String) {
-        let routine = &slot.routine;
-        if let Some(channel) = routine.ask
+    /// How `slot`'s calls are asked: on its `ask` channel when the host has one, else
+    /// nobody (they are refused).
+    fn asking(&self, slot: &Slot, session: &SessionId) -> Asking<'_> {
+        if let Some(channel) = slot.routine.ask
             && let Some(store) = self.host.approvals()
         {
-            let approver = AskApprover {
-                host: Arc::clone(&self.host),
+            let answers: &dyn StoredAnswers = self.host.as_ref();
+            return asking_on(
+                answers,
                 store,
                 channel,
-                session: session.clone(),
-                timeout: self.settings.ask_timeout,
-                cancel: slot.cancel.clone(),
-                origin: crate::ask::origin_note(routine).text,
-            };
-            return (Arc::new(approver), channel.as_str().to_owned());
+                session.clone(),
+                self.settings.ask_timeout,
+            );
         }
-        (Arc::new(AutoRejectApprover), "routine".to_owned())
+        Asking::Now {
+            approver: Arc::new(AutoRejectApprover),
+            channel: "routine".to_owned(),
+            timeout: Some(self.settings.ask_timeout),
+        }
     }
 
     async fn run_once(&self, slot: &Slot, trigger: String, started_at: Timestamp) -> RunRecord {
@@ -488,7 +491,7 @@ impl Inner {
                 };
             }
         };
-        let (approver, channel) = self.approver(slot, &session);
+        let asking = self.asking(slot, &session);
         run_action(ActionRun {
             routine: &slot.routine,
             trigger,
@@ -496,9 +499,7 @@ impl Inner {
             session,
             catalog: &self.catalog,
             events: &self.events,
-            approver,
-            channel,
-            timeout: Some(self.settings.ask_timeout),
+            asking,
             prompts: self.host.as_ref(),
             cancel: slot.cancel.clone(),
             started_at,

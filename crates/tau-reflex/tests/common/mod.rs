@@ -16,9 +16,10 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 use tau_agent::{SharedTool, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::approval::{ApprovalRow, ApprovalState, StateDb, answer_durable};
+use tau_core::approval::{ApprovalRow, ApprovalState, StateDb, answer_durable, expire_due};
 use tau_core::{
-    ApprovalId, AuditEvent, DecidedBy, EventBus, RecordedEvents, TauToolSpec, Tier, ToolCatalog,
+    ApprovalId, AuditEvent, DecidedBy, EventBus, RecordedEvents, StoredAnswers, TauToolSpec, Tier,
+    ToolCatalog,
 };
 use tau_reflex::{
     AskChannel, Clock, Engine, EngineParts, EngineSettings, HostError, PromptOutcome, PromptRun,
@@ -129,7 +130,9 @@ pub struct FakeHost {
     pub answering: Answering,
     pub events: EventBus,
     pub announced: Mutex<Vec<ApprovalRow>>,
+    /// Questions shown as ended (withdrawn or expired).
     pub withdrawn: Mutex<Vec<ApprovalRow>>,
+    pub settled: Mutex<Vec<ApprovalId>>,
     pub webhooks: bool,
     pub prompts: Option<Arc<dyn PromptRunner>>,
     pub prompted: Mutex<Vec<PromptRun>>,
@@ -143,6 +146,7 @@ impl FakeHost {
             events: EventBus::new(),
             announced: Mutex::default(),
             withdrawn: Mutex::default(),
+            settled: Mutex::default(),
             webhooks: false,
             prompts: None,
             prompted: Mutex::default(),
@@ -170,21 +174,15 @@ impl PromptRunner for FakeHost {
     }
 }
 
+/// The fake channel: answers what is shown as `answering` says, and (standing in for the
+/// hub's expirer) expires what is due whenever a run looks again.
 #[async_trait]
-impl RoutineHost for FakeHost {
-    fn approvals(&self) -> Option<StateDb> {
-        self.approvals.as_ref().map(|a| a.db.clone())
-    }
-
-    fn channels(&self) -> Vec<AskChannel> {
-        if self.approvals.is_some() {
-            vec![AskChannel::Web]
-        } else {
-            Vec::new()
+impl StoredAnswers for FakeHost {
+    fn show_question(&self, row: &ApprovalRow) {
+        if row.state != ApprovalState::Pending {
+            self.withdrawn.lock().unwrap().push(row.clone());
+            return;
         }
-    }
-
-    fn announce(&self, row: &ApprovalRow) {
         self.announced.lock().unwrap().push(row.clone());
         let Some(store) = &self.approvals else { return };
         let to = match self.answering {
@@ -204,12 +202,33 @@ impl RoutineHost for FakeHost {
         answer_durable(&store.db, &self.events, &row.id, to, &person, None).unwrap();
     }
 
-    fn withdrawn(&self, row: &ApprovalRow) {
-        self.withdrawn.lock().unwrap().push(row.clone());
+    async fn changed(&self, _id: &ApprovalId) {
+        if let Some(store) = &self.approvals {
+            let bus = |_: &tau_protocol::SessionId| self.events.clone();
+            for expired in expire_due(&store.db, &bus, Timestamp::now()).unwrap() {
+                self.withdrawn.lock().unwrap().push(expired.row);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 
-    async fn changed(&self, _id: &ApprovalId) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    fn settled(&self, id: &ApprovalId) {
+        self.settled.lock().unwrap().push(id.clone());
+    }
+}
+
+#[async_trait]
+impl RoutineHost for FakeHost {
+    fn approvals(&self) -> Option<StateDb> {
+        self.approvals.as_ref().map(|a| a.db.clone())
+    }
+
+    fn channels(&self) -> Vec<AskChannel> {
+        if self.approvals.is_some() {
+            vec![AskChannel::Web]
+        } else {
+            Vec::new()
+        }
     }
 
     fn serves_webhooks(&self) -> bool {

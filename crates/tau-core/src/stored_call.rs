@@ -1,0 +1,159 @@
+//! A gated call asked durably outside any turn: a routine's fixed call on its `ask`
+//! channel. It takes the conversation gate's own path: the question stored by
+//! [`TierGate::check_durable`] and shown by [`TierGate::announce_stored`], the stored
+//! answer checked again and consumed by [`TierGate::resume_durable`], the call's outcome
+//! recorded by [`TierGate::call_finished`]. Only the wait differs: where a turn pauses
+//! and the hub resumes it once its question is decided, this call's run waits for the
+//! row to be decided. It never decides the row itself, except to withdraw it when the
+//! run is stopped: the deadline is the one expirer's (`approval::expire_due`).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use jiff::{SignedDuration, Timestamp};
+use serde_json::Value;
+use tau_agent::ToolContext;
+use tau_protocol::{ApprovalId, DecidedBy};
+
+use crate::approval::{
+    Answered, ApprovalRow, ApprovalState, DurableCheck, StateDb, TierGate, answer_durable,
+    question_reason,
+};
+use crate::catalog::ToolCatalog;
+use crate::gated::{GatedOutcome, run_checked};
+
+/// How long past its deadline a question may stay pending before the run stops waiting
+/// for the expirer (a host that runs none): the call is refused, the row left as it is.
+pub const EXPIRER_GRACE: Duration = Duration::from_secs(60);
+
+/// The longest the run waits before it reads the row again, whatever the host says.
+const LOOK_AGAIN: Duration = Duration::from_secs(1);
+
+/// The process that shows stored questions on their channels and records the answers
+/// (`tau serve`'s hub).
+#[async_trait]
+pub trait StoredAnswers: Send + Sync {
+    /// Shows question `row` on its channel: newly asked, or how it ended.
+    fn show_question(&self, row: &ApprovalRow);
+    /// Resolves when question `id` may have been decided.
+    async fn changed(&self, id: &ApprovalId);
+    /// Nothing waits on question `id` any more.
+    fn settled(&self, id: &ApprovalId);
+}
+
+/// How the wait for a stored answer ended.
+enum Waited {
+    Decided,
+    /// The run was stopped (the routine edited or deleted, the host stopping).
+    Stopped,
+    /// Still pending well past its deadline: no expirer runs.
+    Overdue,
+    Unreadable(String),
+}
+
+/// Checks `tool` with `arguments` on `gate`, which must ask durably
+/// ([`TierGate::with_durable`]); a tier-2 call waits for its stored answer, shown through
+/// `answers`, and runs only if that answer passes the gate's re-check. Every call ends in
+/// one `tool_call` event, as with [`crate::gated_call`].
+pub async fn stored_gated_call(
+    gate: &TierGate,
+    catalog: &ToolCatalog,
+    tool: &str,
+    tool_use_id: &str,
+    arguments: Value,
+    context: ToolContext,
+    answers: &dyn StoredAnswers,
+) -> GatedOutcome {
+    let id = match gate.check_durable(tool, &arguments, tool_use_id) {
+        DurableCheck::Decided(check) => {
+            return run_checked(gate, catalog, check, tool, tool_use_id, arguments, context).await;
+        }
+        DurableCheck::Asked { approval_id } => approval_id,
+    };
+    // No turn state to save first: the question is shown at once.
+    gate.announce_stored(true);
+    let check = match gate.durable_store() {
+        Some(store) => {
+            if let Ok(Some(row)) = store.approval(&id)
+                && row.state == ApprovalState::Pending
+            {
+                answers.show_question(&row);
+            }
+            match wait(store, &id, answers, &context).await {
+                Waited::Decided => {
+                    gate.resume_durable(tool, &arguments, tool_use_id, &question_reason(&id))
+                }
+                Waited::Stopped => {
+                    withdraw(gate, store, &id, answers);
+                    gate.stopped_waiting(tool, tool_use_id, &id)
+                }
+                Waited::Overdue => {
+                    tracing::error!(approval_id = %id, tool, "the question outlived its deadline and nobody expired it; the call is refused");
+                    gate.resume_durable(tool, &arguments, tool_use_id, &question_reason(&id))
+                }
+                Waited::Unreadable(error) => {
+                    tracing::error!(approval_id = %id, tool, %error, "cannot read the stored question");
+                    gate.resume_durable(tool, &arguments, tool_use_id, &question_reason(&id))
+                }
+            }
+        }
+        None => gate.resume_durable(tool, &arguments, tool_use_id, &question_reason(&id)),
+    };
+    let allowed = check.allowed;
+    let outcome = run_checked(gate, catalog, check, tool, tool_use_id, arguments, context).await;
+    if allowed {
+        gate.call_finished(&id);
+    }
+    answers.settled(&id);
+    outcome
+}
+
+/// Waits until question `id` is no longer pending, the run is stopped, or the question is
+/// overdue.
+async fn wait(
+    store: &StateDb,
+    id: &ApprovalId,
+    answers: &dyn StoredAnswers,
+    context: &ToolContext,
+) -> Waited {
+    loop {
+        let row = match store.approval(id) {
+            Ok(Some(row)) => row,
+            Ok(None) => return Waited::Unreadable(format!("the stored question '{id}' is gone")),
+            Err(error) => return Waited::Unreadable(error.to_string()),
+        };
+        if row.state != ApprovalState::Pending {
+            return Waited::Decided;
+        }
+        let overdue = SignedDuration::try_from(EXPIRER_GRACE)
+            .ok()
+            .and_then(|grace| row.deadline.checked_add(grace).ok())
+            .unwrap_or(row.deadline);
+        if Timestamp::now() > overdue {
+            return Waited::Overdue;
+        }
+        tokio::select! {
+            () = context.cancelled() => return Waited::Stopped,
+            _ = tokio::time::timeout(LOOK_AGAIN, answers.changed(id)) => {}
+        }
+    }
+}
+
+/// Closes a question nobody waits for any more as `cancelled`, unless it was decided
+/// first; the channel stops showing it.
+fn withdraw(gate: &TierGate, store: &StateDb, id: &ApprovalId, answers: &dyn StoredAnswers) {
+    match answer_durable(
+        store,
+        gate.events(),
+        id,
+        ApprovalState::Cancelled,
+        &DecidedBy::Cancelled,
+        None,
+    ) {
+        Ok((Answered::Decided(row), _)) => answers.show_question(&row),
+        Ok(_) => {}
+        Err(error) => {
+            tracing::error!(approval_id = %id, %error, "cannot withdraw a stored question");
+        }
+    }
+}
