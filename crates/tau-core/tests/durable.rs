@@ -270,8 +270,7 @@ async fn a_stored_answer_that_does_not_hold_any_more_refuses() {
             "the tool is no longer registered with the approved tier",
             "tier = 1",
         ),
-        // The same ladder as the routine approver's: the question's channel, and a yes
-        // given on it.
+        // The question's channel, and a yes given on it.
         (
             "the question was asked on another channel",
             "channel = 'telegram'",

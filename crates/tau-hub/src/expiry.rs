@@ -61,17 +61,14 @@ impl Hub {
         })
     }
 
-    /// Approved calls of hub conversations that were let through and whose result was
-    /// never stored: tau stopped while they ran. None runs again. A turn that still waits
-    /// on its question closes it when it goes on (the model and the channel hear it then);
-    /// any other is closed here as `effect_uncertain`, with its audit line.
+    /// Approved calls that were let through and whose result was never stored: tau
+    /// stopped while they ran. None runs again. A turn that still waits on its question
+    /// closes it when it goes on (the model and the channel hear it then); any other (a
+    /// routine's run died with the process) is closed here as `effect_uncertain`, with
+    /// its audit line.
     fn close_cut_off_calls(&self) -> Result<usize, HubError> {
         let mut uncertain = 0;
         for row in self.inner.state.dispatched_without_outcome()? {
-            // A routine's calls are its engine's to record.
-            if self.conversation_of(&row.session)?.is_none() {
-                continue;
-            }
             uncertain += 1;
             if self.session_waits_on(&row.session, &row.id)? {
                 continue;
@@ -100,9 +97,10 @@ impl Hub {
         }))
     }
 
-    /// Cancels pending questions whose session no longer waits on them (it was deleted,
-    /// or `tau chat` opened it while the hub was down and gave the turn up): an answer to
-    /// one could never run anything, so no card may offer it.
+    /// Cancels pending questions nobody waits on: their session no longer does (it was
+    /// deleted, or `tau chat` opened it while the hub was down and gave the turn up), or
+    /// they were a routine's, whose run died with the process. An answer to one could
+    /// never run anything, so no card may offer it.
     fn cancel_abandoned(&self) -> Result<usize, HubError> {
         let mut cancelled = 0;
         for row in self
@@ -110,10 +108,6 @@ impl Hub {
             .state
             .all_approvals(Some(ApprovalState::Pending))?
         {
-            // Only a hub conversation's questions: another asker (a routine) keeps its own.
-            if self.conversation_of(&row.session)?.is_none() {
-                continue;
-            }
             let waits = self.session_waits_on(&row.session, &row.id)?;
             if !waits
                 && let Answered::Decided(_) =

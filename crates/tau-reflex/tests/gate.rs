@@ -369,8 +369,8 @@ fn on_the_web<'a>(rig: &'a Rig, porch: &Routine, store: &StateDb, timeout: Durat
     )
 }
 
-/// The routine approver passes its stored yes through the same ladder as the conversation
-/// gate: a yes recorded on another channel than the question's lets nothing run.
+/// A routine's stored yes passes the conversation gate's own re-check: a yes recorded on
+/// another channel than the question's lets nothing run.
 #[tokio::test]
 async fn a_yes_recorded_on_another_channel_runs_nothing() {
     let lamp = lamp();

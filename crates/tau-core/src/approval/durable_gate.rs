@@ -194,7 +194,7 @@ impl TierGate {
             check.approval_id = Some(row.id.clone());
             check
         };
-        // The one ladder every stored yes passes (the routine approver's too).
+        // The one ladder every stored yes passes (a routine's too: `stored_gated_call`).
         match recheck(&row, &call) {
             Recheck::Approved => {}
             // Let through before and resumed again: tau stopped before the call's result
