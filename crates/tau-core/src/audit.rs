@@ -233,6 +233,30 @@ impl AuditEvent {
             tool_use_id: tool_use_id.map(str::to_owned),
         }
     }
+
+    /// An `approval` line as the answer it records (what start-up confirms a stored
+    /// approval against); `None` for any other event.
+    pub fn into_recorded_answer(self) -> Option<tau_state::RecordedAnswer> {
+        match self {
+            Self::Approval {
+                approval_id,
+                tool,
+                tool_use_id,
+                arguments,
+                decision,
+                decided_by,
+                ..
+            } => Some(tau_state::RecordedAnswer {
+                approval_id,
+                tool,
+                tool_use_id,
+                arguments,
+                decision,
+                decided_by,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// Receives every event; must be quick (the audit log appends and flushes a line).

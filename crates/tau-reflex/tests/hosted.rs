@@ -50,25 +50,7 @@ impl SessionFactory for NoTurns {
             .recorded
             .events()
             .into_iter()
-            .filter_map(|event| match event {
-                AuditEvent::Approval {
-                    approval_id,
-                    tool,
-                    tool_use_id,
-                    arguments,
-                    decision,
-                    decided_by,
-                    ..
-                } => Some(RecordedAnswer {
-                    approval_id,
-                    tool,
-                    tool_use_id,
-                    arguments,
-                    decision,
-                    decided_by,
-                }),
-                _ => None,
-            })
+            .filter_map(AuditEvent::into_recorded_answer)
             .collect())
     }
 
@@ -212,7 +194,18 @@ fn lamp() -> Arc<Lamp> {
     Arc::new(Lamp::new(Arc::new(SystemClock)))
 }
 
-/// Runs `engine` until dropped out of by `stop`.
+/// The next question shown on the web.
+async fn next_question(web: &mut tau_hub::ChannelEvents) -> tau_core::ApprovalId {
+    loop {
+        if let SessionEvent::Turn(ChannelEvent::ApprovalRequested(question)) =
+            web.recv().await.unwrap().event
+        {
+            return question.approval_id;
+        }
+    }
+}
+
+/// Runs `engine` until `stop` is cancelled.
 fn run(engine: Engine, stop: &CancellationToken) -> tokio::task::JoinHandle<()> {
     let stop = stop.clone();
     tokio::spawn(async move { engine.run(stop).await })
@@ -285,16 +278,10 @@ async fn a_yes_on_the_routine_s_channel_runs_its_call_once_and_records_its_outco
     let answering = {
         let port = hub.port("web");
         tokio::spawn(async move {
-            loop {
-                let event = web.recv().await.unwrap();
-                if let SessionEvent::Turn(ChannelEvent::ApprovalRequested(question)) = event.event {
-                    let answered = port
-                        .answer(Some("ada".into()), &question.approval_id, Reply::Approve)
-                        .await
-                        .unwrap();
-                    return answered;
-                }
-            }
+            let id = next_question(&mut web).await;
+            port.answer(Some("ada".into()), &id, Reply::Approve)
+                .await
+                .unwrap()
         })
     };
     let lamp = lamp();
@@ -350,13 +337,7 @@ async fn a_routine_s_call_cut_off_by_the_end_of_tau_is_uncertain_at_the_next_sta
     let lamp = Arc::new(slow);
     let stop = CancellationToken::new();
     let task = run(serve.engine(&hub, Arc::clone(&lamp), timeout), &stop);
-    let id = loop {
-        if let SessionEvent::Turn(ChannelEvent::ApprovalRequested(question)) =
-            web.recv().await.unwrap().event
-        {
-            break question.approval_id;
-        }
-    };
+    let id = next_question(&mut web).await;
     port.answer(None, &id, Reply::Approve).await.unwrap();
     for _ in 0..500 {
         if lamp.count() == 1 {

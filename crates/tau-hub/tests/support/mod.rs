@@ -250,25 +250,8 @@ impl Setup {
 pub fn recorded_answers(events: &[AuditEvent]) -> Vec<RecordedAnswer> {
     events
         .iter()
-        .filter_map(|event| match event {
-            AuditEvent::Approval {
-                approval_id,
-                tool,
-                tool_use_id,
-                arguments,
-                decision,
-                decided_by,
-                ..
-            } => Some(RecordedAnswer {
-                approval_id: approval_id.clone(),
-                tool: tool.clone(),
-                tool_use_id: tool_use_id.clone(),
-                arguments: arguments.clone(),
-                decision: *decision,
-                decided_by: decided_by.clone(),
-            }),
-            _ => None,
-        })
+        .cloned()
+        .filter_map(AuditEvent::into_recorded_answer)
         .collect()
 }
 

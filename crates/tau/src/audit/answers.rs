@@ -36,25 +36,9 @@ pub(crate) fn recorded_answers(path: &Path) -> io::Result<Vec<RecordedAnswer>> {
 }
 
 fn answer_of(line: Value) -> Option<RecordedAnswer> {
-    match serde_json::from_value::<AuditEvent>(line).ok()? {
-        AuditEvent::Approval {
-            approval_id,
-            tool,
-            tool_use_id,
-            arguments,
-            decision,
-            decided_by,
-            ..
-        } => Some(RecordedAnswer {
-            approval_id,
-            tool,
-            tool_use_id,
-            arguments,
-            decision,
-            decided_by,
-        }),
-        _ => None,
-    }
+    serde_json::from_value::<AuditEvent>(line)
+        .ok()?
+        .into_recorded_answer()
 }
 
 #[cfg(test)]
