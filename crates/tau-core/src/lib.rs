@@ -7,13 +7,16 @@
 //! they are handed in as trait objects (`Approver`, `Model`).
 //!
 //! Layout
-//! - `approval/`: `TierGate`, `Approver`, exemptions, the texts the model reads (imports
-//!   nothing from the agent loop, so the MCP server and routines call it directly)
+//! - `approval/`: `TierGate`, `Approver`, exemptions, durable questions and their one
+//!   expirer, the texts the model reads (imports nothing from the agent loop, so the MCP
+//!   server and routines call it directly)
 //! - `catalog.rs`: `ToolCatalog`, tier and effect annotations; `card.rs`: `CardWriter`, what
 //!   tau writes on a question's card (tiers themselves are
 //!   `tau-protocol`'s, re-exported here)
 //! - `audit.rs`: `AuditEvent` (a line of the audit log) and the `EventBus` it travels on
-//! - `gated.rs`: the one gated call (check -> run or refuse -> record)
+//! - `gated.rs`: the one gated call (check -> run or refuse -> record); `stored_call.rs`:
+//!   the same call asked as a stored question outside any turn (a routine's), on the
+//!   paused turn's own path
 //! - `hook.rs`: `TierHook`, the gated call split across the loop's tool-call hooks
 //! - `build.rs`: `build_agent`, the registry audit; `turn/`: `TauAgent`, which runs a turn
 //!   and projects it into the `ChannelEvent`s every channel renders
