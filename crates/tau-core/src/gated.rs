@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tau_agent::{ToolContext, ToolResult, ToolResultStatus, run_tool};
-use tau_protocol::CallStatus;
+use tau_protocol::{ApprovalId, CallStatus};
 
 use crate::approval::{Check, TierGate, ToolCallRecord, refusal_text};
 use crate::catalog::ToolCatalog;
@@ -113,19 +113,38 @@ pub async fn gated_call(
     context: ToolContext,
 ) -> GatedOutcome {
     let check = gate.check(tool, &arguments, tool_use_id).await;
-    run_checked(gate, catalog, check, tool, tool_use_id, arguments, context).await
+    let call = Checked {
+        check,
+        tool,
+        tool_use_id,
+        arguments,
+    };
+    run_checked(gate, catalog, call, context, None).await
 }
 
-/// Runs or refuses a call the gate has decided on, and records it.
+/// A call the gate has decided on.
+pub(crate) struct Checked<'a> {
+    pub check: Check,
+    pub tool: &'a str,
+    pub tool_use_id: &'a str,
+    pub arguments: Value,
+}
+
+/// Runs or refuses a call the gate has decided on, and records it. A call let through by
+/// the stored question `stored` has its outcome recorded on the question once it ran.
 pub(crate) async fn run_checked(
     gate: &TierGate,
     catalog: &ToolCatalog,
-    check: Check,
-    tool: &str,
-    tool_use_id: &str,
-    arguments: Value,
+    call: Checked<'_>,
     context: ToolContext,
+    stored: Option<&ApprovalId>,
 ) -> GatedOutcome {
+    let Checked {
+        check,
+        tool,
+        tool_use_id,
+        arguments,
+    } = call;
     let entry = catalog.get(tool).filter(|_| check.allowed);
     let call = CallRecord::new(check.clone(), tool, tool_use_id, arguments.clone());
     let Some(entry) = entry else {
@@ -138,10 +157,20 @@ pub(crate) async fn run_checked(
             check,
         };
     };
+    if stored.is_some() {
+        crate::failpoint::reach(crate::failpoint::DISPATCHED);
+    }
     let started = Instant::now();
     let run = run_tool(&entry.tool, tool_use_id, arguments, context).await;
     let status = ran_status(&run.result, false);
+    if stored.is_some() {
+        crate::failpoint::reach(crate::failpoint::RAN);
+    }
     call.ran(gate, &run.result, false, started.elapsed());
+    if let Some(id) = stored {
+        gate.call_finished(id);
+        crate::failpoint::reach(crate::failpoint::FINISHED);
+    }
     GatedOutcome {
         result: run.result,
         status,

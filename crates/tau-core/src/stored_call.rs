@@ -2,7 +2,7 @@
 //! channel. It takes the conversation gate's own path: the question stored by
 //! [`TierGate::check_durable`] and shown by [`TierGate::announce_stored`], the stored
 //! answer checked again and consumed by [`TierGate::resume_durable`], the call's outcome
-//! recorded by [`TierGate::call_finished`]. Only the wait differs: where a turn pauses
+//! recorded by [`TierGate::call_finished`] (with the same failpoints on the way). Only the wait differs: where a turn pauses
 //! and the hub resumes it once its question is decided, this call's run waits for the
 //! row to be decided. It never decides the row itself, except to withdraw it when the
 //! run is stopped: the deadline is the one expirer's (`approval::expire_due`).
@@ -20,7 +20,7 @@ use crate::approval::{
     question_reason,
 };
 use crate::catalog::ToolCatalog;
-use crate::gated::{GatedOutcome, run_checked};
+use crate::gated::{Checked, GatedOutcome, run_checked};
 
 /// How long past its deadline a question may stay pending before the run stops waiting
 /// for the expirer (a host that runs none): the call is refused, the row left as it is.
@@ -66,7 +66,13 @@ pub async fn stored_gated_call(
 ) -> GatedOutcome {
     let id = match gate.check_durable(tool, &arguments, tool_use_id) {
         DurableCheck::Decided(check) => {
-            return run_checked(gate, catalog, check, tool, tool_use_id, arguments, context).await;
+            let call = Checked {
+                check,
+                tool,
+                tool_use_id,
+                arguments,
+            };
+            return run_checked(gate, catalog, call, context, None).await;
         }
         DurableCheck::Asked { approval_id } => approval_id,
     };
@@ -99,11 +105,13 @@ pub async fn stored_gated_call(
         }
         None => gate.resume_durable(tool, &arguments, tool_use_id, &question_reason(&id)),
     };
-    let allowed = check.allowed;
-    let outcome = run_checked(gate, catalog, check, tool, tool_use_id, arguments, context).await;
-    if allowed {
-        gate.call_finished(&id);
-    }
+    let call = Checked {
+        check,
+        tool,
+        tool_use_id,
+        arguments,
+    };
+    let outcome = run_checked(gate, catalog, call, context, Some(&id)).await;
     answers.settled(&id);
     outcome
 }
