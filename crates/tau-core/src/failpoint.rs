@@ -7,7 +7,8 @@
 //! `TAU_FAILPOINT_MARK` (how the test knows) and blocks the thread forever, so nothing
 //! after it happens until the test kills the process.
 
-/// A question was stored (hidden) and the turn's paused state is not saved yet.
+/// A question was stored (hidden) and the turn's paused state is not saved yet (a
+/// routine's question: not shown yet).
 pub const ASKED: &str = "asked";
 /// The turn's paused state is saved; its question is not shown yet (to no channel).
 pub const SAVED: &str = "saved";
@@ -19,7 +20,8 @@ pub const DISPATCHED: &str = "dispatched";
 /// A tier-2 tool returned; nothing about its result is recorded yet.
 pub const RAN: &str = "ran";
 /// A tier-2 call's result is recorded (its `tool_call` audit line written, its stored
-/// question marked finished); the turn has not stored the result in its history yet.
+/// question marked finished); the turn has not stored the result in its history yet (a
+/// routine's run is not recorded yet).
 pub const FINISHED: &str = "finished";
 /// The `tool_call` audit line of a call a stored question let through is in the file; the
 /// chain's anchor in `state.db` has not moved past it yet.
