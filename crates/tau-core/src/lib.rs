@@ -71,7 +71,7 @@ pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_code, random_id};
-pub use stored_call::{EXPIRER_GRACE, StoredAnswers, stored_gated_call};
+pub use stored_call::{StoredAnswers, stored_gated_call};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
     Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, GrantSuggestion,

@@ -2,10 +2,11 @@
 //! channel. It takes the conversation gate's own path: the question stored by
 //! [`TierGate::check_durable`] and shown by [`TierGate::announce_stored`], the stored
 //! answer checked again and consumed by [`TierGate::resume_durable`], the call's outcome
-//! recorded by [`TierGate::call_finished`] (with the same failpoints on the way). Only the wait differs: where a turn pauses
-//! and the hub resumes it once its question is decided, this call's run waits for the
-//! row to be decided. It never decides the row itself, except to withdraw it when the
-//! run is stopped: the deadline is the one expirer's (`approval::expire_due`).
+//! recorded by [`TierGate::call_finished`], with the same failpoints on the way. Only the
+//! wait differs: where a turn pauses and the hub resumes it once its question is decided,
+//! this call's run waits for the row to be decided. It never decides the row itself,
+//! except to withdraw it when the run is stopped: the deadline is the one expirer's
+//! (`approval::expire_due`).
 
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ use crate::gated::{Checked, GatedOutcome, run_checked};
 
 /// How long past its deadline a question may stay pending before the run stops waiting
 /// for the expirer (a host that runs none): the call is refused, the row left as it is.
-pub const EXPIRER_GRACE: Duration = Duration::from_secs(60);
+const EXPIRER_GRACE: Duration = Duration::from_secs(60);
 
 /// The longest the run waits before it reads the row again, whatever the host says.
 const LOOK_AGAIN: Duration = Duration::from_secs(1);
