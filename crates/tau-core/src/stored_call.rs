@@ -17,7 +17,7 @@ use tau_agent::ToolContext;
 use tau_protocol::{ApprovalId, DecidedBy};
 
 use crate::approval::{
-    Answered, ApprovalRow, ApprovalState, DurableCheck, StateDb, TierGate, answer_durable,
+    Answered, ApprovalRow, ApprovalState, Check, DurableCheck, StateDb, TierGate, answer_durable,
     question_reason,
 };
 use crate::catalog::ToolCatalog;
@@ -65,46 +65,20 @@ pub async fn stored_gated_call(
     context: ToolContext,
     answers: &dyn StoredAnswers,
 ) -> GatedOutcome {
-    let id = match gate.check_durable(tool, &arguments, tool_use_id) {
-        DurableCheck::Decided(check) => {
-            let call = Checked {
-                check,
+    let (check, stored) = match gate.check_durable(tool, &arguments, tool_use_id) {
+        DurableCheck::Decided(check) => (check, None),
+        DurableCheck::Asked { approval_id } => {
+            let call = StoredCall {
                 tool,
                 tool_use_id,
-                arguments,
+                arguments: &arguments,
+                id: &approval_id,
             };
-            return run_checked(gate, catalog, call, context, None).await;
+            (
+                call.answered(gate, answers, &context).await,
+                Some(approval_id),
+            )
         }
-        DurableCheck::Asked { approval_id } => approval_id,
-    };
-    // No turn state to save first: the question is shown at once.
-    gate.announce_stored(true);
-    let check = match gate.durable_store() {
-        Some(store) => {
-            if let Ok(Some(row)) = store.approval(&id)
-                && row.state == ApprovalState::Pending
-            {
-                answers.show_question(&row);
-            }
-            match wait(store, &id, answers, &context).await {
-                Waited::Decided => {
-                    gate.resume_durable(tool, &arguments, tool_use_id, &question_reason(&id))
-                }
-                Waited::Stopped => {
-                    withdraw(gate, store, &id, answers);
-                    gate.stopped_waiting(tool, tool_use_id, &id)
-                }
-                Waited::Overdue => {
-                    tracing::error!(approval_id = %id, tool, "the question outlived its deadline and nobody expired it; the call is refused");
-                    gate.resume_durable(tool, &arguments, tool_use_id, &question_reason(&id))
-                }
-                Waited::Unreadable(error) => {
-                    tracing::error!(approval_id = %id, tool, %error, "cannot read the stored question");
-                    gate.resume_durable(tool, &arguments, tool_use_id, &question_reason(&id))
-                }
-            }
-        }
-        None => gate.resume_durable(tool, &arguments, tool_use_id, &question_reason(&id)),
     };
     let call = Checked {
         check,
@@ -112,9 +86,60 @@ pub async fn stored_gated_call(
         tool_use_id,
         arguments,
     };
-    let outcome = run_checked(gate, catalog, call, context, Some(&id)).await;
-    answers.settled(&id);
+    let outcome = run_checked(gate, catalog, call, context, stored.as_ref()).await;
+    if let Some(id) = &stored {
+        answers.settled(id);
+    }
     outcome
+}
+
+/// A call whose question `id` is stored.
+struct StoredCall<'a> {
+    tool: &'a str,
+    tool_use_id: &'a str,
+    arguments: &'a Value,
+    id: &'a ApprovalId,
+}
+
+impl StoredCall<'_> {
+    /// Shows the question, waits for its answer and checks it as a resumed turn would;
+    /// a run stopped meanwhile withdraws it and refuses.
+    async fn answered(
+        &self,
+        gate: &TierGate,
+        answers: &dyn StoredAnswers,
+        context: &ToolContext,
+    ) -> Check {
+        let Self {
+            tool,
+            tool_use_id,
+            arguments,
+            id,
+        } = *self;
+        // No turn state to save first: the question is shown at once.
+        gate.announce_stored(true);
+        if let Some(store) = gate.durable_store() {
+            if let Ok(Some(row)) = store.approval(id)
+                && row.state == ApprovalState::Pending
+            {
+                answers.show_question(&row);
+            }
+            match wait(store, id, answers, context).await {
+                Waited::Decided => {}
+                Waited::Stopped => {
+                    withdraw(gate, store, id, answers);
+                    return gate.stopped_waiting(tool, tool_use_id, id);
+                }
+                Waited::Overdue => {
+                    tracing::error!(approval_id = %id, tool, "the question outlived its deadline and nobody expired it; the call is refused");
+                }
+                Waited::Unreadable(error) => {
+                    tracing::error!(approval_id = %id, tool, %error, "cannot read the stored question");
+                }
+            }
+        }
+        gate.resume_durable(tool, arguments, tool_use_id, &question_reason(id))
+    }
 }
 
 /// Waits until question `id` is no longer pending, the run is stopped, or the question is
