@@ -7,11 +7,13 @@
 //! the hub only through the `ChannelPort` `tau-hub` hands it, bound to `web`; knows no model, tool or other channel.
 //!
 //! Layout: `config.rs` `[web]`, `auth.rs` the checks and headers every response gets,
-//! `api.rs` the JSON API, `events.rs` the event stream, `shown.rs` the display view,
+//! `api.rs` the JSON API, `answer.rs` a person's answer (a yes names the card it
+//! approves), `events.rs` the event stream, `shown.rs` the display view,
 //! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked,
 //! `decisions.rs` the history of decisions (read by the host), `server.rs` the accept
 //! loop and its deadlines, `peers.rs` connections by peer address, `assets/` the page.
 
+mod answer;
 mod api;
 mod auth;
 mod config;
@@ -227,7 +229,7 @@ fn router(app: App) -> Router {
         .route("/api/channels", get(api::channels))
         .route("/api/routines", get(routines::list))
         .route("/hooks/{name}", post(routines::hook))
-        .route("/api/approvals/{id}", post(api::answer))
+        .route("/api/approvals/{id}", post(answer::answer))
         .route("/api/grants", get(grants::list))
         .route("/api/grants/{id}", delete(grants::revoke))
         .route("/api/decisions", get(decisions::list))
