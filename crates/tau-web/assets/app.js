@@ -358,7 +358,18 @@ async function loadTranscript(session) {
       }
     }
   }
-  for (const entry of cards) placeCard(entry.node, entry.callId);
+  // Every question of the conversation is a card below its call, a decided one with its
+  // outcome as it was shown live: the same nodes while the page has them, drawn again
+  // from the store after a reload.
+  const mine = (rows.data || []).filter((row) => row.session === session && row.channel === "web");
+  for (const row of mine) {
+    if (state.cards.has(row.id)) continue;
+    card(row);
+    if (row.state !== "pending") closeCard(row.id, row.state, row.decided_by);
+  }
+  const order = mine.map((row) => state.cards.get(row.id)).filter((entry) => entry);
+  for (const entry of cards) if (!order.includes(entry)) order.push(entry);
+  for (const entry of order) placeCard(entry.node, entry.callId);
   if (focused && focused.isConnected) focused.focus({ preventScroll: true });
   scrollDown();
 }
@@ -520,7 +531,7 @@ function outcomeText(decision, decidedBy) {
   if (decision === "approved") return "Approved " + decidedText(decidedBy);
   if (decision === "timeout" || decision === "expired" || (decidedBy && decidedBy.kind === "timeout")) return "Expired: nobody answered in time";
   if (decidedBy && decidedBy.kind === "superseded") return "Superseded by a newer message";
-  if (decision === "cancelled") return "Cancelled: its turn was given up";
+  if (decision === "cancelled" || (decidedBy && decidedBy.kind === "cancelled")) return "Cancelled: its turn was given up";
   return "Rejected " + decidedText(decidedBy);
 }
 
@@ -564,9 +575,11 @@ function chars(count) {
 }
 
 // Every argument on its own row, with its length; one longer than the card shows its
-// start, says how many characters more there are, and "Show all" opens it whole. Nothing
-// is ever cut without saying so.
-function argumentRows(row) {
+// start, says how many characters more there are, and "Show all" opens it whole, ending
+// in a line that says so. Nothing is ever cut without saying so. Each folded argument is
+// added to `folds` (when given) as { name, opened }: `opened` is called with its end line
+// once "Show all" put it on the page.
+function argumentRows(row, folds) {
   const box = el("div", "args mono");
   const rows = Array.isArray(row.argument_rows)
     ? row.argument_rows
@@ -584,6 +597,8 @@ function argumentRows(row) {
       value.textContent = text;
     } else {
       value.textContent = shown.slice(0, ARGUMENT_SHOWN).join("") + "…";
+      const fold = { name: arg.name || "the arguments", opened: null };
+      if (folds) folds.push(fold);
       const more = el("div", "arg-more");
       const rest = shown.length - ARGUMENT_SHOWN;
       more.append(el("span", "", `${rest.toLocaleString("en-US")} more characters `));
@@ -592,6 +607,10 @@ function argumentRows(row) {
       all.addEventListener("click", () => {
         value.textContent = text;
         more.remove();
+        const end = el("div", "arg-end");
+        end.append(el("span", "", `end of ${fold.name}`));
+        item.append(end);
+        if (fold.opened) fold.opened(end);
         value.tabIndex = -1;
         value.focus();
       });
@@ -610,7 +629,8 @@ function card(row) {
   title.append(el("span", "tier", "tier " + row.tier), el("span", "mono", row.tool));
   const effect = el("div", "effect", row.effect);
   const said = cardNotes(row.card);
-  const args = argumentRows(row);
+  const folds = [];
+  const args = argumentRows(row, folds);
   const actions = el("div", "actions");
   const approve = el("button", "approve", "Approve");
   const reject = el("button", "reject", "Reject");
@@ -658,7 +678,13 @@ function card(row) {
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));
   const granting = always ? [always, everywhere] : [];
-  actions.append(approve, ...granting, reject, outcome);
+  // A yes counts only for the whole card: while an argument is folded, or opened and not
+  // yet read to its end, nothing approves, and the card says why. Reject always works.
+  const unread = el("div", "unread");
+  unread.id = `unread-${row.id}`;
+  for (const button of [approve, ...granting]) button.setAttribute("aria-describedby", unread.id);
+  stepNodes.push(unread);
+  actions.append(unread, approve, ...granting, reject, outcome);
   const footer = el("div", "when");
   footer.append(when);
   node.append(title);
@@ -666,14 +692,43 @@ function card(row) {
   if (row.routine) node.append(el("div", "asked-by", `asked by routine ${row.routine.name} · ${row.routine.trigger}`));
   node.append(effect, said, args, actions, footer);
   const buttons = [approve, reject, ...granting];
+  const approving = [approve, ...granting];
+  node.dataset.call = row.call_id;
   const entry = { node, session: row.session, callId: row.call_id, buttons: [...buttons, ...stepNodes], outcome, when, footer, closed: false };
-  const enable = (on) => { for (const button of buttons) button.disabled = !on; };
+  let busy = false;
+  const enable = (on) => {
+    busy = !on;
+    const waiting = folds.find((fold) => !fold.read);
+    reject.disabled = busy;
+    for (const button of approving) button.disabled = busy || waiting !== undefined;
+    unread.hidden = waiting === undefined;
+    if (waiting) {
+      unread.textContent = waiting.end
+        ? `Approve waits until you have scrolled to the end of ${waiting.name}.`
+        : `Approve waits until you have read all of ${waiting.name}: Show all, then scroll to its end.`;
+    }
+  };
+  for (const fold of folds) {
+    fold.read = false;
+    fold.opened = (end) => {
+      fold.end = end;
+      enable(!busy);
+      whenOnScreen(end, () => {
+        fold.read = true;
+        enable(!busy);
+      });
+    };
+  }
+  enable(true);
   const answer = async (decision, grant) => {
     // A disabled button may lose the focus; which one was pressed is kept to give it back.
     const pressed = buttons.find((button) => button === document.activeElement) || null;
     entry.pressed = pressed !== null;
     enable(false);
     const body = { decision };
+    // A yes names the card it was given to: the server takes it only for the card as it
+    // reads now.
+    if (decision === "approve") body.card_sha256 = row.card_sha256;
     if (typed && decision === "approve") body.confirm = typed.value;
     if (grant) body.grant = grant;
     const { status, data } = await api("POST", `/api/approvals/${encodeURIComponent(row.id)}`, body);
@@ -684,6 +739,13 @@ function card(row) {
     } else if (status === 409 && data && data.approval) {
       closeCard(row.id, data.approval.state, data.approval.decided_by);
       outcome.textContent = "Already " + data.approval.state + ": " + outcomeText(data.approval.state, data.approval.decided_by);
+    } else if (status === 422 && data && data.refused === "card_sha256_stale") {
+      // The card changed since it was drawn: it is drawn again, to be read again.
+      node.remove();
+      state.cards.delete(row.id);
+      await loadApprovals();
+      const again = state.cards.get(row.id);
+      if (again) again.outcome.textContent = "This card changed while it was open: read it again.";
     } else {
       enable(true);
       entry.pressed = false;
@@ -700,13 +762,32 @@ function card(row) {
   return node;
 }
 
-// A question of this conversation is a card in its transcript, below its call.
+// Calls `seen` once `node` has been on screen (scrolled into view, not only on the page).
+function whenOnScreen(node, seen) {
+  const observer = new IntersectionObserver((entries) => {
+    if (entries.some((entry) => entry.isIntersecting && entry.intersectionRatio >= 0.5)) {
+      observer.disconnect();
+      seen();
+    }
+  }, { threshold: [0.5, 1] });
+  observer.observe(node);
+}
+
+// A question of this conversation is a card in its transcript, below its call (after the
+// call's earlier questions).
 function placeCard(node, callId) {
   const empty = transcript().querySelector(".empty");
   if (empty) empty.remove();
   const call = state.calls.get(callId);
-  if (call && call.node.isConnected) call.node.after(node);
-  else transcript().append(node);
+  if (call && call.node.isConnected) {
+    let after = call.node;
+    while (after.nextElementSibling && after.nextElementSibling !== node && after.nextElementSibling.dataset.call === callId) {
+      after = after.nextElementSibling;
+    }
+    after.after(node);
+  } else {
+    transcript().append(node);
+  }
   scrollDown();
 }
 
@@ -1019,16 +1100,26 @@ function showDecisionTools(data) {
   select.value = tools.includes(chosen) ? chosen : "";
 }
 
+// The list as last drawn: drawn again only when it changed, so an argument opened with
+// "Show all" stays open across the refreshes.
+let decisionsDrawn = null;
+
 function showDecisions(list, data) {
+  const drawn = JSON.stringify(data);
+  if (drawn === decisionsDrawn && list.childElementCount === data.length) return;
+  decisionsDrawn = drawn;
   list.replaceChildren();
   for (const decision of data) {
     const item = el("li", `decision ${decision.outcome}`);
     const head = el("span", "title");
     head.append(el("span", "mono", decision.tool), " ", el("strong", "outcome", OUTCOME_WORDS[decision.outcome] || decision.outcome));
     item.append(head);
-    // With display=true the arguments come as their canonical JSON, already shown.
-    const args = typeof decision.arguments === "string" ? decision.arguments : JSON.stringify(decision.arguments);
-    item.append(el("span", "mono grant-args", args));
+    // A word a reader could take for another is flagged, as on the question's card.
+    if (Array.isArray(decision.lookalikes) && decision.lookalikes.length > 0) {
+      item.append(cardNotes({ notes: decision.lookalikes }));
+    }
+    // Every argument on its own row with its length, a long one folded, as on a card.
+    item.append(argumentRows(decision));
     item.append(el("span", "meta", `${decisionWho(decision)} · ${when(decision.at)}`));
     item.append(el("span", "meta ran", ranText(decision.ran)));
     list.append(item);

@@ -15,7 +15,7 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 use tau_core::{ApprovalId, GrantRequest};
-use tau_hub::{Answered, RefusedAnswer, Reply};
+use tau_hub::{Answered, ApprovalRow, ApprovalState, HubError, RefusedAnswer, Reply};
 
 use crate::App;
 use crate::api::{body_error, current_card_sha256, error_response, hub_error, row_json};
@@ -179,14 +179,14 @@ pub(crate) async fn answer(
 }
 
 /// The answer to a yes that does not name the card of question `id` as it reads now (a
-/// 422, recorded as an `answer_refused` line), or a 404 for a question this page does not
-/// have; `None` when the yes may go on to be decided. The 422 does not say the current
+/// 422, recorded as an `answer_refused` line; a decided question's too, so a yes never
+/// counts without its hash), or a 404 for a question this page does not have or has not
+/// shown; `None` when the yes may go on to be decided. The 422 does not say the current
 /// hash: whoever answers reads the question first.
 fn refused_card(app: &App, id: &ApprovalId, sent: Option<&str>) -> Option<Response> {
-    let row = match app.hub.question(id) {
-        Ok(Some(row)) if row.channel == app.hub.channel() => row,
-        // Another channel's question is not named as one here.
-        Ok(_) => return Some(error_response(StatusCode::NOT_FOUND, "no such approval")),
+    let row = match answerable(app, id) {
+        Ok(Some(row)) => row,
+        Ok(None) => return Some(error_response(StatusCode::NOT_FOUND, "no such approval")),
         Err(error) => return Some(hub_error(&error)),
     };
     let refusal = card_refusal(&current_card_sha256(app, &row), sent)?;
@@ -205,6 +205,24 @@ fn refused_card(app: &App, id: &ApprovalId, sent: Option<&str>) -> Option<Respon
         )
             .into_response(),
     )
+}
+
+/// Question `id` as this page may answer it: its own channel's, and shown (a question
+/// stored and not shown yet is nobody's to answer, and is not named here either).
+fn answerable(app: &App, id: &ApprovalId) -> Result<Option<ApprovalRow>, HubError> {
+    let Some(row) = app.hub.question(id)? else {
+        return Ok(None);
+    };
+    if row.channel != app.hub.channel() {
+        return Ok(None);
+    }
+    if row.state == ApprovalState::Pending {
+        let shown = app.hub.approvals(Some(ApprovalState::Pending))?;
+        if !shown.iter().any(|waiting| waiting.id == row.id) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(row))
 }
 
 #[cfg(test)]

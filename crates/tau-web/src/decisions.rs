@@ -237,7 +237,9 @@ mod tests {
                 "text": "command: \"setup.\u{455}h\" mixes Latin and Cyrillic: U+0455 Cyrillic, looks like \"s\""}])
         );
         assert_eq!(odd["tool"], "run_command");
-        let plain = flagged(&record(serde_json::json!({"command": "echo привет >> заметки"})));
+        let plain = flagged(&record(
+            serde_json::json!({"command": "echo привет >> заметки"}),
+        ));
         assert_eq!(plain["lookalikes"], serde_json::json!([]));
     }
 }
