@@ -277,7 +277,7 @@ async fn a_card_follows_its_question_answered_elsewhere_superseded_or_expired() 
     let first = serve.ask(&session, "first");
     let first = first["id"].as_str().unwrap();
     card_shown(&client, first).await;
-    let answered = serve.approve(&first);
+    let answered = serve.approve(first);
     assert_eq!(answered.status, 200);
     assert_eq!(card_outcome(&client, first).await, "Approved by you on web");
     serve.until_answered(&session, "one");

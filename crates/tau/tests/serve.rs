@@ -50,7 +50,7 @@ fn an_approval_through_the_api_runs_the_call_once() {
     );
     assert_eq!(tau.proof(), None, "nothing runs before the answer");
 
-    let approved = serve.approve(&id);
+    let approved = serve.approve(id);
     assert_eq!(approved.status, 200, "{approved:?}");
     assert_eq!(approved.json()["state"], "approved");
     assert_eq!(
@@ -125,7 +125,7 @@ fn a_rejection_through_the_api_runs_nothing_and_the_model_is_told() {
         messages[2]["content"][0]["toolResult"]["content"][0]["text"],
         REFUSAL
     );
-    let late = serve.approve(&id);
+    let late = serve.approve(id);
     assert_eq!(late.status, 409);
     assert_eq!(late.json()["error"], "the question was already rejected");
     assert_eq!(tau.proof(), None);
@@ -161,7 +161,7 @@ fn a_new_message_supersedes_a_pending_question() {
     );
     serve.until_answered(&session, "It is ten.");
     let id = row["id"].as_str().unwrap();
-    let late = serve.approve(&id);
+    let late = serve.approve(id);
     assert_eq!(late.status, 409);
     assert_eq!(
         late.json()["approval"]["decided_by"],
@@ -282,7 +282,7 @@ fn an_unanswered_question_expires_and_every_view_says_so() {
     let expired = serve.get("/api/approvals?state=expired").json();
     assert_eq!(expired[0]["id"], row["id"]);
     let id = row["id"].as_str().unwrap();
-    let late = serve.approve(&id);
+    let late = serve.approve(id);
     assert_eq!(late.status, 409);
     assert_eq!(late.json()["error"], "the question was already expired");
     assert_eq!(tau.proof(), None);

@@ -252,7 +252,7 @@ fn approved_after_restart(
 ) -> (Vec<Value>, Value) {
     let serve = tau.serve(model, config);
     let id = row["id"].as_str().unwrap();
-    let approved = serve.approve(&id);
+    let approved = serve.approve(id);
     assert_eq!(approved.status, 200, "{approved:?}");
     let messages = serve.until_answered(session, "Done.");
     serve.kill_hard();
