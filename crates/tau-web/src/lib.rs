@@ -55,6 +55,8 @@ const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
+const CARDS_JS: &str = include_str!("../assets/cards.js");
+const PANELS_JS: &str = include_str!("../assets/panels.js");
 const APP_CSS: &str = include_str!("../assets/app.css");
 
 #[derive(Clone)]
@@ -206,6 +208,14 @@ fn router(app: App) -> Router {
         .route(
             "/app.js",
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/cards.js",
+            get(|| async { asset("text/javascript; charset=utf-8", CARDS_JS) }),
+        )
+        .route(
+            "/panels.js",
+            get(|| async { asset("text/javascript; charset=utf-8", PANELS_JS) }),
         )
         .route(
             "/app.css",
