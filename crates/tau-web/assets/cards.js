@@ -230,8 +230,10 @@ function card(row) {
       node.remove();
       state.cards.delete(row.id);
       await loadApprovals();
+      // Decided meanwhile: it comes back with the transcript, closed.
+      if (!state.cards.has(row.id) && state.current === row.session) await loadTranscript(row.session);
       const again = state.cards.get(row.id);
-      if (again) again.outcome.textContent = "This card changed while it was open: read it again.";
+      if (again && !again.closed) again.outcome.textContent = "This card changed while it was open: read it again.";
     } else {
       enable(true);
       entry.pressed = false;

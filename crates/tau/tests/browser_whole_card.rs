@@ -1,8 +1,9 @@
 //! On TauBar a yes counts only for the whole card (headless Chromium, the real `tau
 //! serve`): a 4,103-character command shows its start folded, and Approve, "Approve, allow
 //! again" and "Approve, allow in all chats" stay disabled, saying why, until "Show all"
-//! opened it and its end was on screen; Reject works all along. Then the call runs, and
-//! after a reload its card is still in the transcript with its outcome. The Decisions
+//! opened it and its end was on screen; Reject works all along. A yes the server finds
+//! given to a card that has changed since draws the card again, to be read again. Then the
+//! call runs, and after a reload its card is still in the transcript with its outcome. The Decisions
 //! panel flags a lookalike word and folds a long argument, as a card does.
 #![allow(
     clippy::unwrap_used,
@@ -186,6 +187,45 @@ async fn approve_waits_until_the_folded_command_was_read_to_its_end() {
             end.as_str().unwrap()
         )
     );
+    // The server finds the card changed since the page drew it (its hash, as sent, is not
+    // the card's now): nothing is decided, and the card is drawn again, folded, to be read
+    // again.
+    read(
+        &client,
+        "const real = window.fetch; window.fetch = (url, init) => { window.fetch = real; \
+           const body = JSON.parse(init.body); body.card_sha256 = '0'.repeat(64); \
+           return real(url, { ...init, body: JSON.stringify(body) }); }",
+    )
+    .await;
+    click(&client, Locator::Css("#transcript .card button.approve")).await;
+    let redrawn = until(
+        &client,
+        "the card drawn again",
+        "const c = document.querySelector('#transcript .card:not(.decided)'); \
+         const o = c && c.querySelector('.outcome').textContent; return o && [o, !!c.querySelector('.arg-more')]",
+    )
+    .await;
+    assert_eq!(
+        redrawn,
+        json!(["This card changed while it was open: read it again.", true])
+    );
+    insta::assert_snapshot!("card_drawn_again", redrawn[0].as_str().unwrap());
+    assert_eq!(read(&client, BUTTONS).await, folded);
+    let waiting = serve.get("/api/approvals?state=pending").json();
+    assert_eq!(waiting.as_array().unwrap().len(), 1, "{waiting}");
+    assert!(!tau.workspace().join("ran.txt").exists());
+    click(&client, Locator::Css("#transcript .card .show-all")).await;
+    read(
+        &client,
+        "document.querySelector('#transcript .card .arg-end').scrollIntoView({block: 'end'})",
+    )
+    .await;
+    until(
+        &client,
+        "Approve enabled again",
+        "return !document.querySelector('#transcript .card:not(.decided) button.approve').disabled",
+    )
+    .await;
     click(&client, Locator::Css("#transcript .card button.approve")).await;
     serve.until_answered(&session, "Ran it.");
     assert_eq!(
