@@ -9,12 +9,11 @@ use http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{ContentBlock, Message, SessionId};
-use tau_core::{ApprovalId, output_blocks};
-use tau_core::{GrantRequest, GrantScope};
-use tau_hub::{Answered, ApprovalRow, ApprovalState, HubError, Reply};
+use tau_core::{GrantScope, output_blocks};
+use tau_hub::{ApprovalRow, ApprovalState, HubError};
 
 use crate::App;
-use crate::shown::shown;
+use crate::shown::{card_sha256, shown};
 
 /// The longest message a person may send, in bytes.
 pub(crate) const MAX_TEXT_BYTES: usize = 32 * 1024;
@@ -57,7 +56,7 @@ pub(crate) fn error_response(status: StatusCode, text: &str) -> Response {
     error(status, text).into_response()
 }
 
-fn body_error(rejection: &BytesRejection) -> Response {
+pub(crate) fn body_error(rejection: &BytesRejection) -> Response {
     let status = rejection.status();
     let text = if status == StatusCode::PAYLOAD_TOO_LARGE {
         "the body is too large"
@@ -314,7 +313,27 @@ pub(crate) struct ApprovalQuery {
     display: bool,
 }
 
-fn row_json(app: &App, row: &ApprovalRow, display: bool) -> Value {
+/// A question as the API lists it: the row, what a grant would cover, whose it is, and
+/// `card_sha256`, the hash of its card as the page draws it (see `shown::card_sha256`),
+/// which an approving answer must carry; with `display` in the display view.
+pub(crate) fn row_json(app: &App, row: &ApprovalRow, display: bool) -> Value {
+    let value = row_value(app, row);
+    let drawn = shown(value.clone());
+    let hash = card_sha256(&drawn);
+    let mut value = if display { drawn } else { value };
+    if let Value::Object(fields) = &mut value {
+        fields.insert("card_sha256".into(), Value::String(hash));
+    }
+    value
+}
+
+/// The hash of the card the page would draw for `row` now.
+pub(crate) fn current_card_sha256(app: &App, row: &ApprovalRow) -> String {
+    card_sha256(&shown(row_value(app, row)))
+}
+
+/// A question's row with what the API says beside it, as stored (not yet shown).
+fn row_value(app: &App, row: &ApprovalRow) -> Value {
     let mut value = serde_json::to_value(row).unwrap_or(Value::Null);
     // What "yes, and allow this again" would cover, in tau's words, before anyone can
     // press it (a grant from this page is for this conversation).
@@ -344,7 +363,7 @@ fn row_json(app: &App, row: &ApprovalRow, display: bool) -> Value {
             json!({ "name": origin.routine, "trigger": origin.trigger }),
         );
     }
-    view(value, &View { display })
+    value
 }
 
 /// `GET /api/approvals?state=pending&channel=all`: the stored questions, the web's own or
@@ -391,103 +410,6 @@ pub(crate) async fn approvals(
                 .collect(),
         ))
         .into_response(),
-        Err(error) => hub_error(&error),
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Decision {
-    Approve,
-    Reject,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Answer {
-    decision: Decision,
-    /// What the person typed for the question's second step: the device's name or the
-    /// number on its card.
-    #[serde(default)]
-    confirm: Option<String>,
-    /// "Yes, and allow this again": the grant's scope, hours and uses, with an approve
-    /// of a question that offered one.
-    #[serde(default)]
-    grant: Option<GrantRequest>,
-}
-
-/// Longer than any device name or number: not an answer to a second step.
-const MAX_CONFIRM_CHARS: usize = 64;
-
-/// `POST /api/approvals/{id}`: 200 with the row when this answer decided it, 409 with
-/// the row when it was decided before.
-pub(crate) async fn answer(
-    State(app): State<App>,
-    Path(id): Path<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body {
-        Ok(body) => body,
-        Err(rejection) => return body_error(&rejection),
-    };
-    let Ok(Answer {
-        decision,
-        confirm,
-        grant,
-    }) = serde_json::from_slice::<Answer>(&body)
-    else {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            "the body must be {\"decision\": \"approve\"} or {\"decision\": \"reject\"}, with \"confirm\" for a question's second step or \"grant\" ({\"scope\": \"conversation\" or \"channel\", \"hours\", \"max_uses\"}) to allow the same call again",
-        );
-    };
-    if confirm
-        .as_ref()
-        .is_some_and(|typed| typed.chars().count() > MAX_CONFIRM_CHARS)
-    {
-        return error_response(StatusCode::BAD_REQUEST, "confirm is too long");
-    }
-    let Ok(id) = ApprovalId::parse(&id) else {
-        return error_response(StatusCode::NOT_FOUND, "no such approval");
-    };
-    let reply = match (decision, confirm, grant) {
-        (Decision::Approve, Some(_), Some(_)) => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                "a question with a second step is asked every time: it takes no grant",
-            );
-        }
-        (Decision::Reject, _, Some(_)) => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                "a grant comes only with \"decision\": \"approve\"",
-            );
-        }
-        (Decision::Approve, Some(typed), None) => Reply::Confirm(typed),
-        (Decision::Approve, None, Some(wanted)) => Reply::ApproveWithGrant(wanted),
-        (Decision::Approve, None, None) => Reply::Approve,
-        (Decision::Reject, _, None) => Reply::Reject,
-    };
-    match app.hub.answer(None, &id, reply).await {
-        Ok(Answered::Decided(row)) => Json(row_json(&app, &row, false)).into_response(),
-        Ok(Answered::AlreadyDecided(row)) => (
-            StatusCode::CONFLICT,
-            Json(json!({
-                "error": format!("the question was already {}", row.state.as_str()),
-                "approval": row_json(&app, &row, false),
-            })),
-        )
-            .into_response(),
-        // A yes without the second step (or with a wrong one) decides nothing.
-        Ok(Answered::StepMissing(row)) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Json(json!({
-                "error": "this question takes a second step: send \"confirm\" with the device's name or the number on its card; the question stays open",
-                "approval": row_json(&app, &row, false),
-            })),
-        )
-            .into_response(),
-        Ok(Answered::NotFound) => error_response(StatusCode::NOT_FOUND, "no such approval"),
         Err(error) => hub_error(&error),
     }
 }

@@ -1,6 +1,7 @@
 //! The history of decisions: `GET /api/decisions`, what was decided about each tier-2 call
 //! of the last [`HISTORY_DAYS`] days (who decided, on which channel, when) and what ran.
 //! The host reads them from its audit log through [`Decisions`]; this crate knows no file.
+//! Each comes with the lookalike warnings its question's card would have had.
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
@@ -9,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tau_core::{CallCard, CardWriter, LookalikeWriter};
 
 use crate::App;
 use crate::api::{View, error, view};
@@ -152,17 +154,28 @@ pub(crate) async fn list(
             .into_response();
         }
     };
-    let kept: Vec<DecisionRecord> = records
+    let kept: Vec<Value> = records
         .into_iter()
         .filter(|r| tool.as_deref().is_none_or(|t| r.tool == t))
         .filter(|r| outcome.as_deref().is_none_or(|o| r.outcome == o))
         .take(limit)
+        .map(|record| flagged(&record))
         .collect();
-    Json(view(
-        serde_json::to_value(kept).unwrap_or_default(),
-        &wanted,
-    ))
-    .into_response()
+    Json(view(Value::Array(kept), &wanted)).into_response()
+}
+
+/// A decision as the API lists it: the record, and `lookalikes`, the warnings a card
+/// writes about its arguments' words that a reader could take for others (tau-core's
+/// [`LookalikeWriter`], the same notes as on the question's card; none for plain text).
+fn flagged(record: &DecisionRecord) -> Value {
+    let mut card = CallCard::default();
+    LookalikeWriter.write(&record.tool, &record.arguments, &mut card);
+    let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
+    if let Value::Object(fields) = &mut value {
+        let notes = serde_json::to_value(card.notes).unwrap_or_default();
+        fields.insert("lookalikes".into(), notes);
+    }
+    value
 }
 
 #[cfg(test)]
@@ -197,5 +210,36 @@ mod tests {
             assert!(checked(wanted(&bad).unwrap()).is_err(), "{bad:?}");
         }
         assert!(wanted(&[("since", "1")]).is_err());
+    }
+
+    fn record(arguments: Value) -> DecisionRecord {
+        DecisionRecord {
+            at: "2026-12-01T10:00:00Z".into(),
+            tool: "run_command".into(),
+            arguments,
+            decision: "approved".into(),
+            outcome: "approved".into(),
+            decided_by: serde_json::json!({"kind": "person", "channel": "web"}),
+            channel: Some("web".into()),
+            session: "web-1".into(),
+            tool_use_id: "t1".into(),
+            approval_id: None,
+            ran: None,
+        }
+    }
+
+    #[test]
+    fn a_lookalike_is_flagged_as_its_card_flags_it_and_plain_text_is_not() {
+        let odd = flagged(&record(serde_json::json!({"command": "sh setup.\u{455}h"})));
+        assert_eq!(
+            odd["lookalikes"],
+            serde_json::json!([{"level": "warning", "label": "lookalike",
+                "text": "command: \"setup.\u{455}h\" mixes Latin and Cyrillic: U+0455 Cyrillic, looks like \"s\""}])
+        );
+        assert_eq!(odd["tool"], "run_command");
+        let plain = flagged(&record(
+            serde_json::json!({"command": "echo привет >> заметки"}),
+        ));
+        assert_eq!(plain["lookalikes"], serde_json::json!([]));
     }
 }

@@ -7,11 +7,13 @@
 //! the hub only through the `ChannelPort` `tau-hub` hands it, bound to `web`; knows no model, tool or other channel.
 //!
 //! Layout: `config.rs` `[web]`, `auth.rs` the checks and headers every response gets,
-//! `api.rs` the JSON API, `events.rs` the event stream, `shown.rs` the display view,
+//! `api.rs` the JSON API, `answer.rs` a person's answer (a yes names the card it
+//! approves), `events.rs` the event stream, `shown.rs` the display view,
 //! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked,
 //! `decisions.rs` the history of decisions (read by the host), `server.rs` the accept
 //! loop and its deadlines, `peers.rs` connections by peer address, `assets/` the page.
 
+mod answer;
 mod api;
 mod auth;
 mod config;
@@ -53,6 +55,8 @@ const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
+const CARDS_JS: &str = include_str!("../assets/cards.js");
+const PANELS_JS: &str = include_str!("../assets/panels.js");
 const APP_CSS: &str = include_str!("../assets/app.css");
 
 #[derive(Clone)]
@@ -206,6 +210,14 @@ fn router(app: App) -> Router {
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
         )
         .route(
+            "/cards.js",
+            get(|| async { asset("text/javascript; charset=utf-8", CARDS_JS) }),
+        )
+        .route(
+            "/panels.js",
+            get(|| async { asset("text/javascript; charset=utf-8", PANELS_JS) }),
+        )
+        .route(
             "/app.css",
             get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
         )
@@ -227,7 +239,7 @@ fn router(app: App) -> Router {
         .route("/api/channels", get(api::channels))
         .route("/api/routines", get(routines::list))
         .route("/hooks/{name}", post(routines::hook))
-        .route("/api/approvals/{id}", post(api::answer))
+        .route("/api/approvals/{id}", post(answer::answer))
         .route("/api/grants", get(grants::list))
         .route("/api/grants/{id}", delete(grants::revoke))
         .route("/api/decisions", get(decisions::list))

@@ -77,7 +77,7 @@ fn main() {
             }
         };
         ask_ms.push(start.elapsed().as_secs_f64() * 1000.0);
-        let answered = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+        let answered = serve.approve(&id);
         assert_eq!(answered.status, 200, "{answered:?}");
         events.until_turn_ends("end_turn");
         turn_ms.push(start.elapsed().as_secs_f64() * 1000.0);

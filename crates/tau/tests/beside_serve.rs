@@ -54,7 +54,7 @@ fn commands_beside_serve_leave_its_state_files_in_place_and_a_yes_runs_once() {
     // The hub still writes into the file every process reads: the answer, the call, the
     // model's reply.
     let id = row["id"].as_str().unwrap();
-    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let approved = serve.approve(id);
     assert_eq!(approved.status, 200, "{approved:?}");
     serve.until_answered(&session, "Done.");
     let listed = tau.run(&["sessions", "list"], "");

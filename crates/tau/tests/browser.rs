@@ -277,10 +277,7 @@ async fn a_card_follows_its_question_answered_elsewhere_superseded_or_expired() 
     let first = serve.ask(&session, "first");
     let first = first["id"].as_str().unwrap();
     card_shown(&client, first).await;
-    let answered = serve.post(
-        &format!("/api/approvals/{first}"),
-        r#"{"decision":"approve"}"#,
-    );
+    let answered = serve.approve(first);
     assert_eq!(answered.status, 200);
     assert_eq!(card_outcome(&client, first).await, "Approved by you on web");
     serve.until_answered(&session, "one");
@@ -313,6 +310,24 @@ async fn a_card_follows_its_question_answered_elsewhere_superseded_or_expired() 
         std::fs::read_to_string(tau.workspace().join("calls.txt")).unwrap(),
         "t1\n",
         "only the approved call ran"
+    );
+
+    // A reload draws every decided card again, below its call, as it was shown live.
+    let cards = "const cards = [...document.querySelectorAll('#transcript .card')]; \
+        return cards.length === 3 && cards.map((c) => [c.dataset.approval, \
+          c.classList.contains('decided'), c.previousElementSibling.classList.contains('call'), \
+          c.querySelectorAll('button.approve, button.reject').length, c.querySelector('.outcome').textContent])";
+    let live = until(&client, "the three decided cards", cards).await;
+    client.refresh().await.unwrap();
+    let reloaded = until(&client, "the decided cards after a reload", cards).await;
+    assert_eq!(reloaded, live);
+    assert_eq!(
+        reloaded,
+        json!([
+            [first, true, true, 0, "Approved by you on web"],
+            [second, true, true, 0, "Superseded by a newer message"],
+            [third, true, true, 0, "Expired: nobody answered in time"]
+        ])
     );
     client.close().await.unwrap();
 }

@@ -1,8 +1,9 @@
 //! TauBar's accessibility (headless Chromium, the real `tau serve`): axe-core (npm's
 //! `axe-core`, injected into the page) finds no WCAG 2 A or AA violation, contrast among
-//! them, in the light theme and in the dark one, with a question waiting, a decided card,
-//! a call's output, the side panels (the history of decisions among them) and another
-//! chat's question on screen; and the page is used with the keyboard alone: Tab reaches
+//! them, in the light theme and in the dark one, with a question waiting (its long command
+//! folded, Approve waiting and saying why), a decided card, a call's output, the side
+//! panels (the history of decisions among them, a lookalike flagged) and another chat's
+//! question on screen; and the page is used with the keyboard alone: Tab reaches
 //! the message box, Enter sends, Shift-Tab reaches the card's Approve, Space presses it,
 //! then the decisions' outcome filter, chosen with the arrow keys; the focus shows and is
 //! never lost.
@@ -121,16 +122,20 @@ async fn axe_finds_no_wcag_aa_violation_in_light_and_dark() {
     let axe = std::fs::read_to_string(axe).unwrap();
     let tau = Tau::new();
     // Each conversation reads the script from its start: this one answers the first call
-    // with a grant, then asks about a second call whose output is long; the other chat's
-    // first call waits for an answer.
+    // (a word in it looks like another) with a grant, then asks about a second call whose
+    // command is folded on its card; the other chat's first call waits for an answer.
     let model = tau.replay(&json!([
         tool_call(
             "t1",
             "run_command",
-            &json!({"command": "echo x >> out.txt"})
+            &json!({"command": "echo x >> \u{43e}ut.txt"})
         ),
         answer("first"),
-        tool_call("t2", "run_command", &json!({"command": "seq 1 12"})),
+        tool_call(
+            "t2",
+            "run_command",
+            &json!({"command": format!("seq 1 12 # {}", "x".repeat(2_100))})
+        ),
         answer("second"),
     ]));
     let config = tau.serve_config(
@@ -141,7 +146,8 @@ async fn axe_finds_no_wcag_aa_violation_in_light_and_dark() {
     serve.ask(&here, "append x");
 
     let driver = start_driver(&driver_path);
-    let client = connect(&driver, &chromium, 1100, 1400).await;
+    // Tall enough for the whole transcript, a folded card among it, to be on screen.
+    let client = connect(&driver, &chromium, 1100, 2400).await;
 
     // The login form, with its error showing.
     client
@@ -187,9 +193,9 @@ async fn axe_finds_no_wcag_aa_violation_in_light_and_dark() {
     serve.until_answered(&here, "first");
     until(
         &client,
-        "the decided card, the grant and the decision",
+        "the decided card, the grant and the decision with its lookalike",
         "return document.querySelector('#transcript .card.decided .outcome') && !document.getElementById('grants').hidden \
-           && document.querySelector('#decision-list li .ran')",
+           && document.querySelector('#decision-list li .ran') && document.querySelector('#decision-list li .note.warning')",
     )
     .await;
 
@@ -198,8 +204,10 @@ async fn axe_finds_no_wcag_aa_violation_in_light_and_dark() {
     serve.ask(&there, "append x");
     until(
         &client,
-        "a waiting card, another chat's question and the routines",
-        "return document.querySelector('#transcript .card:not(.decided) button.approve') \
+        "a waiting card (folded, its Approve waiting), another chat's question and the routines",
+        "return document.querySelector('#transcript .card:not(.decided) button.approve:disabled') \
+           && document.querySelector('#transcript .card:not(.decided) .unread:not([hidden])') \
+           && document.querySelector('#transcript .card:not(.decided) .arg-more') \
            && !document.getElementById('elsewhere').hidden \
            && !document.getElementById('routines').hidden",
     )

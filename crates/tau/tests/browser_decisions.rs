@@ -1,7 +1,8 @@
 //! The history of decisions on TauBar (headless Chromium, the real `tau serve`): a call
 //! approved and one rejected on their cards are listed in the side panel, newest first,
 //! with who decided where, when, and what ran; the outcome filter keeps what it names; the
-//! model's arguments are shown as text, escaped, never as markup.
+//! model's arguments are shown as on a card (each on its row with its length), as text,
+//! escaped, never as markup.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -104,13 +105,13 @@ async fn the_panel_lists_approved_and_rejected_calls_and_filters_by_outcome() {
         vec![
             vec![
                 "run_command Rejected".to_owned(),
-                r#"{"command":"rm <b>x</b> \u{202e}gpj.exe"}"#.to_owned(),
+                r#"command20 chars"rm <b>x</b> \u{202e}gpj.exe""#.to_owned(),
                 "by you on TauBar".to_owned(),
                 "did not run".to_owned(),
             ],
             vec![
                 "run_command Approved".to_owned(),
-                r#"{"command":"echo ok"}"#.to_owned(),
+                r#"command7 chars"echo ok""#.to_owned(),
                 "by you on TauBar".to_owned(),
                 "ran: ok".to_owned(),
             ],
@@ -143,7 +144,7 @@ async fn the_panel_lists_approved_and_rejected_calls_and_filters_by_outcome() {
         .await
         .unwrap();
     let approved = lines(&client, "only the approved call", 1).await;
-    assert_eq!(approved[0][1], json!(r#"{"command":"echo ok"}"#));
+    assert_eq!(approved[0][1], json!(r#"command7 chars"echo ok""#));
     client
         .execute(
             "const s = document.getElementById('decision-outcome'); \

@@ -40,7 +40,7 @@ fn cut_off_at(failpoint: &str, proof: Option<&str>) {
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
     let id = row["id"].as_str().unwrap().to_owned();
-    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let approved = serve.approve(&id);
     assert_eq!(approved.status, 200, "{approved:?}");
     serve.until(|_| tau.at_failpoint(failpoint));
     serve.kill_hard();
@@ -144,7 +144,7 @@ fn a_call_killed_after_its_result_was_recorded_is_never_run_again() {
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
     let id = row["id"].as_str().unwrap().to_owned();
-    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let approved = serve.approve(&id);
     assert_eq!(approved.status, 200, "{approved:?}");
     serve.until(|_| tau.at_failpoint("finished"));
     serve.kill_hard();
@@ -188,7 +188,7 @@ fn a_call_killed_between_its_audit_line_and_the_anchor_is_never_run_again() {
     let session = serve.new_session();
     let row = serve.ask(&session, "make a file");
     let id = row["id"].as_str().unwrap().to_owned();
-    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let approved = serve.approve(&id);
     assert_eq!(approved.status, 200, "{approved:?}");
     serve.until(|_| tau.at_failpoint("audit_line"));
     serve.kill_hard();

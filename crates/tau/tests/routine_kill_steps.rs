@@ -47,7 +47,7 @@ fn stopped_at(tau: &Tau, model: &str, failpoint: &str, approve: bool) -> Option<
     let id = approve.then(|| {
         let row = waiting(&serve, None);
         let id = row["id"].as_str().unwrap().to_owned();
-        let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+        let approved = serve.approve(&id);
         assert_eq!(approved.status, 200, "{approved:?}");
         id
     });

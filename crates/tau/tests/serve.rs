@@ -50,10 +50,7 @@ fn an_approval_through_the_api_runs_the_call_once() {
     );
     assert_eq!(tau.proof(), None, "nothing runs before the answer");
 
-    let approved = serve.post(
-        &format!("/api/approvals/{id}"),
-        r#"{"decision": "approve"}"#,
-    );
+    let approved = serve.approve(id);
     assert_eq!(approved.status, 200, "{approved:?}");
     assert_eq!(approved.json()["state"], "approved");
     assert_eq!(
@@ -70,10 +67,7 @@ fn an_approval_through_the_api_runs_the_call_once() {
 
     // Answering again, either way, changes nothing and says how it was decided.
     for decision in ["approve", "reject"] {
-        let again = serve.post(
-            &format!("/api/approvals/{id}"),
-            &json!({ "decision": decision }).to_string(),
-        );
+        let again = serve.answer(id, &json!({ "decision": decision }));
         assert_eq!(again.status, 409, "{again:?}");
         assert_eq!(again.json()["error"], "the question was already approved");
         assert_eq!(again.json()["approval"]["state"], "approved");
@@ -131,7 +125,7 @@ fn a_rejection_through_the_api_runs_nothing_and_the_model_is_told() {
         messages[2]["content"][0]["toolResult"]["content"][0]["text"],
         REFUSAL
     );
-    let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let late = serve.approve(id);
     assert_eq!(late.status, 409);
     assert_eq!(late.json()["error"], "the question was already rejected");
     assert_eq!(tau.proof(), None);
@@ -167,7 +161,7 @@ fn a_new_message_supersedes_a_pending_question() {
     );
     serve.until_answered(&session, "It is ten.");
     let id = row["id"].as_str().unwrap();
-    let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let late = serve.approve(id);
     assert_eq!(late.status, 409);
     assert_eq!(
         late.json()["approval"]["decided_by"],
@@ -288,7 +282,7 @@ fn an_unanswered_question_expires_and_every_view_says_so() {
     let expired = serve.get("/api/approvals?state=expired").json();
     assert_eq!(expired[0]["id"], row["id"]);
     let id = row["id"].as_str().unwrap();
-    let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let late = serve.approve(id);
     assert_eq!(late.status, 409);
     assert_eq!(late.json()["error"], "the question was already expired");
     assert_eq!(tau.proof(), None);

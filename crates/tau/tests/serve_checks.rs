@@ -24,7 +24,8 @@ fn the_token_host_and_origin_are_checked() {
     let host = serve.host();
     let origin = serve.origin();
     let bearer = format!("Bearer {}", serve.token);
-    let decision = Some(r#"{"decision":"approve"}"#);
+    let yes = json!({"decision": "approve", "card_sha256": row["card_sha256"]}).to_string();
+    let decision = Some(yes.as_str());
     let token_cookie = format!("tau_web={}", serve.token);
     let status = |method: &str, path: &str, headers: &[(&str, &str)], body| {
         request(serve.addr, method, path, headers, body).status
@@ -294,7 +295,7 @@ fn bad_input_gets_a_clear_error_and_runs_nothing() {
         if expected == 400 && path == answer_path {
             assert_eq!(
                 reply.json()["error"],
-                r#"the body must be {"decision": "approve"} or {"decision": "reject"}, with "confirm" for a question's second step or "grant" ({"scope": "conversation" or "channel", "hours", "max_uses"}) to allow the same call again"#
+                r#"the body must be {"decision": "approve", "card_sha256": "..."} or {"decision": "reject"}, with "confirm" for a question's second step or "grant" ({"scope": "conversation" or "channel", "hours", "max_uses"}) to allow the same call again"#
             );
         }
     }
@@ -328,12 +329,7 @@ fn a_slow_client_and_a_vanished_stream_do_not_hold_anyone_up() {
     let row = serve.ask(&session, "make a file");
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     let id = row["id"].as_str().unwrap();
-    assert_eq!(
-        serve
-            .post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#)
-            .status,
-        200
-    );
+    assert_eq!(serve.approve(id).status, 200);
     serve.until_answered(&session, "Done.");
     drop(slow);
     serve.kill_hard();

@@ -23,8 +23,7 @@ fn decide(serve: &common::serve::Serve, session: &str, prompt: &str, decision: &
         .as_str()
         .unwrap()
         .to_owned();
-    let body = json!({ "decision": decision }).to_string();
-    let reply = serve.post(&format!("/api/approvals/{id}"), &body);
+    let reply = serve.answer(&id, &json!({ "decision": decision }));
     assert_eq!(reply.status, 200, "{reply:?}");
     id
 }

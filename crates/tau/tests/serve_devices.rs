@@ -104,7 +104,8 @@ fn a_rename_while_the_hub_runs_warns_and_only_the_second_step_approves() {
     let code = card["confirm"]["code"].as_str().unwrap().to_owned();
     assert_eq!(card["confirm"]["word"], json!("garage-door"));
 
-    // The API: a yes without the step, with a bare yes or a wrong number decides nothing.
+    // The API: a yes without the step, with a bare yes or a wrong number decides nothing,
+    // even naming the card.
     let path = format!("/api/approvals/{id}");
     let wrong = if code == "10" { "11" } else { "10" };
     for body in [
@@ -114,7 +115,7 @@ fn a_rename_while_the_hub_runs_warns_and_only_the_second_step_approves() {
         json!({"decision": "approve", "confirm": wrong}),
         json!({"decision": "approve", "confirm": "kitchen-light"}),
     ] {
-        let reply = serve.post(&path, &body.to_string());
+        let reply = serve.answer(&id, &body);
         assert_eq!(reply.status, 422, "{body}: {}", reply.body);
         assert_eq!(reply.json()["approval"]["state"], json!("pending"));
     }
@@ -125,10 +126,14 @@ fn a_rename_while_the_hub_runs_warns_and_only_the_second_step_approves() {
     assert_eq!(reply.status, 400);
     assert_eq!(garage.commands(), Vec::<String>::new());
 
-    let reply = serve.post(
+    // The step passed, but no card named: nothing is decided.
+    let unnamed = serve.post(
         &path,
         &json!({"decision": "approve", "confirm": code}).to_string(),
     );
+    assert_eq!(unnamed.status, 422, "{}", unnamed.body);
+    assert_eq!(unnamed.json()["refused"], json!("card_sha256_missing"));
+    let reply = serve.answer(&id, &json!({"decision": "approve", "confirm": code}));
     assert_eq!(reply.status, 200, "{}", reply.body);
     serve.until_answered(&session, "Open.");
     // The command went where the person pinned it, not where discovery now points.

@@ -53,7 +53,7 @@ fn approve_allow_again_grants_exactly_that_call_until_revoked() {
         ),
         "{row}"
     );
-    let answer_with = |body: &str| serve.post(&format!("/api/approvals/{id}"), body);
+    let answer_with = |body: &str| serve.answer(&id, &serde_json::from_str(body).unwrap());
 
     // What a question cannot honour is refused, and decides nothing.
     for (body, status) in [
@@ -226,10 +226,7 @@ fn a_revoke_from_another_process_ends_the_grant_before_its_next_call() {
         .as_str()
         .unwrap()
         .to_owned();
-    let approved = serve.post(
-        &format!("/api/approvals/{id}"),
-        r#"{"decision": "approve", "grant": {}}"#,
-    );
+    let approved = serve.answer(&id, &json!({"decision": "approve", "grant": {}}));
     assert_eq!(approved.status, 200, "{approved:?}");
     serve.until_answered(&session, "made");
     let grant_id = serve.until(|serve| {
@@ -323,15 +320,19 @@ fn a_replayed_approve_with_grant_makes_no_second_grant() {
         .as_str()
         .unwrap()
         .to_owned();
-    let body = r#"{"decision": "approve", "grant": {"scope": "conversation", "hours": 24}}"#;
+    // The same request each time, the card's hash in it.
+    let card = serve.question(&id).unwrap()["card_sha256"].clone();
+    let body = json!({"decision": "approve", "grant": {"scope": "conversation", "hours": 24},
+                      "card_sha256": card})
+    .to_string();
     assert_eq!(
-        serve.post(&format!("/api/approvals/{id}"), body).status,
+        serve.post(&format!("/api/approvals/{id}"), &body).status,
         200
     );
     serve.until_answered(&session, "first");
     for _ in 0..3 {
         assert_eq!(
-            serve.post(&format!("/api/approvals/{id}"), body).status,
+            serve.post(&format!("/api/approvals/{id}"), &body).status,
             409
         );
     }

@@ -74,7 +74,7 @@ fn a_question_stored_before_its_turn_was_saved_is_never_shown_and_cancelled_at_s
         "nothing waits for you\n"
     );
     // An answer to it finds nothing to answer, so nothing is approved.
-    let forged = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let forged = serve.approve(&id);
     assert_eq!(forged.status, 404, "{forged:?}");
     assert_eq!(rows(&tau)[0].state, ApprovalState::Pending);
     serve.kill_hard();
@@ -128,7 +128,7 @@ fn a_question_whose_turn_was_saved_is_shown_at_the_next_start_and_runs_once() {
     });
     let id = pending[0]["id"].as_str().unwrap().to_owned();
     assert_eq!(id, rows(&tau)[0].id.to_string(), "the same question");
-    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let approved = serve.approve(&id);
     assert_eq!(approved.status, 200, "{approved:?}");
     serve.until(|_| tau.proof().filter(|p| p == "made\n"));
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -154,6 +154,7 @@ fn a_yes_stored_without_its_audit_line_is_refused_at_start_and_never_runs() {
     // The answer's request never returns: the hub stops dead inside it.
     let (addr, host, token) = (serve.addr, serve.host(), serve.token.clone());
     let path = format!("/api/approvals/{id}");
+    let yes = json!({"decision": "approve", "card_sha256": row["card_sha256"]}).to_string();
     std::thread::spawn(move || {
         let bearer = format!("Bearer {token}");
         request(
@@ -161,7 +162,7 @@ fn a_yes_stored_without_its_audit_line_is_refused_at_start_and_never_runs() {
             "POST",
             &path,
             &[("Host", host.as_str()), ("Authorization", bearer.as_str())],
-            Some(r#"{"decision":"approve"}"#),
+            Some(&yes),
         )
     });
     serve.until(|_| tau.at_failpoint("answered"));

@@ -70,7 +70,7 @@ fn a_question_survives_sigkill_and_runs_once_after_the_restart() {
     );
     let pending = serve.get("/api/approvals?state=pending").json();
     assert_eq!(pending[0]["id"], json!(id));
-    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let approved = serve.approve(&id);
     assert_eq!(approved.status, 200, "{approved:?}");
     let messages = serve.until_answered(&session, "Done after the restart.");
     assert_eq!(messages.len(), 4);
@@ -130,7 +130,7 @@ fn arguments_changed_in_the_store_while_the_hub_was_down_are_refused() {
     drop(db);
 
     let serve = tau.serve(&model, &config);
-    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let approved = serve.approve(&id);
     assert_eq!(
         approved.status, 200,
         "the person approved what they were shown"
@@ -171,7 +171,7 @@ fn a_question_that_expired_while_the_hub_was_down_is_refused_and_shown_expired()
     let expired = serve.get("/api/approvals?state=expired").json();
     assert_eq!(expired[0]["id"], json!(id));
     assert_eq!(expired[0]["decided_by"], json!({"kind": "timeout"}));
-    let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let late = serve.approve(&id);
     assert_eq!(late.status, 409);
     assert_eq!(late.json()["error"], "the question was already expired");
     assert_eq!(tau.proof(), None);
@@ -252,7 +252,7 @@ fn approved_after_restart(
 ) -> (Vec<Value>, Value) {
     let serve = tau.serve(model, config);
     let id = row["id"].as_str().unwrap();
-    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let approved = serve.approve(id);
     assert_eq!(approved.status, 200, "{approved:?}");
     let messages = serve.until_answered(session, "Done.");
     serve.kill_hard();
@@ -436,7 +436,7 @@ fn an_approval_written_into_state_db_while_the_hub_was_down_is_refused_never_run
         (&closed[0]["id"], &closed[0]["decided_by"]),
         (&json!(id), &json!({"kind": "approver_failed"}))
     );
-    let late = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let late = serve.approve(&id);
     assert_eq!(late.status, 409, "{late:?}");
     assert_eq!(tau.proof(), None);
     serve.kill_hard();

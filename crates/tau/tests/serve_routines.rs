@@ -245,10 +245,7 @@ fn a_call_not_covered_is_asked_on_the_web_page_and_runs_on_yes() {
         "nothing runs before the answer"
     );
     let id = row["id"].as_str().unwrap();
-    let approved = serve.post(
-        &format!("/api/approvals/{id}"),
-        r#"{"decision": "approve"}"#,
-    );
+    let approved = serve.approve(id);
     assert_eq!(approved.status, 200, "{approved:?}");
     serve.until(|_| std::fs::read_to_string(tau.workspace().join("tick.txt")).ok());
     let call = serve.until(|_| {

@@ -170,7 +170,7 @@ fn the_owner_approves_on_telegram_and_the_command_runs_once() {
     );
     let webs_own = serve.get("/api/approvals?state=pending").json();
     assert_eq!(webs_own, json!([]));
-    let answered_on_web = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let answered_on_web = serve.approve(&id);
     assert_eq!(answered_on_web.status, 404, "{answered_on_web:?}");
     // A question on TauBar too: /pending lists both, each with where it is answered.
     let web = serve.new_session();

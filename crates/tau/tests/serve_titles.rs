@@ -199,10 +199,7 @@ fn a_conversation_with_a_waiting_question_is_not_deleted() {
         json!("a question waits in this conversation: answer it first")
     );
     let id = row["id"].as_str().unwrap();
-    let answered = serve.post(
-        &format!("/api/approvals/{id}"),
-        r#"{"decision": "approve"}"#,
-    );
+    let answered = serve.approve(id);
     assert_eq!(answered.status, 200);
     serve.until_answered(&session, "Ran.");
     // The turn winds down a moment after its answer is stored: 409 until then.

@@ -94,10 +94,7 @@ fn web_turns(api: &Api, until: Instant, answered: &Mutex<Vec<String>>) -> WebDon
                 "{row}"
             );
             let id = row["id"].as_str().unwrap();
-            let approved = api.post(
-                &format!("/api/approvals/{id}"),
-                r#"{"decision": "approve"}"#,
-            );
+            let approved = api.approve(id);
             assert_eq!(approved.status, 200, "{approved:?}");
             api.until_answered(&session, &format!("Done {n}."));
             done.slowest_turn = done.slowest_turn.max(turn.elapsed());

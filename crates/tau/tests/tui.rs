@@ -491,10 +491,7 @@ fn the_status_bar_counts_the_questions_waiting_on_other_channels() {
         return;
     };
     terminal.wait_for_all(&["approvals: 0", "waiting elsewhere: 1 (tau approvals)"]);
-    let approved = serve.post(
-        &format!("/api/approvals/{id}"),
-        r#"{"decision": "approve"}"#,
-    );
+    let approved = serve.approve(&id);
     assert_eq!(approved.status, 200, "{approved:?}");
     let answered = Instant::now();
     while terminal.screen().contains("waiting elsewhere") {

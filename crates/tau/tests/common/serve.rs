@@ -233,6 +233,29 @@ impl Api {
         })
     }
 
+    /// The question `id` as the API lists it now (every channel's), `None` for none.
+    pub fn question(&self, id: &str) -> Option<Value> {
+        let rows = self.get("/api/approvals?channel=all").json();
+        rows.as_array()?.iter().find(|r| r["id"] == id).cloned()
+    }
+
+    /// Answers question `id` with `body` as a script must: an approving answer reads the
+    /// question first and names the card it approves (`card_sha256`).
+    pub fn answer(&self, id: &str, body: &Value) -> Reply {
+        let mut body = body.clone();
+        if body["decision"] == "approve"
+            && let Some(question) = self.question(id)
+        {
+            body["card_sha256"] = question["card_sha256"].clone();
+        }
+        self.post(&format!("/api/approvals/{id}"), &body.to_string())
+    }
+
+    /// A plain yes to question `id`, naming its card.
+    pub fn approve(&self, id: &str) -> Reply {
+        self.answer(id, &serde_json::json!({"decision": "approve"}))
+    }
+
     /// Polls `check` until it gives a value (10 s at most).
     pub fn until<T>(&self, mut check: impl FnMut(&Self) -> Option<T>) -> T {
         poll(|| check(self))
@@ -313,6 +336,21 @@ impl Serve {
     /// The stored messages once the last one is the model's text `answer`.
     pub fn until_answered(&self, session: &str, answer: &str) -> Vec<Value> {
         self.api().until_answered(session, answer)
+    }
+
+    /// The question `id` as the API lists it now (every channel's), `None` for none.
+    pub fn question(&self, id: &str) -> Option<Value> {
+        self.api().question(id)
+    }
+
+    /// Answers question `id` with `body`; an approving answer names the card it approves.
+    pub fn answer(&self, id: &str, body: &Value) -> Reply {
+        self.api().answer(id, body)
+    }
+
+    /// A plain yes to question `id`, naming its card.
+    pub fn approve(&self, id: &str) -> Reply {
+        self.api().approve(id)
     }
 
     /// SIGKILL: no shutdown at all.
