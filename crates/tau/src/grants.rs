@@ -115,12 +115,16 @@ pub(crate) fn render(
     out
 }
 
-fn who(decided_by: &DecidedBy) -> String {
+fn who(entry: &mut Listing, decided_by: &DecidedBy) -> String {
     match decided_by {
         DecidedBy::Person {
             channel,
             user: Some(user),
-        } => format!("a person on {} ({})", channel_name(channel), display(user)),
+        } => format!(
+            "a person on {} ({})",
+            channel_name(channel),
+            entry.field("user", user)
+        ),
         DecidedBy::Person {
             channel,
             user: None,
@@ -141,7 +145,7 @@ pub(crate) fn render_one(grant: &Grant, now: Timestamp, zone: &TimeZone) -> Stri
             "revoked {}{}: covers nothing",
             when(at, zone),
             by.as_ref()
-                .map(|b| format!(" by {}", who(b)))
+                .map(|b| format!(" by {}", who(&mut entry, b)))
                 .unwrap_or_default()
         ),
         (None, _) if is_live(grant, now) => {
@@ -155,7 +159,11 @@ pub(crate) fn render_one(grant: &Grant, now: Timestamp, zone: &TimeZone) -> Stri
         .as_ref()
         .map(|id| format!(", answering question {}", display(id.as_str())))
         .unwrap_or_default();
-    let _ = writeln!(out, "  made by {}{question}", who(&grant.created_by));
+    let _ = writeln!(
+        out,
+        "  made by {}{question}",
+        who(&mut entry, &grant.created_by)
+    );
     let _ = writeln!(
         out,
         "  arguments sha-256 {}",

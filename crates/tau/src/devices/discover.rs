@@ -115,7 +115,8 @@ pub(crate) async fn discover(ctx: &Context, prefix: &str, seconds: f64) -> anyho
                 out,
                 "  {}: {}",
                 entry.field("config topic", &proposal.topic),
-                entry.field("problem", problem)
+                // It quotes the config's words at most, which are flagged where they stand.
+                display(problem)
             );
             out.push_str(&entry.flags("    "));
         }
