@@ -104,9 +104,9 @@ impl Context {
         self.home.refuse_links(self.own_workspace())
     }
 
-    /// The zone times are shown in: `[tools.clock] zone`, or the system's when the config
-    /// names none, or (for a command that reads only the home and said the config is bad)
-    /// none that exists.
+    /// The zone times are shown in: `[tools.clock] zone`, else the system's; the system's
+    /// too when the configured one does not exist (a command that reads only the home
+    /// says so and goes on; those that build tools refuse such a config first).
     pub(crate) fn shown_zone(&self) -> jiff::tz::TimeZone {
         crate::routines::zone(&self.loaded.config).unwrap_or_else(|_| jiff::tz::TimeZone::system())
     }

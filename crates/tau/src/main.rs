@@ -62,7 +62,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            crate::output::eprint_line(&format!("tau: cannot start: {error}"));
+            output::eprint_line(&format!("tau: cannot start: {error}"));
             return ExitCode::from(1);
         }
     };
@@ -73,7 +73,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             // An error may quote a model's server or an MCP peer; line breaks stay.
-            crate::output::eprint_line(&format!(
+            output::eprint_line(&format!(
                 "tau: {}",
                 tau_core::display_multiline(&format!("{error:#}"))
             ));
@@ -91,9 +91,40 @@ fn close_own_process() {
     if let Err(error) =
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
     {
-        crate::output::eprint_line(&format!(
+        output::eprint_line(&format!(
             "tau: warning: cannot close its process to other programs of this user: {error}"
         ));
+    }
+}
+
+/// What every command but `completions` does before it runs, by what it does with a bad
+/// config ([`BadConfig`]): refuse a home with a planted link, and for a command that reads
+/// only the home, say what is wrong with the config in one line.
+fn before_command(
+    ctx: &Context,
+    bad_config: BadConfig,
+    config_error: Option<&anyhow::Error>,
+) -> anyhow::Result<()> {
+    match bad_config {
+        BadConfig::Refuse => ctx.refuse_home_links(),
+        BadConfig::GoOn => {
+            if let Some(error) = config_error {
+                output::eprint_line(&format!(
+                    "tau: warning: {} (ignored: this command reads only tau's home)",
+                    tau_core::display(&format!("{error:#}"))
+                ));
+            } else if let Err(error) = routines::zone(&ctx.loaded.config) {
+                output::eprint_line(&format!(
+                    "tau: warning: {}: {}; times are shown in the system's zone",
+                    ctx.config_name(),
+                    tau_core::display(&format!("{error:#}"))
+                ));
+            }
+            // Never the workspace: these commands do not touch it.
+            ctx.home.refuse_links(false)
+        }
+        // `tau doctor` says both among its findings.
+        BadConfig::Report => Ok(()),
     }
 }
 
@@ -124,27 +155,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         events: tau_core::EventBus::new(),
         state: std::sync::OnceLock::new(),
     };
-    match bad_config {
-        BadConfig::Refuse => ctx.refuse_home_links()?,
-        BadConfig::GoOn => {
-            if let Some(error) = &config_error {
-                output::eprint_line(&format!(
-                    "tau: warning: {} (ignored: this command reads only tau's home)",
-                    tau_core::display(&format!("{error:#}"))
-                ));
-            } else if let Err(error) = routines::zone(&ctx.loaded.config) {
-                output::eprint_line(&format!(
-                    "tau: warning: {}: {}; times are shown in the system's zone",
-                    ctx.config_name(),
-                    tau_core::display(&format!("{error:#}"))
-                ));
-            }
-            // Never the workspace: these commands do not touch it.
-            ctx.home.refuse_links(false)?;
-        }
-        // Said among its findings.
-        BadConfig::Report => {}
-    }
+    before_command(&ctx, bad_config, config_error.as_ref())?;
     match cli.command {
         Command::Chat { session, answers } => {
             let session = session.as_deref().map(commands::session_id).transpose()?;
@@ -153,10 +164,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             logging::init(&ctx.home, &*ctx.env)?;
             let (tools, problem) = ctx.conversation_tools().await?;
             if let Some(problem) = &problem {
-                crate::output::eprint_line(&format!(
-                    "tau: warning: {}",
-                    tau_core::display(problem)
-                ));
+                output::eprint_line(&format!("tau: warning: {}", tau_core::display(problem)));
             }
             let ended = chat::run(
                 &ctx,
