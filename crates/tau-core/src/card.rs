@@ -47,30 +47,19 @@ impl<F: Fn(&str, &Value, &mut CallCard) + Send + Sync> CardWriter for F {
     }
 }
 
-/// The most lookalike words one card lists; the rest are counted.
-const MAX_LOOKALIKE_NOTES: usize = 8;
-
 /// Flags every word of the arguments a reader could take for another: one that mixes
 /// scripts, or holds characters that look like ASCII (see [`crate::display::lookalikes`]),
 /// with the code points of its odd characters, as a warning note labelled `lookalike`.
-/// Plain text of one script (Turkish, Russian, Chinese) gets no note.
+/// Plain text of one script (Turkish, Russian, Chinese) gets no note. The listings of
+/// the command line flag theirs with the same words ([`crate::display::Listing`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LookalikeWriter;
 
 impl CardWriter for LookalikeWriter {
     fn write(&self, _tool: &str, arguments: &Value, card: &mut CallCard) {
         let found = crate::display::lookalike_arguments(arguments);
-        for lookalike in found.iter().take(MAX_LOOKALIKE_NOTES) {
-            card.push(CardNote::warning(LOOKALIKE, lookalike.describe()));
-        }
-        if found.len() > MAX_LOOKALIKE_NOTES {
-            card.push(CardNote::warning(
-                LOOKALIKE,
-                format!(
-                    "and {} more words that mix scripts or look like ASCII",
-                    found.len() - MAX_LOOKALIKE_NOTES
-                ),
-            ));
+        for note in crate::display::lookalike_notes(&found) {
+            card.push(CardNote::warning(LOOKALIKE, note));
         }
     }
 }

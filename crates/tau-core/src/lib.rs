@@ -21,7 +21,8 @@
 //! - `build.rs`: `build_agent`, the registry audit; `turn/`: `TauAgent`, which runs a turn
 //!   and projects it into the `ChannelEvent`s every channel renders
 //! - `i18n.rs`: notices; `config.rs`: config sections; `ids.rs`: unguessable ids
-//! - `display/`: the one display function for untrusted text, sorted JSON
+//! - `display/`: the one display function for untrusted text, sorted JSON, lookalike words,
+//!   and `Listing`, through which the command line's listings show every field
 //! - `flood.rs`: bounded records of what outsiders repeat (a window per sender, counted),
 //!   and the cap for outside texts in logs and audit lines
 //! - `failpoint.rs`: where a test build can be stopped dead (empty in any other build)
@@ -64,8 +65,8 @@ pub use config::{
     toml_error,
 };
 pub use display::{
-    argument_sha256, display, display_multiline, grouped_digits, json_for_terminal, shown_length,
-    sorted_json,
+    Listing, argument_sha256, display, display_multiline, grouped_digits, json_for_terminal,
+    shown_length, sorted_json,
 };
 pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};

@@ -1,24 +1,27 @@
 //! `tau approvals`: every question that waits for the person, whichever channel asked it,
 //! with its id and where it is answered. Only the channel that asked may answer a
-//! question (the hub checks), so this command lists and never answers.
+//! question (the hub checks), so this command lists and never answers. Every field a
+//! question holds (its tool, effect and arguments came from a model or an MCP server) is
+//! shown through the display function, its lookalike words flagged as on its card; the
+//! ids and the session are tau's own, plain ASCII by their types.
 
 use std::fmt::Write;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tau_core::display;
+use tau_core::{Listing, display};
 use tau_state::{ApprovalRow, ApprovalState};
 
 use crate::context::Context;
 
-/// The name a person knows a channel by.
-pub(crate) fn channel_name(channel: &str) -> &str {
+/// The name a person knows a channel by; one tau does not know, escaped.
+pub(crate) fn channel_name(channel: &str) -> String {
     match channel {
-        "web" => "TauBar",
-        "telegram" => "Telegram",
-        "terminal" => "tau chat",
-        "tui" => "tau tui",
-        other => other,
+        "web" => "TauBar".to_owned(),
+        "telegram" => "Telegram".to_owned(),
+        "terminal" => "tau chat".to_owned(),
+        "tui" => "tau tui".to_owned(),
+        other => display(other),
     }
 }
 
@@ -46,29 +49,35 @@ pub(crate) fn render(rows: &[ApprovalRow], now: Timestamp, zone: &TimeZone) -> S
     }
     let mut out = String::new();
     for row in pending {
+        let mut entry = Listing::new();
         let _ = writeln!(
             out,
             "{}  {} (tier {})  answer on {}",
             row.id,
-            display(&row.tool),
+            entry.field("tool", &row.tool),
             row.tier.number(),
             channel_name(&row.channel),
         );
-        let _ = writeln!(out, "  {}", display(&row.effect));
-        let _ = writeln!(out, "  arguments {}", display(&row.arguments));
+        let _ = writeln!(out, "  {}", entry.field("effect", &row.effect));
+        let _ = writeln!(
+            out,
+            "  arguments {}",
+            entry.json_text("arguments", &row.arguments)
+        );
         let _ = writeln!(
             out,
             "  session {} · {}",
             row.session,
             remaining(row.deadline, now, zone)
         );
+        out.push_str(&entry.flags("  "));
     }
     out
 }
 
 /// `tau approvals`.
 pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
-    let zone = crate::routines::zone(&ctx.loaded.config)?;
+    let zone = ctx.shown_zone();
     let Some(store) = ctx.existing_state()? else {
         return Ok(render(&[], Timestamp::now(), &zone));
     };

@@ -280,13 +280,17 @@ fn can_edit(env: Env<'_>) -> bool {
 /// read (said once), without the editor when none can be made.
 fn line_editor(history: &ChatHistory) -> Option<PromptEditor> {
     let entries = history.load().unwrap_or_else(|error| {
-        eprintln!("tau: warning: the prompt history cannot be read: {error}");
+        crate::output::eprint_line(&format!(
+            "tau: warning: the prompt history cannot be read: {error}"
+        ));
         Vec::new()
     });
     match PromptEditor::new(&entries) {
         Ok(editor) => Some(editor),
         Err(error) => {
-            eprintln!("tau: warning: {error}; prompts are read as plain lines");
+            crate::output::eprint_line(&format!(
+                "tau: warning: {error}; prompts are read as plain lines"
+            ));
             None
         }
     }

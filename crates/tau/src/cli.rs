@@ -269,3 +269,48 @@ pub(crate) enum ConfigCommand {
     /// Prints the effective config, or the first error with its key
     Check,
 }
+
+/// What a command does when `tau.toml` does not read (a typo, a value out of range).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BadConfig {
+    /// Exit 2 with the error: the command runs with what the config says.
+    Refuse,
+    /// Say the error on stderr (one line) and go on without the config: the command reads
+    /// only tau's home, and the config gives it nothing but the zone times are shown in.
+    GoOn,
+    /// Report it among the other findings (`tau doctor`).
+    Report,
+}
+
+impl Command {
+    /// Read-only commands that need nothing but tau's home survive a bad config: a person
+    /// who broke `tau.toml` still sees what waits for them and whether the log is intact.
+    /// Those whose answer depends on the config (`tau grants list` shows the routines of
+    /// `tau.toml`, `tau devices list` its devices, `tau tools` its tools) refuse, since
+    /// without it they would say something untrue.
+    pub(crate) fn bad_config(&self) -> BadConfig {
+        match self {
+            Command::Approvals | Command::Audit { .. } => BadConfig::GoOn,
+            Command::Sessions { command } => match command {
+                SessionsCommand::List { .. }
+                | SessionsCommand::Search { .. }
+                | SessionsCommand::Show { .. } => BadConfig::GoOn,
+                SessionsCommand::Rename { .. } | SessionsCommand::Delete { .. } => {
+                    BadConfig::Refuse
+                }
+            },
+            Command::Doctor => BadConfig::Report,
+            Command::Chat { .. }
+            | Command::Tui { .. }
+            | Command::Demo { .. }
+            | Command::Serve { .. }
+            | Command::Grants { .. }
+            | Command::Tools
+            | Command::Devices { .. }
+            | Command::Routines { .. }
+            | Command::Mcp { .. }
+            | Command::Config { .. }
+            | Command::Completions { .. } => BadConfig::Refuse,
+        }
+    }
+}

@@ -53,7 +53,7 @@ pub(crate) fn sessions_list(
             nothing.to_owned()
         });
     }
-    let zone = crate::routines::zone(&ctx.loaded.config)?;
+    let zone = ctx.shown_zone();
     let pending = store.approvals(Some(ApprovalState::Pending))?;
     let rows: Vec<_> = sessions
         .into_iter()

@@ -86,6 +86,31 @@ impl Context {
             .map_or_else(|| "tau.toml".to_owned(), |p| p.display().to_string())
     }
 
+    /// True when the workspace in use is the home's own `workspace/`: the config names
+    /// none elsewhere.
+    pub(crate) fn own_workspace(&self) -> bool {
+        self.loaded.config.tools.workspace == self.home.workspace()
+    }
+
+    /// Creates the home (see [`Home::create`]); its `workspace/` only when it is the one
+    /// in use.
+    pub(crate) fn create_home(&self) -> anyhow::Result<()> {
+        self.home.create(self.own_workspace())
+    }
+
+    /// Refuses a home in which an entry tau owns is a symbolic link (see
+    /// [`Home::refuse_links`]).
+    pub(crate) fn refuse_home_links(&self) -> anyhow::Result<()> {
+        self.home.refuse_links(self.own_workspace())
+    }
+
+    /// The zone times are shown in: `[tools.clock] zone`, else the system's; the system's
+    /// too when the configured one does not exist (a command that reads only the home
+    /// says so and goes on; those that build tools refuse such a config first).
+    pub(crate) fn shown_zone(&self) -> jiff::tz::TimeZone {
+        crate::routines::zone(&self.loaded.config).unwrap_or_else(|_| jiff::tz::TimeZone::system())
+    }
+
     /// Refuses a workspace that holds what tau trusts (see `boundary`).
     pub(crate) fn check_workspace(&self) -> anyhow::Result<()> {
         crate::boundary::check_workspace(
@@ -180,7 +205,10 @@ impl Context {
                 .await;
         for warning in &mcp.warnings {
             // The message quotes what the server said: escaped, like everything from a peer.
-            eprintln!("tau: warning: {}", tau_core::display(&warning.to_string()));
+            crate::output::eprint_line(&format!(
+                "tau: warning: {}",
+                tau_core::display(&warning.to_string())
+            ));
         }
         catalog.add_card_writer(mcp.card_writer());
         catalog.extend(mcp.tools)?;

@@ -1,6 +1,8 @@
 //! `tau doctor`: what this machine and this config give tau. The sandbox's layers (set up
 //! for real in a throwaway process), the modes of the home and its files, the workspace
-//! boundary, and whether the model's server can be reached. Changes nothing.
+//! boundary, the config (through the very checks `tau serve` runs at start, so a config
+//! `serve` refuses is never said to be fine here), and the model: whether one is set, and
+//! whether its server can be reached. Changes nothing.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -33,14 +35,16 @@ impl Row {
     }
 }
 
-/// The report, and whether everything tau needs is there.
-pub(crate) async fn run(ctx: &Context) -> (String, bool) {
+/// The report, and whether everything tau needs is there. `config_error` is why the
+/// config file did not read, if it did not (the rest then uses the defaults).
+pub(crate) async fn run(ctx: &Context, config_error: Option<&anyhow::Error>) -> (String, bool) {
     let mut text = String::new();
     let mut healthy = true;
     let sections = [
         sandbox(ctx).await,
         home(ctx),
         workspace(ctx),
+        config(ctx, config_error),
         model(ctx).await,
     ];
     for (title, rows) in sections {
@@ -105,8 +109,13 @@ fn home(ctx: &Context) -> (String, Vec<Row>) {
     ];
     let rows = entries
         .into_iter()
-        .map(|(name, path, wanted)| match std::fs::symlink_metadata(&path) {
+        .map(|(name, path, wanted)| match home_entry(name, &path) {
             Err(_) => Row::new("--", name, "not made yet"),
+            Ok(meta) if meta.file_type().is_symlink() => Row::new(
+                "no",
+                name,
+                "a symbolic link: tau refuses to start until it is removed",
+            ),
             Ok(meta) => {
                 let mode = meta.permissions().mode() & 0o777;
                 if mode & !wanted == 0 {
@@ -126,6 +135,16 @@ fn home(ctx: &Context) -> (String, Vec<Row>) {
     (format!("home {}", home.root().display()), rows)
 }
 
+/// What `path` is: the home itself followed (it may be a link, the person's own path to
+/// it; see `Home::refuse_links`), every entry in it as it is.
+fn home_entry(name: &str, path: &Path) -> std::io::Result<std::fs::Metadata> {
+    if name == "home" {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    }
+}
+
 fn workspace(ctx: &Context) -> (String, Vec<Row>) {
     let path = &ctx.loaded.config.tools.workspace;
     let row = match ctx.check_workspace() {
@@ -136,15 +155,43 @@ fn workspace(ctx: &Context) -> (String, Vec<Row>) {
     (format!("workspace {}", path.display()), vec![row])
 }
 
+/// The config as `tau serve` would take it: [`crate::start_checks::check`], or why the
+/// file did not read.
+fn config(ctx: &Context, load_error: Option<&anyhow::Error>) -> (String, Vec<Row>) {
+    let title = match (&ctx.loaded.path, load_error) {
+        (Some(path), _) => format!("config {}", path.display()),
+        (None, Some(_)) => {
+            "config (not read: the rest of this report uses the defaults)".to_owned()
+        }
+        (None, None) => "config (no file: the defaults)".to_owned(),
+    };
+    let problem = match load_error {
+        Some(error) => Some(format!("{error:#}")),
+        None => crate::start_checks::check(ctx)
+            .err()
+            .map(|error| format!("{error:#}")),
+    };
+    let row = match problem {
+        None => Row::new("ok", "checks", "tau serve would start with it"),
+        Some(problem) => Row::new("no", "checks", tau_core::display(&problem)),
+    };
+    (title, vec![row])
+}
+
+/// What `tau doctor` says when no model is set.
+const NO_MODEL_ROW: &str = "none is set, and tau chat and tau serve need one: pass --model SPEC \
+    or write [model] spec = \"...\" in tau.toml, e.g. ollama:llama3.2 for a local Ollama \
+    (`tau chat` without one lists every kind)";
+
 async fn model(ctx: &Context) -> (String, Vec<Row>) {
     let spec_text = ctx.loaded.config.model.spec.clone();
-    let title = format!("model {}", tau_core::display(&spec_text));
     if !ctx.loaded.model_configured {
         return (
-            title,
-            vec![Row::new("--", "server", "no model is configured")],
+            "model".to_owned(),
+            vec![Row::new("no", "spec", NO_MODEL_ROW)],
         );
     }
+    let title = format!("model {}", tau_core::display(&spec_text));
     let row = match ModelSpec::parse(&spec_text) {
         Err(error) => Row::new("no", "spec", error.to_string()),
         Ok(ModelSpec::Replay { path }) => match std::fs::metadata(&path) {

@@ -1,13 +1,15 @@
 //! `tau grants`: the grants people made ("yes, and allow this again"), what each covers,
 //! where, until when and how often it was used; and their revoke, which takes effect
 //! before any later call (it is one write to `state.db`, the same the gate's use is).
+//! Every field a grant or a routine's exemption holds is shown through the display
+//! function, the lookalike words of each entry flagged below it as on a card.
 
 use std::fmt::Write;
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tau_core::{AuditEvent, DecidedBy, Grant, GrantId, GrantScope, display};
+use tau_core::{AuditEvent, DecidedBy, Grant, GrantId, GrantScope, Listing, display};
 use tau_protocol::RoutineAllowance;
 use tau_state::{Revoked, is_live};
 
@@ -25,7 +27,7 @@ fn when(text: &str, zone: &TimeZone) -> String {
 }
 
 /// What a grant covers, where, until when and its uses: the lines `list` and `show` share.
-fn describe(out: &mut String, grant: &Grant, zone: &TimeZone) {
+fn describe(out: &mut String, entry: &mut Listing, grant: &Grant, zone: &TimeZone) {
     let place = match grant.scope {
         GrantScope::Conversation => format!("conversation {}", display(grant.session.as_str())),
         GrantScope::Channel => {
@@ -36,13 +38,13 @@ fn describe(out: &mut String, grant: &Grant, zone: &TimeZone) {
         out,
         "{}  {} (tier {})  {place}",
         grant.id,
-        display(&grant.tool),
+        entry.field("tool", &grant.tool),
         grant.tier.number(),
     );
     let _ = writeln!(
         out,
         "  arguments {}",
-        display(&tau_core::sorted_json(&grant.arguments))
+        entry.json("arguments", &grant.arguments)
     );
     let uses = match grant.max_uses {
         Some(max) => format!("{} of {max} uses", grant.uses),
@@ -64,25 +66,26 @@ fn describe(out: &mut String, grant: &Grant, zone: &TimeZone) {
 
 /// A routine's exemption: its own call, exactly, while the routine is on.
 fn describe_routine(out: &mut String, routine: &RoutineAllowance) {
+    let mut entry = Listing::new();
     let off = if routine.enabled { "" } else { " (disabled)" };
+    let name = entry.field("routine", &routine.routine);
     let _ = writeln!(
         out,
-        "routine {}  {}  {}{off}",
-        display(&routine.routine),
-        display(&routine.tool),
-        display(&routine.trigger),
+        "routine {name}  {}  {}{off}",
+        entry.field("tool", &routine.tool),
+        entry.field("trigger", &routine.trigger),
     );
     let _ = writeln!(
         out,
         "  arguments {}",
-        display(&tau_core::sorted_json(&routine.arguments))
+        entry.json("arguments", &routine.arguments)
     );
     let _ = writeln!(
         out,
         "  the routine's own call: runs without a question while the routine is on \
-         (tau routines disable {} stops it)",
-        display(&routine.routine)
+         (tau routines disable {name} stops it)"
     );
+    out.push_str(&entry.flags("  "));
 }
 
 /// The live grants, oldest first, then the routines' exemptions, as the person reads
@@ -102,7 +105,9 @@ pub(crate) fn render(
         out.push_str("no grants\n");
     }
     for grant in live {
-        describe(&mut out, grant, zone);
+        let mut entry = Listing::new();
+        describe(&mut out, &mut entry, grant, zone);
+        out.push_str(&entry.flags("  "));
     }
     for routine in routines {
         describe_routine(&mut out, routine);
@@ -110,12 +115,16 @@ pub(crate) fn render(
     out
 }
 
-fn who(decided_by: &DecidedBy) -> String {
+fn who(entry: &mut Listing, decided_by: &DecidedBy) -> String {
     match decided_by {
         DecidedBy::Person {
             channel,
             user: Some(user),
-        } => format!("a person on {} ({})", channel_name(channel), display(user)),
+        } => format!(
+            "a person on {} ({})",
+            channel_name(channel),
+            entry.field("user", user)
+        ),
         DecidedBy::Person {
             channel,
             user: None,
@@ -129,13 +138,14 @@ fn who(decided_by: &DecidedBy) -> String {
 /// One grant, live or not, with what it is checked against and where it came from.
 pub(crate) fn render_one(grant: &Grant, now: Timestamp, zone: &TimeZone) -> String {
     let mut out = String::new();
-    describe(&mut out, grant, zone);
+    let mut entry = Listing::new();
+    describe(&mut out, &mut entry, grant, zone);
     let standing = match (&grant.revoked_at, &grant.revoked_by) {
         (Some(at), by) => format!(
             "revoked {}{}: covers nothing",
             when(at, zone),
             by.as_ref()
-                .map(|b| format!(" by {}", who(b)))
+                .map(|b| format!(" by {}", who(&mut entry, b)))
                 .unwrap_or_default()
         ),
         (None, _) if is_live(grant, now) => {
@@ -149,13 +159,22 @@ pub(crate) fn render_one(grant: &Grant, now: Timestamp, zone: &TimeZone) -> Stri
         .as_ref()
         .map(|id| format!(", answering question {}", display(id.as_str())))
         .unwrap_or_default();
-    let _ = writeln!(out, "  made by {}{question}", who(&grant.created_by));
-    let _ = writeln!(out, "  arguments sha-256 {}", grant.arguments_sha256);
+    let _ = writeln!(
+        out,
+        "  made by {}{question}",
+        who(&mut entry, &grant.created_by)
+    );
+    let _ = writeln!(
+        out,
+        "  arguments sha-256 {}",
+        display(&grant.arguments_sha256)
+    );
     let _ = writeln!(
         out,
         "  tool schema sha-256 {} (a change of the tool's schema or tier ends it)",
-        grant.schema_sha256
+        display(&grant.schema_sha256)
     );
+    out.push_str(&entry.flags("  "));
     out
 }
 

@@ -2,6 +2,7 @@
 //! operating system when the process ends, however it ends.
 
 use std::fs::{File, OpenOptions, TryLockError};
+use std::os::unix::fs::OpenOptionsExt;
 
 use tau_agent::SessionId;
 
@@ -21,8 +22,15 @@ impl SessionLock {
             .create(true)
             .truncate(false)
             .write(true)
+            .custom_flags(crate::private::no_follow())
             .open(&path)
-            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+            .map_err(|e| {
+                if crate::private::is_link(&e) {
+                    anyhow::anyhow!(crate::private::link_refused(&path))
+                } else {
+                    anyhow::anyhow!("cannot open {}: {e}", path.display())
+                }
+            })?;
         match file.try_lock() {
             Ok(()) => Ok(Self { _file: file }),
             Err(TryLockError::WouldBlock) => Err(usage(format!(

@@ -2,7 +2,9 @@
 //!
 //! Owns the home directory layout, the audit log, the file log, session locks and the
 //! commands; the chat itself is tau-terminal's, the policy tau-core's. Exit codes: 0 done,
-//! 1 failed, 2 a usage or configuration mistake.
+//! 1 failed, 2 a usage or configuration mistake. Nothing prints but through `output`: a
+//! reader that went away never makes tau panic.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod approvals;
 mod audit;
@@ -24,23 +26,24 @@ mod hosted;
 mod lock;
 mod logging;
 mod mcp;
+mod output;
 mod paths;
 mod private;
 mod routines;
 mod serve;
 mod settings;
 mod signals;
+mod start_checks;
 mod token_file;
 mod tui;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{
-    AuditCommand, Cli, Command, ConfigCommand, DevicesCommand, GrantsCommand, RoutinesCommand,
-    SessionsCommand,
+    AuditCommand, BadConfig, Cli, Command, ConfigCommand, DevicesCommand, GrantsCommand,
+    RoutinesCommand, SessionsCommand,
 };
 use crate::context::Context;
 use crate::errors::exit_code;
@@ -59,7 +62,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("tau: cannot start: {error}");
+            output::eprint_line(&format!("tau: cannot start: {error}"));
             return ExitCode::from(1);
         }
     };
@@ -70,10 +73,10 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             // An error may quote a model's server or an MCP peer; line breaks stay.
-            eprintln!(
+            output::eprint_line(&format!(
                 "tau: {}",
                 tau_core::display_multiline(&format!("{error:#}"))
-            );
+            ));
             ExitCode::from(exit_code(&error))
         }
     }
@@ -88,24 +91,63 @@ fn close_own_process() {
     if let Err(error) =
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
     {
-        eprintln!("tau: warning: cannot close its process to other programs of this user: {error}");
+        output::eprint_line(&format!(
+            "tau: warning: cannot close its process to other programs of this user: {error}"
+        ));
     }
 }
 
-fn print(text: &str) {
-    let mut stdout = std::io::stdout();
-    let _ = stdout.write_all(text.as_bytes());
-    let _ = stdout.flush();
+/// What every command but `completions` does before it runs, by what it does with a bad
+/// config ([`BadConfig`]): refuse a home with a planted link, and for a command that reads
+/// only the home, say what is wrong with the config in one line.
+fn before_command(
+    ctx: &Context,
+    bad_config: BadConfig,
+    config_error: Option<&anyhow::Error>,
+) -> anyhow::Result<()> {
+    match bad_config {
+        BadConfig::Refuse => ctx.refuse_home_links(),
+        BadConfig::GoOn => {
+            if let Some(error) = config_error {
+                output::eprint_line(&format!(
+                    "tau: warning: {} (ignored: this command reads only tau's home)",
+                    tau_core::display(&format!("{error:#}"))
+                ));
+            } else if let Err(error) = routines::zone(&ctx.loaded.config) {
+                output::eprint_line(&format!(
+                    "tau: warning: {}: {}; times are shown in the system's zone",
+                    ctx.config_name(),
+                    tau_core::display(&format!("{error:#}"))
+                ));
+            }
+            // Never the workspace: these commands do not touch it.
+            ctx.home.refuse_links(false)
+        }
+        // `tau doctor` says both among its findings.
+        BadConfig::Report => Ok(()),
+    }
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let env: Box<paths::EnvFn> = Box::new(|name| std::env::var(name).ok());
     if let Command::Completions { shell } = cli.command {
-        clap_complete::generate(shell, &mut Cli::command(), "tau", &mut std::io::stdout());
+        // Into memory first: clap_complete panics when the writer it is handed fails.
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "tau", &mut script);
+        output::print(&String::from_utf8_lossy(&script));
         return Ok(ExitCode::SUCCESS);
     }
     let home = Home::resolve(cli.home.as_deref(), &*env)?;
-    let loaded = settings::load(cli.config.as_deref(), &*env, &home, cli.model.as_deref())?;
+    let bad_config = cli.command.bad_config();
+    let (loaded, config_error) =
+        match settings::load(cli.config.as_deref(), &*env, &home, cli.model.as_deref()) {
+            Ok(loaded) => (loaded, None),
+            Err(error) if bad_config != BadConfig::Refuse => (
+                settings::without_file(&home, cli.model.as_deref()),
+                Some(error),
+            ),
+            Err(error) => return Err(error),
+        };
     let ctx = Context {
         home,
         loaded,
@@ -113,15 +155,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         events: tau_core::EventBus::new(),
         state: std::sync::OnceLock::new(),
     };
+    before_command(&ctx, bad_config, config_error.as_ref())?;
     match cli.command {
         Command::Chat { session, answers } => {
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
-            ctx.home.create()?;
+            ctx.create_home()?;
             logging::init(&ctx.home, &*ctx.env)?;
             let (tools, problem) = ctx.conversation_tools().await?;
             if let Some(problem) = &problem {
-                eprintln!("tau: warning: {}", tau_core::display(problem));
+                output::eprint_line(&format!("tau: warning: {}", tau_core::display(problem)));
             }
             let ended = chat::run(
                 &ctx,
@@ -139,7 +182,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tui { session } => {
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
-            ctx.home.create()?;
+            ctx.create_home()?;
             logging::init(&ctx.home, &*ctx.env)?;
             let (tools, problem) = ctx.conversation_tools().await?;
             return tui::run(&ctx, session, model, tools, problem.into_iter().collect()).await;
@@ -147,52 +190,60 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo { answers } => demo::run(&ctx, answers.answers_from_stdin).await?,
         Command::Serve { print_token } => serve::run(&ctx, print_token).await?,
         Command::Sessions { command } => match command {
-            SessionsCommand::List { all } => print(&commands::sessions_list(&ctx, all, None)?),
+            SessionsCommand::List { all } => {
+                output::print(&commands::sessions_list(&ctx, all, None)?);
+            }
             SessionsCommand::Rename { name, title } => {
-                print(&commands::sessions_rename(&ctx, &name, &title)?);
+                output::print(&commands::sessions_rename(&ctx, &name, &title)?);
             }
             SessionsCommand::Search { text } => {
-                print(&commands::sessions_list(&ctx, true, Some(&text))?);
+                output::print(&commands::sessions_list(&ctx, true, Some(&text))?);
             }
             SessionsCommand::Show { name, json } => {
-                print(&commands::sessions_show(&ctx, &name, json)?);
+                output::print(&commands::sessions_show(&ctx, &name, json)?);
             }
-            SessionsCommand::Delete { name } => print(&commands::sessions_delete(&ctx, &name)?),
+            SessionsCommand::Delete { name } => {
+                output::print(&commands::sessions_delete(&ctx, &name)?);
+            }
         },
-        Command::Approvals => print(&approvals::list(&ctx)?),
+        Command::Approvals => output::print(&approvals::list(&ctx)?),
         Command::Grants { command } => match command {
-            GrantsCommand::List => print(&grants::list(&ctx)?),
-            GrantsCommand::Show { id } => print(&grants::show(&ctx, &id)?),
-            GrantsCommand::Revoke { id: Some(id), .. } => print(&grants::revoke(&ctx, &id)?),
-            GrantsCommand::Revoke { id: None, .. } => print(&grants::revoke_all(&ctx)?),
-            GrantsCommand::Stats => print(&grant_stats::stats(&ctx)?),
+            GrantsCommand::List => output::print(&grants::list(&ctx)?),
+            GrantsCommand::Show { id } => output::print(&grants::show(&ctx, &id)?),
+            GrantsCommand::Revoke { id: Some(id), .. } => {
+                output::print(&grants::revoke(&ctx, &id)?);
+            }
+            GrantsCommand::Revoke { id: None, .. } => output::print(&grants::revoke_all(&ctx)?),
+            GrantsCommand::Stats => output::print(&grant_stats::stats(&ctx)?),
         },
         Command::Tools => {
-            ctx.home.create()?;
+            ctx.create_home()?;
             let tools = ctx.catalog_with_routines().await?;
-            print(&commands::tools(&tools.catalog));
+            output::print(&commands::tools(&tools.catalog));
         }
         Command::Devices { command } => match command {
-            DevicesCommand::List => print(&devices::list(&ctx)?),
-            DevicesCommand::Show { name } => print(&devices::show(&ctx, &name)?),
-            DevicesCommand::Add(add) => print(&devices::add(&ctx, &add)?),
-            DevicesCommand::Remove { name } => print(&devices::remove(&ctx, &name)?),
+            DevicesCommand::List => output::print(&devices::list(&ctx)?),
+            DevicesCommand::Show { name } => output::print(&devices::show(&ctx, &name)?),
+            DevicesCommand::Add(add) => output::print(&devices::add(&ctx, &add)?),
+            DevicesCommand::Remove { name } => output::print(&devices::remove(&ctx, &name)?),
             DevicesCommand::Discover { prefix, wait } => {
-                print(&devices::discover(&ctx, &prefix, wait).await?);
+                output::print(&devices::discover(&ctx, &prefix, wait).await?);
             }
-            DevicesCommand::Pin(pin) => print(&devices::pin(&ctx, &pin)?),
+            DevicesCommand::Pin(pin) => output::print(&devices::pin(&ctx, &pin)?),
         },
         Command::Routines { command } => match command {
-            RoutinesCommand::List => print(&routines::list(&ctx).await?),
-            RoutinesCommand::Show { name } => print(&routines::show(&ctx, &name).await?),
+            RoutinesCommand::List => output::print(&routines::list(&ctx).await?),
+            RoutinesCommand::Show { name } => output::print(&routines::show(&ctx, &name).await?),
             RoutinesCommand::Run { name, answers } => {
                 if !routines::run(&ctx, &name, answers.answers_from_stdin).await? {
                     return Ok(ExitCode::from(1));
                 }
             }
-            RoutinesCommand::Enable { name } => print(&routines::switch(&ctx, &name, true).await?),
+            RoutinesCommand::Enable { name } => {
+                output::print(&routines::switch(&ctx, &name, true).await?);
+            }
             RoutinesCommand::Disable { name } => {
-                print(&routines::switch(&ctx, &name, false).await?);
+                output::print(&routines::switch(&ctx, &name, false).await?);
             }
         },
         Command::Mcp { http } => mcp::run(&ctx, http).await?,
@@ -201,17 +252,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 AuditCommand::Verify { from } => audit::verify_command(&ctx, from.as_deref())?,
                 AuditCommand::Head => audit::head_command(&ctx)?,
             };
-            print(&report);
+            output::print(&report);
             if !intact {
                 return Ok(ExitCode::from(1));
             }
         }
         Command::Config {
             command: ConfigCommand::Check,
-        } => print(&config_check::run(&ctx)?),
+        } => output::print(&config_check::run(&ctx)?),
         Command::Doctor => {
-            let (report, healthy) = doctor::run(&ctx).await;
-            print(&report);
+            let (report, healthy) = doctor::run(&ctx, config_error.as_ref()).await;
+            output::print(&report);
             if !healthy {
                 return Ok(ExitCode::from(1));
             }

@@ -25,7 +25,7 @@ pub(crate) async fn run(ctx: &Context, http: Option<SocketAddr>) -> anyhow::Resu
         Some(addr) => Some((addr, configured_token(ctx, addr)?)),
         None => None,
     };
-    ctx.home.create()?;
+    ctx.create_home()?;
     crate::logging::init(&ctx.home, &*ctx.env)?;
     ctx.events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
@@ -43,7 +43,10 @@ pub(crate) async fn run(ctx: &Context, http: Option<SocketAddr>) -> anyhow::Resu
                 None => {
                     let path = ctx.home.mcp_token();
                     let token = crate::token_file::load_or_create(&path)?;
-                    eprintln!("tau mcp: the bearer token is in {}", path.display());
+                    crate::output::eprint_line(&format!(
+                        "tau mcp: the bearer token is in {}",
+                        path.display()
+                    ));
                     token
                 }
             };
@@ -64,7 +67,9 @@ pub(crate) async fn run(ctx: &Context, http: Option<SocketAddr>) -> anyhow::Resu
     match http {
         None => serve_stdio(server, max_message_bytes).await?,
         Some(options) => {
-            let ready = |bound: SocketAddr| eprintln!("tau mcp: serving http://{bound}{MCP_PATH}");
+            let ready = |bound: SocketAddr| {
+                crate::output::eprint_line(&format!("tau mcp: serving http://{bound}{MCP_PATH}"));
+            };
             let stop = async {
                 let _ = tokio::signal::ctrl_c().await;
             };

@@ -2,7 +2,8 @@
 //! its files 0600. Modes are set explicitly after creating, so the umask never loosens
 //! them, and an existing file or folder with a looser mode is tightened. `state.db` is not
 //! among them: `tau-state` protects it without a descriptor of its own, and nothing here
-//! may open it.
+//! may open it. A file is never opened through a symbolic link (`O_NOFOLLOW`): see
+//! `Home::refuse_links` for why.
 
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io;
@@ -26,12 +27,20 @@ pub(crate) fn create_dir(path: &Path) -> io::Result<()> {
     set_mode(path, DIR_MODE)
 }
 
-/// Opens `path` with `options`, creating it 0600; an existing file is tightened to 0600.
+/// Opens `path` with `options`, creating it 0600; an existing file is tightened to 0600. A
+/// symbolic link at `path` is refused, never followed.
 pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     let file = options
         .mode(FILE_MODE)
+        .custom_flags(no_follow())
         .open(path)
-        .map_err(|e| with_path(path, &e))?;
+        .map_err(|e| {
+            if is_link(&e) {
+                io::Error::other(link_refused(path))
+            } else {
+                with_path(path, &e)
+            }
+        })?;
     let mode = file.metadata()?.permissions().mode() & 0o777;
     if mode != FILE_MODE {
         file.set_permissions(Permissions::from_mode(FILE_MODE))
@@ -53,6 +62,24 @@ pub(crate) fn tighten_file(path: &Path) -> io::Result<()> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(error) => Err(with_path(path, &error)),
     }
+}
+
+/// `O_NOFOLLOW`, as `OpenOptions::custom_flags` takes it.
+pub(crate) fn no_follow() -> i32 {
+    i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or_default()
+}
+
+/// True when an open with [`no_follow`] failed because the path is a symbolic link.
+pub(crate) fn is_link(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+}
+
+/// What tau says when it would have opened `path` through a symbolic link.
+pub(crate) fn link_refused(path: &Path) -> String {
+    format!(
+        "{} is a symbolic link, and tau never opens a file of its home through one; remove it",
+        path.display()
+    )
 }
 
 fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
@@ -87,6 +114,25 @@ mod tests {
             (mode(&dir.path().join("a")), mode(&folder), mode(&file)),
             (DIR_MODE, DIR_MODE, FILE_MODE)
         );
+    }
+
+    #[test]
+    fn a_file_is_never_opened_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "theirs").unwrap();
+        let link = dir.path().join("audit.jsonl");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let error = open(&link, OpenOptions::new().create(true).append(true)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{} is a symbolic link, and tau never opens a file of its home through one; remove it",
+                link.display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "theirs");
+        assert_ne!(no_follow(), 0);
     }
 
     #[test]

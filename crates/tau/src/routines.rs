@@ -84,7 +84,7 @@ pub(crate) fn config_routines(
 
 /// Every routine, checked against every tool.
 async fn book(ctx: &Context) -> anyhow::Result<(Book, crate::context::Tools)> {
-    ctx.home.create()?;
+    ctx.create_home()?;
     let tools = ctx.catalog().await?;
     let config = config_routines(ctx, Some(&tools.catalog))?;
     let zone = zone(&ctx.loaded.config)?;

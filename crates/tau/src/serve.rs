@@ -33,20 +33,17 @@ const ROUTINES_SESSION: &str = "routines";
 pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> {
     let config = &ctx.loaded.config;
     if print_token {
-        ctx.home.create()?;
-        crate::print(&format!(
+        ctx.create_home()?;
+        crate::output::print(&format!(
             "{}\n",
             crate::token_file::load_or_create(&ctx.home.web_token())?
         ));
         return Ok(());
     }
+    // Everything `tau config check` and `tau doctor` check too, before anything is
+    // written or bound: a config refused here is refused there with the same words.
+    crate::start_checks::check(ctx)?;
     let model = ctx.model()?;
-    if !config.web.enabled && config.telegram.is_none() {
-        return Err(usage(
-            "tau serve has no channel to serve: web.enabled is false and there is no [telegram]",
-        ));
-    }
-    config.web.validate().map_err(|e| usage(e.to_string()))?;
     let telegram_token = match &config.telegram {
         Some(telegram) => Some(
             telegram
@@ -55,7 +52,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         ),
         None => None,
     };
-    ctx.home.create()?;
+    ctx.create_home()?;
     crate::logging::init_rotating(&ctx.home, &*ctx.env, &config.log)?;
     let token_path = ctx.home.web_token();
     let web = if config.web.enabled {
@@ -75,7 +72,10 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     if let Some(problem) = problem {
         // Said before anything waits on the model; the hub starts all the same, since
         // the model may be started after it.
-        eprintln!("tau serve: warning: {}", tau_core::display(&problem));
+        crate::output::eprint_line(&format!(
+            "tau serve: warning: {}",
+            tau_core::display(&problem)
+        ));
     }
     let state = ctx.state()?;
     let audit = Arc::new(AuditLog::open(
@@ -131,10 +131,10 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
                 ctx.home.audit_log(),
             )));
         if !config.web.listen.ip().is_loopback() {
-            eprintln!(
+            crate::output::eprint_line(&format!(
                 "tau serve: warning: TauBar listens on {}: {REMOTE_RISK}",
                 web.local_addr()
-            );
+            ));
         }
         web_url = Some(web.url());
         channels.push(Arc::new(web));
@@ -167,7 +167,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         )
     });
 
-    crate::print(&announce(
+    crate::output::print(&announce(
         web_url.as_deref(),
         config.telegram.is_some(),
         &token_path,
@@ -182,7 +182,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         let _ = witness.await;
     }
     served?;
-    crate::print("tau serve: stopped; pending questions stay pending\n");
+    crate::output::print("tau serve: stopped; pending questions stay pending\n");
     Ok(())
 }
 
@@ -251,7 +251,7 @@ fn report_channel_stops(hub: &Hub, events: EventBus) -> tokio::task::JoinHandle<
                         channel: stopped.channel.clone(),
                         error: stopped.message.clone(),
                     });
-                    crate::print(&format!(
+                    crate::output::print(&format!(
                         "tau serve: the {} channel stopped: {}; the other channels and the routines go on\n",
                         stopped.channel,
                         tau_core::display(&stopped.message)

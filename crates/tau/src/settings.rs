@@ -146,6 +146,21 @@ pub(crate) fn load(
     })
 }
 
+/// The defaults, as if there were no file: what a command that reads only the home goes
+/// on with when the file does not read (see `BadConfig::GoOn`).
+pub(crate) fn without_file(home: &Home, model: Option<&str>) -> Loaded {
+    let mut config = TauConfig::default();
+    config.tools.workspace = home.workspace();
+    if let Some(spec) = model {
+        config.model.spec = spec.to_owned();
+    }
+    Loaded {
+        config,
+        path: None,
+        model_configured: model.is_some(),
+    }
+}
+
 /// What `tau chat` says when no model is configured.
 pub(crate) const NO_MODEL_HELP: &str = "\
 tau needs a language model. Pick one with --model SPEC or put it in tau.toml under [model] spec = \"...\": \

@@ -90,16 +90,20 @@ fn a_model_named_on_the_command_line_is_checked_too() {
 
 const DOORBELL: &str = "[[routines]]\nname = \"doorbell\"\nwebhook = { secret_env = \"TAU_TEST_DOORBELL\" }\ntool = \"append_note\"\narguments = { text = \"ding\" }\n";
 
-/// What is wrong, the routines of `tau.toml`, the environment.
+/// What is wrong, what `tau.toml` holds beyond a hub on a free port (`{HOME}`: the
+/// person's home directory), the environment.
 type Case = (
     &'static str,
     &'static str,
     &'static [(&'static str, &'static str)],
 );
 
+/// Every config error `tau serve` refuses at start once the file reads, each refused by
+/// `tau config check` with the same words and marked `no` by `tau doctor` with them too:
+/// the three run one check (`start_checks::check` in the binary), so they cannot drift apart.
 #[test]
-fn what_tau_serve_refuses_at_start_config_check_refuses_with_the_same_words() {
-    let cases: [Case; 6] = [
+fn what_tau_serve_refuses_at_start_config_check_and_doctor_refuse_with_the_same_words() {
+    let cases: [Case; 13] = [
         ("a webhook secret that is not set", DOORBELL, &[]),
         (
             "a webhook secret too short",
@@ -126,16 +130,56 @@ fn what_tau_serve_refuses_at_start_config_check_refuses_with_the_same_words() {
             "[[routines]]\nname = \"tick\"\nevery = \"1h\"\nprompt = \"tick\"\nask = \"telegram\"\n",
             &[],
         ),
+        (
+            "a time zone that does not exist",
+            "[tools.clock]\nzone = \"Mars/Olympus\"\n",
+            &[],
+        ),
+        ("no channel to serve", "enabled = false\n", &[]),
+        (
+            "a Telegram token that is not set",
+            "[telegram]\nowners = [424242]\n",
+            &[],
+        ),
+        (
+            "a broker password that is not set",
+            "[tools.mqtt]\npassword_env = \"TAU_TEST_MQTT_PASSWORD\"\n",
+            &[],
+        ),
+        (
+            "a workspace that is the person's home",
+            "[tools]\nworkspace = \"{HOME}\"\n",
+            &[],
+        ),
+        (
+            "a model whose key is not set",
+            "[model]\nspec = \"openai:gpt-4o-mini\"\n",
+            &[],
+        ),
+        (
+            "a model value out of range",
+            "[model]\ntemperature = 3\n",
+            &[],
+        ),
     ];
     let mut said = String::new();
-    for (what, routines, env) in cases {
+    for (what, extra, env) in cases {
         let tau = Tau::new();
-        let config = tau.serve_config(routines);
+        let person = tau.dir.path().to_str().unwrap();
+        let config = tau.serve_config(&extra.replace("{HOME}", person));
         let model = tau.replay(&json!([answer("unused")]));
-        let args = ["--config", config.to_str().unwrap(), "--model", &model];
+        let mut args = vec!["--config", config.to_str().unwrap()];
+        // `--model` would override the spec these cases set.
+        if !extra.contains("[model]") {
+            args.extend(["--model", &model]);
+        }
         let check = tau.run_env(&[&args[..], &["config", "check"]].concat(), env, "");
         assert!(!tau.home().exists(), "{what}: checking writes nothing");
         let serve = tau.run_env(&[&args[..], &["serve"]].concat(), env, "");
+        assert!(
+            !tau.home().exists(),
+            "{what}: serve refuses before it writes"
+        );
         assert_eq!(
             (check.code, &check.stderr),
             (2, &serve.stderr),
@@ -144,9 +188,23 @@ fn what_tau_serve_refuses_at_start_config_check_refuses_with_the_same_words() {
             serve.code
         );
         assert_eq!(serve.code, 2, "{what}: {}", serve.stderr);
+        let doctor = tau.run_env(&[&args[..], &["doctor"]].concat(), env, "");
+        let refusal = serve.stderr.strip_prefix("tau: ").unwrap().trim_end();
+        assert!(
+            doctor
+                .stdout
+                .contains(&format!("\n  no  checks       {refusal}\n")),
+            "{what}: doctor does not say {refusal:?}:\n{}",
+            doctor.stdout
+        );
+        assert_eq!(doctor.code, 1, "{what}: {}", doctor.stdout);
+        assert!(!tau.home().exists(), "{what}: the doctor writes nothing");
         said.push_str(&format!(
             "{what}:\n{}\n",
-            check.stderr.replace(config.to_str().unwrap(), "tau.toml")
+            check
+                .stderr
+                .replace(config.to_str().unwrap(), "tau.toml")
+                .replace(person, "HOME")
         ));
     }
     insta::assert_snapshot!(said);

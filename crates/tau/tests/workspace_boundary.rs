@@ -174,7 +174,8 @@ fn a_workspace_holding_taus_home_its_files_or_the_config_is_refused() {
         ),
     );
 
-    // state.db kept elsewhere through a symlink, and the workspace is that folder.
+    // state.db kept elsewhere through a symlink, and the workspace is that folder: no link
+    // in tau's home is followed at all, so the link is refused before the workspace.
     let elsewhere = tau.dir.path().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
     let _ = std::fs::remove_file(home.join("state.db"));
@@ -184,10 +185,11 @@ fn a_workspace_holding_taus_home_its_files_or_the_config_is_refused() {
         &tau,
         &["--config", config.to_str().unwrap()],
         &format!(
-            "tau: {}: tools.workspace: '{}' contains tau's state database '{}'{TAIL}\n",
-            config.display(),
-            elsewhere.display(),
-            canonical(&elsewhere).join("state.db").display()
+            "tau: {} is a symbolic link (to {}): tau never follows a link in its home, where \
+             someone who could once write the folder may have planted it; remove it; to keep \
+             tau's state elsewhere, move the whole home (--home DIR or TAU_HOME)\n",
+            home.join("state.db").display(),
+            elsewhere.join("state.db").display()
         ),
     );
 }

@@ -87,8 +87,13 @@ fn and_list(names: &[&str]) -> String {
 /// Every lookalike word in the strings of `value` (object keys included), in the order of
 /// the value's sorted JSON.
 pub fn lookalike_arguments(value: &Value) -> Vec<Lookalike> {
+    lookalikes_in(value, "")
+}
+
+/// [`lookalike_arguments`] with every path under `path` (`arguments.command`).
+pub fn lookalikes_in(value: &Value, path: &str) -> Vec<Lookalike> {
     let mut found = Vec::new();
-    walk(value, "", &mut found);
+    walk(value, path, &mut found);
     found
 }
 

@@ -17,6 +17,7 @@
 //! property of `DerivedCoreProperties.txt`.
 
 mod json;
+mod listing;
 mod lookalike;
 #[cfg(test)]
 mod tests;
@@ -31,7 +32,8 @@ pub use json::{
     ArgumentRow, argument_rows, argument_sha256, grouped_digits, json_for_terminal, shown_length,
     sorted_json,
 };
-pub use lookalike::{Lookalike, OddChar, lookalike_arguments, lookalikes};
+pub use listing::{Listing, MAX_LOOKALIKE_NOTES, lookalike_notes};
+pub use lookalike::{Lookalike, OddChar, lookalike_arguments, lookalikes, lookalikes_in};
 pub use wrap::{Measure, wrap_rows};
 
 /// Opens a whitespace-run marker.

@@ -100,7 +100,7 @@ fn replies(packet: Packet, state: &Mutex<String>) -> Option<Vec<Packet>> {
                     "ON" | "OFF" => payload.trim().to_owned(),
                     other => format!("set to {other:?}"),
                 };
-                crate::print(&format!(
+                crate::output::print(&format!(
                     "  [demo lamp] the living-room lamp is now {}\n",
                     tau_terminal::escape_for_terminal(&new)
                 ));

@@ -31,7 +31,7 @@ Answer y (or e/evet) to run a tier-2 call; anything else refuses it.
 pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Result<()> {
     let dir = tempfile::Builder::new().prefix("tau-demo-").tempdir()?;
     let home = Home::at(dir.path());
-    home.create()?;
+    home.create(true)?;
     std::fs::write(home.workspace().join("note.md"), NOTE)?;
     crate::logging::init(&home, &*ctx.env)?;
     let lamp = lamp::start().await?;
@@ -58,7 +58,7 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
     };
     let model = Arc::new(ScriptedModel::from_json(REPLAY)?);
     let tools = demo.catalog().await?;
-    crate::print(INTRO);
+    crate::output::print(INTRO);
     chat::run(
         &demo,
         Chat {
@@ -72,7 +72,7 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
     .await?;
     lamp.stop();
     let audit = std::fs::read_to_string(demo.home.audit_log())?;
-    crate::print("\naudit.jsonl (each line carries the SHA-256 of the line before it):\n");
-    crate::print(&audit);
+    crate::output::print("\naudit.jsonl (each line carries the SHA-256 of the line before it):\n");
+    crate::output::print(&audit);
     Ok(())
 }

@@ -1,29 +1,34 @@
 //! `tau devices`: the registry as the person keeps it. `list` and `show` read it, `add` and
 //! `remove` change the devices kept in `state.db` (those of `tau.toml` are edited there),
 //! `discover` reads Home Assistant's discovery configs from the broker and proposes
-//! devices, and only `pin NAME` adds a proposal. Everything read from the broker is shown
-//! through the display function: discovery is unauthenticated.
+//! devices, and only `pin NAME` adds a proposal (`discover.rs`). Every field of every
+//! device is shown through the display function, its lookalike words flagged
+//! ([`tau_core::Listing`]): discovery is unauthenticated, and a pinned device keeps the
+//! words its config had.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod discover;
+
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Arc;
-use std::time::Duration;
 
 use jiff::Timestamp;
-use tau_core::display;
+use tau_core::{Listing, display};
 use tau_devices::{
-    ActionDef, DeviceDef, DeviceKind, DeviceStore, DeviceTools, Origin, Proposal, RangeDef,
-    ReadWait, Registered, Registry, mismatch, name_proposals, propose,
+    ActionDef, DeviceDef, DeviceKind, DeviceStore, DeviceTools, Origin, RangeDef, ReadWait,
+    Registered, Registry, mismatch,
 };
 use tau_tools::MqttBroker;
 
-use crate::cli::{AddDevice, PinDevice};
+pub(crate) use discover::{discover, pin};
+
+use crate::cli::AddDevice;
 use crate::context::Context;
 use crate::errors::usage;
 
 /// The client id suffixes of tau's other broker clients, beside `mqtt_publish`'s own.
 const COMMAND_CLIENT: &str = "-devices";
-const DISCOVERY_CLIENT: &str = "-discovery";
+pub(super) const DISCOVERY_CLIENT: &str = "-discovery";
 
 impl Context {
     /// The devices, discovery configs and states in `state.db`.
@@ -31,7 +36,7 @@ impl Context {
         Ok(Arc::new(DeviceStore::new(self.state()?)))
     }
 
-    fn broker(&self) -> anyhow::Result<MqttBroker> {
+    pub(super) fn broker(&self) -> anyhow::Result<MqttBroker> {
         MqttBroker::from_config(&self.loaded.config.tools.mqtt, &*self.env)
             .map_err(|e| usage(e.to_string()))
     }
@@ -48,10 +53,10 @@ impl Context {
                 Err((name, problem)) => Err(format!("devices.{name}: cannot be read: {problem}")),
             };
             if let Err(problem) = added {
-                eprintln!(
+                crate::output::eprint_line(&format!(
                     "tau: warning: a device in state.db is left out: {}",
                     display(&problem)
-                );
+                ));
             }
         }
         Ok(registry)
@@ -137,12 +142,18 @@ fn actions(registered: &Registered) -> String {
     }
 }
 
-fn place(registered: &Registered) -> String {
-    let device = &registered.device;
-    match &device.room {
-        Some(room) => format!("{} ({room})", device.label),
-        None => device.label.clone(),
+/// `Label (room)`, each escaped, their lookalike words kept in `entry`.
+fn place(entry: &mut Listing, label: &str, room: Option<&str>) -> String {
+    let label = entry.field("label", label);
+    match room {
+        Some(room) => format!("{label} ({})", entry.field("room", room)),
+        None => label,
     }
+}
+
+fn registered_place(entry: &mut Listing, registered: &Registered) -> String {
+    let device = &registered.device;
+    place(entry, &device.label, device.room.as_deref())
 }
 
 /// The mismatch lines of a pinned device, or none.
@@ -156,22 +167,25 @@ fn drift(registered: &Registered, store: &DeviceStore) -> anyhow::Result<Vec<Str
     ))
 }
 
+/// One device of `tau devices list`: its columns, escaped, and its flag lines.
+struct ListRow {
+    name: String,
+    place: String,
+    rest: String,
+    flags: String,
+}
+
 pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
-    ctx.home.create()?;
+    ctx.create_home()?;
     let store = ctx.device_store()?;
     let registry = ctx.registry(&store)?;
     if registry.is_empty() {
         return Ok("no devices yet: add [[devices]] to tau.toml, `tau devices add`, or `tau devices discover` and `tau devices pin NAME`\n".to_owned());
     }
-    let width = registry.names().iter().map(|n| n.len()).max().unwrap_or(0);
-    let place_width = registry
-        .devices()
-        .map(|r| place(r).chars().count())
-        .max()
-        .unwrap_or(0);
-    let mut out = String::new();
+    let mut rows = Vec::new();
     for registered in registry.devices() {
         let device = &registered.device;
+        let mut entry = Listing::new();
         let class = if device.lock_class {
             ", lock-class"
         } else {
@@ -182,27 +196,50 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
         } else {
             "  ⚠ discovery now differs (tau devices show)"
         };
+        let name = entry.field("name", &device.name);
+        let place = registered_place(&mut entry, registered);
+        let rest = format!(
+            "{}{class}: {}  [{}]{warning}",
+            device.kind,
+            entry.field("actions", &actions(registered)),
+            entry.field("from", &registered.origin.describe()),
+        );
+        rows.push(ListRow {
+            name,
+            place,
+            rest,
+            flags: entry.flags("  "),
+        });
+    }
+    let width = rows.iter().map(|r| r.name.chars().count()).max();
+    let place_width = rows.iter().map(|r| r.place.chars().count()).max();
+    let (width, place_width) = (width.unwrap_or(0), place_width.unwrap_or(0));
+    let mut out = String::new();
+    for row in rows {
         let _ = writeln!(
             out,
-            "{:<width$}  {:<place_width$}  {}{class}: {}  [{}]{warning}",
-            device.name,
-            place(registered),
-            device.kind,
-            actions(registered),
-            registered.origin.describe(),
+            "{:<width$}  {:<place_width$}  {}",
+            row.name, row.place, row.rest
         );
+        out.push_str(&row.flags);
     }
     Ok(out)
 }
 
 pub(crate) fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
-    ctx.home.create()?;
+    ctx.create_home()?;
     let store = ctx.device_store()?;
     let registry = ctx.registry(&store)?;
     let registered = registry.named(name).map_err(usage)?;
     let device = &registered.device;
+    let mut entry = Listing::new();
     let mut out = String::new();
-    let _ = writeln!(out, "{}  {}", device.name, place(registered));
+    let _ = writeln!(
+        out,
+        "{}  {}",
+        entry.field("name", &device.name),
+        registered_place(&mut entry, registered)
+    );
     let _ = writeln!(
         out,
         "kind           {}{}",
@@ -213,37 +250,46 @@ pub(crate) fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
             ""
         }
     );
-    let _ = writeln!(out, "from           {}", registered.origin.describe());
+    let _ = writeln!(
+        out,
+        "from           {}",
+        entry.field("from", &registered.origin.describe())
+    );
     if let Some(topic) = &device.command_topic {
         let _ = writeln!(
             out,
-            "command topic  {topic}{}",
+            "command topic  {}{}",
+            entry.field("command topic", topic),
             if device.retain { " (retained)" } else { "" }
         );
     }
     if let Some(topic) = &device.state_topic {
-        let _ = writeln!(out, "state topic    {topic}");
+        let _ = writeln!(out, "state topic    {}", entry.field("state topic", topic));
     }
     for (action, payload) in &device.def.actions {
+        let label = format!("actions.{action}");
         let sent = match payload {
-            ActionDef::Payload(payload) => format!("{payload:?}"),
-            ActionDef::Range(range) => format!(
-                "{} to {}{}{}, sent as {:?}",
-                tau_devices::number(range.min),
-                tau_devices::number(range.max),
-                range
-                    .unit
-                    .as_ref()
-                    .map(|u| format!(" {u}"))
-                    .unwrap_or_default(),
-                range
-                    .step
-                    .map(|s| format!(" in steps of {}", tau_devices::number(s)))
-                    .unwrap_or_default(),
-                range.payload
+            ActionDef::Payload(payload) => entry.field(&label, &format!("{payload:?}")),
+            ActionDef::Range(range) => entry.field(
+                &label,
+                &format!(
+                    "{} to {}{}{}, sent as {:?}",
+                    tau_devices::number(range.min),
+                    tau_devices::number(range.max),
+                    range
+                        .unit
+                        .as_ref()
+                        .map(|u| format!(" {u}"))
+                        .unwrap_or_default(),
+                    range
+                        .step
+                        .map(|s| format!(" in steps of {}", tau_devices::number(s)))
+                        .unwrap_or_default(),
+                    range.payload
+                ),
             ),
         };
-        let _ = writeln!(out, "action {action:<8}{sent}");
+        let _ = writeln!(out, "action {:<8}{sent}", display(action));
     }
     let lines = drift(registered, &store)?;
     if !lines.is_empty() {
@@ -252,9 +298,10 @@ pub(crate) fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
             "⚠ Home Assistant discovery now describes it differently; tau keeps what you pinned:"
         );
         for line in lines {
-            let _ = writeln!(out, "  {}", display(&line));
+            let _ = writeln!(out, "  {}", entry.field("discovery now", &line));
         }
     }
+    out.push_str(&entry.flags(""));
     Ok(out)
 }
 
@@ -336,7 +383,7 @@ fn added_def(add: &AddDevice) -> anyhow::Result<DeviceDef> {
 }
 
 pub(crate) fn add(ctx: &Context, add: &AddDevice) -> anyhow::Result<String> {
-    ctx.home.create()?;
+    ctx.create_home()?;
     let def = added_def(add)?;
     let store = ctx.device_store()?;
     let mut registry = ctx.registry(&store)?;
@@ -350,17 +397,19 @@ pub(crate) fn add(ctx: &Context, add: &AddDevice) -> anyhow::Result<String> {
         )));
     }
     let registered = registry.named(&def.name).map_err(usage)?;
+    let mut entry = Listing::new();
     Ok(format!(
-        "added {}: {}, a {} ({})\n",
-        def.name,
-        place(registered),
+        "added {}: {}, a {} ({})\n{}",
+        entry.field("name", &def.name),
+        registered_place(&mut entry, registered),
         def.kind,
-        actions(registered)
+        actions(registered),
+        entry.flags("  ")
     ))
 }
 
 pub(crate) fn remove(ctx: &Context, name: &str) -> anyhow::Result<String> {
-    ctx.home.create()?;
+    ctx.create_home()?;
     if ctx.loaded.config.devices.iter().any(|d| d.name == name) {
         return Err(usage(format!(
             "'{name}' is in tau.toml; remove its [[devices]] entry there"
@@ -373,181 +422,4 @@ pub(crate) fn remove(ctx: &Context, name: &str) -> anyhow::Result<String> {
             "there is no stored device named '{name}' (see `tau devices list`)"
         )))
     }
-}
-
-/// The proposals of every config recorded, named against the registry, and the topics of
-/// the devices already pinned.
-fn proposals(registry: &Registry, store: &DeviceStore) -> anyhow::Result<Vec<Proposal>> {
-    let pinned: BTreeSet<String> = tau_devices::pinned_topics(registry).into_iter().collect();
-    let mut proposals: Vec<Proposal> = store
-        .discoveries()?
-        .into_iter()
-        .filter(|seen| !pinned.contains(&seen.topic))
-        .map(|seen| propose(&seen.topic, &seen.payload))
-        .collect();
-    let taken: BTreeSet<String> = registry.names().into_iter().map(str::to_owned).collect();
-    name_proposals(&mut proposals, &taken);
-    Ok(proposals)
-}
-
-pub(crate) async fn discover(ctx: &Context, prefix: &str, seconds: f64) -> anyhow::Result<String> {
-    ctx.home.create()?;
-    let quiet = Duration::try_from_secs_f64(seconds)
-        .ok()
-        .filter(|d| !d.is_zero() && *d <= Duration::from_secs(60))
-        .ok_or_else(|| usage("--wait: a number of seconds above 0 and at most 60"))?;
-    if prefix.is_empty() || prefix.contains(['+', '#']) || prefix.ends_with('/') {
-        return Err(usage(
-            "--prefix: one topic level such as homeassistant, no wildcards",
-        ));
-    }
-    let store = ctx.device_store()?;
-    let broker = ctx.broker()?;
-    let filters = tau_devices::filters(prefix);
-    let filter_refs: Vec<&str> = filters.iter().map(String::as_str).collect();
-    let messages = broker
-        .companion(DISCOVERY_CLIENT)
-        .read(
-            &filter_refs,
-            quiet,
-            quiet + Duration::from_secs(30),
-            usize::MAX,
-        )
-        .await?;
-    let now = Timestamp::now();
-    for message in &messages {
-        store.record_discovery(
-            &message.topic,
-            &String::from_utf8_lossy(&message.payload),
-            now,
-        )?;
-    }
-    let registry = ctx.registry(&store)?;
-    let proposals = proposals(&registry, &store)?;
-    let mut out = format!(
-        "Home Assistant discovery at {} ({}): {} config{}\n",
-        broker.address(),
-        filters.join(", "),
-        messages.len(),
-        if messages.len() == 1 { "" } else { "s" }
-    );
-    let (usable, unusable): (Vec<_>, Vec<_>) = proposals.iter().partition(|p| p.def.is_ok());
-    if !usable.is_empty() {
-        out.push_str("\nproposed (nothing is added until you run `tau devices pin NAME`):\n");
-    }
-    for proposal in usable {
-        let Ok(def) = &proposal.def else { continue };
-        let room = def
-            .room
-            .as_ref()
-            .map(|r| format!(" ({r})"))
-            .unwrap_or_default();
-        let (names, problem): (Vec<String>, String) = match def.check() {
-            Ok(device) => (
-                device.actions.keys().map(ToString::to_string).collect(),
-                String::new(),
-            ),
-            Err(error) => (
-                def.actions.keys().cloned().collect(),
-                format!("  ✗ cannot be pinned as is: {error}"),
-            ),
-        };
-        let _ = writeln!(
-            out,
-            "  {}  {}{room}, a {}: {}  commands to {}  from {}{problem}",
-            display(&def.name),
-            display(&def.label),
-            def.kind,
-            display(&names.join(", ")),
-            display(def.command_topic.as_deref().unwrap_or("-")),
-            display(&proposal.topic),
-        );
-    }
-    if !unusable.is_empty() {
-        out.push_str("\nnot usable:\n");
-    }
-    for proposal in unusable {
-        if let Err(problem) = &proposal.def {
-            let _ = writeln!(out, "  {}: {}", display(&proposal.topic), display(problem));
-        }
-    }
-    let mut pinned_header = false;
-    for registered in registry.devices() {
-        let Origin::Pinned { .. } = &registered.origin else {
-            continue;
-        };
-        if !pinned_header {
-            out.push_str("\npinned:\n");
-            pinned_header = true;
-        }
-        let lines = drift(registered, &store)?;
-        if lines.is_empty() {
-            let _ = writeln!(out, "  {}: as pinned", registered.device.name);
-        } else {
-            let _ = writeln!(
-                out,
-                "  {}: ⚠ discovery now differs; tau keeps what you pinned: {}",
-                registered.device.name,
-                display(&lines.join("; "))
-            );
-        }
-    }
-    Ok(out)
-}
-
-pub(crate) fn pin(ctx: &Context, pin: &PinDevice) -> anyhow::Result<String> {
-    ctx.home.create()?;
-    let store = ctx.device_store()?;
-    let mut registry = ctx.registry(&store)?;
-    let proposals = proposals(&registry, &store)?;
-    let proposal = proposals
-        .iter()
-        .find(|p| p.def.as_ref().is_ok_and(|d| d.name == pin.name))
-        .ok_or_else(|| {
-            usage(format!(
-                "no discovery proposal is named '{}' (run `tau devices discover` to see them)",
-                pin.name
-            ))
-        })?;
-    let Ok(proposed) = &proposal.def else {
-        return Err(usage("that proposal cannot be used"));
-    };
-    let mut def = proposed.clone();
-    if let Some(name) = &pin.as_name {
-        def.name = name.clone();
-    }
-    if let Some(label) = &pin.label {
-        def.label = label.clone();
-    }
-    if let Some(room) = &pin.room {
-        def.room = Some(room.clone());
-    }
-    let origin = Origin::Pinned {
-        discovery_topic: proposal.topic.clone(),
-    };
-    registry.add(&def, origin.clone()).map_err(|e| {
-        usage(format!(
-            "{}; pin it with --label, --room or --as to give it words of your own",
-            display(&e.to_string())
-        ))
-    })?;
-    if !store.add(&def, &origin, Timestamp::now())? {
-        return Err(usage(format!(
-            "a device named '{}' is already stored",
-            def.name
-        )));
-    }
-    let registered = registry.named(&def.name).map_err(usage)?;
-    Ok(format!(
-        "pinned {}: {}, a {}{} ({}); its name and room stay as pinned whatever discovery says later\n",
-        def.name,
-        place(registered),
-        def.kind,
-        if registered.device.lock_class {
-            ", lock-class"
-        } else {
-            ""
-        },
-        actions(registered)
-    ))
 }
