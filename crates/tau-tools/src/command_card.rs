@@ -22,7 +22,7 @@ pub(crate) struct CommandCard {
 /// The sandbox's line: a fact while the sandbox holds, a warning where it lets more out.
 pub(crate) fn sandbox_note(sandbox: &Sandbox, network: bool) -> CardNote {
     let allowance = sandbox.allowance(network);
-    if allowance.sandboxed && !network {
+    if allowance.is_full() {
         CardNote::info(SANDBOX_LABEL, allowance.describe())
     } else {
         CardNote::warning(SANDBOX_LABEL, allowance.describe())

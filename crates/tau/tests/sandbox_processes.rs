@@ -1,10 +1,11 @@
 //! Nothing an approved command starts outlives its call: a sleeper in a new session, a
-//! double fork, and a process that keeps forking and letting its parent exit are gone
-//! after the call ends, after it is cancelled, and after tau is killed with SIGKILL. In a
-//! PID namespace, and without namespaces (a seccomp filter refuses `unshare`), where the
-//! launcher's subreaper and parent-death signals have to do it. The positive control:
-//! every escape was alive while the call ran, and without the sandbox a SIGKILLed tau
-//! leaves them behind.
+//! double fork, a process that keeps forking and letting its parent exit every 50 ms, and
+//! one that does so as fast as it can, are gone after the call ends, after it is
+//! cancelled, and after tau is killed with SIGKILL. In a PID namespace, and with
+//! `sandbox = "reduced"` (with namespaces and without: a seccomp filter refuses `unshare`),
+//! where the launcher kills the command's process group, which nothing in it can leave.
+//! The positive control: every escape was alive while the call ran, and without the
+//! sandbox a SIGKILLed tau leaves them behind.
 
 #![allow(
     clippy::unwrap_used,
@@ -32,16 +33,40 @@ fn marker() -> String {
     )
 }
 
-/// Three escapes, each a `sleep MARKER` (the chain's shells carry it in their script), then
-/// `ready` in the workspace, then `rest`.
-fn escapes(marker: &str, rest: &str) -> String {
+/// Four escapes, each a `sleep MARKER` (the chains' shells carry it in their script), then
+/// `ready` in the workspace, then `rest`. The fast chain forks and exits as fast as the
+/// shell can, each link a new process whose parent is gone; it ends by itself after
+/// 200,000 links, once `stop` is in `workspace` or once `workspace` is gone, so a failing
+/// test leaves nothing running for long.
+fn escapes(marker: &str, workspace: &std::path::Path, rest: &str) -> String {
+    let w = workspace.display();
     format!(
         "setsid sh -c 'sleep {marker} &' </dev/null >/dev/null 2>&1; \
          ( (sleep {marker} </dev/null >/dev/null 2>&1 &) & ); \
          chain() {{ ( sleep 0.05; chain ) </dev/null >/dev/null 2>&1 & }}; chain; \
+         fast() {{ [ -d {w} ] && [ ! -e {w}/stop ] && {{ n=$((n+1)); \
+         [ $n -lt 200000 ] && {{ fast & }}; }}; }}; \
+         n=0; fast </dev/null >/dev/null 2>&1; \
          sleep 1; touch ready; {rest}"
     )
 }
+
+/// Writes `stop` into the workspace when dropped: a fast chain that outlived its call
+/// (a failing test) ends itself, as it does when the workspace is removed.
+struct StopChains(std::path::PathBuf);
+
+impl Drop for StopChains {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0.join("stop"), "");
+    }
+}
+
+/// The modes each end is tried in: `[tools.command] sandbox`, and the layer taken away.
+const MODES: [(&str, Without); 3] = [
+    ("on", Without::Nothing),
+    ("reduced", Without::Nothing),
+    ("reduced", Without::Namespaces),
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -63,7 +88,8 @@ fn run(probe: &Probe, end: End) -> (String, Child) {
         }
         End::Cancelled | End::Killed => "sleep 600",
     };
-    let model = probe.script(&json!({ "command": escapes(&marker, rest) }));
+    let command = escapes(&marker, &probe.tau.workspace(), rest);
+    let model = probe.script(&json!({ "command": command }));
     let mut child = probe.spawn(probe.chat(&model));
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"go\ny\n").unwrap();
@@ -88,17 +114,18 @@ fn run(probe: &Probe, end: End) -> (String, Child) {
     (marker, child)
 }
 
-fn check(user: User, without: Without, end: End) {
-    let probe = Probe::new(user, true, "").without(without);
+fn check(user: User, mode: &str, without: Without, end: End) {
+    let probe = Probe::in_mode(user, mode, "").without(without);
+    let _stop = StopChains(probe.tau.workspace());
     let (marker, mut child) = run(&probe, end);
     let status = child.wait().unwrap();
     if end != End::Killed {
-        assert!(status.success(), "{user:?} {without:?} {end:?}");
+        assert!(status.success(), "{user:?} {mode} {without:?} {end:?}");
     }
     assert_eq!(
         gone(&marker),
         Ok(()),
-        "{user:?} {without:?} {end:?}: processes outlived the call"
+        "{user:?} {mode} {without:?} {end:?}: processes outlived the call"
     );
     if end == End::Returns {
         assert_eq!(probe.outcome().status, "success");
@@ -108,8 +135,8 @@ fn check(user: User, without: Without, end: End) {
 #[test]
 fn nothing_outlives_a_call_that_returns() {
     for user in users() {
-        for without in [Without::Nothing, Without::Namespaces] {
-            check(user, without, End::Returns);
+        for (mode, without) in MODES {
+            check(user, mode, without, End::Returns);
         }
     }
 }
@@ -117,8 +144,8 @@ fn nothing_outlives_a_call_that_returns() {
 #[test]
 fn nothing_outlives_a_cancelled_call() {
     for user in users() {
-        for without in [Without::Nothing, Without::Namespaces] {
-            check(user, without, End::Cancelled);
+        for (mode, without) in MODES {
+            check(user, mode, without, End::Cancelled);
         }
     }
 }
@@ -126,8 +153,8 @@ fn nothing_outlives_a_cancelled_call() {
 #[test]
 fn nothing_outlives_tau_killed_with_sigkill() {
     for user in users() {
-        for without in [Without::Nothing, Without::Namespaces] {
-            check(user, without, End::Killed);
+        for (mode, without) in MODES {
+            check(user, mode, without, End::Killed);
         }
     }
 }
@@ -135,6 +162,7 @@ fn nothing_outlives_tau_killed_with_sigkill() {
 #[test]
 fn without_the_sandbox_a_killed_tau_leaves_them_behind() {
     let probe = Probe::new(User::Invoker, false, "");
+    let _stop = StopChains(probe.tau.workspace());
     let (marker, mut child) = run(&probe, End::Killed);
     child.wait().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
