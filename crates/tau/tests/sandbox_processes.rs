@@ -33,22 +33,51 @@ fn marker() -> String {
     )
 }
 
-/// Four escapes, each a `sleep MARKER` (the chains' shells carry it in their script), then
-/// `ready` in the workspace, then `rest`. The fast chain forks and exits as fast as the
-/// shell can, each link a new process whose parent is gone; it ends by itself after
-/// 200,000 links, once `stop` is in `workspace` or once `workspace` is gone, so a failing
-/// test leaves nothing running for long.
+/// Five escapes, each a `sleep MARKER` (the chains carry it in their command lines), then
+/// `ready` in the workspace, then `rest`. The slow chain forks and exits every 50 ms, the
+/// fast one as fast as the shell can, the fork chain faster still ([`FORK_CHAIN`]), each
+/// link a new process whose parent is gone. A
+/// link lives too briefly to be found in `/proc` for sure, so each adds a byte to `beat`
+/// in `workspace` ([`beating`]); they end by themselves once `stop` is in `workspace` or
+/// `workspace` is gone (and the fast one after 200,000 links), so a failing test leaves
+/// nothing running for long.
 fn escapes(marker: &str, workspace: &std::path::Path, rest: &str) -> String {
     let w = workspace.display();
     format!(
         "setsid sh -c 'sleep {marker} &' </dev/null >/dev/null 2>&1; \
          ( (sleep {marker} </dev/null >/dev/null 2>&1 &) & ); \
-         chain() {{ ( sleep 0.05; chain ) </dev/null >/dev/null 2>&1 & }}; chain; \
-         fast() {{ [ -d {w} ] && [ ! -e {w}/stop ] && {{ n=$((n+1)); \
-         [ $n -lt 200000 ] && {{ fast & }}; }}; }}; \
+         alive() {{ [ -d {w} ] && [ ! -e {w}/stop ] && echo >> {w}/beat; }}; \
+         chain() {{ ( sleep 0.05; alive && chain ) </dev/null >/dev/null 2>&1 & }}; chain; \
+         fast() {{ alive && {{ n=$((n+1)); [ $n -lt 200000 ] && {{ fast & }}; }}; }}; \
          n=0; fast </dev/null >/dev/null 2>&1; \
+         /usr/bin/python3 -c '{FORK_CHAIN}' {w} {marker} </dev/null >/dev/null 2>&1; \
          sleep 1; touch ready; {rest}"
     )
+}
+
+/// A chain in which each link forks at once and exits: a new process every few
+/// microseconds, each gone before a search of `/proc` could name it. Beats (in
+/// `fork-beat`) every 100 links; checks `stop` as often.
+const FORK_CHAIN: &str = "import os, sys
+w = sys.argv[1]
+n = 0
+while n < 3000000:
+    n += 1
+    if n % 100 == 0:
+        if not os.path.isdir(w) or os.path.exists(w + \"/stop\"):
+            break
+        with open(w + \"/fork-beat\", \"a\") as beat:
+            beat.write(\".\")
+    if os.fork():
+        os._exit(0)";
+
+/// Whether a chain still forks: `beat` or `fork-beat` in `workspace` grows within a
+/// second.
+fn beating(workspace: &std::path::Path) -> bool {
+    let size = |name| std::fs::metadata(workspace.join(name)).map_or(0, |m| m.len());
+    let before = [size("beat"), size("fork-beat")];
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    [size("beat"), size("fork-beat")] != before
 }
 
 /// Writes `stop` into the workspace when dropped: a fast chain that outlived its call
@@ -100,6 +129,11 @@ fn run(probe: &Probe, end: End) -> (String, Child) {
         "the escapes did not start: {:?}",
         with_marker(&marker)
     );
+    let workspace = probe.tau.workspace();
+    assert!(
+        workspace.join("beat").exists() && workspace.join("fork-beat").exists(),
+        "the chains did not start"
+    );
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     match end {
         End::Returns => std::fs::write(probe.tau.workspace().join("go"), "").unwrap(),
@@ -126,6 +160,10 @@ fn check(user: User, mode: &str, without: Without, end: End) {
         gone(&marker),
         Ok(()),
         "{user:?} {mode} {without:?} {end:?}: processes outlived the call"
+    );
+    assert!(
+        !beating(&probe.tau.workspace()),
+        "{user:?} {mode} {without:?} {end:?}: a chain outlived the call"
     );
     if end == End::Returns {
         assert_eq!(probe.outcome().status, "success");
@@ -167,6 +205,10 @@ fn without_the_sandbox_a_killed_tau_leaves_them_behind() {
     child.wait().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
     let left = with_marker(&marker);
+    assert!(
+        beating(&probe.tau.workspace()),
+        "the positive control: without the sandbox the chains outlive a killed tau"
+    );
     // The chain forks on while it is stopped: rounds until none is left.
     for _ in 0..100 {
         let now = with_marker(&marker);
