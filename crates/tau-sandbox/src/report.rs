@@ -27,7 +27,7 @@ impl SandboxLayer {
             Self::Landlock => "Landlock (the file rules)",
             Self::Seccomp => "seccomp (the system call filter)",
             Self::Namespaces => "the user, network and PID namespaces",
-            Self::Privileges => "dropping every capability",
+            Self::Privileges => "the drop of every capability",
             Self::Launcher => "tau's sandbox launcher",
         }
     }
