@@ -42,7 +42,6 @@ impl Layers {
         })
         .collect()
     }
-
 }
 
 /// Runs the probe in a child of tau (`launcher`: tau's executable).

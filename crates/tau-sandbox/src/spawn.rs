@@ -55,9 +55,7 @@ impl Allowance {
             (true, false, false) => "writes: workspace only · network: none",
             (true, false, true) => "writes: workspace only · network: with network access",
             (true, true, false) => "reduced · writes: workspace only · network: none",
-            (true, true, true) => {
-                "reduced · writes: workspace only · network: with network access"
-            }
+            (true, true, true) => "reduced · writes: workspace only · network: with network access",
         }
     }
 

@@ -15,9 +15,7 @@ use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::process::{
-    Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, WaitIdStatus, WaitOptions,
-};
+use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, WaitIdStatus, WaitOptions};
 
 use crate::procs::{self, Proc};
 
@@ -97,11 +95,14 @@ fn ended(child: Pid) -> Option<WaitIdStatus> {
 /// which is reaped only once its group is stopped.
 fn reap_orphans(child: Pid) {
     let me = rustix::process::getpid().as_raw_nonzero().get();
+    let program = child.as_raw_nonzero().get();
     for process in procs::scan() {
-        if process.ppid == me && process.zombie && process.pid != child.as_raw_nonzero().get() {
-            if let Some(pid) = Pid::from_raw(process.pid) {
-                let _ = rustix::process::waitpid(Some(pid), WaitOptions::NOHANG);
-            }
+        if process.ppid == me
+            && process.zombie
+            && process.pid != program
+            && let Some(pid) = Pid::from_raw(process.pid)
+        {
+            let _ = rustix::process::waitpid(Some(pid), WaitOptions::NOHANG);
         }
     }
 }

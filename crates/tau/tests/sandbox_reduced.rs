@@ -31,8 +31,7 @@ const REFUSED: &str = "the command did not run: the sandbox could not be set up 
     `sandbox = \"off\"` without a sandbox";
 
 /// The card's line in the terminal for a command in the reduced sandbox.
-const REDUCED_ROW: &str =
-    "  │ ⚠ sandbox: reduced · writes: workspace only · network: none\n";
+const REDUCED_ROW: &str = "  │ ⚠ sandbox: reduced · writes: workspace only · network: none\n";
 
 #[test]
 fn without_namespaces_the_full_sandbox_refuses_the_call_and_names_the_layer() {
@@ -59,7 +58,12 @@ fn without_namespaces_the_full_sandbox_refuses_the_call_and_names_the_layer() {
                 &errors[0]["tool_use_id"],
                 &errors[0]["message"]
             ),
-            (&json!("sandbox"), &json!("run_command"), &json!("t1"), &json!(REFUSED)),
+            (
+                &json!("sandbox"),
+                &json!("run_command"),
+                &json!("t1"),
+                &json!(REFUSED)
+            ),
             "{user:?}"
         );
     }
@@ -80,11 +84,22 @@ fn the_reduced_sandbox_runs_the_command_and_its_card_says_so() {
             );
             let (run, outcome) = probe.run(&json!({ "command": command }));
             assert!(run.stdout.contains(REDUCED_ROW), "{user:?}: {}", run.stdout);
-            assert_eq!(outcome.stdout(), "done\n", "{user:?} {without:?}: {outcome:?}");
-            let workspace = probe.tau.workspace();
-            assert_ne!(std::fs::read_to_string(workspace.join("pid")).unwrap().trim(), "1");
             assert_eq!(
-                std::fs::read_to_string(workspace.join("group")).ok().as_deref(),
+                outcome.stdout(),
+                "done\n",
+                "{user:?} {without:?}: {outcome:?}"
+            );
+            let workspace = probe.tau.workspace();
+            assert_ne!(
+                std::fs::read_to_string(workspace.join("pid"))
+                    .unwrap()
+                    .trim(),
+                "1"
+            );
+            assert_eq!(
+                std::fs::read_to_string(workspace.join("group"))
+                    .ok()
+                    .as_deref(),
                 Some("kept\n")
             );
             assert!(!outside.join("x").exists());
@@ -127,7 +142,10 @@ fn as_root_a_command_has_no_capability_and_cannot_read_tau_s_environment() {
     ] {
         let probe = Probe::in_mode(User::Invoker, mode, "").without(without);
         let stdout = privileges(&probe);
-        assert!(stdout.starts_with(NO_PRIVILEGE), "{mode} {without:?}: {stdout}");
+        assert!(
+            stdout.starts_with(NO_PRIVILEGE),
+            "{mode} {without:?}: {stdout}"
+        );
         assert!(
             !stdout.contains("SECRET-PROVIDER-KEY"),
             "{mode} {without:?}: {stdout}"

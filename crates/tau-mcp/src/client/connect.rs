@@ -62,7 +62,9 @@ impl Connection {
 
     /// Whether it runs in the sandbox without namespaces (`sandbox = "reduced"`).
     pub(crate) fn reduced(&self) -> bool {
-        self.sandbox.as_ref().is_some_and(|started| !started.pid_namespace)
+        self.sandbox
+            .as_ref()
+            .is_some_and(|started| !started.pid_namespace)
     }
 }
 
@@ -188,9 +190,7 @@ async fn start(
                         .kill_on_drop(true);
                     (command, Some(prepared.pending))
                 }
-                (Sandbox::On(_) | Sandbox::Off, _, _) => {
-                    (program_found.command(), None)
-                }
+                (Sandbox::On(_) | Sandbox::Off, _, _) => (program_found.command(), None),
             };
             let (transport, stderr) = TokioChildProcess::builder(command)
                 .stderr(Stdio::piped())

@@ -392,7 +392,10 @@ fn the_sandbox_refused_texts_are_byte_exact() {
          namespaces (a weaker sandbox), `sandbox = \"off\"` without a sandbox"
     );
     assert_eq!(
-        refused(SandboxLayer::Privileges, "capability 21 is still in the bounding set"),
+        refused(
+            SandboxLayer::Privileges,
+            "capability 21 is still in the bounding set"
+        ),
         "the command did not run: the sandbox could not be set up (the drop of every \
          capability could not be set up: capability 21 is still in the bounding set). `tau \
          doctor` shows what this machine has; `sandbox = \"off\"` under [tools.command] in \
