@@ -27,6 +27,8 @@ pub enum ErrorSite {
     Agent,
     /// An MCP server tau uses: it did not start, died or did not answer in time.
     McpServer,
+    /// The sandbox could not be set up for an approved command; it did not run.
+    Sandbox,
 }
 
 /// One thing the hub did that a person may want to audit.

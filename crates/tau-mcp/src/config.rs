@@ -82,8 +82,9 @@ pub struct ServerEntry {
     /// How long tau waits for the server to start and list its tools.
     pub startup_timeout_seconds: f64,
     /// `"on"`: a program runs in the sandbox, like a command (writes only in the
-    /// workspace, reads none of tau's files, nothing left running when tau ends); `"off"`:
-    /// with everything the person's account has.
+    /// workspace, reads none of tau's files, nothing left running when tau ends);
+    /// `"reduced"`: in it without namespaces (also when `[tools.command]` says `"on"`);
+    /// `"off"`: with everything the person's account has.
     pub sandbox: SandboxMode,
     /// Network access for a sandboxed program (an MCP server that calls an API needs it).
     pub network: bool,

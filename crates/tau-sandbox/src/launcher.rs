@@ -1,13 +1,15 @@
 //! The two stages of a sandboxed start, run in tau's own executable started again.
 //!
 //! Stage one (`__sandbox`, tau's child, unconfined): leaves tau's session, becomes a
-//! subreaper, watches tau, enters the namespaces and starts stage two, then waits: when
-//! the program ends it stops whatever is left below it and exits as the program did; when
-//! tau is gone it stops everything and exits.
+//! subreaper, watches tau, enters the namespaces (none with `sandbox = "reduced"`) and
+//! starts stage two as the leader of a process group of its own, then waits: when the
+//! program ends it stops whatever is left below it and exits as the program did; when tau
+//! is gone, or closes its end of the report's stream (a cancelled call), it stops
+//! everything and exits.
 //!
 //! Stage two (`__sandbox-exec`, pid 1 of the new PID namespace where there is one): asks
-//! for SIGKILL when stage one dies, confines itself with Landlock and seccomp, reports
-//! ready and becomes the program, which keeps all of it.
+//! for SIGKILL when stage one dies, confines itself with Landlock and seccomp, drops every
+//! capability, reports ready and becomes the program, which keeps all of it.
 //!
 //! Both run before any thread exists (a user namespace requires it; Landlock and seccomp
 //! then hold for the whole process). Either one that cannot set a required layer up
@@ -15,7 +17,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode, Stdio};
 
@@ -24,7 +26,7 @@ use rustix::process::{Pid, PidfdFlags, Signal};
 use crate::policy::{Launch, ReportStream};
 use crate::report::{Report, SandboxLayer};
 use crate::watch::{Ending, watch};
-use crate::{files, namespaces, probe, syscalls};
+use crate::{files, namespaces, privileges, probe, syscalls};
 
 /// tau's first argument for stage one.
 pub(crate) const STAGE_ONE: &str = "__sandbox";
@@ -103,9 +105,13 @@ fn stage_one(rest: &[OsString]) -> ExitCode {
             format!("cannot become a child subreaper: {error}"),
         );
     }
-    let entered = match namespaces::enter(launch.network) {
-        Ok(entered) => entered,
-        Err(reason) => return refuse(stream, SandboxLayer::Namespaces, reason),
+    let entered = if launch.reduced {
+        namespaces::Namespaces::default()
+    } else {
+        match namespaces::enter(launch.network) {
+            Ok(entered) => entered,
+            Err(reason) => return refuse(stream, SandboxLayer::Namespaces, reason),
+        }
     };
     let next = Launch {
         in_pid_namespace: entered.pid,
@@ -121,6 +127,8 @@ fn stage_one(rest: &[OsString]) -> ExitCode {
         .arg(json)
         .arg(SEPARATOR)
         .args(program)
+        // Its own group: one `kill` stops every process in it at once (see `watch`).
+        .process_group(0)
         .spawn();
     let child = match child {
         Ok(child) => child,
@@ -132,16 +140,29 @@ fn stage_one(rest: &[OsString]) -> ExitCode {
             );
         }
     };
-    // The program's streams and the report are its own; holding them here would keep
-    // tau waiting for an end of file.
+    // The report's stream, kept (and not passed on): tau closes its end to have
+    // everything stopped, and the kernel closes it when tau dies.
+    let lifeline = lifeline(stream);
+    // The program's streams are its own; holding them here would keep tau waiting for an
+    // end of file.
     release_standard_streams();
     let Some(child) = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0)) else {
         return ExitCode::from(REFUSED_EXIT);
     };
-    match watch(child, parent, parent_fd.as_ref()) {
+    match watch(child, parent, parent_fd.as_ref(), lifeline.as_ref()) {
         Ending::Exited(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Ending::Signaled(signal) => die_by(signal),
         Ending::ParentGone => ExitCode::from(REFUSED_EXIT),
+        Ending::Stopped => die_by(Signal::KILL.as_raw()),
+    }
+}
+
+/// A copy of the stream the report went on, closed at `exec`.
+fn lifeline(stream: ReportStream) -> Option<OwnedFd> {
+    let dup = |fd| rustix::io::fcntl_dupfd_cloexec(fd, 3).ok();
+    match stream {
+        ReportStream::Stdin => dup(std::io::stdin().as_fd()),
+        ReportStream::Stderr => dup(std::io::stderr().as_fd()),
     }
 }
 
@@ -195,8 +216,11 @@ fn stage_two(rest: &[OsString]) -> ExitCode {
         Ok(abi) => abi,
         Err(reason) => return refuse(stream, SandboxLayer::Landlock, reason),
     };
-    if let Err(reason) = syscalls::restrict(launch.network) {
+    if let Err(reason) = syscalls::restrict(launch.network, launch.reduced) {
         return refuse(stream, SandboxLayer::Seccomp, reason);
+    }
+    if let Err(reason) = privileges::drop_all() {
+        return refuse(stream, SandboxLayer::Privileges, reason);
     }
     report(
         stream,

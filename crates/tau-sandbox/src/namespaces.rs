@@ -3,8 +3,8 @@
 //! it can see or signal a process outside), and without network a network namespace of its
 //! own (no interface but a loopback that is down, and its own abstract Unix sockets).
 //!
-//! Optional: where a machine forbids them, the launcher's subreaper and parent-death signals
-//! still stop every process, and Landlock and seccomp still keep files and network closed.
+//! Required with `sandbox = "on"`: a machine that allows none refuses every program, naming
+//! this layer. `sandbox = "reduced"` does not enter them at all (see `launcher.rs`).
 
 use nix::sched::{CloneFlags, unshare};
 
@@ -16,8 +16,8 @@ pub(crate) struct Namespaces {
 }
 
 /// Moves this process into new namespaces; its next child is pid 1 of the new PID
-/// namespace. Must run before the process has a second thread. An error means the process
-/// is in a user namespace it could not map itself into: it must not go on.
+/// namespace. Must run before the process has a second thread. An error says which could
+/// not be made, and why; the process must then not start the program.
 pub(crate) fn enter(network: bool) -> Result<Namespaces, String> {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
@@ -29,16 +29,25 @@ pub(crate) fn enter(network: bool) -> Result<Namespaces, String> {
         pid: true,
         net: !network,
     };
-    if unshare(CloneFlags::CLONE_NEWUSER | isolated).is_ok() {
-        map_ids(uid, gid)?;
-        return Ok(set_up);
-    }
+    let with_user = match unshare(CloneFlags::CLONE_NEWUSER | isolated) {
+        Ok(()) => {
+            map_ids(uid, gid)?;
+            return Ok(set_up);
+        }
+        Err(errno) => errno,
+    };
     // Without user namespaces, a process with CAP_SYS_ADMIN (root outside a container)
     // can still have the others.
-    if unshare(isolated).is_ok() {
-        return Ok(set_up);
+    match unshare(isolated) {
+        Ok(()) => Ok(set_up),
+        Err(without_user) => Err(format!(
+            "this machine allows no new user namespace here ({}), and no {} namespace \
+             without one ({})",
+            with_user.desc(),
+            if network { "PID" } else { "PID or network" },
+            without_user.desc()
+        )),
     }
-    Ok(Namespaces::default())
 }
 
 /// Inside the new user namespace the program keeps its own user and group.

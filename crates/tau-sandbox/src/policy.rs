@@ -4,13 +4,17 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// `sandbox = "on" | "off"`: whether programs run in the sandbox. Off is the person's
-/// explicit choice; every question then says the program runs without one.
+/// `sandbox = "on" | "reduced" | "off"`: whether, and how, programs run in the sandbox.
+/// "reduced" and "off" are the person's explicit choice, and every question says so.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
+    /// Every layer, namespaces included; a program is refused where one is missing.
     #[default]
     On,
+    /// Landlock, seccomp and the launcher's process group, without namespaces: for a
+    /// machine that allows none. What it still guarantees is in the README.
+    Reduced,
     Off,
 }
 
@@ -71,6 +75,9 @@ pub(crate) struct Launch {
     /// Not readable at all (tau's home, its config file, `deny_read`).
     pub deny: Vec<PathBuf>,
     pub network: bool,
+    /// `sandbox = "reduced"`: no namespaces are entered, and the program may not leave its
+    /// process group (which is then how every process of it is stopped at once).
+    pub reduced: bool,
     /// Set by the first stage for the second: the program starts as pid 1 of a namespace
     /// of its own.
     #[serde(default)]
@@ -109,7 +116,7 @@ mod tests {
     }
 
     #[test]
-    fn the_mode_is_spelled_on_or_off() {
+    fn the_mode_is_spelled_on_reduced_or_off() {
         #[derive(Deserialize)]
         struct Holder {
             sandbox: SandboxMode,
@@ -117,6 +124,10 @@ mod tests {
         let parse = |text: &str| toml_like(text).map(|h: Holder| h.sandbox);
         assert_eq!(parse(r#"{"sandbox":"off"}"#), Some(SandboxMode::Off));
         assert_eq!(parse(r#"{"sandbox":"on"}"#), Some(SandboxMode::On));
+        assert_eq!(
+            parse(r#"{"sandbox":"reduced"}"#),
+            Some(SandboxMode::Reduced)
+        );
         assert_eq!(parse(r#"{"sandbox":false}"#), None);
         assert_eq!(parse(r#"{"sandbox":"Off"}"#), None);
     }

@@ -42,12 +42,6 @@ impl Layers {
         })
         .collect()
     }
-
-    /// Whether a command can run sandboxed (namespaces are optional).
-    pub fn enough(&self) -> bool {
-        matches!(self.landlock, Availability::Available { .. })
-            && matches!(self.seccomp, Availability::Available { .. })
-    }
 }
 
 /// Runs the probe in a child of tau (`launcher`: tau's executable).
@@ -78,13 +72,8 @@ pub async fn probe(launcher: &Path) -> Layers {
 /// The probe itself, in the throwaway process.
 pub(crate) fn probe_main() -> ExitCode {
     let namespaces = match namespaces::enter(false) {
-        Ok(set_up) if set_up.pid && set_up.net => Availability::Available {
+        Ok(_) => Availability::Available {
             detail: "user, network and PID".to_owned(),
-        },
-        Ok(_) => Availability::Missing {
-            reason: "this machine does not allow new PID and network namespaces here; \
-                     processes are then stopped by a subreaper and parent-death signals"
-                .to_owned(),
         },
         Err(reason) => Availability::Missing { reason },
     };
@@ -94,6 +83,7 @@ pub(crate) fn probe_main() -> ExitCode {
         writable: Vec::new(),
         deny: Vec::new(),
         network: false,
+        reduced: false,
         in_pid_namespace: false,
         in_net_namespace: false,
         stage_one: None,
@@ -104,7 +94,7 @@ pub(crate) fn probe_main() -> ExitCode {
         },
         Err(reason) => Availability::Missing { reason },
     };
-    let seccomp = match syscalls::restrict(false) {
+    let seccomp = match syscalls::restrict(false, false) {
         Ok(()) => Availability::Available {
             detail: "filter installed".to_owned(),
         },

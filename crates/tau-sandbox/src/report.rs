@@ -14,6 +14,8 @@ pub enum SandboxLayer {
     Seccomp,
     /// User, network and PID namespaces.
     Namespaces,
+    /// No capability and no way to gain one (root's included).
+    Privileges,
     /// tau's own start of the program.
     Launcher,
 }
@@ -25,6 +27,7 @@ impl SandboxLayer {
             Self::Landlock => "Landlock (the file rules)",
             Self::Seccomp => "seccomp (the system call filter)",
             Self::Namespaces => "the user, network and PID namespaces",
+            Self::Privileges => "the drop of every capability",
             Self::Launcher => "tau's sandbox launcher",
         }
     }

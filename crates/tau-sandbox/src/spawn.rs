@@ -28,29 +28,40 @@ pub enum Sandbox {
 }
 
 /// What every sandboxed start shares.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Confinement {
     /// tau's own executable, started again as the launcher.
     launcher: PathBuf,
     /// Nothing here may be read: tau's home, its config file, `deny_read`.
     deny: Vec<PathBuf>,
+    /// `sandbox = "reduced"`: without namespaces (see `SandboxMode::Reduced`).
+    reduced: bool,
 }
 
 /// What a sandboxed program may do, as a card says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Allowance {
     pub sandboxed: bool,
+    /// Sandboxed without namespaces (`sandbox = "reduced"`).
+    pub reduced: bool,
     pub network: bool,
 }
 
 impl Allowance {
     /// tau's words for it: `writes: workspace only · network: none`.
     pub fn describe(self) -> &'static str {
-        match (self.sandboxed, self.network) {
-            (false, _) => "runs without a sandbox",
-            (true, false) => "writes: workspace only · network: none",
-            (true, true) => "writes: workspace only · network: with network access",
+        match (self.sandboxed, self.reduced, self.network) {
+            (false, _, _) => "runs without a sandbox",
+            (true, false, false) => "writes: workspace only · network: none",
+            (true, false, true) => "writes: workspace only · network: with network access",
+            (true, true, false) => "reduced · writes: workspace only · network: none",
+            (true, true, true) => "reduced · writes: workspace only · network: with network access",
         }
+    }
+
+    /// Whether the card says it as a plain fact; anything that lets more out is a warning.
+    pub fn is_full(self) -> bool {
+        self.sandboxed && !self.reduced && !self.network
     }
 }
 
@@ -80,12 +91,26 @@ impl SandboxError {
 impl Sandbox {
     /// Programs confined, with `launcher` (tau's executable) as the launcher.
     pub fn on(launcher: PathBuf, deny: Vec<PathBuf>) -> Self {
-        Self::On(Arc::new(Confinement { launcher, deny }))
+        Self::On(Arc::new(Confinement {
+            launcher,
+            deny,
+            reduced: false,
+        }))
+    }
+
+    /// Programs confined without namespaces (`sandbox = "reduced"`).
+    pub fn reduced(launcher: PathBuf, deny: Vec<PathBuf>) -> Self {
+        Self::On(Arc::new(Confinement {
+            launcher,
+            deny,
+            reduced: true,
+        }))
     }
 
     pub fn allowance(&self, network: bool) -> Allowance {
         Allowance {
             sandboxed: matches!(self, Self::On(_)),
+            reduced: matches!(self, Self::On(confinement) if confinement.reduced),
             network,
         }
     }
@@ -109,11 +134,41 @@ pub struct Pending {
 #[derive(Debug)]
 pub struct Started {
     _temp: tempfile::TempDir,
+    /// tau's end of the report's pipe (a command's): closing it has the launcher stop the
+    /// program with everything it started.
+    lifeline: Option<Lifeline>,
     pub pid_namespace: bool,
     pub net_namespace: bool,
 }
 
+/// tau's end of a command's report pipe, held while the command runs.
+#[derive(Debug)]
+pub struct Lifeline {
+    _pipe: tokio::net::unix::pipe::Receiver,
+}
+
+impl Started {
+    /// tau's end of the report's pipe: dropping it has the launcher stop the command and
+    /// everything it started, all at once, then exit as if killed with SIGKILL. `None`
+    /// for an MCP server (its report came on its stderr) or once taken.
+    pub fn take_lifeline(&mut self) -> Option<Lifeline> {
+        self.lifeline.take()
+    }
+}
+
 impl Confinement {
+    /// The same, without namespaces (an MCP server's `sandbox = "reduced"`).
+    pub fn reduced(&self) -> Self {
+        Self {
+            reduced: true,
+            ..self.clone()
+        }
+    }
+
+    pub fn is_reduced(&self) -> bool {
+        self.reduced
+    }
+
     /// The command that starts `program` with `args` in the sandbox: read-write in
     /// `workspace` and a private temp dir (`TMPDIR`), with exactly `env` besides.
     /// `for_mcp`: stdin and stdout are the program's own (MCP speaks on them), so the
@@ -148,6 +203,7 @@ impl Confinement {
             writable,
             deny: self.deny.clone(),
             network,
+            reduced: self.reduced,
             in_pid_namespace: false,
             in_net_namespace: false,
             stage_one: None,
@@ -189,7 +245,9 @@ impl Pending {
         };
         let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(report)
             .map_err(SandboxError::Prepare)?;
-        self.started_on(&mut pipe).await
+        let mut started = self.started_on(&mut pipe).await?;
+        started.lifeline = Some(Lifeline { _pipe: pipe });
+        Ok(started)
     }
 
     /// Waits for the launcher's report on `stream` (an MCP server's stderr), reading
@@ -220,6 +278,7 @@ impl Pending {
                 ..
             }) => Ok(Started {
                 _temp: self.temp,
+                lifeline: None,
                 pid_namespace,
                 net_namespace,
             }),

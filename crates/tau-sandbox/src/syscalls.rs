@@ -2,7 +2,10 @@
 //! operations would pass this filter by), no BPF or perf events. Without network: no
 //! socket of any kind (a connected pair of Unix sockets, which reaches nothing outside, is
 //! still allowed), and no `connect`, `bind`, `listen` or `accept`. A denied call fails with
-//! `EPERM`; the program goes on and says what failed.
+//! `EPERM`; the program goes on and says what failed. With `sandbox = "reduced"` (no PID
+//! namespace) also no `setsid` or `setpgid`: the program and everything it starts stay in
+//! the process group the launcher made, which one `kill` stops whole, however fast its
+//! processes fork and exit.
 //!
 //! The filter checks the architecture first (another one is killed: a 32-bit system call
 //! would not be checked) and denies the x32 numbers of the same calls.
@@ -32,6 +35,9 @@ const ALWAYS_DENIED: [i64; 10] = [
     libc::SYS_kexec_load,
 ];
 
+/// Calls that would take a process out of the launcher's process group.
+const GROUP_CALLS: [i64; 2] = [libc::SYS_setsid, libc::SYS_setpgid];
+
 /// Calls only a program with network makes.
 const NETWORK_CALLS: [i64; 6] = [
     libc::SYS_socket,
@@ -55,9 +61,12 @@ fn arch() -> Result<TargetArch, String> {
 }
 
 /// The filter's rules: each listed call is denied (with its conditions, when it has some).
-fn rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+fn rules(network: bool, reduced: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
     let mut denied: Vec<(i64, Vec<SeccompRule>)> =
         ALWAYS_DENIED.iter().map(|nr| (*nr, Vec::new())).collect();
+    if reduced {
+        denied.extend(GROUP_CALLS.iter().map(|nr| (*nr, Vec::new())));
+    }
     if !network {
         denied.extend(NETWORK_CALLS.iter().map(|nr| (*nr, Vec::new())));
         // A socketpair reaches nothing outside; only the Unix kind is made.
@@ -85,9 +94,9 @@ fn rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
 }
 
 /// The compiled filter.
-pub(crate) fn filter(network: bool) -> Result<BpfProgram, String> {
+pub(crate) fn filter(network: bool, reduced: bool) -> Result<BpfProgram, String> {
     let filter = SeccompFilter::new(
-        rules(network)?,
+        rules(network, reduced)?,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
         arch()?,
@@ -99,8 +108,8 @@ pub(crate) fn filter(network: bool) -> Result<BpfProgram, String> {
 }
 
 /// Installs the filter on this process, for good.
-pub(crate) fn restrict(network: bool) -> Result<(), String> {
-    let program = filter(network)?;
+pub(crate) fn restrict(network: bool, reduced: bool) -> Result<(), String> {
+    let program = filter(network, reduced)?;
     seccompiler::apply_filter(&program).map_err(|e| e.to_string())
 }
 
@@ -111,8 +120,8 @@ mod tests {
 
     #[test]
     fn without_network_every_socket_call_is_denied_with_network_none_is() {
-        let without = rules(false).unwrap();
-        let with = rules(true).unwrap();
+        let without = rules(false, false).unwrap();
+        let with = rules(true, false).unwrap();
         for nr in NETWORK_CALLS {
             assert_eq!(without.get(&nr).map(Vec::len), Some(0), "{nr}");
             assert!(!with.contains_key(&nr), "{nr}");
@@ -126,14 +135,28 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_x32_numbers_are_denied_too() {
-        let without = rules(false).unwrap();
+        let without = rules(false, true).unwrap();
         assert!(without.contains_key(&(libc::SYS_socket | X32_BIT)));
+        assert!(without.contains_key(&(libc::SYS_setsid | X32_BIT)));
         assert!(without.contains_key(&(libc::SYS_keyctl | X32_BIT)));
     }
 
     #[test]
+    fn only_the_reduced_sandbox_keeps_the_program_in_its_process_group() {
+        for network in [false, true] {
+            let reduced = rules(network, true).unwrap();
+            let full = rules(network, false).unwrap();
+            for nr in GROUP_CALLS {
+                assert_eq!(reduced.get(&nr).map(Vec::len), Some(0), "{nr}");
+                assert!(!full.contains_key(&nr), "{nr}");
+            }
+        }
+    }
+
+    #[test]
     fn the_filter_compiles() {
-        assert!(!filter(false).unwrap().is_empty());
-        assert!(!filter(true).unwrap().is_empty());
+        for (network, reduced) in [(false, false), (true, false), (false, true), (true, true)] {
+            assert!(!filter(network, reduced).unwrap().is_empty());
+        }
     }
 }

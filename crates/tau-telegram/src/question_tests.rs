@@ -118,6 +118,17 @@ fn tau_s_card_is_in_the_question_and_a_long_detail_is_offered_whole() {
     );
 }
 
+/// The text is tau-sandbox's for `sandbox = "reduced"`.
+#[test]
+fn the_reduced_sandbox_is_a_warning_in_the_question() {
+    let mut a = asked(json!({"command": "make test"}));
+    a.card.push(tau_core::CardNote::warning(
+        "sandbox",
+        "reduced · writes: workspace only · network: none",
+    ));
+    insta::assert_snapshot!(shown(question(&a, Language::En, &TimeZone::UTC)));
+}
+
 #[test]
 fn what_the_model_wrote_cannot_add_markup_or_hide_text() {
     let mut a = asked(json!({

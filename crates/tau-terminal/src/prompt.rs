@@ -284,6 +284,21 @@ mod tests {
         insta::assert_snapshot!(prompt);
     }
 
+    /// The text is tau-sandbox's for `sandbox = "reduced"`.
+    #[test]
+    fn the_reduced_sandbox_is_a_warning_on_the_card() {
+        let mut r = request(
+            json!({"command": "make test"}),
+            "runs a shell command in the workspace — code the agent wrote",
+        );
+        r.tool = "run_command".into();
+        r.card.push(tau_core::CardNote::warning(
+            "sandbox",
+            "reduced · writes: workspace only · network: none",
+        ));
+        insta::assert_snapshot!(render_prompt(&r, Language::En, 80));
+    }
+
     #[test]
     fn a_command_padded_with_20000_spaces_shows_whole_at_80_columns() {
         let command = format!(

@@ -22,7 +22,7 @@ pub(crate) struct CommandCard {
 /// The sandbox's line: a fact while the sandbox holds, a warning where it lets more out.
 pub(crate) fn sandbox_note(sandbox: &Sandbox, network: bool) -> CardNote {
     let allowance = sandbox.allowance(network);
-    if allowance.sandboxed && !network {
+    if allowance.is_full() {
         CardNote::info(SANDBOX_LABEL, allowance.describe())
     } else {
         CardNote::warning(SANDBOX_LABEL, allowance.describe())
@@ -255,9 +255,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let on = writer_in(dir.path(), sandbox_on());
         let off = writer_in(dir.path(), Sandbox::Off);
+        let reduced = writer_in(
+            dir.path(),
+            Sandbox::reduced("/proc/self/exe".into(), Vec::new()),
+        );
         let arguments = json!({"command": "ls"});
         let with_network = json!({"command": "ls", "network": true});
         let cases = [
+            // Made reduced while the question waited: what was shown no longer holds.
+            (
+                &on,
+                &reduced,
+                &arguments,
+                Some("writes: workspace only · network: none"),
+                "reduced · writes: workspace only · network: none",
+            ),
             (
                 &on,
                 &off,
@@ -319,6 +331,28 @@ mod tests {
              run with \"runs without a sandbox\" (tau's configuration changed since). Ask the \
              user again if it is still needed."
         );
+    }
+
+    #[test]
+    fn the_reduced_sandbox_is_a_warning_on_every_card() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = writer_in(
+            dir.path(),
+            Sandbox::reduced("/proc/self/exe".into(), Vec::new()),
+        );
+        for (arguments, text) in [
+            (
+                json!({"command": "ls"}),
+                "reduced · writes: workspace only · network: none",
+            ),
+            (
+                json!({"command": "ls", "network": true}),
+                "reduced · writes: workspace only · network: with network access",
+            ),
+        ] {
+            let card = card_for(&writer, &arguments);
+            assert_eq!(card.notes, vec![CardNote::warning("sandbox", text)]);
+        }
     }
 
     #[test]

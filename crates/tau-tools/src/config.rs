@@ -92,7 +92,9 @@ pub struct CommandConfig {
     pub env: Vec<String>,
     /// `"on"`: every command runs in the sandbox (writes only in the workspace, reads none
     /// of tau's files nor `deny_read`, no network unless the call asks, nothing left
-    /// running). `"off"`: with everything the person's account has; every question says so.
+    /// running), refused where namespaces are missing. `"reduced"`: the same without
+    /// namespaces, for a machine that has none. `"off"`: with everything the person's
+    /// account has. Every question says which.
     pub sandbox: SandboxMode,
     /// Paths a sandboxed command may not read at all (`~` is the person's home), besides
     /// tau's home and its config file.

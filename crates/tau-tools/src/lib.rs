@@ -38,7 +38,7 @@ mod race_tests;
 use std::sync::Arc;
 
 use tau_agent::SharedTool;
-use tau_core::CardWriter;
+use tau_core::{CardWriter, EventBus};
 use tau_sandbox::Sandbox;
 
 pub use config::{ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError};
@@ -85,6 +85,16 @@ pub fn builtins(
     env: &dyn Fn(&str) -> Option<String>,
     sandbox: Sandbox,
 ) -> Result<Builtins, ToolsConfigError> {
+    audited_builtins(config, env, sandbox, None)
+}
+
+/// [`builtins`], with `events` told (an `error` line) of each command the sandbox refused.
+pub fn audited_builtins(
+    config: &ToolsConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    sandbox: Sandbox,
+    events: Option<EventBus>,
+) -> Result<Builtins, ToolsConfigError> {
     config.validate()?;
     let workspace = Workspace::open(&config.workspace)?;
     let time = TimeSource::from_config(&config.clock)?;
@@ -103,7 +113,8 @@ pub fn builtins(
                 tau_core::child_env(&config.command.env, env),
                 sandbox.clone(),
             )
-            .recording(Arc::clone(&written)),
+            .recording(Arc::clone(&written))
+            .reporting(events),
         ),
         Arc::new(MqttPublish::new(broker)),
     ];

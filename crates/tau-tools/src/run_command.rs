@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::{TauToolSpec, Tier};
-use tau_sandbox::{Sandbox, SandboxError, Started};
+use tau_core::{AuditEvent, ErrorSite, EventBus, TauToolSpec, Tier};
+use tau_sandbox::{Sandbox, SandboxError, SandboxLayer, Started};
 use tokio::process::Command;
 
 use crate::args;
@@ -66,10 +66,15 @@ fn check_pins(workspace: &Workspace, pins: &[Pin]) -> Result<(), String> {
 
 /// What the model reads when the sandbox could not be set up: the command did not run.
 pub(crate) fn sandbox_refused_text(error: &SandboxError) -> String {
+    let instead = if error.layer() == SandboxLayer::Namespaces {
+        "`sandbox = \"reduced\"` under [tools.command] in tau.toml runs commands without \
+         namespaces (a weaker sandbox), `sandbox = \"off\"` without a sandbox"
+    } else {
+        "`sandbox = \"off\"` under [tools.command] in tau.toml runs commands without a sandbox"
+    };
     format!(
         "the command did not run: the sandbox could not be set up ({error}). `tau doctor` shows \
-         what this machine has; `sandbox = \"off\"` under [tools.command] in tau.toml runs \
-         commands without a sandbox"
+         what this machine has; {instead}"
     )
 }
 
@@ -83,6 +88,8 @@ pub(crate) struct RunCommand {
     sandbox: Sandbox,
     /// The files tau's file tools wrote, and what questions showed of them.
     written: Arc<Written>,
+    /// Told of each command the sandbox refused (an `error` line in the audit log).
+    events: Option<EventBus>,
 }
 
 #[derive(Deserialize)]
@@ -151,7 +158,29 @@ impl RunCommand {
             env,
             sandbox,
             written: Arc::default(),
+            events: None,
         }
+    }
+
+    /// Tells `events` of each command the sandbox refused.
+    pub(crate) fn reporting(mut self, events: Option<EventBus>) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// The refusal as the model reads it, and as an `error` line in the audit log.
+    fn refused(&self, error: &SandboxError, context: &ToolContext) -> ToolError {
+        tracing::warn!(%error, "a command was refused: the sandbox could not be set up");
+        let text = sandbox_refused_text(error);
+        if let Some(events) = &self.events {
+            events.emit(&AuditEvent::error(
+                ErrorSite::Sandbox,
+                text.clone(),
+                Some("run_command"),
+                Some(context.tool_use_id()),
+            ));
+        }
+        ToolError::new(text)
     }
 
     /// Checks the files its questions showed against `written`.
@@ -214,6 +243,7 @@ impl RunCommand {
     /// Waits for the sandbox to report that the command started; a refusal (or a cancel
     /// meanwhile) is the call's error, and the command never ran.
     async fn sandbox_started(
+        &self,
         pending: Option<tau_sandbox::Pending>,
         context: &ToolContext,
     ) -> Result<Option<Started>, ToolError> {
@@ -226,10 +256,7 @@ impl RunCommand {
         };
         match outcome {
             Ok(started) => Ok(Some(started)),
-            Err(error) => {
-                tracing::warn!(%error, "a command was refused: the sandbox could not be set up");
-                Err(ToolError::new(sandbox_refused_text(&error)))
-            }
+            Err(error) => Err(self.refused(&error, context)),
         }
     }
 }
@@ -265,19 +292,20 @@ impl Tool for RunCommand {
         }
         let (mut process, pending) = self
             .command(&command, network)
-            .map_err(|error| ToolError::new(sandbox_refused_text(&error)))?;
+            .map_err(|error| self.refused(&error, &context))?;
         let mut running =
             Running::start(&mut process).map_err(|error| ToolError::new(error.to_string()))?;
         // tau keeps no writer of the launcher's report: its end is the launcher's to close.
         drop(process);
         // Held to the end: the command's private temp dir goes with it.
-        let _started = match Self::sandbox_started(pending, &context).await {
+        let mut started = match self.sandbox_started(pending, &context).await {
             Ok(started) => started,
             Err(error) => {
                 running.end().await;
                 return Err(error);
             }
         };
+        running.hold(started.as_mut().and_then(Started::take_lifeline));
         let limit = self.limits.output_limit_bytes;
         let mut stdout = Capture::new(Stream::Stdout, limit);
         let mut stderr = Capture::new(Stream::Stderr, limit);

@@ -162,10 +162,12 @@ impl Context {
             .map(PathBuf::from);
         // `/proc/self/exe`, not the path tau was started by: a rebuilt or moved binary
         // would launch something else.
-        Sandbox::on(
-            PathBuf::from("/proc/self/exe"),
-            command.denied_paths(person.as_deref(), &protected),
-        )
+        let launcher = PathBuf::from("/proc/self/exe");
+        let deny = command.denied_paths(person.as_deref(), &protected);
+        match command.sandbox {
+            SandboxMode::Reduced => Sandbox::reduced(launcher, deny),
+            SandboxMode::On | SandboxMode::Off => Sandbox::on(launcher, deny),
+        }
     }
 
     /// The routines, switches and runs in `state.db`.
@@ -179,8 +181,13 @@ impl Context {
     /// refused first.
     pub(crate) async fn catalog(&self) -> anyhow::Result<Tools> {
         self.check_workspace()?;
-        let builtins = tau_tools::builtins(&self.loaded.config.tools, &*self.env, self.sandbox())
-            .map_err(|e| usage(e.to_string()))?;
+        let builtins = tau_tools::audited_builtins(
+            &self.loaded.config.tools,
+            &*self.env,
+            self.sandbox(),
+            Some(self.events.clone()),
+        )
+        .map_err(|e| usage(e.to_string()))?;
         let mut catalog = ToolCatalog::new();
         // Every tier-2 question flags the words of its arguments a reader could misread.
         catalog.add_card_writer(Arc::new(tau_core::LookalikeWriter));

@@ -68,27 +68,41 @@ pub(crate) async fn run(ctx: &Context, config_error: Option<&anyhow::Error>) -> 
 
 async fn sandbox(ctx: &Context) -> (String, Vec<Row>) {
     let layers = tau_sandbox::probe(Path::new("/proc/self/exe")).await;
-    let on = matches!(ctx.sandbox(), Sandbox::On(_));
-    let title = if on {
-        "sandbox for commands and MCP servers ([tools.command] sandbox = \"on\")"
-    } else {
-        "sandbox: off ([tools.command] sandbox = \"off\"): commands run without a sandbox"
+    let (on, reduced) = match ctx.sandbox() {
+        Sandbox::On(confinement) => (true, confinement.is_reduced()),
+        Sandbox::Off => (false, false),
+    };
+    let title = match (on, reduced) {
+        (true, false) => "sandbox for commands and MCP servers ([tools.command] sandbox = \"on\")",
+        (true, true) => {
+            "sandbox for commands and MCP servers, reduced ([tools.command] sandbox = \
+             \"reduced\"): without namespaces"
+        }
+        (false, _) => {
+            "sandbox: off ([tools.command] sandbox = \"off\"): commands run without a sandbox"
+        }
     };
     let rows = layers
         .rows()
         .into_iter()
         .map(|(name, available, detail)| {
-            // Namespaces are optional: without them the other layers still hold.
-            let mark = match (available, name) {
-                (true, _) => "ok",
-                (false, "namespaces") => "--",
-                (false, _) if on => "no",
-                (false, _) => "--",
+            let namespaces = name == "namespaces";
+            // "reduced" does without namespaces; "on" refuses every command without them.
+            let mark = match available {
+                true => "ok",
+                false if on && !(namespaces && reduced) => "no",
+                false => "--",
             };
-            let detail = if available {
-                format!("available: {detail}")
-            } else {
-                format!("not available: {detail}")
+            let detail = match (available, namespaces && on && !reduced) {
+                (true, _) if namespaces && reduced => {
+                    format!("available: {detail} (not used: sandbox = \"reduced\")")
+                }
+                (true, _) => format!("available: {detail}"),
+                (false, true) => format!(
+                    "not available: {detail}; every command is refused. `sandbox = \
+                     \"reduced\"` under [tools.command] runs them without namespaces"
+                ),
+                (false, false) => format!("not available: {detail}"),
             };
             Row::new(mark, name, detail)
         })

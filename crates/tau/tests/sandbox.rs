@@ -189,8 +189,8 @@ fn a_missing_layer_refuses_the_call_and_names_it() {
 }
 
 #[test]
-fn without_namespaces_the_other_layers_still_hold() {
-    let probe = Probe::new(User::Invoker, true, "").without(Without::Namespaces);
+fn without_namespaces_the_reduced_sandbox_s_other_layers_still_hold() {
+    let probe = Probe::in_mode(User::Invoker, "reduced", "").without(Without::Namespaces);
     let outside = probe.outside();
     let command = format!(
         "echo $$ > pid; touch {}/x; bash -c 'echo > /dev/tcp/127.0.0.1/9'; echo done",
@@ -239,8 +239,9 @@ fn doctor_lists_each_layer_and_says_which_is_missing() {
         "{}",
         run.stdout
     );
+    // Every command would be refused (see `sandbox_reduced.rs`).
     let probe = Probe::new(User::Invoker, true, "").without(Without::Namespaces);
     let run = doctor(&probe);
-    assert_eq!(run.code, 0, "{}", run.stdout);
-    assert!(run.stdout.contains("  --  namespaces   not available: "));
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("  no  namespaces   not available: "));
 }

@@ -59,6 +59,13 @@ impl Connection {
     pub(crate) fn sandboxed(&self) -> bool {
         self.sandbox.is_some()
     }
+
+    /// Whether it runs in the sandbox without namespaces (`sandbox = "reduced"`).
+    pub(crate) fn reduced(&self) -> bool {
+        self.sandbox
+            .as_ref()
+            .is_some_and(|started| !started.pid_namespace)
+    }
 }
 
 /// Connects to `server` and lists its tools, all within `timeout`.
@@ -97,10 +104,17 @@ pub(crate) async fn connect(
 
 /// Why a server was not started: the sandbox could not be set up.
 fn sandbox_refused_text(server: &str, error: &tau_sandbox::SandboxError) -> String {
+    let instead = if error.layer() == tau_sandbox::SandboxLayer::Namespaces {
+        format!(
+            "`sandbox = \"reduced\"` under [mcp.servers.{server}] starts it without namespaces \
+             (a weaker sandbox), `sandbox = \"off\"` without one"
+        )
+    } else {
+        format!("`sandbox = \"off\"` under [mcp.servers.{server}] starts it without one")
+    };
     format!(
         "was not started: the sandbox could not be set up ({error}); `tau doctor` shows what \
-         this machine has, and `sandbox = \"off\"` under [mcp.servers.{server}] starts it \
-         without one"
+         this machine has, and {instead}"
     )
 }
 
@@ -144,7 +158,17 @@ async fn start(
             let program_found = ServerProgram::new(program, args, values, pass_env, env)
                 .map_err(|e| failed(format!("cannot start {program:?}: {e}")))?;
             let (command, pending) = match (&place.sandbox, sandbox, program_found.server()) {
-                (Sandbox::On(confinement), SandboxMode::On, Some((found, rest))) => {
+                (
+                    Sandbox::On(confinement),
+                    mode @ (SandboxMode::On | SandboxMode::Reduced),
+                    Some((found, rest)),
+                ) => {
+                    // The server's own "reduced" weakens tau's "on" for it alone.
+                    let confinement = if *mode == SandboxMode::Reduced {
+                        Arc::new(confinement.reduced())
+                    } else {
+                        Arc::clone(confinement)
+                    };
                     // The launcher gives it a session of its own, like `setsid` does.
                     let prepared = confinement
                         .command(
@@ -166,9 +190,7 @@ async fn start(
                         .kill_on_drop(true);
                     (command, Some(prepared.pending))
                 }
-                (Sandbox::On(_) | Sandbox::Off, SandboxMode::On | SandboxMode::Off, _) => {
-                    (program_found.command(), None)
-                }
+                (Sandbox::On(_) | Sandbox::Off, _, _) => (program_found.command(), None),
             };
             let (transport, stderr) = TokioChildProcess::builder(command)
                 .stderr(Stdio::piped())

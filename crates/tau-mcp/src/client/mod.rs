@@ -42,7 +42,7 @@ impl McpTools {
         Arc::new(move |tool: &str, _arguments: &Value, card: &mut CallCard| {
             if let Some((server, allowance)) = programs.get(tool) {
                 let text = format!("the MCP server {server}: {}", allowance.describe());
-                card.push(if allowance.sandboxed && !allowance.network {
+                card.push(if allowance.is_full() {
                     CardNote::info("sandbox", text)
                 } else {
                     CardNote::warning("sandbox", text)
@@ -181,6 +181,7 @@ fn adopt_tools(
         if entry.command.is_some() {
             let allowance = Allowance {
                 sandboxed: connection.sandboxed(),
+                reduced: connection.reduced(),
                 network: entry.network,
             };
             out.programs.insert(name, (server.to_owned(), allowance));

@@ -1,10 +1,16 @@
 //! A running command: its run to the end, the timeout or a cancelled turn, then every
 //! process it started stopped, so nothing outlives the call.
+//!
+//! A sandboxed command is stopped by its launcher first: tau closes its end of the
+//! launcher's report pipe, and the launcher kills the command's process group at once
+//! (which no process forking and exiting slips past) and everything below it, then exits.
+//! tau's own sweep (`tree`) follows for whatever is left.
 
 use std::process::ExitStatus;
 use std::time::Duration;
 
 use tau_agent::ToolContext;
+use tau_sandbox::Lifeline;
 use tokio::process::{Child, Command};
 
 use super::output::Capture;
@@ -15,6 +21,11 @@ use super::tree::{self, Root, StartError};
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
 /// How long a dropped call waits for the killed shell to be reaped through tokio.
 const DROP_REAP_WAIT: Duration = Duration::from_millis(200);
+/// How long a launcher has to stop its command and exit: one kill, then rounds of at most
+/// two seconds for what left the group.
+const LAUNCHER_STOP_WAIT: Duration = Duration::from_secs(3);
+/// The same for a dropped call, which blocks meanwhile; the sweep on a thread follows.
+const DROP_STOP_WAIT: Duration = Duration::from_millis(500);
 
 /// How the wait for a command ended.
 pub(crate) enum Ending {
@@ -28,6 +39,8 @@ pub(crate) enum Ending {
 pub(crate) struct Running {
     child: Child,
     root: Root,
+    /// A sandboxed command's launcher stops it whole when this is dropped.
+    lifeline: Option<Lifeline>,
     stopped: bool,
     finished: bool,
 }
@@ -38,13 +51,22 @@ impl Running {
         Ok(Self {
             child,
             root,
+            lifeline: None,
             stopped: false,
             finished: false,
         })
     }
 
+    /// Keeps tau's end of the launcher's report pipe until the command is stopped.
+    pub(crate) fn hold(&mut self, lifeline: Option<Lifeline>) {
+        self.lifeline = lifeline;
+    }
+
     /// Stops every process of the command; the shell is reaped by `wait`.
     async fn stop_all(&mut self) {
+        if self.lifeline.take().is_some() {
+            let _ = tokio::time::timeout(LAUNCHER_STOP_WAIT, self.child.wait()).await;
+        }
         let root = self.root;
         let stopping = tokio::task::spawn_blocking(move || tree::stop_all(root));
         if stopping.await.is_err() {
@@ -77,17 +99,15 @@ impl Drop for Running {
         if self.finished {
             return;
         }
-        // Dropped mid-run (the caller went away): kill the shell and reap it through tokio,
-        // so its pid is never mistaken for an orphan; the rest is stopped on a thread.
-        let _ = self.child.start_kill();
-        let deadline = std::time::Instant::now() + DROP_REAP_WAIT;
-        let reaped = loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => break true,
-                Ok(None) if std::time::Instant::now() >= deadline => break false,
-                Ok(None) => std::thread::sleep(Duration::from_millis(1)),
-            }
-        };
+        // Dropped mid-run (the caller went away): have the launcher stop everything, else
+        // kill the shell, and reap it through tokio, so its pid is never mistaken for an
+        // orphan; the rest is stopped on a thread.
+        let asked = self.lifeline.take().is_some();
+        let mut reaped = asked && self.reaped_within(DROP_STOP_WAIT);
+        if !reaped {
+            let _ = self.child.start_kill();
+            reaped = self.reaped_within(DROP_REAP_WAIT);
+        }
         let root = self.root;
         let stopped = self.stopped;
         std::thread::spawn(move || {
@@ -96,6 +116,20 @@ impl Drop for Running {
             }
             tree::finish(root, reaped);
         });
+    }
+}
+
+impl Running {
+    /// Whether the shell (or launcher) was reaped within `wait`; blocks meanwhile.
+    fn reaped_within(&mut self, wait: Duration) -> bool {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => return true,
+                Ok(None) if std::time::Instant::now() >= deadline => return false,
+                Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
     }
 }
 

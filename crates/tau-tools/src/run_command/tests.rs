@@ -375,6 +375,34 @@ fn the_file_changed_texts_are_byte_exact() {
     );
 }
 
+#[test]
+fn the_sandbox_refused_texts_are_byte_exact() {
+    use tau_sandbox::{Refusal, SandboxError, SandboxLayer};
+    let refused = |layer, reason: &str| {
+        sandbox_refused_text(&SandboxError::Refused(Refusal {
+            layer,
+            reason: reason.to_owned(),
+        }))
+    };
+    assert_eq!(
+        refused(SandboxLayer::Namespaces, "none here"),
+        "the command did not run: the sandbox could not be set up (the user, network and PID \
+         namespaces could not be set up: none here). `tau doctor` shows what this machine has; \
+         `sandbox = \"reduced\"` under [tools.command] in tau.toml runs commands without \
+         namespaces (a weaker sandbox), `sandbox = \"off\"` without a sandbox"
+    );
+    assert_eq!(
+        refused(
+            SandboxLayer::Privileges,
+            "capability 21 is still in the bounding set"
+        ),
+        "the command did not run: the sandbox could not be set up (the drop of every \
+         capability could not be set up: capability 21 is still in the bounding set). `tau \
+         doctor` shows what this machine has; `sandbox = \"off\"` under [tools.command] in \
+         tau.toml runs commands without a sandbox"
+    );
+}
+
 /// A stored question's card, handed to a tau that wrote nothing (it restarted): the
 /// pins it brings back hold the call as the first process's would have.
 #[tokio::test]

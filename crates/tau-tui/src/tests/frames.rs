@@ -68,6 +68,30 @@ fn card_with_tau_s_headline_and_notes() {
     insta::assert_snapshot!(shown);
 }
 
+/// The text is tau-sandbox's for `sandbox = "reduced"`.
+#[test]
+fn card_of_a_command_in_the_reduced_sandbox() {
+    let mut app = app(Language::En);
+    app.turn_started("run the tests");
+    let arguments = command("make test");
+    app.event(&started(
+        "t1",
+        "run_command",
+        Some(Tier::Physical),
+        arguments.clone(),
+    ));
+    let mut event = requested("ap_1", "t1", "run_command", EFFECT, arguments, None);
+    if let ChannelEvent::ApprovalRequested(question) = &mut event {
+        question.card.push(tau_core::CardNote::warning(
+            "sandbox",
+            "reduced · writes: workspace only · network: none",
+        ));
+    }
+    app.event(&event);
+    settle_card(&mut app);
+    insta::assert_snapshot!(both(&mut app));
+}
+
 #[test]
 fn card_during_its_guard_time_shows_no_answer_keys() {
     let mut app = with_card(Language::En, command("ls -la"), None);

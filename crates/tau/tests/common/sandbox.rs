@@ -73,8 +73,12 @@ impl Outcome {
 impl Probe {
     /// A fresh home; `[tools.command] sandbox` on or off, and `extra` config lines.
     pub fn new(user: User, sandbox: bool, extra: &str) -> Self {
+        Self::in_mode(user, if sandbox { "on" } else { "off" }, extra)
+    }
+
+    /// A fresh home; `[tools.command] sandbox = "{mode}"`, and `extra` config lines.
+    pub fn in_mode(user: User, mode: &str, extra: &str) -> Self {
         let tau = Tau::new();
-        let mode = if sandbox { "on" } else { "off" };
         let config = tau.config(&format!("[tools.command]\nsandbox = \"{mode}\"\n{extra}"));
         std::fs::create_dir_all(tau.workspace()).unwrap();
         // As tau makes it.
