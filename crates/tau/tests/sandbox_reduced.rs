@@ -208,7 +208,7 @@ fn taubar_s_question_says_the_sandbox_is_reduced_and_the_command_runs_after_the_
     let row = serve.ask(&session, "make a file");
     insta::assert_json_snapshot!("taubar_card_reduced", row["card"]);
     let id = row["id"].as_str().unwrap();
-    let approved = serve.post(&format!("/api/approvals/{id}"), r#"{"decision":"approve"}"#);
+    let approved = serve.approve(id);
     assert_eq!(approved.status, 200, "{approved:?}");
     serve.until_answered(&session, "Done.");
     assert_eq!(tau.proof().as_deref(), Some("made\n"));
