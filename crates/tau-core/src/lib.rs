@@ -78,7 +78,7 @@ pub use stored_call::{StoredAnswers, stored_gated_call};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
     Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, GrantSuggestion,
-    NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock, SessionId, ShownFile, StopReason, Tier,
+    MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock, SessionId, ShownFile, StopReason, Tier,
     TierError, TreeError, TurnUsage, WorkspaceTree, shown_lines,
 };
 pub use turn::{

@@ -17,6 +17,7 @@ use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
 use tau_state::StateDb;
 use tau_web::{REMOTE_RISK, WebChannel, WebError};
 
+use crate::audit::grants::AuditGrants;
 use crate::audit::history::AuditHistory;
 use crate::audit::witness::Witness;
 use crate::audit::{AuditLog, SessionAudit};
@@ -97,6 +98,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         sessions: state.clone(),
         audit: Arc::clone(&audit),
         history: Arc::new(AuditHistory::new(ctx.home.audit_log())),
+        ledger: Arc::new(AuditGrants::new(ctx.home.audit_log(), state.clone())),
     });
     let hub = Hub::open(
         state.clone(),
@@ -290,6 +292,8 @@ struct Factory {
     audit: Arc<AuditLog>,
     /// A person's approvals read back from the log, shared by every conversation.
     history: Arc<AuditHistory>,
+    /// What the log records of grants, read on as it grows, shared likewise.
+    ledger: Arc<AuditGrants>,
 }
 
 /// The model one stored conversation talks to. The one place a per-session model (a
@@ -364,6 +368,7 @@ impl SessionFactory for Factory {
                     person,
                     hours: self.config.approval.grant_hours,
                     history: Some(Arc::clone(&self.history) as _),
+                    ledger: Arc::clone(&self.ledger) as _,
                 });
         let agent = build_agent(AgentParts {
             config: self.config.clone(),

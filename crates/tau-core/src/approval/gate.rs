@@ -600,27 +600,6 @@ impl TierGate {
         Ok(card)
     }
 
-    /// The grant this question offers, worked out on the card as the tools wrote it; then
-    /// the gate's own notes go on the card: why a grant did not cover the call (`notes`),
-    /// why none is offered.
-    pub(super) fn offer_on(
-        &self,
-        tool: &str,
-        arguments: &Value,
-        card: &mut CallCard,
-        notes: Vec<CardNote>,
-    ) -> Option<tau_protocol::GrantOffer> {
-        let offer = self.grant_offer(tool, arguments, card);
-        card.notes.extend(notes);
-        match offer {
-            Ok(offer) => offer,
-            Err(note) => {
-                card.notes.push(note);
-                None
-            }
-        }
-    }
-
     /// The name of the first exemption that returns exactly `Ok(true)`.
     fn exempting(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Option<String> {
         let exemptions: Vec<_> = self

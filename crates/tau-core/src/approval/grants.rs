@@ -233,6 +233,27 @@ impl TierGate {
         }))
     }
 
+    /// The grant this question offers, worked out on the card as the tools wrote it; then
+    /// the gate's own notes go on the card: why a grant did not cover the call (`notes`),
+    /// why none is offered.
+    pub(super) fn offer_on(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        card: &mut CallCard,
+        notes: Vec<CardNote>,
+    ) -> Option<tau_protocol::GrantOffer> {
+        let offer = self.grant_offer(tool, arguments, card);
+        card.notes.extend(notes);
+        match offer {
+            Ok(offer) => offer,
+            Err(note) => {
+                card.notes.push(note);
+                None
+            }
+        }
+    }
+
     /// Makes the grant a person asked for with their yes to `request`, exactly as the
     /// question offered it; writes `grant_created`. `None` (with an `error` line) when
     /// the question offered none, the request is out of bounds or the store failed: the
