@@ -214,6 +214,15 @@ fn announce(
             refused.why
         ));
     }
+    for refused in &recovery.refused_grants {
+        out.push_str(&format!(
+            "tau serve: grant {} ({} {}) refused, never used: {}\n",
+            refused.grant.id,
+            tau_core::display(&refused.grant.tool),
+            tau_core::display(&tau_core::sorted_json(&refused.grant.arguments)),
+            refused.why
+        ));
+    }
     if recovery.uncertain > 0 {
         out.push_str(&format!(
             "tau serve: {} approved call(s) were running when tau stopped: they may or may not have run, and are not run again\n",
@@ -337,6 +346,10 @@ impl SessionFactory for Factory {
     fn recorded_answers(&self) -> Result<Vec<tau_state::RecordedAnswer>, OpenError> {
         crate::audit::recorded_answers(&self.home.audit_log())
             .map_err(|e| OpenError(format!("cannot read the audit log: {e}")))
+    }
+
+    fn grant_ledger(&self) -> Option<Arc<dyn tau_core::GrantLedger>> {
+        Some(Arc::clone(&self.ledger) as _)
     }
 
     fn events(&self, session: &SessionId) -> EventBus {
