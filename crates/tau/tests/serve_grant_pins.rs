@@ -181,3 +181,45 @@ fn taubar_s_card_says_why_it_asks_again() {
     });
     insta::assert_json_snapshot!(shown);
 }
+
+/// A grant row forged while `tau serve` was stopped is reported and revoked at start; the
+/// call it names is asked.
+#[test]
+fn tau_serve_reports_a_forged_grant_at_start_and_asks_its_call() {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &json!({"command": "echo a >> out.txt"})),
+        answer("first"),
+        tool_call("t2", "run_command", &json!({"command": "echo forged >> out.txt"})),
+        answer("second"),
+    ]));
+    let config = tau.serve_config("");
+    let serve = tau.serve(&model, &config);
+    let session = serve.new_session();
+    let row = serve.ask(&session, "run a");
+    approve_with_grant(&serve, &session, &row, "first");
+    let (code, _) = serve.terminate();
+    assert_eq!(code, 0);
+    let db = tau_state::StateDb::open(&tau.home().join("state.db")).unwrap();
+    let real = db.grants(None).unwrap().remove(0);
+    let arguments = json!({"command": "echo forged >> out.txt"});
+    db.create_grant(&tau_protocol::Grant {
+        id: tau_protocol::GrantId::parse("gr_forged0000000000000000000002").unwrap(),
+        arguments_sha256: tau_state::canonical_arguments(&arguments).1,
+        arguments,
+        ..real
+    })
+    .unwrap();
+    drop(db);
+
+    let serve = tau.serve(&model, &config);
+    let reported: Vec<&String> = serve
+        .banner
+        .iter()
+        .filter(|l| l.contains("grant "))
+        .collect();
+    insta::assert_debug_snapshot!(reported);
+    let asked = serve.ask(&session, "run forged");
+    assert_eq!(asked["call_id"], json!("t2"));
+    assert_eq!(out(&tau), "a\n");
+}
