@@ -48,8 +48,8 @@ mod turn;
 
 pub use approval::{
     Answer, ApprovalHistory, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check,
-    GateGrants, GrantLedger, RecordedGrants, ScriptedApprover, fold_grant_line, TierGate, ToolCallRecord, invalid_call_text, refusal_text,
-    unknown_tool_text,
+    GateGrants, GrantLedger, RecordedGrants, ScriptedApprover, TierGate, ToolCallRecord,
+    fold_grant_line, invalid_call_text, refusal_text, unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{
@@ -78,8 +78,9 @@ pub use stored_call::{StoredAnswers, stored_gated_call};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
     Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, GrantSuggestion,
-    MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock, SessionId, ShownFile, StopReason, Tier,
-    TierError, TreeError, TurnUsage, WorkspaceTree, shown_lines,
+    MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock,
+    SessionId, ShownFile, StopReason, Tier, TierError, TreeError, TurnUsage, WorkspaceTree,
+    shown_lines,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,

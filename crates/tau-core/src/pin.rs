@@ -55,8 +55,14 @@ mod tests {
     #[test]
     fn the_card_names_what_changed_since_the_grant() {
         let cases = [
-            (paths(&[]), "asked again: the workspace's files changed since you allowed this"),
-            (paths(&["job.py"]), "asked again: job.py changed since you allowed this"),
+            (
+                paths(&[]),
+                "asked again: the workspace's files changed since you allowed this",
+            ),
+            (
+                paths(&["job.py"]),
+                "asked again: job.py changed since you allowed this",
+            ),
             (
                 paths(&["Makefile", "job.py"]),
                 "asked again: Makefile and job.py changed since you allowed this",

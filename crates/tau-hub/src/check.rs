@@ -26,7 +26,10 @@ impl Hub {
         let mut refused = Vec::new();
         for grant in self.inner.state.grants(Some(Timestamp::now()))? {
             let recorded = ledger.recorded(&grant.id);
-            let record = recorded.as_ref().map(Option::as_ref).map_err(String::as_str);
+            let record = recorded
+                .as_ref()
+                .map(Option::as_ref)
+                .map_err(String::as_str);
             let Err(why) = tau_state::cross_check_grant(&grant, record) else {
                 continue;
             };

@@ -82,7 +82,11 @@ mod tests {
     #[test]
     fn changed_paths_are_the_changed_added_and_removed_ones_in_order() {
         let before = tree(&[("Makefile", "file a"), ("job.py", "file b"), ("old", "dir")]);
-        let after = tree(&[("Makefile", "file a"), ("job.py", "file c"), ("new.py", "file d")]);
+        let after = tree(&[
+            ("Makefile", "file a"),
+            ("job.py", "file c"),
+            ("new.py", "file d"),
+        ]);
         assert_eq!(
             before.changed_paths(&after),
             vec!["job.py".to_owned(), "new.py".to_owned(), "old".to_owned()]

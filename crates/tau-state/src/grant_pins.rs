@@ -48,9 +48,8 @@ impl StateDb {
         let Some((sha256, entries, bytes)) = row else {
             return Ok(None);
         };
-        let entries = serde_json::from_str(&entries).map_err(|_| {
-            StateError::unreadable(format!("grant '{id}'"), "its pinned workspace")
-        })?;
+        let entries = serde_json::from_str(&entries)
+            .map_err(|_| StateError::unreadable(format!("grant '{id}'"), "its pinned workspace"))?;
         Ok(Some(WorkspaceTree {
             sha256,
             entries,

@@ -68,20 +68,29 @@ pub fn cross_check_grant(
         ("the id", row.id == created.id),
         ("the tool", row.tool == created.tool),
         ("the tier", row.tier == created.tier),
-        ("the input schema's hash", row.schema_sha256 == created.schema_sha256),
+        (
+            "the input schema's hash",
+            row.schema_sha256 == created.schema_sha256,
+        ),
         (
             "the arguments",
             row.arguments_sha256 == created.arguments_sha256
                 && logged_arguments == created.arguments_sha256,
         ),
         ("the card's hash", row.card_sha256 == created.card_sha256),
-        ("the workspace's hash", row.workspace_sha256 == created.workspace_sha256),
+        (
+            "the workspace's hash",
+            row.workspace_sha256 == created.workspace_sha256,
+        ),
         ("the scope", row.scope == created.scope),
         ("the channel", row.channel == created.channel),
         ("the conversation", row.session == created.session),
         ("the person", row.person == created.person),
         ("who made it", row.created_by == created.created_by),
-        ("the question it answered", row.approval_id == created.approval_id),
+        (
+            "the question it answered",
+            row.approval_id == created.approval_id,
+        ),
         ("when it was made", row.created_at == created.created_at),
         ("when it ends", row.expires_at == created.expires_at),
         ("its most uses", row.max_uses == created.max_uses),
@@ -90,7 +99,9 @@ pub fn cross_check_grant(
         return Err(UntrustedGrant::Differs(what));
     }
     if row.uses < record.uses {
-        return Err(UntrustedGrant::Differs("its uses (fewer than the audit log counts)"));
+        return Err(UntrustedGrant::Differs(
+            "its uses (fewer than the audit log counts)",
+        ));
     }
     if record.revoked && row.revoked_at.is_none() {
         return Err(UntrustedGrant::Differs("its revocation"));
@@ -152,11 +163,32 @@ mod tests {
         let differs = |row: Grant| cross_check_grant(&row, Ok(Some(&record)));
         let arguments = json!({"command": "curl x | sh"});
         let cases: Vec<(Grant, &str)> = vec![
-            (Grant { uses: 1, ..used.clone() }, "its uses (fewer than the audit log counts)"),
-            (Grant { max_uses: None, ..used.clone() }, "its most uses"),
-            (Grant { max_uses: Some(30), ..used.clone() }, "its most uses"),
             (
-                Grant { expires_at: "2027-12-02T07:00:00Z".into(), ..used.clone() },
+                Grant {
+                    uses: 1,
+                    ..used.clone()
+                },
+                "its uses (fewer than the audit log counts)",
+            ),
+            (
+                Grant {
+                    max_uses: None,
+                    ..used.clone()
+                },
+                "its most uses",
+            ),
+            (
+                Grant {
+                    max_uses: Some(30),
+                    ..used.clone()
+                },
+                "its most uses",
+            ),
+            (
+                Grant {
+                    expires_at: "2027-12-02T07:00:00Z".into(),
+                    ..used.clone()
+                },
                 "when it ends",
             ),
             (
@@ -167,15 +199,48 @@ mod tests {
                 },
                 "the arguments",
             ),
-            (Grant { scope: GrantScope::Channel, ..used.clone() }, "the scope"),
             (
-                Grant { session: SessionId::parse("web-2").unwrap(), ..used.clone() },
+                Grant {
+                    scope: GrantScope::Channel,
+                    ..used.clone()
+                },
+                "the scope",
+            ),
+            (
+                Grant {
+                    session: SessionId::parse("web-2").unwrap(),
+                    ..used.clone()
+                },
                 "the conversation",
             ),
-            (Grant { person: Some("42".into()), ..used.clone() }, "the person"),
-            (Grant { workspace_sha256: None, ..used.clone() }, "the workspace's hash"),
-            (Grant { card_sha256: "9".repeat(64), ..used.clone() }, "the card's hash"),
-            (Grant { tier: Tier::Write, ..used.clone() }, "the tier"),
+            (
+                Grant {
+                    person: Some("42".into()),
+                    ..used.clone()
+                },
+                "the person",
+            ),
+            (
+                Grant {
+                    workspace_sha256: None,
+                    ..used.clone()
+                },
+                "the workspace's hash",
+            ),
+            (
+                Grant {
+                    card_sha256: "9".repeat(64),
+                    ..used.clone()
+                },
+                "the card's hash",
+            ),
+            (
+                Grant {
+                    tier: Tier::Write,
+                    ..used.clone()
+                },
+                "the tier",
+            ),
         ];
         for (row, what) in cases {
             assert_eq!(differs(row), Err(UntrustedGrant::Differs(what)), "{what}");

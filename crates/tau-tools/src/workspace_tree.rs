@@ -116,11 +116,10 @@ fn read_tree(root: OwnedFd) -> Result<WorkspaceTree, TreeError> {
                     pending.push((path, sub));
                 }
                 FileType::RegularFile => {
-                    let sha256 = hash_file(&dir, name, &mut walk.bytes)
-                        .map_err(|e| match e {
-                            Hashing::TooBig => TreeError::TooBig,
-                            Hashing::Io(e) => unreadable(&path, &e),
-                        })?;
+                    let sha256 = hash_file(&dir, name, &mut walk.bytes).map_err(|e| match e {
+                        Hashing::TooBig => TreeError::TooBig,
+                        Hashing::Io(e) => unreadable(&path, &e),
+                    })?;
                     let executable = stat.st_mode & 0o111 != 0;
                     walk.add(
                         path,

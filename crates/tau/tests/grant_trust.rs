@@ -55,7 +55,14 @@ fn edit(tau: &Tau, sql: &str) {
 /// `tau chat` in conversation `s1`, with `stdin` as the person's lines.
 fn chat(tau: &Tau, model: &str, stdin: &str) -> common::Run {
     let run = tau.run(
-        &["--model", model, "chat", "--answers-from-stdin", "--session", "s1"],
+        &[
+            "--model",
+            model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "s1",
+        ],
         stdin,
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -75,9 +82,17 @@ fn lines_of(tau: &Tau, kind: &str) -> Vec<Value> {
 fn a_forged_grant_row_is_refused_at_use_and_reported_by_verify() {
     let tau = Tau::new();
     let model = tau.replay(&json!([
-        tool_call("t1", "run_command", &json!({"command": "echo a >> out.txt"})),
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo a >> out.txt"})
+        ),
         answer("made"),
-        tool_call("t2", "run_command", &json!({"command": "echo forged >> out.txt"})),
+        tool_call(
+            "t2",
+            "run_command",
+            &json!({"command": "echo forged >> out.txt"})
+        ),
         answer("done"),
     ]));
     chat(&tau, &model, "run a\nalways\n");
@@ -94,7 +109,12 @@ fn a_forged_grant_row_is_refused_at_use_and_reported_by_verify() {
 
     let run = chat(&tau, &model, "run forged\nn\n");
     assert_eq!(out(&tau), "a\n", "the forged grant ran nothing");
-    assert_eq!(run.stdout.matches("run it? [y/N]").count(), 1, "{}", run.stdout);
+    assert_eq!(
+        run.stdout.matches("run it? [y/N]").count(),
+        1,
+        "{}",
+        run.stdout
+    );
     let refused = lines_of(&tau, "error")
         .into_iter()
         .find(|e| e["message"].as_str().unwrap().starts_with("grant "))
@@ -112,13 +132,19 @@ fn a_forged_grant_row_is_refused_at_use_and_reported_by_verify() {
     let revoked = lines_of(&tau, "grant_revoked");
     assert_eq!(
         revoked,
-        vec![json!({"type": "grant_revoked", "grant_id": FORGED, "tool": "run_command",
+        vec![
+            json!({"type": "grant_revoked", "grant_id": FORGED, "tool": "run_command",
                     "revoked_by": {"kind": "policy"}, "uses": 0,
-                    "reason": "the audit log records no grant_created line for it (written into state.db behind tau's back)"})]
+                    "reason": "the audit log records no grant_created line for it (written into state.db behind tau's back)"})
+        ]
     );
     assert!(lines_of(&tau, "grant_used").is_empty());
     let verify = tau.run(&["audit", "verify"], "");
-    assert_eq!(verify.code, 0, "revoked, it covers nothing: {}", verify.stdout);
+    assert_eq!(
+        verify.code, 0,
+        "revoked, it covers nothing: {}",
+        verify.stdout
+    );
 }
 
 /// A real grant whose end and uses were raised in `state.db`: refused at use.
@@ -156,5 +182,8 @@ fn a_grant_row_changed_behind_tau_s_back_is_refused_at_use() {
     chat(&tau, &model, "again\nn\n");
     assert_eq!(out(&tau), "a\n", "asked, and refused");
     assert!(lines_of(&tau, "grant_used").is_empty());
-    assert_eq!(lines_of(&tau, "grant_revoked")[0]["grant_id"], json!(real.id));
+    assert_eq!(
+        lines_of(&tau, "grant_revoked")[0]["grant_id"],
+        json!(real.id)
+    );
 }

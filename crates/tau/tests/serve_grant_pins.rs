@@ -87,7 +87,11 @@ fn rewritten_file_asks_again(case: &Case) -> Value {
         answer("first"),
         tool_call("t2", "run_command", &call),
         answer("second"),
-        tool_call("w1", "write_file", &json!({"path": case.file, "content": case.after})),
+        tool_call(
+            "w1",
+            "write_file",
+            &json!({"path": case.file, "content": case.after})
+        ),
         tool_call("t3", "run_command", &call),
         answer("third"),
     ]));
@@ -137,7 +141,15 @@ fn rewritten_file_asks_again(case: &Case) -> Value {
         .iter()
         .filter_map(|l| l["type"].as_str().filter(|t| t.starts_with("grant_")))
         .collect();
-    assert_eq!(kinds, vec!["grant_created", "grant_pinned", "grant_used", "grant_pinned"]);
+    assert_eq!(
+        kinds,
+        vec![
+            "grant_created",
+            "grant_pinned",
+            "grant_used",
+            "grant_pinned"
+        ]
+    );
     let verify = tau.run(&["audit", "verify"], "");
     assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
     again
@@ -188,9 +200,17 @@ fn taubar_s_card_says_why_it_asks_again() {
 fn tau_serve_reports_a_forged_grant_at_start_and_asks_its_call() {
     let tau = Tau::new();
     let model = tau.replay(&json!([
-        tool_call("t1", "run_command", &json!({"command": "echo a >> out.txt"})),
+        tool_call(
+            "t1",
+            "run_command",
+            &json!({"command": "echo a >> out.txt"})
+        ),
         answer("first"),
-        tool_call("t2", "run_command", &json!({"command": "echo forged >> out.txt"})),
+        tool_call(
+            "t2",
+            "run_command",
+            &json!({"command": "echo forged >> out.txt"})
+        ),
         answer("second"),
     ]));
     let config = tau.serve_config("");

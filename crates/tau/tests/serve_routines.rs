@@ -318,7 +318,10 @@ fn an_all_chats_grant_never_covers_a_webhook_routine_s_call() {
         (&asked["routine"]["name"], &asked["arguments"]),
         (&json!("doorbell"), &json!(call.to_string()))
     );
-    assert!(asked["grant_offer"].is_null(), "no grant offered there: {asked}");
+    assert!(
+        asked["grant_offer"].is_null(),
+        "no grant offered there: {asked}"
+    );
     assert_eq!(door(), "open\nopen\n", "the routine's call did not run");
     let used = tau
         .audit()

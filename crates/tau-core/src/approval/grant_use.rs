@@ -99,7 +99,10 @@ impl TierGate {
         for grant in candidates {
             // 1. the row is what the audit log records
             let recorded = grants.ledger.recorded(&grant.id);
-            let record = recorded.as_ref().map(Option::as_ref).map_err(String::as_str);
+            let record = recorded
+                .as_ref()
+                .map(Option::as_ref)
+                .map_err(String::as_str);
             if let Err(why) = cross_check_grant(&grant, record) {
                 refuse_untrusted_grant(
                     &grants.store,

@@ -57,7 +57,9 @@ impl AuditGrants {
             tracing::error!(path = %self.path.display(), %error, "the audit log confirms no grant");
         }
         result?;
-        read.as_ref().map(then).ok_or_else(|| "nothing read".to_owned())
+        read.as_ref()
+            .map(then)
+            .ok_or_else(|| "nothing read".to_owned())
     }
 
     fn catch_up(&self, read: &mut Option<ReadSoFar>) -> Result<(), String> {
@@ -70,7 +72,9 @@ impl AuditGrants {
             let verdict = verify(&self.path, Some(&self.state))
                 .map_err(|e| format!("cannot read the audit log: {e}"))?;
             if !verdict.intact() {
-                return Err(format!("the audit log cannot be vouched for ({verdict:?}): `tau audit verify` says why"));
+                return Err(format!(
+                    "the audit log cannot be vouched for ({verdict:?}): `tau audit verify` says why"
+                ));
             }
             *read = Some(ReadSoFar {
                 offset: 0,
@@ -210,7 +214,8 @@ mod tests {
         assert_eq!(ledger.recorded(&id), Ok(None));
         let log = AuditLog::open(&path, "s1", state_beside(&path)).unwrap();
         log.append(&AuditEvent::TurnLimit { max_turns: 1 }).unwrap();
-        log.append(&AuditEvent::GrantCreated(grant("gr_1"))).unwrap();
+        log.append(&AuditEvent::GrantCreated(grant("gr_1")))
+            .unwrap();
         let recorded = ledger.recorded(&id).unwrap().unwrap();
         assert_eq!((recorded.uses, recorded.revoked), (0, false));
         log.append(&AuditEvent::GrantUsed {
