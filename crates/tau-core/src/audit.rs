@@ -87,6 +87,16 @@ pub enum AuditEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_uses: Option<u32>,
     },
+    /// A call a grant covered (or whose yes made it) ran, and the grant now pins the
+    /// workspace as that call left it: what the call itself changed was allowed, anything
+    /// else that changes the tree from here on asks again.
+    GrantPinned {
+        grant_id: GrantId,
+        tool: String,
+        tool_use_id: String,
+        /// The SHA-256 of the workspace's tree the grant covers calls on from now.
+        workspace_sha256: String,
+    },
     /// A grant was revoked (by a person, or voided by tau when its tool changed); it
     /// covers nothing from now on. `uses` is how many calls it let through before.
     GrantRevoked {

@@ -14,7 +14,8 @@ use tau_agent::{SharedTool, ToolSpec, is_valid_tool_name};
 
 use crate::approval::{Standing, TierLookup};
 use crate::card::{CardWriter, Resumed, SHOWN_FILES_UNCHECKED_TEXT};
-use tau_protocol::CallCard;
+use crate::pin::WorkspacePinner;
+use tau_protocol::{CallCard, TreeError, WorkspaceTree};
 use tau_protocol::{Tier, TierError};
 
 /// The annotation key tau owns.
@@ -66,6 +67,15 @@ impl TauToolSpec {
         self
     }
 
+    /// The tool runs what the workspace holds (a script, a module, a Makefile): a grant of
+    /// it pins the workspace's files (see [`crate::WorkspacePinner`]).
+    pub fn runs_workspace(mut self) -> Self {
+        if let Some(Value::Object(tau)) = self.spec.annotations.get_mut(TAU_ANNOTATION) {
+            tau.insert(RUNS_WORKSPACE.to_owned(), Value::Bool(true));
+        }
+        self
+    }
+
     pub fn build(self) -> ToolSpec {
         self.spec
     }
@@ -76,6 +86,17 @@ fn write_annotation(spec: &mut ToolSpec, tier: Tier, effect: &str) {
         TAU_ANNOTATION.to_owned(),
         json!({"tier": tier.number(), "effect": effect}),
     );
+}
+
+/// The annotation (under `tau`) of a tool that runs the workspace's files.
+const RUNS_WORKSPACE: &str = "runs_workspace";
+
+/// Whether a spec says its tool runs the workspace's files.
+pub fn runs_workspace(spec: &ToolSpec) -> bool {
+    spec.annotations
+        .get(TAU_ANNOTATION)
+        .and_then(|tau| tau.get(RUNS_WORKSPACE))
+        == Some(&Value::Bool(true))
 }
 
 /// Takes a spec that came from outside the process: any `tau` key it declares is dropped
@@ -132,6 +153,8 @@ pub struct CatalogEntry {
 pub struct ToolCatalog {
     entries: BTreeMap<String, CatalogEntry>,
     card_writers: Vec<Arc<dyn CardWriter>>,
+    /// Reads the workspace's tree for grants of tools that run its files.
+    pinner: Option<Arc<dyn WorkspacePinner>>,
 }
 
 impl ToolCatalog {
@@ -172,6 +195,11 @@ impl ToolCatalog {
     /// Adds a writer of question cards; writers run in the order they were added.
     pub fn add_card_writer(&mut self, writer: Arc<dyn CardWriter>) {
         self.card_writers.push(writer);
+    }
+
+    /// Sets what reads the workspace's tree for grants of tools that run its files.
+    pub fn set_workspace_pinner(&mut self, pinner: Arc<dyn WorkspacePinner>) {
+        self.pinner = Some(pinner);
     }
 
     pub fn get(&self, name: &str) -> Option<&CatalogEntry> {
@@ -230,6 +258,21 @@ impl TierLookup for ToolCatalog {
     fn schema_sha256(&self, tool: &str) -> Option<String> {
         let entry = self.entries.get(tool)?;
         Some(crate::approval::canonical_arguments(&entry.tool.spec().input_schema).1)
+    }
+
+    /// A tool whose live spec says it runs the workspace's files reads the tree through
+    /// the pinner; without one, no tree can be read (and no grant of it offered or used).
+    fn workspace_tree(&self, tool: &str) -> Option<Result<WorkspaceTree, TreeError>> {
+        let entry = self.entries.get(tool)?;
+        if !runs_workspace(entry.tool.spec()) {
+            return None;
+        }
+        Some(match &self.pinner {
+            Some(pinner) => pinner.tree(),
+            None => Err(TreeError::Unreadable(
+                "nothing reads the workspace here".to_owned(),
+            )),
+        })
     }
 
     fn card(&self, tool: &str, arguments: &Value) -> CallCard {

@@ -61,7 +61,9 @@ impl CallRecord {
         self.record.status = ran_status(result, cancelled);
         self.record.result_summary = Some(result.text());
         self.record.duration = Some(duration);
+        let (tool, tool_use_id) = (self.record.tool.clone(), self.record.tool_use_id.clone());
         gate.record(self.record);
+        gate.pin_after_run(&self.check, &tool, &tool_use_id);
     }
 
     /// Records an outcome the caller established itself: a call that ran with

@@ -27,6 +27,7 @@
 //!   and the cap for outside texts in logs and audit lines
 //! - `failpoint.rs`: where a test build can be stopped dead (empty in any other build)
 //! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
+//! - `pin.rs`: `WorkspacePinner`, what a grant of a tool that runs the workspace pins
 
 pub mod approval;
 mod audit;
@@ -42,13 +43,14 @@ mod gated;
 mod hook;
 mod i18n;
 mod ids;
+mod pin;
 mod stored_call;
 mod turn;
 
 pub use approval::{
     Answer, ApprovalHistory, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check,
-    GateGrants, ScriptedApprover, TierGate, ToolCallRecord, invalid_call_text, refusal_text,
-    unknown_tool_text,
+    GateGrants, GrantLedger, RecordedGrants, ScriptedApprover, TierGate, ToolCallRecord,
+    fold_grant_line, invalid_call_text, refusal_text, unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{
@@ -57,7 +59,7 @@ pub use build::{
 pub use card::{CardWriter, LOOKALIKE, LookalikeWriter, Resumed, SHOWN_FILES_UNCHECKED_TEXT};
 pub use catalog::{
     CatalogEntry, CatalogError, TAU_ANNOTATION, TauToolSpec, ToolCatalog, adopt_external_spec,
-    effect_of, tier_of,
+    effect_of, runs_workspace, tier_of,
 };
 pub use child_env::{INHERITED_ENV, child_env, env_name_problem};
 pub use config::{
@@ -72,12 +74,14 @@ pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_code, random_id};
+pub use pin::{GRANT_LABEL, WorkspacePinner, asked_again_text, no_grant_text, unpinned_text};
 pub use stored_call::{StoredAnswers, stored_gated_call};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
     Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, GrantSuggestion,
-    NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock, SessionId, ShownFile, StopReason, Tier,
-    TierError, TurnUsage, shown_lines,
+    MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock,
+    SessionId, ShownFile, StopReason, Tier, TierError, TreeError, TurnUsage, WorkspaceTree,
+    shown_lines,
 };
 pub use turn::{
     ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,

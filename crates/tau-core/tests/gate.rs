@@ -55,6 +55,7 @@ fn refused(
         unknown_tool: false,
         invalid: false,
         effect_uncertain: false,
+        grant: None,
     }
 }
 
@@ -69,6 +70,7 @@ fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -
         unknown_tool: false,
         invalid: false,
         effect_uncertain: false,
+        grant: None,
     }
 }
 
@@ -420,6 +422,7 @@ async fn an_unknown_tool_is_refused_with_the_unknown_tool_text() {
             unknown_tool: true,
             invalid: false,
             effect_uncertain: false,
+            grant: None,
         }
     );
     assert_eq!(check.refusal_text, Some(unknown_tool_text("open_door")));
@@ -1077,6 +1080,7 @@ async fn arguments_the_tool_refuses_are_refused_before_anyone_is_asked() {
         unknown_tool: false,
         invalid: true,
         effect_uncertain: false,
+        grant: None,
     };
     let check = gate.check("lights", &json!({"room": "attic"}), "t1").await;
     assert_eq!(check, invalid("lights", "there is no room named \"attic\""));

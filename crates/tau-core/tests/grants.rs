@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tau_core::approval::{
     Answer, GateGrants, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
 };
-use tau_core::{Approval, AuditEvent, DecidedBy, EventBus, RecordedEvents, Tier};
+use tau_core::{Approval, AuditEvent, DecidedBy, EventBus, RecordedEvents, RecordedGrants, Tier};
 use tau_protocol::{GrantRequest, GrantScope, SessionId};
 
 /// One tier-2 tool, `run_command`, whose tier and schema a test can change under the gate.
@@ -55,6 +55,8 @@ struct Setup {
     _dir: tempfile::TempDir,
     store: StateDb,
     shell: Arc<Shell>,
+    /// The grant lines every gate of the test emitted, as the audit log would hold them.
+    ledger: Arc<RecordedGrants>,
 }
 
 impl Setup {
@@ -65,6 +67,7 @@ impl Setup {
             _dir: dir,
             store,
             shell: Shell::new(),
+            ledger: Arc::default(),
         }
     }
 
@@ -78,6 +81,7 @@ impl Setup {
         let approver = ScriptedApprover::answers(answers);
         let bus = EventBus::new();
         let events = RecordedEvents::subscribed_to(&bus);
+        bus.subscribe(self.ledger.clone());
         let gate = TierGate::new(self.shell.clone(), Arc::new(approver.clone()), bus)
             .with_channel(channel)
             .with_grants(GateGrants {
@@ -86,6 +90,7 @@ impl Setup {
                 person: None,
                 hours: 24,
                 history: None,
+                ledger: self.ledger.clone(),
             });
         (gate, approver, events)
     }

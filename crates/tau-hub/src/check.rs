@@ -3,6 +3,9 @@
 //! log's `approval` lines (`tau-state`'s `cross_check`). One that fails is closed
 //! (`cancelled`, decided by `approver_failed`), never run: an `error` and an `approval`
 //! line say why and how it was closed, its card closes, and its turn goes on refused.
+//! Every live grant is checked the same way against the audit log's grant lines
+//! (`tau-state`'s `cross_check_grant`, the gate's own check before each use): one that
+//! fails is revoked by `policy`, with an `error` and a `grant_revoked` line.
 
 use jiff::Timestamp;
 use tau_core::approval::ApprovalState;
@@ -12,9 +15,39 @@ use tau_state::{RecordedAnswer, cross_check, needs_check};
 
 use crate::HubError;
 use crate::hub::{Hub, SessionEvent};
-use crate::types::Refused;
+use crate::types::{Refused, RefusedGrant};
 
 impl Hub {
+    /// Revokes every live grant that is not what tau wrote; returns them with why.
+    pub(crate) fn refuse_untrusted_grants(&self) -> Result<Vec<RefusedGrant>, HubError> {
+        let Some(ledger) = self.inner.factory.grant_ledger() else {
+            return Ok(Vec::new());
+        };
+        let mut refused = Vec::new();
+        for grant in self.inner.state.grants(Some(Timestamp::now()))? {
+            let recorded = ledger.recorded(&grant.id);
+            let record = recorded
+                .as_ref()
+                .map(Option::as_ref)
+                .map_err(String::as_str);
+            let Err(why) = tau_state::cross_check_grant(&grant, record) else {
+                continue;
+            };
+            tau_core::approval::refuse_untrusted_grant(
+                &self.inner.state,
+                &self.bus(&grant.session),
+                &grant,
+                &why,
+                None,
+            );
+            refused.push(RefusedGrant {
+                grant,
+                why: why.to_string(),
+            });
+        }
+        Ok(refused)
+    }
+
     /// Closes every stored question that is not what tau wrote; returns them with why.
     pub(crate) fn refuse_untrusted(&self) -> Result<Vec<Refused>, HubError> {
         let rows: Vec<_> = self

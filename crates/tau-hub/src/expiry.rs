@@ -29,6 +29,7 @@ impl Hub {
     /// channels start.
     pub async fn start(&self) -> Result<Recovery, HubError> {
         let refused = self.refuse_untrusted()?;
+        let refused_grants = self.refuse_untrusted_grants()?;
         let uncertain = self.close_cut_off_calls()?;
         let cancelled = self.cancel_abandoned()?;
         // What is still hidden has a saved turn waiting on it: tau stopped after saving
@@ -58,6 +59,7 @@ impl Hub {
             resumed,
             pending,
             refused,
+            refused_grants,
         })
     }
 

@@ -22,7 +22,7 @@ use crate::ids::new_session_id;
 use crate::port::{ChannelPort, HubPort};
 pub use crate::types::{
     ChannelEvents, ConversationEvent, ConversationInfo, HubOptions, OpenError, Opened, Recovery,
-    Refused, Reply, SessionEvent, SessionFactory,
+    Refused, RefusedGrant, Reply, SessionEvent, SessionFactory,
 };
 
 /// How many events a slow subscriber may fall behind before it is told it lagged.

@@ -68,7 +68,7 @@ mod types;
 pub use channel::{Channel, ChannelError, ChannelStatus};
 pub use hub::{
     ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,
-    Recovery, Refused, Reply, SessionEvent, SessionFactory,
+    Recovery, Refused, RefusedGrant, Reply, SessionEvent, SessionFactory,
 };
 pub use port::{
     ChannelPort, RefusedAnswer, RoutineOrigin, RoutinePort, RoutineTurn, Routines, WebhookDelivery,

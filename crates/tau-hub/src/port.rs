@@ -22,18 +22,9 @@ use crate::channel::ChannelStatus;
 use crate::hub::Hub;
 use crate::types::{ChannelEvents, ConversationInfo, Reply, SessionEvent};
 
-/// Opens the key of a routine's conversation on its `ask` channel: `routine:NAME`.
-const ROUTINE_KEY: &str = "routine:";
-
-/// The key of routine `name`'s conversation on the channel it asks on.
-pub fn routine_key(name: &str) -> String {
-    format!("{ROUTINE_KEY}{name}")
-}
-
-/// The routine whose conversation has `key`, if it is one's.
-pub fn routine_of_key(key: &str) -> Option<&str> {
-    key.strip_prefix(ROUTINE_KEY)
-}
+/// The key of a routine's conversation on its `ask` channel (`routine:NAME`), as the
+/// store names it: a gate reads it there too, so no grant ever reaches a routine.
+pub use tau_state::{routine_key, routine_of_key};
 
 /// An answer or press a channel took and did not count, for the audit log.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -88,6 +88,13 @@ pub trait SessionFactory: Send + Sync {
     /// confirms nothing, so every approval waiting to run is refused.
     fn recorded_answers(&self) -> Result<Vec<tau_state::RecordedAnswer>, OpenError>;
 
+    /// What the audit log records of grants: start-up confirms every live grant against
+    /// it, as the gate does before each use. `None` (the default): nothing to confirm
+    /// against at start; each gate's own ledger still confirms every use.
+    fn grant_ledger(&self) -> Option<std::sync::Arc<dyn tau_core::GrantLedger>> {
+        None
+    }
+
     /// Builds the agent of `session` with `durable` (tier-2 questions are stored) on
     /// `events`, and takes whatever keeps other processes off the session.
     async fn open(
@@ -142,6 +149,17 @@ pub struct Recovery {
     /// Questions that were not what tau wrote (edited in `state.db` while the hub was
     /// down): closed, never acted on.
     pub refused: Vec<Refused>,
+    /// Live grants that were not what tau wrote (a row written or changed in `state.db`
+    /// behind tau's back): revoked, never used (or, when the audit log could not be
+    /// read, covering nothing until it can).
+    pub refused_grants: Vec<RefusedGrant>,
+}
+
+/// A grant start-up did not trust, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefusedGrant {
+    pub grant: tau_protocol::Grant,
+    pub why: String,
 }
 
 /// A stored question start-up did not trust, as closed, and why.

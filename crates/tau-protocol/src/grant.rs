@@ -173,6 +173,11 @@ pub struct GrantOffer {
     pub card_sha256: String,
     /// How long it lasts unless the person says otherwise.
     pub hours: u32,
+    /// The tool runs what the workspace holds (a script, a module, a Makefile): a grant
+    /// pins the workspace's files and covers the call only while they are unchanged but
+    /// by the granted calls themselves.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pins_workspace: bool,
     /// Set when the person keeps approving exactly this call: the card suggests the grant
     /// (tau never makes one by itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,14 +230,25 @@ impl GrantOffer {
             GrantScope::Conversation => "in this conversation",
             GrantScope::Channel => "in every conversation of yours on this channel",
         };
-        format!(
+        let mut text = format!(
             "A grant covers exactly this call, {place}, for {hours} h: the tool {tool} with \
              the same tier and input schema and exactly these arguments (no prefix, no \
              pattern). Any other call is asked again.",
             hours = self.hours
-        )
+        );
+        if self.pins_workspace {
+            text.push(' ');
+            text.push_str(PINS_WORKSPACE_TEXT);
+        }
+        text
     }
 }
+
+/// What a grant of a tool that runs the workspace's files adds to its words (English; a
+/// channel with other languages has its own).
+pub const PINS_WORKSPACE_TEXT: &str = "It also pins the workspace's files as they are now: \
+    if anything but the granted call itself changes one of them (a script, a module, a \
+    Makefile), the call is asked again.";
 
 /// A grant an answer made, as the channels and the audit log tell it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -263,6 +279,11 @@ pub struct Grant {
     /// SHA-256 of tau's card for the call then (the files it names, the device behind a
     /// name): a call whose card reads otherwise is not covered.
     pub card_sha256: String,
+    /// For a tool that runs the workspace's files: the SHA-256 of the workspace's tree
+    /// when the grant was made (see `WorkspaceTree`). A call is covered only while the
+    /// tree is what the last granted call left (its `grant_pinned` line), or this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_sha256: Option<String>,
     pub scope: GrantScope,
     /// The channel it was made on and covers calls on.
     pub channel: String,
@@ -409,6 +430,7 @@ mod tests {
             arguments_sha256: "1".repeat(64),
             card_sha256: "2".repeat(64),
             hours: 24,
+            pins_workspace: false,
             suggestion: None,
         };
         assert_eq!(
@@ -422,6 +444,18 @@ mod tests {
             "A grant covers exactly this call, in every conversation of yours on this \
              channel, for 24 h: the tool lamp with the same tier and input schema and \
              exactly these arguments (no prefix, no pattern). Any other call is asked again."
+        );
+        let pinning = GrantOffer {
+            pins_workspace: true,
+            ..offer
+        };
+        assert_eq!(
+            pinning.covers_text("run_command", GrantScope::Conversation),
+            "A grant covers exactly this call, in this conversation, for 24 h: the tool \
+             run_command with the same tier and input schema and exactly these arguments \
+             (no prefix, no pattern). Any other call is asked again. It also pins the \
+             workspace's files as they are now: if anything but the granted call itself \
+             changes one of them (a script, a module, a Makefile), the call is asked again."
         );
     }
 

@@ -20,6 +20,7 @@
 //! - `grant.rs`: [`GrantId`], [`GrantScope`], [`GrantRequest`] (what a "yes, and allow
 //!   this again" asks for), [`GrantOffer`] (what it would cover), [`Grant`] (one as stored), [`Allowance`] (a
 //!   grant or a routine's exemption, as the lists show them)
+//! - `workspace_tree.rs`: [`WorkspaceTree`], the workspace's files as a grant pins them
 
 mod canonical;
 mod event;
@@ -29,16 +30,18 @@ mod output;
 mod question;
 mod tier;
 mod vocabulary;
+mod workspace_tree;
 
 pub use canonical::canonical_json;
 pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
 pub use grant::{
     Allowance, DEFAULT_GRANT_HOURS, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,
     GrantRequestError, GrantScope, GrantSuggestion, InvalidGrantId, MAX_GRANT_HOURS,
-    MAX_GRANT_USES, RoutineAllowance, SUGGESTION_APPROVALS, SUGGESTION_DAYS,
+    MAX_GRANT_USES, PINS_WORKSPACE_TEXT, RoutineAllowance, SUGGESTION_APPROVALS, SUGGESTION_DAYS,
 };
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
 pub use output::{OUTPUT_LINES, OutputBlock, shown_lines};
 pub use question::{ApprovalQuestion, CallCard, CardNote, ConfirmStep, NoteLevel, ShownFile};
 pub use tier::{Tier, TierError};
 pub use vocabulary::{Approval, CallStatus, DecidedBy, Decision};
+pub use workspace_tree::{MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, TreeError, WorkspaceTree};

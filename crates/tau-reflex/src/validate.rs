@@ -110,7 +110,7 @@ impl Routine {
 
 /// The session a routine's prompt action runs in.
 pub fn session_of(name: &str) -> Result<SessionId, InvalidSessionId> {
-    SessionId::parse(&format!("routine-{name}"))
+    SessionId::parse(&format!("{}{name}", tau_state::ROUTINE_SESSION_PREFIX))
 }
 
 /// What a definition is checked against.

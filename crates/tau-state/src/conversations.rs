@@ -18,6 +18,31 @@ pub struct Conversation {
     pub created_at: Timestamp,
 }
 
+/// What the key of a routine's conversation on its `ask` channel starts with:
+/// `routine:NAME`.
+const ROUTINE_KEY: &str = "routine:";
+
+/// The key of routine `name`'s conversation on the channel it asks on.
+pub fn routine_key(name: &str) -> String {
+    format!("{ROUTINE_KEY}{name}")
+}
+
+/// The routine whose conversation has `key`, if it is one's.
+pub fn routine_of_key(key: &str) -> Option<&str> {
+    key.strip_prefix(ROUTINE_KEY)
+}
+
+/// What the session a routine's prompt action runs in when it asks nowhere starts with:
+/// `routine-NAME`.
+pub const ROUTINE_SESSION_PREFIX: &str = "routine-";
+
+impl Conversation {
+    /// The routine whose conversation this is: a routine's, never one of a person's chats.
+    pub fn routine(&self) -> Option<&str> {
+        routine_of_key(&self.key)
+    }
+}
+
 const COLUMNS: &str = "channel, key, session, created_at";
 
 fn read_row(row: &Row<'_>) -> rusqlite::Result<(String, String, String, String)> {

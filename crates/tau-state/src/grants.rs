@@ -44,7 +44,7 @@ pub enum Revoked {
 
 const COLUMNS: &str = "id, tool, tier, schema_sha256, arguments, arguments_sha256, \
      card_sha256, scope, channel, session, person, created_by, approval_id, created_at, \
-     expires_at, uses, max_uses, last_used_at, revoked_at, revoked_by";
+     expires_at, uses, max_uses, last_used_at, revoked_at, revoked_by, workspace_sha256";
 
 fn tier_number(tier: Tier) -> i64 {
     i64::from(tier.number())
@@ -72,6 +72,7 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
         last_used_at: row.get(17)?,
         revoked_at: row.get(18)?,
         revoked_by: row.get(19)?,
+        workspace_sha256: row.get(20)?,
     })
 }
 
@@ -97,6 +98,7 @@ struct Raw {
     last_used_at: Option<String>,
     revoked_at: Option<String>,
     revoked_by: Option<String>,
+    workspace_sha256: Option<String>,
 }
 
 /// A stored row, checked field by field: a row that does not read, or whose arguments do
@@ -131,6 +133,7 @@ fn parse(raw: Raw) -> Result<Grant, StateError> {
         arguments,
         arguments_sha256: raw.arguments_sha256.clone(),
         card_sha256: raw.card_sha256.clone(),
+        workspace_sha256: raw.workspace_sha256.clone(),
         scope: GrantScope::parse(&raw.scope).ok_or_else(|| bad("scope"))?,
         session: SessionId::parse(&raw.session).map_err(|_| bad("session"))?,
         created_by: by(&raw.created_by, "created_by")?,
@@ -189,6 +192,17 @@ fn live_candidate(
     call: &GrantedCall<'_>,
     at: Timestamp,
 ) -> Result<Option<Grant>, StateError> {
+    Ok(covering(connection, call, at, None)?.into_iter().next())
+}
+
+/// The live grants that cover exactly `call` at `at`, oldest first (only `only` when it
+/// is given).
+fn covering(
+    connection: &Connection,
+    call: &GrantedCall<'_>,
+    at: Timestamp,
+    only: Option<&GrantId>,
+) -> Result<Vec<Grant>, StateError> {
     let mut statement = connection.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM grants WHERE tool = ?1 AND tier = ?2 \
          AND schema_sha256 = ?3 AND arguments_sha256 = ?4 AND card_sha256 = ?5 \
@@ -211,17 +225,20 @@ fn live_candidate(
         ],
         read_row,
     )?;
+    let mut found = Vec::new();
     for raw in rows {
         // A row that does not read covers nothing; the others still may.
         match parse(raw?) {
-            Ok(grant) if is_live(&grant, at) => return Ok(Some(grant)),
+            Ok(grant) if is_live(&grant, at) && only.is_none_or(|id| *id == grant.id) => {
+                found.push(grant);
+            }
             Ok(_) => {}
             Err(error) => {
                 tracing::error!(%error, "a stored grant does not read; it covers nothing");
             }
         }
     }
-    Ok(None)
+    Ok(found)
 }
 
 fn json(value: &impl serde::Serialize) -> Result<String, StateError> {
@@ -251,7 +268,7 @@ impl StateDb {
             Ok(tx.execute(
                 &format!(
                     "INSERT OR IGNORE INTO grants ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
-                     ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 0, ?16, NULL, NULL, NULL)"
+                     ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 0, ?16, NULL, NULL, NULL, ?17)"
                 ),
                 params![
                     grant.id.as_str(),
@@ -270,6 +287,7 @@ impl StateDb {
                     created_at,
                     expires_at,
                     grant.max_uses.map(i64::from),
+                    grant.workspace_sha256,
                 ],
             )?)
         })?;
@@ -329,6 +347,42 @@ impl StateDb {
                 return Ok(None);
             }
             get(tx, &grant.id)
+        })
+    }
+
+    /// The live grants that cover exactly `call` at `at`, oldest first, unused: the gate
+    /// checks each against the audit log before it uses one ([`StateDb::use_this_grant`]).
+    pub fn grants_covering(
+        &self,
+        call: &GrantedCall<'_>,
+        at: Timestamp,
+    ) -> Result<Vec<Grant>, StateError> {
+        self.read(|c| covering(c, call, at, None))
+    }
+
+    /// Uses grant `id` for `call` at `at` when it still covers it (live, the same call),
+    /// counting the use in the same transaction; `None` when it no longer does (revoked,
+    /// used up or expired meanwhile). The grant is returned as it is after this use.
+    pub fn use_this_grant(
+        &self,
+        id: &GrantId,
+        call: &GrantedCall<'_>,
+        at: Timestamp,
+    ) -> Result<Option<Grant>, StateError> {
+        self.write_durable(|tx| {
+            if covering(tx, call, at, Some(id))?.is_empty() {
+                return Ok(None);
+            }
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE grants SET uses = uses + 1, last_used_at = ?2 WHERE id = ?1 \
+                     AND revoked_at IS NULL AND (max_uses IS NULL OR uses < max_uses)",
+                )?
+                .execute(params![id.as_str(), at.to_string()])?;
+            if changed != 1 {
+                return Ok(None);
+            }
+            get(tx, id)
         })
     }
 

@@ -24,7 +24,9 @@
 //!   on (`check.rs`); `conversations.rs`: a channel's conversations
 //! - `routines.rs`: definitions, switches, runs, marks; `telegram.rs`: the channel's memory
 //! - `devices.rs`: devices, discovery configs seen, last states
-//! - `grants.rs`: grants, their exact match, and their uses and revokes (one order)
+//! - `grants.rs`: grants, their exact match, and their uses and revokes (one order);
+//!   `grants_check.rs`: a row against the audit log's grant lines; `grant_pins.rs`: the
+//!   workspace tree a grant was last pinned to
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
 //! - `titles.rs`: what a session is called (a person's name for it, else its first
 //!   prompt's) and search over titles and message text
@@ -35,7 +37,9 @@ mod conversations;
 mod db;
 mod devices;
 mod error;
+mod grant_pins;
 mod grants;
+mod grants_check;
 mod migrate;
 mod routines;
 mod sessions;
@@ -47,11 +51,12 @@ pub use approvals::{
     Answered, ApprovalRow, ApprovalState, CallOutcome, CallToRun, NewApproval, Recheck,
     RecordedAnswer, Untrusted, canonical_arguments, cross_check, needs_check, recheck,
 };
-pub use conversations::Conversation;
+pub use conversations::{Conversation, ROUTINE_SESSION_PREFIX, routine_key, routine_of_key};
 pub use db::StateDb;
 pub use devices::{DeviceRow, SeenConfig, SeenState};
 pub use error::StateError;
 pub use grants::{GrantedCall, Revoked, is_live};
+pub use grants_check::{RecordedGrant, UntrustedGrant, cross_check_grant};
 pub use migrate::LATEST as SCHEMA_VERSION;
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use telegram::ShownQuestion;

@@ -221,6 +221,7 @@ const STEPS: &[Step] = &[
     stored_grants,
     crate::titles::session_title_step,
     unsettled_by_session,
+    crate::grant_pins::grant_pins_step,
 ];
 
 /// The version a file has once this tau opened it.

@@ -38,6 +38,7 @@ fn grant(id: &str, arguments: Value, scope: GrantScope, max_uses: Option<u32>) -
         arguments_sha256: canonical_arguments(&arguments).1,
         arguments,
         card_sha256: CARD.into(),
+        workspace_sha256: None,
         scope,
         channel: "telegram".into(),
         session: session(1),

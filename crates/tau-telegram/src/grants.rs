@@ -119,6 +119,7 @@ mod tests {
             arguments,
             arguments_sha256: "cd".repeat(32),
             card_sha256: "ef".repeat(32),
+            workspace_sha256: None,
             scope,
             channel: "telegram".into(),
             session: tau_protocol::SessionId::parse("s1").unwrap(),

@@ -84,14 +84,15 @@ pub(crate) fn question(
             ]];
             // Said before the button can be pressed: what the grant covers, in tau's words.
             if let Some(offer) = &asked.grant {
-                html.push_str(&format!(
-                    "\n\n<i>{}</i>",
-                    escape(
-                        &t.grant_covers
-                            .replace("{tool}", &display(&asked.tool))
-                            .replace("{hours}", &offer.hours.to_string())
-                    )
-                ));
+                let mut covers = t
+                    .grant_covers
+                    .replace("{tool}", &display(&asked.tool))
+                    .replace("{hours}", &offer.hours.to_string());
+                if offer.pins_workspace {
+                    covers.push(' ');
+                    covers.push_str(t.grant_pins_workspace);
+                }
+                html.push_str(&format!("\n\n<i>{}</i>", escape(&covers)));
                 if let Some(suggestion) = &offer.suggestion {
                     let mut text = t
                         .grant_suggested

@@ -225,6 +225,7 @@ fn offer() -> tau_core::GrantOffer {
         arguments_sha256: "cd".repeat(32),
         card_sha256: "ef".repeat(32),
         hours: 24,
+        pins_workspace: false,
         suggestion: None,
     }
 }
@@ -246,6 +247,19 @@ fn a_question_that_offers_a_grant_says_what_it_covers_before_its_button() {
             });
         }
         shots.push_str(&format!("== {} suggested\n", language.code()));
+        shots.push_str(&shown(question(&a, language, &TimeZone::UTC)));
+        shots.push_str("\n\n");
+        // A command, whose grant pins the workspace's files, asked again because one
+        // of them changed since a grant covered it.
+        if let Some(offer) = &mut a.grant {
+            offer.suggestion = None;
+            offer.pins_workspace = true;
+        }
+        a.card.push(tau_core::CardNote::warning(
+            tau_core::GRANT_LABEL,
+            tau_core::asked_again_text(&["job.py".to_owned()]),
+        ));
+        shots.push_str(&format!("== {} pins the workspace\n", language.code()));
         shots.push_str(&shown(question(&a, language, &TimeZone::UTC)));
         shots.push_str("\n\n");
     }

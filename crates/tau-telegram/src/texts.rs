@@ -66,6 +66,8 @@ pub(crate) struct Texts {
     /// Under such a question, before its buttons: what the grant covers (`{tool}`,
     /// `{hours}`), in tau's words.
     pub grant_covers: &'static str,
+    /// Added to `grant_covers` when the tool runs the workspace's files.
+    pub grant_pins_workspace: &'static str,
     /// Under the grant's words when the person keeps approving this call: `{n}` times in
     /// `{days}` days.
     pub grant_suggested: &'static str,
@@ -173,6 +175,7 @@ one, /delete deletes it.",
     approve_always: "Approve, allow again",
     approve_always_everywhere: "Approve, allow in all my chats",
     grant_covers: "“Approve, allow again” lets exactly this call run again without asking, in this conversation, for {hours} h: the tool {tool} with the same tier and input schema and exactly these arguments (no prefix, no pattern); “allow in all my chats” does the same in every conversation of yours on Telegram. Any other call is asked again. /grants lists and revokes it.",
+    grant_pins_workspace: "It also pins the workspace's files as they are now: if anything but the granted call itself changes one of them (a script, a module, a Makefile), the call is asked again.",
     grant_suggested: "You approved exactly this call {n} times in the last {days} days: allowing it again would spare you this question.",
     routine_suggested: "It came at about the same time each day: a routine could make it on a schedule (tau routines).",
     approved_allowing: "✅ Approved by {user} at {time}, and allowed again in this conversation",
@@ -261,6 +264,7 @@ olanı adlandırır, /delete onu siler.",
     approve_always: "Onayla, tekrar izin ver",
     approve_always_everywhere: "Onayla, tüm sohbetlerimde izin ver",
     grant_covers: "“Onayla, tekrar izin ver” tam olarak bu çağrının bu sohbette {hours} saat boyunca sormadan yeniden çalışmasına izin verir: aynı seviye ve girdi şemasıyla {tool} aracı ve tam olarak bu argümanlar (önek yok, kalıp yok); “tüm sohbetlerimde izin ver” aynısını Telegram'daki tüm sohbetlerinde yapar. Başka her çağrı yeniden sorulur. /grants listeler ve geri alır.",
+    grant_pins_workspace: "Çalışma alanındaki dosyaları da şimdiki halleriyle sabitler: izin verilen çağrının kendisi dışında herhangi bir şey bunlardan birini (bir betik, bir modül, bir Makefile) değiştirirse çağrı yeniden sorulur.",
     grant_suggested: "Tam olarak bu çağrıyı son {days} günde {n} kez onayladın: tekrar izin vermek seni bu sorudan kurtarır.",
     routine_suggested: "Her gün aşağı yukarı aynı saatte geldi: bir rutin bunu bir zamanlamayla yapabilir (tau routines).",
     approved_allowing: "✅ {user} tarafından {time} zamanında onaylandı ve bu sohbette tekrar izin verildi",

@@ -30,6 +30,7 @@ fn grant(n: u32, person: i64) -> Grant {
         arguments_sha256: tau_core::approval::canonical_arguments(&arguments).1,
         arguments,
         card_sha256: "ef".repeat(32),
+        workspace_sha256: None,
         scope: GrantScope::Conversation,
         channel: "telegram".into(),
         session: tau_protocol::SessionId::parse("s1").unwrap(),

@@ -317,6 +317,7 @@ mod tests {
             arguments_sha256: "1".repeat(64),
             card_sha256: "2".repeat(64),
             hours: 24,
+            pins_workspace: false,
             suggestion: None,
         }
     }

@@ -388,8 +388,14 @@ mod tests {
             arguments_sha256: "1".repeat(64),
             card_sha256: "2".repeat(64),
             hours: 24,
+            pins_workspace: true,
             suggestion: None,
         });
+        // Asked again although a grant covers the call: a file it runs changed since.
+        r.card.push(tau_core::CardNote::warning(
+            tau_core::GRANT_LABEL,
+            tau_core::asked_again_text(&["job.py".to_owned()]),
+        ));
         insta::assert_snapshot!(render_prompt(&r, Language::En, 80));
         let tr = render_prompt(&r, Language::Tr, 80);
         assert!(tr.contains("always yazın"), "{tr}");

@@ -13,6 +13,7 @@
 //! - `args.rs`: strict argument parsing shared by every tool
 //! - `written.rs`, `command_card.rs`: the files the file tools wrote, shown (and pinned)
 //!   on the question of a command that names them, beside what the sandbox allows it
+//! - `workspace_tree.rs`: the workspace's tree, which a grant of `run_command` pins
 //! - one file per tool: `clock.rs`, `read_file.rs`, `list_dir.rs`, `write_file.rs`,
 //!   `append_note.rs`, `run_command.rs` (with `run_command/`: output capture, the process,
 //!   `tree.rs` finding and stopping everything a command started), `mqtt_publish.rs` (with
@@ -29,6 +30,7 @@ mod mqtt_publish;
 mod read_file;
 mod run_command;
 mod workspace;
+mod workspace_tree;
 mod write_file;
 mod written;
 
@@ -38,7 +40,7 @@ mod race_tests;
 use std::sync::Arc;
 
 use tau_agent::SharedTool;
-use tau_core::{CardWriter, EventBus};
+use tau_core::{CardWriter, EventBus, WorkspacePinner};
 use tau_sandbox::Sandbox;
 
 pub use config::{ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError};
@@ -72,6 +74,8 @@ pub struct Builtins {
     /// What the question of a `run_command` says: what the sandbox allows it, and the
     /// files it names that the file tools wrote (pinned to what was shown).
     pub card_writer: Arc<dyn CardWriter>,
+    /// Reads the workspace's tree, which a grant of `run_command` pins.
+    pub pinner: Arc<dyn WorkspacePinner>,
 }
 
 /// Every built-in tool, configured, but those `[tools] disabled` names. `env` looks up
@@ -118,6 +122,9 @@ pub fn audited_builtins(
         ),
         Arc::new(MqttPublish::new(broker)),
     ];
+    let pinner = Arc::new(workspace_tree::TreePinner {
+        workspace: workspace.clone(),
+    });
     let card_writer = Arc::new(CommandCard {
         workspace,
         sandbox,
@@ -129,6 +136,7 @@ pub fn audited_builtins(
             .filter(|t| !config.disabled.contains(&t.spec().name))
             .collect(),
         card_writer,
+        pinner,
     })
 }
 

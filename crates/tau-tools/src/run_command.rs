@@ -129,6 +129,7 @@ impl RunCommand {
             Tier::Physical,
             "runs a shell command in the workspace — code the agent wrote",
         )
+        .runs_workspace()
         .input_schema(json!({
             "type": "object",
             "properties": {

@@ -158,6 +158,16 @@ impl Workspace {
         &self.root
     }
 
+    /// The workspace itself, opened for reading its entries.
+    pub(crate) fn open_root_dir(&self) -> Result<OwnedFd, Errno> {
+        rustix::fs::openat(
+            self.dir.as_fd(),
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    }
+
     /// Opens `path` with `flags` (and `mode` when it creates the file).
     pub(crate) fn open_file(
         &self,

@@ -152,6 +152,10 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         person: None,
         hours: config.core().approval.grant_hours,
         history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
+        ledger: Arc::new(crate::audit::grants::AuditGrants::new(
+            ctx.home.audit_log(),
+            state.clone(),
+        )),
     };
     let repository: Arc<dyn SessionRepository> = Arc::new(state);
     let OpenSession {

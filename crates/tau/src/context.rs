@@ -193,6 +193,8 @@ impl Context {
         catalog.add_card_writer(Arc::new(tau_core::LookalikeWriter));
         catalog.extend(builtins.tools)?;
         catalog.add_card_writer(builtins.card_writer);
+        // What a grant of a tool that runs the workspace's files pins.
+        catalog.set_workspace_pinner(builtins.pinner);
         let store = self.device_store()?;
         let registry = Arc::new(self.registry(&store)?);
         let watch = self.watch_discovery(&registry, Arc::clone(&store))?;

@@ -391,6 +391,7 @@ mod tests {
             arguments: json!({"command": "npm run test\u{202e}"}),
             arguments_sha256: "1".repeat(64),
             card_sha256: "2".repeat(64),
+            workspace_sha256: None,
             scope,
             channel: "terminal".into(),
             session: tau_protocol::SessionId::parse("chat-20261203-120000-abcdef").unwrap(),

@@ -17,6 +17,7 @@ use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
 use tau_state::StateDb;
 use tau_web::{REMOTE_RISK, WebChannel, WebError};
 
+use crate::audit::grants::AuditGrants;
 use crate::audit::history::AuditHistory;
 use crate::audit::witness::Witness;
 use crate::audit::{AuditLog, SessionAudit};
@@ -97,6 +98,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         sessions: state.clone(),
         audit: Arc::clone(&audit),
         history: Arc::new(AuditHistory::new(ctx.home.audit_log())),
+        ledger: Arc::new(AuditGrants::new(ctx.home.audit_log(), state.clone())),
     });
     let hub = Hub::open(
         state.clone(),
@@ -212,6 +214,15 @@ fn announce(
             refused.why
         ));
     }
+    for refused in &recovery.refused_grants {
+        out.push_str(&format!(
+            "tau serve: grant {} ({} {}) refused, never used: {}\n",
+            refused.grant.id,
+            tau_core::display(&refused.grant.tool),
+            tau_core::display(&tau_core::sorted_json(&refused.grant.arguments)),
+            refused.why
+        ));
+    }
     if recovery.uncertain > 0 {
         out.push_str(&format!(
             "tau serve: {} approved call(s) were running when tau stopped: they may or may not have run, and are not run again\n",
@@ -290,6 +301,8 @@ struct Factory {
     audit: Arc<AuditLog>,
     /// A person's approvals read back from the log, shared by every conversation.
     history: Arc<AuditHistory>,
+    /// What the log records of grants, read on as it grows, shared likewise.
+    ledger: Arc<AuditGrants>,
 }
 
 /// The model one stored conversation talks to. The one place a per-session model (a
@@ -335,6 +348,10 @@ impl SessionFactory for Factory {
             .map_err(|e| OpenError(format!("cannot read the audit log: {e}")))
     }
 
+    fn grant_ledger(&self) -> Option<Arc<dyn tau_core::GrantLedger>> {
+        Some(Arc::clone(&self.ledger) as _)
+    }
+
     fn events(&self, session: &SessionId) -> EventBus {
         let bus = EventBus::new();
         bus.subscribe(Arc::new(SessionAudit {
@@ -364,6 +381,7 @@ impl SessionFactory for Factory {
                     person,
                     hours: self.config.approval.grant_hours,
                     history: Some(Arc::clone(&self.history) as _),
+                    ledger: Arc::clone(&self.ledger) as _,
                 });
         let agent = build_agent(AgentParts {
             config: self.config.clone(),

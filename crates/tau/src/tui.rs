@@ -139,6 +139,10 @@ pub(crate) async fn run(
             person: None,
             hours: config.core().approval.grant_hours,
             history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
+            ledger: Arc::new(crate::audit::grants::AuditGrants::new(
+                ctx.home.audit_log(),
+                state.clone(),
+            )),
         }),
     })
     .await?;

@@ -29,6 +29,7 @@ fn stored(tau: &Tau, id: &str) -> StateDb {
         arguments_sha256: canonical_arguments(&arguments).1,
         arguments,
         card_sha256: "1".repeat(64),
+        workspace_sha256: None,
         scope: GrantScope::Conversation,
         channel: "terminal".into(),
         session: tau_protocol::SessionId::parse("s1").unwrap(),

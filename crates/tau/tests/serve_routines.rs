@@ -259,3 +259,71 @@ fn a_call_not_covered_is_asked_on_the_web_page_and_runs_on_yes() {
     );
     assert_eq!(call["approval_id"], row["id"]);
 }
+
+/// A grant for every conversation of the person on TauBar never reaches a routine's: the
+/// same call made by a prompt routine a webhook fires is asked in the routine's own
+/// conversation, while another chat of the person's is covered.
+#[test]
+fn an_all_chats_grant_never_covers_a_webhook_routine_s_call() {
+    let tau = Tau::new();
+    let config = tau.serve_config(
+        "[[routines]]\nname = \"doorbell\"\nwebhook = { secret_env = \"TAU_TEST_DOORBELL\" }\n\
+         prompt = \"Someone rang.\"\nask = \"web\"\n",
+    );
+    let call = json!({"command": "echo open >> door.txt"});
+    let model = tau.replay(&json!([
+        common::tool_call("t1", "run_command", &call),
+        answer("done"),
+    ]));
+    let serve = tau.serve_env(&model, &config, &[("TAU_TEST_DOORBELL", SECRET)]);
+    let door = || std::fs::read_to_string(tau.workspace().join("door.txt")).unwrap_or_default();
+    let mine = serve.new_session();
+    let row = serve.ask(&mine, "open the door");
+    let id = row["id"].as_str().unwrap();
+    let approved = serve.post(
+        &format!("/api/approvals/{id}"),
+        r#"{"decision": "approve", "grant": {"scope": "channel"}}"#,
+    );
+    assert_eq!(approved.status, 200, "{approved:?}");
+    serve.until_answered(&mine, "done");
+    // Another chat of the person's: covered.
+    let other = serve.new_session();
+    let sent = serve.post(
+        &format!("/api/sessions/{other}/messages"),
+        r#"{"text": "open it again"}"#,
+    );
+    assert_eq!(sent.status, 202, "{sent:?}");
+    serve.until_answered(&other, "done");
+    assert_eq!(door(), "open\nopen\n");
+
+    // The webhook's routine makes the same call: asked, not run.
+    let host = serve.host();
+    let bearer = format!("Bearer {SECRET}");
+    let fired = request(
+        serve.addr,
+        "POST",
+        "/hooks/doorbell",
+        &[("Host", host.as_str()), ("Authorization", bearer.as_str())],
+        Some(""),
+    );
+    assert_eq!(fired.status, 202, "{fired:?}");
+    let asked = serve.until(|serve| {
+        let rows = serve.get("/api/approvals?state=pending").json();
+        rows.as_array().unwrap().first().cloned()
+    });
+    assert_eq!(
+        (&asked["routine"]["name"], &asked["arguments"]),
+        (&json!("doorbell"), &json!(call.to_string()))
+    );
+    assert!(
+        asked["grant_offer"].is_null(),
+        "no grant offered there: {asked}"
+    );
+    assert_eq!(door(), "open\nopen\n", "the routine's call did not run");
+    let used = tau
+        .audit()
+        .into_iter()
+        .filter(|l| l["type"] == "grant_used")
+        .count();
+    assert_eq!(used, 1, "only the person's other chat used the grant");
+}

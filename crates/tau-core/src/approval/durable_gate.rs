@@ -93,9 +93,13 @@ impl TierGate {
     /// Steps 1 to 5 of the ladder, then (6) the question stored as a `pending` row and
     /// announced. Anything that fails on the way refuses.
     pub fn check_durable(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> DurableCheck {
-        let (tier, effect) = match self.precheck(tool, arguments, tool_use_id) {
+        let (tier, effect, notes) = match self.precheck(tool, arguments, tool_use_id) {
             Precheck::Decided(check) => return DurableCheck::Decided(check),
-            Precheck::Ask { tier, effect } => (tier, effect),
+            Precheck::Ask {
+                tier,
+                effect,
+                notes,
+            } => (tier, effect, notes),
         };
         let Some(durable) = &self.durable else {
             return DurableCheck::Decided(self.refused_on_resume(
@@ -105,9 +109,10 @@ impl TierGate {
                 "this gate cannot store questions",
             ));
         };
-        let (Some(id), Ok(card)) = (new_approval_id(), self.card(tool, arguments)) else {
+        let (Some(id), Ok(mut card)) = (new_approval_id(), self.card(tool, arguments)) else {
             return DurableCheck::Decided(self.no_randomness(tool, tool_use_id, tier));
         };
+        let grant_offer = self.offer_on(tool, arguments, &mut card, notes);
         let now = Timestamp::now();
         let deadline = jiff::SignedDuration::try_from(durable.timeout)
             .ok()
@@ -127,7 +132,7 @@ impl TierGate {
             card,
         }
         .into_row();
-        row.grant_offer = self.grant_offer(tool, arguments, &row.card);
+        row.grant_offer = grant_offer;
         if let Err(error) = durable.store.create_hidden_approval(&row) {
             return DurableCheck::Decided(self.refused_on_resume(
                 tool,
@@ -233,13 +238,15 @@ impl TierGate {
         // The grant the yes asked for is made now, when the call it was asked with goes
         // through: exactly as the question offered it (a failure leaves the yes standing
         // for this one call, with an `error` line).
-        if let Some(wanted) = &row.grant_request {
-            let _made = self.make_grant(&row.question(), wanted, &decided_by);
-        }
+        let made = row
+            .grant_request
+            .as_ref()
+            .and_then(|wanted| self.make_grant(&row.question(), wanted, &decided_by));
         let mut check = Check::refuse(String::new(), Approval::Approved, tier, decided_by);
         check.allowed = true;
         check.refusal_text = None;
         check.approval_id = Some(row.id.clone());
+        check.grant = made.map(|made| made.id);
         check
     }
 

@@ -8,7 +8,9 @@ use std::time::Duration;
 use futures::FutureExt;
 use serde_json::Value;
 
-use tau_protocol::{Approval, ApprovalId, CallCard, CallStatus, DecidedBy, Decision, Tier};
+use tau_protocol::{
+    Approval, ApprovalId, CallCard, CallStatus, CardNote, DecidedBy, Decision, GrantId, Tier,
+};
 
 use super::approver::{Answer, ApprovalQuestion, Approver};
 use super::texts::{invalid_call_text, refusal_text, unknown_tool_text};
@@ -40,6 +42,15 @@ pub trait TierLookup: Send + Sync {
     /// SHA-256 of the tool's input schema as it is now; `None` (the default) means no
     /// grant can ever cover a call to it.
     fn schema_sha256(&self, _tool: &str) -> Option<String> {
+        None
+    }
+
+    /// For a tool that runs the workspace's files, the workspace's tree now; `None` (the
+    /// default) for any other tool.
+    fn workspace_tree(
+        &self,
+        _tool: &str,
+    ) -> Option<Result<tau_protocol::WorkspaceTree, tau_protocol::TreeError>> {
         None
     }
 
@@ -91,6 +102,9 @@ pub struct Check {
     /// The call was approved and let through before, and tau stopped before its result
     /// was stored: it is not run again, and may or may not have run.
     pub effect_uncertain: bool,
+    /// The grant that let this call through, or that the yes to it made: once the call
+    /// ran, the grant is pinned to the workspace as the call left it.
+    pub grant: Option<GrantId>,
 }
 
 impl Check {
@@ -105,6 +119,7 @@ impl Check {
             unknown_tool: false,
             invalid: false,
             effect_uncertain: false,
+            grant: None,
         }
     }
 
@@ -125,6 +140,7 @@ impl Check {
             unknown_tool: false,
             invalid: false,
             effect_uncertain: false,
+            grant: None,
         }
     }
 
@@ -191,7 +207,12 @@ impl ExemptionHandle {
 /// Steps 1 to 5 of the ladder decided, or a person must be asked.
 pub(super) enum Precheck {
     Decided(Check),
-    Ask { tier: Tier, effect: String },
+    /// `notes` go on the question's card: why a grant did not cover the call.
+    Ask {
+        tier: Tier,
+        effect: String,
+        notes: Vec<CardNote>,
+    },
 }
 
 /// What happened to a call, for [`TierGate::record`].
@@ -412,15 +433,21 @@ impl TierGate {
                 DecidedBy::Exemption { name },
             ));
         }
-        // 5b. a live grant covers exactly this call -> allow, recorded "granted"
-        if let Some(id) = self.granted(tool, tier, arguments, tool_use_id) {
-            return Precheck::Decided(Check::allow(
+        // 5b. a live grant covers exactly this call, its row is the audit log's and what
+        //     the call runs is what it pinned -> allow, recorded "granted"
+        match self.granted(tool, tier, arguments, tool_use_id) {
+            Ok(id) => {
+                let mut check =
+                    Check::allow(tier, Approval::Granted, DecidedBy::Grant { id: id.clone() });
+                check.grant = Some(id);
+                Precheck::Decided(check)
+            }
+            Err(notes) => Precheck::Ask {
                 tier,
-                Approval::Granted,
-                DecidedBy::Grant { id },
-            ));
+                effect,
+                notes,
+            },
         }
-        Precheck::Ask { tier, effect }
     }
 
     /// Refuses a call no question could be asked about, for want of an id.
@@ -440,9 +467,13 @@ impl TierGate {
     }
 
     async fn ladder(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Check {
-        let (tier, effect) = match self.precheck(tool, arguments, tool_use_id) {
+        let (tier, effect, notes) = match self.precheck(tool, arguments, tool_use_id) {
             Precheck::Decided(check) => return check,
-            Precheck::Ask { tier, effect } => (tier, effect),
+            Precheck::Ask {
+                tier,
+                effect,
+                notes,
+            } => (tier, effect, notes),
         };
         // 6. ask the approver, one question at a time, bounded by the timeout
         // anything that fails on the way -> refuse
@@ -450,9 +481,10 @@ impl TierGate {
         let Some(approval_id) = new_approval_id() else {
             return self.no_randomness(tool, tool_use_id, tier);
         };
-        let Ok(card) = self.card(tool, arguments) else {
+        let Ok(mut card) = self.card(tool, arguments) else {
             return self.no_randomness(tool, tool_use_id, tier);
         };
+        let grant = self.offer_on(tool, arguments, &mut card, notes);
         let timeout = self.effective_timeout();
         let request = ApprovalQuestion {
             approval_id: approval_id.clone(),
@@ -463,7 +495,7 @@ impl TierGate {
             call_id: tool_use_id.to_owned(),
             channel: self.channel.clone(),
             deadline: timeout.and_then(deadline_after),
-            grant: self.grant_offer(tool, arguments, &card),
+            grant,
             card,
         };
         self.emit_approval_requested(&request);
@@ -479,8 +511,10 @@ impl TierGate {
                 grant,
             }) if passes_step(&request, confirmation.as_deref()) => {
                 let made = grant.and_then(|wanted| self.make_grant(&request, &wanted, &decided_by));
-                self.emit_approval_with(&request, Decision::Approved, decided_by.clone(), made);
-                Check::allow(tier, Approval::Approved, decided_by).asked(&approval_id)
+                let mut check = Check::allow(tier, Approval::Approved, decided_by.clone());
+                check.grant = made.as_ref().map(|made| made.id.clone());
+                self.emit_approval_with(&request, Decision::Approved, decided_by, made);
+                check.asked(&approval_id)
             }
             Ok(Answer {
                 decision: Decision::Approved,

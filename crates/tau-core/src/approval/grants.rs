@@ -9,15 +9,17 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use tau_protocol::{
-    CallCard, DecidedBy, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantSuggestion,
-    SUGGESTION_APPROVALS, SUGGESTION_DAYS, SessionId, Tier,
+    CallCard, CardNote, DecidedBy, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,
+    GrantSuggestion, SUGGESTION_APPROVALS, SUGGESTION_DAYS, SessionId,
 };
 
 use super::approver::ApprovalQuestion;
 use super::durable::{StateDb, canonical_arguments};
 use super::gate::{Standing, TierGate};
+use super::grant_record::GrantLedger;
 use crate::audit::{AuditEvent, ErrorSite};
 use crate::ids::random_id;
+use crate::pin::{GRANT_LABEL, no_grant_text};
 
 /// Where a gate's grants live and whose they are: the conversation's session, the person
 /// on the channel (a Telegram user id; `None` on a one-person channel), how long a grant
@@ -30,6 +32,8 @@ pub struct GateGrants {
     pub person: Option<String>,
     pub hours: u32,
     pub history: Option<Arc<dyn ApprovalHistory>>,
+    /// What the audit log records of grants: a grant covers a call only as it records it.
+    pub ledger: Arc<dyn GrantLedger>,
 }
 
 /// A person's earlier answers, as the audit log keeps them: what makes a card suggest a
@@ -38,6 +42,25 @@ pub trait ApprovalHistory: Send + Sync {
     /// When a person approved exactly this call (the tool, the SHA-256 of its canonical
     /// arguments) since `since`. Unreadable history is no history.
     fn approved_at(&self, tool: &str, arguments_sha256: &str, since: Timestamp) -> Vec<Timestamp>;
+}
+
+/// Why the conversation of `grants` is not one of a person's chats (and takes no grant):
+/// a routine's, or one whose owner cannot be read. `None` for a person's.
+fn no_persons_chat(grants: &GateGrants) -> Option<String> {
+    if grants
+        .session
+        .as_str()
+        .starts_with(tau_state::ROUTINE_SESSION_PREFIX)
+    {
+        return Some("a routine's own session".to_owned());
+    }
+    match grants.store.conversation_of(&grants.session) {
+        Ok(Some(conversation)) => conversation
+            .routine()
+            .map(|routine| format!("routine {routine}'s conversation")),
+        Ok(None) => None,
+        Err(error) => Some(format!("its conversation could not be read: {error}")),
+    }
 }
 
 /// How close in the day approvals must come to count as regular (a routine's job).
@@ -85,7 +108,7 @@ fn regular(times: &[Timestamp]) -> bool {
 }
 
 /// SHA-256 of tau's card for a call, as a grant records it.
-fn card_sha256(card: &CallCard) -> String {
+pub(super) fn card_sha256(card: &CallCard) -> String {
     let value = serde_json::to_value(card).unwrap_or(Value::Null);
     canonical_arguments(&value).1
 }
@@ -94,7 +117,16 @@ impl TierGate {
     /// Lets this gate use and offer grants. Live grants whose tool this gate knows with
     /// another tier or input schema than they were made for are voided first, each with a
     /// `grant_revoked` line by `policy`: a grant never comes back when a tool changes back.
+    ///
+    /// A routine's conversation (`routine:NAME` on its `ask` channel, or its own
+    /// `routine-NAME` session) is no person's chat: its gate uses no grant and offers none,
+    /// whoever built it, so a grant made in a person's chats never reaches a call a webhook
+    /// or an MQTT message fired. A routine runs unasked only by its own exemption.
     pub fn with_grants(mut self, grants: GateGrants) -> Self {
+        if let Some(why) = no_persons_chat(&grants) {
+            tracing::info!(session = %grants.session, %why, "no grants in this conversation");
+            return self;
+        }
         self.void_changed_grants(&grants);
         self.grants = Some(grants);
         self
@@ -158,72 +190,29 @@ impl TierGate {
         }
     }
 
-    /// The id of the live grant that covers exactly this tier-2 call, its use counted; the
-    /// `grant_used` audit line is written. `None` when none does or anything fails (then
-    /// the person is asked, as without grants).
-    pub(super) fn granted(
-        &self,
-        tool: &str,
-        tier: Tier,
-        arguments: &Value,
-        tool_use_id: &str,
-    ) -> Option<GrantId> {
-        let grants = self.grants.as_ref()?;
-        let schema_sha256 = self.tiers.schema_sha256(tool)?;
-        let card_sha256 = card_sha256(&self.tiers.card(tool, arguments));
-        let (_, arguments_sha256) = canonical_arguments(arguments);
-        let call = tau_state::GrantedCall {
-            tool,
-            tier,
-            schema_sha256: &schema_sha256,
-            arguments_sha256: &arguments_sha256,
-            card_sha256: &card_sha256,
-            channel: &self.channel,
-            session: &grants.session,
-            person: grants.person.as_deref(),
-        };
-        match grants.store.use_grant(&call, Timestamp::now()) {
-            Ok(Some(grant)) => {
-                tracing::info!(tool, tool_use_id, grant = %grant.id, uses = grant.uses, "call covered by a grant; nobody asked");
-                self.events.emit(&AuditEvent::GrantUsed {
-                    grant_id: grant.id.clone(),
-                    tool: tool.to_owned(),
-                    tool_use_id: tool_use_id.to_owned(),
-                    session: grants.session.to_string(),
-                    channel: self.channel.clone(),
-                    use_number: grant.uses,
-                    max_uses: grant.max_uses,
-                });
-                Some(grant.id)
-            }
-            Ok(None) => None,
-            Err(error) => {
-                tracing::error!(tool, tool_use_id, %error, "grants could not be read; asking");
-                self.emit_error(
-                    ErrorSite::TierGate,
-                    format!("grants could not be read, the person is asked: {error}"),
-                    tool,
-                    tool_use_id,
-                );
-                None
-            }
-        }
-    }
-
     /// What a grant made from this question would cover, when this gate has grants and
-    /// the tool's schema can be hashed.
+    /// the tool's schema can be hashed. `Err` is the card's note saying why none is
+    /// offered where one would be: the workspace a tool that runs its files would be
+    /// pinned to is too big or cannot be read.
     pub(super) fn grant_offer(
         &self,
         tool: &str,
         arguments: &Value,
         card: &CallCard,
-    ) -> Option<GrantOffer> {
-        let grants = self.grants.as_ref()?;
+    ) -> Result<Option<GrantOffer>, CardNote> {
+        let Some(grants) = self.grants.as_ref() else {
+            return Ok(None);
+        };
         // A call with a second step (a lock-class device) is asked every time: a grant
         // would let the next one through without it.
         if card.confirm.is_some() {
-            return None;
+            return Ok(None);
         }
+        let pins_workspace = match self.tiers.workspace_tree(tool) {
+            None => false,
+            Some(Ok(_)) => true,
+            Some(Err(error)) => return Err(CardNote::warning(GRANT_LABEL, no_grant_text(&error))),
+        };
         let arguments_sha256 = canonical_arguments(arguments).1;
         let suggestion = grants.history.as_ref().and_then(|history| {
             let since = Timestamp::now()
@@ -231,13 +220,38 @@ impl TierGate {
                 .ok()?;
             suggestion(&history.approved_at(tool, &arguments_sha256, since))
         });
-        Some(GrantOffer {
-            schema_sha256: self.tiers.schema_sha256(tool)?,
+        let Some(schema_sha256) = self.tiers.schema_sha256(tool) else {
+            return Ok(None);
+        };
+        Ok(Some(GrantOffer {
+            schema_sha256,
             arguments_sha256,
             card_sha256: card_sha256(card),
             hours: grants.hours,
+            pins_workspace,
             suggestion,
-        })
+        }))
+    }
+
+    /// The grant this question offers, worked out on the card as the tools wrote it; then
+    /// the gate's own notes go on the card: why a grant did not cover the call (`notes`),
+    /// why none is offered.
+    pub(super) fn offer_on(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        card: &mut CallCard,
+        notes: Vec<CardNote>,
+    ) -> Option<tau_protocol::GrantOffer> {
+        let offer = self.grant_offer(tool, arguments, card);
+        card.notes.extend(notes);
+        match offer {
+            Ok(offer) => offer,
+            Err(note) => {
+                card.notes.push(note);
+                None
+            }
+        }
     }
 
     /// Makes the grant a person asked for with their yes to `request`, exactly as the
@@ -277,6 +291,13 @@ impl TierGate {
         else {
             return fail("the grant's end is out of range".into());
         };
+        // A tool that runs the workspace's files: the grant pins them as they are now,
+        // right before the call it was asked with runs.
+        let tree = match self.tiers.workspace_tree(&request.tool) {
+            None => None,
+            Some(Ok(tree)) => Some(tree),
+            Some(Err(error)) => return fail(error.to_string()),
+        };
         let grant = Grant {
             id,
             tool: request.tool.clone(),
@@ -285,6 +306,7 @@ impl TierGate {
             arguments: request.arguments.clone(),
             arguments_sha256: offer.arguments_sha256.clone(),
             card_sha256: offer.card_sha256.clone(),
+            workspace_sha256: tree.as_ref().map(|tree| tree.sha256.clone()),
             scope: wanted.scope,
             channel: self.channel.clone(),
             session: grants.session.clone(),
@@ -301,6 +323,13 @@ impl TierGate {
         };
         if let Err(error) = grants.store.create_grant(&grant) {
             return fail(error.to_string());
+        }
+        if let Some(tree) = &tree
+            && let Err(error) = grants.store.pin_grant(&grant.id, tree)
+        {
+            // Only the names of the files that change later are lost: the audit line
+            // below carries the tree's hash, which is what a use is checked against.
+            tracing::warn!(grant = %grant.id, %error, "the pinned workspace could not be kept");
         }
         tracing::info!(tool = %grant.tool, grant = %grant.id, scope = grant.scope.as_str(), expires = %grant.expires_at, "grant made");
         self.events.emit(&AuditEvent::GrantCreated(grant.clone()));

@@ -6,7 +6,10 @@
 //! - `durable.rs`: durable questions (the rows `tau-state` keeps in `state.db`);
 //!   `durable_gate.rs`: how the gate stores a question, and checks it again on resume
 //! - `expire.rs`: the one expirer of stored questions, whoever asked them
-//! - `grants.rs`: [`GateGrants`]; how the gate uses, offers and makes grants
+//! - `grants.rs`: [`GateGrants`]; how the gate offers and makes grants; `grant_use.rs`:
+//!   how it uses one (checked against the audit log, the workspace it pins) and pins it
+//!   again after a granted call; `grant_record.rs`: [`GrantLedger`], what the audit log
+//!   records of grants
 //! - `texts.rs`: the fixed English texts the model reads
 
 mod approver;
@@ -14,6 +17,8 @@ mod durable;
 mod durable_gate;
 mod expire;
 mod gate;
+mod grant_record;
+mod grant_use;
 mod grants;
 mod texts;
 
@@ -34,5 +39,7 @@ pub use gate::{
     Check, Exemption, ExemptionError, ExemptionHandle, Standing, TierGate, TierLookup,
     ToolCallRecord,
 };
+pub use grant_record::{GrantLedger, RecordedGrants, fold_grant_line};
+pub use grant_use::refuse_untrusted_grant;
 pub use grants::{ApprovalHistory, GateGrants};
 pub use texts::{effect_uncertain_text, invalid_call_text, refusal_text, unknown_tool_text};

@@ -66,6 +66,7 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
         | AuditEvent::ChannelStopped { .. }
         | AuditEvent::GrantCreated(_)
         | AuditEvent::GrantUsed { .. }
+        | AuditEvent::GrantPinned { .. }
         | AuditEvent::GrantRevoked { .. }
         // A turn shows it as a notice in its own language (`TurnForwarder`).
         | AuditEvent::EffectUncertain { .. } => None,

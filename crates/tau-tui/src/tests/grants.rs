@@ -41,8 +41,14 @@ fn offering(language: Language) -> App {
         arguments_sha256: "1".repeat(64),
         card_sha256: "2".repeat(64),
         hours: 24,
+        pins_workspace: true,
         suggestion: None,
     });
+    // Asked again although a grant covers the call: a file it runs changed since.
+    question.card.push(tau_core::CardNote::warning(
+        tau_core::GRANT_LABEL,
+        tau_core::asked_again_text(&["job.py".to_owned()]),
+    ));
     app.event(&ChannelEvent::ApprovalRequested(question));
     settle_card(&mut app);
     app

@@ -73,7 +73,45 @@ pub(crate) fn verify_command(ctx: &Context, from: Option<&str>) -> anyhow::Resul
     let path = ctx.home.audit_log();
     let state = ctx.existing_state()?;
     let verdict = verify_from(&path, state.as_ref(), kept.as_ref())?;
-    Ok((report(&verdict, &path, kept.as_ref()), verdict.intact()))
+    let mut text = report(&verdict, &path, kept.as_ref());
+    let mut intact = verdict.intact();
+    if intact && let Some(state) = &state {
+        let untrusted = untrusted_grants(&path, state)?;
+        intact = untrusted.is_empty();
+        text.push_str(&untrusted);
+    }
+    Ok((text, intact))
+}
+
+/// One line for each grant in `state.db` not revoked whose row is not what the intact
+/// log at `path` records of it (written or changed behind tau's back): such a grant
+/// covers no call, and `tau serve` revokes it when it starts.
+fn untrusted_grants(path: &Path, state: &StateDb) -> anyhow::Result<String> {
+    let rows: Vec<_> = state
+        .grants(None)?
+        .into_iter()
+        .filter(|grant| grant.revoked_at.is_none())
+        .collect();
+    if rows.is_empty() {
+        return Ok(String::new());
+    }
+    let recorded = super::grants::AuditGrants::new(path.to_owned(), state.clone()).all();
+    let mut out = String::new();
+    for grant in rows {
+        let record = match &recorded {
+            Ok(all) => Ok(all.get(&grant.id)),
+            Err(why) => Err(why.as_str()),
+        };
+        if let Err(why) = tau_state::cross_check_grant(&grant, record) {
+            out.push_str(&format!(
+                "grant {} ({} {}) in state.db is not what tau wrote, and covers no call: {why}\n",
+                grant.id,
+                tau_core::display(&grant.tool),
+                tau_core::display(&tau_core::sorted_json(&grant.arguments)),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 fn lines_were(n: u64) -> String {

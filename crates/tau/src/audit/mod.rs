@@ -13,13 +13,15 @@
 //!
 //! Layout: `mod.rs` the appender, `verify.rs` the check, `answers.rs` the recorded
 //! answers `tau serve` confirms stored approvals against,
-//! `command.rs` what `tau audit` prints, `history.rs` a person's approvals read back for
+//! `command.rs` what `tau audit` prints, `grants.rs` what the log records of grants (which
+//! the gate confirms a grant against before it covers a call), `history.rs` a person's approvals read back for
 //! the card's suggestion, `witness.rs` the head sent where the log's writers
 //! cannot reach it. The head and the announced line are kept in `state.db` (`tau-state`'s
 //! anchor table).
 
 mod answers;
 mod command;
+pub(crate) mod grants;
 pub(crate) mod history;
 #[cfg(test)]
 pub(crate) mod test_lines;
@@ -284,7 +286,7 @@ impl EventSubscriber for AuditLog {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 

@@ -1,0 +1,100 @@
+//! The workspace trees grants of tools that run the workspace's files were last pinned to.
+//! Only what a person reads comes from here (which files changed since a grant was
+//! pinned): whether a grant covers a call is decided by the tree's SHA-256 in the audit
+//! log's `grant_created` and `grant_pinned` lines, which `state.db` cannot rewrite.
+
+use rusqlite::{OptionalExtension, params};
+use tau_protocol::{GrantId, WorkspaceTree};
+
+use crate::db::StateDb;
+use crate::error::StateError;
+
+impl StateDb {
+    /// Keeps `tree` as what grant `id` was last pinned to (replacing the one before).
+    pub fn pin_grant(&self, id: &GrantId, tree: &WorkspaceTree) -> Result<(), StateError> {
+        let entries =
+            serde_json::to_string(&tree.entries).map_err(|e| StateError::Invalid(e.to_string()))?;
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO grant_pins (grant_id, sha256, entries, bytes) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (grant_id) DO UPDATE SET sha256 = excluded.sha256,
+                 entries = excluded.entries, bytes = excluded.bytes",
+            )?
+            .execute(params![
+                id.as_str(),
+                tree.sha256,
+                entries,
+                i64::try_from(tree.bytes).unwrap_or(i64::MAX)
+            ])?;
+            Ok(())
+        })
+    }
+
+    /// The tree grant `id` was last pinned to, when it is kept and reads.
+    pub fn grant_pin(&self, id: &GrantId) -> Result<Option<WorkspaceTree>, StateError> {
+        let row = self.read(|c| {
+            Ok(c.prepare_cached(
+                "SELECT sha256, entries, bytes FROM grant_pins WHERE grant_id = ?1",
+            )?
+            .query_row(params![id.as_str()], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, i64>(2)?,
+                ))
+            })
+            .optional()?)
+        })?;
+        let Some((sha256, entries, bytes)) = row else {
+            return Ok(None);
+        };
+        let entries = serde_json::from_str(&entries)
+            .map_err(|_| StateError::unreadable(format!("grant '{id}'"), "its pinned workspace"))?;
+        Ok(Some(WorkspaceTree {
+            sha256,
+            entries,
+            bytes: u64::try_from(bytes).unwrap_or(0),
+        }))
+    }
+}
+
+/// Step 9 of the schema: what a grant pins of the workspace (its tree's SHA-256 on the
+/// grant, the listing it was last pinned to beside it).
+pub(crate) const GRANT_PINS: &str = "
+ALTER TABLE grants ADD COLUMN workspace_sha256 TEXT;
+CREATE TABLE grant_pins (
+    grant_id TEXT PRIMARY KEY,
+    sha256 TEXT NOT NULL,
+    entries TEXT NOT NULL,
+    bytes INTEGER NOT NULL
+);
+";
+
+pub(crate) fn grant_pins_step(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(GRANT_PINS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_pin_is_kept_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(&dir.path().join("state.db")).unwrap();
+        let id = GrantId::parse("gr_1").unwrap();
+        assert_eq!(db.grant_pin(&id).unwrap(), None);
+        let mut tree = WorkspaceTree {
+            sha256: "a".repeat(64),
+            entries: [("job.py".to_owned(), format!("file {}", "b".repeat(64)))].into(),
+            bytes: 12,
+        };
+        db.pin_grant(&id, &tree).unwrap();
+        assert_eq!(db.grant_pin(&id).unwrap(), Some(tree.clone()));
+        tree.sha256 = "c".repeat(64);
+        tree.entries.insert("Makefile".into(), "file d".into());
+        db.pin_grant(&id, &tree).unwrap();
+        assert_eq!(db.grant_pin(&id).unwrap(), Some(tree));
+    }
+}
