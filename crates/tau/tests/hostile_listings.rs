@@ -148,6 +148,7 @@ fn a_hostile_grant_and_question_are_escaped_and_flagged() {
         max_uses: None,
         last_used_at: None,
         revoked_at: None,
+        workspace_sha256: None,
         revoked_by: None,
     })
     .unwrap();

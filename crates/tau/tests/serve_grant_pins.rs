@@ -58,9 +58,9 @@ fn out(tau: &Tau) -> String {
 /// Approves the question `row` with "allow again" and waits for the turn's `answer`.
 fn approve_with_grant(serve: &Serve, session: &str, row: &Value, answer: &str) {
     let id = row["id"].as_str().unwrap();
-    let approved = serve.post(
-        &format!("/api/approvals/{id}"),
-        r#"{"decision": "approve", "grant": {"scope": "conversation"}}"#,
+    let approved = serve.answer(
+        id,
+        &json!({"decision": "approve", "grant": {"scope": "conversation"}}),
     );
     assert_eq!(approved.status, 200, "{approved:?}");
     serve.until_answered(session, answer);

@@ -280,9 +280,9 @@ fn an_all_chats_grant_never_covers_a_webhook_routine_s_call() {
     let mine = serve.new_session();
     let row = serve.ask(&mine, "open the door");
     let id = row["id"].as_str().unwrap();
-    let approved = serve.post(
-        &format!("/api/approvals/{id}"),
-        r#"{"decision": "approve", "grant": {"scope": "channel"}}"#,
+    let approved = serve.answer(
+        id,
+        &json!({"decision": "approve", "grant": {"scope": "channel"}}),
     );
     assert_eq!(approved.status, 200, "{approved:?}");
     serve.until_answered(&mine, "done");
