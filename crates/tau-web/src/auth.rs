@@ -155,6 +155,13 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
             }
         }
     } else {
+        // The page and its files: a browser's first request on a connection is often one
+        // of these, and its cookie proves the connection as well as an API call would.
+        if app.auth.via(headers).is_some()
+            && let Some(connection) = request.extensions().get::<Arc<Connection>>()
+        {
+            connection.prove();
+        }
         next.run(request).await
     };
     let headers = response.headers_mut();

@@ -11,7 +11,7 @@
 //! approves), `events.rs` the event stream, `shown.rs` the display view,
 //! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked,
 //! `decisions.rs` the history of decisions (read by the host), `server.rs` the accept
-//! loop and its deadlines, `peers.rs` connections by peer address, `assets/` the page.
+//! loop and its deadlines, `peers.rs` connections by peer and their caps, `assets/` the page.
 
 mod answer;
 mod api;

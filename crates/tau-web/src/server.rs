@@ -1,10 +1,10 @@
 //! The accept loop: HTTP/1.1 through hyper, whose `header_read_timeout` bounds every
 //! request head, also the wait for the next one on a kept-alive connection (so an idle or
 //! trickling client is dropped within [`HEADER_TIMEOUT`]); the rest of a request (its
-//! body) is bounded by the router's timeout (`lib.rs`). Connections are capped in total
-//! and, while unproven, per peer address (`peers.rs`), so no flood from one address can
-//! keep the person's requests waiting. A stop ends every connection, event streams
-//! included.
+//! body) is bounded by the router's timeout (`lib.rs`). Connections are capped from the
+//! open-files limit, in total and, while unproven, in total and per peer (`peers.rs`), so
+//! no flood without the token can keep the person's requests waiting or leave tau without
+//! descriptors. A stop ends every connection, event streams included.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,21 +19,21 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use crate::peers::Peers;
+use crate::peers::{Caps, Peers};
 
 /// A client that has not sent a whole request head by then is dropped; so is a
 /// kept-alive connection that sends no next request.
 pub(crate) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections served at once, over every peer; more wait in the listen queue. Far above
-/// what one person's browsers and scripts open, far below the open-files limit `tau
-/// serve` asks for.
-const MAX_CONNECTIONS: usize = 4096;
 /// How long a stop waits for connections to finish what they were answering.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 /// Connections the system keeps for tau before it accepts them. The usual 128 is
 /// overrun by one burst of connections, and the kernel then drops the next ones, the
 /// person's among them, for a second or more.
 const LISTEN_BACKLOG: u32 = 1024;
+/// After an accept failed, so a lasting failure does not spin; shorter when an unproven
+/// connection was closed to free a descriptor.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+const ACCEPT_PAUSE_FREED: Duration = Duration::from_millis(10);
 
 /// Binds `addr` with room for a burst of connections.
 pub(crate) fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
@@ -47,14 +47,36 @@ pub(crate) fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
+/// This process's open-files limit now (`tau serve` raised it to the hard limit).
+fn open_files_limit() -> u64 {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX)
+}
+
+/// Whether an accept failed for want of descriptors (the process's or the system's).
+fn out_of_descriptors(error: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    Errno::from_io_error(error).is_some_and(|errno| errno == Errno::MFILE || errno == Errno::NFILE)
+}
+
 pub(crate) async fn serve(listener: TcpListener, router: Router, stop: CancellationToken) {
-    let peers = Arc::new(Peers::default());
+    let open_files = open_files_limit();
+    let caps = Caps::for_open_files(open_files);
+    tracing::debug!(
+        open_files,
+        connections = caps.connections,
+        unproven = caps.unproven,
+        unproven_per_peer = caps.per_peer,
+        "web connections capped"
+    );
+    let peers = Arc::new(Peers::new(caps));
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             () = stop.cancelled() => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            accepted = listener.accept(), if connections.len() < MAX_CONNECTIONS => match accepted {
+            accepted = listener.accept(), if connections.len() < caps.connections => match accepted {
                 Ok((stream, peer)) => {
                     let connection = peers.admit(peer);
                     let dropped = connection.dropped.clone();
@@ -78,7 +100,7 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, stop: Cancellat
                                     tracing::debug!(%error, "web connection ended");
                                 }
                             }
-                            // A newer unproven connection of the same peer took its place.
+                            // A newer unproven connection took its place.
                             () = dropped.cancelled() => {}
                             () = stop.cancelled() => {
                                 connection.as_mut().graceful_shutdown();
@@ -88,9 +110,11 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, stop: Cancellat
                     });
                 }
                 Err(error) => {
-                    // Out of file descriptors, most likely: let some connections end.
                     tracing::warn!(%error, "cannot accept a web connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    // tau's own work holds more descriptors than the caps leave it: an
+                    // unproven connection gives its up, never a proven one.
+                    let freed = out_of_descriptors(&error) && peers.close_oldest();
+                    tokio::time::sleep(if freed { ACCEPT_PAUSE_FREED } else { ACCEPT_PAUSE }).await;
                 }
             },
         }

@@ -55,6 +55,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     };
     ctx.create_home()?;
     crate::logging::init_rotating(&ctx.home, &*ctx.env, &config.log)?;
+    raise_open_files_limit();
     let token_path = ctx.home.web_token();
     let web = if config.web.enabled {
         let token = crate::token_file::load_or_create(&token_path)?;
@@ -186,6 +187,40 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     served?;
     crate::output::print("tau serve: stopped; pending questions stay pending\n");
     Ok(())
+}
+
+/// Where the hard open-files limit is unlimited, the soft one is raised to this (Linux's
+/// default `fs.nr_open`).
+const OPEN_FILES_CEILING: u64 = 1 << 20;
+
+/// Raises the soft open-files limit to the hard one (said in the log at debug). TauBar
+/// computes its caps on connections from it and leaves half of it to tau's own work (its
+/// database and logs, commands and their pipes, MCP servers); the usual soft limit of
+/// 1,024 would leave both little room.
+fn raise_open_files_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let Some(soft) = limit.current else {
+        tracing::debug!("open files limit: unlimited");
+        return;
+    };
+    let hard = limit.maximum.unwrap_or(OPEN_FILES_CEILING);
+    if soft >= hard {
+        tracing::debug!(soft, "open files limit already at the hard limit");
+        return;
+    }
+    let raised = Rlimit {
+        current: Some(hard),
+        maximum: limit.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => tracing::debug!(
+            from = soft,
+            to = hard,
+            "open files limit raised to the hard limit"
+        ),
+        Err(error) => tracing::debug!(soft, hard, %error, "open files limit not raised"),
+    }
 }
 
 /// What `tau serve` says when it is ready: where to go, where the token is, what waits.

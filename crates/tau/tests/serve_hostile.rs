@@ -187,7 +187,9 @@ fn three_hundred_idle_half_sent_and_trickling_connections_hold_up_nobody() {
 fn a_thousand_hostile_connections_hold_up_neither_the_person_nor_a_webhook() {
     let tau = Tau::new();
     let serve = hub(&tau);
-    // From 16 addresses: room for all of them to stay open until their deadline.
+    // From 16 loopback addresses, one peer: at this machine's open-files limit (raised to
+    // the hard limit) its share holds them all until their deadline. How the share is cut
+    // at the usual limit is `serve_flood_caps.rs`'s.
     let flood = Flood::open(serve.addr, &KINDS, 250, 16, "doorbell");
     let held = flood.open_now();
     let slowest = the_person_is_answered(&serve);
@@ -268,59 +270,6 @@ fn no_body_is_waited_for_without_the_secret_and_a_stalled_one_is_cut() {
     assert_eq!(&first, b"HTTP/1.1 200");
     let idle = closed_after(kept, CLOSED_WITHIN);
     assert!(idle < CLOSED_WITHIN, "an idle keep-alive stayed {idle:?}");
-    serve.kill_hard();
-}
-
-#[test]
-fn one_address_cannot_crowd_out_the_person() {
-    let tau = Tau::new();
-    let serve = hub(&tau);
-    // Far more idle connections than one address may hold unproven: the oldest go at once.
-    let flood = Flood::open(serve.addr, &[Kind::Idle], 400, 1, "doorbell");
-    let started = Instant::now();
-    while flood.open_now() > 100 && started.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        flood.open_now() <= 100,
-        "the flood kept {} connections past the per-address share",
-        flood.open_now()
-    );
-    // The person's connection, proven by the token, stays while newer floods come.
-    let host = serve.host();
-    let mut proven = send_raw(
-        serve.addr,
-        format!(
-            "GET /api/sessions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\r\n",
-            serve.token
-        )
-        .as_bytes(),
-    );
-    let mut first = [0u8; 12];
-    proven.read_exact(&mut first).unwrap();
-    assert_eq!(&first, b"HTTP/1.1 200");
-    let again = Flood::open(serve.addr, &[Kind::Idle], 200, 1, "doorbell");
-    proven
-        .write_all(
-            format!(
-                "GET /api/sessions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\r\n",
-                serve.token
-            )
-            .as_bytes(),
-        )
-        .unwrap();
-    let mut next = Vec::new();
-    let mut buffer = [0u8; 1024];
-    proven
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    while !next.windows(12).any(|w| w == b"HTTP/1.1 200") {
-        let read = proven.read(&mut buffer).unwrap();
-        assert!(read > 0, "the person's connection was dropped");
-        next.extend_from_slice(&buffer[..read]);
-    }
-    drop(again);
-    drop(flood);
     serve.kill_hard();
 }
 

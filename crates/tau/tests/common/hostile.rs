@@ -6,7 +6,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -137,6 +137,17 @@ impl Flood {
             .count()
     }
 
+    /// When the server closed each one, counted from its opening (`None`: still open), in
+    /// the order they were opened.
+    pub fn closed_after(&self) -> Vec<Option<Duration>> {
+        self.connections
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| c.closed_after)
+            .collect()
+    }
+
     /// Waits until the server closed every one, or `limit` passed; then what became of
     /// each kind.
     pub fn wait_closed(mut self, limit: Duration) -> Vec<Fate> {
@@ -247,5 +258,182 @@ fn keep(connections: &Mutex<Vec<Hostile>>, stop: &AtomicBool) {
             }
         }
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// What a [`Surge`] did so far.
+#[derive(Debug, Default)]
+pub struct SurgeCounts {
+    /// Connections opened.
+    pub opened: AtomicUsize,
+    /// Of those, closed by the server.
+    pub closed_by_server: AtomicUsize,
+    /// Connects that failed (a full listen queue, no free port).
+    pub failed: AtomicUsize,
+}
+
+/// A flood that does not stop by itself: one thread holds `per_source` idle connections
+/// from each of `sources` loopback addresses (127.0.0.1, 127.0.0.2, ...) and opens a new
+/// one for each the server closes; another opens idle connections from 127.0.0.1 one
+/// after another as fast as it can, keeping its newest `hold` open. Both stop when the
+/// surge is dropped, or after `most` connections each.
+pub struct Surge {
+    pub counts: Arc<SurgeCounts>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Surge {
+    pub fn start(
+        addr: SocketAddr,
+        sources: u8,
+        per_source: usize,
+        hold: usize,
+        most: usize,
+    ) -> Self {
+        let counts = Arc::new(SurgeCounts::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        if per_source > 0 {
+            let (counts, stop) = (Arc::clone(&counts), Arc::clone(&stop));
+            threads.push(std::thread::spawn(move || {
+                keep_held(addr, sources, per_source, most, &counts, &stop);
+            }));
+        }
+        if hold > 0 {
+            let (counts, stop) = (Arc::clone(&counts), Arc::clone(&stop));
+            threads.push(std::thread::spawn(move || {
+                churn(addr, hold, most, &counts, &stop);
+            }));
+        }
+        Self {
+            counts,
+            stop,
+            threads,
+        }
+    }
+
+    /// How many it opened so far.
+    pub fn opened(&self) -> usize {
+        self.counts.opened.load(Ordering::SeqCst)
+    }
+
+    /// How many of those the server closed so far.
+    pub fn closed_by_server(&self) -> usize {
+        self.counts.closed_by_server.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Surge {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Opens one idle connection from `127.0.0.{source}` on `runtime`, counted.
+fn surge_connect(
+    runtime: &tokio::runtime::Runtime,
+    source: u8,
+    addr: SocketAddr,
+    counts: &SurgeCounts,
+) -> Option<TcpStream> {
+    let connected = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(SocketAddr::from(([127, 0, 0, source], 0)))?;
+        socket.connect(addr).await?.into_std()
+    });
+    match connected {
+        Ok(stream) => {
+            counts.opened.fetch_add(1, Ordering::SeqCst);
+            Some(stream)
+        }
+        Err(_) => {
+            counts.failed.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(5));
+            None
+        }
+    }
+}
+
+/// Whether the server closed `stream` (nonblocking; what it sent is read and dropped).
+fn closed_by_server(stream: &mut TcpStream) -> bool {
+    let mut buffer = [0u8; 1024];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(error) if error.kind() == ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+fn surge_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap()
+}
+
+fn keep_held(
+    addr: SocketAddr,
+    sources: u8,
+    per_source: usize,
+    most: usize,
+    counts: &SurgeCounts,
+    stop: &AtomicBool,
+) {
+    let runtime = surge_runtime();
+    let mut held: Vec<(u8, Option<TcpStream>)> = (1..=sources.max(1))
+        .flat_map(|source| std::iter::repeat_n(source, per_source))
+        .map(|source| (source, None))
+        .collect();
+    let mut opened = 0;
+    while !stop.load(Ordering::SeqCst) && opened < most {
+        for (source, slot) in &mut held {
+            if stop.load(Ordering::SeqCst) || opened >= most {
+                break;
+            }
+            if let Some(stream) = slot
+                && closed_by_server(stream)
+            {
+                counts.closed_by_server.fetch_add(1, Ordering::SeqCst);
+                *slot = None;
+            }
+            if slot.is_none() {
+                opened += 1;
+                *slot = surge_connect(&runtime, *source, addr, counts)
+                    .filter(|stream| stream.set_nonblocking(true).is_ok());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn churn(addr: SocketAddr, hold: usize, most: usize, counts: &SurgeCounts, stop: &AtomicBool) {
+    let runtime = surge_runtime();
+    let mut held = std::collections::VecDeque::new();
+    let mut opened = 0;
+    while !stop.load(Ordering::SeqCst) && opened < most {
+        opened += 1;
+        if let Some(stream) = surge_connect(&runtime, 1, addr, counts)
+            && stream.set_nonblocking(true).is_ok()
+        {
+            held.push_back(stream);
+        }
+        if held.len() > hold {
+            held.pop_front();
+        }
+        // Now and then, let go of what the server closed.
+        if opened % 256 == 0 {
+            let before = held.len();
+            held.retain_mut(|stream| !closed_by_server(stream));
+            counts
+                .closed_by_server
+                .fetch_add(before - held.len(), Ordering::SeqCst);
+        }
     }
 }

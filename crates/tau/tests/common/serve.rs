@@ -119,22 +119,50 @@ impl Tau {
 
     /// [`Tau::serve`] with these extra environment variables.
     pub fn serve_env(&self, model: &str, config: &std::path::Path, env: &[(&str, &str)]) -> Serve {
-        let mut command = self.command(&[
-            "--config",
-            config.to_str().unwrap(),
-            "--model",
-            model,
-            "serve",
-        ]);
+        self.serve_under(&[], model, config, env)
+    }
+
+    /// [`Tau::serve_env`] started with this open-files limit (soft, hard), as a shell's
+    /// `ulimit -n` would leave it, through util-linux `prlimit`, which execs tau in place
+    /// (its pid is tau's).
+    pub fn serve_with_open_files(
+        &self,
+        model: &str,
+        config: &std::path::Path,
+        env: &[(&str, &str)],
+        (soft, hard): (u64, u64),
+    ) -> Serve {
+        let nofile = format!("--nofile={soft}:{hard}");
+        self.serve_under(&["prlimit", &nofile], model, config, env)
+    }
+
+    /// `tau serve` under `setsid -w`, `before` coming between the two.
+    fn serve_under(
+        &self,
+        before: &[&str],
+        model: &str,
+        config: &std::path::Path,
+        env: &[(&str, &str)],
+    ) -> Serve {
+        let mut command = self.command_in_session(
+            before,
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--model",
+                model,
+                "serve",
+            ],
+        );
         for (key, value) in env {
             command.env(key, value);
         }
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        let mut child = super::spawn(
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit()),
+        );
         let (sender, receiver) = mpsc::channel();
         let stdout = child.stdout.take().unwrap();
         std::thread::spawn(move || {
@@ -491,4 +519,17 @@ impl Events {
             }
         }
     }
+}
+
+/// The open-files limit (soft, hard) of process `pid` (`self` for this one), from
+/// `/proc/PID/limits`; "unlimited" reads as `u64::MAX`.
+pub fn open_files(pid: &str) -> (u64, u64) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap_or_else(|| panic!("no open-files line: {limits}"));
+    let value = |word: &str| word.parse().unwrap_or(u64::MAX);
+    let words: Vec<&str> = line["Max open files".len()..].split_whitespace().collect();
+    (value(words[0]), value(words[1]))
 }
