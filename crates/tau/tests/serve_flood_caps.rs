@@ -222,10 +222,14 @@ fn a_proven_connection_survives_any_flood_and_an_approved_command_still_runs() {
         r#"{"text":"make a file"}"#,
     );
     assert_eq!(status, 202);
-    let id = until("the question", || {
+    let (id, card) = until("the question", || {
         let (_, body) = person.must("GET", "/api/approvals?state=pending", &token, "");
         let rows: Value = serde_json::from_str(&body).unwrap();
-        rows.as_array()?.first()?["id"].as_str().map(str::to_owned)
+        let row = rows.as_array()?.first()?;
+        Some((
+            row["id"].as_str()?.to_owned(),
+            row["card_sha256"].as_str()?.to_owned(),
+        ))
     });
 
     // 63 idle connections from each of 20 loopback addresses, each opened again when
@@ -241,7 +245,7 @@ fn a_proven_connection_survives_any_flood_and_an_approved_command_still_runs() {
         "POST",
         &format!("/api/approvals/{id}"),
         &token,
-        r#"{"decision":"approve"}"#,
+        &format!(r#"{{"decision":"approve","card_sha256":"{card}"}}"#),
     );
     assert_eq!(status, 200, "{body}");
     let messages = until("the answer", || {

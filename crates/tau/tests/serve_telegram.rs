@@ -336,6 +336,19 @@ fn a_question_survives_a_kill_and_its_button_works_after_the_restart() {
             .any(|l| l["type"] == "turn_end" && l["stop_reason"] == "interrupt")
             .then_some(())
     });
+    // ... and once the channel stored which message shows the question: a kill before that
+    // store shows the question again after the restart, in a new message.
+    wait_for("the question's message stored", || {
+        let db = rusqlite::Connection::open(tau.home().join("state.db")).ok()?;
+        let shown: i64 = db
+            .query_row(
+                "SELECT message_id FROM telegram_questions WHERE approval_id = ?1",
+                [&id],
+                |row| row.get(0),
+            )
+            .ok()?;
+        (shown == asked.id).then_some(())
+    });
     first.kill_hard();
 
     let second = serve(&tau, &model, &config);
