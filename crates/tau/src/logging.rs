@@ -176,6 +176,7 @@ impl DailyLog {
         cap: Option<u64>,
         now: Timestamp,
     ) -> anyhow::Result<Self> {
+        tighten_logs(dir)?;
         let today = Today::of(dir, now);
         make_private(dir, &today.name)?;
         let mut builder = RollingFileAppender::builder()
@@ -223,6 +224,23 @@ impl DailyLog {
         // All of it is accounted for, written or dropped.
         Ok(buf.len())
     }
+}
+
+/// Tightens every log file in `dir` (earlier days', an earlier tau's `tau.log.N`) that
+/// another umask left readable; a link is never followed (and refused before this runs).
+fn tighten_logs(dir: &Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let is_log = entry.file_name().to_string_lossy().starts_with(FILE_PREFIX);
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if is_log && is_file {
+            crate::private::tighten_file(&entry.path())
+                .map_err(|e| anyhow::anyhow!("cannot make the log private: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Creates the day's file `name` in `dir` private, or tightens it.
