@@ -282,14 +282,12 @@ fn newer(connection: &Connection, found: i64) -> StateError {
 /// from a newer tau is refused, never changed. A file already at [`LATEST`] that does not
 /// say which tau wrote it (made before tau recorded it) is given this tau's version once.
 pub(crate) fn to_latest(connection: &mut Connection) -> Result<(), StateError> {
-    match version(connection)? {
-        current if current == LATEST => {
-            if schema_by(connection)?.is_some() {
-                return Ok(());
-            }
-        }
-        current if current > LATEST => return Err(newer(connection, current)),
-        _ => {}
+    let current = version(connection)?;
+    if current > LATEST {
+        return Err(newer(connection, current));
+    }
+    if current == LATEST && schema_by(connection)?.is_some() {
+        return Ok(());
     }
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     // Read again under the write lock: another process may have migrated meanwhile.

@@ -55,8 +55,14 @@ mod tests {
         assert_eq!(mode, 0o600);
         let copied = StateDb::open(&copy).unwrap();
         assert_eq!(copied.audit_head().unwrap().map(|h| h.seq), Some(7));
-        assert_eq!(copied.schema_by().unwrap().as_deref(), Some(migrate::TAU_VERSION));
+        assert_eq!(
+            copied.schema_by().unwrap().as_deref(),
+            Some(migrate::TAU_VERSION)
+        );
         assert_eq!(copied.integrity_check().unwrap(), ["ok"]);
-        assert!(db.copy_to(&copy).is_err(), "an existing file is never overwritten");
+        assert!(
+            db.copy_to(&copy).is_err(),
+            "an existing file is never overwritten"
+        );
     }
 }

@@ -206,7 +206,11 @@ fn a_file_from_a_newer_tau_is_refused_naming_both_versions_and_left_alone() {
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .unwrap();
-    assert_eq!((version, by.as_str()), (SCHEMA_VERSION + 1, "9.9.9"), "left alone");
+    assert_eq!(
+        (version, by.as_str()),
+        (SCHEMA_VERSION + 1, "9.9.9"),
+        "left alone"
+    );
 }
 
 #[test]

@@ -178,12 +178,16 @@ impl DailyLog {
     ) -> anyhow::Result<Self> {
         tighten_logs(dir)?;
         let today = Today::of(dir, now);
-        make_private(dir, &today.name)?;
+        make_private(dir, &today.name).map_err(|e| anyhow::anyhow!("cannot open the log: {e}"))?;
         let mut builder = RollingFileAppender::builder()
             .rotation(Rotation::DAILY)
             .filename_prefix(FILE_PREFIX);
         if let Some(keep) = keep {
-            builder = builder.max_log_files(keep);
+            // tracing-appender 0.2.5 prunes to one file fewer than this, counting the
+            // current day's file when it exists; it always does here (made private just
+            // above, and at each new day before the appender moves to it). Pinned by
+            // `opening_keeps_the_newest_files_and_writes_today_s_private`.
+            builder = builder.max_log_files(keep.saturating_add(1));
         }
         let appender = builder
             .build(dir)
@@ -244,10 +248,8 @@ fn tighten_logs(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Creates the day's file `name` in `dir` private, or tightens it.
-fn make_private(dir: &Path, name: &str) -> anyhow::Result<()> {
-    let path = dir.join(name);
-    crate::private::ensure_file(&path)
-        .map_err(|e| anyhow::anyhow!("cannot open the log {}: {e}", path.display()))
+fn make_private(dir: &Path, name: &str) -> io::Result<()> {
+    crate::private::ensure_file(&dir.join(name))
 }
 
 /// One write of the file layer (a whole line: the formatter writes each line at once).
@@ -339,7 +341,9 @@ fn install(log: DailyLog, env: Env<'_>) {
         tracing_subscriber::fmt::layer()
             .fmt_fields(DefaultFields::new())
             .event_format(JournalLine(
-                tracing_subscriber::fmt::format().without_time().with_level(false),
+                tracing_subscriber::fmt::format()
+                    .without_time()
+                    .with_level(false),
             ))
             .with_writer(io::stderr)
             .with_ansi(false)
@@ -455,7 +459,11 @@ mod tests {
         let today = file_name(now);
         assert!(names.contains(&today), "{names:?}");
         assert!(names.contains(&"other.txt".to_owned()), "{names:?}");
-        assert_eq!(names.len(), 3 + 1, "three log files and the other: {names:?}");
+        assert_eq!(
+            names.len(),
+            3 + 1,
+            "three log files and the other: {names:?}"
+        );
         let path = dir.path().join(&today);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "a line\n");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -480,7 +488,14 @@ mod tests {
         assert!(!journal_stream_names("garbage", 8, 12345));
         assert!(!journal_stream_names("", 8, 12345));
         assert_eq!(
-            [Level::ERROR, Level::WARN, Level::INFO, Level::DEBUG, Level::TRACE].map(|l| priority(&l)),
+            [
+                Level::ERROR,
+                Level::WARN,
+                Level::INFO,
+                Level::DEBUG,
+                Level::TRACE
+            ]
+            .map(|l| priority(&l)),
             [3, 4, 6, 7, 7]
         );
     }

@@ -138,14 +138,21 @@ mod tests {
 
     #[test]
     fn the_watchdog_is_fed_at_half_its_time_and_only_by_the_process_it_names() {
-        let cases: Vec<(&[(&str, &str)], Option<Duration>)> = vec![
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<Duration>);
+        let cases: Vec<Case<'_>> = vec![
             (&[], None),
-            (&[("WATCHDOG_USEC", "30000000")], Some(Duration::from_secs(15))),
+            (
+                &[("WATCHDOG_USEC", "30000000")],
+                Some(Duration::from_secs(15)),
+            ),
             (
                 &[("WATCHDOG_USEC", "30000000"), ("WATCHDOG_PID", "42")],
                 Some(Duration::from_secs(15)),
             ),
-            (&[("WATCHDOG_USEC", "30000000"), ("WATCHDOG_PID", "43")], None),
+            (
+                &[("WATCHDOG_USEC", "30000000"), ("WATCHDOG_PID", "43")],
+                None,
+            ),
             (&[("WATCHDOG_USEC", "0")], None),
             (&[("WATCHDOG_USEC", "soon")], None),
         ];

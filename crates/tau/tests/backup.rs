@@ -95,7 +95,12 @@ fn a_backup_taken_under_load_restores_verifies_and_its_waiting_question_runs_onc
     for thread in load {
         thread.join().unwrap();
     }
-    assert_eq!((backup.code, backup.stderr.as_str()), (0, ""), "{}", backup.stdout);
+    assert_eq!(
+        (backup.code, backup.stderr.as_str()),
+        (0, ""),
+        "{}",
+        backup.stdout
+    );
     let size = std::fs::metadata(&file).unwrap().len();
     eprintln!(
         "backup of 20 conversations under load: {took:?}, {size} bytes ({during} messages sent before it ended, {} in all)",
@@ -126,7 +131,11 @@ fn a_backup_taken_under_load_restores_verifies_and_its_waiting_question_runs_onc
     );
     let verified = restored.run(&["audit", "verify"], "");
     assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
-    assert!(verified.stdout.starts_with("audit log intact: "), "{}", verified.stdout);
+    assert!(
+        verified.stdout.starts_with("audit log intact: "),
+        "{}",
+        verified.stdout
+    );
     assert_eq!(
         std::fs::read_to_string(restored.home().join("web-token")).unwrap(),
         std::fs::read_to_string(tau.home().join("web-token")).unwrap(),

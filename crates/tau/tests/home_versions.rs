@@ -65,7 +65,11 @@ fn a_home_written_by_a_newer_tau_is_refused_naming_both_versions() {
         &["--model", &model, "chat", "--session", "s1"][..],
     ] {
         let run = tau.run(args, "hi\n");
-        assert_eq!((run.code, run.stderr.as_str()), (1, said.as_str()), "{args:?}");
+        assert_eq!(
+            (run.code, run.stderr.as_str()),
+            (1, said.as_str()),
+            "{args:?}"
+        );
     }
     let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
     let version: i64 = db

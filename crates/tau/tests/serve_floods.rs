@@ -168,8 +168,7 @@ fn an_mqtt_flood_while_the_routine_runs_is_one_counted_line_and_a_huge_topic_is_
         .len();
     assert!(audit < 30_000, "the audit log grew to {audit} bytes");
     // The huge topic, where it shows at all, shows capped with its length.
-    let all = std::fs::read_to_string(tau.home().join("audit.jsonl")).unwrap()
-        + &tau.log();
+    let all = std::fs::read_to_string(tau.home().join("audit.jsonl")).unwrap() + &tau.log();
     assert!(
         !all.contains(&"a".repeat(300)),
         "a long run of the topic was kept"
@@ -323,6 +322,10 @@ fn the_day_s_log_stops_at_its_cap_and_only_the_newest_files_are_kept() {
     // The write that would cross the cap is dropped; the line saying so is the last.
     let size = text.len();
     assert!(size <= 65_536 + 200, "today's file is {size} bytes");
-    assert!(text.trim_end().ends_with("until the next day (UTC)"), "{}", &text[size - 300..]);
+    assert!(
+        text.trim_end().ends_with("until the next day (UTC)"),
+        "{}",
+        &text[size - 300..]
+    );
     serve.kill_hard();
 }

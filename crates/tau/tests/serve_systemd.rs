@@ -27,7 +27,9 @@ fn until(socket: &UnixDatagram, seen: &mut Vec<String>, done: impl Fn(&str) -> b
         let Ok(read) = socket.recv(&mut buffer) else {
             continue;
         };
-        let message = String::from_utf8_lossy(&buffer[..read]).into_owned();
+        let message = String::from_utf8_lossy(&buffer[..read])
+            .trim_end_matches('\n')
+            .to_owned();
         seen.push(message.clone());
         if done(&message) {
             return message;
@@ -56,7 +58,8 @@ fn the_hub_says_ready_feeds_the_watchdog_and_stops_within_a_second_of_sigterm() 
     let mut seen = Vec::new();
     let ready = until(&socket, &mut seen, |m| m.lines().any(|l| l == "READY=1"));
     assert!(
-        seen.iter().any(|m| m == "STATUS=starting: checking the config"),
+        seen.iter()
+            .any(|m| m == "STATUS=starting: checking the config"),
         "{seen:#?}"
     );
     assert!(

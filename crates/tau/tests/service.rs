@@ -51,7 +51,10 @@ fn verify(dir: &Path, unit: &str, user: bool) {
     }
     let out = command.arg("verify").arg(&path).output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "systemd-analyze verify failed:\n{said}\n{unit}");
+    assert!(
+        out.status.success(),
+        "systemd-analyze verify failed:\n{said}\n{unit}"
+    );
     // Its one remark on a system unit run as `nobody` (the test's stand-in user).
     let complaints: Vec<&str> = said
         .lines()
@@ -84,25 +87,34 @@ fn the_system_unit_runs_tau_as_a_person_and_systemd_reads_it() {
     if rustix::process::getuid().is_root() {
         assert_eq!(run.code, 2, "{}", run.stdout);
         assert!(
-            run.stderr.starts_with("tau: a system unit runs tau as the person whose home it is, never as root"),
+            run.stderr.starts_with(
+                "tau: a system unit runs tau as the person whose home it is, never as root"
+            ),
             "{}",
             run.stderr
         );
         // As someone else (`nobody`), the way a person would run it.
         let mut command = tau.command_in_session(
-            &["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
+            &[
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+            ],
             &["service", "unit", "--system"],
         );
-        command
-            .env("HOME", "/nonexistent")
-            .current_dir("/");
+        command.env("HOME", "/nonexistent").current_dir("/");
         let run = tau.run_with(command, "");
         assert_eq!((run.code, run.stderr.as_str()), (0, ""));
         assert!(run.stdout.contains("\nUser=nobody\n"), "{}", run.stdout);
         verify(tau.dir.path(), &run.stdout, false);
     } else {
         assert_eq!((run.code, run.stderr.as_str()), (0, ""));
-        assert!(run.stdout.contains("\nProtectSystem=strict\n"), "{}", run.stdout);
+        assert!(
+            run.stdout.contains("\nProtectSystem=strict\n"),
+            "{}",
+            run.stdout
+        );
         verify(tau.dir.path(), &run.stdout, false);
     }
 }
@@ -127,14 +139,18 @@ fn install_writes_where_systemd_looks_and_never_over_a_different_file_unless_for
     );
     assert_eq!(std::fs::read_to_string(&installed).unwrap(), unit);
     assert_eq!(common::mode(&installed), 0o644);
-    assert!(tau.home().is_dir(), "the home the unit lets tau write exists");
+    assert!(
+        tau.home().is_dir(),
+        "the home the unit lets tau write exists"
+    );
 
     let again = tau.run_env(&["service", "install"], &env, "");
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(
-        again
-            .stdout
-            .starts_with(&format!("{} is installed already, unchanged\n", installed.display())),
+        again.stdout.starts_with(&format!(
+            "{} is installed already, unchanged\n",
+            installed.display()
+        )),
         "{}",
         again.stdout
     );

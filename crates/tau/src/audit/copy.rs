@@ -12,7 +12,11 @@ use super::{Head, field, line_hash};
 /// Writes the lines of the log at `path` up to and including entry `head.seq` to `out`,
 /// and returns how many. The entry must hash to `head.hash`. Without a head (nothing was
 /// ever anchored) the log must be missing or empty.
-pub(crate) fn copy_to_head(path: &Path, head: Option<&Head>, out: &mut impl Write) -> anyhow::Result<u64> {
+pub(crate) fn copy_to_head(
+    path: &Path,
+    head: Option<&Head>,
+    out: &mut impl Write,
+) -> anyhow::Result<u64> {
     let file = match crate::private::open(path, OpenOptions::new().read(true)) {
         Ok(file) => Some(file),
         Err(error) if error.kind() == io::ErrorKind::NotFound => None,
@@ -69,8 +73,8 @@ pub(crate) fn copy_to_head(path: &Path, head: Option<&Head>, out: &mut impl Writ
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::tests::state_beside;
     use crate::audit::AuditLog;
+    use crate::audit::tests::state_beside;
     use pretty_assertions::assert_eq;
     use tau_core::AuditEvent;
 
@@ -102,7 +106,10 @@ mod tests {
             hash: head.hash.clone(),
         };
         assert!(copy_to_head(&path, Some(&beyond), &mut Vec::new()).is_err());
-        assert_eq!(copy_to_head(&dir.path().join("none"), None, &mut Vec::new()).unwrap(), 0);
+        assert_eq!(
+            copy_to_head(&dir.path().join("none"), None, &mut Vec::new()).unwrap(),
+            0
+        );
         assert!(copy_to_head(&path, None, &mut Vec::new()).is_err());
     }
 }

@@ -95,7 +95,12 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
     let staging = tempfile::Builder::new()
         .prefix(".tau-backup-")
         .tempdir_in(folder_of(file))
-        .map_err(|e| anyhow::anyhow!("cannot make a folder for the copy beside {}: {e}", file.display()))?;
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot make a folder for the copy beside {}: {e}",
+                file.display()
+            )
+        })?;
     // 1. state.db as it stands at one commit; its anchor says where the log's copy ends.
     let db_copy = staging.path().join(STATE_DB);
     state.copy_to(&db_copy)?;
@@ -104,7 +109,8 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
     let schema = copied.schema_version()?;
     // 2. the log up to that head, then the chain checked in the copy.
     let log_copy = staging.path().join(AUDIT_LOG);
-    let mut log_out = crate::private::open(&log_copy, OpenOptions::new().create_new(true).write(true))?;
+    let mut log_out =
+        crate::private::open(&log_copy, OpenOptions::new().create_new(true).write(true))?;
     let lines = crate::audit::copy_to_head(&ctx.home.audit_log(), head.as_ref(), &mut log_out)?;
     log_out.sync_all()?;
     drop(log_out);
@@ -168,7 +174,9 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
             out.push_str(&format!(", {}", entry.path));
         }
     }
-    out.push_str("\nit holds TauBar's token and your conversations: keep it where only you can read it\n");
+    out.push_str(
+        "\nit holds TauBar's token and your conversations: keep it where only you can read it\n",
+    );
     Ok(out)
 }
 

@@ -17,8 +17,8 @@ use tau_agent::SessionRepository;
 use tau_state::{ApprovalState, SCHEMA_VERSION, StateDb};
 
 use super::{
-    AUDIT_LOG, CHAT_HISTORY, FILES, FORMAT, FORMAT_VERSION, MANIFEST, MANIFEST_MAX_BYTES,
-    Manifest, STATE_DB, WEB_TOKEN, hash_reader,
+    AUDIT_LOG, CHAT_HISTORY, FILES, FORMAT, FORMAT_VERSION, MANIFEST, MANIFEST_MAX_BYTES, Manifest,
+    STATE_DB, WEB_TOKEN, hash_reader,
 };
 use crate::context::Context;
 use crate::errors::usage;
@@ -52,11 +52,17 @@ pub(crate) fn restore(ctx: &Context, file: &Path) -> anyhow::Result<String> {
         let Some(expected) = manifest.files.iter().find(|f| f.path == name) else {
             return Err(damaged(
                 file,
-                &format!("it holds {:?}, which its manifest does not list", tau_core::display(&name)),
+                &format!(
+                    "it holds {:?}, which its manifest does not list",
+                    tau_core::display(&name)
+                ),
             ));
         };
         if !seen.insert(name.clone()) || entry.header().entry_type() != tar::EntryType::Regular {
-            return Err(damaged(file, &format!("{name} is there twice, or is not a plain file")));
+            return Err(damaged(
+                file,
+                &format!("{name} is there twice, or is not a plain file"),
+            ));
         }
         let staged = staging.path().join(&name);
         let mut out =
@@ -143,21 +149,28 @@ fn read_manifest<R: Read>(
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     if name != MANIFEST || first.size() > MANIFEST_MAX_BYTES {
-        return Err(damaged(file, "it does not start with a tau backup's manifest"));
+        return Err(damaged(
+            file,
+            "it does not start with a tau backup's manifest",
+        ));
     }
     let mut text = Vec::new();
     first.read_to_end(&mut text)?;
     let value: serde_json::Value = serde_json::from_slice(&text)
         .map_err(|e| damaged(file, &format!("its manifest does not read: {e}")))?;
-    if value["format"] != FORMAT {
+    let text_of = |key: &str| value.get(key).and_then(serde_json::Value::as_str);
+    if text_of("format") != Some(FORMAT) {
         return Err(damaged(file, "it is not a tau backup"));
     }
-    let version = value["version"].as_u64().unwrap_or(0);
+    let version = value
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
     if version > u64::from(FORMAT_VERSION) {
         return Err(usage(format!(
             "{} was written by tau {} in backup format {version}; this is tau {}, which reads format {FORMAT_VERSION}: restore it with that tau or a later one",
             file.display(),
-            tau_core::display(value["tau"].as_str().unwrap_or("?")),
+            tau_core::display(text_of("tau").unwrap_or("?")),
             env!("CARGO_PKG_VERSION")
         )));
     }
@@ -173,10 +186,17 @@ fn read_manifest<R: Read>(
             tau_core::display(&manifest.tau),
         )));
     }
-    if let Some(odd) = manifest.files.iter().find(|f| !FILES.contains(&f.path.as_str())) {
+    if let Some(odd) = manifest
+        .files
+        .iter()
+        .find(|f| !FILES.contains(&f.path.as_str()))
+    {
         return Err(damaged(
             file,
-            &format!("its manifest lists {:?}, which no backup holds", tau_core::display(&odd.path)),
+            &format!(
+                "its manifest lists {:?}, which no backup holds",
+                tau_core::display(&odd.path)
+            ),
         ));
     }
     if !manifest.files.iter().any(|f| f.path == STATE_DB) {
@@ -208,7 +228,10 @@ fn place(staging: &Path, home: &Home, names: &BTreeSet<String>) -> anyhow::Resul
         }
         if let Err(error) = std::fs::rename(staging.join(name), &dest) {
             take_back(home, &placed);
-            return Err(anyhow::anyhow!("cannot move {name} into {}: {error}", home.root().display()));
+            return Err(anyhow::anyhow!(
+                "cannot move {name} into {}: {error}",
+                home.root().display()
+            ));
         }
         placed.push(dest);
     }

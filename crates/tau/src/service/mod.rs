@@ -183,7 +183,8 @@ mod tests {
 
     #[test]
     fn a_user_is_named_by_the_passwd_line_with_its_uid() {
-        let passwd = "root:x:0:0:root:/root:/bin/bash\nme:x:1000:1000:Me,,,:/home/me:/bin/bash\nbroken\n";
+        let passwd =
+            "root:x:0:0:root:/root:/bin/bash\nme:x:1000:1000:Me,,,:/home/me:/bin/bash\nbroken\n";
         assert_eq!(user_name(passwd, 1000).as_deref(), Some("me"));
         assert_eq!(user_name(passwd, 0).as_deref(), Some("root"));
         assert_eq!(user_name(passwd, 1001), None);

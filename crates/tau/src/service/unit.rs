@@ -166,7 +166,7 @@ fn word(text: &str) -> String {
     if text.is_empty() || text.contains([' ', '\t', '"', '\'', '\\', ';']) {
         format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
     } else {
-        text
+        text.to_owned()
     }
 }
 
