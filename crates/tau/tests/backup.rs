@@ -61,14 +61,20 @@ fn a_backup_taken_under_load_restores_verifies_and_its_waiting_question_runs_onc
     // The other 19 conversations talk all the while: each message replaces the question
     // before it, so the hub stores, supersedes and audits without a pause.
     let stop = Arc::new(AtomicBool::new(false));
+    let asked = Arc::new(AtomicUsize::new(0));
     let sent = Arc::new(AtomicUsize::new(0));
     let load: Vec<_> = sessions[1..]
         .iter()
         .cloned()
         .map(|session| {
-            let (api, stop, sent) = (api.clone(), Arc::clone(&stop), Arc::clone(&sent));
+            let (api, stop) = (api.clone(), Arc::clone(&stop));
+            let (asked, sent) = (Arc::clone(&asked), Arc::clone(&sent));
             std::thread::spawn(move || {
-                let mut n = 0;
+                // Its first question is stored before the backup starts, so every
+                // conversation has a session to copy.
+                api.ask(&session, "make file 0");
+                asked.fetch_add(1, Ordering::SeqCst);
+                let mut n = 1;
                 while !stop.load(Ordering::SeqCst) {
                     let body = json!({ "text": format!("make file {n}") }).to_string();
                     let reply = api.post(&format!("/api/sessions/{session}/messages"), &body);
@@ -82,7 +88,11 @@ fn a_backup_taken_under_load_restores_verifies_and_its_waiting_question_runs_onc
             })
         })
         .collect();
-    while sent.load(Ordering::SeqCst) < 60 {
+    while asked.load(Ordering::SeqCst) < 19 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = sent.load(Ordering::SeqCst);
+    while sent.load(Ordering::SeqCst) < before + 40 {
         std::thread::sleep(Duration::from_millis(20));
     }
     let file = tau.dir.path().join("home.tar");
@@ -237,7 +247,7 @@ fn restore_refuses_a_home_that_holds_state_or_a_damaged_backup_and_changes_nothi
     assert_eq!(
         refused.stderr,
         format!(
-            "tau: {} already holds tau's state (state.db, audit.jsonl): a backup is restored only into a new home; name one with --home\n",
+            "tau: {} already holds tau's state (state.db, audit.jsonl, chat-history): a backup is restored only into a new home; name one with --home\n",
             other.home().display()
         )
     );
