@@ -127,7 +127,12 @@ fn a_backup_taken_under_load_restores_verifies_and_its_waiting_question_runs_onc
         "{}",
         backup.stdout
     );
+    let asked_to_stop = Instant::now();
     let (code, _) = serve.terminate();
+    eprintln!(
+        "SIGTERM to exit with 20 conversations: {:?}",
+        asked_to_stop.elapsed()
+    );
     assert_eq!(code, 0);
     assert_eq!(tau.proof(), None, "nothing was approved here");
 

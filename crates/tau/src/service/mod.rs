@@ -99,7 +99,7 @@ fn write_unit(path: &Path, text: &str) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let failed = |e: std::io::Error| {
         let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
-            "; as root: `tau service unit --system | tee /etc/systemd/system/tau.service` (run `tau service unit` as the user tau should run as)"
+            "; as the user tau should run as, `tau service unit --system | sudo tee /etc/systemd/system/tau.service` writes it"
         } else {
             ""
         };
