@@ -20,17 +20,17 @@ use std::sync::{Mutex, PoisonError};
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use tracing::{Event, Level, Subscriber};
 use tracing_appender::rolling::{RollingFileAppender, Rotation};
 use tracing_subscriber::filter::filter_fn;
-use tracing_subscriber::fmt::format::{DefaultFields, Format, Full, Writer};
-use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::format::DefaultFields;
 use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
 use crate::paths::{Env, Home};
+
+mod journal;
 
 /// What every day's file is called before its date.
 const FILE_PREFIX: &str = "tau.log";
@@ -273,56 +273,6 @@ impl<'a> MakeWriter<'a> for DailyLog {
     }
 }
 
-/// True when `JOURNAL_STREAM` (`DEVICE:INODE`, set by systemd) names the stderr this
-/// process has: then stderr is the journal. A variable inherited by a process whose stderr
-/// went elsewhere does not count.
-fn stderr_is_journal(env: Env<'_>) -> bool {
-    let Some(stream) = env("JOURNAL_STREAM") else {
-        return false;
-    };
-    let Ok(stat) = rustix::fs::fstat(io::stderr()) else {
-        return false;
-    };
-    journal_stream_names(&stream, stat.st_dev, stat.st_ino)
-}
-
-/// Whether `stream` (`DEVICE:INODE`) names the file with `device` and `inode`.
-fn journal_stream_names(stream: &str, device: u64, inode: u64) -> bool {
-    let Some((dev, ino)) = stream.trim().split_once(':') else {
-        return false;
-    };
-    dev.parse() == Ok(device) && ino.parse() == Ok(inode)
-}
-
-/// The journal's priority for a level (syslog's numbers: 3 error ... 7 debug).
-fn priority(level: &Level) -> u8 {
-    match *level {
-        Level::ERROR => 3,
-        Level::WARN => 4,
-        Level::INFO => 6,
-        Level::DEBUG | Level::TRACE => 7,
-    }
-}
-
-/// A line for the journal: its priority, then the usual line without the time.
-struct JournalLine(Format<Full, ()>);
-
-impl<S, N> FormatEvent<S, N> for JournalLine
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-    N: for<'a> FormatFields<'a> + 'static,
-{
-    fn format_event(
-        &self,
-        ctx: &FmtContext<'_, S, N>,
-        mut writer: Writer<'_>,
-        event: &Event<'_>,
-    ) -> std::fmt::Result {
-        write!(writer, "<{}>", priority(event.metadata().level()))?;
-        self.0.format_event(ctx, writer, event)
-    }
-}
-
 fn install(log: DailyLog, env: Env<'_>) {
     let levels = || {
         env("TAU_LOG")
@@ -337,10 +287,10 @@ fn install(log: DailyLog, env: Env<'_>) {
         .with_ansi(false)
         .with_filter(scrubbed())
         .with_filter(levels());
-    let journal = stderr_is_journal(env).then(|| {
+    let journal = journal::stderr_is_journal(env).then(|| {
         tracing_subscriber::fmt::layer()
             .fmt_fields(DefaultFields::new())
-            .event_format(JournalLine(
+            .event_format(journal::JournalLine(
                 tracing_subscriber::fmt::format()
                     .without_time()
                     .with_level(false),
@@ -479,24 +429,5 @@ mod tests {
         let log = DailyLog::open(dir.path(), None, None, Timestamp::now()).unwrap();
         log.write_line(b"x\n").unwrap();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 10);
-    }
-
-    #[test]
-    fn the_journal_is_stderr_only_when_the_variable_names_it() {
-        assert!(journal_stream_names("8:12345", 8, 12345));
-        assert!(!journal_stream_names("8:12345", 8, 54321));
-        assert!(!journal_stream_names("garbage", 8, 12345));
-        assert!(!journal_stream_names("", 8, 12345));
-        assert_eq!(
-            [
-                Level::ERROR,
-                Level::WARN,
-                Level::INFO,
-                Level::DEBUG,
-                Level::TRACE
-            ]
-            .map(|l| priority(&l)),
-            [3, 4, 6, 7, 7]
-        );
     }
 }
