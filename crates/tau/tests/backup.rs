@@ -223,6 +223,23 @@ fn restore_refuses_a_home_that_holds_state_or_a_damaged_backup_and_changes_nothi
     let model = tau.replay(&json!([answer("Hello.")]));
     let chat = tau.run(&["--model", &model, "chat", "--session", "s1"], "hi\n");
     assert_eq!(chat.code, 0, "{}", chat.stderr);
+    let device = tau.run(
+        &[
+            "devices",
+            "add",
+            "porch-light",
+            "--label",
+            "Porch light",
+            "--kind",
+            "light",
+            "--command-topic",
+            "home/porch/set",
+            "--action",
+            "on=ON",
+        ],
+        "",
+    );
+    assert_eq!(device.code, 0, "{}", device.stderr);
     let file = tau.dir.path().join("home.tar");
     let backup = tau.run(&["backup", file.to_str().unwrap()], "");
     assert_eq!(backup.code, 0, "{}", backup.stderr);
@@ -289,6 +306,13 @@ fn restore_refuses_a_home_that_holds_state_or_a_damaged_backup_and_changes_nothi
     // The same backup, whole, restores there.
     let restored = fresh.run(&["restore", file.to_str().unwrap()], "");
     assert_eq!(restored.code, 0, "{}", restored.stderr);
+    assert!(
+        restored.stdout.contains(": 1 session(s), 0 waiting question(s), 0 live grant(s), 0 routine(s) made in conversations, 1 device(s)\n"),
+        "{}",
+        restored.stdout
+    );
     let listed = fresh.run(&["sessions", "list"], "");
     assert!(listed.stdout.contains("s1"), "{}", listed.stdout);
+    let devices = fresh.run(&["devices", "list"], "");
+    assert!(devices.stdout.contains("porch-light"), "{}", devices.stdout);
 }
