@@ -50,7 +50,7 @@
 //! channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `expiry.rs` deadlines and recovery, `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
+//! resumed or closed, `expiry.rs` deadlines and recovery, `health.rs` whether the hub still serves (a watchdog's question), `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
 //! start-up's cross-check of stored questions, `ids.rs`
 //! new conversations' ids (128 random bits; a taken one is drawn again, never reused).
 
@@ -58,6 +58,7 @@ mod channel;
 mod check;
 mod expiry;
 mod grants;
+mod health;
 mod hub;
 mod ids;
 mod port;
@@ -66,6 +67,7 @@ mod turns;
 mod types;
 
 pub use channel::{Channel, ChannelError, ChannelStatus};
+pub use health::Unhealthy;
 pub use hub::{
     ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,
     Recovery, Refused, RefusedGrant, Reply, SessionEvent, SessionFactory,

@@ -201,7 +201,7 @@ fn configure(connection: &Connection) -> Result<(), StateError> {
 /// Gives `state.db` and its `-wal` and `-shm` files (SQLite makes those with the database's
 /// own mode) mode 0600, by path: never through a descriptor of tau's own, whose closing
 /// would drop the locks SQLite holds on the file.
-fn protect(db: &Path) -> Result<(), StateError> {
+pub(crate) fn protect(db: &Path) -> Result<(), StateError> {
     use std::os::unix::fs::PermissionsExt;
     for suffix in ["", "-wal", "-shm"] {
         let mut name = db.as_os_str().to_owned();

@@ -18,10 +18,19 @@ pub enum StateError {
     },
     #[error("state.db: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The file is at a schema step this tau does not know: a newer tau wrote it. It is
+    /// refused and never changed.
     #[error(
-        "state.db was last written by a newer tau (schema version {found}); this tau knows versions up to {known}: use that tau, or a copy of the file"
+        "state.db was written by {by} (schema step {found}); this is tau {this}, which knows steps up to {known}: run {by} or later on this home, or restore a backup made by tau {this} into a new one"
     )]
-    Newer { found: i64, known: i64 },
+    Newer {
+        found: i64,
+        known: i64,
+        /// The tau that wrote the schema (`tau 0.2.0`), or `a newer tau` when it did not say.
+        by: String,
+        /// This tau's version.
+        this: String,
+    },
     /// A stored row that does not read as what it must be; never taken for a default.
     #[error("state.db: {what} is unreadable: {why}")]
     Unreadable { what: String, why: String },

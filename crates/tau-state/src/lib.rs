@@ -19,6 +19,8 @@
 //!
 //! Layout
 //! - `db.rs`: [`StateDb`], the pragma policy, transactions, flush; `migrate.rs`: the schema
+//!   and the tau that wrote it (`state_meta.schema_by`); `snapshot.rs`: a consistent copy
+//!   taken beside the writers (`tau backup`)
 //! - `sessions.rs`: messages and agent state (`tau-agent`'s `SessionRepository`)
 //! - `approvals/`: durable questions, and the start-up cross-check of what a row may act
 //!   on (`check.rs`); `conversations.rs`: a channel's conversations
@@ -43,6 +45,7 @@ mod grants_check;
 mod migrate;
 mod routines;
 mod sessions;
+mod snapshot;
 mod telegram;
 mod titles;
 
@@ -57,7 +60,7 @@ pub use devices::{DeviceRow, SeenConfig, SeenState};
 pub use error::StateError;
 pub use grants::{GrantedCall, Revoked, is_live};
 pub use grants_check::{RecordedGrant, UntrustedGrant, cross_check_grant};
-pub use migrate::LATEST as SCHEMA_VERSION;
+pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use telegram::ShownQuestion;
 pub use titles::{MAX_TITLE_CHARS, TITLE_CHARS, title_from_prompt};

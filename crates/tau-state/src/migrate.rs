@@ -7,7 +7,7 @@
 //! their old owners, some before questions had cards) is taken over in place, with all it
 //! holds.
 
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use crate::error::StateError;
 
@@ -227,32 +227,82 @@ const STEPS: &[Step] = &[
 /// The version a file has once this tau opened it.
 pub const LATEST: i64 = STEPS.len() as i64;
 
+/// This tau's version, recorded as the writer of the schema (`state_meta.schema_by`).
+pub const TAU_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The `state_meta` key that names the tau which brought the schema to its step.
+const SCHEMA_BY: &str = "schema_by";
+
 pub(crate) fn version(connection: &Connection) -> rusqlite::Result<i64> {
     connection.query_row("PRAGMA user_version", [], |row| row.get(0))
 }
 
-/// Brings the file to [`LATEST`]; a file from a newer tau is refused, never changed.
-pub(crate) fn to_latest(connection: &mut Connection) -> Result<(), StateError> {
-    let newer = |found| StateError::Newer {
+/// The tau that brought the schema to its step (`0.1.0`), when one said (`state_meta` came
+/// at step 2, `schema_by` later).
+pub(crate) fn schema_by(connection: &Connection) -> rusqlite::Result<Option<String>> {
+    let has_meta = connection
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state_meta'")?
+        .exists([])?;
+    if !has_meta {
+        return Ok(None);
+    }
+    connection
+        .query_row(
+            "SELECT value FROM state_meta WHERE key = ?1",
+            [SCHEMA_BY],
+            |row| row.get(0),
+        )
+        .optional()
+}
+
+fn record_schema_by(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO state_meta (key, value) VALUES (?1, ?2)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [SCHEMA_BY, TAU_VERSION],
+    )?;
+    Ok(())
+}
+
+/// The refusal of a file at step `found`, naming the tau that wrote it and this one.
+fn newer(connection: &Connection, found: i64) -> StateError {
+    let by = match schema_by(connection) {
+        Ok(Some(version)) => format!("tau {version}"),
+        Ok(None) | Err(_) => "a newer tau".to_owned(),
+    };
+    StateError::Newer {
         found,
         known: LATEST,
-    };
-    match version(connection)? {
-        current if current == LATEST => return Ok(()),
-        current if current > LATEST => return Err(newer(current)),
-        _ => {}
+        by,
+        this: TAU_VERSION.to_owned(),
+    }
+}
+
+/// Brings the file to [`LATEST`] and records this tau as the writer of its schema; a file
+/// from a newer tau is refused, never changed. A file already at [`LATEST`] that does not
+/// say which tau wrote it (made before tau recorded it) is given this tau's version once.
+pub(crate) fn to_latest(connection: &mut Connection) -> Result<(), StateError> {
+    let current = version(connection)?;
+    if current > LATEST {
+        return Err(newer(connection, current));
+    }
+    if current == LATEST && schema_by(connection)?.is_some() {
+        return Ok(());
     }
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     // Read again under the write lock: another process may have migrated meanwhile.
     let current = version(&tx)?;
     if current > LATEST {
-        return Err(newer(current));
+        return Err(newer(&tx, current));
     }
     let done = usize::try_from(current).unwrap_or(0);
     for (step, run) in STEPS.iter().enumerate().skip(done) {
         run(&tx)?;
         tx.pragma_update(None, "user_version", step + 1)?;
         tracing::info!(version = step + 1, "state.db migrated");
+    }
+    if current < LATEST || schema_by(&tx)?.is_none() {
+        record_schema_by(&tx)?;
     }
     tx.commit()?;
     Ok(())

@@ -13,7 +13,7 @@
 use pretty_assertions::assert_eq;
 use tau_agent::{Role, SessionId, SessionRepository};
 use tau_protocol::{ApprovalId, DecidedBy};
-use tau_state::{ApprovalState, AuditHead, SCHEMA_VERSION, ShownQuestion, StateDb};
+use tau_state::{ApprovalState, AuditHead, SCHEMA_VERSION, ShownQuestion, StateDb, TAU_VERSION};
 
 /// Writes the earlier tau's file: its own tables, WAL, `user_version` 0.
 fn earlier_home(dir: &tempfile::TempDir) -> std::path::PathBuf {
@@ -174,7 +174,7 @@ fn two_processes_opening_an_earlier_home_at_once_migrate_it_once() {
 }
 
 #[test]
-fn a_file_from_a_newer_tau_is_refused_and_left_alone() {
+fn a_file_from_a_newer_tau_is_refused_naming_both_versions_and_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     drop(StateDb::open(&path).unwrap());
@@ -182,13 +182,74 @@ fn a_file_from_a_newer_tau_is_refused_and_left_alone() {
     connection
         .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
         .unwrap();
+    connection
+        .execute(
+            "UPDATE state_meta SET value = '9.9.9' WHERE key = 'schema_by'",
+            [],
+        )
+        .unwrap();
     drop(connection);
     let error = StateDb::open(&path).unwrap_err();
+    assert!(matches!(error, tau_state::StateError::Newer { .. }));
     assert_eq!(
         error.to_string(),
         format!(
-            "state.db was last written by a newer tau (schema version {}); this tau knows versions up to {SCHEMA_VERSION}: use that tau, or a copy of the file",
+            "state.db was written by tau 9.9.9 (schema step {}); this is tau {TAU_VERSION}, which knows steps up to {SCHEMA_VERSION}: run tau 9.9.9 or later on this home, or restore a backup made by tau {TAU_VERSION} into a new one",
             SCHEMA_VERSION + 1
         )
     );
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let (version, by): (i64, String) = connection
+        .query_row(
+            "SELECT (SELECT user_version FROM pragma_user_version), value FROM state_meta WHERE key = 'schema_by'",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (version, by.as_str()),
+        (SCHEMA_VERSION + 1, "9.9.9"),
+        "left alone"
+    );
+}
+
+#[test]
+fn a_file_from_a_newer_tau_that_did_not_say_which_is_refused_all_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(StateDb::open(&path).unwrap());
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    connection
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 3)
+        .unwrap();
+    connection
+        .execute("DELETE FROM state_meta WHERE key = 'schema_by'", [])
+        .unwrap();
+    drop(connection);
+    let error = StateDb::open(&path).unwrap_err().to_string();
+    assert!(
+        error.starts_with(&format!(
+            "state.db was written by a newer tau (schema step {}); this is tau {TAU_VERSION}",
+            SCHEMA_VERSION + 3
+        )),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_tau_that_wrote_the_schema_is_recorded_also_in_a_home_from_before_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = earlier_home(&dir);
+    let db = StateDb::open(&path).unwrap();
+    assert_eq!(db.schema_by().unwrap().as_deref(), Some(TAU_VERSION));
+    drop(db);
+    // A home at the last step whose tau did not record itself yet.
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    connection
+        .execute("DELETE FROM state_meta WHERE key = 'schema_by'", [])
+        .unwrap();
+    drop(connection);
+    let db = StateDb::open(&path).unwrap();
+    assert_eq!(db.schema_by().unwrap().as_deref(), Some(TAU_VERSION));
+    assert_eq!(db.schema_version().unwrap(), SCHEMA_VERSION);
 }

@@ -219,7 +219,7 @@ fn main() {
         }
         row(&format!("{label} | nothing else"), &mut quiet);
         row(&format!("{label} | the flood"), &mut flooded);
-        let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap_or_default();
+        let log = tau.log();
         let said: Vec<&str> = log
             .lines()
             .filter(|l| l.contains("open files limit") || l.contains("web connections capped"))

@@ -146,7 +146,7 @@ fn run(sessions: usize, script: &Value) -> Measured {
                 println!("a turn without its call: {theirs:#?}");
             }
         }
-        let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap_or_default();
+        let log = tau.log();
         println!("tau.log:\n{log}");
     }
     let odd: Vec<&Value> = lines

@@ -96,6 +96,24 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Run `tau serve` as a systemd service: print its unit, or install it
+    Service {
+        #[command(subcommand)]
+        command: ServiceCommand,
+    },
+    /// Copy tau's home into FILE (a tar with a manifest), also while `tau serve` runs:
+    /// state.db, the audit log up to its anchored head, TauBar's token, the chat history;
+    /// never a key or a secret
+    Backup {
+        /// The backup to write; an existing file is never overwritten
+        file: PathBuf,
+    },
+    /// Bring a backup back into a home that holds no state yet (--home NEW); the audit
+    /// log must verify there
+    Restore {
+        /// The backup `tau backup` wrote
+        file: PathBuf,
+    },
     /// What this machine and config give tau: the sandbox's layers, the home's modes,
     /// the workspace boundary, the model's server; exit 1 when something needed is missing
     Doctor,
@@ -265,6 +283,30 @@ pub(crate) enum AuditCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum ServiceCommand {
+    /// Prints a systemd unit that runs `tau serve` with this binary on this home
+    Unit(ServiceScope),
+    /// Writes that unit where systemd looks for it (~/.config/systemd/user/tau.service,
+    /// or /etc/systemd/system/ with --system) and says how to enable it
+    Install {
+        #[command(flatten)]
+        scope: ServiceScope,
+        /// Replace a different tau.service that is there
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Which systemd manager the unit is for.
+#[derive(Debug, Args)]
+pub(crate) struct ServiceScope {
+    /// A system unit that runs tau as you, with the file system read-only but tau's home;
+    /// without it, a unit for your own user manager (`systemctl --user`)
+    #[arg(long)]
+    pub system: bool,
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum ConfigCommand {
     /// Prints the effective config, or the first error with its key
     Check,
@@ -290,7 +332,12 @@ impl Command {
     /// without it they would say something untrue.
     pub(crate) fn bad_config(&self) -> BadConfig {
         match self {
-            Command::Approvals | Command::Audit { .. } => BadConfig::GoOn,
+            // Backup and restore read and write only tau's home: a broken config must not
+            // stand between a person and a copy of their state.
+            Command::Approvals
+            | Command::Audit { .. }
+            | Command::Backup { .. }
+            | Command::Restore { .. } => BadConfig::GoOn,
             Command::Sessions { command } => match command {
                 SessionsCommand::List { .. }
                 | SessionsCommand::Search { .. }
@@ -310,6 +357,7 @@ impl Command {
             | Command::Routines { .. }
             | Command::Mcp { .. }
             | Command::Config { .. }
+            | Command::Service { .. }
             | Command::Completions { .. } => BadConfig::Refuse,
         }
     }

@@ -8,6 +8,7 @@
 
 mod approvals;
 mod audit;
+mod backup;
 mod boundary;
 mod chat;
 mod chat_history;
@@ -31,9 +32,11 @@ mod paths;
 mod private;
 mod routines;
 mod serve;
+mod service;
 mod settings;
 mod signals;
 mod start_checks;
+mod systemd;
 mod token_file;
 mod tui;
 
@@ -43,7 +46,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::cli::{
     AuditCommand, BadConfig, Cli, Command, ConfigCommand, DevicesCommand, GrantsCommand,
-    RoutinesCommand, SessionsCommand,
+    RoutinesCommand, ServiceCommand, SessionsCommand,
 };
 use crate::context::Context;
 use crate::errors::exit_code;
@@ -138,6 +141,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let home = Home::resolve(cli.home.as_deref(), &*env)?;
+    let model_flag = cli.model.clone();
     let bad_config = cli.command.bad_config();
     let (loaded, config_error) =
         match settings::load(cli.config.as_deref(), &*env, &home, cli.model.as_deref()) {
@@ -260,6 +264,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config {
             command: ConfigCommand::Check,
         } => output::print(&config_check::run(&ctx)?),
+        Command::Service { command } => match command {
+            ServiceCommand::Unit(scope) => {
+                output::print(&service::unit(&ctx, scope.system, model_flag.as_deref())?);
+            }
+            ServiceCommand::Install { scope, force } => output::print(&service::install(
+                &ctx,
+                scope.system,
+                model_flag.as_deref(),
+                force,
+            )?),
+        },
+        Command::Backup { file } => output::print(&backup::backup(&ctx, &file)?),
+        Command::Restore { file } => output::print(&backup::restore(&ctx, &file)?),
         Command::Doctor => {
             let (report, healthy) = doctor::run(&ctx, config_error.as_ref()).await;
             output::print(&report);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::errors::usage;
 use crate::private;
 
-/// The home directory: `state.db`, `audit.jsonl`, `logs/tau.log`, `workspace/`, `locks/`,
+/// The home directory: `state.db`, `audit.jsonl`, `logs/` (a file a day), `workspace/`, `locks/`,
 /// `mcp-token`. The home and its folders are 0700, its files 0600.
 ///
 /// No entry of the home that tau owns may be a symbolic link (see [`Home::refuse_links`]).

@@ -41,6 +41,8 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         ));
         return Ok(());
     }
+    let notifier = crate::systemd::Notifier::from_env(&*ctx.env);
+    notifier.status("starting: checking the config");
     // Everything `tau config check` and `tau doctor` check too, before anything is
     // written or bound: a config refused here is refused there with the same words.
     crate::start_checks::check(ctx)?;
@@ -54,7 +56,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         None => None,
     };
     ctx.create_home()?;
-    crate::logging::init_rotating(&ctx.home, &*ctx.env, &config.log)?;
+    crate::logging::init_serve(&ctx.home, &*ctx.env, &config.log)?;
     raise_open_files_limit();
     let token_path = ctx.home.web_token();
     let web = if config.web.enabled {
@@ -158,6 +160,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             witness = Some(channel);
         }
     }
+    notifier.status("starting: recovering stored questions");
     let recovery = hub.start().await?;
     let stop_routines = tokio_util::sync::CancellationToken::new();
     let routines = hosted.start(stop_routines.clone());
@@ -176,10 +179,27 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         &token_path,
         &recovery,
     ));
-    let stops = report_channel_stops(&hub, hub_events.clone());
-    let served = hub.run_channels(channels, stop_signal()).await;
+    let watchdog = crate::systemd::watchdog_interval(&*ctx.env, std::process::id()).map(|every| {
+        crate::systemd::start_watchdog(notifier, every, hub.clone(), stop_routines.clone())
+    });
+    let stops = report_channel_stops(&hub, hub_events.clone(), notifier);
+    // TauBar's socket listens since it was bound; the channels start serving as soon as
+    // the hub runs them, right below.
+    notifier.ready(&serving_status(
+        web_url.as_deref(),
+        config.telegram.is_some(),
+        recovery.pending.len(),
+    ));
+    let stop = async move {
+        stop_signal().await;
+        notifier.stopping();
+    };
+    let served = hub.run_channels(channels, stop).await;
     stops.abort();
     stop_routines.cancel();
+    if let Some(watchdog) = watchdog {
+        let _ = watchdog.await;
+    }
     let _ = routines.await;
     if let Some(witness) = witness {
         let _ = witness.await;
@@ -285,9 +305,28 @@ fn announce(
     out
 }
 
+/// What `systemctl status` says while the hub serves.
+fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
+    let mut channels = Vec::new();
+    if let Some(url) = url {
+        channels.push(format!("TauBar at {url}"));
+    }
+    if telegram {
+        channels.push("Telegram".to_owned());
+    }
+    format!(
+        "serving: {}; {waiting} question(s) wait",
+        channels.join(", ")
+    )
+}
+
 /// A channel that stops with an error: one audit line and one line on stdout (the hub
-/// logs it); the hub and the other channels go on.
-fn report_channel_stops(hub: &Hub, events: EventBus) -> tokio::task::JoinHandle<()> {
+/// logs it), and `systemctl status` says it; the hub and the other channels go on.
+fn report_channel_stops(
+    hub: &Hub,
+    events: EventBus,
+    notifier: crate::systemd::Notifier,
+) -> tokio::task::JoinHandle<()> {
     let mut stops = hub.channel_stops();
     tokio::spawn(async move {
         loop {
@@ -297,11 +336,13 @@ fn report_channel_stops(hub: &Hub, events: EventBus) -> tokio::task::JoinHandle<
                         channel: stopped.channel.clone(),
                         error: stopped.message.clone(),
                     });
-                    crate::output::print(&format!(
-                        "tau serve: the {} channel stopped: {}; the other channels and the routines go on\n",
+                    let said = format!(
+                        "the {} channel stopped: {}; the other channels and the routines go on",
                         stopped.channel,
                         tau_core::display(&stopped.message)
-                    ));
+                    );
+                    notifier.status(&said);
+                    crate::output::print(&format!("tau serve: {said}\n"));
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,

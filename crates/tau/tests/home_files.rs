@@ -48,13 +48,12 @@ fn audit_lines(tau: &Tau) -> Vec<String> {
         .collect()
 }
 
-const PRIVATE: [(&str, u32); 6] = [
+const PRIVATE: [(&str, u32); 5] = [
     ("", 0o700),
     ("logs", 0o700),
     ("locks", 0o700),
     ("state.db", 0o600),
     ("audit.jsonl", 0o600),
-    ("logs/tau.log", 0o600),
 ];
 
 fn modes(home: &Path) -> Vec<(&'static str, u32)> {
@@ -64,11 +63,32 @@ fn modes(home: &Path) -> Vec<(&'static str, u32)> {
         .collect()
 }
 
+/// Each file in `logs/` with its mode; today's among them.
+fn log_modes(home: &Path) -> Vec<(String, u32)> {
+    let mut files: Vec<(String, u32)> = std::fs::read_dir(home.join("logs"))
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                mode(&entry.path()),
+            )
+        })
+        .collect();
+    files.sort();
+    let today = format!("tau.log.{}", jiff::Timestamp::now().strftime("%Y-%m-%d"));
+    assert!(files.iter().any(|(name, _)| *name == today), "{files:?}");
+    files
+}
+
 #[test]
 fn the_home_is_created_private() {
     let tau = Tau::new();
     chat(&tau, "s1");
     assert_eq!(modes(&tau.home()), PRIVATE.to_vec());
+    for (name, mode) in log_modes(&tau.home()) {
+        assert_eq!(mode, 0o600, "{name}");
+    }
 }
 
 #[test]
@@ -86,6 +106,11 @@ fn a_home_with_looser_modes_is_tightened() {
     }
     chat(&tau, "s1");
     assert_eq!(modes(&home), PRIVATE.to_vec());
+    let logs = log_modes(&home);
+    assert!(logs.iter().any(|(name, _)| name == "tau.log"), "{logs:?}");
+    for (name, mode) in logs {
+        assert_eq!(mode, 0o600, "{name}: an earlier tau's log is tightened too");
+    }
 }
 
 #[test]

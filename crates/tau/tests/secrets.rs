@@ -88,7 +88,7 @@ fn chat_against_the_provider(log_filter: Option<&str>) -> (Tau, common::Run, Vec
 }
 
 fn log_of(tau: &Tau) -> String {
-    std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap()
+    tau.log()
 }
 
 #[test]

@@ -98,7 +98,7 @@ fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 }
 
 fn log_of(tau: &Tau) -> String {
-    std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap_or_default()
+    tau.log()
 }
 
 fn ticks(tau: &Tau) -> usize {

@@ -42,7 +42,7 @@ const DEBUG_START: (&str, &str) = ("TAU_LOG", "info,tau::serve=debug,tau_web::se
 
 /// `key=value` pairs of the first log line that says `what`.
 fn logged(tau: &Tau, what: &str) -> Vec<(String, String)> {
-    let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap_or_default();
+    let log = tau.log();
     let line = log
         .lines()
         .find(|l| l.contains(what))
@@ -269,7 +269,7 @@ fn a_proven_connection_survives_any_flood_and_an_approved_command_still_runs() {
     assert_eq!(ran[0]["status"], "success", "{ran:#?}");
     drop(kinds);
     drop(surge);
-    let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap();
+    let log = tau.log();
     assert!(
         !log.contains("Too many open files"),
         "tau ran out of descriptors:\n{}",

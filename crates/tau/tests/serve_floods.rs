@@ -1,8 +1,8 @@
 //! Floods cost bounded space: what outsiders can repeat at will (MQTT messages on a
 //! routine's topic, webhook calls with a wrong secret, a stranger's presses of an old
 //! Telegram button) is recorded once per sender and window, with a count; a topic of 60 KB
-//! reaches the audit log capped, with its length; `tau.log` rotates by size and keeps its
-//! total. Against the real `tau serve`, a real Mosquitto broker and the Telegram emulator.
+//! reaches the audit log capped, with its length; a day's log stops at its cap and only
+//! the newest files are kept. Against the real `tau serve`, a real Mosquitto broker and the Telegram emulator.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -126,7 +126,7 @@ fn an_mqtt_flood_while_the_routine_runs_is_one_counted_line_and_a_huge_topic_is_
             break runs;
         }
         if Instant::now() > deadline {
-            let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap_or_default();
+            let log = tau.log();
             let shown: Vec<String> = log.lines().map(|l| l.chars().take(160).collect()).collect();
             panic!(
                 "the flood's skips were not counted: {} of {}\n{runs:#?}\n{}",
@@ -168,8 +168,7 @@ fn an_mqtt_flood_while_the_routine_runs_is_one_counted_line_and_a_huge_topic_is_
         .len();
     assert!(audit < 30_000, "the audit log grew to {audit} bytes");
     // The huge topic, where it shows at all, shows capped with its length.
-    let all = std::fs::read_to_string(tau.home().join("audit.jsonl")).unwrap()
-        + &std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap();
+    let all = std::fs::read_to_string(tau.home().join("audit.jsonl")).unwrap() + &tau.log();
     assert!(
         !all.contains(&"a".repeat(300)),
         "a long run of the topic was kept"
@@ -212,7 +211,7 @@ fn three_thousand_wrong_secrets_are_a_few_counted_lines() {
     assert!(refused.iter().all(|l| l["routine"] == "doorbell"
         && l["sender"] == "127.0.0.1"
         && l["reason"] == "wrong or missing secret"));
-    let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap();
+    let log = tau.log();
     let warned = log.lines().filter(|l| l.contains("webhook")).count();
     assert!(warned <= 8, "3,000 refusals took {warned} log lines");
     assert!(
@@ -278,40 +277,55 @@ fn three_hundred_presses_of_an_old_button_by_a_stranger_are_a_few_counted_lines(
 }
 
 #[test]
-fn the_log_rotates_by_size_and_keeps_its_total() {
+fn the_day_s_log_stops_at_its_cap_and_only_the_newest_files_are_kept() {
     let tau = Tau::new();
+    // Five earlier days' files, of which the hub keeps one beside today's.
+    let logs = tau.home().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    for day in 1..=5 {
+        std::fs::write(logs.join(format!("tau.log.2020-01-0{day}")), "old\n").unwrap();
+    }
     let config = tau.serve_config("[log]\nmax_file_bytes = 65536\nkeep_files = 2\n");
     let serve = tau.serve_env(
         &tau.replay(&json!([answer("unused")])),
         &config,
         &[("TAU_LOG", "debug")],
     );
-    // Each request logs at DEBUG; enough of them fill several files.
-    let logs = tau.home().join("logs");
-    wait_for("three rotations", Duration::from_secs(120), || {
+    let today = logs.join(format!(
+        "tau.log.{}",
+        jiff::Timestamp::now().strftime("%Y-%m-%d")
+    ));
+    const FULL: &str = "this day's log reached [log] max_file_bytes (65536 bytes)";
+    // Each request logs at DEBUG; enough of them fill the day's file.
+    wait_for("a full day", Duration::from_secs(120), || {
         for _ in 0..200 {
             serve.get("/api/sessions");
         }
-        logs.join("tau.log.2").exists().then_some(())
+        std::fs::read_to_string(&today)
+            .unwrap_or_default()
+            .contains(FULL)
+            .then_some(())
     });
     for _ in 0..600 {
         serve.get("/api/sessions");
     }
-    let mut names: Vec<String> = std::fs::read_dir(&logs)
+    let names: Vec<String> = std::fs::read_dir(&logs)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    names.sort();
-    assert_eq!(names, ["tau.log", "tau.log.1", "tau.log.2"]);
-    let mut total = 0;
+    assert_eq!(names.len(), 2, "{names:?}");
     for name in &names {
-        let path = logs.join(name);
-        assert_eq!(common::mode(&path), 0o600, "{name}");
-        let size = std::fs::metadata(&path).unwrap().len();
-        // A file is rotated after the write that crossed the size: one line more at most.
-        assert!(size < 65_536 + 4_096, "{name} is {size} bytes");
-        total += size;
+        assert_eq!(common::mode(&logs.join(name)), 0o600, "{name}");
     }
-    assert!(total < 3 * (65_536 + 4_096), "the logs take {total} bytes");
+    let text = std::fs::read_to_string(&today).unwrap();
+    assert_eq!(text.matches(FULL).count(), 1, "said once");
+    // The write that would cross the cap is dropped; the line saying so is the last.
+    let size = text.len();
+    assert!(size <= 65_536 + 200, "today's file is {size} bytes");
+    assert!(
+        text.trim_end().ends_with("until the next day (UTC)"),
+        "{}",
+        &text[size - 300..]
+    );
     serve.kill_hard();
 }

@@ -571,11 +571,11 @@ fn the_bot_token_reaches_no_command_no_log_and_no_audit_line() {
     let model = tau.replay(&json!([answer("unused")]));
     let second = serve(&tau, &model, &config);
     wait_for("a logged connection error", || {
-        let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap_or_default();
+        let log = tau.log();
         log.contains("cannot reach the Bot API").then_some(())
     });
     second.kill_hard();
-    let log = std::fs::read_to_string(tau.home().join("logs/tau.log")).unwrap();
+    let log = tau.log();
     assert!(!log.contains("TEST-token_x"), "{log}");
     let audit = std::fs::read_to_string(tau.home().join("audit.jsonl")).unwrap();
     assert!(!audit.contains("TEST-token_x"));

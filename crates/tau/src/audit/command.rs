@@ -67,6 +67,13 @@ pub(crate) fn anchored_head(state: Option<&StateDb>) -> anyhow::Result<Option<He
     }
 }
 
+/// What `tau audit verify` says of the log at `path` anchored in `state` (the chain and its
+/// end; grants aside), and whether it vouches for it.
+pub(crate) fn verify_log(path: &Path, state: &StateDb) -> anyhow::Result<(String, bool)> {
+    let verdict = verify(path, Some(state))?;
+    Ok((report(&verdict, path, None), verdict.intact()))
+}
+
 /// The report of `tau audit verify`, and whether it vouches for the whole log.
 pub(crate) fn verify_command(ctx: &Context, from: Option<&str>) -> anyhow::Result<(String, bool)> {
     let kept = from.map(parse_head).transpose()?;

@@ -13,7 +13,7 @@
 //!
 //! Layout: `mod.rs` the appender, `verify.rs` the check, `answers.rs` the recorded
 //! answers `tau serve` confirms stored approvals against,
-//! `command.rs` what `tau audit` prints, `grants.rs` what the log records of grants (which
+//! `command.rs` what `tau audit` prints, `copy.rs` the log up to a head (`tau backup`), `grants.rs` what the log records of grants (which
 //! the gate confirms a grant against before it covers a call), `history.rs` a person's approvals read back for
 //! the card's suggestion, `witness.rs` the head sent where the log's writers
 //! cannot reach it. The head and the announced line are kept in `state.db` (`tau-state`'s
@@ -21,6 +21,7 @@
 
 mod answers;
 mod command;
+mod copy;
 pub(crate) mod grants;
 pub(crate) mod history;
 #[cfg(test)]
@@ -40,7 +41,8 @@ use tau_core::{AuditEvent, EventSubscriber};
 use tau_state::StateDb;
 
 pub(crate) use self::answers::recorded_answers;
-pub(crate) use self::command::{head_command, verify_command};
+pub(crate) use self::command::{format_head, head_command, verify_command, verify_log};
+pub(crate) use self::copy::copy_to_head;
 #[cfg(test)]
 use self::verify::{Verdict, verify};
 pub(crate) use tau_state::AuditHead as Head;

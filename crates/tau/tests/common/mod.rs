@@ -111,6 +111,12 @@ impl Tau {
         Run::from(output)
     }
 
+    /// Everything the home's log holds: each day's file (`logs/tau.log.YYYY-MM-DD`), oldest
+    /// first.
+    pub fn log(&self) -> String {
+        log_in(&self.home())
+    }
+
     pub fn audit(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(self.home().join("audit.jsonl")).unwrap_or_default();
         text.lines()
@@ -189,6 +195,25 @@ impl From<Output> for Run {
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
     }
+}
+
+/// Everything the log of the home at `home` holds, oldest day first.
+pub fn log_in(home: &Path) -> String {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(home.join("logs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("tau.log"))
+        })
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap_or_default())
+        .collect()
 }
 
 /// util-linux's `setsid`, found on PATH (Debian's util-linux is always installed).
