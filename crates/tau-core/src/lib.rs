@@ -84,6 +84,7 @@ pub use tau_protocol::{
     shown_lines,
 };
 pub use turn::{
-    ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,
-    interrupt_rejection, output_blocks, waits_on,
+    ChannelSink, CutOff, HubHold, StoredTurnError, TauAgent, TurnError, TurnOutcome,
+    close_cut_off_calls, from_audit as channel_event, hub_hold, interrupt_rejection, notice_event,
+    output_blocks, turn_waits_on, waits_on,
 };
