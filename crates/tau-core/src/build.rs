@@ -158,7 +158,10 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
         .retry(retry)
         .window(SlidingWindow {
             window_size: config.agent.window_size,
-        });
+        })
+        // A call a crash cut off is answered by what tau knows of it (`turn/cut_off.rs`),
+        // not as merely interrupted.
+        .answer_unfinished_calls_later();
     if let Some((repository, id)) = session {
         builder = builder.session(repository, id);
     }

@@ -196,16 +196,7 @@ fn another_chat_closes_a_killed_chat_s_call_and_the_session_still_tells_its_mode
     let tau = Tau::new();
     let model = tau.make_proof();
     let id = killed_at(&tau, &model, "ran");
-    let other = tau.run(
-        &[
-            "--model",
-            &tau.replay(&json!([])),
-            "chat",
-            "--session",
-            "s2",
-        ],
-        "",
-    );
+    let other = tau.run(&["--model", &model, "chat", "--session", "s2"], "");
     assert_eq!(other.code, 0, "{}", other.stderr);
     assert_eq!(
         other.stderr,
@@ -266,8 +257,7 @@ fn a_running_chat_s_call_is_not_closed_by_another_tau() {
     let tau = Tau::new();
     let model = tau.make_proof();
     let (mut chat, id) = stopped_at(&tau, &model, "ran");
-    let empty = tau.replay(&json!([]));
-    let other = tau.run(&["--model", &empty, "chat", "--session", "s2"], "");
+    let other = tau.run(&["--model", &model, "chat", "--session", "s2"], "");
     assert_eq!((other.code, other.stderr.as_str()), (0, ""));
     let serve = tau.serve(&model, &tau.serve_config(""));
     assert!(
@@ -280,7 +270,7 @@ fn a_running_chat_s_call_is_not_closed_by_another_tau() {
 
     chat.kill().unwrap();
     chat.wait().unwrap();
-    let other = tau.run(&["--model", &empty, "chat", "--session", "s2"], "");
+    let other = tau.run(&["--model", &model, "chat", "--session", "s2"], "");
     assert!(other.stderr.contains(&id), "{}", other.stderr);
     assert_eq!(uncertain_lines(&tau).len(), 1);
 }

@@ -185,7 +185,11 @@ fn a_yes_whose_turn_was_given_up_behind_the_hub_s_back_is_not_used() {
     let (_, notice) = events.next();
     insta::assert_snapshot!(
         "answer_not_used_notice",
-        format!("{}: {}", notice["kind"], notice["text"])
+        format!(
+            "{}: {}",
+            notice["kind"].as_str().unwrap(),
+            notice["text"].as_str().unwrap()
+        )
     );
     let lines: Vec<Value> = tau
         .audit_events()
