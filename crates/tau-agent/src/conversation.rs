@@ -1,6 +1,6 @@
 //! Keeping the history valid: the sliding window and the repair of unanswered tool uses.
 
-use crate::message::{ContentBlock, Message, Role, ToolResult};
+use crate::message::{ContentBlock, Message, Role, ToolResult, ToolUse};
 
 /// The result a tool use with no answer gets when the conversation goes on.
 pub const TOOL_INTERRUPTED_TEXT: &str = "Tool was interrupted.";
@@ -66,19 +66,33 @@ fn first_clean_start(messages: &[Message], from: usize) -> Option<usize> {
 /// A user message answering every tool use of the last message that has no result, or
 /// `None` when the history is whole.
 pub fn repair_message(messages: &[Message]) -> Option<Message> {
-    let last = messages.last()?;
-    if last.role != Role::Assistant {
-        return None;
+    repair_message_with(messages, |_| None)
+}
+
+/// The tool uses of the last message, when it is the model's and none of them has a
+/// result yet (the process stopped before it stored them); empty when the history is whole.
+pub fn unanswered_tool_uses(messages: &[Message]) -> Vec<ToolUse> {
+    match messages.last() {
+        Some(last) if last.role == Role::Assistant => last.tool_uses().cloned().collect(),
+        Some(_) | None => Vec::new(),
     }
-    let content: Vec<ContentBlock> = last
-        .tool_uses()
-        .map(|u| {
-            ContentBlock::ToolResult(ToolResult::error_text(
-                &u.tool_use_id,
-                TOOL_INTERRUPTED_TEXT,
-            ))
-        })
-        .collect();
+}
+
+/// [`repair_message`], with the result `known` gives for a tool use where it knows what
+/// became of the call; the rest are answered `Tool was interrupted.`.
+pub fn repair_message_with(
+    messages: &[Message],
+    known: impl Fn(&ToolUse) -> Option<ToolResult>,
+) -> Option<Message> {
+    let content: Vec<ContentBlock> =
+        unanswered_tool_uses(messages)
+            .iter()
+            .map(|u| {
+                ContentBlock::ToolResult(known(u).unwrap_or_else(|| {
+                    ToolResult::error_text(&u.tool_use_id, TOOL_INTERRUPTED_TEXT)
+                }))
+            })
+            .collect();
     (!content.is_empty()).then_some(Message {
         role: Role::User,
         content,
@@ -88,7 +102,6 @@ pub fn repair_message(messages: &[Message]) -> Option<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolUse;
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
@@ -168,6 +181,45 @@ mod tests {
                 content: vec![
                     ContentBlock::ToolResult(ToolResult::error_text("c", "Tool was interrupted.")),
                     ContentBlock::ToolResult(ToolResult::error_text("d", "Tool was interrupted.")),
+                ],
+            })
+        );
+    }
+
+    #[test]
+    fn a_known_fate_answers_its_call_and_the_rest_are_interrupted() {
+        let mut messages = vec![Message::user_text("go")];
+        assert!(unanswered_tool_uses(&messages).is_empty());
+        messages.push(Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::ToolUse(ToolUse {
+                    tool_use_id: "c".into(),
+                    name: "x".into(),
+                    input: json!({}),
+                }),
+                ContentBlock::ToolUse(ToolUse {
+                    tool_use_id: "d".into(),
+                    name: "y".into(),
+                    input: json!({}),
+                }),
+            ],
+        });
+        let ids: Vec<String> = unanswered_tool_uses(&messages)
+            .into_iter()
+            .map(|u| u.tool_use_id)
+            .collect();
+        assert_eq!(ids, ["c", "d"]);
+        let repaired = repair_message_with(&messages, |u| {
+            (u.tool_use_id == "d").then(|| ToolResult::error_text("d", "it may have run"))
+        });
+        assert_eq!(
+            repaired,
+            Some(Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::ToolResult(ToolResult::error_text("c", "Tool was interrupted.")),
+                    ContentBlock::ToolResult(ToolResult::error_text("d", "it may have run")),
                 ],
             })
         );

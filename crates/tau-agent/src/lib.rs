@@ -35,7 +35,10 @@ mod tool_registry;
 
 pub use agent::{Agent, AgentBuilder, AgentError, AgentResult, CANCELLED_BY_USER_TEXT, Input};
 pub use control::{CancelHandle, Limits, RetryPolicy};
-pub use conversation::{CannotReduce, SlidingWindow, TOOL_INTERRUPTED_TEXT, repair_message};
+pub use conversation::{
+    CannotReduce, SlidingWindow, TOOL_INTERRUPTED_TEXT, repair_message, repair_message_with,
+    unanswered_tool_uses,
+};
 pub use events::{EventSink, Sink, TurnEvent};
 pub use executor::{
     Executor, HOOK_FAILED_TEXT, TOOL_CANCELLED_TEXT, TOOL_PANICKED_TEXT, ToolRun, run_tool,

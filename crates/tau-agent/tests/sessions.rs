@@ -220,3 +220,34 @@ fn killed_mid_turn_keeps_every_written_message_and_repairs_the_dangling_tool_use
         repaired
     );
 }
+
+/// Built to answer unfinished calls later, a restored history keeps its dangling tool use
+/// until the caller answers it with what it knows became of the call; stored like that.
+#[tokio::test]
+async fn a_dangling_tool_use_left_at_build_is_answered_with_what_the_caller_knows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let store = tau_state::StateDb::open(&db).unwrap();
+    store.ensure_session(&kitchen()).unwrap();
+    let written = vec![Message::user_text("lock the front door"), lock_the_door()];
+    for (n, message) in (0u64..).zip(&written) {
+        store.append_message(&kitchen(), n, message).unwrap();
+    }
+    let mut restored = on_session(&db, ScriptedModel::new([]))
+        .tool(Blocker::named("lock"))
+        .answer_unfinished_calls_later()
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(restored.messages(), written);
+    let known = ToolResult::error_text("t1", "it may or may not have run");
+    let repaired = restored
+        .repair_history_with(|u| (u.tool_use_id == "t1").then(|| known.clone()))
+        .await
+        .unwrap();
+    assert!(repaired);
+    let mut answered = written;
+    answered.push(results(vec![known]));
+    assert_eq!(restored.messages(), answered);
+    assert_eq!(store.messages(&kitchen(), 0).unwrap(), answered);
+}

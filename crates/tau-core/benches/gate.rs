@@ -162,6 +162,7 @@ fn full_stack(c: &mut Criterion) {
                             events,
                             durable: None,
                             grants: None,
+                            dispatches: None,
                         }))
                         .expect("an agent");
                     (dir, agent)

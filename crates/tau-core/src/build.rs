@@ -9,7 +9,7 @@ use tau_agent::{
     SharedTool, SlidingWindow, SyncHook,
 };
 
-use crate::approval::{Approver, DurableQuestions, GateGrants, TierGate};
+use crate::approval::{Approver, DispatchRecord, DurableQuestions, GateGrants, TierGate};
 use crate::audit::EventBus;
 use crate::catalog::ToolCatalog;
 use crate::config::{ConfigError, CoreConfig};
@@ -48,6 +48,10 @@ pub struct AgentParts {
     /// Set where grants apply: checked before asking and offered on questions (their
     /// hours are `[approval] grant_hours`, whatever `hours` says).
     pub grants: Option<GateGrants>,
+    /// Set where questions are asked in memory (`tau chat`, `tau tui`): each call a
+    /// person's yes lets through is recorded first, and its outcome after, so a crash
+    /// while it runs is closed as `effect_uncertain` at the next start.
+    pub dispatches: Option<DispatchRecord>,
 }
 
 /// Why the agent could not be built.
@@ -74,6 +78,7 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
         events,
         durable,
         grants,
+        dispatches,
     } = parts;
     config.validate()?;
     // The conversation's own bus: its turn's listener hears only this conversation, the
@@ -86,6 +91,9 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
         .with_timeout(config.approval.timeout());
     if let Some(durable) = durable {
         gate = gate.with_durable(durable);
+    }
+    if let Some(dispatches) = dispatches {
+        gate = gate.with_dispatch_record(dispatches);
     }
     if let Some(grants) = grants {
         gate = gate.with_grants(GateGrants {
@@ -150,7 +158,10 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
         .retry(retry)
         .window(SlidingWindow {
             window_size: config.agent.window_size,
-        });
+        })
+        // A call a crash cut off is answered by what tau knows of it (`turn/cut_off.rs`),
+        // not as merely interrupted.
+        .answer_unfinished_calls_later();
     if let Some((repository, id)) = session {
         builder = builder.session(repository, id);
     }

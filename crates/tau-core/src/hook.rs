@@ -102,7 +102,16 @@ impl TierHook {
                 .catch_unwind()
                 .await
             {
-                Ok(check) => check,
+                Ok(check) => {
+                    // A person's yes, recorded as let through: the tool starts next.
+                    if check.allowed
+                        && check.approval_id.is_some()
+                        && self.gate.records_dispatches()
+                    {
+                        crate::failpoint::reach(crate::failpoint::DISPATCHED);
+                    }
+                    check
+                }
                 Err(_) => {
                     self.gate.emit_error(
                         ErrorSite::TierGate,

@@ -86,6 +86,10 @@ pub enum Notice {
     EffectUncertain {
         tool: String,
     },
+    /// A person answered a question nothing waited for any more; nothing ran.
+    AnswerNotUsed {
+        tool: String,
+    },
 }
 
 impl Notice {
@@ -123,6 +127,9 @@ fn english(notice: &Notice) -> String {
         Notice::EffectUncertain { tool } => format!(
             "tau stopped while {tool} was running: it may or may not have run. It was not run again."
         ),
+        Notice::AnswerNotUsed { tool } => format!(
+            "Your answer about {tool} was not used: no turn waits for it any more, so nothing ran and the question is closed. Ask again if you still want it."
+        ),
     }
 }
 
@@ -153,6 +160,9 @@ fn turkish(notice: &Notice) -> String {
         Notice::EffectUncertain { tool } => format!(
             "{tool} çalışırken tau durdu: çalışmış da olabilir, çalışmamış da. Yeniden çalıştırılmadı."
         ),
+        Notice::AnswerNotUsed { tool } => format!(
+            "{tool} hakkındaki yanıtınız kullanılmadı: onu bekleyen bir tur artık yok, bu yüzden hiçbir şey çalışmadı ve soru kapatıldı. Hâlâ istiyorsanız yeniden isteyin."
+        ),
     }
 }
 
@@ -182,6 +192,9 @@ mod tests {
                 tool: "mqtt_publish".into(),
             },
             Notice::EffectUncertain {
+                tool: "run_command".into(),
+            },
+            Notice::AnswerNotUsed {
                 tool: "run_command".into(),
             },
         ]

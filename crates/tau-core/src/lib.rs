@@ -19,7 +19,8 @@
 //!   paused turn's own path
 //! - `hook.rs`: `TierHook`, the gated call split across the loop's tool-call hooks
 //! - `build.rs`: `build_agent`, the registry audit; `turn/`: `TauAgent`, which runs a turn
-//!   and projects it into the `ChannelEvent`s every channel renders
+//!   and projects it into the `ChannelEvent`s every channel renders, who may open a
+//!   conversation (`hub_hold`), and the calls a crash cut off (`close_cut_off_calls`)
 //! - `i18n.rs`: notices; `config.rs`: config sections; `ids.rs`: unguessable ids
 //! - `display/`: the one display function for untrusted text, sorted JSON, lookalike words,
 //!   and `Listing`, through which the command line's listings show every field
@@ -84,6 +85,7 @@ pub use tau_protocol::{
     shown_lines,
 };
 pub use turn::{
-    ChannelSink, TauAgent, TurnError, TurnOutcome, from_audit as channel_event,
-    interrupt_rejection, output_blocks, waits_on,
+    ChannelSink, CutOff, HubHold, StoredTurnError, TauAgent, TurnError, TurnOutcome,
+    close_cut_off_calls, from_audit as channel_event, hub_hold, interrupt_rejection, notice_event,
+    output_blocks, turn_waits_on, waits_on,
 };

@@ -371,6 +371,7 @@ async fn try_build(setup: Setup) -> Result<common::Built, BuildError> {
         events: bus,
         durable: None,
         grants: None,
+        dispatches: None,
     })
     .await?;
     Ok(common::Built {
@@ -809,6 +810,7 @@ async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
         events: bus,
         durable: None,
         grants: None,
+        dispatches: None,
     })
     .await
     .unwrap();

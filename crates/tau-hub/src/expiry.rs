@@ -11,7 +11,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use tau_agent::{SessionId, SessionRepository};
 use tau_core::approval::{
-    Answered, ApprovalState, ExpiredQuestion, effect_uncertain_event, expire_due, next_deadline,
+    Answered, ApprovalRow, ApprovalState, ExpiredQuestion, expire_due, next_deadline,
 };
 use tau_core::{DecidedBy, waits_on};
 use tau_protocol::ApprovalId;
@@ -66,37 +66,26 @@ impl Hub {
     /// Approved calls that were let through and whose result was never stored: tau
     /// stopped while they ran. None runs again. A turn that still waits on its question
     /// closes it when it goes on (the model and the channel hear it then); any other (a
-    /// routine's run died with the process) is closed here as `effect_uncertain`, with
-    /// its audit line.
+    /// routine's run died with the process, a `tau chat` was killed) is closed here as
+    /// `effect_uncertain`, with its audit line, unless its session is open in another tau
+    /// that may still be running it. The same sweep `tau chat` makes when it starts.
     fn close_cut_off_calls(&self) -> Result<usize, HubError> {
-        let mut uncertain = 0;
-        for row in self.inner.state.dispatched_without_outcome()? {
-            uncertain += 1;
-            if self.session_waits_on(&row.session, &row.id)? {
-                continue;
-            }
-            if let Some(closed) = self
-                .inner
-                .state
-                .close_effect_uncertain(&row.id, Timestamp::now())?
-            {
-                tracing::warn!(approval_id = %row.id, tool = %row.tool, "an approved call was running when tau stopped; its effect is uncertain");
-                self.bus(&row.session)
-                    .emit(&effect_uncertain_event(&closed));
-            }
-        }
-        Ok(uncertain)
+        let bus_of = |session: &SessionId| self.bus(session);
+        let factory = &self.inner.factory;
+        let found =
+            tau_core::close_cut_off_calls(&self.inner.state, &bus_of, &|row: &ApprovalRow| {
+                !factory.open_elsewhere(&row.session)
+            })?;
+        Ok(found.closed.len() + found.waiting.len())
     }
 
     /// True when the stored turn of `session` waits on question `id`.
-    fn session_waits_on(&self, session: &SessionId, id: &ApprovalId) -> Result<bool, HubError> {
-        Ok(self.inner.state.load_state(session)?.is_some_and(|state| {
-            state
-                .interrupt_state
-                .unfinished()
-                .iter()
-                .any(|i| waits_on(i).as_ref() == Some(id))
-        }))
+    pub(crate) fn session_waits_on(
+        &self,
+        session: &SessionId,
+        id: &ApprovalId,
+    ) -> Result<bool, HubError> {
+        Ok(tau_core::turn_waits_on(&self.inner.state, session, id)?)
     }
 
     /// Cancels pending questions nobody waits on: their session no longer does (it was

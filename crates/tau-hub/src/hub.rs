@@ -59,6 +59,8 @@ pub(crate) struct Inner {
     pub(crate) stopping: AtomicBool,
     /// Wakes the expiry task: a new question was stored.
     pub(crate) sweep: Notify,
+    /// The questions routines' runs wait on here.
+    pub(crate) routine_waits: crate::unawaited::RoutineWaits,
 }
 
 /// One open session: its agent behind a lock, so turns run one at a time.
@@ -99,6 +101,7 @@ impl Hub {
                 stop: CancellationToken::new(),
                 stopping: AtomicBool::new(false),
                 sweep: Notify::new(),
+                routine_waits: crate::unawaited::RoutineWaits::default(),
             }),
         }
     }
@@ -335,7 +338,8 @@ impl Hub {
 
     /// A person's answer on `channel` (`user` names them where the channel knows). The
     /// first answer decides and resumes the turn; a later one changes nothing and is
-    /// told the final state.
+    /// told the final state. An answer to a question nothing waits on any more is not
+    /// used ([`Answered::NotUsed`], `unawaited.rs`).
     pub async fn answer(
         &self,
         channel: &str,
@@ -368,6 +372,9 @@ impl Hub {
             }
             Reply::Reject => (ApprovalState::Rejected, None, None),
         };
+        if row.state == ApprovalState::Pending && !self.awaited(&row).await? {
+            return self.not_used(&row, channel, user);
+        }
         let by = DecidedBy::Person {
             channel: channel.to_owned(),
             user,
@@ -393,6 +400,8 @@ impl Hub {
         };
         let event = match decision {
             None => {
+                // Shown by the routine's run that waits on it here.
+                self.inner.routine_waits.waits(&row.id);
                 self.inner.sweep.notify_one();
                 tau_core::approval::requested_event(row)
             }

@@ -25,7 +25,9 @@
 //! - `answer(user, approval_id, Reply)`: a person's answer, a compare-and-set on the
 //!   stored row. Only the channel that asked may answer; the first answer wins
 //!   ([`Answered::Decided`]), later ones learn the final state
-//!   ([`Answered::AlreadyDecided`]). A decided question resumes its turn.
+//!   ([`Answered::AlreadyDecided`]). A decided question resumes its turn. An answer to a
+//!   question nothing waits on any more (no paused turn, no routine's run) is not used:
+//!   the question is closed and the channel told ([`Answered::NotUsed`]).
 //! - `approvals(state)`: the channel's stored questions, e.g. those still pending to show
 //!   again after a restart; `approvals_of_every_channel` and `question(id)`: every
 //!   channel's, to list (never to answer).
@@ -50,7 +52,7 @@
 //! channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `expiry.rs` deadlines and recovery, `health.rs` whether the hub still serves (a watchdog's question), `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
+//! resumed or closed, `unawaited.rs` answers nothing waits on, `expiry.rs` deadlines and recovery, `health.rs` whether the hub still serves (a watchdog's question), `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
 //! start-up's cross-check of stored questions, `ids.rs`
 //! new conversations' ids (128 random bits; a taken one is drawn again, never reused).
 
@@ -65,6 +67,7 @@ mod port;
 mod titles;
 mod turns;
 mod types;
+mod unawaited;
 
 pub use channel::{Channel, ChannelError, ChannelStatus};
 pub use health::Unhealthy;
@@ -116,6 +119,12 @@ pub enum HubError {
 
 impl From<tau_state::StateError> for HubError {
     fn from(error: tau_state::StateError) -> Self {
+        Self::Store(error.to_string())
+    }
+}
+
+impl From<tau_core::StoredTurnError> for HubError {
+    fn from(error: tau_core::StoredTurnError) -> Self {
         Self::Store(error.to_string())
     }
 }

@@ -367,6 +367,7 @@ impl RoutinePort for Hub {
     }
 
     fn settled(&self, id: &ApprovalId) {
+        self.inner.routine_waits.done(id);
         if let Err(error) = self.state().mark_approval_settled(id) {
             tracing::warn!(approval_id = %id, %error, "cannot settle a routine's question");
         }

@@ -143,7 +143,10 @@ impl Hub {
     fn supersede(&self, row: &ApprovalRow) -> Option<ApprovalState> {
         match self.decide(row, ApprovalState::Superseded, &DecidedBy::Superseded) {
             Ok(
-                Answered::Decided(row) | Answered::AlreadyDecided(row) | Answered::StepMissing(row),
+                Answered::Decided(row)
+                | Answered::AlreadyDecided(row)
+                | Answered::StepMissing(row)
+                | Answered::NotUsed(row),
             ) => Some(row.state),
             Ok(Answered::NotFound) => Some(ApprovalState::Cancelled),
             Err(error) => {

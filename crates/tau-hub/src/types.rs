@@ -95,6 +95,13 @@ pub trait SessionFactory: Send + Sync {
         None
     }
 
+    /// True when another tau has `session` open now (its lock is taken): a call let
+    /// through there may still be running, so start-up does not close it. The default:
+    /// nobody else opens sessions.
+    fn open_elsewhere(&self, _session: &SessionId) -> bool {
+        false
+    }
+
     /// Builds the agent of `session` with `durable` (tier-2 questions are stored) on
     /// `events`, and takes whatever keeps other processes off the session.
     async fn open(
@@ -113,6 +120,8 @@ pub struct HubOptions {
     /// Where the hub's own audit lines go, those of no conversation (an answer a channel
     /// did not count).
     pub audit: EventBus,
+    /// The language of what the hub itself tells a conversation (an answer it did not use).
+    pub language: tau_core::Language,
 }
 
 /// A conversation as a channel lists it.

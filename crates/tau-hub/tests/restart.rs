@@ -113,7 +113,8 @@ async fn a_question_whose_turn_was_given_up_while_down_is_cancelled_at_start() {
     let (session, _events, id) = ask(&first).await;
     first.shutdown().await;
     drop(first);
-    // Another tau cleared the turn's interrupt (as tau chat does with a stored question).
+    // Another tau cleared the turn's interrupt (as a `tau chat` did before the hub held
+    // the conversations whose turn waits on a question).
     let sessions = StateDb::open(&setup.db()).unwrap();
     let mut state = sessions.load_state(&session).unwrap().unwrap();
     state.interrupt_state.deactivate();

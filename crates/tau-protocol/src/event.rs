@@ -88,6 +88,9 @@ pub enum NoticeKind {
     /// An approved call was let through and tau stopped before its result was stored: it
     /// may or may not have run.
     EffectUncertain,
+    /// A person answered a question nothing waited for any more: the answer was not used,
+    /// nothing ran, and the question was closed.
+    AnswerNotUsed,
 }
 
 /// Why a turn ended.

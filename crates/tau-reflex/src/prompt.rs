@@ -69,6 +69,7 @@ impl PromptRunner for TurnPrompts {
             events: self.events.clone(),
             durable: None,
             grants: None,
+            dispatches: None,
         })
         .await
         .map_err(|e| HostError(e.to_string()))?;

@@ -106,6 +106,7 @@ impl Serve {
             HubOptions {
                 remote_timeout: timeout,
                 audit: self.audit.clone(),
+                language: tau_core::Language::En,
             },
         );
         hub.start().await.unwrap();

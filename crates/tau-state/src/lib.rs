@@ -23,7 +23,8 @@
 //!   taken beside the writers (`tau backup`)
 //! - `sessions.rs`: messages and agent state (`tau-agent`'s `SessionRepository`)
 //! - `approvals/`: durable questions, and the start-up cross-check of what a row may act
-//!   on (`check.rs`); `conversations.rs`: a channel's conversations
+//!   on (`check.rs`), and the yes given in memory recorded as its call is let through
+//!   (`dispatch.rs`); `conversations.rs`: a channel's conversations
 //! - `routines.rs`: definitions, switches, runs, marks; `telegram.rs`: the channel's memory
 //! - `devices.rs`: devices, discovery configs seen, last states
 //! - `grants.rs`: grants, their exact match, and their uses and revokes (one order);

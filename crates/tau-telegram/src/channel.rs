@@ -463,6 +463,12 @@ impl TelegramChannel {
                 return;
             }
             Ok(Answered::NotFound) => t.gone.to_owned(),
+            // Nothing waited for it: not used, and the question closed (a notice in the
+            // chat says so too).
+            Ok(Answered::NotUsed(row)) => {
+                tracing::warn!(approval_id = %id, user = from, "telegram: an answer nothing waited for was not used");
+                tau_core::Notice::AnswerNotUsed { tool: row.tool }.text(self.language)
+            }
             Err(error) => {
                 tracing::warn!(approval_id = %id, "telegram: {error}");
                 format!("{} {error}", t.not_taken)

@@ -224,7 +224,10 @@ function card(row) {
       if (grant) setTimeout(loadGrants, 1000);
     } else if (status === 409 && data && data.approval) {
       closeCard(row.id, data.approval.state, data.approval.decided_by);
-      outcome.textContent = "Already " + data.approval.state + ": " + outcomeText(data.approval.state, data.approval.decided_by);
+      // Nothing waited for the answer: it was not used, and the server says why.
+      outcome.textContent = data.refused === "not_awaited"
+        ? data.error
+        : "Already " + data.approval.state + ": " + outcomeText(data.approval.state, data.approval.decided_by);
     } else if (status === 422 && data && data.refused === "card_sha256_stale") {
       // The card changed since it was drawn: it is drawn again, to be read again.
       node.remove();

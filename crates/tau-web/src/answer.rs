@@ -45,6 +45,9 @@ struct Answer {
     card_sha256: Option<String>,
 }
 
+/// The 409's `error` for an answer nothing waited for.
+pub(crate) const NOT_USED_TEXT: &str = "nothing waits for this answer any more (no paused turn is left to run the call), so it was not used and nothing ran; the question is closed";
+
 /// Longer than any device name or number: not an answer to a second step.
 const MAX_CONFIRM_CHARS: usize = 64;
 
@@ -98,7 +101,8 @@ pub(crate) fn card_refusal(current: &str, sent: Option<&str>) -> Option<CardRefu
 }
 
 /// `POST /api/approvals/{id}`: 200 with the row when this answer decided it, 409 with
-/// the row when it was decided before; 422 for a yes that does not name the current card.
+/// the row when it was decided before or nothing waited for the answer (then closed, the
+/// answer not used); 422 for a yes that does not name the current card.
 pub(crate) async fn answer(
     State(app): State<App>,
     Path(id): Path<String>,
@@ -174,6 +178,16 @@ pub(crate) async fn answer(
         )
             .into_response(),
         Ok(Answered::NotFound) => error_response(StatusCode::NOT_FOUND, "no such approval"),
+        // Nothing waited for it any more: not used, the question closed.
+        Ok(Answered::NotUsed(row)) => (
+            StatusCode::CONFLICT,
+            Json(json!({
+                "error": NOT_USED_TEXT,
+                "refused": "not_awaited",
+                "approval": row_json(&app, &row, false),
+            })),
+        )
+            .into_response(),
         Err(error) => hub_error(&error),
     }
 }

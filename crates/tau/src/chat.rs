@@ -85,6 +85,8 @@ fn unused_session_id(
 pub(crate) struct OpenSession {
     /// Held while the chat runs: no other tau opens the session meanwhile.
     pub lock: SessionLock,
+    /// A line for each call another session's killed tau left running, closed now.
+    pub cut_off: Vec<String>,
     /// Messages the session already holds.
     pub stored: u64,
     /// The model; a replay model goes on after the replies the session already holds.
@@ -93,7 +95,9 @@ pub(crate) struct OpenSession {
     pub events: EventBus,
 }
 
-/// What `tau chat` and `tau tui` do once they know their session.
+/// What `tau chat` and `tau tui` do once they know their session: take it (refused while
+/// another tau has it, or the hub holds it), and close what a killed tau left running in
+/// the sessions nobody has open.
 pub(crate) fn open_session(
     ctx: &Context,
     repository: &dyn SessionRepository,
@@ -101,7 +105,8 @@ pub(crate) fn open_session(
     model: Arc<dyn Model>,
     startup_errors: &[AuditEvent],
 ) -> anyhow::Result<OpenSession> {
-    let lock = SessionLock::acquire(&ctx.home, id)?;
+    let lock = crate::owner::open_own(ctx, id)?;
+    let cut_off = crate::owner::close_cut_off_calls(ctx, &ctx.state()?, id)?;
     let stored = repository.message_count(id)?;
     let model = model
         .for_session(&repository.messages(id, 0)?)
@@ -117,6 +122,7 @@ pub(crate) fn open_session(
     }
     Ok(OpenSession {
         lock,
+        cut_off,
         stored,
         model,
         events,
@@ -157,13 +163,17 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
             state.clone(),
         )),
     };
-    let repository: Arc<dyn SessionRepository> = Arc::new(state);
+    let repository: Arc<dyn SessionRepository> = Arc::new(state.clone());
     let OpenSession {
         lock: _lock,
+        cut_off,
         stored,
         model,
         events,
     } = open_session(ctx, repository.as_ref(), &id, model, &startup_errors)?;
+    for line in &cut_off {
+        crate::output::eprint_line(line);
+    }
 
     let stdout_tty = std::io::stdout().is_terminal();
     let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -203,6 +213,11 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         events,
         durable: None,
         grants: Some(grants),
+        // A crash while an approved call runs is closed at the next start.
+        dispatches: Some(tau_core::approval::DispatchRecord {
+            store: state,
+            session: id.clone(),
+        }),
     })
     .await?;
     let t = texts(language);
@@ -213,6 +228,11 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     }
 
     let sink = console.sink();
+    // A call this session's last tau let through and never saw return: said now, and the
+    // model reads it with the next prompt.
+    if let Err(error) = agent.answer_cut_off_calls(Some(&sink)).await {
+        console.notice(&error.to_string());
+    }
     let mut interrupts = Interrupts::listen()?;
     let mut ended = Ended {
         failed_turns: 0,

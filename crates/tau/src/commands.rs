@@ -9,7 +9,6 @@ use tau_state::{ApprovalRow, ApprovalState, StateDb};
 use crate::approvals;
 use crate::context::Context;
 use crate::errors::usage;
-use crate::lock::SessionLock;
 
 /// A session name from the command line; names with path characters exit 2.
 pub(crate) fn session_id(name: &str) -> anyhow::Result<SessionId> {
@@ -223,7 +222,8 @@ pub(crate) fn sessions_delete(ctx: &Context, name: &str) -> anyhow::Result<Strin
     let id = session_id(name)?;
     let store = open_store(ctx)?.ok_or_else(|| usage(format!("no session named '{id}'")))?;
     std::fs::create_dir_all(ctx.home.locks())?;
-    let _lock = SessionLock::acquire(&ctx.home, &id)?;
+    // Not one the hub holds: its paused turn would lose its question.
+    let _lock = crate::owner::open_own(ctx, &id)?;
     let existed = store.session_exists(&id)?;
     // A hub conversation's row goes with its session: the channel never finds it again.
     store.delete_conversation(&id)?;

@@ -17,6 +17,15 @@ pub(crate) struct SessionLock {
 
 impl SessionLock {
     pub(crate) fn acquire(home: &Home, id: &SessionId) -> anyhow::Result<Self> {
+        Self::try_acquire(home, id)?.ok_or_else(|| {
+            usage(format!(
+                "session '{id}' is already open in another tau (chat or serve); close that one first"
+            ))
+        })
+    }
+
+    /// The lock, or `None` when another tau holds it now.
+    pub(crate) fn try_acquire(home: &Home, id: &SessionId) -> anyhow::Result<Option<Self>> {
         let path = home.locks().join(format!("{id}.lock"));
         let file = OpenOptions::new()
             .create(true)
@@ -32,10 +41,8 @@ impl SessionLock {
                 }
             })?;
         match file.try_lock() {
-            Ok(()) => Ok(Self { _file: file }),
-            Err(TryLockError::WouldBlock) => Err(usage(format!(
-                "session '{id}' is already open in another tau (chat or serve); close that one first"
-            ))),
+            Ok(()) => Ok(Some(Self { _file: file })),
+            Err(TryLockError::WouldBlock) => Ok(None),
             Err(TryLockError::Error(error)) => {
                 Err(anyhow::anyhow!("cannot lock {}: {error}", path.display()))
             }

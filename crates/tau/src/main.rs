@@ -28,6 +28,7 @@ mod lock;
 mod logging;
 mod mcp;
 mod output;
+mod owner;
 mod paths;
 mod private;
 mod routines;

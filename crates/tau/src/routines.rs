@@ -336,7 +336,7 @@ pub(crate) async fn run(
         }
         Action::Tool { .. } => None,
     };
-    let _lock = crate::lock::SessionLock::acquire(&ctx.home, routine.session())?;
+    let _lock = crate::owner::open_own(ctx, routine.session())?;
     console.print(&format!("running routine {} now\n", routine.name()));
     let no_prompts = NoPrompts;
     let run = run_action(ActionRun {

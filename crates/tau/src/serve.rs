@@ -109,6 +109,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         HubOptions {
             remote_timeout: config.approval.remote_timeout(),
             audit: hub_events.clone(),
+            language: config.ui.language(),
         },
     );
     let routine_events = EventBus::new();
@@ -428,6 +429,18 @@ impl SessionFactory for Factory {
         Some(Arc::clone(&self.ledger) as _)
     }
 
+    fn open_elsewhere(&self, session: &SessionId) -> bool {
+        // Taken and let go at once: a tau that holds it may still be running its call.
+        match SessionLock::try_acquire(&self.home, session) {
+            Ok(Some(_)) => false,
+            Ok(None) => true,
+            Err(error) => {
+                tracing::warn!(%session, error = %format!("{error:#}"), "cannot tell whether another tau has the session open");
+                true
+            }
+        }
+    }
+
     fn events(&self, session: &SessionId) -> EventBus {
         let bus = EventBus::new();
         bus.subscribe(Arc::new(SessionAudit {
@@ -474,6 +487,8 @@ impl SessionFactory for Factory {
             events,
             durable: Some(durable),
             grants,
+            // Its stored questions record what they let through.
+            dispatches: None,
         })
         .await
         .map_err(|e| OpenError(e.to_string()))?;

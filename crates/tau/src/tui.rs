@@ -113,10 +113,13 @@ pub(crate) async fn run(
     };
     let OpenSession {
         lock: _lock,
+        cut_off,
         stored,
         model,
         events,
     } = open_session(ctx, repository.as_ref(), &id, model, &startup_errors)?;
+    let mut warnings = warnings;
+    warnings.extend(cut_off);
     let grant_commands = crate::grants::TuiGrants::new(ctx, state.clone(), events.clone())?;
     let approver = TuiApprover::new();
     let questions = approver.questions();
@@ -143,6 +146,12 @@ pub(crate) async fn run(
                 ctx.home.audit_log(),
                 state.clone(),
             )),
+        }),
+        // A crash while an approved call runs is closed at the next start; the first
+        // turn tells the model.
+        dispatches: Some(tau_core::approval::DispatchRecord {
+            store: state.clone(),
+            session: id.clone(),
         }),
     })
     .await?;

@@ -68,10 +68,14 @@ fn a_routine_s_question_stored_and_never_shown_is_cancelled_at_the_next_start() 
     tau.routine_edited_behind_its_approval("web");
     let model = tau.replay(&json!([common::answer("unused")]));
     stopped_at(&tau, &model, "asked", false);
-    let stored = tau_state::StateDb::open(&tau.home().join("state.db"))
+    // The routine's question (the yes that made the routine was given at the terminal).
+    let stored: Vec<_> = tau_state::StateDb::open(&tau.home().join("state.db"))
         .unwrap()
         .all_approvals(None)
-        .unwrap();
+        .unwrap()
+        .into_iter()
+        .filter(|row| row.channel == "web")
+        .collect();
     assert_eq!(stored.len(), 1, "{stored:#?}");
     let first = stored[0].id.to_string();
 

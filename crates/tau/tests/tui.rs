@@ -594,3 +594,33 @@ fn always_on_the_card_grants_exactly_that_call_in_this_conversation() {
     terminal.keys(&["C-d"]);
     assert_eq!(terminal.exited(), 0);
 }
+
+/// A web conversation whose question waits belongs to `tau serve` until the question
+/// ends, also while no hub runs: `tau tui` refuses it, says why and what to do, and
+/// gives the terminal back as it found it.
+#[test]
+fn a_conversation_whose_question_waits_for_tau_serve_is_refused() {
+    let tau = Tau::new();
+    let model = tau.make_proof();
+    let serve = tau.serve(&model, &tau.serve_config(""));
+    let session = serve.new_session();
+    let row = serve.ask(&session, "make a file");
+    let (code, _) = serve.terminate();
+    assert_eq!(code, 0);
+    let Some(terminal) = Terminal::start(&tau, &["--model", &model, "tui", "--session", &session])
+    else {
+        return;
+    };
+    assert_eq!(terminal.exited(), 2);
+    let screen = terminal.joined().replace('\n', "");
+    let said = format!(
+        "tau: session {session} is held by tau serve: its question {} (run_command) waits for an answer on TauBar until ",
+        row["id"].as_str().unwrap()
+    );
+    assert!(screen.contains(&said), "{screen}");
+    assert!(
+        screen.contains("Answer it on TauBar or let it expire, then open the session again"),
+        "{screen}"
+    );
+    assert_eq!(tau.proof(), None);
+}

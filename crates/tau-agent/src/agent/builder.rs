@@ -25,6 +25,7 @@ pub struct AgentBuilder {
     window: SlidingWindow,
     messages: Vec<Message>,
     session: Option<(Arc<dyn SessionRepository>, SessionId)>,
+    repair_at_build: bool,
 }
 
 impl AgentBuilder {
@@ -40,6 +41,7 @@ impl AgentBuilder {
             window: SlidingWindow::default(),
             messages: Vec::new(),
             session: None,
+            repair_at_build: true,
         }
     }
 
@@ -95,7 +97,16 @@ impl AgentBuilder {
         self
     }
 
-    /// Registers the tools, restores the session and repairs its history.
+    /// Leaves the tool uses a restored history ends on unanswered when the agent is
+    /// built, for the layer above to answer those whose fate it knows first
+    /// ([`Agent::repair_history_with`]); the next prompt repairs the rest as usual.
+    pub fn answer_unfinished_calls_later(mut self) -> Self {
+        self.repair_at_build = false;
+        self
+    }
+
+    /// Registers the tools, restores the session and repairs its history (unless
+    /// [`AgentBuilder::answer_unfinished_calls_later`]).
     pub async fn build(self) -> Result<Agent, AgentError> {
         let mut tools = ToolRegistry::new();
         tools.register_all(self.tools)?;
@@ -135,7 +146,7 @@ impl AgentBuilder {
             }
             None => agent.messages = initial,
         }
-        if !agent.state.interrupt_state.activated {
+        if self.repair_at_build && !agent.state.interrupt_state.activated {
             agent.repair_history().await?;
         }
         Ok(agent)

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::assemble::{Assembled, Assembler};
 use crate::control::{CancelHandle, Limits, RetryPolicy};
-use crate::conversation::{SlidingWindow, repair_message};
+use crate::conversation::{SlidingWindow, repair_message, repair_message_with};
 use crate::events::{EventSink, TurnEvent};
 use crate::executor::{Batch, CallOutcome, Executor};
 use crate::hooks::{
@@ -193,6 +193,22 @@ impl Agent {
     /// `Tool was interrupted.`; true when something was repaired.
     pub async fn repair_history(&mut self) -> Result<bool, AgentError> {
         match repair_message(&self.messages) {
+            Some(message) => {
+                self.append(message).await?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// [`Agent::repair_history`], answering each unanswered tool use with the result
+    /// `known` gives for it, where it gives one (what the layer above knows became of the
+    /// call); true when something was repaired.
+    pub async fn repair_history_with(
+        &mut self,
+        known: impl Fn(&crate::message::ToolUse) -> Option<ToolResult>,
+    ) -> Result<bool, AgentError> {
+        match repair_message_with(&self.messages, known) {
             Some(message) => {
                 self.append(message).await?;
                 Ok(true)

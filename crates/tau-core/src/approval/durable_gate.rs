@@ -295,7 +295,7 @@ impl TierGate {
     /// The call of `row` was dispatched and its result never stored: closes the row as
     /// `effect_uncertain` (the audit log and the channel hear of it once), and the model
     /// reads that it may or may not have run.
-    fn effect_uncertain(&self, store: &StateDb, row: &ApprovalRow) -> Check {
+    pub(crate) fn effect_uncertain(&self, store: &StateDb, row: &ApprovalRow) -> Check {
         match store.close_effect_uncertain(&row.id, Timestamp::now()) {
             Ok(Some(closed)) => {
                 tracing::warn!(tool = %row.tool, tool_use_id = %row.call_id, approval_id = %row.id, "an approved call was running when tau stopped; its effect is uncertain");
@@ -324,13 +324,14 @@ impl TierGate {
         check
     }
 
-    /// Records that the call let through on question `id` returned and its result is
-    /// about to be stored with the turn.
+    /// Records that the call let through on question `id` (a stored one, or a yes given
+    /// in memory and recorded as let through) returned and its result is about to be
+    /// stored with the turn.
     pub fn call_finished(&self, id: &ApprovalId) {
-        let Some(durable) = &self.durable else {
+        let Some((store, _)) = self.call_store() else {
             return;
         };
-        if let Err(error) = durable.store.finish_approval(id, Timestamp::now()) {
+        if let Err(error) = store.finish_approval(id, Timestamp::now()) {
             tracing::error!(approval_id = %id, %error, "cannot record that an approved call finished");
         }
     }

@@ -262,6 +262,9 @@ pub struct TierGate {
     pub(super) events: EventBus,
     /// Set in a hub conversation: questions are stored, not waited for.
     pub(super) durable: Option<DurableQuestions>,
+    /// Set where questions are asked in memory and the calls a yes lets through are
+    /// recorded (`tau chat`, `tau tui`), so a crash while one runs is reported.
+    pub(super) dispatches: Option<super::dispatch::DispatchRecord>,
     exemptions: Arc<Exemptions>,
     next_exemption: AtomicU64,
     /// One question at a time per gate: parallel calls queue here.
@@ -288,6 +291,7 @@ impl TierGate {
             channel,
             events,
             durable: None,
+            dispatches: None,
             exemptions: Arc::default(),
             next_exemption: AtomicU64::new(0),
             prompt_lock: tokio::sync::Mutex::new(()),
@@ -510,6 +514,12 @@ impl TierGate {
                 confirmation,
                 grant,
             }) if passes_step(&request, confirmation.as_deref()) => {
+                // Recorded before anything else of the yes: a call that cannot be recorded
+                // as let through does not run (a crash would leave no trace of it).
+                if self.record_dispatch(&request, &decided_by).is_err() {
+                    self.emit_approval(&request, Decision::Rejected, DecidedBy::ApproverFailed);
+                    return refuse(Approval::Failed, DecidedBy::ApproverFailed);
+                }
                 let made = grant.and_then(|wanted| self.make_grant(&request, &wanted, &decided_by));
                 let mut check = Check::allow(tier, Approval::Approved, decided_by.clone());
                 check.grant = made.as_ref().map(|made| made.id.clone());

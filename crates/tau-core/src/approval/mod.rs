@@ -4,7 +4,9 @@
 //! - `approver.rs`: the [`Approver`] trait, [`AutoRejectApprover`], [`ScriptedApprover`]
 //! - `gate.rs`: [`TierGate`], its decision ladder, exemptions and records
 //! - `durable.rs`: durable questions (the rows `tau-state` keeps in `state.db`);
-//!   `durable_gate.rs`: how the gate stores a question, and checks it again on resume
+//!   `durable_gate.rs`: how the gate stores a question, and checks it again on resume;
+//!   `dispatch.rs`: the same rows for a yes given in memory, recorded as its call is let
+//!   through
 //! - `expire.rs`: the one expirer of stored questions, whoever asked them
 //! - `grants.rs`: [`GateGrants`]; how the gate offers and makes grants; `grant_use.rs`:
 //!   how it uses one (checked against the audit log, the workspace it pins) and pins it
@@ -13,6 +15,7 @@
 //! - `texts.rs`: the fixed English texts the model reads
 
 mod approver;
+mod dispatch;
 mod durable;
 mod durable_gate;
 mod expire;
@@ -25,6 +28,7 @@ mod texts;
 pub use approver::{
     Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
 };
+pub use dispatch::DispatchRecord;
 pub use durable::{
     Answered, ApprovalRow, ApprovalState, CallOutcome, CallToRun, NewApproval, Recheck, StateDb,
     StateError, canonical_arguments, recheck,

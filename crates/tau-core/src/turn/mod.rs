@@ -1,9 +1,13 @@
 //! `TauAgent`: one conversation, turn by turn, with the loop guard, notices in the UI
 //! language and every interrupt refused inside the turn. `TauAgent::stream` runs a turn
-//! and streams it to the channel as `ChannelEvent`s (`project.rs`).
+//! and streams it to the channel as `ChannelEvent`s (`project.rs`). A paused turn goes on
+//! in `durable.rs`; `owner.rs` says when the hub holds a conversation; `cut_off.rs`
+//! closes the calls a crash cut off and tells the model.
 
+mod cut_off;
 mod durable;
 mod output;
+mod owner;
 mod project;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,10 +25,12 @@ use crate::catalog::ToolCatalog;
 use crate::config::CoreConfig;
 use crate::i18n::{Language, Notice};
 
+pub use cut_off::{CutOff, close_cut_off_calls};
 pub use durable::waits_on;
 pub use output::output_blocks;
+pub use owner::{HubHold, StoredTurnError, hub_hold, turn_waits_on};
 pub(crate) use project::TurnForwarder;
-pub use project::{ChannelSink, from_audit};
+pub use project::{ChannelSink, from_audit, notice_event};
 
 /// The answer tau gives every interrupt a hook raises: nobody is asked.
 pub fn interrupt_rejection() -> serde_json::Value {
@@ -209,6 +215,10 @@ impl TauAgent {
             if let Err(source) = self.agent.deactivate_interrupts() {
                 return Err(self.fail(&turn, source, 0, Usage::default()));
             }
+        }
+        // A call a crash cut off is answered before the prompt: it may or may not have run.
+        if let Err(source) = self.answer_cut_off(&turn).await {
+            return Err(self.fail(&turn, source, 0, Usage::default()));
         }
         self.run_turn(&turn, Input::from(prompt), self.max_turns, None)
             .await

@@ -146,6 +146,14 @@ pub(crate) fn stop_reason_name(reason: StopReason) -> &'static str {
     }
 }
 
+/// A notice as a channel shows it, in `language` (one the hub says outside any turn).
+pub fn notice_event(notice: &Notice, language: crate::i18n::Language) -> ChannelEvent {
+    ChannelEvent::Notice {
+        kind: notice_kind(notice),
+        text: notice.text(language),
+    }
+}
+
 pub(crate) fn notice_kind(notice: &Notice) -> NoticeKind {
     match notice {
         Notice::TurnLimit { .. } => NoticeKind::TurnLimit,
@@ -159,6 +167,7 @@ pub(crate) fn notice_kind(notice: &Notice) -> NoticeKind {
         Notice::InterruptRefused { .. } => NoticeKind::InterruptRefused,
         Notice::ApprovalTimedOut { .. } => NoticeKind::ApprovalTimedOut,
         Notice::EffectUncertain { .. } => NoticeKind::EffectUncertain,
+        Notice::AnswerNotUsed { .. } => NoticeKind::AnswerNotUsed,
     }
 }
 

@@ -149,6 +149,7 @@ impl Setup {
             events: bus,
             durable: self.durable,
             grants: None,
+            dispatches: None,
         })
         .await
         .unwrap();

@@ -138,6 +138,7 @@ impl SessionFactory for Factory {
             events,
             durable: Some(durable),
             grants: None,
+            dispatches: None,
         })
         .await
         .map_err(|e| OpenError(e.to_string()))?;
@@ -197,6 +198,7 @@ impl Setup {
             HubOptions {
                 remote_timeout: timeout,
                 audit: self.bus.clone(),
+                language: tau_core::Language::En,
             },
         )
     }

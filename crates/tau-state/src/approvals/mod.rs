@@ -22,6 +22,7 @@ use crate::db::StateDb;
 use crate::error::StateError;
 
 mod check;
+mod dispatch;
 mod recheck;
 pub use check::{RecordedAnswer, Untrusted, cross_check, needs_check};
 pub use recheck::{CallToRun, Recheck, recheck};
@@ -227,6 +228,20 @@ pub enum Answered {
     /// A yes without the second step the question's card asks for (the device's name or
     /// its number); nothing changed, the question is still open.
     StepMissing(ApprovalRow),
+    /// Nothing waited for the answer any more (no paused turn, no routine's run): it was
+    /// not used, and the question was closed (`cancelled`) instead; the row says so. The
+    /// hub's word: the store never answers this.
+    NotUsed(ApprovalRow),
+}
+
+/// How a row is stored: listed and answerable, hidden until its turn is saved, or
+/// answered already where it was asked (a terminal's yes, recorded as its call is let
+/// through): never listed, never answered here, and nothing for the hub to settle.
+#[derive(Clone, Copy)]
+enum Listed {
+    Shown,
+    Hidden,
+    Answered,
 }
 
 const COLUMNS: &str = "id, session, call_id, tool, tier, effect, arguments, arguments_sha256, \
@@ -356,7 +371,7 @@ impl StateDb {
     /// Stores a new `pending` row, shown at once (listed, answerable). An id that exists
     /// already is an error.
     pub fn create_approval(&self, row: &ApprovalRow) -> Result<(), StateError> {
-        self.insert_approval(row, true)
+        self.insert_approval(row, Listed::Shown)
     }
 
     /// Stores a new `pending` row that nobody is shown and nobody can answer until
@@ -364,7 +379,7 @@ impl StateDb {
     /// turn's paused state is saved, and shows it once that is on the disk. A kill in
     /// between leaves a question nobody saw, which the next start cancels.
     pub fn create_hidden_approval(&self, row: &ApprovalRow) -> Result<(), StateError> {
-        self.insert_approval(row, false)
+        self.insert_approval(row, Listed::Hidden)
     }
 
     /// Shows a question stored hidden; false when there is no such row. Flushed, so a
@@ -404,7 +419,12 @@ impl StateDb {
         })
     }
 
-    fn insert_approval(&self, row: &ApprovalRow, shown: bool) -> Result<(), StateError> {
+    fn insert_approval(&self, row: &ApprovalRow, listed: Listed) -> Result<(), StateError> {
+        let (shown, settled) = match listed {
+            Listed::Shown => (true, false),
+            Listed::Hidden => (false, false),
+            Listed::Answered => (false, true),
+        };
         let decided_by = row
             .decided_by
             .as_ref()
@@ -428,9 +448,9 @@ impl StateDb {
         let inserted = self.write_durable(|tx| {
             Ok(tx.execute(
                 &format!(
-                    "INSERT OR IGNORE INTO approvals ({COLUMNS}, shown) VALUES \
+                    "INSERT OR IGNORE INTO approvals ({COLUMNS}, shown, settled) VALUES \
                      (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
-                     ?17, ?18, ?19, ?20, ?21)"
+                     ?17, ?18, ?19, ?20, ?21, ?22)"
                 ),
                 params![
                     row.id.as_str(),
@@ -454,6 +474,7 @@ impl StateDb {
                     grant_offer,
                     grant_request,
                     shown,
+                    settled,
                 ],
             )?)
         })?;
