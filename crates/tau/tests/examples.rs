@@ -1,0 +1,76 @@
+//! The example a newcomer is sent to: `examples/first-chat.json` played through the real
+//! `tau chat`, so the README's first conversation stays true.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::Tau;
+
+fn example() -> String {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/first-chat.json");
+    format!("replay:{}", path.display())
+}
+
+#[test]
+fn the_first_chat_reads_writes_and_asks_once() {
+    let tau = Tau::new();
+    let model = example();
+    let args = ["chat", "--model", &model, "--answers-from-stdin"];
+    let run = tau.run(&args, "what can you do?\ny\n");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for line in [
+        "✓ clock ok",
+        "✓ append_note ok",
+        "┌─ approval needed · tier 2",
+        "✓ approved",
+        "✓ run_command ok",
+        "tau audit verify` checks its log.",
+    ] {
+        assert!(run.stdout.contains(line), "{line:?} in\n{}", run.stdout);
+    }
+    let notes = std::fs::read_to_string(tau.workspace().join("notes.md")).unwrap();
+    assert!(notes.contains("tried tau for the first time"), "{notes}");
+    let ran: Vec<_> = tau
+        .audit()
+        .into_iter()
+        .filter(|l| l["type"] == "tool_call")
+        .map(|l| {
+            (
+                l["tool"].as_str().unwrap().to_owned(),
+                l["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("clock", "success"),
+        ("append_note", "success"),
+        ("run_command", "success"),
+    ]
+    .iter()
+    .map(|(t, s)| ((*t).to_owned(), (*s).to_owned()))
+    .collect();
+    assert_eq!(ran, want);
+}
+
+#[test]
+fn refusing_the_first_chats_question_runs_nothing() {
+    let tau = Tau::new();
+    let model = example();
+    let args = ["chat", "--model", &model, "--answers-from-stdin"];
+    let run = tau.run(&args, "what can you do?\nn\n");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("✗ run_command refused"),
+        "{}",
+        run.stdout
+    );
+    assert!(!tau.audit().iter().any(|l| l["type"] == "tool_call"
+        && l["tool"] == "run_command"
+        && l["status"] == "success"));
+}
