@@ -340,6 +340,7 @@ fn row_value(app: &App, row: &ApprovalRow) -> Value {
     if let Some(offer) = &row.grant_offer
         && let Value::Object(fields) = &mut value
     {
+        fields.insert("grant_line".into(), Value::String(offer.line()));
         fields.insert(
             "grant_covers".into(),
             Value::String(offer.covers_text(&row.tool, GrantScope::Conversation)),
