@@ -31,6 +31,7 @@ mod paths;
 mod private;
 mod routines;
 mod serve;
+mod serve_banner;
 mod settings;
 mod signals;
 mod start_checks;

@@ -343,7 +343,7 @@ fn a_question_survives_a_kill_and_its_button_works_after_the_restart() {
         second
             .banner
             .iter()
-            .any(|l| l.contains("1 question(s) still wait")),
+            .any(|l| l.contains("1 question still waits")),
         "{:?}",
         second.banner
     );
