@@ -52,7 +52,9 @@ pub(crate) fn summary(audit: &str) -> String {
 /// What became of one call, in a person's words.
 fn fate(status: CallStatus, approval: Approval) -> &'static str {
     match (status, approval) {
-        (CallStatus::Success, Approval::NotRequired) => "ran, no question (tier 0 and 1 run unasked)",
+        (CallStatus::Success, Approval::NotRequired) => {
+            "ran, no question (tier 0 and 1 run unasked)"
+        }
         (CallStatus::Success, Approval::Approved) => "ran, you said yes",
         (CallStatus::Success, _) => "ran",
         (CallStatus::Error, _) => "ran and failed",
