@@ -102,10 +102,10 @@ pub(crate) fn sessions_list(
     let mut line = |id: &str, count: &str, updated: &str, title: &str, waiting: &str| {
         // The WAITING column is there while a question waits somewhere.
         let text = if pending.is_empty() {
-            format!("{id:<id_width$} {count:>8}  {updated:<width$}  {title}")
+            format!("{id:<id_width$}  {count:>8}  {updated:<width$}  {title}")
         } else {
             format!(
-                "{id:<id_width$} {count:>8}  {updated:<width$}  {title:<title_width$}  {waiting}"
+                "{id:<id_width$}  {count:>8}  {updated:<width$}  {title:<title_width$}  {waiting}"
             )
         };
         out.push_str(text.trim_end());

@@ -229,7 +229,7 @@ fn with_confirm_high_risk_off_a_plain_yes_opens_it() {
     // Without a second step the question offers a grant like any other.
     assert!(
         run.stdout
-            .contains("type always to approve it and make that grant"),
+            .contains("│ ↻ always: exactly this again for 24 h · always all: in all chats"),
         "{}",
         run.stdout
     );
