@@ -13,6 +13,15 @@ function remaining(deadline) {
   return minutes < 1 ? "expires in under a minute" : `expires in ${minutes} min`;
 }
 
+// The same, short, for a line of the list of what waits elsewhere: `30 min left`.
+function left(deadline) {
+  const ms = new Date(deadline) - new Date();
+  if (isNaN(ms)) return "";
+  if (ms <= 0) return "expires now";
+  const minutes = Math.round(ms / 60000);
+  return minutes < 1 ? "<1 min left" : `${minutes} min left`;
+}
+
 function outcomeText(decision, decidedBy) {
   if (decision === "approved") return "Approved " + decidedText(decidedBy);
   if (decision === "timeout" || decision === "expired" || (decidedBy && decidedBy.kind === "timeout")) return "Expired: nobody answered in time";
@@ -287,7 +296,7 @@ function showReceipt(entry, grant) {
   receipt.replaceChildren();
   receipt.hidden = false;
   const where = grant.scope === "channel" ? " in all chats" : "";
-  receipt.append(el("span", "", `Allowed again${where} until ${clock(grant.expires_at)} ·`));
+  receipt.append(el("span", "", `Allowed again${where} until ${clock(grant.expires_at)} ·`), document.createTextNode(" "));
   const revoke = el("button", "link revoke", "Revoke");
   revoke.type = "button";
   revoke.dataset.grant = grant.id;
@@ -310,12 +319,21 @@ function showReceipt(entry, grant) {
   receipt.append(revoke);
 }
 
-// Every card whose yes made a live grant shows its receipt (after a reload too).
+// Every card whose yes made a live grant shows its receipt (after a reload too); one whose
+// grant is no longer live (revoked elsewhere, used up, expired) says it ended.
 function showReceipts(grants) {
+  const live = new Set();
   for (const grant of grants) {
     if (grant.kind !== "grant" || !grant.approval_id) continue;
+    live.add(grant.id);
     const entry = state.cards.get(grant.approval_id);
     if (entry) showReceipt(entry, grant);
+  }
+  for (const entry of state.cards.values()) {
+    if (entry.receiptLive && !live.has(entry.receiptFor)) {
+      entry.receiptLive = false;
+      entry.receipt.replaceChildren(el("span", "", "Allowed again: ended. The next such call is asked."));
+    }
   }
 }
 
@@ -431,7 +449,7 @@ function showElsewhere(rows) {
     const whose = row.routine ? `asked by routine ${row.routine.name}` : `in “${conversationName(row)}”`;
     const existing = [...list.children].find((item) => item.dataset.approval === row.id);
     if (existing) {
-      existing.querySelector(".meta").textContent = remaining(row.deadline);
+      existing.querySelector(".meta").textContent = left(row.deadline);
       existing.querySelector(".title").textContent = whose;
       continue;
     }
@@ -442,7 +460,7 @@ function showElsewhere(rows) {
     const title = el("span", "title", whose);
     // The whole title, and the conversation's id, on hover.
     title.title = `${whose} (${row.session})`;
-    item.append(what, title, el("span", "meta", remaining(row.deadline)));
+    item.append(what, title, el("span", "meta", left(row.deadline)));
     if (row.channel === "web") {
       const open = el("button", "link open", "Open");
       open.type = "button";
