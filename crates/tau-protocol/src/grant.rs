@@ -464,7 +464,7 @@ mod tests {
         );
         let pinning = GrantOffer {
             pins_workspace: true,
-            ..offer
+            ..offer.clone()
         };
         assert_eq!(
             pinning.covers_text("run_command", GrantScope::Conversation),
