@@ -136,7 +136,7 @@ function showSessions(list, data) {
     const meta = el("span", "meta", `${origin}${counted(session.message_count, "message", "messages")} · ${when(session.updated_at)}${session.busy ? " · working" : ""}`);
     button.append(title, meta);
     button.addEventListener("click", () => {
-      $("sessions").classList.remove("open");
+      openDrawer(false);
       select(session.id);
     });
     item.append(button);
@@ -222,7 +222,13 @@ $("new-session").addEventListener("click", async () => {
   }
 });
 
-$("toggle-sessions").addEventListener("click", () => $("sessions").classList.toggle("open"));
+// The drawer of chats on a phone; the button says whether it is open.
+function openDrawer(open) {
+  $("sessions").classList.toggle("open", open);
+  $("toggle-sessions").setAttribute("aria-expanded", String(open));
+}
+
+$("toggle-sessions").addEventListener("click", () => openDrawer(!$("sessions").classList.contains("open")));
 
 // ---- transcript ----
 
@@ -234,6 +240,18 @@ function scrollDown() {
   const box = transcript();
   box.scrollTop = box.scrollHeight;
 }
+
+// Whether the end of the transcript is in view: when the transcript then gets shorter (the
+// list of what waits elsewhere comes, a phone's keyboard opens), its end stays in view, so
+// a card that just came keeps its Approve and Reject on screen.
+let atEnd = true;
+transcript().addEventListener("scroll", () => {
+  const box = transcript();
+  atEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 8;
+});
+new ResizeObserver(() => {
+  if (atEnd) scrollDown();
+}).observe(transcript());
 
 function addMessage(who, text) {
   const node = el("div", "msg " + who, text);

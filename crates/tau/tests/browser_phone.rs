@@ -139,7 +139,8 @@ async fn the_card_reads_at_a_glance_on_a_phone() {
             &client,
             "the card and the list of what waits elsewhere",
             "return document.querySelector('#transcript .card button.approve') \
-               && !document.getElementById('elsewhere').hidden",
+               && !document.getElementById('elsewhere').hidden \
+               && document.querySelectorAll('#elsewhere-list li').length === 2",
         )
         .await;
         let layout = client.execute(LAYOUT, vec![]).await.unwrap();
@@ -200,8 +201,12 @@ async fn the_card_reads_at_a_glance_on_a_phone() {
             let scrolls = until(
                 &client,
                 "the long answer, scrolling",
-                "const t = document.getElementById('transcript'); \
-                 return t.querySelector('.msg.tau') && [t.scrollHeight > t.clientHeight, t.querySelectorAll('button, a, input').length, t.tabIndex]",
+                &format!(
+                    "const t = document.getElementById('transcript'); \
+                     return state.current === {} && t.querySelector('.msg.tau') && !t.querySelector('.call, .card') \
+                       && [t.scrollHeight > t.clientHeight, t.querySelectorAll('button, a, input').length, t.tabIndex]",
+                    json!(reading)
+                ),
             )
             .await;
             assert_eq!(scrolls, json!([true, 0, 0]));
