@@ -82,7 +82,7 @@ fn the_card_says_what_a_grant_covers_and_how_to_make_it() {
         "{shown}"
     );
     assert!(
-        shown.contains("type always, Enter: approve and allow again"),
+        shown.contains("y run it · always, Enter: allow again too (always all: all chats)"),
         "{shown}"
     );
     insta::assert_snapshot!(shown);
