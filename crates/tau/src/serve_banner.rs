@@ -6,6 +6,7 @@ use std::path::Path;
 /// Where TauBar is and how to get in: the address, the address with the token (only for
 /// a terminal: a log or a journal that keeps stdout must not keep the token) and where
 /// the token is.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry<'a> {
     pub url: &'a str,
     pub token_path: &'a Path,

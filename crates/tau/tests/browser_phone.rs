@@ -165,6 +165,24 @@ async fn the_card_reads_at_a_glance_on_a_phone() {
         }
         // Only the plain Approve sits beside Reject.
         assert_eq!(layout["beside_reject"], json!(["approve"]), "{said}");
+        // A count is said with its noun, in the singular for one.
+        let counts = client
+            .execute(
+                "return [counted(1, 'message', 'messages'), counted(2, 'message', 'messages'), \
+                   [...document.querySelectorAll('#session-list .meta')].map((m) => m.textContent.split(' · ')[0])]",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            counts,
+            json!([
+                "1 message",
+                "2 messages",
+                ["4 messages", "4 messages", "4 messages", "2 messages"]
+            ]),
+            "{said}"
+        );
         // What waits elsewhere: folded, counted, each chat by its title.
         assert_eq!(layout["elsewhere_open"], json!(false), "{said}");
         assert_eq!(layout["elsewhere_count"], json!("2"), "{said}");
