@@ -68,8 +68,8 @@ pub use config::{
     toml_error,
 };
 pub use display::{
-    Listing, argument_sha256, display, display_multiline, grouped_digits, json_for_terminal,
-    shown_length, sorted_json,
+    Listing, argument_sha256, counted, display, display_multiline, grouped_digits,
+    json_for_terminal, shown_length, sorted_json,
 };
 pub use gated::{CallRecord, GatedOutcome, gated_call};
 pub use hook::{TIER_GATE_HOOK, TierHook};

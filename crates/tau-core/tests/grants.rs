@@ -16,8 +16,11 @@ use serde_json::{Value, json};
 use tau_core::approval::{
     Answer, GateGrants, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
 };
-use tau_core::{Approval, AuditEvent, DecidedBy, EventBus, RecordedEvents, RecordedGrants, Tier};
-use tau_protocol::{GrantRequest, GrantScope, SessionId};
+use tau_core::{
+    Approval, AuditEvent, CardWriter, DecidedBy, EventBus, LookalikeWriter, RecordedEvents,
+    RecordedGrants, Tier,
+};
+use tau_protocol::{CallCard, GrantRequest, GrantScope, SessionId};
 
 /// One tier-2 tool, `run_command`, whose tier and schema a test can change under the gate.
 struct Shell {
@@ -48,6 +51,13 @@ impl TierLookup for Shell {
 
     fn schema_sha256(&self, _tool: &str) -> Option<String> {
         Some(self.schema.lock().unwrap().clone())
+    }
+
+    /// The card tau's catalog writes: a lookalike word flagged.
+    fn card(&self, tool: &str, arguments: &Value) -> CallCard {
+        let mut card = CallCard::default();
+        LookalikeWriter.write(tool, arguments, &mut card);
+        card
     }
 }
 
@@ -421,4 +431,40 @@ async fn only_a_person_s_yes_to_an_offered_grant_makes_one() {
     );
     assert_eq!(approver.requests()[0].grant, None);
     assert!(setup.store.grants(None).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_card_that_flags_a_lookalike_offers_no_grant_and_makes_none() {
+    let setup = Setup::new();
+    // `ѕetup.sh` begins with a Cyrillic letter: the card flags it, and a yes to it is for
+    // this one call, whatever the answer asked for.
+    let (gate, approver, _) = setup.gate(
+        "s1",
+        "terminal",
+        vec![
+            always(GrantScope::Conversation),
+            always(GrantScope::Channel),
+        ],
+    );
+    let flagged = command("sh \u{455}etup.sh");
+    assert!(gate.check("run_command", &flagged, "t1").await.allowed);
+    let asked = approver.requests();
+    assert!(
+        asked[0].card.notes.iter().any(|n| n.label == "lookalike"),
+        "{:?}",
+        asked[0].card
+    );
+    assert_eq!(asked[0].grant, None);
+    // Nothing covers the next one: it is asked again.
+    assert!(gate.check("run_command", &flagged, "t2").await.allowed);
+    assert_eq!(approver.requests().len(), 2);
+    assert!(setup.store.grants(None).unwrap().is_empty());
+    // The same words in plain Latin letters are offered one.
+    let (gate, approver, _) = setup.gate("s1", "terminal", vec![always(GrantScope::Conversation)]);
+    assert!(
+        gate.check("run_command", &command("sh setup.sh"), "t3")
+            .await
+            .allowed
+    );
+    assert!(approver.requests()[0].grant.is_some());
 }

@@ -64,6 +64,9 @@ pub trait ChannelPort: Send + Sync {
     fn messages(&self, session: &SessionId) -> Result<Vec<Message>, HubError>;
     /// What a conversation is called now: a person's title, else its first prompt's.
     fn title(&self, session: &SessionId) -> Result<Option<String>, HubError>;
+    /// What the conversation of a question that waits is called, of any channel: the
+    /// lists of what waits name it by it rather than by its id.
+    fn waiting_title(&self, session: &SessionId) -> Result<Option<String>, HubError>;
     /// Names a conversation (`None`: back to its first prompt's title).
     fn rename_conversation(&self, session: &SessionId, title: Option<&str>)
     -> Result<(), HubError>;
@@ -161,6 +164,10 @@ impl ChannelPort for HubPort {
 
     fn title(&self, session: &SessionId) -> Result<Option<String>, HubError> {
         self.hub.owned(&self.channel, session)?;
+        Ok(self.hub.state().session_title(session)?)
+    }
+
+    fn waiting_title(&self, session: &SessionId) -> Result<Option<String>, HubError> {
         Ok(self.hub.state().session_title(session)?)
     }
 

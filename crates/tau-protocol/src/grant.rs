@@ -244,6 +244,23 @@ impl GrantOffer {
     }
 }
 
+impl GrantOffer {
+    /// The card's one line about a grant (English), read at a glance: what "allow again"
+    /// lets through and for how long. [`GrantOffer::covers_text`] is the whole rule, which
+    /// a card keeps one step away.
+    pub fn line(&self) -> String {
+        let hours = self.hours;
+        if self.pins_workspace {
+            format!(
+                "Allow again lets exactly this call run without asking for {hours} h, while \
+                 the workspace's files stay as they are."
+            )
+        } else {
+            format!("Allow again lets exactly this call run without asking for {hours} h.")
+        }
+    }
+}
+
 /// What a grant of a tool that runs the workspace's files adds to its words (English; a
 /// channel with other languages has its own).
 pub const PINS_WORKSPACE_TEXT: &str = "It also pins the workspace's files as they are now: \
@@ -447,7 +464,7 @@ mod tests {
         );
         let pinning = GrantOffer {
             pins_workspace: true,
-            ..offer
+            ..offer.clone()
         };
         assert_eq!(
             pinning.covers_text("run_command", GrantScope::Conversation),
@@ -456,6 +473,15 @@ mod tests {
              (no prefix, no pattern). Any other call is asked again. It also pins the \
              workspace's files as they are now: if anything but the granted call itself \
              changes one of them (a script, a module, a Makefile), the call is asked again."
+        );
+        assert_eq!(
+            offer.line(),
+            "Allow again lets exactly this call run without asking for 24 h."
+        );
+        assert_eq!(
+            pinning.line(),
+            "Allow again lets exactly this call run without asking for 24 h, while the \
+             workspace's files stay as they are."
         );
     }
 

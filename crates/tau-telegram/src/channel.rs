@@ -22,6 +22,7 @@ use crate::grants::grants_message;
 use crate::hub::{
     Happened, Hub, HubEvent, PressRefusal, Question, RefusedPress, Reply, chat_of, conversation_key,
 };
+use crate::names::Names;
 use crate::pending::pending_text;
 use crate::poller::{self, Handler, Pacing, PollError};
 use crate::question::outcome;
@@ -101,6 +102,7 @@ impl TelegramChannel {
             language,
             zone: zone.clone(),
             interval: config.edit_interval(),
+            names: Names::default(),
         });
         Ok(Arc::new(Self {
             api,
@@ -231,10 +233,19 @@ impl TelegramChannel {
     }
 
     async fn message(&self, message: Incoming) {
-        let Incoming { chat, from, text } = message;
+        let Incoming {
+            chat,
+            from,
+            from_name,
+            text,
+        } = message;
         // 1. strangers and chats not allowed: ignored, logged once per sender
         match self.access.check(from, chat) {
-            Verdict::Owner => {}
+            Verdict::Owner => {
+                if let Some(user) = from {
+                    self.parts.names.learn(user, from_name.as_deref());
+                }
+            }
             verdict @ (Verdict::Stranger | Verdict::ChatNotAllowed) => {
                 if self.access.first_time(from, chat) {
                     tracing::warn!(user = ?from, chat = ?chat, ?verdict, "telegram: ignoring messages of a sender who may not use this bot");
@@ -343,6 +354,7 @@ impl TelegramChannel {
         let Press {
             id,
             from,
+            from_name,
             chat,
             message_id,
             data,
@@ -382,6 +394,7 @@ impl TelegramChannel {
         let (Some(chat), Some(from)) = (chat, from) else {
             return;
         };
+        self.parts.names.learn(from, from_name.as_deref());
         // 2. data tau did not write
         let Some(button) = button.clone() else {
             refuse(PressRefusal::Forged);
@@ -447,14 +460,17 @@ impl TelegramChannel {
             expired.state = ApprovalState::Expired;
             expired.decided_by = Some(DecidedBy::Timeout);
             expired.decided_at = Some(expired.deadline);
-            self.answer_press(&callback, &outcome(&expired, self.language, &self.zone))
-                .await;
+            self.answer_press(
+                &callback,
+                &outcome(&expired, self.language, &self.zone, &self.parts.names),
+            )
+            .await;
             return;
         }
         let reply = match self.hub.answer(&id, reply, &from.to_string()).await {
             Ok(Answered::Decided(row) | Answered::AlreadyDecided(row)) => {
                 tracing::info!(approval_id = %id, user = from, state = row.state.as_str(), "telegram: a question was answered");
-                outcome(&row, self.language, &self.zone)
+                outcome(&row, self.language, &self.zone, &self.parts.names)
             }
             Ok(Answered::StepMissing(_)) => {
                 // Not a yes: the question stays open, with its buttons.

@@ -13,6 +13,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::api::{ApiError, BotApi, Keyboard};
 use crate::hub::Hub;
+use crate::names::Names;
 use crate::question::{all_arguments, closed, not_found, question};
 use crate::store::Store;
 use crate::view::TurnView;
@@ -46,6 +47,8 @@ pub(crate) struct ChatParts {
     /// tau's zone: the times a question shows ("open until", when it was decided).
     pub zone: jiff::tz::TimeZone,
     pub interval: Duration,
+    /// The owners' names, for who decided a question.
+    pub names: Names,
 }
 
 /// Starts the task for `chat`; it ends when the sender is dropped.
@@ -219,7 +222,12 @@ impl Chat {
         };
         let html = match self.parts.hub.question(approval_id).await {
             Ok(Some(q)) if q.row.state == ApprovalState::Pending => return,
-            Ok(Some(q)) => closed(&q.row, self.parts.language, &self.parts.zone),
+            Ok(Some(q)) => closed(
+                &q.row,
+                self.parts.language,
+                &self.parts.zone,
+                &self.parts.names,
+            ),
             Ok(None) => not_found(self.parts.language),
             Err(error) => {
                 tracing::warn!(approval_id, "telegram: {error}");

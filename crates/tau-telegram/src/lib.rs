@@ -34,6 +34,7 @@ mod config;
 mod grants;
 mod html;
 mod hub;
+mod names;
 mod pending;
 mod poller;
 mod port;

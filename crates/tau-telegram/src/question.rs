@@ -14,7 +14,8 @@ use tau_core::{
 use crate::api::Keyboard;
 use crate::callback::{Action, ButtonData};
 use crate::html::{Line, MESSAGE_LIMIT, Style, escape, pack};
-use crate::texts::{Texts, texts};
+use crate::names::Names;
+use crate::texts::{Texts, counted, texts};
 
 /// How many characters of arguments the question shows before "Show all".
 const ARGUMENTS_SHOWN: usize = 2500;
@@ -84,14 +85,15 @@ pub(crate) fn question(
             ]];
             // Said before the button can be pressed: what the grant covers, in tau's words.
             if let Some(offer) = &asked.grant {
-                let mut covers = t
+                let pin = if offer.pins_workspace {
+                    t.grant_pins_workspace
+                } else {
+                    ""
+                };
+                let covers = t
                     .grant_covers
-                    .replace("{tool}", &display(&asked.tool))
-                    .replace("{hours}", &offer.hours.to_string());
-                if offer.pins_workspace {
-                    covers.push(' ');
-                    covers.push_str(t.grant_pins_workspace);
-                }
+                    .replace("{hours}", &offer.hours.to_string())
+                    .replace("{pin}", pin);
                 html.push_str(&format!("\n\n<i>{}</i>", escape(&covers)));
                 if let Some(suggestion) = &offer.suggestion {
                     let mut text = t
@@ -139,15 +141,29 @@ fn numbers_shown(code: u8) -> Vec<u8> {
 
 /// The message once the question is closed: the same question, then how it ended. No
 /// buttons go with it.
-pub(crate) fn closed(row: &ApprovalRow, language: Language, zone: &TimeZone) -> String {
+pub(crate) fn closed(
+    row: &ApprovalRow,
+    language: Language,
+    zone: &TimeZone,
+    names: &Names,
+) -> String {
     let t = texts(language);
     let (html, _) = body(&row.question(), t);
-    format!("{html}\n\n<b>{}</b>", escape(&outcome(row, language, zone)))
+    format!(
+        "{html}\n\n<b>{}</b>",
+        escape(&outcome(row, language, zone, names))
+    )
 }
 
 /// How a closed question ended, in one line of plain text (also the answer to a press on
-/// it). Empty while it is still open.
-pub(crate) fn outcome(row: &ApprovalRow, language: Language, zone: &TimeZone) -> String {
+/// it), naming who decided by the name Telegram gave them where it is known (`names`),
+/// else by their user id. Empty while it is still open.
+pub(crate) fn outcome(
+    row: &ApprovalRow,
+    language: Language,
+    zone: &TimeZone,
+    names: &Names,
+) -> String {
     let t = texts(language);
     let time = row
         .decided_at
@@ -164,17 +180,20 @@ pub(crate) fn outcome(row: &ApprovalRow, language: Language, zone: &TimeZone) ->
         ApprovalState::Superseded => t.superseded,
         ApprovalState::Cancelled => t.cancelled,
     };
-    let user = row.decided_by.as_ref().map_or_else(|| "?".to_owned(), who);
+    let user = row
+        .decided_by
+        .as_ref()
+        .map_or_else(|| "?".to_owned(), |by| who(by, names));
     template
         .replace("{user}", &display(&user))
         .replace("{time}", &time)
 }
 
-fn who(decided_by: &DecidedBy) -> String {
+fn who(decided_by: &DecidedBy, names: &Names) -> String {
     match decided_by {
         DecidedBy::Person {
             user: Some(user), ..
-        } => user.clone(),
+        } => names.of(user).unwrap_or_else(|| user.clone()),
         DecidedBy::Person {
             channel,
             user: None,
@@ -223,9 +242,7 @@ fn body(asked: &ApprovalQuestion, t: &Texts) -> (String, bool) {
             html.push_str(&format!("\n<pre>{}</pre>", escape(&kept)));
             let rest = shown.chars().count() - kept.chars().count();
             if rest > 0 {
-                let more = t
-                    .more
-                    .replace("{n}", &tau_core::grouped_digits(rest, t.thousands));
+                let more = counted(t.more, rest, t.thousands);
                 html.push_str(&format!("\n<i>{}</i>", escape(&more)));
                 detail_cut = true;
             }
@@ -250,9 +267,7 @@ fn body(asked: &ApprovalQuestion, t: &Texts) -> (String, bool) {
         }
     }
     if rest > 0 {
-        let more = t
-            .more
-            .replace("{n}", &tau_core::grouped_digits(rest, t.thousands));
+        let more = counted(t.more, rest, t.thousands);
         html.push_str(&format!("\n<i>{}</i>", escape(&more)));
     }
     (html, rest > 0 || detail_cut)

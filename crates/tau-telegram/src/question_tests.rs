@@ -1,4 +1,5 @@
 use super::*;
+use crate::names::Names;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_core::Tier;
@@ -157,9 +158,9 @@ fn closed_questions_say_what_was_decided_by_whom_and_when() {
             let r = row(state, by);
             shots.push_str(&format!("== {} {}\n", language.code(), state.as_str()));
             if state == ApprovalState::Approved {
-                shots.push_str(&closed(&r, language, &TimeZone::UTC));
+                shots.push_str(&closed(&r, language, &TimeZone::UTC, &Names::default()));
             } else {
-                shots.push_str(&outcome(&r, language, &TimeZone::UTC));
+                shots.push_str(&outcome(&r, language, &TimeZone::UTC, &Names::default()));
             }
             shots.push_str("\n\n");
         }
@@ -173,7 +174,8 @@ fn an_open_question_has_no_outcome() {
         outcome(
             &row(ApprovalState::Pending, None),
             Language::En,
-            &TimeZone::UTC
+            &TimeZone::UTC,
+            &Names::default()
         ),
         ""
     );
@@ -211,6 +213,7 @@ fn times_are_shown_in_tau_s_zone_and_name_it() {
         &row(ApprovalState::Approved, owner()),
         Language::En,
         &istanbul,
+        &Names::default(),
     );
     insta::assert_snapshot!(format!(
         "{}\n{decided}",
@@ -285,13 +288,47 @@ fn a_yes_that_asked_for_a_grant_says_so_when_closed() {
     for language in Language::ALL {
         let mut r = row(ApprovalState::Approved, owner());
         r.grant_request = Some(tau_core::GrantRequest::conversation());
-        let said = outcome(&r, language, &TimeZone::UTC);
+        let said = outcome(&r, language, &TimeZone::UTC, &Names::default());
         let plain = outcome(
             &row(ApprovalState::Approved, owner()),
             language,
             &TimeZone::UTC,
+            &Names::default(),
         );
         assert!(said.starts_with(&plain), "{said} / {plain}");
         assert!(said.len() > plain.len(), "{said}");
     }
+}
+
+#[test]
+fn who_decided_is_named_as_telegram_names_them_else_by_their_id() {
+    let names = Names::default();
+    let approved = row(ApprovalState::Approved, owner());
+    let by_id = outcome(&approved, Language::En, &TimeZone::UTC, &names);
+    let DecidedBy::Person {
+        user: Some(user), ..
+    } = approved.decided_by.clone().unwrap()
+    else {
+        panic!("an owner decided")
+    };
+    assert!(
+        by_id.starts_with(&format!("✅ Approved by {user} at ")),
+        "{by_id}"
+    );
+    names.learn(user.parse().unwrap(), Some("Ada\u{202e}"));
+    let mut shots = String::new();
+    for language in Language::ALL {
+        for state in [ApprovalState::Approved, ApprovalState::Rejected] {
+            shots.push_str(&outcome(
+                &row(state, owner()),
+                language,
+                &TimeZone::UTC,
+                &names,
+            ));
+            shots.push('\n');
+        }
+    }
+    // The name is the person's own text: shown through the display function.
+    assert!(!shots.contains('\u{202e}'), "{shots}");
+    insta::assert_snapshot!(shots);
 }

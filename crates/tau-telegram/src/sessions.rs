@@ -7,7 +7,7 @@ use tau_core::display;
 
 use crate::hub::ChatConversation;
 use crate::question::when;
-use crate::texts::Texts;
+use crate::texts::{Texts, counted};
 
 /// The most conversations one message lists.
 const LISTED: usize = 20;
@@ -53,7 +53,14 @@ pub(crate) fn sessions_text(
             "\n{mark} {}",
             t.session_line
                 .replace("{title}", &title)
-                .replace("{n}", &conversation.message_count.to_string())
+                .replace(
+                    "{messages}",
+                    &counted(
+                        t.messages,
+                        usize::try_from(conversation.message_count).unwrap_or(usize::MAX),
+                        t.thousands
+                    )
+                )
                 .replace("{when}", &updated)
         ));
     }

@@ -19,7 +19,7 @@ pub(crate) struct Texts {
     pub characters: &'static str,
     pub thousands: char,
     /// `… and {n} more characters: Show all`
-    pub more: &'static str,
+    pub more: [&'static str; 2],
     pub expires: &'static str,
     pub approve: &'static str,
     pub reject: &'static str,
@@ -47,8 +47,8 @@ pub(crate) struct Texts {
     pub result_cancelled: &'static str,
     /// Heads a routine's prompt: `{routine}`, `{trigger}`.
     pub routine_prompt: &'static str,
-    /// Below a call's output cut short: `{n}` lines.
-    pub more_lines: &'static str,
+    /// Below a call's output cut short: by one line, by `{n}` lines.
+    pub more_lines: [&'static str; 2],
     /// `/pending` with nothing waiting.
     pub nothing_waits: &'static str,
     /// Heads `/pending`: `{n}` questions.
@@ -63,10 +63,11 @@ pub(crate) struct Texts {
     /// every conversation of the person's on Telegram.
     pub approve_always: &'static str,
     pub approve_always_everywhere: &'static str,
-    /// Under such a question, before its buttons: what the grant covers (`{tool}`,
-    /// `{hours}`), in tau's words.
+    /// Under such a question, before its buttons: what the grant covers (`{hours}`), in
+    /// tau's words, on one line (the whole rule is the README's); `{pin}` is
+    /// `grant_pins_workspace` for a tool that runs the workspace's files, else nothing.
     pub grant_covers: &'static str,
-    /// Added to `grant_covers` when the tool runs the workspace's files.
+    /// `{pin}` of `grant_covers`: the grant holds while the files stay as they are.
     pub grant_pins_workspace: &'static str,
     /// Under the grant's words when the person keeps approving this call: `{n}` times in
     /// `{days}` days.
@@ -104,6 +105,8 @@ pub(crate) struct Texts {
     pub sessions_none: &'static str,
     pub sessions_head: &'static str,
     pub session_line: &'static str,
+    /// `{messages}` of `session_line`: one message, `{n}` messages.
+    pub messages: [&'static str; 2],
     pub untitled: &'static str,
     pub sessions_more: &'static str,
     /// `/search` that found nothing; `/search` without words.
@@ -141,7 +144,10 @@ one, /delete deletes it.",
     character: "char",
     characters: "chars",
     thousands: ',',
-    more: "… {n} more characters: Show all",
+    more: [
+        "… 1 more character: Show all",
+        "… {n} more characters: Show all",
+    ],
     expires: "open until",
     approve: "Approve",
     reject: "Reject",
@@ -166,7 +172,7 @@ one, /delete deletes it.",
     result_invalid: "invalid call, not run",
     result_cancelled: "cancelled",
     routine_prompt: "⚙ Routine {routine} ({trigger}) asks tau:",
-    more_lines: "  … {n} more lines",
+    more_lines: ["  … 1 more line", "  … {n} more lines"],
     nothing_waits: "Nothing waits for your answer.",
     questions_wait: "Waiting for your answer ({n}):",
     answer_here: "its buttons are on its message in this chat",
@@ -174,8 +180,8 @@ one, /delete deletes it.",
     answer_on: "answer it on {channel}",
     approve_always: "Approve, allow again",
     approve_always_everywhere: "Approve, allow in all my chats",
-    grant_covers: "“Approve, allow again” lets exactly this call run again without asking, in this conversation, for {hours} h: the tool {tool} with the same tier and input schema and exactly these arguments (no prefix, no pattern); “allow in all my chats” does the same in every conversation of yours on Telegram. Any other call is asked again. /grants lists and revokes it.",
-    grant_pins_workspace: "It also pins the workspace's files as they are now: if anything but the granted call itself changes one of them (a script, a module, a Makefile), the call is asked again.",
+    grant_covers: "↻ Allow again: exactly this call, for {hours} h{pin}, in this chat (all my chats: in every one of yours). /grants revokes it.",
+    grant_pins_workspace: ", while the workspace's files stay as they are",
     grant_suggested: "You approved exactly this call {n} times in the last {days} days: allowing it again would spare you this question.",
     routine_suggested: "It came at about the same time each day: a routine could make it on a schedule (tau routines).",
     approved_allowing: "✅ Approved by {user} at {time}, and allowed again in this conversation",
@@ -195,7 +201,8 @@ one, /delete deletes it.",
     grant_not_yours: "This grant is not yours to revoke.",
     sessions_none: "No conversation in this chat yet.",
     sessions_head: "Conversations in this chat ({n}), ▶ the open one:",
-    session_line: "{title} · {n} messages · {when}",
+    session_line: "{title} · {messages} · {when}",
+    messages: ["1 message", "{n} messages"],
     untitled: "(nothing written yet)",
     sessions_more: "… and {n} more: tau sessions list shows them all.",
     search_none: "No conversation of this chat holds that.",
@@ -230,7 +237,10 @@ olanı adlandırır, /delete onu siler.",
     character: "karakter",
     characters: "karakter",
     thousands: '.',
-    more: "… {n} karakter daha: Tümünü göster",
+    more: [
+        "… 1 karakter daha: Tümünü göster",
+        "… {n} karakter daha: Tümünü göster",
+    ],
     expires: "açık kalma süresi",
     approve: "Onayla",
     reject: "Reddet",
@@ -255,7 +265,7 @@ olanı adlandırır, /delete onu siler.",
     result_invalid: "geçersiz çağrı, çalıştırılmadı",
     result_cancelled: "iptal edildi",
     routine_prompt: "⚙ {routine} rutini ({trigger}) tau'ya soruyor:",
-    more_lines: "  … {n} satır daha",
+    more_lines: ["  … 1 satır daha", "  … {n} satır daha"],
     nothing_waits: "Cevabını bekleyen bir şey yok.",
     questions_wait: "Cevabını bekleyenler ({n}):",
     answer_here: "düğmeleri bu sohbetteki mesajında",
@@ -263,8 +273,8 @@ olanı adlandırır, /delete onu siler.",
     answer_on: "{channel} üzerinden cevapla",
     approve_always: "Onayla, tekrar izin ver",
     approve_always_everywhere: "Onayla, tüm sohbetlerimde izin ver",
-    grant_covers: "“Onayla, tekrar izin ver” tam olarak bu çağrının bu sohbette {hours} saat boyunca sormadan yeniden çalışmasına izin verir: aynı seviye ve girdi şemasıyla {tool} aracı ve tam olarak bu argümanlar (önek yok, kalıp yok); “tüm sohbetlerimde izin ver” aynısını Telegram'daki tüm sohbetlerinde yapar. Başka her çağrı yeniden sorulur. /grants listeler ve geri alır.",
-    grant_pins_workspace: "Çalışma alanındaki dosyaları da şimdiki halleriyle sabitler: izin verilen çağrının kendisi dışında herhangi bir şey bunlardan birini (bir betik, bir modül, bir Makefile) değiştirirse çağrı yeniden sorulur.",
+    grant_covers: "↻ Tekrar izin: aynen bu çağrı, {hours} saat{pin}, bu sohbette (tüm sohbetlerimde: hepsinde). /grants geri alır.",
+    grant_pins_workspace: ", çalışma alanının dosyaları değişmedikçe",
     grant_suggested: "Tam olarak bu çağrıyı son {days} günde {n} kez onayladın: tekrar izin vermek seni bu sorudan kurtarır.",
     routine_suggested: "Her gün aşağı yukarı aynı saatte geldi: bir rutin bunu bir zamanlamayla yapabilir (tau routines).",
     approved_allowing: "✅ {user} tarafından {time} zamanında onaylandı ve bu sohbette tekrar izin verildi",
@@ -284,7 +294,8 @@ olanı adlandırır, /delete onu siler.",
     grant_not_yours: "Bu izni geri almak sana düşmez.",
     sessions_none: "Bu sohbette henüz bir konuşma yok.",
     sessions_head: "Bu sohbetteki konuşmalar ({n}), ▶ açık olan:",
-    session_line: "{title} · {n} mesaj · {when}",
+    session_line: "{title} · {messages} · {when}",
+    messages: ["1 mesaj", "{n} mesaj"],
     untitled: "(henüz bir şey yazılmadı)",
     sessions_more: "… ve {n} tane daha: tau sessions list hepsini gösterir.",
     search_none: "Bu sohbetin hiçbir konuşması bunu içermiyor.",
@@ -294,6 +305,16 @@ olanı adlandırır, /delete onu siler.",
     deleted: "Bu konuşma içindeki her şeyle silindi; bir sonraki mesajın yeni bir konuşma başlatır.",
     delete_nothing: "Bu konuşmaya henüz bir şey yazılmadı; silinecek bir şey yok.",
 };
+
+/// `said[0]` when `count` is 1, else `said[1]` with `{n}` the count (its digits grouped
+/// with `thousands`): a count is said with its noun in the singular or the plural.
+pub(crate) fn counted(said: [&str; 2], count: usize, thousands: char) -> String {
+    if count == 1 {
+        said[0].to_owned()
+    } else {
+        said[1].replace("{n}", &tau_core::grouped_digits(count, thousands))
+    }
+}
 
 pub(crate) fn texts(language: Language) -> &'static Texts {
     match language {

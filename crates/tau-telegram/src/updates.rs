@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::names::name_of;
+
 /// One update as tau reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Update {
@@ -24,6 +26,8 @@ pub(crate) enum UpdateKind {
 pub(crate) struct Incoming {
     pub chat: Option<i64>,
     pub from: Option<i64>,
+    /// What the sender is called (see `names`).
+    pub from_name: Option<String>,
     /// `None` for a message without text (a photo, a sticker) or with text of the wrong
     /// type.
     pub text: Option<String>,
@@ -34,6 +38,8 @@ pub(crate) struct Incoming {
 pub(crate) struct Press {
     pub id: Option<String>,
     pub from: Option<i64>,
+    /// What the presser is called (see `names`).
+    pub from_name: Option<String>,
     /// The chat and message the button is under, when the server says.
     pub chat: Option<i64>,
     pub message_id: Option<i64>,
@@ -59,12 +65,14 @@ pub(crate) fn read(value: &Value) -> Option<Update> {
         UpdateKind::Message(Incoming {
             chat: int(message, &["chat", "id"]),
             from: int(message, &["from", "id"]),
+            from_name: message.get("from").and_then(name_of),
             text: text(message, "text"),
         })
     } else if let Some(press) = value.get("callback_query").filter(|m| m.is_object()) {
         UpdateKind::Press(Press {
             id: text(press, "id"),
             from: int(press, &["from", "id"]),
+            from_name: press.get("from").and_then(name_of),
             chat: int(press, &["message", "chat", "id"]),
             message_id: int(press, &["message", "message_id"]),
             data: text(press, "data"),
@@ -96,6 +104,7 @@ mod tests {
                 kind: UpdateKind::Message(Incoming {
                     chat: Some(42),
                     from: Some(42),
+                    from_name: Some("A".into()),
                     text: Some("hi".into())
                 })
             })
@@ -110,6 +119,7 @@ mod tests {
                 kind: UpdateKind::Press(Press {
                     id: Some("1".into()),
                     from: Some(42),
+                    from_name: None,
                     chat: Some(42),
                     message_id: None,
                     data: Some("v1:a:ap_1".into())
@@ -129,6 +139,7 @@ mod tests {
                 kind: UpdateKind::Message(Incoming {
                     chat: None,
                     from: None,
+                    from_name: None,
                     text: None
                 })
             })

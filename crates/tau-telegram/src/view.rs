@@ -9,7 +9,7 @@ use tau_core::{
 };
 
 use crate::html::{Line, MESSAGE_LIMIT, Style, pack};
-use crate::texts::{Texts, texts};
+use crate::texts::{Texts, counted, texts};
 
 /// The longest progress line shown under a tool.
 const PROGRESS_CHARS: usize = 120;
@@ -252,7 +252,7 @@ fn output_lines(t: &Texts, blocks: &[OutputBlock], lines: &mut Vec<Line>) {
             }
             if more > 0 {
                 lines.push(Line::new(
-                    t.more_lines.replace("{n}", &more.to_string()),
+                    counted(t.more_lines, more, t.thousands),
                     Style::Italic,
                 ));
             }

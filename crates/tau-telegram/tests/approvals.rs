@@ -91,7 +91,7 @@ async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
     assert_eq!(hub.state(&id), ApprovalState::Approved);
     assert_eq!(hub.row(&id).decided_by, Some(person(OWNER)));
     assert!(
-        text(&edit).contains("<b>✅ Approved by 4242 at "),
+        text(&edit).contains("<b>✅ Approved by P at "),
         "{}",
         text(&edit)
     );
@@ -102,7 +102,7 @@ async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
         answered[0]
             .as_str()
             .unwrap()
-            .starts_with("✅ Approved by 4242 at ")
+            .starts_with("✅ Approved by P at ")
     );
     // A second press on the decided question learns its final state and changes nothing.
     api.push_updates(&[press(2, OWNER, OWNER, message_id, &format!("v1:r:{id}"))]);
@@ -111,7 +111,7 @@ async fn an_owner_approves_and_the_message_says_by_whom_with_no_buttons_left() {
         answered[1]
             .as_str()
             .unwrap()
-            .starts_with("✅ Approved by 4242 at ")
+            .starts_with("✅ Approved by P at ")
     );
     assert_eq!(hub.state(&id), ApprovalState::Approved);
     assert_eq!(
@@ -132,7 +132,7 @@ async fn an_owner_rejects() {
     let edit = edit_of(&api, message_id).await;
     assert_eq!(hub.state(&id), ApprovalState::Rejected);
     assert!(
-        text(&edit).contains("<b>❌ Rejected by 4242 at "),
+        text(&edit).contains("<b>❌ Rejected by P at "),
         "{}",
         text(&edit)
     );
@@ -318,11 +318,7 @@ async fn a_restart_between_question_and_answer_changes_nothing() {
         &format!("v1:a:{first}"),
     )]);
     let edit = edit_of(&api, first_message).await;
-    assert!(
-        text(&edit).contains("✅ Approved by 4242"),
-        "{}",
-        text(&edit)
-    );
+    assert!(text(&edit).contains("✅ Approved by P"), "{}", text(&edit));
     assert_eq!(hub.state(&first), ApprovalState::Approved);
     assert_eq!(
         api.calls("sendMessage").len(),

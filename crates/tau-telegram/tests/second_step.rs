@@ -117,7 +117,7 @@ async fn only_the_number_shown_approves_a_lock_class_device() {
         edit.body["text"]
             .as_str()
             .unwrap()
-            .contains("<b>✅ Approved by 4242 at "),
+            .contains("<b>✅ Approved by P at "),
     );
     task.abort();
 }

@@ -434,7 +434,7 @@ impl Console {
                 if OutputBlock::worth_showing(status, blocks) {
                     write(
                         &mut state,
-                        &output_lines(t.more_lines, s.dim, s.reset, blocks),
+                        &output_lines([t.more_line, t.more_lines], s.dim, s.reset, blocks),
                     );
                 }
                 if self.tty {

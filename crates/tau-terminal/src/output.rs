@@ -6,10 +6,11 @@ use tau_core::{OutputBlock, shown_lines};
 
 use crate::escape::escape_for_terminal;
 
-/// The lines to print; `more_lines` says how many lines were left out (`{n}`), `dim` and
-/// `reset` are the style around tau's own words (empty without colour).
+/// The lines to print; `more` says how many lines were left out: its first text when one
+/// was, its second (with `{n}`) when more were. `dim` and `reset` are the style around
+/// tau's own words (empty without colour).
 pub(crate) fn output_lines(
-    more_lines: &str,
+    more: [&str; 2],
     dim: &str,
     reset: &str,
     blocks: &[OutputBlock],
@@ -34,13 +35,18 @@ pub(crate) fn output_lines(
             if let Some(name) = name {
                 out.push_str(&format!("    {dim}{}{reset}\n", escape_for_terminal(name)));
             }
-            let (lines, more) = shown_lines(text);
+            let (lines, hidden) = shown_lines(text);
             for line in lines {
                 out.push_str(&format!("    │ {}\n", escape_for_terminal(line)));
             }
-            if more > 0 {
-                let more = more_lines.replace("{n}", &more.to_string());
-                out.push_str(&format!("    │ {dim}{more}{reset}\n"));
+            if hidden > 0 {
+                let [one, many] = more;
+                let said = if hidden == 1 {
+                    one.to_owned()
+                } else {
+                    many.replace("{n}", &hidden.to_string())
+                };
+                out.push_str(&format!("    │ {dim}{said}{reset}\n"));
             }
         }
     }
@@ -68,8 +74,19 @@ mod tests {
                 text: "\u{1b}[2Jcleared?\tno \u{202e}gnp.exe\n".into(),
             },
         ];
-        let shown = output_lines("… {n} more lines", "", "", &blocks);
+        let shown = output_lines(["… 1 more line", "… {n} more lines"], "", "", &blocks);
         assert!(!shown.contains('\u{1b}') && !shown.contains('\u{202e}'));
         insta::assert_snapshot!(shown);
+    }
+
+    #[test]
+    fn one_line_left_out_is_said_in_the_singular() {
+        let stdout: String = (1..=9).map(|n| format!("line {n}\n")).collect();
+        let blocks = [OutputBlock::Text {
+            name: None,
+            text: stdout,
+        }];
+        let shown = output_lines(["… 1 more line", "… {n} more lines"], "", "", &blocks);
+        assert!(shown.ends_with("    │ … 1 more line\n"), "{shown}");
     }
 }

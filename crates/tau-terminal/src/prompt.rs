@@ -62,13 +62,18 @@ pub fn render_prompt(request: &ApprovalQuestion, language: Language, columns: us
             out.push_str(&wrap(&label(t.arguments), &hanging, &row, columns));
         }
     }
+    // What `always` would make, on one line: the whole rule is the README's.
     if let Some(offer) = &request.grant {
-        let covers = offer.covers_text(&request.tool, GrantScope::Conversation);
-        out.push_str(&wrap("  │ ↻ ", "  │   ", &display(&covers), columns));
+        let line = if offer.pins_workspace {
+            t.grant_line_pinned
+        } else {
+            t.grant_line
+        };
+        let line = line.replace("{hours}", &offer.hours.to_string());
+        out.push_str(&wrap("  │ ↻ ", "  │   ", &line, columns));
         if let Some(suggestion) = &offer.suggestion {
             out.push_str(&wrap("  │ ☆ ", "  │   ", &suggestion.text(), columns));
         }
-        out.push_str(&wrap("  │   ", "  │   ", t.grant_how, columns));
     }
     out.push_str(&question_line(language, request.card.confirm.as_ref()));
     out
@@ -397,8 +402,27 @@ mod tests {
             tau_core::asked_again_text(&["job.py".to_owned()]),
         ));
         insta::assert_snapshot!(render_prompt(&r, Language::En, 80));
-        let tr = render_prompt(&r, Language::Tr, 80);
-        assert!(tr.contains("always yazın"), "{tr}");
+        // One line at 80 columns, in each language, with and without the pin.
+        for pins_workspace in [true, false] {
+            if let Some(offer) = &mut r.grant {
+                offer.pins_workspace = pins_workspace;
+            }
+            for language in [Language::En, Language::Tr] {
+                let prompt = render_prompt(&r, language, 80);
+                let grant: Vec<&str> = prompt
+                    .lines()
+                    .skip_while(|line| !line.starts_with("  │ ↻ "))
+                    .take_while(|line| !line.starts_with("  └─"))
+                    .collect();
+                assert_eq!(grant.len(), 1, "{prompt}");
+                assert_eq!(
+                    grant[0].contains("pinned") || grant[0].contains("sabit"),
+                    pins_workspace,
+                    "{prompt}"
+                );
+                assert!(grant[0].contains("always all"), "{prompt}");
+            }
+        }
     }
 
     #[test]

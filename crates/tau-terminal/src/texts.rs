@@ -20,8 +20,11 @@ pub struct Texts {
     pub second_step: &'static str,
     /// A bare yes to a question with a second step.
     pub bare_yes: &'static str,
-    /// How a grant is made at the terminal: a word, never a key typed ahead.
-    pub grant_how: &'static str,
+    /// What a grant would cover and how it is made, on one line (`{hours}`): a word,
+    /// never a key typed ahead. `grant_line_pinned` for a tool that runs the workspace's
+    /// files, whose grant holds only while they stay as they are.
+    pub grant_line: &'static str,
+    pub grant_line_pinned: &'static str,
     pub approved: &'static str,
     pub refused: &'static str,
     pub refused_end_of_input: &'static str,
@@ -52,7 +55,8 @@ pub struct Texts {
     pub goodbye: &'static str,
     /// Beside the spinner while the model has not answered yet (terminals only).
     pub thinking: &'static str,
-    /// Below a call's output cut short: `{n}` lines.
+    /// Below a call's output cut short by one line, and by `{n}` lines.
+    pub more_line: &'static str,
     pub more_lines: &'static str,
 }
 
@@ -68,7 +72,8 @@ const EN: Texts = Texts {
     question: "run it? [y/N]",
     second_step: "second step: type {word} or {code} to run it (anything else refuses):",
     bare_yes: "ignored: a bare yes does not run this call; type the device's name or the number",
-    grant_how: "type always to approve it and make that grant (always all: for every conversation at this terminal)",
+    grant_line: "always: exactly this again for {hours} h · always all: in all chats",
+    grant_line_pinned: "always: exactly this again for {hours} h, files pinned · always all: all chats",
     approved: "approved",
     refused: "refused",
     refused_end_of_input: "refused: the input ended",
@@ -92,6 +97,7 @@ const EN: Texts = Texts {
     result_cancelled: "cancelled",
     goodbye: "bye",
     thinking: "thinking…",
+    more_line: "… 1 more line (tau sessions show has it)",
     more_lines: "… {n} more lines (tau sessions show has them all)",
 };
 
@@ -107,7 +113,8 @@ const TR: Texts = Texts {
     question: "çalıştırılsın mı? [e/H]",
     second_step: "ikinci adım: çalıştırmak için {word} ya da {code} yaz (başka her şey reddeder):",
     bare_yes: "yok sayıldı: düz bir evet bu çağrıyı çalıştırmaz; cihazın adını ya da sayıyı yaz",
-    grant_how: "onaylayıp bu izni vermek için always yazın (always all: bu terminaldeki tüm sohbetler için)",
+    grant_line: "always: aynen bu çağrı, {hours} saat · always all: tüm sohbetlerde",
+    grant_line_pinned: "always: aynen bu çağrı, {hours} saat, dosyalar sabit · always all: hepsinde",
     approved: "onaylandı",
     refused: "reddedildi",
     refused_end_of_input: "reddedildi: girdi sona erdi",
@@ -131,6 +138,7 @@ const TR: Texts = Texts {
     result_cancelled: "iptal edildi",
     goodbye: "hoşça kal",
     thinking: "düşünüyor…",
+    more_line: "… 1 satır daha (tau sessions show onu gösterir)",
     more_lines: "… {n} satır daha (tau sessions show hepsini gösterir)",
 };
 

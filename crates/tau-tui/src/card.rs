@@ -10,8 +10,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 use tau_core::{
-    ApprovalId, ApprovalQuestion, CallCard, CardNote, GrantOffer, GrantScope, NoteLevel, Tier,
-    display, display_multiline,
+    ApprovalId, ApprovalQuestion, CallCard, CardNote, GrantOffer, NoteLevel, Tier, display,
+    display_multiline,
 };
 
 use crate::args::pretty;
@@ -213,8 +213,13 @@ fn body(card: &Card, columns: usize, t: &Texts) -> Vec<Line<'static>> {
     // What `always` would make, in tau's words, inside the card: it scrolls with it, and
     // a small screen keeps its footer to the keys.
     if let Some(offer) = &card.grant {
-        let covers = offer.covers_text(&display(&card.tool), GrantScope::Conversation);
-        for piece in wrap(&format!("· {covers}"), columns) {
+        let line = if offer.pins_workspace {
+            t.grant_line_pinned
+        } else {
+            t.grant_line
+        };
+        let line = line.replace("{hours}", &offer.hours.to_string());
+        for piece in wrap(&line, columns) {
             rows.push(Line::from(Span::styled(
                 piece,
                 Style::new().fg(Color::Cyan),
@@ -297,7 +302,9 @@ fn footer(
     hidden: usize,
 ) -> Vec<Line<'static>> {
     let mut notes: Vec<String> = Vec::new();
-    if hidden > 0 {
+    if hidden == 1 {
+        notes.push(t.more_line.to_owned());
+    } else if hidden > 1 {
         notes.push(t.more_lines.replace("{n}", &hidden.to_string()));
     }
     if let Some(deadline) = card.deadline {

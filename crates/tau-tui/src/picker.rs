@@ -43,7 +43,6 @@ pub enum Pick {
     Signal(i32),
 }
 
-const TIME_COLUMNS: usize = 16;
 const COUNT_COLUMNS: usize = 8;
 
 /// What the keys do now.
@@ -226,7 +225,7 @@ impl Picker {
             |_| seconds.to_string(),
             |t| {
                 t.to_zoned_datetime(self.zone.clone())
-                    .strftime("%Y-%m-%d %H:%M")
+                    .strftime("%Y-%m-%d %H:%M %Z")
                     .to_string()
             },
         )
@@ -242,14 +241,23 @@ impl Picker {
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let columns = usize::from(inner.width);
+        let shown = self.shown();
+        // `2026-12-02 14:33 +03`: each time with its zone's name (`UTC`, `CET`, `+0530`).
+        let times: Vec<String> = shown.iter().map(|s| self.time(s.updated_at)).collect();
+        let time_columns = times
+            .iter()
+            .map(|time| width(time))
+            .chain([width(t.column_last)])
+            .max()
+            .unwrap_or_default();
         let name_columns = columns
-            .saturating_sub(TIME_COLUMNS + COUNT_COLUMNS + 4)
+            .saturating_sub(time_columns + COUNT_COLUMNS + 4)
             .max(4);
         let row = |name: &str, time: &str, count: &str| {
             let name = shorten(name, name_columns);
             let pad = name_columns.saturating_sub(width(&name));
             format!(
-                "  {name}{}  {time:<TIME_COLUMNS$}{count:>COUNT_COLUMNS$}",
+                "  {name}{}  {time:<time_columns$}{count:>COUNT_COLUMNS$}",
                 " ".repeat(pad)
             )
         };
@@ -261,18 +269,14 @@ impl Picker {
             dim(),
         ))];
         let mut items = vec![Line::from(format!("  {}", t.start_new))];
-        for session in self.shown() {
+        for (session, time) in shown.iter().zip(&times) {
             // Its title first (what a person knows it by), its name after.
             let named = match &session.title {
                 Some(title) => format!("{} · {}", display(title), display(&session.name)),
                 None => display(&session.name),
             };
             items.push(Line::from(shorten(
-                &row(
-                    &named,
-                    &self.time(session.updated_at),
-                    &session.message_count.to_string(),
-                ),
+                &row(&named, time, &session.message_count.to_string()),
                 columns,
             )));
         }

@@ -109,13 +109,15 @@ impl Signals {
     }
 }
 
-/// Lets the person pick a session (or a new one) from `sessions`.
+/// Lets the person pick a session (or a new one) from `sessions`, their times in `zone`
+/// (tau's, named beside each time).
 pub async fn pick_session(
     screen: &mut Screen,
     language: Language,
     sessions: Vec<SessionRow>,
+    zone: jiff::tz::TimeZone,
 ) -> Result<Pick, TuiError> {
-    let mut picker = Picker::new(language, sessions, jiff::tz::TimeZone::system());
+    let mut picker = Picker::new(language, sessions, zone);
     let mut keys = EventStream::new();
     let mut signals = Signals::listen()?;
     loop {

@@ -16,7 +16,8 @@ pub(crate) struct Texts {
     pub reject_key: &'static str,
     pub wait: &'static str,
     pub scroll_first: &'static str,
-    /// `{n}` more lines below the card's window.
+    /// One line, and `{n}` lines, below the card's window.
+    pub more_line: &'static str,
     pub more_lines: &'static str,
     /// `{time}` until the question is withdrawn.
     pub withdrawn_in: &'static str,
@@ -43,6 +44,10 @@ pub(crate) struct Texts {
     pub elsewhere: &'static str,
     /// How a card's grant is made: a word, never a key typed ahead.
     pub grant_key: &'static str,
+    /// What a grant would cover, on one line of the card (`{hours}`); `grant_line_pinned`
+    /// for a tool that runs the workspace's files.
+    pub grant_line: &'static str,
+    pub grant_line_pinned: &'static str,
     /// `/revoke` typed without a grant's id.
     pub revoke_usage: &'static str,
     pub ready: &'static str,
@@ -108,6 +113,7 @@ const EN: Texts = Texts {
     reject_key: "n/Esc refuse",
     wait: "wait…",
     scroll_first: "scroll to the end to answer (↓ PgDn End)",
+    more_line: "↓ 1 more line",
     more_lines: "↓ {n} more lines",
     withdrawn_in: "withdrawn in {time}",
     more_waiting: "{n} more waiting",
@@ -123,7 +129,9 @@ const EN: Texts = Texts {
     calls_left: "calls left: {n}/{max}",
     approvals: "approvals: {n}",
     elsewhere: "waiting elsewhere: {n} (tau approvals)",
-    grant_key: "type always, Enter: approve and allow again (always all: in every conversation here)",
+    grant_key: "always, Enter: allow again too (always all: all chats)",
+    grant_line: "↻ allow again: exactly this call for {hours} h",
+    grant_line_pinned: "↻ allow again: exactly this call for {hours} h, if its files stay unchanged",
     revoke_usage: "/revoke needs a grant's id: /grants lists them",
     ready: "ready",
     running: "running",
@@ -181,6 +189,7 @@ const TR: Texts = Texts {
     reject_key: "n/Esc reddet",
     wait: "bekleyin…",
     scroll_first: "yanıtlamak için sona kaydırın (↓ PgDn End)",
+    more_line: "↓ 1 satır daha",
     more_lines: "↓ {n} satır daha",
     withdrawn_in: "{time} sonra geri çekilir",
     more_waiting: "{n} soru daha bekliyor",
@@ -196,7 +205,9 @@ const TR: Texts = Texts {
     calls_left: "kalan çağrı: {n}/{max}",
     approvals: "bekleyen onay: {n}",
     elsewhere: "başka kanalda bekleyen: {n} (tau approvals)",
-    grant_key: "always yazıp Enter: onayla ve yine izin ver (always all: buradaki tüm sohbetlerde)",
+    grant_key: "always, Enter: yine izin de ver (always all: hepsinde)",
+    grant_line: "↻ yine izin: aynen bu çağrı, {hours} saat",
+    grant_line_pinned: "↻ yine izin: aynen bu çağrı, {hours} saat, dosyaları değişmedikçe",
     revoke_usage: "/revoke bir iznin kimliğini ister: /grants onları listeler",
     ready: "hazır",
     running: "çalışıyor",
@@ -265,6 +276,7 @@ mod tests {
             assert!(t.elsewhere.contains("{n}"));
             // The grant's word is the same in every language, as the answer keys are.
             assert!(t.grant_key.contains(crate::app::GRANT_WORD));
+            assert!(t.grant_line.contains("{hours}") && t.grant_line_pinned.contains("{hours}"));
             assert!(t.paste_cut.contains("{kib}"));
             assert!(t.by_person.contains("{channel}"));
             assert!(t.by_exemption.contains("{name}"));

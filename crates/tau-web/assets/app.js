@@ -10,10 +10,30 @@
 const $ = (id) => document.getElementById(id);
 const state = {
   sessions: [], current: null, source: null, live: null, calls: new Map(), cards: new Map(),
+  // The grants and routines' calls last listed: a card whose yes made a grant shows it.
+  grants: [],
   // The ids of the questions already announced; null until the first list (what waits when
   // the page opens is listed, not announced).
   seen: null, audio: null,
 };
+
+// A count with its noun: "1 message", "2 messages" (never "1 messages").
+function counted(count, one, many) {
+  return `${count.toLocaleString("en-US")} ${count === 1 ? one : many}`;
+}
+
+// A phone's width: the side panel is a drawer, and what waits elsewhere starts folded.
+const PHONE = window.matchMedia("(max-width: 720px)");
+
+// On a phone the bar keeps one line: Notify and Sound go into the drawer, and come back
+// to the bar on a wider screen (the same buttons, so their state and focus go with them).
+function placeToggles() {
+  const toggles = $("toggles");
+  const home = PHONE.matches ? $("drawer-toggles") : $("new-session").parentElement;
+  if (toggles.parentElement === home) return;
+  if (PHONE.matches) home.append(toggles);
+  else home.insertBefore(toggles, $("new-session"));
+}
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -113,10 +133,10 @@ function showSessions(list, data) {
     button.title = session.id;
     if (session.pending_approvals > 0) title.append(el("span", "badge", session.pending_approvals));
     const origin = routine ? `${session.trigger} · ` : "";
-    const meta = el("span", "meta", `${origin}${session.message_count} messages · ${when(session.updated_at)}${session.busy ? " · working" : ""}`);
+    const meta = el("span", "meta", `${origin}${counted(session.message_count, "message", "messages")} · ${when(session.updated_at)}${session.busy ? " · working" : ""}`);
     button.append(title, meta);
     button.addEventListener("click", () => {
-      $("sessions").classList.remove("open");
+      openDrawer(false);
       select(session.id);
     });
     item.append(button);
@@ -202,7 +222,13 @@ $("new-session").addEventListener("click", async () => {
   }
 });
 
-$("toggle-sessions").addEventListener("click", () => $("sessions").classList.toggle("open"));
+// The drawer of chats on a phone; the button says whether it is open.
+function openDrawer(open) {
+  $("sessions").classList.toggle("open", open);
+  $("toggle-sessions").setAttribute("aria-expanded", String(open));
+}
+
+$("toggle-sessions").addEventListener("click", () => openDrawer(!$("sessions").classList.contains("open")));
 
 // ---- transcript ----
 
@@ -214,6 +240,18 @@ function scrollDown() {
   const box = transcript();
   box.scrollTop = box.scrollHeight;
 }
+
+// Whether the end of the transcript is in view: when the transcript then gets shorter (the
+// list of what waits elsewhere comes, a phone's keyboard opens), its end stays in view, so
+// a card that just came keeps its Approve and Reject on screen.
+let atEnd = true;
+transcript().addEventListener("scroll", () => {
+  const box = transcript();
+  atEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 8;
+});
+new ResizeObserver(() => {
+  if (atEnd) scrollDown();
+}).observe(transcript());
 
 function addMessage(who, text) {
   const node = el("div", "msg " + who, text);
@@ -297,7 +335,7 @@ function showOutput(entry, blocks) {
     const text = el("pre", "block", lines.slice(0, OUTPUT_LINES).join("\n"));
     box.append(text);
     if (lines.length > OUTPUT_LINES) {
-      const more = el("button", "link more-lines", `${lines.length - OUTPUT_LINES} more lines`);
+      const more = el("button", "link more-lines", `${counted(lines.length - OUTPUT_LINES, "more line", "more lines")}`);
       more.type = "button";
       more.addEventListener("click", () => {
         text.textContent = lines.join("\n");
@@ -374,6 +412,7 @@ async function loadTranscript(session) {
   const order = mine.map((row) => state.cards.get(row.id)).filter((entry) => entry);
   for (const entry of cards) if (!order.includes(entry)) order.push(entry);
   for (const entry of order) placeCard(entry.node, entry.callId);
+  showReceipts(state.grants);
   if (focused && focused.isConnected) focused.focus({ preventScroll: true });
   scrollDown();
 }
@@ -559,6 +598,11 @@ async function boot() {
 // cards.js and panels.js come after this file; all three have run by DOMContentLoaded.
 document.addEventListener("DOMContentLoaded", () => {
   showToggles();
+  placeToggles();
+  PHONE.addEventListener("change", () => {
+    placeToggles();
+    foldElsewhere();
+  });
   setInterval(() => { if (!$("app").hidden) loadApprovals(); }, 5000);
   setInterval(() => { if (!$("app").hidden) loadChannels(); }, 10000);
   setInterval(() => { if (!$("app").hidden) loadRoutines(); }, 30000);

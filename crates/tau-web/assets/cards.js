@@ -13,6 +13,15 @@ function remaining(deadline) {
   return minutes < 1 ? "expires in under a minute" : `expires in ${minutes} min`;
 }
 
+// The same, short, for a line of the list of what waits elsewhere: `30 min left`.
+function left(deadline) {
+  const ms = new Date(deadline) - new Date();
+  if (isNaN(ms)) return "";
+  if (ms <= 0) return "expires now";
+  const minutes = Math.round(ms / 60000);
+  return minutes < 1 ? "<1 min left" : `${minutes} min left`;
+}
+
 function outcomeText(decision, decidedBy) {
   if (decision === "approved") return "Approved " + decidedText(decidedBy);
   if (decision === "timeout" || decision === "expired" || (decidedBy && decidedBy.kind === "timeout")) return "Expired: nobody answered in time";
@@ -87,7 +96,7 @@ function argumentRows(row, folds) {
       if (folds) folds.push(fold);
       const more = el("div", "arg-more");
       const rest = shown.length - ARGUMENT_SHOWN;
-      more.append(el("span", "", `${rest.toLocaleString("en-US")} more characters `));
+      more.append(el("span", "", `${counted(rest, "more character", "more characters")} `));
       const all = el("button", "link show-all", "Show all");
       all.type = "button";
       all.addEventListener("click", () => {
@@ -108,6 +117,30 @@ function argumentRows(row, folds) {
   return box;
 }
 
+// "Yes, and allow this again": offered only where tau offers a grant (never with a second
+// step, never on a card that flags a lookalike word), below Approve and Reject and apart
+// from them. One line says what it lets through; "what does allow again cover?" opens the
+// whole rule, in tau's words, before anything can be pressed.
+function grantBox(row) {
+  const box = el("div", "grant");
+  box.append(el("p", "grant-line", row.grant_line || "Allow again lets exactly this call run without asking."));
+  // Measured, never acted on: the person keeps approving exactly this call.
+  if (row.grant_suggestion) box.append(el("p", "grant-suggestion", row.grant_suggestion));
+  const buttons = el("div", "grant-buttons");
+  const always = el("button", "always", "Approve, allow again");
+  always.type = "button";
+  const everywhere = el("button", "always everywhere", "Approve, allow in all chats");
+  everywhere.type = "button";
+  buttons.append(always, everywhere);
+  const rules = el("details", "grant-rules");
+  rules.append(el("summary", "", "what does allow again cover?"));
+  rules.append(el("p", "grant-covers", `Approve, allow again: ${row.grant_covers}`));
+  if (row.grant_covers_channel) rules.append(el("p", "grant-covers", `Approve, allow in all chats: ${row.grant_covers_channel}`));
+  rules.append(el("p", "", "Allowed again (the side panel) lists each grant; its Revoke ends it before the next call."));
+  box.append(buttons, rules);
+  return { box, always, everywhere };
+}
+
 function card(row) {
   const node = el("article", "card");
   node.dataset.approval = row.id;
@@ -117,7 +150,7 @@ function card(row) {
   const said = cardNotes(row.card);
   const folds = [];
   const args = argumentRows(row, folds);
-  const actions = el("div", "actions");
+  const decide = el("div", "decide");
   const approve = el("button", "approve", "Approve");
   const reject = el("button", "reject", "Reject");
   approve.type = reject.type = "button";
@@ -134,53 +167,37 @@ function card(row) {
     typed.maxLength = 64;
     typed.setAttribute("aria-label", "the device's name or the number");
     typed.placeholder = `${step.word} or ${step.code}`;
-    actions.append(ask, typed);
     stepNodes.push(ask, typed);
   }
-  // "Yes, and allow this again": offered only where tau offers a grant (never with a
-  // second step), and what it covers is stated in tau's words before it can be pressed.
-  let always = null;
-  let everywhere = null;
-  if (row.grant_covers && !step) {
-    always = el("button", "always", "Approve, allow again");
-    always.type = "button";
-    everywhere = el("button", "always everywhere", "Approve, allow in all chats");
-    everywhere.type = "button";
-    const covers = el("div", "grant-covers", row.grant_covers);
-    actions.append(covers);
-    stepNodes.push(covers);
-    if (row.grant_covers_channel) {
-      const wide = el("div", "grant-covers", row.grant_covers_channel);
-      actions.append(wide);
-      stepNodes.push(wide);
-    }
-    // Measured, never acted on: the person keeps approving exactly this call.
-    if (row.grant_suggestion) {
-      const suggestion = el("div", "grant-suggestion", row.grant_suggestion);
-      actions.append(suggestion);
-      stepNodes.push(suggestion);
-    }
-  }
+  const granted = row.grant_covers && !step ? grantBox(row) : null;
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));
-  const granting = always ? [always, everywhere] : [];
+  const granting = granted ? [granted.always, granted.everywhere] : [];
   // A yes counts only for the whole card: while an argument is folded, or opened and not
   // yet read to its end, nothing approves, and the card says why. Reject always works.
   const unread = el("div", "unread");
   unread.id = `unread-${row.id}`;
   for (const button of [approve, ...granting]) button.setAttribute("aria-describedby", unread.id);
   stepNodes.push(unread);
-  actions.append(unread, approve, ...granting, reject, outcome);
+  if (granted) stepNodes.push(granted.box);
+  decide.append(approve, reject, outcome);
+  // Where a grant this card made says until when it lets the call through, with its Revoke.
+  const receipt = el("div", "receipt");
+  receipt.hidden = true;
   const footer = el("div", "when");
   footer.append(when);
   node.append(title);
   // A routine's question says whose it is: nobody should take it for their own.
   if (row.routine) node.append(el("div", "asked-by", `asked by routine ${row.routine.name} · ${row.routine.trigger}`));
-  node.append(effect, said, args, actions, footer);
+  // What tau says, the call, why a yes waits (if it does), the second step (if any), the
+  // answers, then what allows again.
+  node.append(effect, said, args, unread, ...stepNodes.filter((n) => n !== unread && (!granted || n !== granted.box)), decide);
+  if (granted) node.append(granted.box);
+  node.append(receipt, footer);
   const buttons = [approve, reject, ...granting];
   const approving = [approve, ...granting];
   node.dataset.call = row.call_id;
-  const entry = { node, session: row.session, callId: row.call_id, buttons: [...buttons, ...stepNodes], outcome, when, footer, closed: false };
+  const entry = { node, session: row.session, callId: row.call_id, buttons: [...buttons, ...stepNodes], outcome, receipt, when, footer, closed: false };
   let busy = false;
   const enable = (on) => {
     busy = !on;
@@ -221,7 +238,8 @@ function card(row) {
     if (status === 200) {
       closeCard(row.id, data.state, data.decided_by);
       loadDecisions();
-      if (grant) setTimeout(loadGrants, 1000);
+      // The grant is made when the call goes through: its receipt comes once it is.
+      if (grant) awaitReceipt(entry, row.id);
     } else if (status === 409 && data && data.approval) {
       closeCard(row.id, data.approval.state, data.approval.decided_by);
       // Nothing waited for the answer: it was not used, and the server says why.
@@ -246,11 +264,90 @@ function card(row) {
     }
   };
   approve.addEventListener("click", () => answer("approve"));
-  if (always) always.addEventListener("click", () => answer("approve", { scope: "conversation" }));
-  if (everywhere) everywhere.addEventListener("click", () => answer("approve", { scope: "channel" }));
+  if (granted) {
+    granted.always.addEventListener("click", () => answer("approve", { scope: "conversation" }));
+    granted.everywhere.addEventListener("click", () => answer("approve", { scope: "channel" }));
+  }
   reject.addEventListener("click", () => answer("reject"));
   state.cards.set(row.id, entry);
   return node;
+}
+
+// ---- receipts: what a card's "allow again" made ----
+
+// `14:30` today, `tomorrow 14:30`, else the date too: when a grant ends, in the browser's
+// time.
+function clock(text) {
+  const date = new Date(text);
+  if (isNaN(date)) return text;
+  const two = (n) => String(n).padStart(2, "0");
+  const time = `${two(date.getHours())}:${two(date.getMinutes())}`;
+  const day = (d) => `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+  const tomorrow = new Date();
+  tomorrow.setDate(tomorrow.getDate() + 1);
+  if (day(date) === day(new Date())) return time;
+  if (day(date) === day(tomorrow)) return `tomorrow ${time}`;
+  return `${day(date)} ${time}`;
+}
+
+// The card's receipt for `grant`: until when the call runs without asking, and its Revoke.
+function showReceipt(entry, grant) {
+  if (entry.receiptFor === grant.id && entry.receiptLive) return;
+  entry.receiptFor = grant.id;
+  entry.receiptLive = true;
+  const receipt = entry.receipt;
+  receipt.replaceChildren();
+  receipt.hidden = false;
+  const where = grant.scope === "channel" ? " in all chats" : "";
+  receipt.append(el("span", "", `Allowed again${where} until ${clock(grant.expires_at)} ·`), document.createTextNode(" "));
+  const revoke = el("button", "link revoke", "Revoke");
+  revoke.type = "button";
+  revoke.dataset.grant = grant.id;
+  revoke.addEventListener("click", async () => {
+    revoke.disabled = true;
+    const { status } = await api("DELETE", `/api/grants/${encodeURIComponent(grant.id)}`);
+    if (status === 200 || status === 409) {
+      entry.receiptLive = false;
+      const focused = document.activeElement === revoke;
+      receipt.replaceChildren(el("span", "", "Allowed again: revoked. The next such call is asked."));
+      if (focused) {
+        receipt.tabIndex = -1;
+        receipt.focus({ preventScroll: true });
+      }
+    } else {
+      revoke.disabled = false;
+    }
+    await loadGrants();
+  });
+  receipt.append(revoke);
+}
+
+// Every card whose yes made a live grant shows its receipt (after a reload too); one whose
+// grant is no longer live (revoked elsewhere, used up, expired) says it ended.
+function showReceipts(grants) {
+  const live = new Set();
+  for (const grant of grants) {
+    if (grant.kind !== "grant" || !grant.approval_id) continue;
+    live.add(grant.id);
+    const entry = state.cards.get(grant.approval_id);
+    if (entry) showReceipt(entry, grant);
+  }
+  for (const entry of state.cards.values()) {
+    if (entry.receiptLive && !live.has(entry.receiptFor)) {
+      entry.receiptLive = false;
+      entry.receipt.replaceChildren(el("span", "", "Allowed again: ended. The next such call is asked."));
+    }
+  }
+}
+
+// After a yes that asked for a grant: the grants are read again until it is there (it is
+// made when the call goes through), for a while at most.
+async function awaitReceipt(entry, approvalId) {
+  for (let tries = 0; tries < 40 && !entry.receiptFor; tries++) {
+    await loadGrants();
+    if (entry.receiptFor) return;
+    await new Promise((done) => setTimeout(done, 500));
+  }
 }
 
 // Calls `seen` once `node` has been on screen (scrolled into view, not only on the page).
@@ -322,35 +419,63 @@ function channelName(channel) {
   return CHANNEL_NAMES[channel] || channel;
 }
 
-// The questions of other conversations and channels: what, whose, until when, and a link
-// to the conversation (TauBar's own) or where to answer (another channel's).
+// What a conversation is called: its title (from the question, or this page's list of
+// chats), else its id.
+function conversationName(row) {
+  if (row.session_title) return row.session_title;
+  const session = state.sessions.find((s) => s.id === row.session);
+  return (session && session.title) || row.session;
+}
+
+// Whether the person opened or closed the list themselves: then it stays as they left it.
+let elsewhereChosen = false;
+
+// Folded on a phone (its count says how many wait), open on a wider screen.
+function foldElsewhere() {
+  if (!elsewhereChosen) $("elsewhere-fold").open = !PHONE.matches;
+}
+
+$("elsewhere-fold").addEventListener("click", (event) => {
+  if (event.target.closest("summary")) elsewhereChosen = true;
+});
+
+// The questions of other conversations and channels, one line each: what, in which
+// conversation (by its title), until when, and a link to the conversation (TauBar's own)
+// or where to answer (another channel's).
 function showElsewhere(rows) {
   const list = $("elsewhere-list");
   const wanted = new Set(rows.map((row) => row.id));
+  const first = $("elsewhere").hidden && rows.length > 0;
   // A line stays the same node while its question waits: only its clock changes.
   for (const item of [...list.children]) if (!wanted.has(item.dataset.approval)) item.remove();
   for (const row of rows) {
-    const whose = row.routine ? `asked by routine ${row.routine.name}` : `in ${row.session}`;
-    const meta = `${whose} · ${remaining(row.deadline)}`;
+    const whose = row.routine ? `asked by routine ${row.routine.name}` : `in “${conversationName(row)}”`;
     const existing = [...list.children].find((item) => item.dataset.approval === row.id);
     if (existing) {
-      existing.querySelector(".meta").textContent = meta;
+      existing.querySelector(".meta").textContent = left(row.deadline);
+      existing.querySelector(".title").textContent = whose;
       continue;
     }
     const item = el("li", "waiting");
     item.dataset.approval = row.id;
     const what = el("span", "what");
     what.append(el("span", "tier", "tier " + row.tier), document.createTextNode(" "), el("span", "mono", row.tool));
-    item.append(what, el("span", "meta", meta));
+    const title = el("span", "title", whose);
+    // The whole title, and the conversation's id, on hover.
+    title.title = `${whose} (${row.session})`;
+    item.append(what, title, el("span", "meta", left(row.deadline)));
     if (row.channel === "web") {
-      const open = el("button", "link open", "Open to answer");
+      const open = el("button", "link open", "Open");
       open.type = "button";
+      open.setAttribute("aria-label", `Open ${whose} to answer`);
       open.addEventListener("click", () => select(row.session));
       item.append(open);
     } else {
-      item.append(el("span", "where", `answer on ${channelName(row.channel)}`));
+      item.append(el("span", "where", `on ${channelName(row.channel)}`));
     }
     list.append(item);
   }
+  $("elsewhere-count").textContent = rows.length;
   $("elsewhere").hidden = rows.length === 0;
+  if (first) foldElsewhere();
 }

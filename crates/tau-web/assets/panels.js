@@ -134,6 +134,8 @@ async function loadGrants() {
   $("grants").hidden = data.length === 0;
   const list = $("grant-list");
   rebuild(list, "grant", () => showGrants(list, data));
+  state.grants = data;
+  showReceipts(data);
 }
 
 function showGrants(list, data) {
@@ -156,7 +158,9 @@ function showGrants(list, data) {
     item.dataset.grant = grant.id;
     item.append(el("span", "title mono", grant.tool));
     item.append(el("span", "mono grant-args", args));
-    const uses = grant.max_uses ? `${grant.uses} of ${grant.max_uses} uses` : `${grant.uses} uses`;
+    const uses = grant.max_uses
+      ? `${grant.uses} of ${counted(grant.max_uses, "use", "uses")}`
+      : counted(grant.uses, "use", "uses");
     const last = grant.last_used_at ? `, last ${when(grant.last_used_at)}` : "";
     item.append(el("span", "meta", `${uses}${last} · until ${when(grant.expires_at)}`));
     const revoke = el("button", "link revoke", "Revoke");

@@ -340,6 +340,7 @@ fn row_value(app: &App, row: &ApprovalRow) -> Value {
     if let Some(offer) = &row.grant_offer
         && let Value::Object(fields) = &mut value
     {
+        fields.insert("grant_line".into(), Value::String(offer.line()));
         fields.insert(
             "grant_covers".into(),
             Value::String(offer.covers_text(&row.tool, GrantScope::Conversation)),
@@ -353,6 +354,13 @@ fn row_value(app: &App, row: &ApprovalRow) -> Value {
         if let Some(suggestion) = &offer.suggestion {
             fields.insert("grant_suggestion".into(), Value::String(suggestion.text()));
         }
+    }
+    // The conversation it waits in, by its title where it has one (the list of what
+    // waits elsewhere names it so); never part of the card.
+    if let Ok(Some(title)) = app.hub.waiting_title(&row.session)
+        && let Value::Object(fields) = &mut value
+    {
+        fields.insert("session_title".into(), Value::String(title));
     }
     // A routine's question says whose it is.
     if let Some(origin) = app.origin_of_session(&row.session)

@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
+use tau_core::SessionId;
 use tau_core::{Listing, display};
 use tau_state::{ApprovalRow, ApprovalState};
 
@@ -38,8 +39,27 @@ fn remaining(deadline: Timestamp, now: Timestamp, zone: &TimeZone) -> String {
     format!("until {deadline} ({minutes} min left)")
 }
 
-/// The pending questions, oldest first, as the person reads them at `now` in `zone`.
-pub(crate) fn render(rows: &[ApprovalRow], now: Timestamp, zone: &TimeZone) -> String {
+/// The conversation a question waits in, as a person knows it: `in “its title”` (escaped,
+/// its lookalike words flagged with the entry's), else `in session ID`.
+pub(crate) fn conversation(
+    entry: &mut Listing,
+    session: &SessionId,
+    title: Option<&str>,
+) -> String {
+    match title {
+        Some(title) => format!("in “{}”", entry.field("title", title)),
+        None => format!("in session {session}"),
+    }
+}
+
+/// The pending questions, oldest first, as the person reads them at `now` in `zone`; each
+/// names its conversation by its title (`titles`) where it has one.
+pub(crate) fn render(
+    rows: &[ApprovalRow],
+    titles: &dyn Fn(&SessionId) -> Option<String>,
+    now: Timestamp,
+    zone: &TimeZone,
+) -> String {
     let pending: Vec<&ApprovalRow> = rows
         .iter()
         .filter(|r| r.state == ApprovalState::Pending)
@@ -64,12 +84,8 @@ pub(crate) fn render(rows: &[ApprovalRow], now: Timestamp, zone: &TimeZone) -> S
             "  arguments {}",
             entry.json_text("arguments", &row.arguments)
         );
-        let _ = writeln!(
-            out,
-            "  session {} · {}",
-            row.session,
-            remaining(row.deadline, now, zone)
-        );
+        let place = conversation(&mut entry, &row.session, titles(&row.session).as_deref());
+        let _ = writeln!(out, "  {place} · {}", remaining(row.deadline, now, zone));
         out.push_str(&entry.flags("  "));
     }
     out
@@ -79,16 +95,17 @@ pub(crate) fn render(rows: &[ApprovalRow], now: Timestamp, zone: &TimeZone) -> S
 pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
     let zone = ctx.shown_zone();
     let Some(store) = ctx.existing_state()? else {
-        return Ok(render(&[], Timestamp::now(), &zone));
+        return Ok(render(&[], &|_| None, Timestamp::now(), &zone));
     };
     let rows = store.approvals(Some(ApprovalState::Pending))?;
-    Ok(render(&rows, Timestamp::now(), &zone))
+    let titles = |session: &SessionId| store.session_title(session).ok().flatten();
+    Ok(render(&rows, &titles, Timestamp::now(), &zone))
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tau_core::{ApprovalId, CallCard, SessionId, Tier};
+    use tau_core::{ApprovalId, CallCard, Tier};
     use tau_state::NewApproval;
 
     use super::*;
@@ -127,17 +144,29 @@ mod tests {
                 json!({"command": "echo \u{1b}[2Jgone"}),
             ),
         ];
-        insta::assert_snapshot!(render(&rows, now, &TimeZone::UTC));
+        // The first conversation has a title (a person's, or its first prompt's); the
+        // second none yet.
+        let mut rows = rows;
+        rows[1].session = SessionId::parse("telegram-20261203-080219-0ab1").unwrap();
+        let titles = |session: &SessionId| {
+            (session.as_str() == "web-20261203-080219-fda72d")
+                .then(|| "Tidy the b\u{430}ckups\u{202e}".to_owned())
+        };
+        insta::assert_snapshot!(render(&rows, &titles, now, &TimeZone::UTC));
+        let none = |_: &SessionId| None;
         let late: Timestamp = "2026-12-03T12:06:00Z".parse().unwrap();
         assert!(
-            render(&rows[..1], late, &TimeZone::UTC)
+            render(&rows[..1], &none, late, &TimeZone::UTC)
                 .contains("deadline 2026-12-03 12:05:00 UTC passed")
         );
         let istanbul = TimeZone::get("Europe/Istanbul").unwrap();
         assert!(
-            render(&rows[..1], now, &istanbul)
+            render(&rows[..1], &none, now, &istanbul)
                 .contains("until 2026-12-03 15:05:00 +03 (4 min left)")
         );
-        assert_eq!(render(&[], now, &TimeZone::UTC), "nothing waits for you\n");
+        assert_eq!(
+            render(&[], &none, now, &TimeZone::UTC),
+            "nothing waits for you\n"
+        );
     }
 }

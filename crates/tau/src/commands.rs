@@ -89,13 +89,23 @@ pub(crate) fn sessions_list(
         .max()
         .unwrap_or_default()
         .max("TITLE".len());
+    // As wide as the longest id: a hub's ids (`web-20261203-080219-` and 32 hex digits) are
+    // longer than a name typed at `tau chat --session`, and every column stays aligned.
+    let id_width = rows
+        .iter()
+        .map(|row| row.0.chars().count())
+        .max()
+        .unwrap_or_default()
+        .max("SESSION".len());
     let mut out = String::new();
     let mut line = |id: &str, count: &str, updated: &str, title: &str, waiting: &str| {
         // The WAITING column is there while a question waits somewhere.
         let text = if pending.is_empty() {
-            format!("{id:<28} {count:>8}  {updated:<width$}  {title}")
+            format!("{id:<id_width$}  {count:>8}  {updated:<width$}  {title}")
         } else {
-            format!("{id:<28} {count:>8}  {updated:<width$}  {title:<title_width$}  {waiting}")
+            format!(
+                "{id:<id_width$}  {count:>8}  {updated:<width$}  {title:<title_width$}  {waiting}"
+            )
         };
         out.push_str(text.trim_end());
         out.push('\n');

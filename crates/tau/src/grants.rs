@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tau_core::{AuditEvent, DecidedBy, Grant, GrantId, GrantScope, Listing, display};
+use tau_core::{
+    AuditEvent, DecidedBy, Grant, GrantId, GrantScope, Listing, SessionId, counted, display,
+};
 use tau_protocol::RoutineAllowance;
 use tau_state::{Revoked, is_live};
 
@@ -26,10 +28,22 @@ fn when(text: &str, zone: &TimeZone) -> String {
         .map_or_else(|_| display(text), |t| crate::routines::when(t, zone))
 }
 
-/// What a grant covers, where, until when and its uses: the lines `list` and `show` share.
-fn describe(out: &mut String, entry: &mut Listing, grant: &Grant, zone: &TimeZone) {
+/// The title of a conversation, where it has one (a person's, else its first prompt's).
+pub(crate) type Titles<'a> = &'a dyn Fn(&SessionId) -> Option<String>;
+
+/// What a grant covers, where (its conversation by title where it has one), until when and
+/// its uses: the lines `list` and `show` share.
+fn describe(
+    out: &mut String,
+    entry: &mut Listing,
+    grant: &Grant,
+    titles: Titles<'_>,
+    zone: &TimeZone,
+) {
     let place = match grant.scope {
-        GrantScope::Conversation => format!("conversation {}", display(grant.session.as_str())),
+        GrantScope::Conversation => {
+            crate::approvals::conversation(entry, &grant.session, titles(&grant.session).as_deref())
+        }
         GrantScope::Channel => {
             format!("every conversation on {}", channel_name(&grant.channel))
         }
@@ -47,8 +61,8 @@ fn describe(out: &mut String, entry: &mut Listing, grant: &Grant, zone: &TimeZon
         entry.json("arguments", &grant.arguments)
     );
     let uses = match grant.max_uses {
-        Some(max) => format!("{} of {max} uses", grant.uses),
-        None => format!("{} uses", grant.uses),
+        Some(max) => format!("{} of {}", grant.uses, counted(max as usize, "use", "uses")),
+        None => counted(grant.uses as usize, "use", "uses"),
     };
     let last = grant
         .last_used_at
@@ -93,6 +107,7 @@ fn describe_routine(out: &mut String, routine: &RoutineAllowance) {
 pub(crate) fn render(
     grants: &[Grant],
     routines: &[RoutineAllowance],
+    titles: Titles<'_>,
     now: Timestamp,
     zone: &TimeZone,
 ) -> String {
@@ -106,7 +121,7 @@ pub(crate) fn render(
     }
     for grant in live {
         let mut entry = Listing::new();
-        describe(&mut out, &mut entry, grant, zone);
+        describe(&mut out, &mut entry, grant, titles, zone);
         out.push_str(&entry.flags("  "));
     }
     for routine in routines {
@@ -136,10 +151,15 @@ fn who(entry: &mut Listing, decided_by: &DecidedBy) -> String {
 }
 
 /// One grant, live or not, with what it is checked against and where it came from.
-pub(crate) fn render_one(grant: &Grant, now: Timestamp, zone: &TimeZone) -> String {
+pub(crate) fn render_one(
+    grant: &Grant,
+    titles: Titles<'_>,
+    now: Timestamp,
+    zone: &TimeZone,
+) -> String {
     let mut out = String::new();
     let mut entry = Listing::new();
-    describe(&mut out, &mut entry, grant, zone);
+    describe(&mut out, &mut entry, grant, titles, zone);
     let standing = match (&grant.revoked_at, &grant.revoked_by) {
         (Some(at), by) => format!(
             "revoked {}{}: covers nothing",
@@ -219,7 +239,12 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
         Some(store) => store.grants(None)?,
         None => Vec::new(),
     };
-    Ok(render(&grants, &routines, Timestamp::now(), &zone))
+    let titles = |session: &SessionId| {
+        store
+            .as_ref()
+            .and_then(|store| store.session_title(session).ok().flatten())
+    };
+    Ok(render(&grants, &routines, &titles, Timestamp::now(), &zone))
 }
 
 fn parse_id(id: &str) -> anyhow::Result<GrantId> {
@@ -235,12 +260,18 @@ fn parse_id(id: &str) -> anyhow::Result<GrantId> {
 pub(crate) fn show(ctx: &Context, id: &str) -> anyhow::Result<String> {
     let id = parse_id(id)?;
     let zone = crate::routines::zone(&ctx.loaded.config)?;
-    let grant = match ctx.existing_state()? {
+    let store = ctx.existing_state()?;
+    let grant = match &store {
         Some(store) => store.grant(&id)?,
         None => None,
     };
     let grant = grant.ok_or_else(|| usage(format!("no grant {id}")))?;
-    Ok(render_one(&grant, Timestamp::now(), &zone))
+    let titles = |session: &SessionId| {
+        store
+            .as_ref()
+            .and_then(|store| store.session_title(session).ok().flatten())
+    };
+    Ok(render_one(&grant, &titles, Timestamp::now(), &zone))
 }
 
 /// Revokes `id` in `store` by `by` and writes its `grant_revoked` line on `events` once
@@ -311,10 +342,16 @@ impl TuiGrants {
 impl tau_tui::GrantCommands for TuiGrants {
     fn list(&self) -> Vec<String> {
         match self.store.grants(None) {
-            Ok(grants) => render(&grants, &self.routines, Timestamp::now(), &self.zone)
-                .lines()
-                .map(str::to_owned)
-                .collect(),
+            Ok(grants) => render(
+                &grants,
+                &self.routines,
+                &|session| self.store.session_title(session).ok().flatten(),
+                Timestamp::now(),
+                &self.zone,
+            )
+            .lines()
+            .map(str::to_owned)
+            .collect(),
             Err(error) => vec![format!("grants could not be read: {error}")],
         }
     }
@@ -334,10 +371,10 @@ impl tau_tui::GrantCommands for TuiGrants {
 
 fn revoked_line(grant: &Grant) -> String {
     format!(
-        "revoked {} ({} after {} uses): the next such call is asked\n",
+        "revoked {} ({} after {}): the next such call is asked\n",
         grant.id,
         display(&grant.tool),
-        grant.uses
+        counted(grant.uses as usize, "use", "uses")
     )
 }
 
@@ -419,10 +456,19 @@ mod tests {
             revoked,
             grant("gr_4", GrantScope::Channel, 0, Some(5)),
         ];
-        insta::assert_snapshot!(render(&grants, &[], now, &TimeZone::UTC));
+        // The conversation is named by its title; one without a title by its id.
+        let titles = |session: &SessionId| {
+            (session.as_str() == "chat-20261203-120000-abcdef")
+                .then(|| "Run the tests\u{202e}".to_owned())
+        };
+        let mut untitled = grant("gr_5", GrantScope::Conversation, 0, Some(1));
+        untitled.session = SessionId::parse("web-20261203-120000-0f0f").unwrap();
+        let mut all = grants.to_vec();
+        all.push(untitled);
+        insta::assert_snapshot!(render(&all, &[], &titles, now, &TimeZone::UTC));
         let later: Timestamp = "2026-12-04T12:00:00Z".parse().unwrap();
         assert_eq!(
-            render(&grants, &[], later, &TimeZone::UTC),
+            render(&grants, &[], &titles, later, &TimeZone::UTC),
             "no grants: every tier-2 call is asked\n"
         );
     }
@@ -449,8 +495,8 @@ mod tests {
         let grants = [grant("gr_1", GrantScope::Conversation, 2, None)];
         insta::assert_snapshot!(format!(
             "{}---\n{}",
-            render(&grants, &routines, now, &TimeZone::UTC),
-            render(&[], &routines, now, &TimeZone::UTC)
+            render(&grants, &routines, &|_| None, now, &TimeZone::UTC),
+            render(&[], &routines, &|_| None, now, &TimeZone::UTC)
         ));
     }
 }

@@ -33,6 +33,7 @@ mod paths;
 mod private;
 mod routines;
 mod serve;
+mod serve_banner;
 mod service;
 mod settings;
 mod signals;

@@ -205,9 +205,14 @@ pub(crate) async fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
     );
     let _ = writeln!(out, "trigger    {}", display(&routine.trigger.describe()));
     if let Trigger::Webhook { payload, .. } = &routine.trigger {
+        // Where the secret is, never the secret: the variable tau reads it from.
+        let secret = routine.def.webhook.as_ref().map_or_else(
+            || "<secret>".to_owned(),
+            |webhook| format!("<the secret in ${}>", display(&webhook.secret_env)),
+        );
         let _ = writeln!(
             out,
-            "           POST /hooks/{} with Authorization: Bearer <secret>",
+            "           POST /hooks/{} with Authorization: Bearer {secret}",
             routine.name()
         );
         if let Some(payload) = payload {

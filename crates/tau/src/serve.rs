@@ -4,7 +4,7 @@
 //! and survive a restart; SIGTERM or Ctrl-C cancels running turns and leaves pending
 //! questions pending.
 
-use std::path::Path;
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -59,10 +59,11 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     crate::logging::init_serve(&ctx.home, &*ctx.env, &config.log)?;
     raise_open_files_limit();
     let token_path = ctx.home.web_token();
+    let mut web_token = None;
     let web = if config.web.enabled {
-        let token = crate::token_file::load_or_create(&token_path)?;
+        let token = web_token.insert(crate::token_file::load_or_create(&token_path)?);
         Some(
-            WebChannel::bind(&config.web, &token)
+            WebChannel::bind(&config.web, token)
                 .await
                 .map_err(|error| match error {
                     WebError::Config(_) | WebError::Bind { .. } => usage(error.to_string()),
@@ -174,10 +175,16 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         )
     });
 
-    crate::output::print(&announce(
-        web_url.as_deref(),
+    // The link with the token only for a person at a terminal.
+    let token = web_token.filter(|_| std::io::stdout().is_terminal());
+    crate::output::print(&crate::serve_banner::announce(
+        &config.model.spec,
+        web_url.as_deref().map(|url| crate::serve_banner::Entry {
+            url,
+            token_path: &token_path,
+            token: token.as_deref(),
+        }),
         config.telegram.is_some(),
-        &token_path,
         &recovery,
     ));
     let watchdog = crate::systemd::watchdog_interval(&*ctx.env, std::process::id()).map(|every| {
@@ -244,68 +251,6 @@ fn raise_open_files_limit() {
     }
 }
 
-/// What `tau serve` says when it is ready: where to go, where the token is, what waits.
-fn announce(
-    url: Option<&str>,
-    telegram: bool,
-    token_path: &Path,
-    recovery: &tau_hub::Recovery,
-) -> String {
-    let mut out = String::new();
-    if let Some(url) = url {
-        out.push_str(&format!(
-            "tau serve: TauBar at {url}\n\
-             tau serve: the token is in {} (`tau serve --print-token` prints it); open {url}#token=TOKEN\n",
-            token_path.display()
-        ));
-    }
-    if telegram {
-        out.push_str("tau serve: Telegram: answering the owners named in [telegram]\n");
-    }
-    for refused in &recovery.refused {
-        out.push_str(&format!(
-            "tau serve: question {} ({}) refused, never run: {}\n",
-            refused.row.id,
-            tau_core::display(&refused.row.tool),
-            refused.why
-        ));
-    }
-    for refused in &recovery.refused_grants {
-        out.push_str(&format!(
-            "tau serve: grant {} ({} {}) refused, never used: {}\n",
-            refused.grant.id,
-            tau_core::display(&refused.grant.tool),
-            tau_core::display(&tau_core::sorted_json(&refused.grant.arguments)),
-            refused.why
-        ));
-    }
-    if recovery.uncertain > 0 {
-        out.push_str(&format!(
-            "tau serve: {} approved call(s) were running when tau stopped: they may or may not have run, and are not run again\n",
-            recovery.uncertain
-        ));
-    }
-    if recovery.cancelled > 0 {
-        out.push_str(&format!(
-            "tau serve: {} question(s) cancelled: their turn was given up while tau was not running\n",
-            recovery.cancelled
-        ));
-    }
-    if recovery.expired > 0 {
-        out.push_str(&format!(
-            "tau serve: {} question(s) expired while tau was not running\n",
-            recovery.expired
-        ));
-    }
-    if !recovery.pending.is_empty() {
-        out.push_str(&format!(
-            "tau serve: {} question(s) still wait for an answer\n",
-            recovery.pending.len()
-        ));
-    }
-    out
-}
-
 /// What `systemctl status` says while the hub serves.
 fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
     let mut channels = Vec::new();
@@ -315,10 +260,8 @@ fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
     if telegram {
         channels.push("Telegram".to_owned());
     }
-    format!(
-        "serving: {}; {waiting} question(s) wait",
-        channels.join(", ")
-    )
+    let waiting = tau_core::counted(waiting, "question waits", "questions wait");
+    format!("serving: {}; {waiting}", channels.join(", "))
 }
 
 /// A channel that stops with an error: one audit line and one line on stdout (the hub

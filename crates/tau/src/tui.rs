@@ -90,7 +90,7 @@ pub(crate) async fn run(
                     message_count: s.message_count,
                 })
                 .collect();
-            match tau_tui::pick_session(&mut screen, language, rows).await? {
+            match tau_tui::pick_session(&mut screen, language, rows, ctx.shown_zone()).await? {
                 Pick::New => break new_session_id(&state)?,
                 Pick::Open(name) => break SessionId::parse(&name)?,
                 Pick::Rename { name, title } => {

@@ -18,7 +18,9 @@
 mod browser_support;
 mod common;
 
-use browser_support::{Driver, browser, cdp, click, connect, open_page, start_driver, until};
+use browser_support::{
+    browser, click, connect, inject, no_violations, open_page, scheme, start_driver, until,
+};
 use common::{Tau, answer, peers, tool_call};
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::key::Key;
@@ -27,88 +29,6 @@ use serde_json::{Value, json};
 
 async fn read(client: &Client, script: &str) -> Value {
     client.execute(script, vec![]).await.unwrap()
-}
-
-/// Runs axe-core's WCAG 2.0 and 2.1 A and AA rules on the whole page; each violation as
-/// its rule, impact, help and, per element, its selector and axe's summary.
-const AXE_RUN: &str = "const done = arguments[arguments.length - 1]; \
-    axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations', 'incomplete'] }) \
-      .then((r) => done({ passed: r.passes.map((p) => p.id), \
-        undecided: r.incomplete.flatMap((i) => i.nodes.map((n) => `${i.id} ${n.target}: ${n.any.map((c) => c.message).join('; ')}`)), violations: r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, \
-        nodes: v.nodes.map((n) => ({ target: n.target, summary: n.failureSummary })) })) }), \
-        (e) => done({ error: String(e) }));";
-
-/// Asserts axe-core finds nothing on the page as it is now, in `theme`.
-async fn no_violations(client: &Client, theme: &str) {
-    let report = client.execute_async(AXE_RUN, vec![]).await.unwrap();
-    assert!(report["error"].is_null(), "axe failed: {report}");
-    let passed = report["passed"].as_array().unwrap();
-    assert!(
-        passed.contains(&json!("color-contrast")),
-        "the contrast rule ran and passed in {theme}: {report}"
-    );
-    // What axe could not decide is told. Contrast it could not decide fails: a badge's one
-    // digit is "too short" for axe to call it text, and white on the dark theme's amber
-    // would slip through as undecided.
-    let undecided = report["undecided"].as_array().unwrap();
-    for item in undecided {
-        eprintln!("{theme}: axe-core could not decide {item}");
-    }
-    assert!(
-        !undecided
-            .iter()
-            .any(|item| item.as_str().unwrap().starts_with("color-contrast ")),
-        "axe-core could not decide some contrast in the {theme} theme: {undecided:?}"
-    );
-    let violations = report["violations"].as_array().unwrap();
-    if !violations.is_empty() {
-        let mut told = String::new();
-        for violation in violations {
-            told.push_str(&format!(
-                "\n{} ({}): {}",
-                violation["id"].as_str().unwrap_or(""),
-                violation["impact"].as_str().unwrap_or(""),
-                violation["help"].as_str().unwrap_or("")
-            ));
-            for node in violation["nodes"].as_array().unwrap() {
-                told.push_str(&format!(
-                    "\n  {}\n    {}",
-                    node["target"],
-                    node["summary"]
-                        .as_str()
-                        .unwrap_or("")
-                        .replace('\n', "\n    ")
-                ));
-            }
-        }
-        panic!(
-            "axe-core finds {} violations in the {theme} theme:{told}",
-            violations.len()
-        );
-    }
-}
-
-/// Puts axe-core into the page as it is now (WebDriver's script runs past the page's
-/// content security policy, which allows no inline script).
-async fn inject(client: &Client, axe: &str) {
-    let loaded = read(client, &format!("{axe}\n;return typeof window.axe")).await;
-    assert_eq!(loaded, json!("object"), "axe-core is in the page");
-}
-
-async fn scheme(driver: &Driver, client: &Client, theme: &str) {
-    cdp(
-        driver,
-        client,
-        "Emulation.setEmulatedMedia",
-        json!({"features": [{"name": "prefers-color-scheme", "value": theme}]}),
-    )
-    .await;
-    until(
-        client,
-        "the color scheme",
-        &format!("return matchMedia('(prefers-color-scheme: {theme})').matches"),
-    )
-    .await;
 }
 
 #[tokio::test]
@@ -121,9 +41,10 @@ async fn axe_finds_no_wcag_aa_violation_in_light_and_dark() {
     };
     let axe = std::fs::read_to_string(axe).unwrap();
     let tau = Tau::new();
-    // Each conversation reads the script from its start: this one answers the first call
-    // (a word in it looks like another) with a grant, then asks about a second call whose
-    // command is folded on its card; the other chat's first call waits for an answer.
+    // Each conversation reads the script from its start: this one approves the first call
+    // (a word in it looks like another, so its card offers no grant), answers the second
+    // with a grant, then asks about a third call whose command is folded on its card; the
+    // other chat's first call waits for an answer.
     let model = tau.replay(&json!([
         tool_call(
             "t1",
@@ -133,6 +54,12 @@ async fn axe_finds_no_wcag_aa_violation_in_light_and_dark() {
         answer("first"),
         tool_call(
             "t2",
+            "run_command",
+            &json!({"command": "echo x >> out.txt"})
+        ),
+        answer("granted"),
+        tool_call(
+            "t3",
             "run_command",
             &json!({"command": format!("seq 1 12 # {}", "x".repeat(2_100))})
         ),
@@ -185,16 +112,31 @@ async fn axe_finds_no_wcag_aa_violation_in_light_and_dark() {
     read(&client, &format!("select({})", json!(here))).await;
     until(
         &client,
-        "the card's grant offer",
-        "return document.querySelector('#transcript .card button.always')",
+        "the lookalike's card, which offers no grant",
+        "const c = document.querySelector('#transcript .card button.approve'); \
+         return c && !c.closest('.card').querySelector('.grant') && c.closest('.card').querySelector('.note.warning')",
     )
     .await;
-    click(&client, Locator::Css("#transcript .card button.always")).await;
+    click(&client, Locator::Css("#transcript .card button.approve")).await;
     serve.until_answered(&here, "first");
+    serve.ask(&here, "append x again");
     until(
         &client,
-        "the decided card, the grant and the decision with its lookalike",
-        "return document.querySelector('#transcript .card.decided .outcome') && !document.getElementById('grants').hidden \
+        "the card's grant offer",
+        "return document.querySelector('#transcript .card:not(.decided) button.always')",
+    )
+    .await;
+    click(
+        &client,
+        Locator::Css("#transcript .card:not(.decided) button.always"),
+    )
+    .await;
+    serve.until_answered(&here, "granted");
+    until(
+        &client,
+        "the decided cards, the grant and its receipt, and the decision with its lookalike",
+        "return document.querySelectorAll('#transcript .card.decided .outcome').length === 2 && !document.getElementById('grants').hidden \
+           && document.querySelector('#transcript .card .receipt button.revoke') \
            && document.querySelector('#decision-list li .ran') && document.querySelector('#decision-list li .note.warning')",
     )
     .await;

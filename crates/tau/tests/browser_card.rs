@@ -43,7 +43,7 @@ fn hostile_command() -> String {
 /// The card of the pending question, as a person reads it (without its clock and
 /// session footer).
 const CARD_TEXT: &str = "const c = document.querySelector('.card button.approve'); \
-    return c && [...c.closest('.card').children].filter((n) => !n.matches('.actions, .when')) \
+    return c && [...c.closest('.card').children].filter((n) => !n.matches('.unread, .decide, .grant, .receipt, .when')) \
     .map((n) => n.innerText).join('\\n')";
 
 /// Whether the last characters of the first argument of the card of question `id` are on

@@ -49,7 +49,7 @@ async fn read(client: &Client, script: &str) -> Value {
 const BUTTONS: &str = "const c = document.querySelector('#transcript .card:not(.decided)'); \
     if (!c) return null; \
     const u = c.querySelector('.unread'); \
-    return [[...c.querySelectorAll('.actions button')].map((b) => [b.className, b.disabled]), \
+    return [[...c.querySelectorAll('.decide button, .grant button')].map((b) => [b.className, b.disabled]), \
             u && !u.hidden ? u.textContent : null]";
 
 /// Whether the end line of the opened argument is on screen now.
@@ -89,9 +89,9 @@ async fn approve_waits_until_the_folded_command_was_read_to_its_end() {
         json!([
             [
                 ["approve", true],
+                ["reject", false],
                 ["always", true],
-                ["always everywhere", true],
-                ["reject", false]
+                ["always everywhere", true]
             ],
             "Approve waits until you have read all of command: Show all, then scroll to its end."
         ])
@@ -166,9 +166,9 @@ async fn approve_waits_until_the_folded_command_was_read_to_its_end() {
         json!([
             [
                 ["approve", false],
+                ["reject", false],
                 ["always", false],
-                ["always everywhere", false],
-                ["reject", false]
+                ["always everywhere", false]
             ],
             null
         ])
@@ -257,7 +257,7 @@ async fn approve_waits_until_the_folded_command_was_read_to_its_end() {
     let cards = "const cards = [...document.querySelectorAll('#transcript .card')]; \
         return cards.length === 2 && cards.every((c) => c.querySelector('.outcome').textContent) && \
         cards.map((c) => [c.classList.contains('decided'), c.previousElementSibling.classList.contains('call'), \
-          c.querySelectorAll('.actions button').length, c.querySelector('.outcome').textContent])";
+          c.querySelectorAll('.decide button, .grant button').length, c.querySelector('.outcome').textContent])";
     let live = until(&client, "both cards decided", cards).await;
     client.refresh().await.unwrap();
     until(

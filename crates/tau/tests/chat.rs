@@ -544,11 +544,15 @@ fn always_grants_exactly_this_call_and_the_next_identical_one_runs_without_a_que
     assert!(
         listed
             .stdout
-            .starts_with(&format!("{id}  run_command (tier 2)  conversation s1\n")),
+            .starts_with(&format!("{id}  run_command (tier 2)  in “append twice”\n")),
         "{}",
         listed.stdout
     );
-    assert!(listed.stdout.contains("· 1 uses"), "{}", listed.stdout);
+    assert!(
+        listed.stdout.contains("· 1 use, last "),
+        "{}",
+        listed.stdout
+    );
     // The audit log's count: two questions, one yes, one no, one call by the grant.
     let stats = tau.run(&["grants", "stats"], "");
     assert_eq!(stats.code, 0, "{}", stats.stderr);

@@ -62,7 +62,7 @@ fn a_revoked_grant_leaves_the_list_covers_nothing_and_is_audited() {
     assert!(
         listed
             .stdout
-            .starts_with("gr_0123456789abcdef  run_command (tier 2)  conversation s1\n"),
+            .starts_with("gr_0123456789abcdef  run_command (tier 2)  in session s1\n"),
         "{}",
         listed.stdout
     );
@@ -131,7 +131,7 @@ fn show_tells_what_a_grant_covers_and_what_became_of_it() {
     assert_eq!(live.code, 0, "{}", live.stderr);
     let sha = canonical_arguments(&json!({"command": "npm run test"})).1;
     for expected in [
-        "gr_0123456789abcdef  run_command (tier 2)  conversation s1\n",
+        "gr_0123456789abcdef  run_command (tier 2)  in session s1\n",
         "  arguments {\"command\":\"npm run test\"}\n",
         "  live: the exact call above runs without a question\n",
         "  made by a person on tau chat\n",

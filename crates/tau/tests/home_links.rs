@@ -181,6 +181,19 @@ fn the_home_s_workspace_is_not_made_when_the_config_names_another() {
     assert_eq!(chat.code, 0, "{}", chat.stderr);
     let tools = tau.run(&["--config", config, "tools"], "");
     assert_eq!(tools.code, 0, "{}", tools.stderr);
+    // Every command that makes or reads the home, the hub's token among them.
+    for args in [
+        &["routines", "list"][..],
+        &["devices", "list"],
+        &["grants", "list"],
+        &["serve", "--print-token"],
+        &["doctor"],
+    ] {
+        let mut all = vec!["--config", config];
+        all.extend_from_slice(args);
+        let run = tau.run(&all, "");
+        assert!(!tau.workspace().exists(), "{args:?}: {}", run.stderr);
+    }
     assert!(tau.home().join("state.db").exists());
     assert!(!tau.workspace().exists(), "{}", tau.workspace().display());
     assert!(mine.join("note.txt").exists());

@@ -3,7 +3,8 @@
 //! and whose words mix scripts (a Cyrillic `ѕ`, a Greek `ο`, a Hangul jamo) or are written
 //! in lookalikes (`сор`, all Cyrillic). The odd spaces are escaped where the arguments are
 //! shown, and every odd word is flagged on tau's card with its code points; plain Turkish
-//! and Russian words stay as written, with no flag.
+//! and Russian words stay as written, with no flag. A flagged card offers no grant on any
+//! channel: a yes to what may have been misread stands for that one call.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -114,7 +115,25 @@ fn the_terminal_question_escapes_odd_spaces_and_flags_lookalike_words() {
     // The terminal wraps rows at 80 columns; the notes are read unwrapped.
     let unwrapped = question.replace("↩\n  │     ", "").replace("↩\n  │   ", "");
     assert_flagged("terminal", &unwrapped);
+    assert!(!question.contains("always"), "a grant offered:\n{question}");
     insta::assert_snapshot!(question);
+    // `always` is no answer to it: it refuses, and makes no grant.
+    let tau = Tau::new();
+    let run = tau.run(
+        &["--model", &model(&tau), "chat", "--answers-from-stdin"],
+        "go\nalways\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("✗ run_command refused"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !tau.audit().iter().any(|l| l["type"] == "grant_created"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -168,6 +187,21 @@ fn the_taubar_card_escapes_odd_spaces_and_flags_lookalike_words() {
         .cloned()
         .unwrap();
     assert_flagged("taubar", &strings(&row));
+    // No grant offered, nor any of its words: the page draws no "allow again".
+    for key in [
+        "grant_offer",
+        "grant_line",
+        "grant_covers",
+        "grant_covers_channel",
+    ] {
+        assert!(row.get(key).is_none_or(Value::is_null), "{key}: {row}");
+    }
+    let id = asked["id"].as_str().unwrap();
+    let granted = serve.answer(
+        id,
+        &json!({"decision": "approve", "grant": {"scope": "conversation"}}),
+    );
+    assert_eq!(granted.status, 422, "{granted:?}");
 }
 
 const TOKEN: &str = "123456:TEST-token_x";
@@ -190,7 +224,17 @@ fn the_telegram_question_escapes_odd_spaces_and_flags_lookalike_words() {
         messages
             .iter()
             .find(|m| m.buttons.iter().any(|b| b.starts_with("v1:a:")))
-            .map(|m| m.text.clone())
+            .cloned()
     });
-    assert_flagged("telegram", &asked);
+    assert_flagged("telegram", &asked.text);
+    // No "Approve, allow again" and no words about it: Approve and Reject only.
+    assert!(
+        asked
+            .buttons
+            .iter()
+            .all(|b| b.starts_with("v1:a:") || b.starts_with("v1:r:")),
+        "{:?}",
+        asked.buttons
+    );
+    assert!(!asked.text.contains("Allow again"), "{}", asked.text);
 }

@@ -18,7 +18,7 @@ use common::serve::Serve;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-const UNCERTAIN_BANNER: &str = "tau serve: 1 approved call(s) were running when tau stopped: they may or may not have run, and are not run again";
+const UNCERTAIN_BANNER: &str = "tau serve: 1 approved call was running when tau stopped: it may or may not have run, and is not run again";
 
 /// The lines the routine's command wrote so far.
 fn tocks(tau: &Tau) -> usize {
@@ -84,7 +84,7 @@ fn a_routine_s_question_stored_and_never_shown_is_cancelled_at_the_next_start() 
         serve
             .banner
             .iter()
-            .any(|l| l.contains("1 question(s) cancelled")),
+            .any(|l| l.contains("1 question cancelled")),
         "{:?}",
         serve.banner
     );

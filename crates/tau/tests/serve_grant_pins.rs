@@ -188,6 +188,7 @@ fn taubar_s_card_says_why_it_asks_again() {
     let shown = json!({
         "card": row["card"],
         "grant_offer": row["grant_offer"],
+        "grant_line": row["grant_line"],
         "grant_covers": row["grant_covers"],
         "grant_covers_channel": row["grant_covers_channel"],
     });

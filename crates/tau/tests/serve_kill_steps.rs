@@ -90,7 +90,7 @@ fn a_question_stored_before_its_turn_was_saved_is_never_shown_and_cancelled_at_s
         serve
             .banner
             .iter()
-            .any(|l| l.contains("1 question(s) cancelled")),
+            .any(|l| l.contains("1 question cancelled")),
         "{:?}",
         serve.banner
     );

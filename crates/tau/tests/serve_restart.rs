@@ -64,7 +64,7 @@ fn a_question_survives_sigkill_and_runs_once_after_the_restart() {
         serve
             .banner
             .iter()
-            .any(|l| l == "tau serve: 1 question(s) still wait for an answer"),
+            .any(|l| l == "tau serve: 1 question still waits for an answer"),
         "{:?}",
         serve.banner
     );
@@ -163,7 +163,7 @@ fn a_question_that_expired_while_the_hub_was_down_is_refused_and_shown_expired()
         serve
             .banner
             .iter()
-            .any(|l| l == "tau serve: 1 question(s) expired while tau was not running"),
+            .any(|l| l == "tau serve: 1 question expired while tau was not running"),
         "{:?}",
         serve.banner
     );

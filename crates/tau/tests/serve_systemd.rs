@@ -64,7 +64,7 @@ fn the_hub_says_ready_feeds_the_watchdog_and_stops_within_a_second_of_sigterm() 
     );
     assert!(
         ready.contains(&format!(
-            "STATUS=serving: TauBar at http://{}/; 0 question(s) wait",
+            "STATUS=serving: TauBar at http://{}/; 0 questions wait",
             serve.addr
         )),
         "{ready}"

@@ -204,7 +204,7 @@ fn the_owner_approves_on_telegram_and_the_command_runs_once() {
         closed.text.ends_with(" JST</b>")
             && closed
                 .text
-                .contains(&format!("<b>✅ Approved by {OWNER} at ")),
+                .contains(&format!("<b>✅ Approved by U{OWNER} at ")),
         "{}",
         closed.text
     );
@@ -302,7 +302,7 @@ fn strangers_never_reach_the_model_and_their_presses_change_nothing() {
     });
     let closed = closed(&emulator, &asked);
     assert!(
-        closed.text.contains("<b>❌ Rejected by 4242 at "),
+        closed.text.contains("<b>❌ Rejected by U4242 at "),
         "{}",
         closed.text
     );
@@ -356,7 +356,7 @@ fn a_question_survives_a_kill_and_its_button_works_after_the_restart() {
         second
             .banner
             .iter()
-            .any(|l| l.contains("1 question(s) still wait")),
+            .any(|l| l.contains("1 question still waits")),
         "{:?}",
         second.banner
     );
@@ -373,7 +373,7 @@ fn a_question_survives_a_kill_and_its_button_works_after_the_restart() {
     });
     let closed = closed(&emulator, &asked);
     assert!(
-        closed.text.contains("✅ Approved by 4242"),
+        closed.text.contains("✅ Approved by U4242"),
         "{}",
         closed.text
     );

@@ -94,8 +94,8 @@ fn allow_again_on_telegram_runs_the_same_call_unasked_until_revoked() {
     let asked = emulator.wait("the first question", |m| with_button(m, OWNER, "v1:g:"));
     assert!(
         asked.text.contains(
-            "“Approve, allow again” lets exactly this call run again without asking, in this \
-             conversation, for 24 h: the tool run_command"
+            "↻ Allow again: exactly this call, for 24 h, while the workspace's files stay as \
+             they are, in this chat"
         ),
         "{}",
         asked.text

@@ -526,7 +526,10 @@ fn always_on_the_card_grants_exactly_that_call_in_this_conversation() {
     terminal.wait_for("approvals: 0");
     terminal.type_text("append x");
     terminal.keys(&["Enter"]);
-    terminal.wait_for_all(&["tau asks: approval needed", "type always, Enter"]);
+    terminal.wait_for_all(&[
+        "tau asks: approval needed",
+        "always, Enter: allow again too",
+    ]);
     std::thread::sleep(PAST_THE_GUARD);
     terminal.type_text("always");
     terminal.keys(&["Enter"]);
@@ -555,7 +558,7 @@ fn always_on_the_card_grants_exactly_that_call_in_this_conversation() {
     assert!(
         listed
             .stdout
-            .contains("run_command (tier 2)  conversation s1"),
+            .contains("run_command (tier 2)  in “append x”"),
         "{}",
         listed.stdout
     );
@@ -565,12 +568,12 @@ fn always_on_the_card_grants_exactly_that_call_in_this_conversation() {
     terminal.type_text("/grants");
     terminal.keys(&["Enter"]);
     terminal.wait_for_all(&[
-        &format!("{id}  run_command (tier 2)  conversation s1"),
+        &format!("{id}  run_command (tier 2)  in “append x”"),
         "arguments {\"command\":\"echo x >> out.txt\",\"timeout_seconds\":60}",
     ]);
     terminal.type_text(&format!("/revoke {id}"));
     terminal.keys(&["Enter"]);
-    terminal.wait_for(&format!("revoked {id} (run_command after 1 uses)"));
+    terminal.wait_for(&format!("revoked {id} (run_command after 1 use)"));
     let revoked = tau
         .audit_events()
         .into_iter()

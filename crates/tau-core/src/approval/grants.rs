@@ -208,6 +208,15 @@ impl TierGate {
         if card.confirm.is_some() {
             return Ok(None);
         }
+        // A word of the arguments a reader could take for another (the card flags it): a
+        // yes to what was misread once must not stand for every call after it.
+        if card
+            .notes
+            .iter()
+            .any(|note| note.label == crate::card::LOOKALIKE)
+        {
+            return Ok(None);
+        }
         let pins_workspace = match self.tiers.workspace_tree(tool) {
             None => false,
             Some(Ok(_)) => true,

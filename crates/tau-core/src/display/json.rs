@@ -90,6 +90,14 @@ pub fn grouped_digits(count: usize, separator: char) -> String {
     out
 }
 
+/// `count` and the noun that goes with it, in English: `1 question`, `0 questions`,
+/// `2,014 messages`. Every count a person reads beside a noun is said with it, never as
+/// `question(s)`.
+pub fn counted(count: usize, one: &str, many: &str) -> String {
+    let noun = if count == 1 { one } else { many };
+    format!("{} {noun}", grouped_digits(count, ','))
+}
+
 /// JSON on one line with object keys sorted at every depth (the canonical JSON the
 /// approval store hashes). Not yet safe to show: pass it through [`super::display`].
 pub fn sorted_json(value: &Value) -> String {
@@ -162,6 +170,14 @@ mod tests {
         assert_eq!(grouped_digits(1_000, ','), "1,000");
         assert_eq!(grouped_digits(20_014, ','), "20,014");
         assert_eq!(grouped_digits(1_234_567, '.'), "1.234.567");
+    }
+
+    #[test]
+    fn a_count_is_said_with_its_noun_in_the_singular_or_the_plural() {
+        assert_eq!(counted(1, "question", "questions"), "1 question");
+        assert_eq!(counted(0, "question", "questions"), "0 questions");
+        assert_eq!(counted(2, "use", "uses"), "2 uses");
+        assert_eq!(counted(2_014, "message", "messages"), "2,014 messages");
     }
 
     #[test]

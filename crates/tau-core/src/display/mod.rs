@@ -29,8 +29,8 @@ use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
 use icu_properties::{CodePointMapData, CodePointSetData};
 
 pub use json::{
-    ArgumentRow, argument_rows, argument_sha256, grouped_digits, json_for_terminal, shown_length,
-    sorted_json,
+    ArgumentRow, argument_rows, argument_sha256, counted, grouped_digits, json_for_terminal,
+    shown_length, sorted_json,
 };
 pub use listing::{Listing, MAX_LOOKALIKE_NOTES, lookalike_notes};
 pub use lookalike::{Lookalike, OddChar, lookalike_arguments, lookalikes, lookalikes_in};

@@ -467,6 +467,16 @@ fn the_session_picker() {
             message_count: 1_234,
         },
     ];
+    // Each time is said in tau's zone, and the zone is named.
+    let istanbul = jiff::tz::TimeZone::get("Europe/Istanbul").unwrap();
+    let mut there = Picker::new(Language::En, sessions.clone(), istanbul);
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 12)).unwrap();
+    terminal.draw(|frame| there.render(frame)).unwrap();
+    let drawn = format!("{}", terminal.backend());
+    assert!(drawn.contains("2026-11-18 14:06 +03"), "{drawn}");
+    there.key(crossterm::event::KeyEvent::from(
+        crossterm::event::KeyCode::Down,
+    ));
     let mut picker = Picker::new(Language::En, sessions, jiff::tz::TimeZone::UTC);
     let mut out = String::new();
     for (width, height) in [(80, 12), (40, 12)] {

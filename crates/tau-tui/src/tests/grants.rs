@@ -78,11 +78,11 @@ fn the_card_says_what_a_grant_covers_and_how_to_make_it() {
     let mut app = offering(Language::En);
     let shown = frame(&mut app, 80, 24);
     assert!(
-        shown.contains("A grant covers exactly this call, in this conversation"),
+        shown.contains("↻ allow again: exactly this call for 24 h, if its files stay unchanged"),
         "{shown}"
     );
     assert!(
-        shown.contains("type always, Enter: approve and allow again"),
+        shown.contains("y run it · always, Enter: allow again too (always all: all chats)"),
         "{shown}"
     );
     insta::assert_snapshot!(shown);

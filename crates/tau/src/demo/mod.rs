@@ -2,9 +2,11 @@
 //! note, switches a lamp of tau's device registry with `device_set` (the card says so in
 //! tau's words), reads the lamp's state back and writes a script and asks to run it; the
 //! person answers the real approval prompts. Only the model is scripted: the tools, the
-//! registry, the gate, the prompts and the audit log are the ones `tau chat` uses.
+//! registry, the gate, the prompts and the audit log are the ones `tau chat` uses. It ends
+//! with what the audit log recorded, a line per call, and the command to try next.
 
 mod lamp;
+mod summary;
 
 use std::sync::Arc;
 
@@ -72,7 +74,6 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
     .await?;
     lamp.stop();
     let audit = std::fs::read_to_string(demo.home.audit_log())?;
-    crate::output::print("\naudit.jsonl (each line carries the SHA-256 of the line before it):\n");
-    crate::output::print(&audit);
+    crate::output::print(&summary::summary(&audit));
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! TauBar's browser tests' share: Debian's headless Chromium and chromedriver, a client
-//! per window size, clicks, and waits on what the page shows. Included by the browser
-//! test files with `#[path]`.
+//! per window size, clicks, waits on what the page shows, and axe-core's accessibility
+//! run. Included by the browser test files with `#[path]`.
 // Each test file that includes it uses its own part of it.
 #![allow(dead_code)]
 
@@ -196,4 +196,94 @@ pub async fn until(client: &Client, what: &str, script: &str) -> Value {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Runs axe-core's WCAG 2.0 and 2.1 A and AA rules on the whole page; each violation as
+/// its rule, impact, help and, per element, its selector and axe's summary.
+pub const AXE_RUN: &str = "const done = arguments[arguments.length - 1]; \
+    axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations', 'incomplete'] }) \
+      .then((r) => done({ passed: r.passes.map((p) => p.id), \
+        undecided: r.incomplete.flatMap((i) => i.nodes.map((n) => `${i.id} ${n.target}: ${n.any.map((c) => c.message).join('; ')}`)), violations: r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, \
+        nodes: v.nodes.map((n) => ({ target: n.target, summary: n.failureSummary })) })) }), \
+        (e) => done({ error: String(e) }));";
+
+/// Asserts axe-core finds nothing on the page as it is now, in `theme`; returns the rules
+/// that applied and passed.
+pub async fn no_violations(client: &Client, theme: &str) -> Vec<String> {
+    let report = client.execute_async(AXE_RUN, vec![]).await.unwrap();
+    assert!(report["error"].is_null(), "axe failed: {report}");
+    let passed = report["passed"].as_array().unwrap();
+    assert!(
+        passed.contains(&json!("color-contrast")),
+        "the contrast rule ran and passed in {theme}: {report}"
+    );
+    // What axe could not decide is told. Contrast it could not decide fails: a badge's one
+    // digit is "too short" for axe to call it text, and white on the dark theme's amber
+    // would slip through as undecided.
+    let undecided = report["undecided"].as_array().unwrap();
+    for item in undecided {
+        eprintln!("{theme}: axe-core could not decide {item}");
+    }
+    assert!(
+        !undecided
+            .iter()
+            .any(|item| item.as_str().unwrap().starts_with("color-contrast ")),
+        "axe-core could not decide some contrast in the {theme} theme: {undecided:?}"
+    );
+    let violations = report["violations"].as_array().unwrap();
+    if !violations.is_empty() {
+        let mut told = String::new();
+        for violation in violations {
+            told.push_str(&format!(
+                "\n{} ({}): {}",
+                violation["id"].as_str().unwrap_or(""),
+                violation["impact"].as_str().unwrap_or(""),
+                violation["help"].as_str().unwrap_or("")
+            ));
+            for node in violation["nodes"].as_array().unwrap() {
+                told.push_str(&format!(
+                    "\n  {}\n    {}",
+                    node["target"],
+                    node["summary"]
+                        .as_str()
+                        .unwrap_or("")
+                        .replace('\n', "\n    ")
+                ));
+            }
+        }
+        panic!(
+            "axe-core finds {} violations in the {theme} theme:{told}",
+            violations.len()
+        );
+    }
+    passed
+        .iter()
+        .filter_map(|rule| rule.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Puts axe-core into the page as it is now (WebDriver's script runs past the page's
+/// content security policy, which allows no inline script).
+pub async fn inject(client: &Client, axe: &str) {
+    let loaded = client
+        .execute(&format!("{axe}\n;return typeof window.axe"), vec![])
+        .await
+        .unwrap();
+    assert_eq!(loaded, json!("object"), "axe-core is in the page");
+}
+
+pub async fn scheme(driver: &Driver, client: &Client, theme: &str) {
+    cdp(
+        driver,
+        client,
+        "Emulation.setEmulatedMedia",
+        json!({"features": [{"name": "prefers-color-scheme", "value": theme}]}),
+    )
+    .await;
+    until(
+        client,
+        "the color scheme",
+        &format!("return matchMedia('(prefers-color-scheme: {theme})').matches"),
+    )
+    .await;
 }
