@@ -140,7 +140,7 @@ fn a_backup_taken_under_load_restores_verifies_and_its_waiting_question_runs_onc
     let run = restored.run(&["restore", file.to_str().unwrap()], "");
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{}", run.stdout);
     assert!(
-        run.stdout.contains(" into ") && run.stdout.contains(": 20 session(s), "),
+        run.stdout.contains(" into ") && run.stdout.contains(": 20 sessions, "),
         "{}",
         run.stdout
     );
@@ -194,7 +194,7 @@ fn a_question_restored_after_its_deadline_is_expired_and_never_runs() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout.ends_with(
-            "1 waiting question(s) are past their deadline: tau serve expires them when it starts, and they never run\n"
+            "1 waiting question is past its deadline: tau serve expires it when it starts, and it never runs\n"
         ),
         "{}",
         run.stdout
@@ -205,7 +205,7 @@ fn a_question_restored_after_its_deadline_is_expired_and_never_runs() {
         serve
             .banner
             .iter()
-            .any(|l| l == "tau serve: 1 question(s) expired while tau was not running"),
+            .any(|l| l == "tau serve: 1 question expired while tau was not running"),
         "{:?}",
         serve.banner
     );
@@ -307,7 +307,7 @@ fn restore_refuses_a_home_that_holds_state_or_a_damaged_backup_and_changes_nothi
     let restored = fresh.run(&["restore", file.to_str().unwrap()], "");
     assert_eq!(restored.code, 0, "{}", restored.stderr);
     assert!(
-        restored.stdout.contains(": 1 session(s), 0 waiting question(s), 0 live grant(s), 0 routine(s) made in conversations, 1 device(s)\n"),
+        restored.stdout.contains(": 1 session, 0 waiting questions, 0 live grants, 0 routines made in conversations, 1 device\n"),
         "{}",
         restored.stdout
     );

@@ -38,7 +38,7 @@ fn asked_before_a_restart(tau: &Tau, model: &str) -> (Serve, String, Value) {
         serve
             .banner
             .iter()
-            .any(|l| l == "tau serve: 1 question(s) still wait for an answer"),
+            .any(|l| l == "tau serve: 1 question still waits for an answer"),
         "{:?}",
         serve.banner
     );

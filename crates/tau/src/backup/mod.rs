@@ -164,7 +164,12 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
     );
     match &head {
         Some(head) => out.push_str(&format!(
-            ", the audit log's {lines} line(s) up to {}",
+            ", the audit log's {} up to {}",
+            tau_core::counted(
+                usize::try_from(lines).unwrap_or(usize::MAX),
+                "line",
+                "lines"
+            ),
             crate::audit::format_head(head)
         )),
         None => out.push_str(", no audit log yet"),

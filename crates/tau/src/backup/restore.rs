@@ -287,23 +287,31 @@ fn open_and_verify(home: &Home) -> anyhow::Result<Summary> {
 }
 
 fn say(file: &Path, home: &Home, manifest: &Manifest, summary: &Summary) -> String {
+    use tau_core::counted;
     let mut out = format!(
-        "restored {} (tau {}, {}) into {}: {} session(s), {} waiting question(s), {} live grant(s), {} routine(s) made in conversations, {} device(s)\n{}\n",
+        "restored {} (tau {}, {}) into {}: {}, {}, {}, {} made in conversations, {}\n{}\n",
         file.display(),
         tau_core::display(&manifest.tau),
         tau_core::display(&manifest.created_at),
         home.root().display(),
-        summary.sessions,
-        summary.waiting,
-        summary.grants,
-        summary.routines,
-        summary.devices,
+        counted(summary.sessions, "session", "sessions"),
+        counted(summary.waiting, "waiting question", "waiting questions"),
+        counted(summary.grants, "live grant", "live grants"),
+        counted(summary.routines, "routine", "routines"),
+        counted(summary.devices, "device", "devices"),
         summary.audit,
     );
     if summary.overdue > 0 {
+        let (overdue, are, them) = if summary.overdue == 1 {
+            ("waiting question is", "its", "it")
+        } else {
+            ("waiting questions are", "their", "them")
+        };
         out.push_str(&format!(
-            "{} waiting question(s) are past their deadline: tau serve expires them when it starts, and they never run\n",
-            summary.overdue
+            "{} {overdue} past {are} deadline: tau serve expires {them} when it starts, and {} never run{}\n",
+            summary.overdue,
+            if summary.overdue == 1 { "it" } else { "they" },
+            if summary.overdue == 1 { "s" } else { "" },
         ));
     }
     out
