@@ -13,7 +13,7 @@ pub enum SandboxMode {
     #[default]
     On,
     /// Landlock, seccomp and the launcher's process group, without namespaces: for a
-    /// machine that allows none. What it still guarantees is in the README.
+    /// machine that allows none. What it still guarantees is in docs/tools.md.
     Reduced,
     Off,
 }

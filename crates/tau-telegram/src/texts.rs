@@ -64,7 +64,7 @@ pub(crate) struct Texts {
     pub approve_always: &'static str,
     pub approve_always_everywhere: &'static str,
     /// Under such a question, before its buttons: what the grant covers (`{hours}`), in
-    /// tau's words, on one line (the whole rule is the README's); `{pin}` is
+    /// tau's words, on one line (the whole rule is in docs/telegram.md); `{pin}` is
     /// `grant_pins_workspace` for a tool that runs the workspace's files, else nothing.
     pub grant_covers: &'static str,
     /// `{pin}` of `grant_covers`: the grant holds while the files stay as they are.

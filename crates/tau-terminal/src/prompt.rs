@@ -62,7 +62,7 @@ pub fn render_prompt(request: &ApprovalQuestion, language: Language, columns: us
             out.push_str(&wrap(&label(t.arguments), &hanging, &row, columns));
         }
     }
-    // What `always` would make, on one line: the whole rule is the README's.
+    // What `always` would make, on one line: the whole rule is in docs/terminal.md.
     if let Some(offer) = &request.grant {
         let line = if offer.pins_workspace {
             t.grant_line_pinned

@@ -1,4 +1,4 @@
-//! The JSON API: exactly what the page uses, documented in the README.
+//! The JSON API: exactly what the page uses, documented in docs/hub.md.
 
 use axum::Json;
 use axum::body::Bytes;

@@ -81,7 +81,7 @@ async fn a_person_chats_approves_on_the_card_and_hostile_text_stays_text() {
         "nothing ran yet"
     );
     if std::env::var_os("TAU_UPDATE_SCREENSHOT").is_some() {
-        // README's picture: a question waiting on its card.
+        // The hub guide's picture: a question waiting on its card.
         let png = client.screenshot().await.unwrap();
         let path = common::peers::repo_root().join("docs/taubar.png");
         std::fs::write(path, png).unwrap();

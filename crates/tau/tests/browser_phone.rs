@@ -201,7 +201,7 @@ async fn the_card_reads_at_a_glance_on_a_phone() {
                 "{said}"
             );
             if std::env::var_os("TAU_UPDATE_SCREENSHOT").is_some() {
-                // README's picture: a question waiting on a phone.
+                // The hub guide's picture: a question waiting on a phone.
                 let png = client.screenshot().await.unwrap();
                 let path = common::peers::repo_root().join("docs/taubar-phone.png");
                 std::fs::write(path, png).unwrap();

@@ -11,6 +11,37 @@ mod common;
 
 use common::Tau;
 
+/// The README's sample of the first chat: the fenced block after the command that plays it.
+fn readme_sample() -> String {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .unwrap();
+    let after = readme
+        .split_once("tau chat --model replay:examples/first-chat.json\n```\n")
+        .expect("the README plays the example")
+        .1;
+    let block = after.split_once("```\n").expect("its sample follows").1;
+    block.split_once("```\n").expect("and ends").0.to_owned()
+}
+
+/// A run with the lines that hold the time (the clock's reading, the note's stamp) as
+/// markers: they differ from run to run and from one machine's zone to another's.
+fn timeless(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            if line.contains("· rfc3339 ") {
+                "<the clock's reading>"
+            } else if line.contains("added to notes.md") {
+                "<the note as added>"
+            } else {
+                line
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn example() -> String {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/first-chat.json");
@@ -34,6 +65,9 @@ fn the_first_chat_reads_writes_and_asks_once() {
     ] {
         assert!(run.stdout.contains(line), "{line:?} in\n{}", run.stdout);
     }
+    // What the README shows is what tau prints (its clock and the note's time aside).
+    let printed = run.stdout.split_once('\n').unwrap().1;
+    assert_eq!(timeless(&readme_sample()), timeless(printed));
     let notes = std::fs::read_to_string(tau.workspace().join("notes.md")).unwrap();
     assert!(notes.contains("tried tau for the first time"), "{notes}");
     let ran: Vec<_> = tau

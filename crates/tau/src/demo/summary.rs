@@ -9,7 +9,7 @@ use tau_core::{Approval, AuditEvent, CallStatus, display};
 /// What a person tries after the demo.
 const NEXT: &str = "\
 Next: talk to a model of yours with the same tools and questions:
-  tau chat --model ollama:llama3.2     (a model on your machine; see Models in the README)
+  tau chat --model ollama:llama3.2     (a model on your machine; docs/models.md has the others)
   tau tui                              the same on the whole screen
   tau serve                            TauBar, in a browser or on a phone
 ";
