@@ -164,15 +164,8 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 pub(crate) fn invalid_name_text(name: &str) -> String {
     format!(
         "Error: tool name {:?} is invalid; names match ^[a-zA-Z0-9_-]{{1,64}}$. The tool was not run.",
-        truncate_chars(name, 80)
+        tau_protocol::ellipsized(name, 80)
     )
-}
-
-pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
 }
 
 #[cfg(test)]

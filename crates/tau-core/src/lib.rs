@@ -82,7 +82,7 @@ pub use tau_protocol::{
     Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, GrantSuggestion,
     MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock,
     SessionId, ShownFile, StopReason, Tier, TierError, TreeError, TurnUsage, WorkspaceTree,
-    shown_lines,
+    ellipsized, shown_lines,
 };
 pub use turn::{
     ChannelSink, CutOff, HubHold, StoredTurnError, TauAgent, TurnError, TurnOutcome,

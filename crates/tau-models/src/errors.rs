@@ -60,7 +60,7 @@ impl ErrorContext {
             300..=399 => ModelError::other(scrubbed(format!(
                 "{} answered HTTP {status}, a redirect to {}; tau does not follow a model server to another address, so the key stays with the one configured: set model.base_url to the address that answers",
                 self.server,
-                truncate(
+                quoted(
                     headers
                         .get(reqwest::header::LOCATION)
                         .and_then(|l| l.to_str().ok())
@@ -80,7 +80,7 @@ impl ErrorContext {
 
     /// An error event inside a stream that had started: `kind` is the provider's error type.
     pub(crate) fn stream_event(&self, kind: &str, message: &str) -> ModelError {
-        let message = self.scrub(&truncate(message));
+        let message = self.scrub(&quoted(message));
         let lower = kind.to_ascii_lowercase();
         if lower.contains("overloaded")
             || lower.contains("rate_limit")
@@ -104,11 +104,7 @@ impl ErrorContext {
     /// The request never got an answer: connection refused, TLS, a reset.
     pub(crate) fn network(&self, cause: &str) -> ModelError {
         ModelError::other(with_hint(
-            self.scrub(&format!(
-                "cannot reach {}: {}",
-                self.server,
-                truncate(cause)
-            )),
+            self.scrub(&format!("cannot reach {}: {}", self.server, quoted(cause))),
             self.hint.unreachable(),
         ))
     }
@@ -118,7 +114,7 @@ impl ErrorContext {
         ModelError::other(self.scrub(&format!(
             "{} sent a malformed response: {}",
             self.server,
-            truncate(cause)
+            quoted(cause)
         )))
     }
 
@@ -169,14 +165,7 @@ pub(crate) fn provider_message(body: &str) -> String {
     if text.is_empty() {
         return "(no message)".to_owned();
     }
-    truncate(&text)
-}
-
-fn truncate(text: &str) -> String {
-    match text.char_indices().nth(MAX_QUOTED) {
-        Some((cut, _)) => format!("{}…", text.get(..cut).unwrap_or(text)),
-        None => text.to_owned(),
-    }
+    quoted(&text)
 }
 
 /// `retry-after-ms` (OpenAI) wins over `retry-after` in seconds; an HTTP-date or garbage
@@ -192,6 +181,11 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         return Duration::try_from_secs_f64(ms / 1000.0).ok();
     }
     number("retry-after").and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+/// What a server said, cut for an error line.
+fn quoted(text: &str) -> String {
+    tau_protocol::ellipsized(text, MAX_QUOTED)
 }
 
 #[cfg(test)]

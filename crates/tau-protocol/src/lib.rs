@@ -21,6 +21,7 @@
 //!   this again" asks for), [`GrantOffer`] (what it would cover), [`Grant`] (one as stored), [`Allowance`] (a
 //!   grant or a routine's exemption, as the lists show them)
 //! - `workspace_tree.rs`: [`WorkspaceTree`], the workspace's files as a grant pins them
+//! - `text.rs`: [`ellipsized`], a text shortened for one line
 
 mod canonical;
 mod event;
@@ -28,6 +29,7 @@ mod grant;
 mod ids;
 mod output;
 mod question;
+mod text;
 mod tier;
 mod vocabulary;
 mod workspace_tree;
@@ -42,6 +44,7 @@ pub use grant::{
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
 pub use output::{OUTPUT_LINES, OutputBlock, shown_lines};
 pub use question::{ApprovalQuestion, CallCard, CardNote, ConfirmStep, NoteLevel, ShownFile};
+pub use text::ellipsized;
 pub use tier::{Tier, TierError};
 pub use vocabulary::{Approval, CallStatus, DecidedBy, Decision};
 pub use workspace_tree::{MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, TreeError, WorkspaceTree};

@@ -41,13 +41,6 @@ pub struct ActionRun<'a> {
     pub started_at: Timestamp,
 }
 
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(DETAIL_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
-
 fn approval_word(approval: Approval) -> &'static str {
     match approval {
         Approval::NotRequired => "not required",
@@ -118,10 +111,14 @@ pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
                 }
             };
             let (outcome, detail) = match done.status {
-                CallStatus::Success => (RoutineOutcome::Success, shorten(&done.result.text())),
-                CallStatus::Error | CallStatus::Cancelled => {
-                    (RoutineOutcome::Error, shorten(&done.result.text()))
-                }
+                CallStatus::Success => (
+                    RoutineOutcome::Success,
+                    tau_protocol::ellipsized(&done.result.text(), DETAIL_CHARS),
+                ),
+                CallStatus::Error | CallStatus::Cancelled => (
+                    RoutineOutcome::Error,
+                    tau_protocol::ellipsized(&done.result.text(), DETAIL_CHARS),
+                ),
                 CallStatus::Refused | CallStatus::UnknownTool | CallStatus::Invalid => (
                     RoutineOutcome::Refused,
                     format!(
@@ -144,8 +141,17 @@ pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
                 })
                 .await;
             match turn {
-                Ok(done) => (done.outcome, done.detail.map(|d| shorten(&d)), None),
-                Err(error) => (RoutineOutcome::Error, Some(shorten(&error.0)), None),
+                Ok(done) => (
+                    done.outcome,
+                    done.detail
+                        .map(|d| tau_protocol::ellipsized(&d, DETAIL_CHARS)),
+                    None,
+                ),
+                Err(error) => (
+                    RoutineOutcome::Error,
+                    Some(tau_protocol::ellipsized(&error.0, DETAIL_CHARS)),
+                    None,
+                ),
             }
         }
     };

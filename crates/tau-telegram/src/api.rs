@@ -77,17 +77,10 @@ impl ApiError {
             frankenstein::Error::JsonDecode { source, input } => Self::Malformed(format!(
                 "{} in {}",
                 quoted(&source.to_string()),
-                shorten(&quoted(&input), 200)
+                tau_protocol::ellipsized(&quoted(&input), 200)
             )),
             other => Self::Malformed(quoted(&other.to_string())),
         }
-    }
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", text.get(..at).unwrap_or_default()),
-        None => text.to_owned(),
     }
 }
 
@@ -199,7 +192,7 @@ impl BotApi {
             Value::Array(updates) => Ok(updates),
             other => Err(ApiError::Malformed(format!(
                 "getUpdates: the result is not a list but {}",
-                shorten(
+                tau_protocol::ellipsized(
                     &tau_core::display(&self.scrubber.scrub(&other.to_string())),
                     80
                 )

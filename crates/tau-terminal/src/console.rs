@@ -326,7 +326,7 @@ impl Console {
             } => {
                 end_text(&mut state);
                 let tier = tier.map_or_else(|| "?".to_owned(), |t| t.to_string());
-                let arguments = shorten(&sorted_json(arguments), SHORT_ARGUMENTS);
+                let arguments = tau_core::ellipsized(&sorted_json(arguments), SHORT_ARGUMENTS);
                 let name = escape_for_terminal(tool);
                 write(
                     &mut state,
@@ -402,7 +402,7 @@ impl Console {
                     CallStatus::Error => {
                         let summary = result_summary.as_deref().unwrap_or_default();
                         let first = summary.lines().next().unwrap_or_default();
-                        let detail = shorten(&escape_for_terminal(first), SHORT_ERROR);
+                        let detail = tau_core::ellipsized(&escape_for_terminal(first), SHORT_ERROR);
                         format!(
                             "  {}✗ {name} {}: {detail}{}\n",
                             s.red, t.result_error, s.reset
@@ -590,13 +590,6 @@ fn emit(out: &mut Box<dyn Write + Send>, text: &str) {
     // A closed stdout (the reader went away) is not a reason to stop the turn.
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
 }
 
 #[cfg(test)]
