@@ -14,13 +14,11 @@ pub use tau_state::{SeenConfig, SeenState};
 
 /// The device store could not be read or written.
 #[derive(Debug, thiserror::Error)]
-#[error("device store: {0}")]
-pub struct StoreError(pub String);
-
-impl From<StateError> for StoreError {
-    fn from(error: StateError) -> Self {
-        Self(error.to_string())
-    }
+pub enum StoreError {
+    #[error("device store: {0}")]
+    State(#[from] StateError),
+    #[error("device store: a device's definition does not encode: {0}")]
+    Encode(#[from] serde_json::Error),
 }
 
 /// A device as stored.
@@ -74,8 +72,7 @@ impl DeviceStore {
         origin: &Origin,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        let definition =
-            serde_json::to_string(def).map_err(|error| StoreError(error.to_string()))?;
+        let definition = serde_json::to_string(def)?;
         let discovery_topic = match origin {
             Origin::Pinned { discovery_topic } => Some(discovery_topic.clone()),
             Origin::Added | Origin::Config => None,

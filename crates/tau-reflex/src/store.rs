@@ -18,13 +18,7 @@ pub use tau_state::Switch;
 /// The routine store could not be read or written.
 #[derive(Debug, thiserror::Error)]
 #[error("routine store: {0}")]
-pub struct StoreError(pub String);
-
-impl From<StateError> for StoreError {
-    fn from(error: StateError) -> Self {
-        Self(error.to_string())
-    }
-}
+pub struct StoreError(#[from] pub StateError);
 
 /// A routine made in a conversation, as stored.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,14 +8,12 @@ use tau_state::{StateDb, StateError};
 pub(crate) use tau_state::ShownQuestion as Shown;
 
 /// The channel's memory could not be read or written.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("telegram store: {0}")]
-pub struct StoreError(String);
-
-impl From<StateError> for StoreError {
-    fn from(error: StateError) -> Self {
-        Self(error.to_string())
-    }
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("telegram store: {0}")]
+    State(#[from] StateError),
+    #[error("telegram store: {0:?} is not an approval id")]
+    NotAnApprovalId(String),
 }
 
 /// The channel's tables of one `state.db`.
@@ -71,7 +69,7 @@ impl Store {
         message_id: i64,
     ) -> Result<(), StoreError> {
         let id = question(approval_id)
-            .ok_or_else(|| StoreError(format!("{approval_id:?} is not an approval id")))?;
+            .ok_or_else(|| StoreError::NotAnApprovalId(approval_id.to_owned()))?;
         Ok(self.db.remember_telegram_question(&id, chat, message_id)?)
     }
 
