@@ -124,10 +124,12 @@ async fn another_chats_question_is_a_link_and_its_card_sits_in_its_own_transcrip
     click(&client, Locator::Css("#elsewhere-list button.open")).await;
     let placed = until(
         &client,
-        "the card in its transcript",
+        "the card in its transcript and the list of other chats' questions hidden",
+        // The list hides once the page redrew it after the switch, a moment after the card.
         &format!(
             "const c = document.querySelector('#transcript .card[data-approval=\"{id}\"]'); \
-             return c && c.querySelector('button.approve') && [c.previousElementSibling.classList.contains('call'), document.getElementById('elsewhere').hidden]"
+             const hidden = document.getElementById('elsewhere').hidden; \
+             return c && c.querySelector('button.approve') && hidden && [c.previousElementSibling.classList.contains('call'), hidden]"
         ),
     )
     .await;
