@@ -150,15 +150,20 @@ fn skips_summary(
             trigger,
             scheduled: true,
             outcome: RoutineOutcome::Skipped,
-            detail: Some(format!(
-                "{count} more triggers were skipped while it ran or backed off"
-            )),
+            detail: Some(skipped_detail(count)),
             tool_use_id: None,
             started_at: clock.now(),
             duration_ms: None,
         };
         record_counted(&store, &events, &run, Some(count));
     }
+}
+
+/// What a run record of `count` skipped triggers says.
+fn skipped_detail(count: u64) -> String {
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let skipped = tau_core::counted(count, "more trigger was", "more triggers were");
+    format!("{skipped} skipped while it ran or backed off")
 }
 
 /// The summary of webhook calls refused in one window: one log line, one audit line.
@@ -526,5 +531,22 @@ impl Inner {
             }
             RoutineOutcome::Skipped | RoutineOutcome::Missed => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod skipped_tests {
+    use super::skipped_detail;
+
+    #[test]
+    fn skipped_triggers_are_counted_in_words() {
+        assert_eq!(
+            skipped_detail(1),
+            "1 more trigger was skipped while it ran or backed off"
+        );
+        assert_eq!(
+            skipped_detail(1200),
+            "1,200 more triggers were skipped while it ran or backed off"
+        );
     }
 }
