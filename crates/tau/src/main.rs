@@ -39,6 +39,8 @@ mod settings;
 mod signals;
 mod start_checks;
 mod systemd;
+#[cfg(test)]
+mod test_env;
 mod token_file;
 mod tui;
 

@@ -212,15 +212,7 @@ pub(crate) fn config_path(flag: Option<&Path>, env: Env<'_>) -> Option<(PathBuf,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
+    use crate::test_env::env;
 
     #[test]
     fn home_comes_from_the_flag_then_tau_home_then_xdg() {

@@ -125,16 +125,8 @@ pub(crate) fn start_watchdog(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_env::env;
     use pretty_assertions::assert_eq;
-    use std::collections::HashMap;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
 
     #[test]
     fn the_watchdog_is_fed_at_half_its_time_and_only_by_the_process_it_names() {
