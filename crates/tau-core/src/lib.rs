@@ -45,6 +45,7 @@ mod hook;
 mod i18n;
 mod ids;
 mod pin;
+pub mod provenance;
 mod stored_call;
 mod turn;
 

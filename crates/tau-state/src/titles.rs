@@ -141,6 +141,7 @@ mod tests {
         let message = Message {
             role: Role::User,
             content: vec![ContentBlock::Text(prompt.to_owned())],
+            source: None,
         };
         db.append_message(&id, 0, &message)
             .unwrap_or_else(|e| panic!("{e}"));
