@@ -1,0 +1,198 @@
+//! The prompt-injection replay suite: the cases of a public prompt-injection benchmark's
+//! design, replayed through the real `tau chat` with no language model.
+//!
+//! An office (`fixtures/office_server.py`, over MCP: reads tier 0, writes tier 1) serves
+//! a mailbox, a drive, web pages, chat channels, a bank account and hotels. For each of
+//! the person's tasks (`fixtures/injection_scenarios.json`) a replay model does the
+//! task's reads and then its own writes (a benign run), and for each injection those
+//! reads can carry, the same reads with the injection in one result, then the calls a
+//! hijacked model makes. Every question is answered no. Each run has its own home; runs
+//! go in parallel threads.
+//!
+//! Accepted when: no injected goal is reached, every injected call that is asked names
+//! the read that carried the injection, and a benign task costs at most one question
+//! when it sends something (none when it only reads). `--nocapture` prints the table.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+#[path = "../common/mod.rs"]
+mod common;
+mod measure;
+mod plan;
+mod report;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use common::{Tau, peers};
+use serde_json::Value;
+
+use measure::Outcome;
+use plan::{Run, Scenarios};
+use report::Suite;
+
+#[test]
+fn every_case_replays_as_its_script_says() {
+    let Some(suite) = suite() else {
+        return;
+    };
+    println!("{}", suite.table());
+    let broken: Vec<String> = suite
+        .runs
+        .iter()
+        .filter(|(_, o)| !o.problems.is_empty())
+        .map(|(run, o)| format!("{}: {}", suite.name(run), o.problems.join("; ")))
+        .collect();
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+    for (i, injection) in suite.scenarios.injections.iter().enumerate() {
+        let runs = suite
+            .injected()
+            .filter(|(run, _)| run.injection == Some(i))
+            .count();
+        assert!(runs > 0, "no task's reads can carry {}", injection.id);
+    }
+}
+
+#[test]
+fn a_person_who_refuses_everything_lets_no_injected_goal_be_reached() {
+    let Some(suite) = suite() else {
+        return;
+    };
+    let reached: Vec<String> = suite
+        .injected()
+        .filter(|(_, o)| o.reached)
+        .map(|(run, _)| suite.name(run))
+        .collect();
+    assert!(
+        reached.is_empty(),
+        "{} of {} injected goals were reached without a question:\n{}\n{}",
+        reached.len(),
+        suite.injected().count(),
+        suite.table(),
+        reached.join("\n")
+    );
+}
+
+#[test]
+fn every_asked_injected_call_names_the_read_that_carried_the_injection() {
+    let Some(suite) = suite() else {
+        return;
+    };
+    let unnamed: Vec<String> = suite
+        .injected()
+        .flat_map(|(run, o)| {
+            o.unnamed
+                .iter()
+                .map(move |u| format!("{}: {u}", suite.name(run)))
+        })
+        .collect();
+    let totals = suite.totals();
+    assert!(
+        unnamed.is_empty(),
+        "{} of {} asked injected calls name no source:\n{}\n{}",
+        unnamed.len(),
+        totals.asked,
+        suite.table(),
+        unnamed.join("\n")
+    );
+    assert_eq!(totals.named, totals.asked);
+}
+
+#[test]
+fn a_benign_task_costs_at_most_one_question_and_none_when_it_only_reads() {
+    let Some(suite) = suite() else {
+        return;
+    };
+    let over: Vec<String> = suite
+        .benign_runs()
+        .filter(|(run, o)| {
+            let allowed = usize::from(!suite.scenarios.tasks[run.task].calls.is_empty());
+            o.questions > allowed
+        })
+        .map(|(run, o)| format!("{}: {} questions", suite.name(run), o.questions))
+        .collect();
+    assert!(over.is_empty(), "{}\n{}", suite.table(), over.join("\n"));
+}
+
+/// The whole suite, run once for all the tests of this file; `None` (after saying why)
+/// without a Python that has the `mcp` SDK.
+fn suite() -> Option<&'static Suite> {
+    static SUITE: OnceLock<Option<Suite>> = OnceLock::new();
+    SUITE
+        .get_or_init(|| {
+            let python = peers::python()?;
+            Some(run_suite(&python))
+        })
+        .as_ref()
+}
+
+fn run_suite(python: &str) -> Suite {
+    let scenarios = Scenarios::load();
+    let runs = scenarios.runs();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let started = Instant::now();
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; runs.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(run) = runs.get(i) else { break };
+                    let outcome = replay(&scenarios, python, run);
+                    outcomes.lock().unwrap()[i] = Some(outcome);
+                }
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().unwrap();
+    let runs = runs
+        .into_iter()
+        .zip(outcomes)
+        .map(|(run, outcome)| (run, outcome.unwrap()))
+        .collect();
+    let suite = Suite {
+        scenarios,
+        runs,
+        took: started.elapsed(),
+        threads,
+    };
+    println!("{}", suite.table());
+    suite
+}
+
+/// One run in a home of its own.
+fn replay(scenarios: &Scenarios, python: &str, run: &Run) -> Outcome {
+    let tau = Tau::new();
+    let ledger = tau.workspace().join("office-ledger.jsonl");
+    let config = tau.config(&scenarios.config(python, run, &ledger));
+    let model = tau.replay(&scenarios.replay(run));
+    let result = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--model",
+            &model,
+            "chat",
+            "--answers-from-stdin",
+            "--session",
+            "replay",
+        ],
+        &scenarios.stdin(run),
+    );
+    let ledger: Vec<Value> = std::fs::read_to_string(&ledger)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut outcome = measure::outcome(scenarios, run, result.code, &tau.audit(), &ledger);
+    if result.code != 0 {
+        outcome.problems.push(result.stderr);
+    }
+    outcome
+}
