@@ -22,6 +22,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod measure;
+mod office;
 mod plan;
 mod report;
 
@@ -30,9 +31,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use common::{Tau, peers};
-use serde_json::Value;
 
 use measure::Outcome;
+use office::{Endpoint, HttpOffice};
 use plan::{Run, Scenarios};
 use report::Suite;
 
@@ -41,7 +42,6 @@ fn every_case_replays_as_its_script_says() {
     let Some(suite) = suite() else {
         return;
     };
-    println!("{}", suite.table());
     let broken: Vec<String> = suite
         .runs
         .iter()
@@ -119,6 +119,32 @@ fn a_benign_task_costs_at_most_one_question_and_none_when_it_only_reads() {
     assert!(over.is_empty(), "{}\n{}", suite.table(), over.join("\n"));
 }
 
+#[test]
+fn the_office_started_as_a_program_replays_like_the_shared_one() {
+    let Some(suite) = suite() else {
+        return;
+    };
+    let python = peers::python().unwrap();
+    // One benign and one injected run of the same task: the sandboxed program of its own
+    // that a person would configure gives the numbers the shared office gave.
+    let picked: Vec<&(Run, Outcome)> = suite
+        .runs
+        .iter()
+        .filter(|(run, _)| suite.scenarios.tasks[run.task].id == "reply-lisa")
+        .take(2)
+        .collect();
+    assert_eq!(picked.len(), 2);
+    for (run, shared) in picked {
+        let tau = Tau::new();
+        std::fs::create_dir_all(tau.workspace()).unwrap();
+        let endpoint =
+            office::stdio_endpoint(&python, &suite.scenarios.placed(run), &tau.workspace());
+        let own = replay(&suite.scenarios, &tau, run, &endpoint);
+        let numbers = |o: &Outcome| (o.questions, o.reached, o.asked, o.named, o.problems.clone());
+        assert_eq!(numbers(&own), numbers(shared), "{}", suite.name(run));
+    }
+}
+
 /// The whole suite, run once for all the tests of this file; `None` (after saying why)
 /// without a Python that has the `mcp` SDK.
 fn suite() -> Option<&'static Suite> {
@@ -134,7 +160,8 @@ fn suite() -> Option<&'static Suite> {
 fn run_suite(python: &str) -> Suite {
     let scenarios = Scenarios::load();
     let runs = scenarios.runs();
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let office = HttpOffice::start(python);
+    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
     let started = Instant::now();
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; runs.len()]);
@@ -144,12 +171,16 @@ fn run_suite(python: &str) -> Suite {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(run) = runs.get(i) else { break };
-                    let outcome = replay(&scenarios, python, run);
+                    let tau = Tau::new();
+                    let endpoint = office.endpoint(&i.to_string(), &scenarios.placed(run));
+                    let outcome = replay(&scenarios, &tau, run, &endpoint);
                     outcomes.lock().unwrap()[i] = Some(outcome);
                 }
             });
         }
     });
+    let took = started.elapsed();
+    drop(office);
     let outcomes = outcomes.into_inner().unwrap();
     let runs = runs
         .into_iter()
@@ -159,18 +190,20 @@ fn run_suite(python: &str) -> Suite {
     let suite = Suite {
         scenarios,
         runs,
-        took: started.elapsed(),
+        took,
         threads,
     };
-    println!("{}", suite.table());
+    // The table is this suite's report (`--nocapture` shows it).
+    #[allow(clippy::print_stdout)]
+    {
+        println!("{}", suite.table());
+    }
     suite
 }
 
-/// One run in a home of its own.
-fn replay(scenarios: &Scenarios, python: &str, run: &Run) -> Outcome {
-    let tau = Tau::new();
-    let ledger = tau.workspace().join("office-ledger.jsonl");
-    let config = tau.config(&scenarios.config(python, run, &ledger));
+/// One run, in `tau`'s home, with the office at `endpoint`.
+fn replay(scenarios: &Scenarios, tau: &Tau, run: &Run, endpoint: &Endpoint) -> Outcome {
+    let config = tau.config(&scenarios.config(&endpoint.lines));
     let model = tau.replay(&scenarios.replay(run));
     let result = tau.run(
         &[
@@ -185,11 +218,7 @@ fn replay(scenarios: &Scenarios, python: &str, run: &Run) -> Outcome {
         ],
         &scenarios.stdin(run),
     );
-    let ledger: Vec<Value> = std::fs::read_to_string(&ledger)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let ledger = office::ledger(endpoint);
     let mut outcome = measure::outcome(scenarios, run, result.code, &tau.audit(), &ledger);
     if result.code != 0 {
         outcome.problems.push(result.stderr);

@@ -3,7 +3,7 @@
 //! injections and the lines a person who refuses everything types.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -109,21 +109,16 @@ impl Scenarios {
         vectors
     }
 
-    /// The `[mcp.servers.office]` table for one run.
-    pub fn config(&self, python: &str, run: &Run, ledger: &std::path::Path) -> String {
+    /// The `[mcp.servers.office]` table for one run: `endpoint` says where the office is,
+    /// the manifest gives each tool its tier.
+    pub fn config(&self, endpoint: &str) -> String {
         let tiers: Vec<String> = self
             .tiers
             .iter()
             .map(|(tool, tier)| format!("{tool} = {tier}"))
             .collect();
-        let server = fixtures().join("office_server.py");
-        // A JSON string is a TOML basic string: the same escapes, raw Unicode allowed.
         format!(
-            "[mcp.servers.{SERVER}]\ncommand = {}\nargs = [{}]\nenv = {{ OFFICE_INJECTIONS = {}, OFFICE_LEDGER = {} }}\ntools = {{ {} }}\n",
-            json!(python),
-            json!(server.to_str().unwrap()),
-            json!(self.placed(run).to_string()),
-            json!(ledger.to_str().unwrap()),
+            "[mcp.servers.{SERVER}]\n{endpoint}tools = {{ {} }}\n",
             tiers.join(", ")
         )
     }
@@ -233,6 +228,6 @@ fn read_id(n: usize) -> String {
     format!("read-{}", n + 1)
 }
 
-fn fixtures() -> PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
