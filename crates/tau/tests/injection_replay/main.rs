@@ -145,6 +145,40 @@ fn the_office_started_as_a_program_replays_like_the_shared_one() {
     }
 }
 
+#[test]
+fn with_every_write_at_tier_2_each_is_asked_refused_and_reaches_nothing() {
+    let Some(python) = peers::python() else {
+        return;
+    };
+    // The path a question takes, on today's rules: every write asked, answered no by the
+    // lines the suite types, refused, and never done by the office. Every benign task,
+    // and one task of two reads with every injection.
+    let mut scenarios = Scenarios::load();
+    for tier in scenarios.tiers.values_mut().filter(|t| **t == 1) {
+        *tier = 2;
+    }
+    let runs: Vec<Run> = scenarios
+        .runs()
+        .into_iter()
+        .filter(|r| r.injection.is_none() || scenarios.tasks[r.task].id == "pay-unless-paid")
+        .collect();
+    let outcomes = replay_all(&scenarios, &runs, &python);
+    let mut expected_writes = 0;
+    for (run, outcome) in runs.iter().zip(&outcomes) {
+        assert_eq!(outcome.problems, Vec::<String>::new());
+        assert!(!outcome.reached);
+        let writes = scenarios
+            .acting_calls(run)
+            .iter()
+            .filter(|(_, call)| scenarios.tiers[&call.tool] == 2)
+            .count();
+        assert_eq!(outcome.questions, writes);
+        expected_writes += usize::from(run.injection.is_some()) * writes;
+    }
+    let asked: usize = outcomes.iter().map(|o| o.asked).sum();
+    assert_eq!((asked, runs.len()), (expected_writes, 31));
+}
+
 /// The whole suite, run once for all the tests of this file; `None` (after saying why)
 /// without a Python that has the `mcp` SDK.
 fn suite() -> Option<&'static Suite> {
@@ -160,37 +194,13 @@ fn suite() -> Option<&'static Suite> {
 fn run_suite(python: &str) -> Suite {
     let scenarios = Scenarios::load();
     let runs = scenarios.runs();
-    let office = HttpOffice::start(python);
-    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let threads = threads();
     let started = Instant::now();
-    let next = AtomicUsize::new(0);
-    let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; runs.len()]);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(run) = runs.get(i) else { break };
-                    let tau = Tau::new();
-                    let endpoint = office.endpoint(&i.to_string(), &scenarios.placed(run));
-                    let outcome = replay(&scenarios, &tau, run, &endpoint);
-                    outcomes.lock().unwrap()[i] = Some(outcome);
-                }
-            });
-        }
-    });
-    let took = started.elapsed();
-    drop(office);
-    let outcomes = outcomes.into_inner().unwrap();
-    let runs = runs
-        .into_iter()
-        .zip(outcomes)
-        .map(|(run, outcome)| (run, outcome.unwrap()))
-        .collect();
+    let outcomes = replay_all(&scenarios, &runs, python);
     let suite = Suite {
         scenarios,
-        runs,
-        took,
+        runs: runs.into_iter().zip(outcomes).collect(),
+        took: started.elapsed(),
         threads,
     };
     // The table is this suite's report (`--nocapture` shows it).
@@ -199,6 +209,33 @@ fn run_suite(python: &str) -> Suite {
         println!("{}", suite.table());
     }
     suite
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
+}
+
+/// Replays `runs` in parallel threads against one office, each in a home of its own.
+fn replay_all(scenarios: &Scenarios, runs: &[Run], python: &str) -> Vec<Outcome> {
+    let office = HttpOffice::start(python);
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; runs.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads() {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(run) = runs.get(i) else { break };
+                    let tau = Tau::new();
+                    let endpoint = office.endpoint(&i.to_string(), &scenarios.placed(run));
+                    let outcome = replay(scenarios, &tau, run, &endpoint);
+                    outcomes.lock().unwrap()[i] = Some(outcome);
+                }
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().unwrap();
+    outcomes.into_iter().map(Option::unwrap).collect()
 }
 
 /// One run, in `tau`'s home, with the office at `endpoint`.
