@@ -148,6 +148,98 @@ fn tau_tui_shows_the_source_notes_on_its_card_and_a_no_sends_nothing() {
     terminal.wait_for(REFUSED_ANSWER);
     assert_refused_and_named(&tau, "tui");
     terminal.keys(&["C-c"]);
-    terminal.keys(&["C-c"]);
     assert_eq!(terminal.exited(), 0);
+}
+
+/// `tau approvals` with what changes from run to run replaced: the id, the deadline, the
+/// minutes left.
+fn approvals_listing(tau: &Tau, id: &str, deadline: &str) -> String {
+    let listed = tau.run(&["approvals"], "");
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let deadline: jiff::Timestamp = deadline.parse().unwrap();
+    let deadline = deadline
+        .to_zoned_datetime(jiff::tz::TimeZone::UTC)
+        .strftime("%Y-%m-%d %H:%M:%S UTC")
+        .to_string();
+    listed
+        .stdout
+        .replace(id, "<id>")
+        .replace(&deadline, "<deadline>")
+        .lines()
+        .map(|line| match (line.rfind(" ("), line.strip_suffix(" min left)")) {
+            (Some(at), Some(_)) => format!("{} (<n> min left)", &line[..at]),
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_waiting_question_keeps_its_sources_across_sigkill_and_a_yes_then_sends_once() {
+    let Some(python) = peers::python() else {
+        return;
+    };
+    let tau = Tau::new();
+    let config = tau.serve_config(&format!(
+        "[tools.clock]\nzone = \"UTC\"\n{}",
+        office::config(&tau, &python)
+    ));
+    let model = office::replay_ending(&tau, "Sent after the restart.");
+    let serve = tau.serve(&model, &config);
+    let session = serve.new_session();
+    let asked = serve.ask(&session, PROMPT);
+    let id = asked["id"].as_str().unwrap().to_owned();
+    assert_eq!(asked["tier"], 1);
+    assert_eq!(source_notes_of(&asked["card"]), source_notes());
+    // The turn paused on the question (its state is saved): now nothing is lost to a kill.
+    serve.until(|_| {
+        tau.audit()
+            .iter()
+            .any(|l| l["type"] == "turn_end" && l["stop_reason"] == "interrupt")
+            .then_some(())
+    });
+    let before = approvals_listing(&tau, &id, asked["deadline"].as_str().unwrap());
+    insta::assert_snapshot!(before);
+    serve.kill_hard();
+
+    let serve = tau.serve(&model, &config);
+    assert!(
+        serve
+            .banner
+            .iter()
+            .any(|l| l == "tau serve: 1 question still waits for an answer"),
+        "{:?}",
+        serve.banner
+    );
+    let stored = serve.question(&id).unwrap();
+    assert_eq!(stored["state"], "pending");
+    assert_eq!(stored["card"], asked["card"], "the whole card, provenance and notes");
+    assert_eq!(stored["card_sha256"], asked["card_sha256"]);
+    assert_eq!(
+        approvals_listing(&tau, &id, asked["deadline"].as_str().unwrap()),
+        before
+    );
+    assert_eq!(office::ledger(&tau), vec!["read_inbox".to_owned()]);
+
+    let approved = serve.approve(&id);
+    assert_eq!(approved.status, 200, "{approved:?}");
+    serve.until_answered(&session, "Sent after the restart.");
+    assert_eq!(
+        office::ledger(&tau),
+        vec!["read_inbox".to_owned(), "send_email".to_owned()],
+        "sent once, as approved"
+    );
+    let sends: Vec<Value> = tau
+        .audit()
+        .into_iter()
+        .filter(|l| l["type"] == "tool_call" && l["tool"] == "office__send_email")
+        .collect();
+    assert_eq!(sends.len(), 1, "{sends:#?}");
+    assert_eq!(
+        (&sends[0]["status"], &sends[0]["approval"]),
+        (&json!("success"), &json!("approved"))
+    );
+    assert_eq!(sends[0]["provenance"]["escalated"], true, "{:#}", sends[0]);
+    assert_eq!(sends[0]["provenance"]["flagged"][0]["value"], INJECTED_TO);
+    serve.kill_hard();
 }
