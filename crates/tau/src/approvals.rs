@@ -101,7 +101,12 @@ fn notes(notes: &[CardNote]) -> String {
             NoteLevel::Info => "·",
             NoteLevel::Warning => "⚠",
         };
-        let _ = writeln!(out, "  {mark} {}: {}", display(&note.label), display(&note.text));
+        let _ = writeln!(
+            out,
+            "  {mark} {}: {}",
+            display(&note.label),
+            display(&note.text)
+        );
     }
     out
 }

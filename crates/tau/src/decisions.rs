@@ -349,7 +349,11 @@ mod tests {
             .collect();
         assert_eq!(
             found,
-            vec![("t3", None), ("t2", Some(&expected)), ("t1", Some(&expected))]
+            vec![
+                ("t3", None),
+                ("t2", Some(&expected)),
+                ("t1", Some(&expected))
+            ]
         );
     }
 

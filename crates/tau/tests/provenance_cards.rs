@@ -65,7 +65,10 @@ fn assert_refused_and_named(tau: &Tau, channel: &str) {
     assert_eq!(asked["tier"], 1);
     assert_eq!(source_notes_of(&asked["card"]), source_notes());
     assert_eq!(asked["card"]["provenance"]["escalated"], true);
-    assert_eq!(asked["card"]["provenance"]["flagged"][0]["value"], INJECTED_TO);
+    assert_eq!(
+        asked["card"]["provenance"]["flagged"][0]["value"],
+        INJECTED_TO
+    );
     assert_eq!(
         (&decided["decision"], &decided["decided_by"]),
         (
@@ -73,7 +76,10 @@ fn assert_refused_and_named(tau: &Tau, channel: &str) {
             &json!({"kind": "person", "channel": channel})
         )
     );
-    assert_eq!((&call["status"], &call["approval"]), (&json!("refused"), &json!("rejected")));
+    assert_eq!(
+        (&call["status"], &call["approval"]),
+        (&json!("refused"), &json!("rejected"))
+    );
     assert_eq!(call["provenance"]["escalated"], true);
     assert_eq!(
         office::ledger(tau),
@@ -104,7 +110,11 @@ fn tau_chat_names_the_read_the_address_came_from_and_a_no_sends_nothing() {
         &format!("{PROMPT}\nn\n"),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.ends_with(&format!("tau> {REFUSED_ANSWER}\n")), "{}", run.stdout);
+    assert!(
+        run.stdout.ends_with(&format!("tau> {REFUSED_ANSWER}\n")),
+        "{}",
+        run.stdout
+    );
     insta::assert_snapshot!(run.stdout);
     assert_refused_and_named(&tau, "terminal");
 }
@@ -139,10 +149,7 @@ fn tau_tui_shows_the_source_notes_on_its_card_and_a_no_sends_nothing() {
     std::thread::sleep(Duration::from_millis(600));
     let frame = terminal.wait_for_all(&["not in anything you typed", "scroll to the end"]);
     // The status line names the replay file, a new temporary path each run.
-    let card: Vec<&str> = frame
-        .lines()
-        .filter(|l| !l.contains("replay:"))
-        .collect();
+    let card: Vec<&str> = frame.lines().filter(|l| !l.contains("replay:")).collect();
     insta::assert_snapshot!(card.join("\n"));
     terminal.keys(&["n"]);
     terminal.wait_for(REFUSED_ANSWER);
@@ -166,10 +173,12 @@ fn approvals_listing(tau: &Tau, id: &str, deadline: &str) -> String {
         .replace(id, "<id>")
         .replace(&deadline, "<deadline>")
         .lines()
-        .map(|line| match (line.rfind(" ("), line.strip_suffix(" min left)")) {
-            (Some(at), Some(_)) => format!("{} (<n> min left)", &line[..at]),
-            _ => line.to_owned(),
-        })
+        .map(
+            |line| match (line.rfind(" ("), line.strip_suffix(" min left)")) {
+                (Some(at), Some(_)) => format!("{} (<n> min left)", &line[..at]),
+                _ => line.to_owned(),
+            },
+        )
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -213,7 +222,10 @@ fn a_waiting_question_keeps_its_sources_across_sigkill_and_a_yes_then_sends_once
     );
     let stored = serve.question(&id).unwrap();
     assert_eq!(stored["state"], "pending");
-    assert_eq!(stored["card"], asked["card"], "the whole card, provenance and notes");
+    assert_eq!(
+        stored["card"], asked["card"],
+        "the whole card, provenance and notes"
+    );
     assert_eq!(stored["card_sha256"], asked["card_sha256"]);
     assert_eq!(
         approvals_listing(&tau, &id, asked["deadline"].as_str().unwrap()),
