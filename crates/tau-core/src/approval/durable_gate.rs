@@ -199,6 +199,7 @@ impl TierGate {
         let refused = |approval| {
             let mut check = Check::refuse(refusal_text(tool), approval, tier, decided_by.clone());
             check.approval_id = Some(row.id.clone());
+            check.provenance = row.card.provenance.clone();
             check
         };
         // The one ladder every stored yes passes (a routine's too: `stored_gated_call`).
@@ -249,6 +250,9 @@ impl TierGate {
         check.refusal_text = None;
         check.approval_id = Some(row.id.clone());
         check.grant = made.map(|made| made.id);
+        // The call's record names the sources its card named: kept with the stored
+        // question, since the conversation's trace of them lives in memory only.
+        check.provenance = row.card.provenance.clone();
         check
     }
 
