@@ -82,7 +82,7 @@ fn bench(c: &mut Criterion) {
     let traced = trace(&full, &arguments);
     assert_eq!(traced.flagged.len(), 3, "{traced:?}");
     group.bench_function("card_over_1mib", |b| {
-        b.iter(|| black_box(trace(&full, black_box(&arguments))))
+        b.iter(|| black_box(trace(&full, black_box(&arguments))));
     });
     group.finish();
 }

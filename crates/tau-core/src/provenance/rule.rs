@@ -94,13 +94,14 @@ impl ProvenanceRule {
             return None;
         }
         match (self.after_untrusted, tier) {
-            (Some(AfterUntrusted::Run), _) => None,
             (Some(AfterUntrusted::Ask), Tier::Write) | (None, Tier::Write)
                 if self.after_untrusted.is_some() || self.reach == Reach::Egress =>
             {
                 Some(Escalation::EgressAfterUntrusted)
             }
-            (Some(AfterUntrusted::Ask), _) if steered => Some(Escalation::SteeredArguments),
+            (Some(AfterUntrusted::Ask), Tier::Read) if steered => {
+                Some(Escalation::SteeredArguments)
+            }
             (None, Tier::Read) if self.outbound && steered => Some(Escalation::SteeredArguments),
             _ => None,
         }

@@ -58,7 +58,9 @@ pub fn trace(ledger: &Ledger, arguments: &Value) -> Traced {
     let mut first: Vec<Option<usize>> = vec![None; patterns.len()];
     let mut left = patterns.len();
     for found in matcher.find_overlapping_iter(&ledger.text) {
-        let slot = &mut first[found.pattern().as_usize()];
+        let Some(slot) = first.get_mut(found.pattern().as_usize()) else {
+            continue;
+        };
         if slot.is_none() {
             *slot = Some(found.start());
             left -= 1;
@@ -67,7 +69,13 @@ pub fn trace(ledger: &Ledger, arguments: &Value) -> Traced {
             }
         }
     }
-    let source_of = |pattern: usize| first[pattern].and_then(|at| ledger.source_at(at));
+    let source_of = |pattern: usize| {
+        first
+            .get(pattern)
+            .copied()
+            .flatten()
+            .and_then(|at| ledger.source_at(at))
+    };
     let mut traced = Traced::default();
     for run in runs {
         let (source, assembled) = match source_of(run.whole) {
