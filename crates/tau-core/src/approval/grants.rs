@@ -235,7 +235,10 @@ impl TierGate {
         Ok(Some(GrantOffer {
             schema_sha256,
             arguments_sha256,
-            card_sha256: card_sha256(card),
+            // The tools' own card, as a covered call's is hashed (`granted`): what tau adds
+            // for this one question (where values came from, whose question it is) is not
+            // part of what a grant covers.
+            card_sha256: card_sha256(&self.tiers.card(tool, arguments)),
             hours: grants.hours,
             pins_workspace,
             suggestion,

@@ -162,6 +162,15 @@ fn runs_of(text: &str, pointer: &str, runs: &mut Vec<Run>, patterns: &mut Vec<St
         if word != whole && reads_as_identifier(word) {
             add_run(word, pointer, runs, patterns);
         }
+        // The parts of a URL or a path (a host, an address, a segment), so a URL built
+        // around an injected host is found by its host.
+        if word.contains(['/', '\\', '?', '#', '&', '=', ':']) {
+            for part in word.split(['/', '\\', '?', '#', '&', '=', ':']) {
+                if part != whole && reads_as_identifier(part) {
+                    add_run(part, pointer, runs, patterns);
+                }
+            }
+        }
     }
 }
 
