@@ -74,6 +74,10 @@ pub enum AuditEvent {
         /// `grant_created` line comes just before.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grant: Option<GrantMade>,
+        /// What the question's card said of where the call's values came from (its
+        /// `approval_requested` line has the whole card).
+        #[serde(default, skip_serializing_if = "CallProvenance::is_empty")]
+        provenance: CallProvenance,
     },
     /// A person's answer made a grant: exactly what it covers, where, for how long.
     GrantCreated(Grant),

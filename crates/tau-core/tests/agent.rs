@@ -102,6 +102,7 @@ fn answer(n: u32, tool: &str, id: &str, arguments: Value, decision: Decision) ->
         approver: "scripted".into(),
         channel: "scripted".into(),
         grant: None,
+        provenance: Default::default(),
     }
 }
 

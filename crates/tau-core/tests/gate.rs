@@ -112,6 +112,7 @@ fn approval_event(decision: Decision, decided_by: DecidedBy, approver: &str) -> 
         approver: approver.into(),
         channel: approver.into(),
         grant: None,
+        provenance: Default::default(),
     }
 }
 

@@ -214,6 +214,17 @@ async fn the_escalation_table() {
                 question.card.notes
             );
         }
+        if asked {
+            let decided = events.events().into_iter().find_map(|e| match e {
+                AuditEvent::Approval { provenance, .. } => Some(provenance),
+                _ => None,
+            });
+            assert_eq!(
+                decided,
+                Some(check.provenance.clone()),
+                "{case}: the approval line"
+            );
+        }
         // The record carries it too, whatever was decided.
         gate.record(tau_core::ToolCallRecord::decided(
             &check,

@@ -96,6 +96,7 @@ impl Hub {
                 approver: "start_check".to_owned(),
                 channel: row.channel.clone(),
                 grant: None,
+                provenance: row.card.provenance.clone(),
             });
             self.publish(
                 &row.session,

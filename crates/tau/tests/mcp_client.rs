@@ -144,7 +144,7 @@ fn a_real_time_server_runs_tier_0_and_asks_before_tier_2() {
                 {"level": "warning", "label": "source", "text": "source_timezone: \"Europe/Istanbul\" first appeared in the result of time__get_current_time (call t1), not in anything you typed"},
                 {"level": "info", "label": "sandbox", "text": "the MCP server time: writes: workspace only · network: none"}],
                 "provenance": provenance.clone()}}),
-            json!({"type": "approval", "approval_id": "ap_1", "tool": "time__convert_time", "tier": 2, "tool_use_id": "t2", "arguments": convert, "decision": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approver": "terminal", "channel": "terminal"}),
+            json!({"type": "approval", "approval_id": "ap_1", "tool": "time__convert_time", "tier": 2, "tool_use_id": "t2", "arguments": convert, "decision": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approver": "terminal", "channel": "terminal", "provenance": provenance.clone()}),
             json!({"type": "tool_call", "tool": "time__convert_time", "tier": 2, "tool_use_id": "t2", "arguments": convert, "status": "refused", "approval": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approval_id": "ap_1", "result_summary": refusal("time__convert_time"), "provenance": provenance}),
             turn_end,
         ]
@@ -524,9 +524,18 @@ fn take_grant_offer(event: &mut Value) {
         offer["arguments_sha256"],
         json!(tau_state::canonical_arguments(&event["arguments"]).1)
     );
+    // A grant covers the tools' card: what tau adds for one question (where its values
+    // came from) is not part of it.
+    let mut tools_card = event["card"].clone();
+    if let Some(card) = tools_card.as_object_mut() {
+        card.remove("provenance");
+        if let Some(Value::Array(notes)) = card.get_mut("notes") {
+            notes.retain(|note| note["label"] != "source");
+        }
+    }
     assert_eq!(
         offer["card_sha256"],
-        json!(tau_state::canonical_arguments(&event["card"]).1)
+        json!(tau_state::canonical_arguments(&tools_card).1)
     );
     assert_eq!(offer["schema_sha256"].as_str().map(str::len), Some(64));
     assert_eq!(offer["hours"], json!(24));

@@ -449,6 +449,7 @@ pub fn answer_durable_granting(
         approver: "durable".to_owned(),
         channel: row.channel.clone(),
         grant: None,
+        provenance: row.card.provenance.clone(),
     });
     let closed = ChannelEvent::ApprovalDecided {
         approval_id: row.id.clone(),

@@ -832,6 +832,7 @@ impl TierGate {
             approver: self.approver.name().to_owned(),
             channel: request.channel.clone(),
             grant,
+            provenance: request.card.provenance.clone(),
         });
     }
 }
