@@ -55,6 +55,10 @@ pub enum ChannelEvent {
         /// The start of what the model reads (at most 200 characters). Untrusted.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result_summary: Option<String>,
+        /// Where the call's argument values came from, and whether it was asked because
+        /// the conversation had read text from outside.
+        #[serde(default, skip_serializing_if = "crate::CallProvenance::is_empty")]
+        provenance: crate::CallProvenance,
     },
     /// What a call gave back (the model reads the same), as text blocks; it follows the
     /// call's `tool_call_finished`. Untrusted.
@@ -142,6 +146,7 @@ mod tests {
             decided_by: DecidedBy::EndOfInput,
             duration_ms: Some(2),
             result_summary: None,
+            provenance: Default::default(),
         };
         let value = serde_json::to_value(&event).unwrap();
         assert_eq!(

@@ -286,6 +286,7 @@ mod tests {
             decided_by: DecidedBy::Policy,
             duration_ms: None,
             result_summary: None,
+            provenance: Default::default(),
         }
     }
 

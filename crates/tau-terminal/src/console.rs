@@ -659,6 +659,7 @@ mod tests {
             decided_by: DecidedBy::person("terminal"),
             duration_ms: Some(3),
             result_summary: Some(summary.into()),
+            provenance: Default::default(),
         }
     }
 
@@ -761,6 +762,7 @@ mod tests {
                 decided_by: DecidedBy::Policy,
                 duration_ms: None,
                 result_summary: Some(tau_core::unknown_tool_text("open_door")),
+                provenance: Default::default(),
             },
             ChannelEvent::ToolCallFinished {
                 call_id: "t2".into(),
@@ -770,6 +772,7 @@ mod tests {
                 decided_by: DecidedBy::Policy,
                 duration_ms: None,
                 result_summary: Some("Error: input is not a JSON object".into()),
+                provenance: Default::default(),
             },
             ChannelEvent::ToolCallFinished {
                 call_id: "t3".into(),
@@ -779,6 +782,7 @@ mod tests {
                 decided_by: DecidedBy::person("terminal"),
                 duration_ms: Some(1200),
                 result_summary: Some("Error: stopped".into()),
+                provenance: Default::default(),
             },
             ChannelEvent::ToolCallFinished {
                 call_id: "t4".into(),
@@ -788,6 +792,7 @@ mod tests {
                 decided_by: DecidedBy::Policy,
                 duration_ms: Some(1),
                 result_summary: Some("Error: no such file\nsecond line".into()),
+                provenance: Default::default(),
             },
         ];
         insta::assert_snapshot!(shown(Language::En, None, &events));

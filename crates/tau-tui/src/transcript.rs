@@ -180,6 +180,7 @@ impl Transcript {
                 decided_by,
                 duration_ms,
                 result_summary,
+                ..
             } => {
                 self.with_call(call_id, tool, |call| {
                     call.state = CallState::Finished(*status);
@@ -371,6 +372,7 @@ mod tests {
             decided_by: DecidedBy::Policy,
             duration_ms: None,
             result_summary: Some(tau_core::refusal_text("clock")),
+            provenance: Default::default(),
         });
         let Some(Entry::Call(call)) = transcript.entries.first() else {
             panic!("no call");

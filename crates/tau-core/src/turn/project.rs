@@ -26,6 +26,7 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
             decided_by,
             result_summary,
             duration_ms,
+            provenance,
             ..
         } => Some(ChannelEvent::ToolCallFinished {
             call_id: tool_use_id.clone(),
@@ -35,6 +36,7 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
             decided_by: decided_by.clone(),
             duration_ms: *duration_ms,
             result_summary: result_summary.clone(),
+            provenance: provenance.clone(),
         }),
         AuditEvent::ApprovalRequested(question) => {
             Some(ChannelEvent::ApprovalRequested(Box::new(question.clone())))

@@ -154,6 +154,7 @@ pub(crate) fn finished(
         decided_by: by,
         duration_ms,
         result_summary: Some(summary.into()),
+        provenance: Default::default(),
     }
 }
 
