@@ -39,17 +39,61 @@ pub struct TurnPrompts {
     pub sink: Option<ChannelSink>,
 }
 
+/// Why nobody could be asked about a run's calls: each refusal says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unwatched {
+    /// The routine names no `ask` channel.
+    NoAskChannel,
+    /// Its `ask` channel is not one this runner can ask on.
+    ChannelNotHere(AskChannel),
+}
+
 impl TurnPrompts {
-    fn approver(&self, ask: Option<AskChannel>) -> Arc<dyn Approver> {
+    /// Who is asked about the run's calls; `Err`: nobody, and why.
+    fn approver(&self, ask: Option<AskChannel>) -> Result<Arc<dyn Approver>, Unwatched> {
         match (&self.approver, ask) {
-            (PromptApprover::Always(approver), _) => Arc::clone(approver),
-            (PromptApprover::ByAsk(_), None) => Arc::new(AutoRejectApprover),
+            (PromptApprover::Always(approver), _) => Ok(Arc::clone(approver)),
+            (PromptApprover::ByAsk(_), None) => Err(Unwatched::NoAskChannel),
             (PromptApprover::ByAsk(by), Some(channel)) => {
-                by(channel).unwrap_or_else(|| Arc::new(AutoRejectApprover))
+                by(channel).ok_or(Unwatched::ChannelNotHere(channel))
             }
         }
     }
 }
+
+/// A call of the run's turn that did not run, and whether it was asked only because the
+/// run had read outside text (`CallProvenance::escalated`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RefusedCall {
+    tool: String,
+    escalated: bool,
+}
+
+/// The run's detail for the calls refused in it: each tool, and for a call asked only
+/// because of outside text, that reason and why nobody could say yes.
+fn refused_detail(refused: &[RefusedCall], unwatched: Option<Unwatched>) -> String {
+    let calls: Vec<String> = refused
+        .iter()
+        .map(|call| match (call.escalated, unwatched) {
+            (false, _) => call.tool.clone(),
+            (true, None) => format!("{} ({ASKED_FOR_OUTSIDE_TEXT})", call.tool),
+            (true, Some(Unwatched::NoAskChannel)) => {
+                format!("{} ({ASKED_FOR_OUTSIDE_TEXT}; {NO_ASK_CHANNEL})", call.tool)
+            }
+            (true, Some(Unwatched::ChannelNotHere(channel))) => format!(
+                "{} ({ASKED_FOR_OUTSIDE_TEXT}; nobody can be asked on {})",
+                call.tool,
+                channel.as_str()
+            ),
+        })
+        .collect();
+    format!("refused: {}", calls.join(", "))
+}
+
+/// Why a call below tier 2 was asked at all, in a run's detail.
+const ASKED_FOR_OUTSIDE_TEXT: &str = "asked because the run read text from outside";
+/// Why nobody said yes to it.
+const NO_ASK_CHANNEL: &str = "this routine has no ask channel";
 
 #[async_trait]
 impl PromptRunner for TurnPrompts {
@@ -58,11 +102,15 @@ impl PromptRunner for TurnPrompts {
             Some(repository) => Some((Arc::clone(repository), run.session.clone())),
             None => None,
         };
+        let (approver, unwatched) = match self.approver(run.ask) {
+            Ok(approver) => (approver, None),
+            Err(why) => (Arc::new(AutoRejectApprover) as Arc<dyn Approver>, Some(why)),
+        };
         let mut agent = build_agent(AgentParts {
             config: self.config.clone(),
             model: Arc::clone(&self.model),
             catalog: self.catalog.clone(),
-            approver: self.approver(run.ask),
+            approver,
             hooks: Vec::new(),
             plugins: Vec::new(),
             session,
@@ -78,15 +126,19 @@ impl PromptRunner for TurnPrompts {
             .stream(&run.prompt, self.sink.as_ref())
             .await
             .map_err(|e| HostError(format!("the turn failed: {e}")))?;
-        let refused: Vec<String> = calls
+        let refused: Vec<RefusedCall> = calls
             .events()
             .into_iter()
             .filter_map(|event| match event {
                 AuditEvent::ToolCall {
                     tool,
                     status: CallStatus::Refused | CallStatus::UnknownTool | CallStatus::Invalid,
+                    provenance,
                     ..
-                } => Some(tool),
+                } => Some(RefusedCall {
+                    tool,
+                    escalated: provenance.escalated,
+                }),
                 _ => None,
             })
             .collect();
@@ -94,7 +146,7 @@ impl PromptRunner for TurnPrompts {
         Ok(match stop {
             _ if !refused.is_empty() => PromptOutcome {
                 outcome: RoutineOutcome::Refused,
-                detail: Some(format!("refused: {}", refused.join(", "))),
+                detail: Some(refused_detail(&refused, unwatched)),
             },
             StopReason::EndTurn | StopReason::StopSequence => PromptOutcome {
                 outcome: RoutineOutcome::Success,
@@ -113,5 +165,50 @@ impl PromptRunner for TurnPrompts {
                 detail: Some(format!("the turn ended with {}", stop.as_str())),
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tool: &str, escalated: bool) -> RefusedCall {
+        RefusedCall {
+            tool: tool.to_owned(),
+            escalated,
+        }
+    }
+
+    #[test]
+    fn a_refusal_asked_for_outside_text_says_so_and_why_nobody_said_yes() {
+        let refused = [call("lamp", false), call("office__send_email", true)];
+        let cases = [
+            (
+                Some(Unwatched::NoAskChannel),
+                "refused: lamp, office__send_email (asked because the run read text from outside; this routine has no ask channel)",
+            ),
+            (
+                Some(Unwatched::ChannelNotHere(AskChannel::Telegram)),
+                "refused: lamp, office__send_email (asked because the run read text from outside; nobody can be asked on telegram)",
+            ),
+            (
+                None,
+                "refused: lamp, office__send_email (asked because the run read text from outside)",
+            ),
+        ];
+        for (unwatched, detail) in cases {
+            assert_eq!(refused_detail(&refused, unwatched), detail, "{unwatched:?}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_the_tier_alone_explains_names_only_the_tool() {
+        assert_eq!(
+            refused_detail(
+                &[call("lamp", false), call("run_command", false)],
+                Some(Unwatched::NoAskChannel)
+            ),
+            "refused: lamp, run_command"
+        );
     }
 }
