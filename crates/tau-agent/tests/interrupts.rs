@@ -358,10 +358,7 @@ async fn interrupt_state_round_trips_through_sqlite_and_a_new_agent_resumes_it()
         let mut agent = Agent::builder(Arc::new(model))
             .tools([guarded.clone() as _, free.clone() as _])
             .hooks(approval_hook(&answers))
-            .session(
-                Arc::new(tau_state::StateDb::open(&path).unwrap()),
-                id.clone(),
-            )
+            .session(Arc::new(common::stored_sessions(&path)), id.clone())
             .build()
             .await
             .unwrap();
@@ -375,7 +372,7 @@ async fn interrupt_state_round_trips_through_sqlite_and_a_new_agent_resumes_it()
     let mut restored = Agent::builder(Arc::new(model.clone()))
         .tools([guarded.clone() as _, free.clone() as _])
         .hooks(approval_hook(&answers))
-        .session(Arc::new(tau_state::StateDb::open(&path).unwrap()), id)
+        .session(Arc::new(common::stored_sessions(&path)), id)
         .build()
         .await
         .unwrap();

@@ -29,6 +29,8 @@
 //! - `failpoint.rs`: where a test build can be stopped dead (empty in any other build)
 //! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
 //! - `pin.rs`: `WorkspacePinner`, what a grant of a tool that runs the workspace pins
+//! - `sessions.rs`: `StoredSessions`, the loop's `SessionRepository` over `state.db`'s
+//!   sessions (the store keeps their JSON and knows nothing of the loop)
 
 pub mod approval;
 mod audit;
@@ -45,6 +47,7 @@ mod hook;
 mod i18n;
 mod ids;
 mod pin;
+mod sessions;
 mod stored_call;
 mod turn;
 
@@ -76,6 +79,7 @@ pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_code, random_id};
 pub use pin::{GRANT_LABEL, WorkspacePinner, asked_again_text, no_grant_text, unpinned_text};
+pub use sessions::{StoredSessions, load_agent_state};
 pub use stored_call::{StoredAnswers, stored_gated_call};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,

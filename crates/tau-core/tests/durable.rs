@@ -75,7 +75,8 @@ impl Hub {
             Arc::new(ScriptedApprover::new([])),
         );
         setup.session = Some((
-            Arc::new(self.store.clone()) as Arc<dyn SessionRepository>,
+            Arc::new(tau_core::StoredSessions::new(self.store.clone()))
+                as Arc<dyn SessionRepository>,
             SessionId::parse("web-1").unwrap(),
         ));
         setup.durable = Some(DurableQuestions {
@@ -392,9 +393,7 @@ impl tau_core::EventSubscriber for SavedWhenAnnounced {
             return;
         };
         let id = question.approval_id.clone();
-        let waits = self
-            .store
-            .load_state(&SessionId::parse("web-1").unwrap())
+        let waits = tau_core::load_agent_state(&self.store, &SessionId::parse("web-1").unwrap())
             .unwrap()
             .is_some_and(|state| {
                 state
@@ -541,14 +540,15 @@ async fn arguments_changed_in_the_session_store_while_down_are_refused() {
     hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
     // Someone with the database rewrites the paused call's arguments.
     let session = SessionId::parse("web-1").unwrap();
-    let mut state = hub.store.load_state(&session).unwrap().unwrap();
+    let sessions = tau_core::StoredSessions::new(hub.store.clone());
+    let mut state = sessions.load_state(&session).unwrap().unwrap();
     let message = state.interrupt_state.tool_use_message.as_mut().unwrap();
     for block in &mut message.content {
         if let tau_agent::ContentBlock::ToolUse(tool_use) = block {
             tool_use.input = json!({"room": "garage"});
         }
     }
-    hub.store.save_state(&session, &state).unwrap();
+    sessions.save_state(&session, &state).unwrap();
     let mut after = hub.agent(vec![text("Not done.")]).await;
     after.resume(&id, None).await.unwrap();
     assert_eq!(hub.house.lights.runs(), 0);

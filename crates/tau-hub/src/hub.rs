@@ -9,7 +9,7 @@ use tau_agent::{CancelHandle, Message, SessionId, SessionRepository};
 use tau_core::approval::{
     Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable_granting,
 };
-use tau_core::{DecidedBy, EventBus, TauAgent};
+use tau_core::{DecidedBy, EventBus, StoredSessions, TauAgent};
 use tau_protocol::{ApprovalId, GrantRequest};
 use tau_state::Conversation;
 use tokio::sync::{Notify, broadcast};
@@ -204,7 +204,7 @@ impl Hub {
     /// Every stored message of a session, as the model received them.
     pub fn messages(&self, channel: &str, session: &SessionId) -> Result<Vec<Message>, HubError> {
         self.owned(channel, session)?;
-        Ok(self.inner.state.messages(session, 0)?)
+        Ok(StoredSessions::new(self.inner.state.clone()).messages(session, 0)?)
     }
 
     // ---- messages and events ----

@@ -81,7 +81,6 @@ mod tests {
 
         // The generator collides twice (with the conversation, then with a session of
         // `tau chat` that belongs to none), the third id is new.
-        use tau_agent::SessionRepository;
         store
             .ensure_session(&SessionId::parse("web-2").unwrap())
             .unwrap();

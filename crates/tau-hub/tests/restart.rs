@@ -17,7 +17,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::SessionRepository;
-use tau_core::{AuditEvent, DecidedBy, Decision, StopReason};
+use tau_core::{AuditEvent, DecidedBy, Decision, StopReason, StoredSessions};
 use tau_hub::{Answered, ApprovalState, Reply, StateDb};
 
 use support::*;
@@ -115,7 +115,7 @@ async fn a_question_whose_turn_was_given_up_while_down_is_cancelled_at_start() {
     drop(first);
     // Another tau cleared the turn's interrupt (as a `tau chat` did before the hub held
     // the conversations whose turn waits on a question).
-    let sessions = StateDb::open(&setup.db()).unwrap();
+    let sessions = StoredSessions::new(StateDb::open(&setup.db()).unwrap());
     let mut state = sessions.load_state(&session).unwrap().unwrap();
     state.interrupt_state.deactivate();
     sessions.save_state(&session, &state).unwrap();

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolResultStatus};
-use tau_core::{ToolCatalog, display, json_for_terminal, sorted_json};
+use tau_core::{StoredSessions, ToolCatalog, display, json_for_terminal, sorted_json};
 use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
 use crate::approvals;
@@ -165,7 +165,7 @@ fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
     if !store.session_exists(&id)? {
         return Err(usage(format!("no session named '{id}'")));
     }
-    Ok(store.messages(&id, 0)?)
+    Ok(StoredSessions::new(store).messages(&id, 0)?)
 }
 
 /// The questions of `name` that wait, one line each.

@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use tau_agent::{Message, Model, SessionId, SessionRepository};
 use tau_core::approval::DurableQuestions;
 use tau_core::{
-    AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, ToolCatalog, build_agent,
+    AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, StoredSessions, ToolCatalog,
+    build_agent,
 };
 use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
 use tau_state::StateDb;
@@ -122,7 +123,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         ctx,
         crate::hosted::HostParts {
             hub: hub.clone(),
-            sessions: Arc::new(state.clone()),
+            sessions: Arc::new(StoredSessions::new(state.clone())),
             catalog: tools.catalog,
             model,
             config: config.core(),
@@ -401,8 +402,8 @@ impl SessionFactory for Factory {
     ) -> Result<Opened, OpenError> {
         let lock =
             SessionLock::acquire(&self.home, session).map_err(|e| OpenError(format!("{e:#}")))?;
-        let stored = self
-            .sessions
+        let repository = StoredSessions::new(self.sessions.clone());
+        let stored = repository
             .messages(session, 0)
             .map_err(|e| OpenError(e.to_string()))?;
         let grants =
@@ -424,7 +425,7 @@ impl SessionFactory for Factory {
             hooks: Vec::new(),
             plugins: Vec::new(),
             session: Some((
-                Arc::new(self.sessions.clone()) as Arc<dyn SessionRepository>,
+                Arc::new(repository) as Arc<dyn SessionRepository>,
                 session.clone(),
             )),
             events,

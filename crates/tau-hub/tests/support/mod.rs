@@ -17,7 +17,7 @@ use tau_core::ApprovalId;
 use tau_core::approval::DurableQuestions;
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, ChannelEvent, CoreConfig, EventBus, RecordedEvents,
-    StopReason, TauToolSpec, Tier, ToolCatalog, build_agent,
+    StopReason, StoredSessions, TauToolSpec, Tier, ToolCatalog, build_agent,
 };
 use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory, StateDb};
 use tau_state::RecordedAnswer;
@@ -85,7 +85,7 @@ pub fn say(text: &str) -> Message {
 /// Builds each session's agent over the shared stores; its model plays `script` from
 /// after the assistant messages the session already holds.
 pub struct Factory {
-    sessions: StateDb,
+    sessions: StoredSessions,
     script: Vec<Message>,
     /// Scripts of particular sessions, by id.
     scripts: Arc<Mutex<std::collections::HashMap<String, Vec<Message>>>>,
@@ -183,7 +183,7 @@ impl Setup {
         // Its own connection, as each process has.
         let state = StateDb::open(&self.db()).unwrap();
         let factory = Arc::new(Factory {
-            sessions: state.clone(),
+            sessions: StoredSessions::new(state.clone()),
             script,
             scripts: Arc::clone(&self.scripts),
             lights: Arc::clone(&self.lights),
