@@ -51,14 +51,7 @@ impl Hub {
 
     /// Changes a stored row behind the gate's back, as someone with the database could.
     fn tamper(&self, id: &ApprovalId, set: &str) {
-        let raw = rusqlite::Connection::open(self.dir.path().join("state.db")).unwrap();
-        let changed = raw
-            .execute(
-                &format!("UPDATE approvals SET {set} WHERE id = ?1"),
-                [id.as_str()],
-            )
-            .unwrap();
-        assert_eq!(changed, 1, "{set}");
+        tau_test_support::tamper_approval(&self.dir.path().join("state.db"), id.as_str(), set);
     }
 
     /// A conversation's agent over the shared store and sessions, as `tau serve` (re)builds

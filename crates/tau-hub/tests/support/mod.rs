@@ -229,8 +229,7 @@ impl Setup {
 
     /// Runs `sql` on `state.db` as another program would, with `?1` bound to `id`.
     pub fn edit_state_db(&self, sql: &str, id: &ApprovalId) {
-        let connection = rusqlite::Connection::open(self.db()).unwrap();
-        let changed = connection.execute(sql, [id.as_str()]).unwrap();
+        let changed = tau_test_support::edit_behind_tau(&self.db(), sql, id.as_str());
         assert_eq!(changed, 1, "{sql}");
     }
 

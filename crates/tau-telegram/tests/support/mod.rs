@@ -396,11 +396,7 @@ impl FakeHub {
 
     /// Changes a stored row behind the hub's back, as someone with the database could.
     pub fn tamper(&self, id: &str, set: &str) {
-        let raw = rusqlite::Connection::open(self.dir.path().join("state.db")).unwrap();
-        let changed = raw
-            .execute(&format!("UPDATE approvals SET {set} WHERE id = ?1"), [id])
-            .unwrap();
-        assert_eq!(changed, 1, "{set}");
+        tau_test_support::tamper_approval(&self.dir.path().join("state.db"), id, set);
     }
 
     pub fn state(&self, id: &str) -> ApprovalState {
