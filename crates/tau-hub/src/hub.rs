@@ -501,7 +501,7 @@ impl Hub {
             .await
             .map_err(|e| HubError::Open {
                 session: session.to_string(),
-                reason: e.0,
+                reason: e.to_string(),
             })?;
         let slot = Arc::new(Slot {
             session: session.clone(),

@@ -55,10 +55,6 @@ impl HubHost {
     }
 }
 
-fn host_error(error: impl std::fmt::Display) -> HostError {
-    HostError(error.to_string())
-}
-
 /// What a routine's turn in the hub amounts to for its run.
 fn outcome_of(stop_reason: StopReason, refused: &[String]) -> PromptOutcome {
     if !refused.is_empty() {
@@ -100,8 +96,7 @@ impl PromptRunner for HubHost {
                 run.prompt,
                 self.timeout + TURN_GRACE,
             )
-            .await
-            .map_err(host_error)?;
+            .await?;
         Ok(outcome_of(turn.stop_reason, &turn.refused))
     }
 }
@@ -118,11 +113,8 @@ impl RoutineHost for HubHost {
 
     fn session_for(&self, routine: &str, ask: Option<AskChannel>) -> Result<SessionId, HostError> {
         match ask {
-            None => session_of(routine).map_err(host_error),
-            Some(channel) => self
-                .hub
-                .open_conversation(channel.as_str(), routine)
-                .map_err(host_error),
+            None => Ok(session_of(routine)?),
+            Some(channel) => Ok(self.hub.open_conversation(channel.as_str(), routine)?),
         }
     }
 

@@ -71,13 +71,12 @@ impl PromptRunner for TurnPrompts {
             grants: None,
             dispatches: None,
         })
-        .await
-        .map_err(|e| HostError(e.to_string()))?;
+        .await?;
         let calls = RecordedEvents::subscribed_to(agent.events());
         let outcome = agent
             .stream(&run.prompt, self.sink.as_ref())
             .await
-            .map_err(|e| HostError(format!("the turn failed: {e}")))?;
+            .map_err(HostError::Turn)?;
         let refused: Vec<String> = calls
             .events()
             .into_iter()

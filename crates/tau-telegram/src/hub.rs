@@ -9,9 +9,16 @@ use tau_protocol::{Allowance, GrantId, GrantScope};
 use tau_state::Revoked;
 
 /// The hub could not do what was asked.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct HubError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    /// The hub refused or failed (its own words).
+    #[error(transparent)]
+    Hub(#[from] tau_hub::HubError),
+    /// A conversation with nothing written in it yet cannot be renamed: the hub keeps no
+    /// session for it.
+    #[error("nothing is written in this conversation yet")]
+    NothingWritten,
+}
 
 /// A stored question, with the conversation it belongs to.
 #[derive(Debug, Clone, PartialEq)]
@@ -203,5 +210,17 @@ mod tests {
         ] {
             assert_eq!(chat_of(key), chat, "{key}");
         }
+    }
+
+    #[test]
+    fn a_hub_error_reads_as_the_hub_said_it() {
+        assert_eq!(
+            HubError::from(tau_hub::HubError::Busy).to_string(),
+            tau_hub::HubError::Busy.to_string()
+        );
+        assert_eq!(
+            HubError::NothingWritten.to_string(),
+            "nothing is written in this conversation yet"
+        );
     }
 }

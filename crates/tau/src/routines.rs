@@ -385,8 +385,6 @@ impl tau_reflex::PromptRunner for NoPrompts {
         &self,
         _run: tau_reflex::PromptRun,
     ) -> Result<tau_reflex::PromptOutcome, tau_reflex::HostError> {
-        Err(tau_reflex::HostError(
-            "this routine has no prompt".to_owned(),
-        ))
+        Err(tau_reflex::HostError::NoPrompt)
     }
 }

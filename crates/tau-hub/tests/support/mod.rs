@@ -140,8 +140,7 @@ impl SessionFactory for Factory {
             grants: None,
             dispatches: None,
         })
-        .await
-        .map_err(|e| OpenError(e.to_string()))?;
+        .await?;
         Ok(Opened {
             agent,
             guard: Box::new(()),

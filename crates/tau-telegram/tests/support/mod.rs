@@ -379,7 +379,7 @@ impl FakeHub {
         };
         let (answered, event) =
             answer_durable(&self.approvals, &self.bus, &id, to, by, confirmation)
-                .map_err(|e| HubError(e.to_string()))?;
+                .map_err(|e| HubError::Hub(e.into()))?;
         if let (Some(event), Answered::Decided(row)) = (event, &answered)
             && let Some(key) = self.key_of(row.session.as_str())
         {
@@ -432,7 +432,7 @@ impl Hub for FakeHub {
         let row = self
             .approvals
             .approval(&id)
-            .map_err(|e| HubError(e.to_string()))?;
+            .map_err(|e| HubError::Hub(e.into()))?;
         Ok(row.map(|row| Question {
             conversation: self
                 .key_of(row.session.as_str())
@@ -452,9 +452,9 @@ impl Hub for FakeHub {
             Reply::Confirm(number) => (ApprovalState::Approved, Some(number)),
             // This hub's questions offer no grant, as a hub's must refuse then.
             Reply::ApproveAlways(_) => {
-                return Err(HubError(
+                return Err(HubError::Hub(tau_hub::HubError::Grant(
                     "this question offers no grant: answer approve or reject".into(),
-                ));
+                )));
             }
             Reply::Reject => (ApprovalState::Rejected, None),
         };
@@ -474,7 +474,7 @@ impl Hub for FakeHub {
         let rows = self
             .approvals
             .approvals(Some(ApprovalState::Pending))
-            .map_err(|e| HubError(e.to_string()))?;
+            .map_err(|e| HubError::Hub(e.into()))?;
         Ok(rows
             .into_iter()
             .filter(|r| r.channel == "telegram")
@@ -489,7 +489,7 @@ impl Hub for FakeHub {
         let grants = self
             .approvals
             .grants(Some(Timestamp::now()))
-            .map_err(|e| HubError(e.to_string()))?;
+            .map_err(|e| HubError::Hub(e.into()))?;
         Ok(grants
             .into_iter()
             .filter(|g| g.channel == "telegram" && g.person.as_deref() == Some(user))
@@ -501,7 +501,7 @@ impl Hub for FakeHub {
         match self.approvals.grant(grant) {
             Ok(Some(g)) if g.channel == "telegram" && g.person.as_deref() == Some(user) => {}
             Ok(_) => return Ok(Revoked::NotFound),
-            Err(e) => return Err(HubError(e.to_string())),
+            Err(e) => return Err(HubError::Hub(e.into())),
         }
         let by = DecidedBy::Person {
             channel: "telegram".into(),
@@ -509,7 +509,7 @@ impl Hub for FakeHub {
         };
         self.approvals
             .revoke_grant(grant, &by, Timestamp::now())
-            .map_err(|e| HubError(e.to_string()))
+            .map_err(|e| HubError::Hub(e.into()))
     }
 
     async fn conversations(
@@ -522,7 +522,7 @@ impl Hub for FakeHub {
             Some(text) => Some(
                 self.approvals
                     .search_sessions(text)
-                    .map_err(|e| HubError(e.to_string()))?,
+                    .map_err(|e| HubError::Hub(e.into()))?,
             ),
             None => None,
         };
@@ -549,13 +549,13 @@ impl Hub for FakeHub {
     async fn rename(&self, key: &str, title: Option<&str>) -> Result<(), HubError> {
         let session = self.sessions.lock().unwrap().get(key).cloned();
         let Some(session) = session else {
-            return Err(HubError("nothing written in this conversation yet".into()));
+            return Err(HubError::NothingWritten);
         };
         let id = SessionId::parse(&session).unwrap();
         match self.approvals.rename_session(&id, title) {
             Ok(true) => Ok(()),
-            Ok(false) => Err(HubError("nothing written in this conversation yet".into())),
-            Err(error) => Err(HubError(error.to_string())),
+            Ok(false) => Err(HubError::NothingWritten),
+            Err(error) => Err(HubError::Hub(error.into())),
         }
     }
 
@@ -567,7 +567,7 @@ impl Hub for FakeHub {
         let rows = self
             .approvals
             .approvals(Some(ApprovalState::Pending))
-            .map_err(|e| HubError(e.to_string()))?;
+            .map_err(|e| HubError::Hub(e.into()))?;
         Ok(rows
             .into_iter()
             .map(|row| Question {
