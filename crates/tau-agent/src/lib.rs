@@ -55,8 +55,8 @@ pub use message::{
     ContentBlock, Message, Role, ToolResult, ToolResultContent, ToolResultStatus, ToolUse,
 };
 pub use model::{
-    BlockDelta, BlockStart, ChunkStream, Model, ModelError, ModelRequest, OwnedModelRequest,
-    StopReason, StreamChunk, Usage,
+    AgentStop, BlockDelta, BlockStart, ChunkStream, Model, ModelError, ModelRequest,
+    OwnedModelRequest, StreamChunk, Usage,
 };
 pub use scripted::{ScriptError, ScriptedModel};
 pub use session::{

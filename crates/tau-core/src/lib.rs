@@ -85,7 +85,7 @@ pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
     Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, GrantSuggestion,
     MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock,
-    SessionId, ShownFile, StopReason, Tier, TierError, TreeError, TurnUsage, WorkspaceTree,
+    SessionId, ShownFile, Tier, TierError, TreeError, TurnStop, TurnUsage, WorkspaceTree,
     ellipsized, shown_lines,
 };
 pub use turn::{

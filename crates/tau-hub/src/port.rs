@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tau_agent::{Message, SessionId};
 use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
-use tau_core::{AuditEvent, CallStatus, ChannelEvent, DecidedBy, StopReason};
+use tau_core::{AuditEvent, CallStatus, ChannelEvent, DecidedBy, TurnStop};
 use tau_protocol::{ApprovalId, Grant, GrantId, RoutineAllowance};
 use tau_state::{Conversation, Revoked};
 use tokio::sync::broadcast;
@@ -290,7 +290,7 @@ pub struct RoutineOrigin {
 /// How a routine's turn in its conversation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoutineTurn {
-    pub stop_reason: StopReason,
+    pub stop_reason: TurnStop,
     /// The tools of calls that did not run (refused, unknown, invalid), in order.
     pub refused: Vec<String>,
 }
@@ -352,7 +352,7 @@ impl RoutinePort for Hub {
                     // An interrupted turn waits for its question; the turn that
                     // resumes it ends for good.
                     Ok(SessionEvent::Turn(ChannelEvent::TurnEnded { stop_reason, .. }))
-                        if stop_reason != StopReason::Interrupt =>
+                        if stop_reason != TurnStop::Interrupt =>
                     {
                         return Ok(stop_reason);
                     }

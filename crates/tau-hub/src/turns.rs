@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use tau_agent::SessionId;
 use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
-use tau_core::{ChannelEvent, ChannelSink, DecidedBy, StopReason, TauAgent};
+use tau_core::{ChannelEvent, ChannelSink, DecidedBy, TauAgent, TurnStop};
 
 use crate::HubError;
 use crate::hub::{Hub, SessionEvent, Slot};
@@ -54,7 +54,7 @@ impl Hub {
                     // it belongs to still waits, so this message cannot be answered.
                     tracing::error!(session = %slot.session, "a stored question could not be superseded; the message is not answered");
                     sink.send(ChannelEvent::TurnEnded {
-                        stop_reason: StopReason::Failed,
+                        stop_reason: TurnStop::Failed,
                         usage: tau_core::TurnUsage::default(),
                     });
                 } else if let Err(error) = agent.stream(&text, Some(&sink)).await {
@@ -167,7 +167,7 @@ impl Hub {
 
 /// How the waiting turn ends: a person's answer (or an expiry nobody moved on from)
 /// needs the model again; a turn whose questions were all withdrawn ends quietly.
-fn closing_reason(states: &[ApprovalState], newer_message: bool) -> Option<StopReason> {
+fn closing_reason(states: &[ApprovalState], newer_message: bool) -> Option<TurnStop> {
     let mut closing = None;
     for state in states {
         match state {
@@ -176,10 +176,10 @@ fn closing_reason(states: &[ApprovalState], newer_message: bool) -> Option<StopR
             }
             ApprovalState::Expired if !newer_message => return None,
             ApprovalState::Expired => {
-                closing = closing.or(Some(StopReason::Expired));
+                closing = closing.or(Some(TurnStop::Expired));
             }
-            ApprovalState::Superseded => closing = Some(StopReason::Superseded),
-            ApprovalState::Cancelled => closing = closing.or(Some(StopReason::Cancelled)),
+            ApprovalState::Superseded => closing = Some(TurnStop::Superseded),
+            ApprovalState::Cancelled => closing = closing.or(Some(TurnStop::Cancelled)),
         }
     }
     closing
@@ -193,15 +193,15 @@ mod tests {
     #[test]
     fn how_a_waiting_turn_ends() {
         use ApprovalState::{Approved, Cancelled, Expired, Rejected, Superseded};
-        let cases: Vec<(&[ApprovalState], bool, Option<StopReason>)> = vec![
+        let cases: Vec<(&[ApprovalState], bool, Option<TurnStop>)> = vec![
             (&[Approved], false, None),
             (&[Rejected], true, None),
             (&[Expired], false, None),
-            (&[Expired], true, Some(StopReason::Expired)),
-            (&[Superseded], true, Some(StopReason::Superseded)),
-            (&[Expired, Superseded], true, Some(StopReason::Superseded)),
+            (&[Expired], true, Some(TurnStop::Expired)),
+            (&[Superseded], true, Some(TurnStop::Superseded)),
+            (&[Expired, Superseded], true, Some(TurnStop::Superseded)),
             (&[Superseded, Approved], true, None),
-            (&[Cancelled], false, Some(StopReason::Cancelled)),
+            (&[Cancelled], false, Some(TurnStop::Cancelled)),
         ];
         for (states, newer, expected) in cases {
             assert_eq!(

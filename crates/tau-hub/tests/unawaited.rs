@@ -17,7 +17,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use tau_agent::SessionRepository;
 use tau_core::{
-    AuditEvent, ChannelEvent, DecidedBy, Decision, NoticeKind, StopReason, StoredSessions,
+    AuditEvent, ChannelEvent, DecidedBy, Decision, NoticeKind, StoredSessions, TurnStop,
 };
 use tau_hub::{Answered, ApprovalState, Reply, SessionEvent, StateDb};
 
@@ -141,7 +141,7 @@ async fn a_yes_its_paused_turn_waits_for_runs_once_after_a_restart() {
         .await
         .unwrap();
     assert!(matches!(answered, Answered::Decided(_)), "{answered:?}");
-    until_turn_ends(&mut events, StopReason::EndTurn).await;
+    until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 1);
     second.shutdown().await;
 }

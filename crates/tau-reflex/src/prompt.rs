@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_agent::{Model, SessionRepository, StopReason};
+use tau_agent::{AgentStop, Model, SessionRepository};
 use tau_core::approval::Approver;
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, CallStatus, ChannelSink, CoreConfig, EventBus,
@@ -95,19 +95,19 @@ impl PromptRunner for TurnPrompts {
                 outcome: RoutineOutcome::Refused,
                 detail: Some(format!("refused: {}", refused.join(", "))),
             },
-            StopReason::EndTurn | StopReason::StopSequence => PromptOutcome {
+            AgentStop::EndTurn | AgentStop::StopSequence => PromptOutcome {
                 outcome: RoutineOutcome::Success,
                 detail: outcome.message.map(|m| m.text()),
             },
-            StopReason::ToolUse
-            | StopReason::MaxTokens
-            | StopReason::ContentFiltered
-            | StopReason::GuardrailIntervened
-            | StopReason::Interrupt
-            | StopReason::LimitTurns
-            | StopReason::LimitOutputTokens
-            | StopReason::LimitTotalTokens
-            | StopReason::Cancelled => PromptOutcome {
+            AgentStop::ToolUse
+            | AgentStop::MaxTokens
+            | AgentStop::ContentFiltered
+            | AgentStop::GuardrailIntervened
+            | AgentStop::Interrupt
+            | AgentStop::LimitTurns
+            | AgentStop::LimitOutputTokens
+            | AgentStop::LimitTotalTokens
+            | AgentStop::Cancelled => PromptOutcome {
                 outcome: RoutineOutcome::Error,
                 detail: Some(format!("the turn ended with {}", stop.as_str())),
             },

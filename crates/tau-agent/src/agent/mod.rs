@@ -17,7 +17,7 @@ use crate::hooks::{
 };
 use crate::interrupt::{Interrupt, InterruptResponse, InterruptState};
 use crate::message::{ContentBlock, Message, Role, ToolResult};
-use crate::model::{Model, ModelError, ModelRequest, StopReason, Usage};
+use crate::model::{AgentStop, Model, ModelError, ModelRequest, Usage};
 use crate::session::{AgentState, SessionError, SessionId, SessionRepository};
 use crate::tool::ToolSpec;
 use crate::tool_registry::{ToolRegistry, ToolRegistryError};
@@ -53,7 +53,7 @@ impl From<String> for Input {
 /// How an invocation ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentResult {
-    pub stop_reason: StopReason,
+    pub stop_reason: AgentStop,
     /// The last assistant message of this invocation, if the model answered.
     pub message: Option<Message>,
     pub usage: Usage,
@@ -338,7 +338,7 @@ impl Agent {
                 if token.is_cancelled() {
                     self.append(Message::assistant_text(CANCELLED_BY_USER_TEXT))
                         .await?;
-                    return Ok(stop(StopReason::Cancelled, last, calls, usage, Vec::new()));
+                    return Ok(stop(AgentStop::Cancelled, last, calls, usage, Vec::new()));
                 }
                 calls += 1;
                 match self
@@ -349,7 +349,7 @@ impl Agent {
                         let message = Message::assistant_text(CANCELLED_BY_USER_TEXT);
                         self.append(message.clone()).await?;
                         return Ok(stop(
-                            StopReason::Cancelled,
+                            AgentStop::Cancelled,
                             Some(message),
                             calls,
                             usage,
@@ -359,7 +359,7 @@ impl Agent {
                     ModelOutcome::Answered(assembled) => {
                         self.append(assembled.message.clone()).await?;
                         last = Some(assembled.message.clone());
-                        if assembled.stop_reason != StopReason::ToolUse {
+                        if assembled.stop_reason != AgentStop::ToolUse {
                             return Ok(stop(assembled.stop_reason, last, calls, usage, Vec::new()));
                         }
                         (assembled.message, assembled.invalid_inputs)
@@ -370,10 +370,10 @@ impl Agent {
                 .run_tools(token, events, &tool_message, &invalid_inputs)
                 .await?;
             if !pending.is_empty() {
-                return Ok(stop(StopReason::Interrupt, last, calls, usage, pending));
+                return Ok(stop(AgentStop::Interrupt, last, calls, usage, pending));
             }
             if token.is_cancelled() {
-                return Ok(stop(StopReason::Cancelled, last, calls, usage, Vec::new()));
+                return Ok(stop(AgentStop::Cancelled, last, calls, usage, Vec::new()));
             }
         }
     }

@@ -17,7 +17,7 @@ use tau_core::ApprovalId;
 use tau_core::approval::DurableQuestions;
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, ChannelEvent, CoreConfig, EventBus, RecordedEvents,
-    StopReason, StoredSessions, TauToolSpec, Tier, ToolCatalog, build_agent,
+    StoredSessions, TauToolSpec, Tier, ToolCatalog, TurnStop, build_agent,
 };
 use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory, StateDb};
 use tau_state::RecordedAnswer;
@@ -268,7 +268,7 @@ pub fn lights_script() -> Vec<Message> {
 /// Events until a turn ends with `stop` (skipping turns that end otherwise), as JSON.
 pub async fn until_turn_ends(
     receiver: &mut broadcast::Receiver<SessionEvent>,
-    stop: StopReason,
+    stop: TurnStop,
 ) -> Vec<Value> {
     let mut seen = Vec::new();
     loop {
@@ -304,7 +304,7 @@ pub async fn ask(hub: &Hub) -> (SessionId, broadcast::Receiver<SessionEvent>, Ap
     let session = hub.new_conversation("web").unwrap();
     let mut events = hub.subscribe("web", &session).unwrap();
     hub.send("web", &session, "lights on".into()).await.unwrap();
-    let seen = until_turn_ends(&mut events, StopReason::Interrupt).await;
+    let seen = until_turn_ends(&mut events, TurnStop::Interrupt).await;
     let id = seen
         .iter()
         .find(|e| e["type"] == "approval_requested")
