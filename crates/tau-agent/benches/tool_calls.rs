@@ -58,6 +58,7 @@ fn script(calls: usize, batch: usize) -> Vec<Message> {
                 })
             })
             .collect(),
+        source: None,
     });
     turns
         .chain(std::iter::once(Message::assistant_text("done")))

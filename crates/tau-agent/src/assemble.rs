@@ -154,6 +154,7 @@ impl Assembler {
             message: Message {
                 role: Role::Assistant,
                 content: std::mem::take(&mut self.blocks),
+                source: None,
             },
             stop_reason,
             usage: self.usage,
@@ -298,6 +299,7 @@ mod tests {
                             input: json!({"zone": "UTC"}),
                         }),
                     ],
+                    source: None,
                 },
                 stop_reason: AgentStop::ToolUse,
                 usage: Usage {

@@ -96,6 +96,7 @@ pub fn repair_message_with(
     (!content.is_empty()).then_some(Message {
         role: Role::User,
         content,
+        source: None,
     })
 }
 
@@ -113,12 +114,14 @@ mod tests {
                 name: "clock".into(),
                 input: json!({}),
             })],
+            source: None,
         }
     }
     fn tool_result(id: &str) -> Message {
         Message {
             role: Role::User,
             content: vec![ContentBlock::ToolResult(ToolResult::success_text(id, "ok"))],
+            source: None,
         }
     }
 
@@ -173,6 +176,7 @@ mod tests {
                     input: json!({}),
                 }),
             ],
+            source: None,
         });
         assert_eq!(
             repair_message(&messages),
@@ -182,6 +186,7 @@ mod tests {
                     ContentBlock::ToolResult(ToolResult::error_text("c", "Tool was interrupted.")),
                     ContentBlock::ToolResult(ToolResult::error_text("d", "Tool was interrupted.")),
                 ],
+                source: None,
             })
         );
     }
@@ -204,6 +209,7 @@ mod tests {
                     input: json!({}),
                 }),
             ],
+            source: None,
         });
         let ids: Vec<String> = unanswered_tool_uses(&messages)
             .into_iter()
@@ -221,6 +227,7 @@ mod tests {
                     ContentBlock::ToolResult(ToolResult::error_text("c", "Tool was interrupted.")),
                     ContentBlock::ToolResult(ToolResult::error_text("d", "it may have run")),
                 ],
+                source: None,
             })
         );
     }

@@ -232,6 +232,7 @@ pub async fn run_tool(
                 tool_use_id: tool_use_id.to_owned(),
                 status: output.status,
                 content: output.content,
+                source: None,
             },
             error: None,
         },

@@ -33,7 +33,9 @@ pub mod session;
 mod tool;
 mod tool_registry;
 
-pub use agent::{Agent, AgentBuilder, AgentError, AgentResult, CANCELLED_BY_USER_TEXT, Input};
+pub use agent::{
+    Agent, AgentBuilder, AgentError, AgentResult, CANCELLED_BY_USER_TEXT, Input, ModelView,
+};
 pub use control::{CancelHandle, Limits, RetryPolicy};
 pub use conversation::{
     CannotReduce, SlidingWindow, TOOL_INTERRUPTED_TEXT, repair_message, repair_message_with,

@@ -16,6 +16,11 @@ pub enum Role {
 pub struct Message {
     pub role: Role,
     pub content: Vec<ContentBlock>,
+    /// Who wrote a user message's text when it was not the person on the conversation's
+    /// channel (a forwarded message). Tool results name their own source through their
+    /// call; the model never reads this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<tau_protocol::Source>,
 }
 
 /// One block of a message, externally tagged as Converse writes it:
@@ -52,6 +57,11 @@ pub struct ToolResult {
     pub tool_use_id: String,
     pub status: ToolResultStatus,
     pub content: Vec<ToolResultContent>,
+    /// Set when the text is what a tool returned (not the loop's or the gate's own words,
+    /// such as a refusal): who wrote it, so the layer above can tell outside text from its
+    /// own. The model never reads this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<tau_protocol::Source>,
 }
 
 /// One part of a tool result: `{"text":"..."}` or `{"json":{...}}`.
@@ -63,20 +73,23 @@ pub enum ToolResultContent {
 }
 
 impl Message {
+    /// A message of `role` holding `content`, written by the person or the model.
+    pub fn new(role: Role, content: Vec<ContentBlock>) -> Self {
+        Self {
+            role,
+            content,
+            source: None,
+        }
+    }
+
     /// A user message holding one text block.
     pub fn user_text(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::User,
-            content: vec![ContentBlock::Text(text.into())],
-        }
+        Self::new(Role::User, vec![ContentBlock::Text(text.into())])
     }
 
     /// An assistant message holding one text block.
     pub fn assistant_text(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::Assistant,
-            content: vec![ContentBlock::Text(text.into())],
-        }
+        Self::new(Role::Assistant, vec![ContentBlock::Text(text.into())])
     }
 
     /// The tool uses of this message, in order.
@@ -114,6 +127,7 @@ impl ToolResult {
             tool_use_id: tool_use_id.into(),
             status: ToolResultStatus::Success,
             content: vec![ToolResultContent::Text(text.into())],
+            source: None,
         }
     }
 
@@ -124,6 +138,7 @@ impl ToolResult {
             tool_use_id: tool_use_id.into(),
             status: ToolResultStatus::Error,
             content: vec![ToolResultContent::Text(text.into())],
+            source: None,
         }
     }
 
@@ -158,6 +173,7 @@ mod tests {
                     input: json!({}),
                 }),
             ],
+            source: None,
         };
         assert_eq!(
             serde_json::to_string(&message).unwrap(),
@@ -172,6 +188,7 @@ mod tests {
             content: vec![ContentBlock::ToolResult(ToolResult::error_text(
                 "t1", "...",
             ))],
+            source: None,
         };
         assert_eq!(
             serde_json::to_string(&message).unwrap(),
@@ -193,6 +210,7 @@ mod tests {
                     ToolResultContent::Json(json!({"a": 1})),
                     ToolResultContent::Text("ok".into())
                 ],
+                source: None,
             }
         );
         assert_eq!(serde_json::to_string(&result).unwrap(), text);

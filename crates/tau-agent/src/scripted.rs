@@ -228,6 +228,7 @@ fn parse_entry(value: Value) -> Result<Entry, String> {
         message: Message {
             role: reply.role,
             content: reply.content,
+            source: None,
         },
         stop_reason: reply.stop_reason,
         usage: reply.usage,

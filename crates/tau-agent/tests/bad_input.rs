@@ -140,6 +140,7 @@ async fn tool_use_with_an_invalid_name_gets_an_error_result() {
         tool_use_id: "t3".into(),
         status: tau_agent::ToolResultStatus::Success,
         content: vec![tau_agent::ToolResultContent::Json(json!({"ok": true}))],
+        source: None,
     };
     assert_eq!(
         model.requests()[1].messages[2],

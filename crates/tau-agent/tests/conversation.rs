@@ -20,6 +20,7 @@ fn echoed(id: &str, input: serde_json::Value) -> ToolResult {
         tool_use_id: id.into(),
         status: ToolResultStatus::Success,
         content: vec![ToolResultContent::Json(input)],
+        source: None,
     }
 }
 

@@ -185,6 +185,7 @@ async fn tool_runs_with_the_tool_use_left_by_the_last_before_tool_call_callback(
         content: vec![tau_agent::ToolResultContent::Json(
             json!({"text": "from last"}),
         )],
+        source: None,
     };
     assert_eq!(
         agent.messages(),

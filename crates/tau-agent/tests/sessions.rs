@@ -59,6 +59,7 @@ async fn session_round_trip_restores_messages_and_state() {
                 tool_use_id: "t1".into(),
                 status: ToolResultStatus::Success,
                 content: vec![ToolResultContent::Json(json!({"say": "hi"}))],
+                source: None,
             }]),
             Message::assistant_text("said"),
         ]

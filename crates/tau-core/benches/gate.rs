@@ -126,6 +126,7 @@ fn script(calls: usize) -> Vec<Message> {
                 name: "look".into(),
                 input: json!({"at": i}),
             })],
+            source: None,
         })
         .chain(std::iter::once(Message::assistant_text("done")))
         .collect()

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use tau_protocol::{
-    Approval, ApprovalId, ApprovalQuestion, CallStatus, DecidedBy, Decision, Grant, GrantId,
-    GrantMade, Tier,
+    Approval, ApprovalId, ApprovalQuestion, CallProvenance, CallStatus, DecidedBy, Decision, Grant,
+    GrantId, GrantMade, Tier,
 };
 
 /// Where an error event comes from.
@@ -52,6 +52,10 @@ pub enum AuditEvent {
         result_summary: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
+        /// Which argument values came from outside text, and whether the call was asked
+        /// because the conversation had read such text.
+        #[serde(default, skip_serializing_if = "CallProvenance::is_empty")]
+        provenance: CallProvenance,
     },
     /// A tier-2 question was put to a channel.
     ApprovalRequested(ApprovalQuestion),
@@ -383,6 +387,7 @@ mod tests {
             approval_id: Some(ApprovalId::parse("ap_1").unwrap()),
             result_summary: None,
             duration_ms: Some(3),
+            provenance: CallProvenance::default(),
         };
         assert_eq!(
             serde_json::to_string(&event).unwrap(),

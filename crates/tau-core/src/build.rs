@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use tau_agent::{
     Agent, AgentError, BeforeInvocationEvent, Executor, HookError, HookEventKind, HookOrder,
-    HookRegistry, Limits, Model, Registration, RetryPolicy, SessionId, SessionRepository,
-    SharedTool, SlidingWindow, SyncHook,
+    HookRegistry, Limits, MessageAddedEvent, Model, Registration, RetryPolicy, SessionId,
+    SessionRepository, SharedTool, SlidingWindow, SyncHook,
 };
 
 use crate::approval::{Approver, DispatchRecord, DurableQuestions, GateGrants, TierGate};
@@ -14,10 +14,14 @@ use crate::audit::EventBus;
 use crate::catalog::ToolCatalog;
 use crate::config::{ConfigError, CoreConfig};
 use crate::hook::{TIER_GATE_HOOK, TierHook};
+use crate::provenance::{FramedView, Provenance, system_paragraph};
 use crate::turn::{TauAgent, TurnForwarder};
+use tau_protocol::Source;
 
 /// The name of the persona callback.
 pub const PERSONA_HOOK: &str = "tau.persona";
+/// The name of the callback that keeps the conversation's provenance ledger.
+pub const PROVENANCE_HOOK: &str = "tau.provenance";
 
 /// Registers callbacks of its own; `name` is shown when the audit refuses one.
 pub trait HookProvider: Send + Sync {
@@ -89,6 +93,10 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
     let catalog = Arc::new(catalog);
     let mut gate = TierGate::new(Arc::clone(&catalog) as _, approver, events.clone())
         .with_timeout(config.approval.timeout());
+    let provenance = Arc::new(Provenance::new(Source::Person {
+        channel: gate.approver_name().to_owned(),
+    }));
+    gate = gate.with_provenance(Arc::clone(&provenance));
     if let Some(durable) = durable {
         gate = gate.with_durable(durable);
     }
@@ -104,7 +112,22 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
     let gate = Arc::new(gate);
 
     let mut registry = HookRegistry::new();
-    let persona = config.agent.system_prompt.clone();
+    // tau's paragraph on outside text follows the persona, whoever wrote the persona.
+    let persona = format!(
+        "{}\n\n{}",
+        config.agent.system_prompt,
+        system_paragraph(config.ui.language())
+    );
+    let persona_text = persona.clone();
+    let observed = Arc::clone(&provenance);
+    registry.add(
+        PROVENANCE_HOOK,
+        HookOrder::DEFAULT,
+        SyncHook(move |event: &mut MessageAddedEvent| {
+            observed.observe(&event.message);
+            Ok(())
+        }),
+    )?;
     registry.add(
         PERSONA_HOOK,
         HookOrder::DEFAULT,
@@ -152,7 +175,8 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
         .tools(catalog.tools())
         .tools(plugin_tools)
         .hooks(registry)
-        .system_prompt(config.agent.system_prompt.clone())
+        .system_prompt(persona_text)
+        .model_view(Arc::new(FramedView))
         .executor(executor)
         .limits(limits)
         .retry(retry)
@@ -166,6 +190,10 @@ pub async fn build_agent(parts: AgentParts) -> Result<TauAgent, BuildError> {
         builder = builder.session(repository, id);
     }
     let agent = builder.build().await?;
+    // A restored conversation read what it holds: its sources count from the start.
+    for message in agent.messages() {
+        provenance.observe(message);
+    }
     Ok(TauAgent::new(
         agent, gate, catalog, &config, events, forwarder,
     ))

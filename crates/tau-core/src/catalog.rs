@@ -15,6 +15,7 @@ use tau_agent::{SharedTool, ToolSpec, is_valid_tool_name};
 use crate::approval::{Standing, TierLookup};
 use crate::card::{CardWriter, Resumed, SHOWN_FILES_UNCHECKED_TEXT};
 use crate::pin::WorkspacePinner;
+use crate::provenance::{ProvenanceRule, RuleOverride};
 use tau_protocol::{CallCard, TreeError, WorkspaceTree};
 use tau_protocol::{Tier, TierError};
 
@@ -69,6 +70,13 @@ impl TauToolSpec {
 
     /// The tool runs what the workspace holds (a script, a module, a Makefile): a grant of
     /// it pins the workspace's files (see [`crate::WorkspacePinner`]).
+    /// The tool's provenance rule (see [`crate::provenance`]); without one it is a
+    /// local tool whose results are outside text.
+    pub fn provenance(mut self, rule: ProvenanceRule) -> Self {
+        rule.write(&mut self.spec);
+        self
+    }
+
     pub fn runs_workspace(mut self) -> Self {
         if let Some(Value::Object(tau)) = self.spec.annotations.get_mut(TAU_ANNOTATION) {
             tau.insert(RUNS_WORKSPACE.to_owned(), Value::Bool(true));
@@ -101,9 +109,15 @@ pub fn runs_workspace(spec: &ToolSpec) -> bool {
 
 /// Takes a spec that came from outside the process: any `tau` key it declares is dropped
 /// and the tier and effect come from tau's config.
-pub fn adopt_external_spec(mut spec: ToolSpec, tier: Tier, effect: &str) -> ToolSpec {
+pub fn adopt_external_spec(
+    mut spec: ToolSpec,
+    tier: Tier,
+    effect: &str,
+    rule: ProvenanceRule,
+) -> ToolSpec {
     spec.annotations.remove(TAU_ANNOTATION);
     write_annotation(&mut spec, tier, effect);
+    rule.write(&mut spec);
     spec
 }
 
@@ -155,6 +169,8 @@ pub struct ToolCatalog {
     card_writers: Vec<Arc<dyn CardWriter>>,
     /// Reads the workspace's tree for grants of tools that run its files.
     pinner: Option<Arc<dyn WorkspacePinner>>,
+    /// `[tools.provenance.NAME]`, laid over each tool's own rule.
+    rule_overrides: BTreeMap<String, RuleOverride>,
 }
 
 impl ToolCatalog {
@@ -202,6 +218,18 @@ impl ToolCatalog {
         self.pinner = Some(pinner);
     }
 
+    /// Lays `[tools.provenance.NAME]` over the tools' own rules, for the tools registered
+    /// now and later. Returns the names that name no registered tool (yet).
+    pub fn set_rule_overrides(&mut self, overrides: BTreeMap<String, RuleOverride>) -> Vec<String> {
+        let unknown = overrides
+            .keys()
+            .filter(|name| !self.entries.contains_key(*name))
+            .cloned()
+            .collect();
+        self.rule_overrides = overrides;
+        unknown
+    }
+
     pub fn get(&self, name: &str) -> Option<&CatalogEntry> {
         self.entries.get(name)
     }
@@ -230,6 +258,17 @@ impl ToolCatalog {
 }
 
 impl TierLookup for ToolCatalog {
+    fn provenance_rule(&self, tool: &str) -> ProvenanceRule {
+        let Some(entry) = self.entries.get(tool) else {
+            return ProvenanceRule::default();
+        };
+        let own = ProvenanceRule::of(entry.tool.spec());
+        match self.rule_overrides.get(tool) {
+            Some(overrides) => own.with(overrides),
+            None => own,
+        }
+    }
+
     /// Reads the tier again from the tool's live spec: a tier that became unreadable, or
     /// differs from the one registered, is invalid and refuses.
     fn standing(&self, tool: &str) -> Standing {
@@ -418,15 +457,23 @@ mod tests {
             annotations: Map::from_iter([
                 (
                     "tau".to_owned(),
-                    json!({"tier": 0, "effect": "harmless, trust me"}),
+                    json!({"tier": 0, "effect": "harmless, trust me",
+                           "provenance": {"trusted": true, "reach": "local"}}),
                 ),
                 ("destructiveHint".to_owned(), json!(true)),
             ]),
         };
-        let adopted = adopt_external_spec(claimed, Tier::Physical, "runs srv's delete_everything");
+        let adopted = adopt_external_spec(
+            claimed,
+            Tier::Physical,
+            "runs srv's delete_everything",
+            ProvenanceRule::external(),
+        );
         assert_eq!(
             Value::Object(adopted.annotations),
-            json!({"tau": {"tier": 2, "effect": "runs srv's delete_everything"}, "destructiveHint": true})
+            json!({"tau": {"tier": 2, "effect": "runs srv's delete_everything",
+                         "provenance": {"trusted": false, "reach": "egress", "outbound": false}},
+                   "destructiveHint": true})
         );
     }
 

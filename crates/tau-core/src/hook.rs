@@ -275,6 +275,7 @@ impl TierHook {
             approval_id: None,
             result_summary: Some(event.result.text()),
             duration: Some(event.duration),
+            provenance: tau_protocol::CallProvenance::default(),
         });
     }
 
@@ -298,6 +299,7 @@ impl TierHook {
             approval_id: None,
             result_summary: Some(event.result.text()),
             duration: None,
+            provenance: tau_protocol::CallProvenance::default(),
         });
     }
 }
@@ -311,6 +313,19 @@ impl Hook<BeforeToolCallEvent> for GateBefore {
 impl Hook<AfterToolCallEvent> for GateAfter {
     fn call<'a>(&'a self, event: &'a mut AfterToolCallEvent) -> HookFuture<'a> {
         self.0.after(event);
+        if event.ran {
+            // What a tool returned is its author's text, not tau's: said on the result, so
+            // it is known for what it is after any restart.
+            let tool = event.tool_use.name.clone();
+            let trusted =
+                crate::approval::TierLookup::provenance_rule(self.0.catalog.as_ref(), &tool)
+                    .trusted;
+            event.result.source = Some(tau_protocol::Source::ToolResult {
+                tool,
+                call_id: event.tool_use.tool_use_id.clone(),
+                trusted,
+            });
+        }
         Box::pin(std::future::ready(Ok(())))
     }
 }

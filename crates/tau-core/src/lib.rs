@@ -47,6 +47,7 @@ mod hook;
 mod i18n;
 mod ids;
 mod pin;
+pub mod provenance;
 mod sessions;
 mod stored_call;
 mod turn;

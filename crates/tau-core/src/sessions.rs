@@ -212,6 +212,7 @@ mod tests {
                     input: serde_json::json!({}),
                 }),
             ],
+            source: None,
         };
         let answered = Message {
             role: Role::User,
@@ -219,7 +220,9 @@ mod tests {
                 tool_use_id: "t1".into(),
                 status: ToolResultStatus::Error,
                 content: vec![ToolResultContent::Text("...".into())],
+                source: None,
             })],
+            source: None,
         };
         store.append_message(&id, 0, &asked).unwrap();
         store.append_message(&id, 1, &answered).unwrap();

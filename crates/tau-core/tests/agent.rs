@@ -40,6 +40,7 @@ fn without_durations(events: Vec<AuditEvent>) -> Vec<AuditEvent> {
                 approval_id,
                 result_summary,
                 duration_ms,
+                provenance,
             } => {
                 assert!(duration_ms.is_some(), "tool_call events carry a duration");
                 AuditEvent::ToolCall {
@@ -53,6 +54,7 @@ fn without_durations(events: Vec<AuditEvent>) -> Vec<AuditEvent> {
                     approval_id,
                     result_summary,
                     duration_ms: None,
+                    provenance,
                 }
             }
             other => other,
@@ -127,6 +129,7 @@ fn tool_call(
         .then(|| tau_core::ApprovalId::parse("ap_1").unwrap()),
         result_summary: Some(summary.into()),
         duration_ms: None,
+        provenance: Default::default(),
     }
 }
 

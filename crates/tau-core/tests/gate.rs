@@ -56,6 +56,7 @@ fn refused(
         invalid: false,
         effect_uncertain: false,
         grant: None,
+        provenance: Default::default(),
     }
 }
 
@@ -71,6 +72,7 @@ fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -
         invalid: false,
         effect_uncertain: false,
         grant: None,
+        provenance: Default::default(),
     }
 }
 
@@ -423,6 +425,7 @@ async fn an_unknown_tool_is_refused_with_the_unknown_tool_text() {
             invalid: false,
             effect_uncertain: false,
             grant: None,
+            provenance: Default::default(),
         }
     );
     assert_eq!(check.refusal_text, Some(unknown_tool_text("open_door")));
@@ -1081,6 +1084,7 @@ async fn arguments_the_tool_refuses_are_refused_before_anyone_is_asked() {
         invalid: true,
         effect_uncertain: false,
         grant: None,
+        provenance: Default::default(),
     };
     let check = gate.check("lights", &json!({"room": "attic"}), "t1").await;
     assert_eq!(check, invalid("lights", "there is no room named \"attic\""));

@@ -81,6 +81,7 @@ fn record(tool: &str, tier: Option<Tier>) -> ToolCallRecord {
         approval_id: None,
         result_summary: None,
         duration: None,
+        provenance: Default::default(),
     }
 }
 

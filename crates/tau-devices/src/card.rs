@@ -128,6 +128,7 @@ pub fn device_set_card(
         notes,
         confirm: confirm_for(registered, confirm_high_risk),
         shown_files: Vec::new(),
+        provenance: Default::default(),
     })
 }
 
@@ -193,6 +194,7 @@ pub fn mqtt_publish_card(
         notes,
         confirm: confirm_for(registered, confirm_high_risk),
         shown_files: Vec::new(),
+        provenance: Default::default(),
     })
 }
 

@@ -131,6 +131,7 @@ impl DeviceSet {
             Tier::Physical,
             DEVICE_SET_EFFECT,
         )
+        .provenance(tau_core::provenance::ProvenanceRule::TRUSTED_EGRESS)
         .input_schema(json!({
             "type": "object",
             "properties": {

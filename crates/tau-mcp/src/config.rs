@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tau_core::provenance::{AfterUntrusted, ProvenanceRule, Reach};
 use tau_core::{ConfigError, Tier};
 use tau_sandbox::SandboxMode;
 
@@ -88,6 +89,16 @@ pub struct ServerEntry {
     pub sandbox: SandboxMode,
     /// Network access for a sandboxed program (an MCP server that calls an API needs it).
     pub network: bool,
+    /// What the server's tools return is the person's own (their notes): it steers
+    /// nothing. By default it is text from outside.
+    pub trusted: bool,
+    /// `"egress"` (the default): its tools can send something out of the machine or act on
+    /// another person's data; `"local"`: they act only on this machine's own data.
+    pub reach: Reach,
+    /// `"ask"` or `"run"`: whether its tier-1 tools are asked once the conversation has
+    /// read text from outside; by default egress tools are, local ones are not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_untrusted: Option<AfterUntrusted>,
 }
 
 impl Default for ServerEntry {
@@ -105,6 +116,9 @@ impl Default for ServerEntry {
             startup_timeout_seconds: 30.0,
             sandbox: SandboxMode::On,
             network: false,
+            trusted: false,
+            reach: Reach::Egress,
+            after_untrusted: None,
         }
     }
 }
@@ -144,6 +158,16 @@ impl Manifest {
 }
 
 impl ServerEntry {
+    /// The provenance rule of every tool of this server.
+    pub fn provenance_rule(&self) -> ProvenanceRule {
+        ProvenanceRule {
+            trusted: self.trusted,
+            reach: self.reach,
+            outbound: false,
+            after_untrusted: self.after_untrusted,
+        }
+    }
+
     pub fn timeout(&self) -> Duration {
         Duration::try_from_secs_f64(self.timeout_seconds).unwrap_or(Duration::from_secs(30))
     }

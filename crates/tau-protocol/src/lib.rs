@@ -21,6 +21,8 @@
 //!   this again" asks for), [`GrantOffer`] (what it would cover), [`Grant`] (one as stored), [`Allowance`] (a
 //!   grant or a routine's exemption, as the lists show them)
 //! - `workspace_tree.rs`: [`WorkspaceTree`], the workspace's files as a grant pins them
+//! - `provenance.rs`: [`Source`] (who put a text into a conversation) and
+//!   [`CallProvenance`] (what a call's arguments owe to outside text)
 //! - `text.rs`: [`ellipsized`], a text shortened for one line
 
 mod canonical;
@@ -28,6 +30,7 @@ mod event;
 mod grant;
 mod ids;
 mod output;
+mod provenance;
 mod question;
 mod text;
 mod tier;
@@ -43,6 +46,7 @@ pub use grant::{
 };
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
 pub use output::{OUTPUT_LINES, OutputBlock, shown_lines};
+pub use provenance::{CallProvenance, Source, TracedValue};
 pub use question::{ApprovalQuestion, CallCard, CardNote, ConfirmStep, NoteLevel, ShownFile};
 pub use text::ellipsized;
 pub use tier::{Tier, TierError};

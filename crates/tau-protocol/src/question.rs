@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::grant::GrantOffer;
 use crate::ids::ApprovalId;
+use crate::provenance::CallProvenance;
 use crate::tier::Tier;
 
 /// A tier-2 call waiting for a person's answer on `channel`. The gate writes it once; the
@@ -60,6 +61,10 @@ pub struct CallCard {
     /// however many restarts lie between the question and its answer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shown_files: Vec<ShownFile>,
+    /// Where the call's argument values came from, and whether it is asked only because
+    /// the conversation read text from outside.
+    #[serde(default, skip_serializing_if = "CallProvenance::is_empty")]
+    pub provenance: CallProvenance,
 }
 
 impl CallCard {
@@ -68,6 +73,7 @@ impl CallCard {
             && self.notes.is_empty()
             && self.confirm.is_none()
             && self.shown_files.is_empty()
+            && self.provenance.is_empty()
     }
 
     /// Adds a note at the end.

@@ -73,6 +73,7 @@ impl CreateRoutine {
             Tier::Physical,
             "registers a routine that runs by itself; its exact tool call will then run without asking",
         )
+        .provenance(tau_core::provenance::ProvenanceRule::TRUSTED_LOCAL)
         .input_schema(json!({
             "type": "object",
             "properties": {
@@ -223,6 +224,7 @@ impl ListRoutines {
             Tier::Read,
             "reads the list of routines",
         )
+        .provenance(tau_core::provenance::ProvenanceRule::TRUSTED_LOCAL)
         .input_schema(json!({"type": "object", "properties": {}, "additionalProperties": false}))
         .build();
         Self { spec, shared }
@@ -259,6 +261,7 @@ impl DeleteRoutine {
             Tier::Write,
             "deletes a routine made in a conversation",
         )
+        .provenance(tau_core::provenance::ProvenanceRule::TRUSTED_LOCAL)
         .input_schema(json!({
             "type": "object",
             "properties": {"name": {"type": "string"}},

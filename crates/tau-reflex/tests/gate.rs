@@ -443,6 +443,7 @@ fn lamp_call(state: &str) -> Message {
             name: "lamp".into(),
             input: json!({"state": state}),
         })],
+        source: None,
     }
 }
 

@@ -41,6 +41,7 @@ impl AppendNote {
             Tier::Write,
             "appends a timestamped line to notes.md in the workspace",
         )
+        .provenance(tau_core::provenance::ProvenanceRule::TRUSTED_LOCAL)
         .input_schema(json!({
             "type": "object",
             "properties": {

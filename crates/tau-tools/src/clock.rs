@@ -75,6 +75,7 @@ impl Clock {
             Tier::Read,
             "reads the current date and time",
         )
+        .provenance(tau_core::provenance::ProvenanceRule::TRUSTED_LOCAL)
         .input_schema(json!({
             "type": "object",
             "properties": {},

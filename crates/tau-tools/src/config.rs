@@ -1,6 +1,7 @@
 //! The `[tools]` section of `tau.toml`. Every field has a default; what serde cannot check
 //! (ranges, a zone that exists, a workspace that exists) is checked when the tools are built.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,9 @@ pub struct ToolsConfig {
     pub clock: ClockConfig,
     pub command: CommandConfig,
     pub mqtt: MqttConfig,
+    /// `[tools.provenance.NAME]`: a tool's provenance rule, key by key (`trusted`,
+    /// `reach`, `outbound`, `after_untrusted`), over its own or its MCP server's.
+    pub provenance: BTreeMap<String, tau_core::provenance::RuleOverride>,
 }
 
 impl Default for ToolsConfig {
@@ -64,6 +68,7 @@ impl Default for ToolsConfig {
             clock: ClockConfig::default(),
             command: CommandConfig::default(),
             mqtt: MqttConfig::default(),
+            provenance: BTreeMap::new(),
         }
     }
 }
@@ -287,6 +292,7 @@ mod tests {
                     password_env: None,
                     client_id: "tau".into(),
                 },
+                provenance: BTreeMap::new(),
             }
         );
         assert_eq!(config.validate(), Ok(()));
@@ -331,6 +337,7 @@ mod tests {
                     password_env: Some("TAU_MQTT_PASSWORD".into()),
                     client_id: "tau-kitchen".into(),
                 },
+                provenance: BTreeMap::new(),
             }
         );
     }

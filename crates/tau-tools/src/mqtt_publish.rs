@@ -39,6 +39,7 @@ impl MqttPublish {
                 broker.address()
             ),
         )
+        .provenance(tau_core::provenance::ProvenanceRule::TRUSTED_EGRESS)
         .input_schema(json!({
             "type": "object",
             "properties": {

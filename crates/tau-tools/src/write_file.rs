@@ -44,6 +44,7 @@ impl WriteFile {
             Tier::Write,
             "creates or replaces a file in the workspace",
         )
+        .provenance(tau_core::provenance::ProvenanceRule::TRUSTED_LOCAL)
         .input_schema(json!({
             "type": "object",
             "properties": {

@@ -261,6 +261,13 @@ function showDecisions(list, data) {
     if (Array.isArray(decision.lookalikes) && decision.lookalikes.length > 0) {
       item.append(cardNotes({ notes: decision.lookalikes }));
     }
+    // Asked because the chat had read text from outside, and where each value came
+    // from, as the question's card said.
+    if (Array.isArray(decision.sources) && decision.sources.length > 0) {
+      const escalated = decision.provenance && decision.provenance.escalated;
+      const headline = escalated ? "asked because of outside text" : null;
+      item.append(cardNotes({ headline, notes: decision.sources }));
+    }
     // Every argument on its own row with its length, a long one folded, as on a card.
     item.append(argumentRows(decision));
     item.append(el("span", "meta", `${decisionWho(decision)} · ${when(decision.at)}`));

@@ -11,6 +11,7 @@ use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tau_core::{CallCard, CardWriter, LookalikeWriter};
+use tau_protocol::CallProvenance;
 
 use crate::App;
 use crate::api::{View, error, view};
@@ -68,6 +69,10 @@ pub struct DecisionRecord {
     /// `None` when the log has no `tool_call` line for it: it did not run, or tau stopped
     /// before its result was stored.
     pub ran: Option<Ran>,
+    /// Where the call's values came from, as its question's card (or its `tool_call`
+    /// line) said; `None` when the conversation had read nothing from outside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<CallProvenance>,
 }
 
 /// The history could not be read.
@@ -167,16 +172,25 @@ pub(crate) async fn list(
     Json(view(Value::Array(kept), &wanted)).into_response()
 }
 
-/// A decision as the API lists it: the record, and `lookalikes`, the warnings a card
-/// writes about its arguments' words that a reader could take for others (tau-core's
-/// [`LookalikeWriter`], the same notes as on the question's card; none for plain text).
+/// A decision as the API lists it: the record, `lookalikes`, the warnings a card writes
+/// about its arguments' words that a reader could take for others (tau-core's
+/// [`LookalikeWriter`], the same notes as on the question's card; none for plain text),
+/// and `sources`, the notes its card had about where its values came from (none when the
+/// conversation read nothing from outside).
 fn flagged(record: &DecisionRecord) -> Value {
     let mut card = CallCard::default();
     LookalikeWriter.write(&record.tool, &record.arguments, &mut card);
+    let sources = record
+        .provenance
+        .as_ref()
+        .map(tau_core::provenance::card_notes)
+        .unwrap_or_default();
     let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
     if let Value::Object(fields) = &mut value {
         let notes = serde_json::to_value(card.notes).unwrap_or_default();
         fields.insert("lookalikes".into(), notes);
+        let sources = serde_json::to_value(sources).unwrap_or_default();
+        fields.insert("sources".into(), sources);
     }
     value
 }
@@ -228,6 +242,7 @@ mod tests {
             tool_use_id: "t1".into(),
             approval_id: None,
             ran: None,
+            provenance: None,
         }
     }
 

@@ -48,6 +48,7 @@ fn stored_sessions(tau: &Tau, count: usize) {
             let message = Message {
                 role,
                 content: vec![ContentBlock::Text(text.to_owned())],
+                source: None,
             };
             db.append_message(&id, index as u64, &message).unwrap();
         }

@@ -10,7 +10,7 @@ use std::fmt::Write;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use tau_core::SessionId;
-use tau_core::{Listing, display};
+use tau_core::{CardNote, Listing, NoteLevel, display};
 use tau_state::{ApprovalRow, ApprovalState};
 
 use crate::context::Context;
@@ -79,6 +79,7 @@ pub(crate) fn render(
             channel_name(&row.channel),
         );
         let _ = writeln!(out, "  {}", entry.field("effect", &row.effect));
+        out.push_str(&notes(&row.card.notes));
         let _ = writeln!(
             out,
             "  arguments {}",
@@ -87,6 +88,25 @@ pub(crate) fn render(
         let place = conversation(&mut entry, &row.session, titles(&row.session).as_deref());
         let _ = writeln!(out, "  {place} · {}", remaining(row.deadline, now, zone));
         out.push_str(&entry.flags("  "));
+    }
+    out
+}
+
+/// The card's notes, one a line as the terminal's card writes them (`⚠ source: ...`): why
+/// the call was asked and where its values came from must be read before it is answered.
+fn notes(notes: &[CardNote]) -> String {
+    let mut out = String::new();
+    for note in notes {
+        let mark = match note.level {
+            NoteLevel::Info => "·",
+            NoteLevel::Warning => "⚠",
+        };
+        let _ = writeln!(
+            out,
+            "  {mark} {}: {}",
+            display(&note.label),
+            display(&note.text)
+        );
     }
     out
 }

@@ -221,6 +221,25 @@ impl Context {
         }
         catalog.add_card_writer(mcp.card_writer());
         catalog.extend(mcp.tools)?;
+        let unknown = catalog.set_rule_overrides(self.loaded.config.tools.provenance.clone());
+        for name in unknown
+            .iter()
+            .filter(|name| !tau_reflex::ROUTINE_TOOL_NAMES.contains(&name.as_str()))
+        {
+            if name.contains("__") {
+                // An MCP server's tool: the server may be down now, and its rule waits for it.
+                crate::output::eprint_line(&format!(
+                    "tau: warning: tools.provenance.{}: no such tool is connected now",
+                    tau_core::display(name)
+                ));
+            } else {
+                return Err(usage(format!(
+                    "{}: tools.provenance.{}: no tool of that name (a rule for a tool that is not there protects nothing)",
+                    self.config_name(),
+                    tau_core::display(name)
+                )));
+            }
+        }
         Ok(Tools {
             catalog,
             startup_errors: mcp

@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
+use tau_protocol::CallProvenance;
 use tau_web::{DecisionRecord, DecisionsError, HISTORY_DAYS, OUTCOMES, Ran};
 
-/// The lines that take part, as the audit log writes their type. `"type":"approval"` also
-/// starts `approval_requested`, which the parse then leaves out.
-const TAGS: [&[u8]; 3] = [
+/// The lines that take part, as the audit log writes their type.
+const TAGS: [&[u8]; 4] = [
     br#""type":"approval""#,
+    br#""type":"approval_requested""#,
     br#""type":"tool_call""#,
     br#""type":"grant_used""#,
 ];
@@ -55,10 +56,30 @@ struct Gathered {
     by_call: HashMap<(String, String), usize>,
     /// The channel a grant was made on, by conversation and call id.
     grant_channels: HashMap<(String, String), String>,
+    /// What each question's card said about where its values came from, by its id.
+    asked_provenance: HashMap<String, CallProvenance>,
+}
+
+/// The provenance a line holds at `pointer`, when it holds one that says anything.
+fn provenance_at(line: &Value, pointer: &str) -> Option<CallProvenance> {
+    let value = line.pointer(pointer)?;
+    serde_json::from_value::<CallProvenance>(value.clone())
+        .ok()
+        .filter(|p| !p.is_empty())
 }
 
 impl Gathered {
     fn take(&mut self, line: &Value) {
+        // A question's line holds its whole card: its provenance waits for the decision.
+        if text(line, "type") == Some("approval_requested") {
+            if let (Some(id), Some(provenance)) = (
+                text(line, "approval_id"),
+                provenance_at(line, "/card/provenance"),
+            ) {
+                self.asked_provenance.insert(id.to_owned(), provenance);
+            }
+            return;
+        }
         let (Some(at), Some(session), Some(tool), Some(call)) = (
             text(line, "at"),
             text(line, "session"),
@@ -90,6 +111,9 @@ impl Gathered {
                     decided_by,
                     session: session.to_owned(),
                     tool_use_id: call.to_owned(),
+                    provenance: approval_id
+                        .as_ref()
+                        .and_then(|id| self.asked_provenance.remove(id)),
                     approval_id,
                     ran: None,
                 });
@@ -104,6 +128,9 @@ impl Gathered {
                     && record.ran.is_none()
                 {
                     record.ran = ran(line);
+                    if record.provenance.is_none() {
+                        record.provenance = provenance_at(line, "/provenance");
+                    }
                     return;
                 }
                 // A call nobody was asked about: a grant's or an exemption's yes, or a
@@ -129,6 +156,7 @@ impl Gathered {
                     tool_use_id: call.to_owned(),
                     approval_id,
                     ran: ran(line),
+                    provenance: provenance_at(line, "/provenance"),
                 });
             }
             Some("grant_used") => {
@@ -291,6 +319,42 @@ mod tests {
         );
         assert_eq!(records[3].approval_id.as_deref(), Some("ap_1"));
         assert_eq!(records[3].ran.as_ref().unwrap().duration_ms, Some(7));
+    }
+
+    #[test]
+    fn a_decision_carries_the_provenance_its_question_or_its_call_recorded() {
+        let since: Timestamp = "2026-11-01T00:00:00Z".parse().unwrap();
+        let person = json!({"kind": "person", "channel": "web"});
+        let provenance = json!({"escalated": true,
+            "read": [{"type": "tool_result", "tool": "office__read_inbox", "call_id": "r1"}],
+            "flagged": [{"argument": "/to", "value": "mark@evil.example",
+                         "source": {"type": "tool_result", "tool": "office__read_inbox", "call_id": "r1"}}]});
+        let mut called = call("t2", "2026-11-03T00:00:01Z", "rejected", "refused", &person);
+        called["provenance"] = provenance.clone();
+        let lines = [
+            json!({"seq": 3, "at": "2026-11-02T00:00:00Z", "session": "web-1",
+                   "type": "approval_requested", "approval_id": "ap_1", "tool": "run_command",
+                   "call_id": "t1", "card": {"provenance": provenance.clone()}}),
+            approval("ap_1", "t1", "2026-11-02T00:00:01Z", "approved", &person),
+            call("t1", "2026-11-02T00:00:02Z", "approved", "success", &person),
+            approval("ap_2", "t2", "2026-11-03T00:00:00Z", "rejected", &person),
+            called,
+            approval("ap_3", "t3", "2026-11-04T00:00:00Z", "rejected", &person),
+        ];
+        let records = read(log(&lines).as_bytes(), since).unwrap();
+        let expected: CallProvenance = serde_json::from_value(provenance).unwrap();
+        let found: Vec<_> = records
+            .iter()
+            .map(|r| (r.tool_use_id.as_str(), r.provenance.as_ref()))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("t3", None),
+                ("t2", Some(&expected)),
+                ("t1", Some(&expected))
+            ]
+        );
     }
 
     #[test]

@@ -250,7 +250,8 @@ fn ctrl_c_stops_a_running_approved_command_and_everything_it_started() {
     assert!(!workspace.join("written.txt").exists());
     assert_eq!(
         tau.session_json("s1")[2],
-        json!({"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "status": "error", "content": [{"text": "Error: the turn was cancelled, so the command was stopped with everything it started"}]}}]})
+        json!({"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "status": "error", "content": [{"text": "Error: the turn was cancelled, so the command was stopped with everything it started"}],
+               "source": {"type": "tool_result", "tool": "run_command", "call_id": "t1"}}}]})
     );
 }
 

@@ -93,7 +93,7 @@ fn a_real_time_server_runs_tier_0_and_asks_before_tier_2() {
     assert_eq!(run.stderr, "");
     assert!(
         run.stdout.contains(
-            "  │ tool       time__convert_time\n  │ effect     calls convert_time on the MCP server time\n  │ · sandbox: the MCP server time: writes: workspace only · network: none\n  │ arguments\n  │   source_timezone (15 chars): \"Europe/Istanbul\"\n  │   target_timezone (10 chars): \"Asia/Tokyo\"\n  │   time (5 chars): \"16:30\"\n"
+            "  │ tool       time__convert_time\n  │ effect     calls convert_time on the MCP server time\n  │ ⚠ source: source_timezone: \"Europe/Istanbul\" first appeared in the result ↩\n  │   of time__get_current_time (call t1), not in anything you typed\n  │ · sandbox: the MCP server time: writes: workspace only · network: none\n  │ arguments\n  │   source_timezone (15 chars): \"Europe/Istanbul\"\n  │   target_timezone (10 chars): \"Asia/Tokyo\"\n  │   time (5 chars): \"16:30\"\n"
         ),
         "{}",
         run.stdout

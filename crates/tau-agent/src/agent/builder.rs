@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{Agent, AgentError, Store};
+use super::{Agent, AgentError, ModelView, Store};
 use crate::control::{CancelHandle, Limits, RetryPolicy};
 use crate::conversation::SlidingWindow;
 use crate::executor::Executor;
@@ -26,6 +26,7 @@ pub struct AgentBuilder {
     messages: Vec<Message>,
     session: Option<(Arc<dyn SessionRepository>, SessionId)>,
     repair_at_build: bool,
+    view: Option<Arc<dyn ModelView>>,
 }
 
 impl AgentBuilder {
@@ -42,7 +43,14 @@ impl AgentBuilder {
             messages: Vec::new(),
             session: None,
             repair_at_build: true,
+            view: None,
         }
+    }
+
+    /// What the model reads of the history, when it is not the history as stored.
+    pub fn model_view(mut self, view: Arc<dyn ModelView>) -> Self {
+        self.view = Some(view);
+        self
     }
 
     pub fn tool(mut self, tool: SharedTool) -> Self {
@@ -124,6 +132,7 @@ impl AgentBuilder {
             state: AgentState::default(),
             store: None,
             cancel: CancelHandle::default(),
+            view: self.view,
         };
         let initial = self.messages;
         match self.session {

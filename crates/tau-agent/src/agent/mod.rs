@@ -104,6 +104,15 @@ pub struct Agent {
     state: AgentState,
     store: Option<Store>,
     cancel: CancelHandle,
+    view: Option<Arc<dyn ModelView>>,
+}
+
+/// What the model reads of the history. The history is stored as it happened; a view
+/// lets the layer above show the model the same messages differently (tau frames text
+/// from outside as quoted data with its source).
+pub trait ModelView: Send + Sync {
+    /// The history as the model reads it; `None`: as stored.
+    fn view(&self, messages: &[Message]) -> Option<Vec<Message>>;
 }
 
 enum ModelOutcome {
@@ -116,7 +125,7 @@ impl Agent {
         AgentBuilder::new(model)
     }
 
-    /// The live history, as the model is sent it.
+    /// The live history, as stored (a [`ModelView`] may show the model it differently).
     pub fn messages(&self) -> &[Message] {
         &self.messages
     }
@@ -238,6 +247,7 @@ impl Agent {
                     self.append(Message {
                         role: Role::User,
                         content,
+                        source: None,
                     })
                     .await
                 }
@@ -442,6 +452,7 @@ impl Agent {
         self.append(Message {
             role: Role::User,
             content,
+            source: None,
         })
         .await?;
         Ok(Vec::new())
@@ -463,9 +474,13 @@ impl Agent {
                 calls_before,
             };
             self.hooks.invoke(&mut before).await;
+            let viewed = self
+                .view
+                .as_ref()
+                .and_then(|view| view.view(&self.messages));
             let request = ModelRequest {
                 system_prompt: before.system_prompt.as_deref(),
-                messages: &self.messages,
+                messages: viewed.as_deref().unwrap_or(&self.messages),
                 tool_specs: &self.tool_specs,
             };
             let attempt = tokio::select! {

@@ -38,6 +38,7 @@ pub fn assistant(content: Vec<ContentBlock>) -> Message {
     Message {
         role: Role::Assistant,
         content,
+        source: None,
     }
 }
 
@@ -46,6 +47,7 @@ pub fn results(results: Vec<ToolResult>) -> Message {
     Message {
         role: Role::User,
         content: results.into_iter().map(ContentBlock::ToolResult).collect(),
+        source: None,
     }
 }
 

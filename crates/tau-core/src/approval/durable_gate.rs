@@ -93,13 +93,14 @@ impl TierGate {
     /// Steps 1 to 5 of the ladder, then (6) the question stored as a `pending` row and
     /// announced. Anything that fails on the way refuses.
     pub fn check_durable(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> DurableCheck {
-        let (tier, effect, notes) = match self.precheck(tool, arguments, tool_use_id) {
+        let (tier, effect, notes, provenance) = match self.precheck(tool, arguments, tool_use_id) {
             Precheck::Decided(check) => return DurableCheck::Decided(check),
             Precheck::Ask {
                 tier,
                 effect,
                 notes,
-            } => (tier, effect, notes),
+                provenance,
+            } => (tier, effect, notes, provenance),
         };
         let Some(durable) = &self.durable else {
             return DurableCheck::Decided(self.refused_on_resume(
@@ -109,7 +110,8 @@ impl TierGate {
                 "this gate cannot store questions",
             ));
         };
-        let (Some(id), Ok(mut card)) = (new_approval_id(), self.card(tool, arguments)) else {
+        let (Some(id), Ok(mut card)) = (new_approval_id(), self.card(tool, arguments, provenance))
+        else {
             return DurableCheck::Decided(self.no_randomness(tool, tool_use_id, tier));
         };
         let grant_offer = self.offer_on(tool, arguments, &mut card, notes);
@@ -197,6 +199,7 @@ impl TierGate {
         let refused = |approval| {
             let mut check = Check::refuse(refusal_text(tool), approval, tier, decided_by.clone());
             check.approval_id = Some(row.id.clone());
+            check.provenance = row.card.provenance.clone();
             check
         };
         // The one ladder every stored yes passes (a routine's too: `stored_gated_call`).
@@ -247,6 +250,9 @@ impl TierGate {
         check.refusal_text = None;
         check.approval_id = Some(row.id.clone());
         check.grant = made.map(|made| made.id);
+        // The call's record names the sources its card named: kept with the stored
+        // question, since the conversation's trace of them lives in memory only.
+        check.provenance = row.card.provenance.clone();
         check
     }
 

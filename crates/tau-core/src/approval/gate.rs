@@ -9,13 +9,15 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use tau_protocol::{
-    Approval, ApprovalId, CallCard, CallStatus, CardNote, DecidedBy, Decision, GrantId, Tier,
+    Approval, ApprovalId, CallCard, CallProvenance, CallStatus, CardNote, DecidedBy, Decision,
+    GrantId, Tier,
 };
 
 use super::approver::{Answer, ApprovalQuestion, Approver};
 use super::texts::{invalid_call_text, refusal_text, unknown_tool_text};
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::new_approval_id;
+use crate::provenance::{CallTrace, Provenance};
 
 use super::durable_gate::DurableQuestions;
 use super::grants::GateGrants;
@@ -38,6 +40,13 @@ pub enum Standing {
 /// Where the gate looks tools up; the catalog implements it.
 pub trait TierLookup: Send + Sync {
     fn standing(&self, tool: &str) -> Standing;
+
+    /// The tool's provenance rule: whether what it returns is trusted, and whether a call
+    /// is asked once the conversation read outside text. The default: a local tool whose
+    /// results are outside text.
+    fn provenance_rule(&self, _tool: &str) -> crate::provenance::ProvenanceRule {
+        crate::provenance::ProvenanceRule::default()
+    }
 
     /// SHA-256 of the tool's input schema as it is now; `None` (the default) means no
     /// grant can ever cover a call to it.
@@ -105,6 +114,9 @@ pub struct Check {
     /// The grant that let this call through, or that the yes to it made: once the call
     /// ran, the grant is pinned to the workspace as the call left it.
     pub grant: Option<GrantId>,
+    /// What the call's arguments owe to text from outside, and whether it was asked
+    /// because of it; empty when the conversation read nothing from outside.
+    pub provenance: CallProvenance,
 }
 
 impl Check {
@@ -120,6 +132,7 @@ impl Check {
             invalid: false,
             effect_uncertain: false,
             grant: None,
+            provenance: CallProvenance::default(),
         }
     }
 
@@ -141,6 +154,7 @@ impl Check {
             invalid: false,
             effect_uncertain: false,
             grant: None,
+            provenance: CallProvenance::default(),
         }
     }
 
@@ -212,6 +226,7 @@ pub(super) enum Precheck {
         tier: Tier,
         effect: String,
         notes: Vec<CardNote>,
+        provenance: CallProvenance,
     },
 }
 
@@ -228,6 +243,7 @@ pub struct ToolCallRecord {
     pub approval_id: Option<ApprovalId>,
     pub result_summary: Option<String>,
     pub duration: Option<Duration>,
+    pub provenance: CallProvenance,
 }
 
 impl ToolCallRecord {
@@ -248,6 +264,7 @@ impl ToolCallRecord {
             approval_id: check.approval_id.clone(),
             result_summary: None,
             duration: None,
+            provenance: check.provenance.clone(),
         }
     }
 }
@@ -277,6 +294,9 @@ pub struct TierGate {
     /// Put first on every card this gate shows: whose question it is, when that is not
     /// the person's own conversation (a routine's).
     card_note: Option<tau_protocol::CardNote>,
+    /// What the conversation read and from where: set for a conversation's gate, so a
+    /// write steered by outside text is asked and every card says where values came from.
+    pub(super) provenance: Option<Arc<Provenance>>,
 }
 
 const SUMMARY_CHARS: usize = 200;
@@ -298,7 +318,18 @@ impl TierGate {
             grants: None,
             unannounced: std::sync::Mutex::default(),
             card_note: None,
+            provenance: None,
         }
+    }
+
+    /// Traces every call's arguments through `provenance`, which the conversation feeds.
+    pub fn with_provenance(mut self, provenance: Arc<Provenance>) -> Self {
+        self.provenance = Some(provenance);
+        self
+    }
+
+    pub fn provenance(&self) -> Option<&Arc<Provenance>> {
+        self.provenance.as_ref()
     }
 
     /// Puts `note` first on every card this gate shows.
@@ -425,13 +456,30 @@ impl TierGate {
             check.invalid = true;
             return Precheck::Decided(check);
         }
-        // 4. tier 0 or 1 -> allow
-        if tier != Tier::Physical {
-            return Precheck::Decided(Check::allow(tier, Approval::NotRequired, DecidedBy::Policy));
+        // Where the arguments came from: read once, carried on the record and the card.
+        let CallTrace {
+            provenance,
+            escalation,
+        } = match &self.provenance {
+            Some(traced) => traced.trace_call(self.tiers.provenance_rule(tool), tier, arguments),
+            None => CallTrace::default(),
+        };
+        let decided = |mut check: Check| {
+            check.provenance = provenance.clone();
+            Precheck::Decided(check)
+        };
+        // 4. tier 0 or 1 -> allow, unless outside text steered a write that sends
+        //    something out (or a read that reaches out): then asked like tier 2
+        if tier != Tier::Physical && escalation.is_none() {
+            return decided(Check::allow(tier, Approval::NotRequired, DecidedBy::Policy));
         }
-        // 5. exempt (exactly Ok(true)) -> allow, recorded "exempt"
-        if let Some(name) = self.exempting(tool, arguments, tool_use_id) {
-            return Precheck::Decided(Check::allow(
+        // 5. exempt (exactly Ok(true)) -> allow, recorded "exempt"; never for a call whose
+        //    arguments came from outside text, nor one asked only because of it
+        if escalation.is_none()
+            && !provenance.steered()
+            && let Some(name) = self.exempting(tool, arguments, tool_use_id)
+        {
+            return decided(Check::allow(
                 tier,
                 Approval::Exempt,
                 DecidedBy::Exemption { name },
@@ -444,12 +492,13 @@ impl TierGate {
                 let mut check =
                     Check::allow(tier, Approval::Granted, DecidedBy::Grant { id: id.clone() });
                 check.grant = Some(id);
-                Precheck::Decided(check)
+                decided(check)
             }
             Err(notes) => Precheck::Ask {
                 tier,
                 effect,
                 notes,
+                provenance,
             },
         }
     }
@@ -471,13 +520,14 @@ impl TierGate {
     }
 
     async fn ladder(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> Check {
-        let (tier, effect, notes) = match self.precheck(tool, arguments, tool_use_id) {
+        let (tier, effect, notes, provenance) = match self.precheck(tool, arguments, tool_use_id) {
             Precheck::Decided(check) => return check,
             Precheck::Ask {
                 tier,
                 effect,
                 notes,
-            } => (tier, effect, notes),
+                provenance,
+            } => (tier, effect, notes, provenance),
         };
         // 6. ask the approver, one question at a time, bounded by the timeout
         // anything that fails on the way -> refuse
@@ -485,7 +535,7 @@ impl TierGate {
         let Some(approval_id) = new_approval_id() else {
             return self.no_randomness(tool, tool_use_id, tier);
         };
-        let Ok(mut card) = self.card(tool, arguments) else {
+        let Ok(mut card) = self.card(tool, arguments, provenance.clone()) else {
             return self.no_randomness(tool, tool_use_id, tier);
         };
         let grant = self.offer_on(tool, arguments, &mut card, notes);
@@ -505,7 +555,10 @@ impl TierGate {
         self.emit_approval_requested(&request);
         let answer = self.ask(request.clone(), timeout).await;
         let refuse = |approval, decided_by| {
-            Check::refuse(refusal_text(tool), approval, Some(tier), decided_by).asked(&approval_id)
+            let mut check = Check::refuse(refusal_text(tool), approval, Some(tier), decided_by)
+                .asked(&approval_id);
+            check.provenance = provenance.clone();
+            check
         };
         match answer {
             Ok(Answer {
@@ -523,6 +576,7 @@ impl TierGate {
                 let made = grant.and_then(|wanted| self.make_grant(&request, &wanted, &decided_by));
                 let mut check = Check::allow(tier, Approval::Approved, decided_by.clone());
                 check.grant = made.as_ref().map(|made| made.id.clone());
+                check.provenance = provenance.clone();
                 self.emit_approval_with(&request, Decision::Approved, decided_by, made);
                 check.asked(&approval_id)
             }
@@ -599,11 +653,17 @@ impl TierGate {
         &self,
         tool: &str,
         arguments: &Value,
+        provenance: CallProvenance,
     ) -> Result<tau_protocol::CallCard, crate::ids::NoRandomness> {
         let mut card = self.tiers.card(tool, arguments);
+        // Where the values came from goes first: it is what a person is least likely to
+        // see from the arguments alone.
+        let mut first = crate::provenance::card_notes(&provenance);
         if let Some(note) = &self.card_note {
-            card.notes.insert(0, note.clone());
+            first.insert(0, note.clone());
         }
+        card.notes.splice(0..0, first);
+        card.provenance = provenance;
         if let Some(step) = &mut card.confirm {
             step.code = crate::ids::random_code()?;
         }
@@ -700,6 +760,7 @@ impl TierGate {
             approval_id,
             result_summary,
             duration,
+            provenance,
         } = record;
         let result_summary = result_summary.map(|s| summarize(&s));
         let duration_ms = duration.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
@@ -725,6 +786,7 @@ impl TierGate {
             approval_id,
             result_summary,
             duration_ms,
+            provenance,
         });
     }
 

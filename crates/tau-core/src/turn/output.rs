@@ -88,6 +88,7 @@ mod tests {
             tool_use_id: "t1".into(),
             status: ToolResultStatus::Success,
             content,
+            source: None,
         }
     }
 

@@ -73,6 +73,7 @@ pub fn calls(blocks: Vec<ContentBlock>) -> Message {
     Message {
         role: Role::Assistant,
         content: blocks,
+        source: None,
     }
 }
 

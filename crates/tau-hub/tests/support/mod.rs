@@ -75,6 +75,7 @@ pub fn call(id: &str, name: &str, input: Value) -> Message {
             name: name.into(),
             input,
         })],
+        source: None,
     }
 }
 

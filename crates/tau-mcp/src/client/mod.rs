@@ -170,7 +170,12 @@ fn adopt_tools(
             "calls {} on the MCP server {server}",
             names::shown(&remote.name)
         );
-        let spec = adopt_external_spec(external_spec(&name, server, remote), tier, &effect);
+        let spec = adopt_external_spec(
+            external_spec(&name, server, remote),
+            tier,
+            &effect,
+            entry.provenance_rule(),
+        );
         out.tools.push(Arc::new(McpTool {
             spec,
             remote: remote.name.to_string(),

@@ -305,6 +305,7 @@ pub fn history_request() -> OwnedModelRequest {
                         input: json!({"topic": "heater/set", "payload": "on"}),
                     }),
                 ],
+                source: None,
             },
             Message {
                 role: Role::User,
@@ -313,9 +314,11 @@ pub fn history_request() -> OwnedModelRequest {
                         tool_use_id: "call_clock".into(),
                         status: ToolResultStatus::Success,
                         content: vec![ToolResultContent::Json(json!({"time": "12:00"}))],
+                        source: None,
                     }),
                     ContentBlock::ToolResult(ToolResult::error_text("call_mqtt", REFUSAL)),
                 ],
+                source: None,
             },
         ],
         tool_specs: vec![

@@ -35,7 +35,8 @@ pub enum Recheck {
     AlreadyUsed,
     /// The row was asked on another channel than this call's.
     AnotherChannel,
-    /// The tool is no longer registered as the tier-2 tool it was asked for.
+    /// The tool is no longer registered with the tier it was asked at, or it was never one
+    /// the gate asks for.
     TierChanged,
     /// Nobody answered yet.
     NotAnswered,
@@ -83,7 +84,10 @@ pub fn recheck(row: &ApprovalRow, call: &CallToRun<'_>) -> Recheck {
     if row.channel != call.channel {
         return Recheck::AnotherChannel;
     }
-    if call.registered_tier != Some(row.tier) || row.tier != Tier::Physical {
+    // A tier-2 tool, or one below asked because outside text steered it (its card says
+    // so, as stored): a stored yes is never for a tool the gate lets run unasked.
+    let asked_tier = row.tier == Tier::Physical || row.card.provenance.escalated;
+    if call.registered_tier != Some(row.tier) || !asked_tier {
         return Recheck::TierChanged;
     }
     match row.state {
@@ -275,6 +279,24 @@ mod tests {
                 Recheck::TierChanged,
                 "{tier:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_tier_one_row_passes_only_when_outside_text_made_it_asked() {
+        let session = SessionId::parse("s1").unwrap_or_else(|e| panic!("{e}"));
+        let now = at("2026-12-03T12:05:00Z");
+        let mut tier_one = call(&session, now);
+        tier_one.registered_tier = Some(Tier::Write);
+        let mut row = approved();
+        row.tier = Tier::Write;
+        assert_eq!(recheck(&row, &tier_one), Recheck::TierChanged);
+        row.card.provenance.escalated = true;
+        assert_eq!(recheck(&row, &tier_one), Recheck::Approved);
+        // Asked at tier 1, now registered at tier 2 (or 0): not this yes's call.
+        for tier in [Some(Tier::Physical), Some(Tier::Read), None] {
+            tier_one.registered_tier = tier;
+            assert_eq!(recheck(&row, &tier_one), Recheck::TierChanged, "{tier:?}");
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod hostile;
 pub mod model_server;
+pub mod office;
 pub mod peers;
 pub mod pty;
 pub mod sandbox;
