@@ -130,14 +130,22 @@ fn a_real_time_server_runs_tier_0_and_asks_before_tier_2() {
         take_grant_offer(asked);
     }
     let turn_end = json!({"type": "turn_end", "stop_reason": "end_turn", "model_calls": 2, "input_tokens": 0, "output_tokens": 0});
+    // The time server's answer is outside text: the zone it named is flagged where it
+    // comes back as an argument.
+    let read = json!({"type": "tool_result", "tool": "time__get_current_time", "call_id": "t1"});
+    let provenance = json!({"read": [read.clone()], "flagged": [
+        {"argument": "/source_timezone", "value": "Europe/Istanbul", "source": read}]});
     assert_eq!(
         events,
         vec![
             json!({"type": "tool_call", "tool": "time__get_current_time", "tier": 0, "tool_use_id": "t1", "arguments": {"timezone": "Europe/Istanbul"}, "status": "success", "approval": "not_required", "decided_by": {"kind": "policy"}, "result_summary": "<now>"}),
             turn_end.clone(),
-            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "time__convert_time", "tier": 2, "effect": "calls convert_time on the MCP server time", "call_id": "t2", "arguments": convert, "channel": "terminal", "card": {"notes": [{"level": "info", "label": "sandbox", "text": "the MCP server time: writes: workspace only · network: none"}]}}),
+            json!({"type": "approval_requested", "approval_id": "ap_1", "tool": "time__convert_time", "tier": 2, "effect": "calls convert_time on the MCP server time", "call_id": "t2", "arguments": convert, "channel": "terminal", "card": {"notes": [
+                {"level": "warning", "label": "source", "text": "source_timezone: \"Europe/Istanbul\" first appeared in the result of time__get_current_time (call t1), not in anything you typed"},
+                {"level": "info", "label": "sandbox", "text": "the MCP server time: writes: workspace only · network: none"}],
+                "provenance": provenance.clone()}}),
             json!({"type": "approval", "approval_id": "ap_1", "tool": "time__convert_time", "tier": 2, "tool_use_id": "t2", "arguments": convert, "decision": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approver": "terminal", "channel": "terminal"}),
-            json!({"type": "tool_call", "tool": "time__convert_time", "tier": 2, "tool_use_id": "t2", "arguments": convert, "status": "refused", "approval": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approval_id": "ap_1", "result_summary": refusal("time__convert_time")}),
+            json!({"type": "tool_call", "tool": "time__convert_time", "tier": 2, "tool_use_id": "t2", "arguments": convert, "status": "refused", "approval": "rejected", "decided_by": {"kind": "person", "channel": "terminal"}, "approval_id": "ap_1", "result_summary": refusal("time__convert_time"), "provenance": provenance}),
             turn_end,
         ]
     );
