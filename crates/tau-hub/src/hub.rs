@@ -217,9 +217,21 @@ impl Hub {
         session: &SessionId,
         text: String,
     ) -> Result<(), HubError> {
+        self.send_from(channel, session, text, None).await
+    }
+
+    /// [`Self::send`] for a message the person passed on: `source` names who wrote it
+    /// (a forward), so the turn reads it as outside text; `None` is the person's own.
+    pub async fn send_from(
+        &self,
+        channel: &str,
+        session: &SessionId,
+        text: String,
+        source: Option<tau_protocol::Source>,
+    ) -> Result<(), HubError> {
         self.owned(channel, session)?;
         let slot = self.slot(session).await?;
-        self.queue(slot, crate::turns::Work::Prompt(text))
+        self.queue(slot, crate::turns::Work::Prompt { text, source })
     }
 
     /// The events of `session` from now on.

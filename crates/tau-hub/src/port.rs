@@ -75,6 +75,15 @@ pub trait ChannelPort: Send + Sync {
 
     /// Queues a person's message as a turn of `session`.
     async fn send(&self, session: &SessionId, text: String) -> Result<(), HubError>;
+    /// Queues a message the person passed on from someone else (a forward, a quote) as a
+    /// turn of `session`: `source` names who wrote it, and the turn reads it as outside
+    /// text.
+    async fn send_from(
+        &self,
+        session: &SessionId,
+        text: String,
+        source: tau_protocol::Source,
+    ) -> Result<(), HubError>;
     /// Cancels the running turn of `session`; false when none runs.
     fn cancel(&self, session: &SessionId) -> Result<bool, HubError>;
     /// The events of `session` from now on.
@@ -185,6 +194,17 @@ impl ChannelPort for HubPort {
 
     async fn send(&self, session: &SessionId, text: String) -> Result<(), HubError> {
         self.hub.send(&self.channel, session, text).await
+    }
+
+    async fn send_from(
+        &self,
+        session: &SessionId,
+        text: String,
+        source: tau_protocol::Source,
+    ) -> Result<(), HubError> {
+        self.hub
+            .send_from(&self.channel, session, text, Some(source))
+            .await
     }
 
     fn cancel(&self, session: &SessionId) -> Result<bool, HubError> {

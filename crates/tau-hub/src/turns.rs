@@ -7,14 +7,20 @@ use std::sync::atomic::Ordering;
 use tau_agent::SessionId;
 use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
 use tau_core::{ChannelEvent, ChannelSink, DecidedBy, TauAgent, TurnStop};
+use tau_protocol::Source;
 
 use crate::HubError;
 use crate::hub::{Hub, SessionEvent, Slot};
 
 /// What a queued turn does.
 pub(crate) enum Work {
-    /// A person's message: a question still pending is superseded, then the turn runs.
-    Prompt(String),
+    /// A message for the model: a question still pending is superseded, then the turn
+    /// runs. `source` names who wrote it when that was not the person (a forward);
+    /// `None` is the person's own text.
+    Prompt {
+        text: String,
+        source: Option<Source>,
+    },
     /// Questions were decided (answered, expired): the waiting turn goes on.
     Settle,
 }
@@ -27,7 +33,7 @@ impl Hub {
         if self.stopping() {
             return Err(HubError::ShuttingDown);
         }
-        if matches!(work, Work::Prompt(_)) && slot.queued.load(Ordering::SeqCst) > MAX_WAITING {
+        if matches!(work, Work::Prompt { .. }) && slot.queued.load(Ordering::SeqCst) > MAX_WAITING {
             return Err(HubError::Busy);
         }
         slot.queued.fetch_add(1, Ordering::SeqCst);
@@ -46,7 +52,7 @@ impl Hub {
         }
         let sink = self.sink(&slot.session);
         match work {
-            Work::Prompt(text) => {
+            Work::Prompt { text, source } => {
                 self.publish(&slot.session, SessionEvent::Prompt { text: text.clone() });
                 self.settle(slot, &mut agent, &sink, true).await;
                 if !agent.pending_approvals().is_empty() {
@@ -57,7 +63,7 @@ impl Hub {
                         stop_reason: TurnStop::Failed,
                         usage: tau_core::TurnUsage::default(),
                     });
-                } else if let Err(error) = agent.stream(&text, Some(&sink)).await {
+                } else if let Err(error) = agent.stream_from(&text, source, Some(&sink)).await {
                     tracing::warn!(session = %slot.session, %error, "turn failed");
                 }
             }

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use tau_core::ChannelEvent;
 use tau_core::approval::{Answered, ApprovalRow};
-use tau_protocol::{Allowance, GrantId, GrantScope};
+use tau_protocol::{Allowance, GrantId, GrantScope, Source};
 use tau_state::Revoked;
 
 /// The hub could not do what was asked.
@@ -149,6 +149,9 @@ pub trait Hub: Send + Sync {
     /// A person's message for the conversation `key`; the turn's events arrive as
     /// [`HubEvent`]s.
     async fn send(&self, key: &str, text: &str) -> Result<(), HubError>;
+    /// Someone else's text the person passed on (a forward, a quote) for the conversation
+    /// `key`: its turn reads it as `source`'s, outside text.
+    async fn send_passed_on(&self, key: &str, text: &str, source: Source) -> Result<(), HubError>;
     /// Cancels the conversation's running turn (and a command it runs); false when none
     /// runs.
     async fn cancel(&self, key: &str) -> Result<bool, HubError>;

@@ -12,7 +12,7 @@ use tau_core::{ApprovalId, DecidedBy, GrantId, GrantRequest};
 use tau_hub::{
     Channel, ChannelError, ChannelPort, Conversation, RefusedAnswer, Routines, SessionEvent,
 };
-use tau_protocol::{Allowance, SessionId};
+use tau_protocol::{Allowance, SessionId, Source};
 use tau_state::Revoked;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -79,6 +79,14 @@ impl Hub for PortHub {
         let session = self.session(key)?;
         self.hub
             .send(&session, text.to_owned())
+            .await
+            .map_err(HubError::Hub)
+    }
+
+    async fn send_passed_on(&self, key: &str, text: &str, source: Source) -> Result<(), HubError> {
+        let session = self.session(key)?;
+        self.hub
+            .send_from(&session, text.to_owned(), source)
             .await
             .map_err(HubError::Hub)
     }

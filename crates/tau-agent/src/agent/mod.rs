@@ -34,6 +34,12 @@ pub const CANCELLED_BY_USER_TEXT: &str = "Cancelled by user";
 pub enum Input {
     /// A new user message.
     Prompt(Vec<ContentBlock>),
+    /// A new user message whose text someone else wrote (the person passed it on): stored
+    /// with its source, so the layer above can tell it from the person's own words.
+    PromptFrom {
+        content: Vec<ContentBlock>,
+        source: tau_protocol::Source,
+    },
     /// Answers to the interrupts the last invocation stopped on.
     Resume(Vec<InterruptResponse>),
 }
@@ -242,17 +248,8 @@ impl Agent {
         };
         self.hooks.invoke(&mut before).await;
         let outcome = match input {
-            Input::Prompt(content) => match self.repair_history().await {
-                Ok(_) => {
-                    self.append(Message {
-                        role: Role::User,
-                        content,
-                        source: None,
-                    })
-                    .await
-                }
-                Err(error) => Err(error),
-            },
+            Input::Prompt(content) => self.prompt(content, None).await,
+            Input::PromptFrom { content, source } => self.prompt(content, Some(source)).await,
             Input::Resume(_) => Ok(()),
         };
         let outcome = match outcome {
@@ -284,11 +281,26 @@ impl Agent {
         outcome
     }
 
+    /// Appends a new user message (after repairing a history a crash cut off).
+    async fn prompt(
+        &mut self,
+        content: Vec<ContentBlock>,
+        source: Option<tau_protocol::Source>,
+    ) -> Result<(), AgentError> {
+        self.repair_history().await?;
+        self.append(Message {
+            role: Role::User,
+            content,
+            source,
+        })
+        .await
+    }
+
     /// Checks the input fits the interrupt state and records the answers.
     fn accept_input_state(&mut self, input: &Input) -> Result<(), AgentError> {
         let interrupts = &mut self.state.interrupt_state;
         match input {
-            Input::Prompt(_) if interrupts.activated => {
+            Input::Prompt(_) | Input::PromptFrom { .. } if interrupts.activated => {
                 let pending = interrupts
                     .pending()
                     .iter()
@@ -297,7 +309,7 @@ impl Agent {
                     .join(", ");
                 Err(AgentError::MustResume { pending })
             }
-            Input::Prompt(_) => Ok(()),
+            Input::Prompt(_) | Input::PromptFrom { .. } => Ok(()),
             Input::Resume(_) if !interrupts.activated => Err(AgentError::NothingToResume),
             Input::Resume(responses) => {
                 if let Some(unknown) = responses

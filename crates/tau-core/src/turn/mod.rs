@@ -193,6 +193,18 @@ impl TauAgent {
         prompt: &str,
         sink: Option<&ChannelSink>,
     ) -> Result<TurnOutcome, TurnError> {
+        self.stream_from(prompt, None, sink).await
+    }
+
+    /// [`Self::stream`] for a prompt someone else wrote when `source` says so (a message
+    /// the person forwarded): it is stored with that source, read as outside text and
+    /// shown to the model as quoted data. `None` is the person's own text.
+    pub async fn stream_from(
+        &mut self,
+        prompt: &str,
+        source: Option<tau_protocol::Source>,
+        sink: Option<&ChannelSink>,
+    ) -> Result<TurnOutcome, TurnError> {
         let turn = self.turn(sink);
         let _attached = self.forwarder.attach(sink.cloned());
         if self.agent.interrupt_state().activated {
@@ -220,8 +232,14 @@ impl TauAgent {
         if let Err(source) = self.answer_cut_off(&turn).await {
             return Err(self.fail(&turn, source, 0, Usage::default()));
         }
-        self.run_turn(&turn, Input::from(prompt), self.max_turns, None)
-            .await
+        let input = match source {
+            Some(source) => Input::PromptFrom {
+                content: vec![tau_agent::ContentBlock::Text(prompt.to_owned())],
+                source,
+            },
+            None => Input::from(prompt),
+        };
+        self.run_turn(&turn, input, self.max_turns, None).await
     }
 
     fn turn(&self, sink: Option<&ChannelSink>) -> Turn {

@@ -239,6 +239,8 @@ pub struct FakeHub {
     events: mpsc::Sender<HubEvent>,
     bus: EventBus,
     pub sent: Mutex<Vec<(String, String)>>,
+    /// What was passed on (forwards, quotes), with its source.
+    pub passed_on: Mutex<Vec<(String, String, tau_protocol::Source)>>,
     pub refused: Mutex<Vec<RefusedPress>>,
     pub answers: Mutex<Vec<(String, ApprovalState, DecidedBy)>>,
     sessions: Mutex<HashMap<String, String>>,
@@ -269,6 +271,7 @@ impl FakeHub {
             events,
             bus: EventBus::new(),
             sent: Mutex::default(),
+            passed_on: Mutex::default(),
             refused: Mutex::default(),
             answers: Mutex::default(),
             sessions: Mutex::default(),
@@ -418,6 +421,19 @@ impl Hub for FakeHub {
             .lock()
             .unwrap()
             .push((key.to_owned(), text.to_owned()));
+        Ok(())
+    }
+
+    async fn send_passed_on(
+        &self,
+        key: &str,
+        text: &str,
+        source: tau_protocol::Source,
+    ) -> Result<(), HubError> {
+        self.passed_on
+            .lock()
+            .unwrap()
+            .push((key.to_owned(), text.to_owned(), source));
         Ok(())
     }
 
