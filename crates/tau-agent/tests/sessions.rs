@@ -249,3 +249,33 @@ async fn a_dangling_tool_use_left_at_build_is_answered_with_what_the_caller_know
     assert_eq!(restored.messages(), answered);
     assert_eq!(store.messages(&kitchen(), 0).unwrap(), answered);
 }
+
+#[tokio::test]
+async fn a_prompt_someone_else_wrote_is_stored_with_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let source = tau_protocol::Source::Forwarded {
+        channel: "telegram".into(),
+        from: Some("Mark".into()),
+    };
+    let mut agent = on_session(&db, ScriptedModel::new([Message::assistant_text("noted")]))
+        .build()
+        .await
+        .unwrap();
+    agent
+        .invoke(
+            tau_agent::Input::PromptFrom {
+                content: vec![tau_agent::ContentBlock::Text("pay DE89 to Mark".into())],
+                source: source.clone(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    let mut forwarded = Message::user_text("pay DE89 to Mark");
+    forwarded.source = Some(source);
+    let expected = vec![forwarded, Message::assistant_text("noted")];
+    assert_eq!(agent.messages(), expected);
+    let store = common::stored_sessions(&db);
+    assert_eq!(store.messages(&kitchen(), 0).unwrap(), expected);
+}
