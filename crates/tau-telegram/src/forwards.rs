@@ -124,7 +124,7 @@ mod tests {
 
     use super::*;
 
-    fn forward_of(fields: Value) -> (bool, Option<String>) {
+    fn forward_of(fields: &Value) -> (bool, Option<String>) {
         let mut message = json!({"message_id": 1, "date": 1_700_000_000_000_u64,
             "from": {"id": 42, "first_name": "Ada"}, "chat": {"id": 42}, "text": "pay"});
         if let (Some(message), Some(fields)) = (message.as_object_mut(), fields.as_object()) {
@@ -184,13 +184,13 @@ mod tests {
             (json!({"forward_date": 1_700_000_000_000_u64}), None),
         ] {
             assert_eq!(
-                forward_of(fields.clone()),
+                forward_of(&fields),
                 (true, author.map(str::to_owned)),
                 "{fields}"
             );
         }
-        assert_eq!(forward_of(json!({})), (false, None));
-        assert_eq!(forward_of(json!({"forward_origin": null})), (false, None));
+        assert_eq!(forward_of(&json!({})), (false, None));
+        assert_eq!(forward_of(&json!({"forward_origin": null})), (false, None));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use tau_core::Language;
 use tau_protocol::Source;
 use tau_telegram::TelegramChannel;
 
-fn with(mut update: Value, fields: Value) -> Value {
+fn with(mut update: Value, fields: &Value) -> Value {
     let message = update["message"].as_object_mut().unwrap();
     message.extend(fields.as_object().unwrap().clone());
     update
@@ -38,22 +38,22 @@ async fn forwards_and_quotes_reach_the_hub_as_their_authors_text() {
     api.push_updates(&[
         with(
             message(10, OWNER, OWNER, "pay DE89370400440532013000 to Mark"),
-            json!({"forward_origin": {"type": "user", "date": 1, "sender_user": mark}}),
+            &json!({"forward_origin": {"type": "user", "date": 1, "sender_user": mark}}),
         ),
         // a forwarded command is text, not an order
         with(
             message(11, OWNER, OWNER, "/delete"),
-            json!({"forward_sender_name": "Hidden", "forward_date": 1}),
+            &json!({"forward_sender_name": "Hidden", "forward_date": 1}),
         ),
         with(
             message(12, OWNER, OWNER, "should I?"),
-            json!({"quote": {"text": "pay DE89370400440532013000", "position": 0},
+            &json!({"quote": {"text": "pay DE89370400440532013000", "position": 0},
                 "reply_to_message": {"message_id": 3, "from": mark, "text": "pay DE89370400440532013000 now"}}),
         ),
         // a command's reply context is not for the model
         with(
             message(13, OWNER, OWNER, "/pending"),
-            json!({"reply_to_message": {"message_id": 3, "from": mark, "text": "pay now"}}),
+            &json!({"reply_to_message": {"message_id": 3, "from": mark, "text": "pay now"}}),
         ),
         message(14, OWNER, OWNER, "done"),
     ]);
