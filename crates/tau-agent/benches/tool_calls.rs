@@ -5,7 +5,7 @@
 //! What is measured is the loop's own cost per call: assembling the streamed message, the
 //! tool-call hooks, the executor, the results message and the next request.
 //!
-//! `session_growth`: the same with the SQLite session store on a file (two commits per
+//! `session_growth`: the same with tau's session store on a file (two commits per
 //! call), for 100 and for 1000 calls in one invocation. Criterion reports the time per
 //! call: the two should match, since nothing a call does may grow with the history.
 //!
@@ -135,7 +135,7 @@ fn session_growth(c: &mut Criterion) {
                         .block_on(
                             Agent::builder(model)
                                 .tool(noop.clone())
-                                .session(Arc::new(store), id.clone())
+                                .session(Arc::new(tau_core::StoredSessions::new(store)), id.clone())
                                 .build(),
                         )
                         .expect("an agent");

@@ -6,13 +6,13 @@ use serde_json::{Map, Value};
 
 use crate::events::{EventSink, TurnEvent};
 use crate::message::{ContentBlock, Message, Role, ToolUse};
-use crate::model::{BlockDelta, BlockStart, ModelError, StopReason, StreamChunk, Usage};
+use crate::model::{AgentStop, BlockDelta, BlockStart, ModelError, StreamChunk, Usage};
 
 /// A complete assistant message and what the loop needs to know about it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Assembled {
     pub message: Message,
-    pub stop_reason: StopReason,
+    pub stop_reason: AgentStop,
     pub usage: Usage,
     /// Tool uses whose input was not a JSON object, by id, with the reason. They get an
     /// error result and never reach a hook or a tool.
@@ -32,7 +32,7 @@ enum OpenBlock {
 pub(crate) struct Assembler {
     blocks: Vec<ContentBlock>,
     open: Option<OpenBlock>,
-    stop_reason: Option<StopReason>,
+    stop_reason: Option<AgentStop>,
     usage: Usage,
     invalid_inputs: BTreeMap<String, String>,
     seen_ids: BTreeSet<String>,
@@ -113,23 +113,23 @@ impl Assembler {
         // those is read as ending its turn, so the caller never waits on a question nobody
         // asked.
         let reported = match reported {
-            StopReason::Interrupt
-            | StopReason::Cancelled
-            | StopReason::LimitTurns
-            | StopReason::LimitOutputTokens
-            | StopReason::LimitTotalTokens => {
+            AgentStop::Interrupt
+            | AgentStop::Cancelled
+            | AgentStop::LimitTurns
+            | AgentStop::LimitOutputTokens
+            | AgentStop::LimitTotalTokens => {
                 tracing::warn!(
                     reported = reported.as_str(),
                     "the model reported a stop reason only the loop gives"
                 );
-                StopReason::EndTurn
+                AgentStop::EndTurn
             }
-            StopReason::EndTurn
-            | StopReason::ToolUse
-            | StopReason::MaxTokens
-            | StopReason::StopSequence
-            | StopReason::ContentFiltered
-            | StopReason::GuardrailIntervened => reported,
+            AgentStop::EndTurn
+            | AgentStop::ToolUse
+            | AgentStop::MaxTokens
+            | AgentStop::StopSequence
+            | AgentStop::ContentFiltered
+            | AgentStop::GuardrailIntervened => reported,
         };
         let has_tool_uses = self
             .blocks
@@ -137,8 +137,8 @@ impl Assembler {
             .any(|b| matches!(b, ContentBlock::ToolUse(_)));
         // Providers disagree on the stop reason that accompanies tool calls; the blocks decide.
         let stop_reason = match (reported, has_tool_uses) {
-            (StopReason::EndTurn | StopReason::ToolUse, true) => StopReason::ToolUse,
-            (StopReason::ToolUse, false) => StopReason::EndTurn,
+            (AgentStop::EndTurn | AgentStop::ToolUse, true) => AgentStop::ToolUse,
+            (AgentStop::ToolUse, false) => AgentStop::EndTurn,
             (other, _) => other,
         };
         if let Some(events) = events {
@@ -275,7 +275,7 @@ mod tests {
             input(r#"ne":"UTC"}"#),
             StreamChunk::ContentBlockStop,
             StreamChunk::MessageStop {
-                stop_reason: StopReason::ToolUse,
+                stop_reason: AgentStop::ToolUse,
             },
             StreamChunk::Metadata {
                 usage: Usage {
@@ -301,7 +301,7 @@ mod tests {
                     ],
                     source: None,
                 },
-                stop_reason: StopReason::ToolUse,
+                stop_reason: AgentStop::ToolUse,
                 usage: Usage {
                     input_tokens: 3,
                     output_tokens: 4,
@@ -324,11 +324,11 @@ mod tests {
             tool_start("c", "x"),
             StreamChunk::ContentBlockStop,
             StreamChunk::MessageStop {
-                stop_reason: StopReason::EndTurn,
+                stop_reason: AgentStop::EndTurn,
             },
         ])
         .unwrap();
-        assert_eq!(assembled.stop_reason, StopReason::ToolUse);
+        assert_eq!(assembled.stop_reason, AgentStop::ToolUse);
         let inputs: Vec<_> = assembled
             .message
             .tool_uses()
@@ -383,7 +383,7 @@ mod tests {
             tool_start("", "x"),
             StreamChunk::ContentBlockStop,
             StreamChunk::MessageStop {
-                stop_reason: StopReason::ToolUse,
+                stop_reason: AgentStop::ToolUse,
             },
         ])
         .unwrap();

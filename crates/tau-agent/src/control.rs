@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{StopReason, Usage};
+use crate::model::{AgentStop, Usage};
 
 /// Budgets of one invocation; `None` is unlimited. Checked before each model call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -18,21 +18,21 @@ pub struct Limits {
 
 impl Limits {
     /// The stop reason when a budget is spent, before the next model call.
-    pub(crate) fn exceeded(&self, calls: u32, usage: Usage) -> Option<StopReason> {
+    pub(crate) fn exceeded(&self, calls: u32, usage: Usage) -> Option<AgentStop> {
         if self.max_turns.is_some_and(|max| calls >= max) {
-            return Some(StopReason::LimitTurns);
+            return Some(AgentStop::LimitTurns);
         }
         if self
             .max_output_tokens
             .is_some_and(|max| usage.output_tokens >= max)
         {
-            return Some(StopReason::LimitOutputTokens);
+            return Some(AgentStop::LimitOutputTokens);
         }
         if self
             .max_total_tokens
             .is_some_and(|max| usage.total_tokens >= max)
         {
-            return Some(StopReason::LimitTotalTokens);
+            return Some(AgentStop::LimitTotalTokens);
         }
         None
     }
@@ -107,14 +107,14 @@ mod tests {
             total_tokens: total,
         };
         assert_eq!(limits.exceeded(1, used(9, 49)), None);
-        assert_eq!(limits.exceeded(2, used(0, 0)), Some(StopReason::LimitTurns));
+        assert_eq!(limits.exceeded(2, used(0, 0)), Some(AgentStop::LimitTurns));
         assert_eq!(
             limits.exceeded(1, used(10, 10)),
-            Some(StopReason::LimitOutputTokens)
+            Some(AgentStop::LimitOutputTokens)
         );
         assert_eq!(
             limits.exceeded(1, used(0, 50)),
-            Some(StopReason::LimitTotalTokens)
+            Some(AgentStop::LimitTotalTokens)
         );
         assert_eq!(
             Limits::default().exceeded(u32::MAX, used(u64::MAX, u64::MAX)),

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::message::{ToolResult, ToolUse};
-use crate::model::{StopReason, Usage};
+use crate::model::{AgentStop, Usage};
 
 /// One thing that happened during a turn, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,7 +34,7 @@ pub enum TurnEvent {
     /// The conversation was too long; the oldest `removed` messages were dropped.
     ContextReduced { removed: usize },
     /// The invocation ended.
-    Stop { reason: StopReason, usage: Usage },
+    Stop { reason: AgentStop, usage: Usage },
 }
 
 /// Where a turn's events go: a channel, or a callback that runs in the loop's own task,

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::interrupt::{Interrupt, InterruptRaised, interrupt_id};
 use crate::message::{Message, ToolResult, ToolUse};
-use crate::model::{ModelError, StopReason};
+use crate::model::{AgentStop, ModelError};
 use crate::tool::SharedTool;
 
 /// Well-known orders.
@@ -121,7 +121,7 @@ pub struct BeforeModelCallEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AfterModelCallEvent {
     pub message: Option<Message>,
-    pub stop_reason: Option<StopReason>,
+    pub stop_reason: Option<AgentStop>,
     pub error: Option<ModelError>,
     retry: bool,
 }
@@ -129,7 +129,7 @@ pub struct AfterModelCallEvent {
 impl AfterModelCallEvent {
     pub(crate) fn new(
         message: Option<Message>,
-        stop_reason: Option<StopReason>,
+        stop_reason: Option<AgentStop>,
         error: Option<ModelError>,
     ) -> Self {
         Self {
@@ -254,7 +254,7 @@ pub struct MessageAddedEvent {
 /// Fired once when an invocation ends, whatever the reason.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AfterInvocationEvent {
-    pub stop_reason: Option<StopReason>,
+    pub stop_reason: Option<AgentStop>,
     pub error: Option<String>,
 }
 

@@ -4,7 +4,7 @@
 //! `replay:` model, tools, ordered hooks, the concurrent and sequential executors,
 //! per-invocation limits, interrupts, cancellation, throttling retries, the sliding
 //! window, history repair, turn events and the sessions it keeps through a
-//! [`SessionRepository`] (`tau-state` stores them in `state.db`). It follows the
+//! [`SessionRepository`] (`tau-core` keeps them in `state.db`). It follows the
 //! semantics of the Strands Agents event loop. It knows nothing of tiers, approvals,
 //! channels or providers: policy is a hook the layer above registers, providers
 //! implement [`Model`].
@@ -57,8 +57,8 @@ pub use message::{
     ContentBlock, Message, Role, ToolResult, ToolResultContent, ToolResultStatus, ToolUse,
 };
 pub use model::{
-    BlockDelta, BlockStart, ChunkStream, Model, ModelError, ModelRequest, OwnedModelRequest,
-    StopReason, StreamChunk, Usage,
+    AgentStop, BlockDelta, BlockStart, ChunkStream, Model, ModelError, ModelRequest,
+    OwnedModelRequest, StreamChunk, Usage,
 };
 pub use scripted::{ScriptError, ScriptedModel};
 pub use session::{

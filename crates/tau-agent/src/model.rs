@@ -59,10 +59,13 @@ impl From<ModelRequest<'_>> for OwnedModelRequest {
 
 /// Why a model stopped, or why an invocation of the agent stopped.
 ///
-/// The model itself only reports the first group; the loop adds the rest.
+/// The model itself only reports the first group; the loop adds the rest. A channel shows
+/// a turn's end as `tau-protocol`'s `TurnStop` instead, which adds what only a conversation
+/// knows (superseded, expired, failed): the loop never ends that way, so it does not have
+/// to handle those, and `tau-core` maps this one onto that one variant for variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StopReason {
+pub enum AgentStop {
     EndTurn,
     ToolUse,
     MaxTokens,
@@ -78,7 +81,7 @@ pub enum StopReason {
     LimitTotalTokens,
 }
 
-impl StopReason {
+impl AgentStop {
     /// The snake_case name, as written in events and logs.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -144,7 +147,7 @@ pub enum StreamChunk {
     ContentBlockStart { start: BlockStart },
     ContentBlockDelta { delta: BlockDelta },
     ContentBlockStop,
-    MessageStop { stop_reason: StopReason },
+    MessageStop { stop_reason: AgentStop },
     Metadata { usage: Usage },
 }
 

@@ -29,8 +29,8 @@ use serde_json::Value;
 
 use crate::message::{ContentBlock, Message, Role};
 use crate::model::{
-    BlockDelta, BlockStart, ChunkStream, Model, ModelError, ModelRequest, OwnedModelRequest,
-    StopReason, StreamChunk, Usage,
+    AgentStop, BlockDelta, BlockStart, ChunkStream, Model, ModelError, ModelRequest,
+    OwnedModelRequest, StreamChunk, Usage,
 };
 
 /// A script that could not be loaded.
@@ -51,7 +51,7 @@ pub enum ScriptError {
 enum Entry {
     Reply {
         message: Message,
-        stop_reason: Option<StopReason>,
+        stop_reason: Option<AgentStop>,
         usage: Usage,
         delay: Duration,
     },
@@ -64,7 +64,7 @@ struct ReplyEntry {
     role: Role,
     content: Vec<ContentBlock>,
     #[serde(default)]
-    stop_reason: Option<StopReason>,
+    stop_reason: Option<AgentStop>,
     #[serde(default)]
     usage: Usage,
     #[serde(default)]
@@ -251,7 +251,7 @@ fn halves(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn chunks_of(message: &Message, stop_reason: Option<StopReason>, usage: Usage) -> Vec<StreamChunk> {
+fn chunks_of(message: &Message, stop_reason: Option<AgentStop>, usage: Usage) -> Vec<StreamChunk> {
     let mut chunks = vec![StreamChunk::MessageStart {
         role: Role::Assistant,
     }];
@@ -287,9 +287,9 @@ fn chunks_of(message: &Message, stop_reason: Option<StopReason>, usage: Usage) -
     }
     let has_tools = message.tool_uses().next().is_some();
     let default_stop = if has_tools {
-        StopReason::ToolUse
+        AgentStop::ToolUse
     } else {
-        StopReason::EndTurn
+        AgentStop::EndTurn
     };
     chunks.push(StreamChunk::MessageStop {
         stop_reason: stop_reason.unwrap_or(default_stop),
@@ -387,7 +387,7 @@ mod tests {
                 },
                 StreamChunk::ContentBlockStop,
                 StreamChunk::MessageStop {
-                    stop_reason: StopReason::EndTurn
+                    stop_reason: AgentStop::EndTurn
                 },
                 StreamChunk::Metadata {
                     usage: Usage {

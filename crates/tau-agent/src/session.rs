@@ -1,5 +1,6 @@
 //! Sessions: a conversation and the agent's state, stored so a restart loses nothing.
-//! The loop knows only [`SessionRepository`]; `tau-state` keeps sessions in `state.db`.
+//! The loop knows only [`SessionRepository`]; `tau-core`'s `StoredSessions` keeps them in
+//! `state.db`.
 
 pub use tau_protocol::{InvalidSessionId, SessionId};
 

@@ -15,8 +15,8 @@ use common::{
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, AgentError, AgentResult, BeforeToolCallEvent, BlockDelta, BlockStart, HOOK_FAILED_TEXT,
-    HookOrder, HookRegistry, Limits, Message, ModelError, Role, ScriptedModel, StopReason,
+    Agent, AgentError, AgentResult, AgentStop, BeforeToolCallEvent, BlockDelta, BlockStart,
+    HOOK_FAILED_TEXT, HookOrder, HookRegistry, Limits, Message, ModelError, Role, ScriptedModel,
     StreamChunk, SyncHook, TOOL_PANICKED_TEXT, ToolResult, ToolUse, Usage,
 };
 
@@ -53,7 +53,7 @@ fn text_delta(text: &str) -> StreamChunk {
     }
 }
 
-fn message_stop(stop_reason: StopReason) -> StreamChunk {
+fn message_stop(stop_reason: AgentStop) -> StreamChunk {
     StreamChunk::MessageStop { stop_reason }
 }
 
@@ -63,7 +63,7 @@ fn answer(text: &str) -> RawReply {
         text_start(),
         text_delta(text),
         StreamChunk::ContentBlockStop,
-        message_stop(StopReason::EndTurn),
+        message_stop(AgentStop::EndTurn),
     ])
 }
 
@@ -76,7 +76,7 @@ async fn malformed_tool_input_becomes_an_error_result_and_the_loop_goes_on() {
             tool_input(r#"{"say": "#),
             tool_input("oops"),
             StreamChunk::ContentBlockStop,
-            message_stop(StopReason::ToolUse),
+            message_stop(AgentStop::ToolUse),
         ]),
         answer("Let me try that again later."),
     ]);
@@ -104,7 +104,7 @@ async fn malformed_tool_input_becomes_an_error_result_and_the_loop_goes_on() {
     assert_eq!(agent.messages(), history);
     assert_eq!(model.requests()[1].messages, history[..3]);
     assert_eq!(echo.calls.count(), 0);
-    assert_eq!(result.stop_reason, StopReason::EndTurn);
+    assert_eq!(result.stop_reason, AgentStop::EndTurn);
 }
 
 #[tokio::test]
@@ -246,17 +246,17 @@ async fn a_panicking_tool_gives_an_error_result() {
             duration: Duration::ZERO,
         }]
     );
-    assert_eq!(result.stop_reason, StopReason::EndTurn);
+    assert_eq!(result.stop_reason, AgentStop::EndTurn);
 }
 
 #[tokio::test]
 async fn a_model_cannot_claim_a_stop_reason_only_the_loop_gives() {
     for claimed in [
-        StopReason::Interrupt,
-        StopReason::Cancelled,
-        StopReason::LimitTurns,
-        StopReason::LimitOutputTokens,
-        StopReason::LimitTotalTokens,
+        AgentStop::Interrupt,
+        AgentStop::Cancelled,
+        AgentStop::LimitTurns,
+        AgentStop::LimitOutputTokens,
+        AgentStop::LimitTotalTokens,
     ] {
         let model = RawModel::new(vec![
             RawReply::ends(vec![
@@ -287,7 +287,7 @@ async fn a_model_cannot_claim_a_stop_reason_only_the_loop_gives() {
         assert_eq!(
             result,
             AgentResult {
-                stop_reason: StopReason::EndTurn,
+                stop_reason: AgentStop::EndTurn,
                 message: Some(Message::assistant_text("done")),
                 usage: Usage::default(),
                 model_calls: 2,
@@ -315,18 +315,18 @@ impl XorShift {
     }
 }
 
-const ALL_STOP_REASONS: [StopReason; 11] = [
-    StopReason::EndTurn,
-    StopReason::ToolUse,
-    StopReason::MaxTokens,
-    StopReason::StopSequence,
-    StopReason::ContentFiltered,
-    StopReason::GuardrailIntervened,
-    StopReason::Interrupt,
-    StopReason::Cancelled,
-    StopReason::LimitTurns,
-    StopReason::LimitOutputTokens,
-    StopReason::LimitTotalTokens,
+const ALL_STOP_REASONS: [AgentStop; 11] = [
+    AgentStop::EndTurn,
+    AgentStop::ToolUse,
+    AgentStop::MaxTokens,
+    AgentStop::StopSequence,
+    AgentStop::ContentFiltered,
+    AgentStop::GuardrailIntervened,
+    AgentStop::Interrupt,
+    AgentStop::Cancelled,
+    AgentStop::LimitTurns,
+    AgentStop::LimitOutputTokens,
+    AgentStop::LimitTotalTokens,
 ];
 
 fn random_item(rng: &mut XorShift) -> Result<StreamChunk, ModelError> {
@@ -407,13 +407,13 @@ async fn nothing_panics_on_model_output() {
         if let Ok(result) = outcome {
             let loop_only = matches!(
                 result.stop_reason,
-                StopReason::Interrupt
-                    | StopReason::Cancelled
-                    | StopReason::LimitOutputTokens
-                    | StopReason::LimitTotalTokens
+                AgentStop::Interrupt
+                    | AgentStop::Cancelled
+                    | AgentStop::LimitOutputTokens
+                    | AgentStop::LimitTotalTokens
             );
             assert!(!loop_only, "case {case}: {result:?}");
-            if result.stop_reason == StopReason::LimitTurns {
+            if result.stop_reason == AgentStop::LimitTurns {
                 assert_eq!(result.model_calls, 3, "case {case}");
             }
         }

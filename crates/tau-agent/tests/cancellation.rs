@@ -12,14 +12,14 @@ use common::{Counter, RawModel, RawReply, assistant, drain, results, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
-    Agent, AgentResult, BlockDelta, BlockStart, CANCELLED_BY_USER_TEXT, EventSink, HookOrder,
-    Message, MessageAddedEvent, Model, Role, ScriptedModel, StopReason, StreamChunk, SyncHook,
+    Agent, AgentResult, AgentStop, BlockDelta, BlockStart, CANCELLED_BY_USER_TEXT, EventSink,
+    HookOrder, Message, MessageAddedEvent, Model, Role, ScriptedModel, StreamChunk, SyncHook,
     TOOL_CANCELLED_TEXT, ToolResult, ToolUse, TurnEvent, Usage,
 };
 
 fn cancelled_while_streaming() -> AgentResult {
     AgentResult {
-        stop_reason: StopReason::Cancelled,
+        stop_reason: AgentStop::Cancelled,
         message: Some(Message::assistant_text(CANCELLED_BY_USER_TEXT)),
         usage: Usage::default(),
         model_calls: 1,
@@ -67,7 +67,7 @@ async fn cancel_while_a_replay_streams_stores_cancelled_by_user() {
                 text: "a long".into()
             },
             TurnEvent::Stop {
-                reason: StopReason::Cancelled,
+                reason: AgentStop::Cancelled,
                 usage: Usage::default()
             },
         ]
@@ -107,7 +107,7 @@ async fn cancel_while_the_model_stream_pends_forever_stores_cancelled_by_user() 
                 text: "thinking".into()
             },
             TurnEvent::Stop {
-                reason: StopReason::Cancelled,
+                reason: AgentStop::Cancelled,
                 usage: Usage::default()
             },
         ]
@@ -149,7 +149,7 @@ async fn cancel_before_tools_run_gives_every_pending_tool_use_the_cancelled_resu
     assert_eq!(
         result,
         AgentResult {
-            stop_reason: StopReason::Cancelled,
+            stop_reason: AgentStop::Cancelled,
             message: Some(two_calls.clone()),
             usage: Usage::default(),
             model_calls: 1,
@@ -186,7 +186,7 @@ async fn cancel_before_tools_run_gives_every_pending_tool_use_the_cancelled_resu
                 result: cancelled("t2")
             },
             TurnEvent::Stop {
-                reason: StopReason::Cancelled,
+                reason: AgentStop::Cancelled,
                 usage: Usage::default()
             },
         ]
@@ -204,7 +204,7 @@ async fn a_cancel_before_an_invocation_does_not_carry_into_it() {
     assert_eq!(
         result,
         AgentResult {
-            stop_reason: StopReason::EndTurn,
+            stop_reason: AgentStop::EndTurn,
             message: Some(Message::assistant_text("hello")),
             usage: Usage::default(),
             model_calls: 1,
@@ -264,7 +264,7 @@ async fn a_cancel_reaches_the_tool_that_is_running() {
     assert_eq!(
         result.unwrap(),
         AgentResult {
-            stop_reason: StopReason::Cancelled,
+            stop_reason: AgentStop::Cancelled,
             message: Some(call.clone()),
             usage: Usage::default(),
             model_calls: 1,

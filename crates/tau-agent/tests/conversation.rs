@@ -11,8 +11,8 @@ use common::{Counter, Echo, assistant, results, spec, text, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
-    Agent, AgentError, AgentResult, Message, ModelError, OwnedModelRequest, ScriptedModel,
-    StopReason, TOOL_INTERRUPTED_TEXT, ToolResult, ToolResultContent, ToolResultStatus, Usage,
+    Agent, AgentError, AgentResult, AgentStop, Message, ModelError, OwnedModelRequest,
+    ScriptedModel, TOOL_INTERRUPTED_TEXT, ToolResult, ToolResultContent, ToolResultStatus, Usage,
 };
 
 fn echoed(id: &str, input: serde_json::Value) -> ToolResult {
@@ -26,7 +26,7 @@ fn echoed(id: &str, input: serde_json::Value) -> ToolResult {
 
 fn ended(message: Message, model_calls: u32) -> AgentResult {
     AgentResult {
-        stop_reason: StopReason::EndTurn,
+        stop_reason: AgentStop::EndTurn,
         message: Some(message),
         usage: Usage::default(),
         model_calls,

@@ -10,7 +10,7 @@ use common::{Reporter, drain};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
-    Agent, EventSink, ScriptedModel, StopReason, ToolResult, ToolUse, TurnEvent, Usage,
+    Agent, AgentStop, EventSink, ScriptedModel, ToolResult, ToolUse, TurnEvent, Usage,
 };
 
 #[tokio::test]
@@ -68,7 +68,7 @@ async fn one_turn_streams_text_tool_use_progress_result_and_stop() {
                 text: "good.".into()
             },
             TurnEvent::Stop {
-                reason: StopReason::EndTurn,
+                reason: AgentStop::EndTurn,
                 usage: Usage {
                     input_tokens: 30,
                     output_tokens: 8,
@@ -82,7 +82,7 @@ async fn one_turn_streams_text_tool_use_progress_result_and_stop() {
 #[test]
 fn turn_events_serialize_as_tagged_lines() {
     let event = TurnEvent::Stop {
-        reason: StopReason::LimitTurns,
+        reason: AgentStop::LimitTurns,
         usage: Usage::default(),
     };
     assert_eq!(

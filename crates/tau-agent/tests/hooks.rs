@@ -19,8 +19,8 @@ use tau_agent::{
     MessageAddedEvent, ScriptedModel,
 };
 use tau_agent::{
-    AfterModelCallEvent, Agent, AgentResult, BeforeToolCallEvent, HookEvent, HookEventKind,
-    HookOrder, HookRegistry, Message, Registration, StopReason, SyncHook, ToolResult, ToolUse,
+    AfterModelCallEvent, Agent, AgentResult, AgentStop, BeforeToolCallEvent, HookEvent,
+    HookEventKind, HookOrder, HookRegistry, Message, Registration, SyncHook, ToolResult, ToolUse,
     Usage,
 };
 
@@ -51,7 +51,7 @@ fn register_out_of_order<E: HookEvent>(hooks: &mut HookRegistry, log: &Log, even
 
 fn ended(model_calls: u32, message: Message) -> AgentResult {
     AgentResult {
-        stop_reason: StopReason::EndTurn,
+        stop_reason: AgentStop::EndTurn,
         message: Some(message),
         usage: Usage::default(),
         model_calls,

@@ -11,9 +11,9 @@ use common::{Counter, RawModel, RawReply, assistant, results, text, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, AgentResult, BeforeToolCallEvent, BlockDelta, BlockStart, Executor, HookOrder,
-    HookRegistry, Input, Interrupt, InterruptResponse, InterruptState, Message, ScriptedModel,
-    SessionId, StopReason, StreamChunk, SyncHook, TOOL_INTERRUPTED_TEXT, ToolResult, Usage,
+    Agent, AgentResult, AgentStop, BeforeToolCallEvent, BlockDelta, BlockStart, Executor,
+    HookOrder, HookRegistry, Input, Interrupt, InterruptResponse, InterruptState, Message,
+    ScriptedModel, SessionId, StreamChunk, SyncHook, TOOL_INTERRUPTED_TEXT, ToolResult, Usage,
 };
 
 const APPROVE_G1: &str = "v1:before_tool_call:g1:approve";
@@ -106,7 +106,7 @@ async fn interrupt_stops_the_invocation_with_a_deterministic_id() {
     assert_eq!(
         result,
         AgentResult {
-            stop_reason: StopReason::Interrupt,
+            stop_reason: AgentStop::Interrupt,
             message: Some(both_tools()),
             usage: Usage::default(),
             model_calls: 1,
@@ -144,7 +144,7 @@ async fn resume_runs_only_the_tool_uses_without_a_result_and_interrupt_returns_t
     assert_eq!(
         result,
         AgentResult {
-            stop_reason: StopReason::EndTurn,
+            stop_reason: AgentStop::EndTurn,
             message: Some(Message::assistant_text("Done.")),
             usage: Usage::default(),
             model_calls: 1,
@@ -227,7 +227,7 @@ async fn resuming_with_some_answers_stops_again_on_the_rest() {
     assert_eq!(
         (second.stop_reason, second.interrupts),
         (
-            StopReason::Interrupt,
+            AgentStop::Interrupt,
             vec![Interrupt {
                 id: "v1:before_tool_call:g2:approve".into(),
                 name: "approve".into(),
@@ -244,7 +244,7 @@ async fn resuming_with_some_answers_stops_again_on_the_rest() {
         .invoke(answer("v1:before_tool_call:g2:approve", json!("yes")), None)
         .await
         .unwrap();
-    assert_eq!(third.stop_reason, StopReason::EndTurn);
+    assert_eq!(third.stop_reason, AgentStop::EndTurn);
     assert_eq!(
         agent.messages()[2],
         results(vec![
@@ -358,15 +358,12 @@ async fn interrupt_state_round_trips_through_sqlite_and_a_new_agent_resumes_it()
         let mut agent = Agent::builder(Arc::new(model))
             .tools([guarded.clone() as _, free.clone() as _])
             .hooks(approval_hook(&answers))
-            .session(
-                Arc::new(tau_state::StateDb::open(&path).unwrap()),
-                id.clone(),
-            )
+            .session(Arc::new(common::stored_sessions(&path)), id.clone())
             .build()
             .await
             .unwrap();
         let result = agent.invoke("open up", None).await.unwrap();
-        assert_eq!(result.stop_reason, StopReason::Interrupt);
+        assert_eq!(result.stop_reason, AgentStop::Interrupt);
         agent.state().clone()
     };
 
@@ -375,7 +372,7 @@ async fn interrupt_state_round_trips_through_sqlite_and_a_new_agent_resumes_it()
     let mut restored = Agent::builder(Arc::new(model.clone()))
         .tools([guarded.clone() as _, free.clone() as _])
         .hooks(approval_hook(&answers))
-        .session(Arc::new(tau_state::StateDb::open(&path).unwrap()), id)
+        .session(Arc::new(common::stored_sessions(&path)), id)
         .build()
         .await
         .unwrap();
@@ -390,7 +387,7 @@ async fn interrupt_state_round_trips_through_sqlite_and_a_new_agent_resumes_it()
         .await
         .unwrap();
 
-    assert_eq!(result.stop_reason, StopReason::EndTurn);
+    assert_eq!(result.stop_reason, AgentStop::EndTurn);
     assert_eq!((guarded.calls.count(), free.calls.count()), (1, 1));
     assert_eq!(
         model.requests()[0].messages,
@@ -449,7 +446,7 @@ async fn a_call_refused_for_its_input_stays_refused_after_a_sequential_resume() 
         input("{broken"),
         StreamChunk::ContentBlockStop,
         StreamChunk::MessageStop {
-            stop_reason: StopReason::ToolUse,
+            stop_reason: AgentStop::ToolUse,
         },
     ])]);
     let guarded = Counter::named("guarded");

@@ -10,9 +10,7 @@ use std::sync::Arc;
 use common::{Counter, assistant, results, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::{
-    Agent, AgentResult, Limits, Message, ScriptedModel, StopReason, ToolResult, Usage,
-};
+use tau_agent::{Agent, AgentResult, AgentStop, Limits, Message, ScriptedModel, ToolResult, Usage};
 
 /// Every call reports 5 input and 10 output tokens, 15 in all.
 const PER_CALL: Usage = Usage {
@@ -65,7 +63,7 @@ async fn run_under(limits: Limits) -> (AgentResult, Vec<Message>) {
 }
 
 /// What a run stopped by a limit after two calls looks like.
-fn stopped_after_two_calls(reason: StopReason) -> (AgentResult, Vec<Message>) {
+fn stopped_after_two_calls(reason: AgentStop) -> (AgentResult, Vec<Message>) {
     (
         AgentResult {
             stop_reason: reason,
@@ -86,11 +84,11 @@ fn stopped_after_two_calls(reason: StopReason) -> (AgentResult, Vec<Message>) {
 
 /// What a run that got its third call looks like: the answer whole, past any budget.
 fn answered_on_the_third_call() -> (AgentResult, Vec<Message>) {
-    let (_, mut history) = stopped_after_two_calls(StopReason::EndTurn);
+    let (_, mut history) = stopped_after_two_calls(AgentStop::EndTurn);
     history.push(Message::assistant_text("done"));
     (
         AgentResult {
-            stop_reason: StopReason::EndTurn,
+            stop_reason: AgentStop::EndTurn,
             message: Some(Message::assistant_text("done")),
             usage: usage_of(3),
             model_calls: 3,
@@ -108,7 +106,7 @@ async fn limit_turns_runs_the_last_allowed_calls_tools_then_stops() {
     };
     assert_eq!(
         run_under(turns(2)).await,
-        stopped_after_two_calls(StopReason::LimitTurns)
+        stopped_after_two_calls(AgentStop::LimitTurns)
     );
     assert_eq!(run_under(turns(3)).await, answered_on_the_third_call());
 }
@@ -131,7 +129,7 @@ async fn limit_turns_keeps_an_answer_given_on_the_last_allowed_call_whole() {
     assert_eq!(
         result,
         AgentResult {
-            stop_reason: StopReason::EndTurn,
+            stop_reason: AgentStop::EndTurn,
             message: Some(Message::assistant_text("done")),
             usage: Usage::default(),
             model_calls: 2,
@@ -158,7 +156,7 @@ async fn limit_output_tokens_stops_when_the_spent_tokens_reach_the_budget() {
     // Two calls spend 20 output tokens: a budget of 20 is spent, one of 21 is not.
     assert_eq!(
         run_under(output(20)).await,
-        stopped_after_two_calls(StopReason::LimitOutputTokens)
+        stopped_after_two_calls(AgentStop::LimitOutputTokens)
     );
     assert_eq!(run_under(output(21)).await, answered_on_the_third_call());
 }
@@ -172,7 +170,7 @@ async fn limit_total_tokens_stops_when_the_spent_tokens_reach_the_budget() {
     // Two calls spend 30 tokens in all: a budget of 30 is spent, one of 31 is not.
     assert_eq!(
         run_under(total(30)).await,
-        stopped_after_two_calls(StopReason::LimitTotalTokens)
+        stopped_after_two_calls(AgentStop::LimitTotalTokens)
     );
     assert_eq!(run_under(total(31)).await, answered_on_the_third_call());
 }
@@ -208,12 +206,9 @@ async fn next_invocation_starts_with_a_fresh_budget() {
     assert_eq!(
         [first, second, third],
         [
-            result(StopReason::LimitTurns, counter_call("c1")),
-            result(StopReason::EndTurn, Message::assistant_text("first answer")),
-            result(
-                StopReason::EndTurn,
-                Message::assistant_text("second answer")
-            ),
+            result(AgentStop::LimitTurns, counter_call("c1")),
+            result(AgentStop::EndTurn, Message::assistant_text("first answer")),
+            result(AgentStop::EndTurn, Message::assistant_text("second answer")),
         ]
     );
 }

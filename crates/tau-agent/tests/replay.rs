@@ -33,7 +33,11 @@ fn id(name: &str) -> SessionId {
 }
 
 /// An agent on session `name` of `store`, its model made for what the session holds.
-async fn agent_on(script: &ScriptedModel, store: &Arc<tau_state::StateDb>, name: &str) -> Agent {
+async fn agent_on(
+    script: &ScriptedModel,
+    store: &Arc<tau_core::StoredSessions>,
+    name: &str,
+) -> Agent {
     store.ensure_session(&id(name)).unwrap();
     let stored = store.messages(&id(name), 0).unwrap();
     let model = script.for_session(&stored).unwrap();
@@ -59,8 +63,8 @@ fn first_turn() -> Vec<Message> {
     ]
 }
 
-fn open(db: &Path) -> Arc<tau_state::StateDb> {
-    Arc::new(tau_state::StateDb::open(db).unwrap())
+fn open(db: &Path) -> Arc<tau_core::StoredSessions> {
+    Arc::new(common::stored_sessions(db))
 }
 
 #[tokio::test(start_paused = true)]

@@ -12,8 +12,8 @@ use common::{assistant, drain, results, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
-    AfterModelCallEvent, Agent, AgentError, AgentResult, EventSink, HookOrder, HookRegistry,
-    Message, ModelError, RetryPolicy, ScriptedModel, StopReason, SyncHook, ToolResult, TurnEvent,
+    AfterModelCallEvent, Agent, AgentError, AgentResult, AgentStop, EventSink, HookOrder,
+    HookRegistry, Message, ModelError, RetryPolicy, ScriptedModel, SyncHook, ToolResult, TurnEvent,
     Usage,
 };
 
@@ -32,7 +32,7 @@ fn answer_events(first: &str, second: &str) -> Vec<TurnEvent> {
             text: second.into(),
         },
         TurnEvent::Stop {
-            reason: StopReason::EndTurn,
+            reason: AgentStop::EndTurn,
             usage: Usage::default(),
         },
     ]
@@ -62,7 +62,7 @@ async fn throttled_calls_retry_with_backoff_and_a_throttled_event_per_retry() {
     assert_eq!(
         result,
         AgentResult {
-            stop_reason: StopReason::EndTurn,
+            stop_reason: AgentStop::EndTurn,
             message: Some(Message::assistant_text("here")),
             usage: Usage::default(),
             model_calls: 1,
@@ -249,7 +249,7 @@ async fn after_model_call_may_ask_for_a_retry_and_the_first_answer_is_discarded(
     assert_eq!(
         result,
         AgentResult {
-            stop_reason: StopReason::EndTurn,
+            stop_reason: AgentStop::EndTurn,
             message: Some(Message::assistant_text("the answer")),
             usage: Usage::default(),
             model_calls: 1,

@@ -27,8 +27,7 @@ fn kitchen() -> SessionId {
 }
 
 fn on_session(db: &Path, model: ScriptedModel) -> AgentBuilder {
-    Agent::builder(Arc::new(model))
-        .session(Arc::new(tau_state::StateDb::open(db).unwrap()), kitchen())
+    Agent::builder(Arc::new(model)).session(Arc::new(common::stored_sessions(db)), kitchen())
 }
 
 fn lock_the_door() -> Message {
@@ -80,7 +79,7 @@ async fn session_round_trip_restores_messages_and_state() {
     let mut asked = history.clone();
     asked.push(Message::user_text("once more"));
     assert_eq!(model.requests()[0].messages, asked);
-    let store = tau_state::StateDb::open(&db).unwrap();
+    let store = common::stored_sessions(&db);
     asked.push(Message::assistant_text("again"));
     assert_eq!(store.messages(&kitchen(), 0).unwrap(), asked);
 }
@@ -115,7 +114,7 @@ async fn a_restored_session_starts_where_the_window_left_the_history() {
         ]
     );
     assert_eq!(restored.state().removed_count, 2);
-    let store = tau_state::StateDb::open(&db).unwrap();
+    let store = common::stored_sessions(&db);
     assert_eq!(
         store.message_count(&kitchen()).unwrap(),
         6,
@@ -156,7 +155,7 @@ fn wait_for_messages(db: &Path, count: u64, child: &mut Child) {
             panic!("the child process exited early: {status}");
         }
         if store.is_none() && db.exists() {
-            store = Some(tau_state::StateDb::open(db).unwrap());
+            store = Some(common::stored_sessions(db));
         }
         if let Some(store) = &store
             && store.message_count(&kitchen()).unwrap() >= count
@@ -189,8 +188,7 @@ fn killed_mid_turn_keeps_every_written_message_and_repairs_the_dangling_tool_use
 
     let written = vec![Message::user_text("lock the front door"), lock_the_door()];
     assert_eq!(
-        tau_state::StateDb::open(&db)
-            .unwrap()
+        common::stored_sessions(&db)
             .messages(&kitchen(), 0)
             .unwrap(),
         written
@@ -214,8 +212,7 @@ fn killed_mid_turn_keeps_every_written_message_and_repairs_the_dangling_tool_use
     assert_eq!(restored.messages(), repaired);
     // The repair is stored too.
     assert_eq!(
-        tau_state::StateDb::open(&db)
-            .unwrap()
+        common::stored_sessions(&db)
             .messages(&kitchen(), 0)
             .unwrap(),
         repaired
@@ -228,7 +225,7 @@ fn killed_mid_turn_keeps_every_written_message_and_repairs_the_dangling_tool_use
 async fn a_dangling_tool_use_left_at_build_is_answered_with_what_the_caller_knows() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sessions.db");
-    let store = tau_state::StateDb::open(&db).unwrap();
+    let store = common::stored_sessions(&db);
     store.ensure_session(&kitchen()).unwrap();
     let written = vec![Message::user_text("lock the front door"), lock_the_door()];
     for (n, message) in (0u64..).zip(&written) {
@@ -251,4 +248,34 @@ async fn a_dangling_tool_use_left_at_build_is_answered_with_what_the_caller_know
     answered.push(results(vec![known]));
     assert_eq!(restored.messages(), answered);
     assert_eq!(store.messages(&kitchen(), 0).unwrap(), answered);
+}
+
+#[tokio::test]
+async fn a_prompt_someone_else_wrote_is_stored_with_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let source = tau_protocol::Source::Forwarded {
+        channel: "telegram".into(),
+        from: Some("Mark".into()),
+    };
+    let mut agent = on_session(&db, ScriptedModel::new([Message::assistant_text("noted")]))
+        .build()
+        .await
+        .unwrap();
+    agent
+        .invoke(
+            tau_agent::Input::PromptFrom {
+                content: vec![tau_agent::ContentBlock::Text("pay DE89 to Mark".into())],
+                source: source.clone(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    let mut forwarded = Message::user_text("pay DE89 to Mark");
+    forwarded.source = Some(source);
+    let expected = vec![forwarded, Message::assistant_text("noted")];
+    assert_eq!(agent.messages(), expected);
+    let store = common::stored_sessions(&db);
+    assert_eq!(store.messages(&kitchen(), 0).unwrap(), expected);
 }

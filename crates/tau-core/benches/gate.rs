@@ -28,7 +28,7 @@ use tau_agent::{
 };
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, Decision, EventBus, EventSubscriber,
-    ScriptedApprover, TauToolSpec, Tier, TierGate, ToolCatalog, build_agent,
+    ScriptedApprover, StoredSessions, TauToolSpec, Tier, TierGate, ToolCatalog, build_agent,
 };
 
 struct Noop {
@@ -159,7 +159,7 @@ fn full_stack(c: &mut Criterion) {
                             approver: Arc::new(AutoRejectApprover),
                             hooks: Vec::new(),
                             plugins: Vec::new(),
-                            session: Some((Arc::new(store), id.clone())),
+                            session: Some((Arc::new(StoredSessions::new(store)), id.clone())),
                             events,
                             durable: None,
                             grants: None,

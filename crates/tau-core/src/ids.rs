@@ -6,7 +6,7 @@ use std::fmt::Write;
 /// No randomness could be had from the operating system.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the operating system gave no randomness: {0}")]
-pub struct NoRandomness(String);
+pub struct NoRandomness(#[source] getrandom::Error);
 
 /// A new approval id: `ap_` and 128 random bits; `None` when there is no randomness.
 pub fn new_approval_id() -> Option<tau_protocol::ApprovalId> {
@@ -16,7 +16,7 @@ pub fn new_approval_id() -> Option<tau_protocol::ApprovalId> {
 /// `{prefix}_` and 128 random bits as 32 lowercase hex digits.
 pub fn random_id(prefix: &str) -> Result<String, NoRandomness> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| NoRandomness(e.to_string()))?;
+    getrandom::fill(&mut bytes).map_err(NoRandomness)?;
     let mut id = String::with_capacity(prefix.len() + 33);
     id.push_str(prefix);
     id.push('_');
@@ -30,7 +30,7 @@ pub fn random_id(prefix: &str) -> Result<String, NoRandomness> {
 /// question's second step. Drawn anew for every question, so no answer carries over.
 pub fn random_code() -> Result<String, NoRandomness> {
     let mut bytes = [0u8; 2];
-    getrandom::fill(&mut bytes).map_err(|e| NoRandomness(e.to_string()))?;
+    getrandom::fill(&mut bytes).map_err(NoRandomness)?;
     // 65536 = 90 * 728 + 16: drop the 16 values past the last whole round, so every
     // number is equally likely.
     loop {
@@ -38,7 +38,7 @@ pub fn random_code() -> Result<String, NoRandomness> {
         if value < 90 * 728 {
             return Ok((10 + value % 90).to_string());
         }
-        getrandom::fill(&mut bytes).map_err(|e| NoRandomness(e.to_string()))?;
+        getrandom::fill(&mut bytes).map_err(NoRandomness)?;
     }
 }
 

@@ -29,6 +29,8 @@
 //! - `failpoint.rs`: where a test build can be stopped dead (empty in any other build)
 //! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
 //! - `pin.rs`: `WorkspacePinner`, what a grant of a tool that runs the workspace pins
+//! - `sessions.rs`: `StoredSessions`, the loop's `SessionRepository` over `state.db`'s
+//!   sessions (the store keeps their JSON and knows nothing of the loop)
 
 pub mod approval;
 mod audit;
@@ -46,6 +48,7 @@ mod i18n;
 mod ids;
 mod pin;
 pub mod provenance;
+mod sessions;
 mod stored_call;
 mod turn;
 
@@ -77,12 +80,13 @@ pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_code, random_id};
 pub use pin::{GRANT_LABEL, WorkspacePinner, asked_again_text, no_grant_text, unpinned_text};
+pub use sessions::{StoredSessions, load_agent_state};
 pub use stored_call::{StoredAnswers, stored_gated_call};
 pub use tau_protocol::{
     Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
     Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, GrantSuggestion,
     MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock,
-    SessionId, ShownFile, StopReason, Tier, TierError, TreeError, TurnUsage, WorkspaceTree,
+    SessionId, ShownFile, Tier, TierError, TreeError, TurnStop, TurnUsage, WorkspaceTree,
     ellipsized, shown_lines,
 };
 pub use turn::{

@@ -15,8 +15,8 @@ use common::{House, Recording, Setup, calls, last_results, stable_ids, text, too
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{
-    AfterToolCallEvent, BeforeToolCallEvent, Executor, HookError, HookOrder, HookRegistry, Message,
-    SharedTool, StopReason, SyncHook,
+    AfterToolCallEvent, AgentStop, BeforeToolCallEvent, Executor, HookError, HookOrder,
+    HookRegistry, Message, SharedTool, SyncHook,
 };
 use tau_core::{
     Approval, ApprovalQuestion, AuditEvent, BuildError, CallStatus, ChannelEvent, CoreConfig,
@@ -158,7 +158,7 @@ async fn an_approved_tier_2_call_runs_and_every_tier_is_recorded() {
         ])
         .await;
     let outcome = built.agent.stream("lights on", None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     assert_eq!(house.lights.inputs(), vec![json!({"room": "kitchen"})]);
     assert_eq!(
         without_durations(built.events.events()),
@@ -565,7 +565,7 @@ async fn the_loop_guard_ends_the_turn_with_a_notice_in_the_ui_language() {
         .await;
     let (sink, mut receiver) = tau_core::ChannelSink::channel();
     let outcome = built.agent.stream("saat kaç?", Some(&sink)).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::LimitTurns);
+    assert_eq!(outcome.stop_reason, AgentStop::LimitTurns);
     assert_eq!(outcome.notices, vec![Notice::TurnLimit { max_turns: 2 }]);
     // The tools of the last allowed call still ran.
     assert_eq!(house.clock.runs(), 2);
@@ -588,7 +588,7 @@ async fn the_loop_guard_ends_the_turn_with_a_notice_in_the_ui_language() {
     let outcome = built.agent.stream("peki?", None).await.unwrap();
     assert_eq!(
         (outcome.stop_reason, outcome.model_calls),
-        (StopReason::EndTurn, 1)
+        (AgentStop::EndTurn, 1)
     );
     assert_eq!(built.agent.language(), Language::Tr);
 }
@@ -637,7 +637,7 @@ async fn an_interrupt_is_refused_inside_the_turn() {
         ])
         .await;
     let outcome = built.agent.stream("go", None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     assert_eq!(
         outcome.notices,
         vec![Notice::InterruptRefused {
@@ -683,7 +683,7 @@ async fn interrupts_that_keep_coming_end_the_turn_and_the_next_turn_repairs_hist
         ])
         .await;
     let outcome = built.agent.stream("go", None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::Interrupt);
+    assert_eq!(outcome.stop_reason, AgentStop::Interrupt);
     assert_eq!(
         outcome.notices,
         vec![
@@ -701,7 +701,7 @@ async fn interrupts_that_keep_coming_end_the_turn_and_the_next_turn_repairs_hist
     assert!(!built.agent.agent().interrupt_state().activated);
     assert_eq!(house.lights.runs(), 0);
     let outcome = built.agent.stream("and now?", None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     let messages: Vec<Message> = built.agent.messages().to_vec();
     assert_eq!(
         serde_json::to_value(&messages[2]).unwrap(),
@@ -780,8 +780,9 @@ async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
     use tau_agent::{Agent, ScriptedModel, SessionId, SessionRepository};
     let house = House::new();
     let dir = tempfile::tempdir().unwrap();
-    let repository: Arc<dyn SessionRepository> =
-        Arc::new(tau_state::StateDb::open(&dir.path().join("state.db")).unwrap());
+    let repository: Arc<dyn SessionRepository> = Arc::new(tau_core::StoredSessions::new(
+        tau_state::StateDb::open(&dir.path().join("state.db")).unwrap(),
+    ));
     let id = SessionId::parse("kitchen").unwrap();
     // A process that stopped on an interrupt and died before refusing it.
     {
@@ -798,7 +799,7 @@ async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
             .await
             .unwrap();
         let result = agent.invoke("lights on", None).await.unwrap();
-        assert_eq!(result.stop_reason, StopReason::Interrupt);
+        assert_eq!(result.stop_reason, AgentStop::Interrupt);
     }
     let model = ScriptedModel::new(vec![text("Which lights?")]).recording();
     let bus = tau_core::EventBus::new();
@@ -820,7 +821,7 @@ async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
     .unwrap();
     assert!(agent.agent().interrupt_state().activated);
     let outcome = agent.stream("hello again", None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     assert_eq!(
         outcome.notices,
         vec![Notice::InterruptRefused {

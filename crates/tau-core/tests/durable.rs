@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::{House, Setup, calls, last_results, text, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::{Message, SessionId, SessionRepository, StopReason};
+use tau_agent::{AgentStop, Message, SessionId, SessionRepository};
 use tau_core::approval::{
     Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable,
 };
@@ -51,14 +51,7 @@ impl Hub {
 
     /// Changes a stored row behind the gate's back, as someone with the database could.
     fn tamper(&self, id: &ApprovalId, set: &str) {
-        let raw = rusqlite::Connection::open(self.dir.path().join("state.db")).unwrap();
-        let changed = raw
-            .execute(
-                &format!("UPDATE approvals SET {set} WHERE id = ?1"),
-                [id.as_str()],
-            )
-            .unwrap();
-        assert_eq!(changed, 1, "{set}");
+        tau_test_support::tamper_approval(&self.dir.path().join("state.db"), id.as_str(), set);
     }
 
     /// A conversation's agent over the shared store and sessions, as `tau serve` (re)builds
@@ -75,7 +68,8 @@ impl Hub {
             Arc::new(ScriptedApprover::new([])),
         );
         setup.session = Some((
-            Arc::new(self.store.clone()) as Arc<dyn SessionRepository>,
+            Arc::new(tau_core::StoredSessions::new(self.store.clone()))
+                as Arc<dyn SessionRepository>,
             SessionId::parse("web-1").unwrap(),
         ));
         setup.durable = Some(DurableQuestions {
@@ -120,7 +114,7 @@ fn events_of(receiver: &mut tokio::sync::mpsc::UnboundedReceiver<ChannelEvent>) 
 /// Asks, and returns the stored question's id.
 async fn ask(agent: &mut tau_core::TauAgent) -> ApprovalId {
     let outcome = agent.stream("lights on", None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::Interrupt);
+    assert_eq!(outcome.stop_reason, AgentStop::Interrupt);
     assert_eq!(outcome.pending_approvals.len(), 1);
     outcome.pending_approvals[0].clone()
 }
@@ -131,7 +125,7 @@ async fn a_tier_2_call_stores_its_question_and_the_turn_pauses() {
     let mut agent = hub.agent(lights_then("On.")).await;
     let (sink, mut receiver) = ChannelSink::channel();
     let outcome = agent.stream("lights on", Some(&sink)).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::Interrupt);
+    assert_eq!(outcome.stop_reason, AgentStop::Interrupt);
     let id = outcome.pending_approvals[0].clone();
     assert_eq!(agent.pending_approvals(), vec![id.clone()]);
     assert_eq!(hub.house.lights.runs(), 0, "nothing runs before an answer");
@@ -189,7 +183,7 @@ async fn an_approved_question_runs_the_call_once_and_the_turn_goes_on() {
     ));
     let (sink, mut receiver) = ChannelSink::channel();
     let outcome = agent.resume(&id, Some(&sink)).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     assert_eq!(hub.house.lights.inputs(), vec![json!({"room": "kitchen"})]);
     assert!(hub.row(&id).consumed_at.is_some());
     let finished: Vec<_> = events_of(&mut receiver)
@@ -327,7 +321,7 @@ async fn a_call_cut_off_after_it_was_let_through_is_never_run_again() {
     let mut agent = hub.agent(vec![text("It may have run.")]).await;
     let (sink, mut receiver) = ChannelSink::channel();
     let outcome = agent.resume_stored(Some(&sink), None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     assert_eq!(hub.house.lights.runs(), 0, "never run a second time");
     let uncertain = tau_core::approval::effect_uncertain_text("lights");
     assert_eq!(
@@ -392,9 +386,7 @@ impl tau_core::EventSubscriber for SavedWhenAnnounced {
             return;
         };
         let id = question.approval_id.clone();
-        let waits = self
-            .store
-            .load_state(&SessionId::parse("web-1").unwrap())
+        let waits = tau_core::load_agent_state(&self.store, &SessionId::parse("web-1").unwrap())
             .unwrap()
             .is_some_and(|state| {
                 state
@@ -490,7 +482,7 @@ async fn a_superseded_question_closes_the_turn_without_asking_the_model() {
     hub.answer(&id, ApprovalState::Superseded, DecidedBy::Superseded);
     let (sink, mut receiver) = ChannelSink::channel();
     let closed = agent
-        .close(&id, Some(&sink), tau_core::StopReason::Superseded)
+        .close(&id, Some(&sink), tau_core::TurnStop::Superseded)
         .await
         .unwrap();
     assert_eq!(closed.model_calls, 0);
@@ -506,7 +498,7 @@ async fn a_superseded_question_closes_the_turn_without_asking_the_model() {
     );
     // The newer message is answered.
     let outcome = agent.stream("what time is it?", None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     assert_eq!(hub.house.lights.runs(), 0);
 }
 
@@ -522,7 +514,7 @@ async fn a_question_survives_a_restart_and_runs_once_after_it() {
     let mut after = hub.agent(vec![text("Done after the restart.")]).await;
     assert_eq!(after.pending_approvals(), vec![id.clone()]);
     let outcome = after.resume(&id, None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     assert_eq!(hub.house.lights.inputs(), vec![json!({"room": "kitchen"})]);
     // A third process cannot run it again.
     let mut third = hub.agent(vec![text("x")]).await;
@@ -541,14 +533,15 @@ async fn arguments_changed_in_the_session_store_while_down_are_refused() {
     hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
     // Someone with the database rewrites the paused call's arguments.
     let session = SessionId::parse("web-1").unwrap();
-    let mut state = hub.store.load_state(&session).unwrap().unwrap();
+    let sessions = tau_core::StoredSessions::new(hub.store.clone());
+    let mut state = sessions.load_state(&session).unwrap().unwrap();
     let message = state.interrupt_state.tool_use_message.as_mut().unwrap();
     for block in &mut message.content {
         if let tau_agent::ContentBlock::ToolUse(tool_use) = block {
             tool_use.input = json!({"room": "garage"});
         }
     }
-    hub.store.save_state(&session, &state).unwrap();
+    sessions.save_state(&session, &state).unwrap();
     let mut after = hub.agent(vec![text("Not done.")]).await;
     after.resume(&id, None).await.unwrap();
     assert_eq!(hub.house.lights.runs(), 0);
@@ -612,7 +605,7 @@ async fn any_other_hooks_interrupt_is_still_refused_in_a_hub_conversation() {
         ])
         .await;
     let outcome = built.agent.stream("time?", None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     assert!(outcome.pending_approvals.is_empty());
     assert!(hub.store.approvals(None).unwrap().is_empty());
 }
@@ -630,14 +623,14 @@ async fn two_tier_2_calls_of_one_message_are_asked_one_after_the_other() {
         ])
         .await;
     let outcome = agent.stream("lights on", None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::Interrupt);
+    assert_eq!(outcome.stop_reason, AgentStop::Interrupt);
     let [first] = outcome.pending_approvals.as_slice() else {
         panic!("one question at a time: {:?}", outcome.pending_approvals);
     };
     assert_eq!(hub.row(first).call_id, "t1");
     hub.answer(first, ApprovalState::Approved, DecidedBy::person("web"));
     let outcome = agent.resume_stored(None, None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::Interrupt);
+    assert_eq!(outcome.stop_reason, AgentStop::Interrupt);
     let [second] = outcome.pending_approvals.as_slice() else {
         panic!("the second call asks next: {:?}", outcome.pending_approvals);
     };
@@ -645,7 +638,7 @@ async fn two_tier_2_calls_of_one_message_are_asked_one_after_the_other() {
     assert_eq!(hub.house.lights.runs(), 1, "the approved call ran already");
     hub.answer(second, ApprovalState::Rejected, DecidedBy::person("web"));
     let outcome = agent.resume_stored(None, None).await.unwrap();
-    assert_eq!(outcome.stop_reason, StopReason::EndTurn);
+    assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     assert_eq!(hub.house.lights.inputs(), vec![json!({"room": "kitchen"})]);
     let results = last_results(agent.messages());
     assert_eq!(
@@ -668,7 +661,7 @@ async fn closing_every_stored_question_asks_the_model_nothing() {
     let id = ask(&mut agent).await;
     hub.answer(&id, ApprovalState::Superseded, DecidedBy::Superseded);
     let closed = agent
-        .resume_stored(None, Some(tau_core::StopReason::Superseded))
+        .resume_stored(None, Some(tau_core::TurnStop::Superseded))
         .await
         .unwrap();
     assert_eq!(closed.model_calls, 0);

@@ -146,9 +146,7 @@ impl Home {
         let (to, by) = &case.answer;
         answer_durable(&self.store, &self.audit, id, *to, by, None).unwrap();
         if let Some(set) = case.tamper {
-            let raw = rusqlite::Connection::open(self.dir.path().join("state.db")).unwrap();
-            let sql = format!("UPDATE approvals SET {set} WHERE id = ?1");
-            assert_eq!(raw.execute(&sql, [id.as_str()]).unwrap(), 1, "{set}");
+            tau_test_support::tamper_approval(&self.dir.path().join("state.db"), id.as_str(), set);
         }
     }
 

@@ -60,7 +60,10 @@ impl Hub {
         // The audit log is read only when an approval has to be confirmed.
         let record: Result<Vec<RecordedAnswer>, String> =
             if rows.iter().any(|row| row.state == ApprovalState::Approved) {
-                self.inner.factory.recorded_answers().map_err(|e| e.0)
+                self.inner
+                    .factory
+                    .recorded_answers()
+                    .map_err(|e| e.to_string())
             } else {
                 Ok(Vec::new())
             };

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use tau_agent::{SessionId, SessionRepository};
+use tau_agent::SessionId;
 use tau_core::approval::{
     Answered, ApprovalRow, ApprovalState, ExpiredQuestion, expire_due, next_deadline,
 };
@@ -113,7 +113,7 @@ impl Hub {
 
     /// True when the stored session waits on a question that is no longer pending.
     fn waits_on_a_decided_question(&self, session: &SessionId) -> Result<bool, HubError> {
-        let Some(state) = self.inner.state.load_state(session)? else {
+        let Some(state) = tau_core::load_agent_state(&self.inner.state, session)? else {
             return Ok(false);
         };
         for interrupt in state.interrupt_state.unfinished() {

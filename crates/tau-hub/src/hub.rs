@@ -9,7 +9,7 @@ use tau_agent::{CancelHandle, Message, SessionId, SessionRepository};
 use tau_core::approval::{
     Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable_granting,
 };
-use tau_core::{DecidedBy, EventBus, TauAgent};
+use tau_core::{DecidedBy, EventBus, StoredSessions, TauAgent};
 use tau_protocol::{ApprovalId, GrantRequest};
 use tau_state::Conversation;
 use tokio::sync::{Notify, broadcast};
@@ -204,7 +204,7 @@ impl Hub {
     /// Every stored message of a session, as the model received them.
     pub fn messages(&self, channel: &str, session: &SessionId) -> Result<Vec<Message>, HubError> {
         self.owned(channel, session)?;
-        Ok(self.inner.state.messages(session, 0)?)
+        Ok(StoredSessions::new(self.inner.state.clone()).messages(session, 0)?)
     }
 
     // ---- messages and events ----
@@ -217,9 +217,21 @@ impl Hub {
         session: &SessionId,
         text: String,
     ) -> Result<(), HubError> {
+        self.send_from(channel, session, text, None).await
+    }
+
+    /// [`Self::send`] for a message the person passed on: `source` names who wrote it
+    /// (a forward), so the turn reads it as outside text; `None` is the person's own.
+    pub async fn send_from(
+        &self,
+        channel: &str,
+        session: &SessionId,
+        text: String,
+        source: Option<tau_protocol::Source>,
+    ) -> Result<(), HubError> {
         self.owned(channel, session)?;
         let slot = self.slot(session).await?;
-        self.queue(slot, crate::turns::Work::Prompt(text))
+        self.queue(slot, crate::turns::Work::Prompt { text, source })
     }
 
     /// The events of `session` from now on.
@@ -501,7 +513,7 @@ impl Hub {
             .await
             .map_err(|e| HubError::Open {
                 session: session.to_string(),
-                reason: e.0,
+                reason: e.to_string(),
             })?;
         let slot = Arc::new(Slot {
             session: session.clone(),

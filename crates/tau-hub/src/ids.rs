@@ -12,10 +12,10 @@ const ATTEMPTS: usize = 4;
 /// `{channel}-{yyyymmdd}-{hhmmss}-{32 random hex}`: sortable, with 128 random bits (the
 /// time is for reading, not for uniqueness), a valid session id.
 pub(crate) fn new_session_id(channel: &str) -> Result<SessionId, HubError> {
-    let random = tau_core::random_id("s").map_err(|e| HubError::Store(e.to_string()))?;
+    let random = tau_core::random_id("s")?;
     let bits = random.get(2..).unwrap_or_default();
     let now = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S");
-    SessionId::parse(&format!("{channel}-{now}-{bits}")).map_err(|e| HubError::Store(e.to_string()))
+    Ok(SessionId::parse(&format!("{channel}-{now}-{bits}"))?)
 }
 
 /// A new conversation of `channel` whose key is its session id, the id taken from
@@ -33,9 +33,10 @@ pub(crate) fn create_conversation(
         }
         tracing::warn!(%session, channel, "a new conversation's id was taken already; drawing another");
     }
-    Err(HubError::Store(format!(
-        "no unused id for a new {channel} conversation after {ATTEMPTS} tries"
-    )))
+    Err(HubError::NoFreshId {
+        channel: channel.to_owned(),
+        attempts: ATTEMPTS,
+    })
 }
 
 #[cfg(test)]
@@ -81,7 +82,6 @@ mod tests {
 
         // The generator collides twice (with the conversation, then with a session of
         // `tau chat` that belongs to none), the third id is new.
-        use tau_agent::SessionRepository;
         store
             .ensure_session(&SessionId::parse("web-2").unwrap())
             .unwrap();
@@ -106,6 +106,23 @@ mod tests {
             error.to_string(),
             "no unused id for a new web conversation after 4 tries"
         );
+        assert!(
+            matches!(&error, HubError::NoFreshId { channel, attempts: ATTEMPTS } if channel == "web"),
+            "{error:?}"
+        );
         assert_eq!(store.conversations_of("web").unwrap().len(), 1);
+    }
+
+    /// The store's error reaches the caller whole, its words unchanged.
+    #[test]
+    fn a_store_error_is_kept_not_retold() {
+        let error = HubError::from(tau_state::StateError::Invalid("gone".into()));
+        assert_eq!(error.to_string(), "state.db: gone");
+        assert!(matches!(
+            error,
+            HubError::Store(tau_state::StateError::Invalid(_))
+        ));
+        let bad = new_session_id("no spaces allowed").unwrap_err();
+        assert!(matches!(bad, HubError::InvalidSessionId(_)), "{bad:?}");
     }
 }

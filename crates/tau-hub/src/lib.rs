@@ -113,24 +113,20 @@ pub enum HubError {
     #[error("{0}")]
     TimedOut(String),
     /// `state.db` could not be read or written (its own words).
-    #[error("{0}")]
-    Store(String),
-}
-
-impl From<tau_state::StateError> for HubError {
-    fn from(error: tau_state::StateError) -> Self {
-        Self::Store(error.to_string())
-    }
-}
-
-impl From<tau_core::StoredTurnError> for HubError {
-    fn from(error: tau_core::StoredTurnError) -> Self {
-        Self::Store(error.to_string())
-    }
-}
-
-impl From<tau_agent::SessionError> for HubError {
-    fn from(error: tau_agent::SessionError) -> Self {
-        Self::Store(error.to_string())
-    }
+    #[error(transparent)]
+    Store(#[from] tau_state::StateError),
+    /// A stored turn, or the questions it waits on, could not be read.
+    #[error(transparent)]
+    StoredTurn(#[from] tau_core::StoredTurnError),
+    /// A session's stored history could not be read.
+    #[error(transparent)]
+    Session(#[from] tau_agent::SessionError),
+    /// No new conversation could be made: no randomness for its id, a channel name that
+    /// makes no session id, or every id drawn was taken.
+    #[error(transparent)]
+    NoRandomness(#[from] tau_core::NoRandomness),
+    #[error(transparent)]
+    InvalidSessionId(#[from] tau_protocol::InvalidSessionId),
+    #[error("no unused id for a new {channel} conversation after {attempts} tries")]
+    NoFreshId { channel: String, attempts: usize },
 }

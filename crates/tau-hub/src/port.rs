@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tau_agent::{Message, SessionId};
 use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
-use tau_core::{AuditEvent, CallStatus, ChannelEvent, DecidedBy, StopReason};
+use tau_core::{AuditEvent, CallStatus, ChannelEvent, DecidedBy, TurnStop};
 use tau_protocol::{ApprovalId, Grant, GrantId, RoutineAllowance};
 use tau_state::{Conversation, Revoked};
 use tokio::sync::broadcast;
@@ -75,6 +75,15 @@ pub trait ChannelPort: Send + Sync {
 
     /// Queues a person's message as a turn of `session`.
     async fn send(&self, session: &SessionId, text: String) -> Result<(), HubError>;
+    /// Queues a message the person passed on from someone else (a forward, a quote) as a
+    /// turn of `session`: `source` names who wrote it, and the turn reads it as outside
+    /// text.
+    async fn send_from(
+        &self,
+        session: &SessionId,
+        text: String,
+        source: tau_protocol::Source,
+    ) -> Result<(), HubError>;
     /// Cancels the running turn of `session`; false when none runs.
     fn cancel(&self, session: &SessionId) -> Result<bool, HubError>;
     /// The events of `session` from now on.
@@ -187,6 +196,17 @@ impl ChannelPort for HubPort {
         self.hub.send(&self.channel, session, text).await
     }
 
+    async fn send_from(
+        &self,
+        session: &SessionId,
+        text: String,
+        source: tau_protocol::Source,
+    ) -> Result<(), HubError> {
+        self.hub
+            .send_from(&self.channel, session, text, Some(source))
+            .await
+    }
+
     fn cancel(&self, session: &SessionId) -> Result<bool, HubError> {
         self.hub.cancel(&self.channel, session)
     }
@@ -290,7 +310,7 @@ pub struct RoutineOrigin {
 /// How a routine's turn in its conversation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoutineTurn {
-    pub stop_reason: StopReason,
+    pub stop_reason: TurnStop,
     /// The tools of calls that did not run (refused, unknown, invalid), in order.
     pub refused: Vec<String>,
 }
@@ -352,7 +372,7 @@ impl RoutinePort for Hub {
                     // An interrupted turn waits for its question; the turn that
                     // resumes it ends for good.
                     Ok(SessionEvent::Turn(ChannelEvent::TurnEnded { stop_reason, .. }))
-                        if stop_reason != StopReason::Interrupt =>
+                        if stop_reason != TurnStop::Interrupt =>
                     {
                         return Ok(stop_reason);
                     }

@@ -6,15 +6,21 @@ use std::sync::atomic::Ordering;
 
 use tau_agent::SessionId;
 use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
-use tau_core::{ChannelEvent, ChannelSink, DecidedBy, StopReason, TauAgent};
+use tau_core::{ChannelEvent, ChannelSink, DecidedBy, TauAgent, TurnStop};
+use tau_protocol::Source;
 
 use crate::HubError;
 use crate::hub::{Hub, SessionEvent, Slot};
 
 /// What a queued turn does.
 pub(crate) enum Work {
-    /// A person's message: a question still pending is superseded, then the turn runs.
-    Prompt(String),
+    /// A message for the model: a question still pending is superseded, then the turn
+    /// runs. `source` names who wrote it when that was not the person (a forward);
+    /// `None` is the person's own text.
+    Prompt {
+        text: String,
+        source: Option<Source>,
+    },
     /// Questions were decided (answered, expired): the waiting turn goes on.
     Settle,
 }
@@ -27,7 +33,7 @@ impl Hub {
         if self.stopping() {
             return Err(HubError::ShuttingDown);
         }
-        if matches!(work, Work::Prompt(_)) && slot.queued.load(Ordering::SeqCst) > MAX_WAITING {
+        if matches!(work, Work::Prompt { .. }) && slot.queued.load(Ordering::SeqCst) > MAX_WAITING {
             return Err(HubError::Busy);
         }
         slot.queued.fetch_add(1, Ordering::SeqCst);
@@ -46,7 +52,7 @@ impl Hub {
         }
         let sink = self.sink(&slot.session);
         match work {
-            Work::Prompt(text) => {
+            Work::Prompt { text, source } => {
                 self.publish(&slot.session, SessionEvent::Prompt { text: text.clone() });
                 self.settle(slot, &mut agent, &sink, true).await;
                 if !agent.pending_approvals().is_empty() {
@@ -54,10 +60,10 @@ impl Hub {
                     // it belongs to still waits, so this message cannot be answered.
                     tracing::error!(session = %slot.session, "a stored question could not be superseded; the message is not answered");
                     sink.send(ChannelEvent::TurnEnded {
-                        stop_reason: StopReason::Failed,
+                        stop_reason: TurnStop::Failed,
                         usage: tau_core::TurnUsage::default(),
                     });
-                } else if let Err(error) = agent.stream(&text, Some(&sink)).await {
+                } else if let Err(error) = agent.stream_from(&text, source, Some(&sink)).await {
                     tracing::warn!(session = %slot.session, %error, "turn failed");
                 }
             }
@@ -167,7 +173,7 @@ impl Hub {
 
 /// How the waiting turn ends: a person's answer (or an expiry nobody moved on from)
 /// needs the model again; a turn whose questions were all withdrawn ends quietly.
-fn closing_reason(states: &[ApprovalState], newer_message: bool) -> Option<StopReason> {
+fn closing_reason(states: &[ApprovalState], newer_message: bool) -> Option<TurnStop> {
     let mut closing = None;
     for state in states {
         match state {
@@ -176,10 +182,10 @@ fn closing_reason(states: &[ApprovalState], newer_message: bool) -> Option<StopR
             }
             ApprovalState::Expired if !newer_message => return None,
             ApprovalState::Expired => {
-                closing = closing.or(Some(StopReason::Expired));
+                closing = closing.or(Some(TurnStop::Expired));
             }
-            ApprovalState::Superseded => closing = Some(StopReason::Superseded),
-            ApprovalState::Cancelled => closing = closing.or(Some(StopReason::Cancelled)),
+            ApprovalState::Superseded => closing = Some(TurnStop::Superseded),
+            ApprovalState::Cancelled => closing = closing.or(Some(TurnStop::Cancelled)),
         }
     }
     closing
@@ -193,15 +199,15 @@ mod tests {
     #[test]
     fn how_a_waiting_turn_ends() {
         use ApprovalState::{Approved, Cancelled, Expired, Rejected, Superseded};
-        let cases: Vec<(&[ApprovalState], bool, Option<StopReason>)> = vec![
+        let cases: Vec<(&[ApprovalState], bool, Option<TurnStop>)> = vec![
             (&[Approved], false, None),
             (&[Rejected], true, None),
             (&[Expired], false, None),
-            (&[Expired], true, Some(StopReason::Expired)),
-            (&[Superseded], true, Some(StopReason::Superseded)),
-            (&[Expired, Superseded], true, Some(StopReason::Superseded)),
+            (&[Expired], true, Some(TurnStop::Expired)),
+            (&[Superseded], true, Some(TurnStop::Superseded)),
+            (&[Expired, Superseded], true, Some(TurnStop::Superseded)),
             (&[Superseded, Approved], true, None),
-            (&[Cancelled], false, Some(StopReason::Cancelled)),
+            (&[Cancelled], false, Some(TurnStop::Cancelled)),
         ];
         for (states, newer, expected) in cases {
             assert_eq!(

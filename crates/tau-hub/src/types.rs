@@ -70,10 +70,26 @@ pub struct Opened {
     pub guard: Box<dyn Send + Sync>,
 }
 
-/// Why a session could not be opened.
+/// Why a session could not be opened (or the audit log read for the start-up check).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct OpenError(pub String);
+pub enum OpenError {
+    /// `state.db` could not be read for the session.
+    #[error(transparent)]
+    Store(#[from] tau_state::StateError),
+    /// The session's stored history does not read.
+    #[error(transparent)]
+    Session(#[from] tau_agent::SessionError),
+    /// No agent could be built over the session.
+    #[error(transparent)]
+    Build(#[from] tau_core::BuildError),
+    /// The audit log could not be read.
+    #[error("cannot read the audit log: {0}")]
+    AuditLog(#[source] std::io::Error),
+    /// The session is not this process's to open: another tau holds its lock, or the lock
+    /// could not be taken (the factory's own words).
+    #[error(transparent)]
+    Locked(Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// Builds hub conversations' agents; the binary knows the model, the tools, the config.
 #[async_trait]
@@ -176,4 +192,32 @@ pub struct RefusedGrant {
 pub struct Refused {
     pub row: ApprovalRow,
     pub why: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    /// What a person reads is what the failure said; the failure itself stays reachable.
+    #[test]
+    fn an_open_error_keeps_what_failed() {
+        let audit = OpenError::AuditLog(std::io::Error::other("disk gone"));
+        assert_eq!(audit.to_string(), "cannot read the audit log: disk gone");
+        assert_eq!(
+            audit.source().map(ToString::to_string).as_deref(),
+            Some("disk gone")
+        );
+        let locked = OpenError::Locked("session 's' is already open in another tau".into());
+        assert_eq!(
+            locked.to_string(),
+            "session 's' is already open in another tau"
+        );
+        let store = OpenError::from(tau_state::StateError::Invalid("gone".into()));
+        assert_eq!(store.to_string(), "state.db: gone");
+        assert!(matches!(store, OpenError::Store(_)));
+    }
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{Message, Role, SessionId};
-use tau_core::{ApprovalId, ChannelEvent, DecidedBy, StopReason};
+use tau_core::{ApprovalId, ChannelEvent, DecidedBy, TurnStop};
 use tau_hub::{Answered, ApprovalState, HubError, Reply, SessionEvent};
 
 use support::*;
@@ -51,7 +51,7 @@ async fn an_approved_question_runs_once_and_the_turn_goes_on() {
         panic!("the first answer decides: {answered:?}");
     };
     assert_eq!(row.state, ApprovalState::Approved);
-    let seen = until_turn_ends(&mut events, StopReason::EndTurn).await;
+    let seen = until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(
         types(&seen),
         [
@@ -123,7 +123,7 @@ async fn a_rejected_question_refuses_and_the_model_answers() {
     hub.start().await.unwrap();
     let (_session, mut events, id) = ask(&hub).await;
     hub.answer("web", None, &id, Reply::Reject).await.unwrap();
-    let seen = until_turn_ends(&mut events, StopReason::EndTurn).await;
+    let seen = until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(seen[1]["status"], "refused");
     assert_eq!(seen[1]["approval"], "rejected");
     assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
@@ -145,7 +145,7 @@ async fn a_newer_message_supersedes_the_question_and_is_answered() {
     hub.send("web", &session, "what time is it?".into())
         .await
         .unwrap();
-    let closed = until_turn_ends(&mut events, StopReason::Superseded).await;
+    let closed = until_turn_ends(&mut events, TurnStop::Superseded).await;
     assert_eq!(
         types(&closed),
         [
@@ -157,7 +157,7 @@ async fn a_newer_message_supersedes_the_question_and_is_answered() {
         ]
     );
     assert_eq!(closed[1]["decided_by"], json!({"kind": "superseded"}));
-    let answered = until_turn_ends(&mut events, StopReason::EndTurn).await;
+    let answered = until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(types(&answered), ["text_delta", "turn_ended"]);
     let row = hub.state().approval(&id).unwrap().unwrap();
     assert_eq!(
@@ -177,7 +177,7 @@ async fn an_unanswered_question_expires_and_the_turn_goes_on_with_timeout() {
     let hub = setup.hub(lights_script(), Duration::from_secs(1));
     hub.start().await.unwrap();
     let (_session, mut events, id) = ask(&hub).await;
-    let seen = until_turn_ends(&mut events, StopReason::EndTurn).await;
+    let seen = until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(
         types(&seen)[..2],
         ["approval_decided", "tool_call_finished"]
@@ -211,13 +211,13 @@ async fn turns_of_one_session_queue_and_turns_of_two_sessions_run_side_by_side()
     assert!(hub.is_busy(&slow));
     // The other session's turn runs while the first one waits inside its tool...
     hub.send("web", &quick, "hello".into()).await.unwrap();
-    let quick_seen = until_turn_ends(&mut quick_events, StopReason::EndTurn).await;
+    let quick_seen = until_turn_ends(&mut quick_events, TurnStop::EndTurn).await;
     assert_eq!(quick_seen[0], json!({"type": "prompt", "text": "hello"}));
     // ...which is released only now.
     setup.release.add_permits(2);
-    let seen = until_turn_ends(&mut slow_events, StopReason::EndTurn).await;
+    let seen = until_turn_ends(&mut slow_events, TurnStop::EndTurn).await;
     assert_eq!(seen[0], json!({"type": "prompt", "text": "wait for it"}));
-    let second = until_turn_ends(&mut slow_events, StopReason::EndTurn).await;
+    let second = until_turn_ends(&mut slow_events, TurnStop::EndTurn).await;
     assert_eq!(second[0], json!({"type": "prompt", "text": "and then?"}));
     let texts: Vec<String> = hub
         .messages("web", &slow)
@@ -244,7 +244,7 @@ async fn shutdown_cancels_a_running_turn_and_keeps_pending_questions() {
     tokio::time::timeout(Duration::from_secs(5), hub.shutdown())
         .await
         .unwrap();
-    let seen = until_turn_ends(&mut other_events, StopReason::Cancelled).await;
+    let seen = until_turn_ends(&mut other_events, TurnStop::Cancelled).await;
     assert_eq!(types(&seen).last(), Some(&"turn_ended"));
     let row = hub.state().approval(&id).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Pending);
@@ -309,7 +309,7 @@ async fn a_channel_hears_all_its_conversations_and_can_cancel_a_turn() {
             .unwrap();
         assert_eq!(next.conversation.session, chat);
         if let SessionEvent::Turn(ChannelEvent::TurnEnded { stop_reason, .. }) = next.event {
-            assert_eq!(stop_reason, StopReason::Cancelled);
+            assert_eq!(stop_reason, TurnStop::Cancelled);
             break;
         }
     }
@@ -357,6 +357,6 @@ async fn a_flood_of_messages_is_refused_past_a_few_and_others_go_on() {
     let other = hub.new_conversation("web").unwrap();
     let mut events = hub.subscribe("web", &other).unwrap();
     hub.send("web", &other, "hello".into()).await.unwrap();
-    until_turn_ends(&mut events, StopReason::EndTurn).await;
+    until_turn_ends(&mut events, TurnStop::EndTurn).await;
     hub.shutdown().await;
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
-use tau_core::{AuditEvent, StopReason};
+use tau_core::{AuditEvent, TurnStop};
 use tau_hub::{
     Answered, ApprovalState, HubError, RefusedAnswer, Reply, RoutinePort, RoutineTurn, routine_key,
     routine_of_key,
@@ -138,7 +138,7 @@ async fn a_routine_s_turn_runs_in_its_conversation_and_returns_once_its_question
     assert_eq!(
         turn,
         RoutineTurn {
-            stop_reason: StopReason::EndTurn,
+            stop_reason: TurnStop::EndTurn,
             refused: Vec::new()
         }
     );

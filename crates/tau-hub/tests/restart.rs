@@ -17,7 +17,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::SessionRepository;
-use tau_core::{AuditEvent, DecidedBy, Decision, StopReason};
+use tau_core::{AuditEvent, DecidedBy, Decision, StoredSessions, TurnStop};
 use tau_hub::{Answered, ApprovalState, Reply, StateDb};
 
 use support::*;
@@ -46,7 +46,7 @@ async fn a_question_outlives_the_hub_and_runs_once_after_a_restart() {
         .answer("web", None, &id, Reply::Approve)
         .await
         .unwrap();
-    until_turn_ends(&mut events, StopReason::EndTurn).await;
+    until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(
         *setup.lights.inputs.lock().unwrap(),
         vec![json!({"room": "kitchen"})]
@@ -81,7 +81,7 @@ async fn an_answer_recorded_just_before_a_crash_resumes_at_the_next_start() {
     let mut events = second.subscribe("web", &session).unwrap();
     let recovery = second.start().await.unwrap();
     assert_eq!((recovery.resumed, recovery.pending.len()), (1, 0));
-    until_turn_ends(&mut events, StopReason::EndTurn).await;
+    until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 1);
     second.shutdown().await;
 }
@@ -98,7 +98,7 @@ async fn a_question_that_expired_while_the_hub_was_down_expires_at_start() {
     let mut events = second.subscribe("web", &session).unwrap();
     let recovery = second.start().await.unwrap();
     assert_eq!((recovery.expired, recovery.pending.len()), (1, 0));
-    let seen = until_turn_ends(&mut events, StopReason::EndTurn).await;
+    let seen = until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(seen[0]["decision"], "timeout");
     let row = second.state().approval(&id).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Expired);
@@ -115,7 +115,7 @@ async fn a_question_whose_turn_was_given_up_while_down_is_cancelled_at_start() {
     drop(first);
     // Another tau cleared the turn's interrupt (as a `tau chat` did before the hub held
     // the conversations whose turn waits on a question).
-    let sessions = StateDb::open(&setup.db()).unwrap();
+    let sessions = StoredSessions::new(StateDb::open(&setup.db()).unwrap());
     let mut state = sessions.load_state(&session).unwrap().unwrap();
     state.interrupt_state.deactivate();
     sessions.save_state(&session, &state).unwrap();
@@ -189,7 +189,7 @@ async fn an_approval_written_into_state_db_while_down_is_refused_at_start_not_ru
     );
     assert_eq!((recovery.resumed, recovery.pending.len()), (1, 0));
     // The turn is closed without asking the model again, as for a cancelled question.
-    let seen = until_turn_ends(&mut events, StopReason::Cancelled).await;
+    let seen = until_turn_ends(&mut events, TurnStop::Cancelled).await;
     let finished: Vec<&serde_json::Value> = seen
         .iter()
         .filter(|e| e["type"] == "tool_call_finished")
@@ -282,7 +282,7 @@ async fn an_arguments_column_edited_while_down_is_refused_pending_or_approved() 
         .unwrap();
     assert!(matches!(answer, Answered::AlreadyDecided(r) if r.state == ApprovalState::Cancelled));
     // The turn is closed without asking the model again, as for a cancelled question.
-    let seen = until_turn_ends(&mut events, StopReason::Cancelled).await;
+    let seen = until_turn_ends(&mut events, TurnStop::Cancelled).await;
     assert!(
         seen.iter()
             .any(|e| e["type"] == "tool_call_finished" && e["status"] == "refused"),

@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use tau_agent::SessionRepository;
-use tau_core::{AuditEvent, ChannelEvent, DecidedBy, Decision, NoticeKind, StopReason};
+use tau_core::{
+    AuditEvent, ChannelEvent, DecidedBy, Decision, NoticeKind, StoredSessions, TurnStop,
+};
 use tau_hub::{Answered, ApprovalState, Reply, SessionEvent, StateDb};
 
 use support::*;
@@ -33,7 +35,7 @@ async fn a_yes_nothing_waits_for_is_not_used_and_the_question_is_closed() {
     assert_eq!(recovery.pending.len(), 1, "shown again, its turn waits");
     // Then, while the hub runs without the session open, a tau from before the hub held
     // its conversations gives the paused turn up.
-    let sessions = StateDb::open(&setup.db()).unwrap();
+    let sessions = StoredSessions::new(StateDb::open(&setup.db()).unwrap());
     let mut state = sessions.load_state(&session).unwrap().unwrap();
     state.interrupt_state.deactivate();
     sessions.save_state(&session, &state).unwrap();
@@ -139,7 +141,7 @@ async fn a_yes_its_paused_turn_waits_for_runs_once_after_a_restart() {
         .await
         .unwrap();
     assert!(matches!(answered, Answered::Decided(_)), "{answered:?}");
-    until_turn_ends(&mut events, StopReason::EndTurn).await;
+    until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 1);
     second.shutdown().await;
 }

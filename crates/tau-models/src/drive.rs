@@ -120,7 +120,7 @@ pub(crate) async fn primed(
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-    use tau_agent::{Role, StopReason};
+    use tau_agent::{AgentStop, Role};
 
     /// Numbers in, text out; 0 finishes.
     struct Echo;
@@ -131,7 +131,7 @@ mod tests {
         fn item(&mut self, item: u32, out: &mut VecDeque<StreamChunk>) -> Result<Flow, ModelError> {
             if item == 0 {
                 out.push_back(StreamChunk::MessageStop {
-                    stop_reason: StopReason::EndTurn,
+                    stop_reason: AgentStop::EndTurn,
                 });
                 return Ok(Flow::Done);
             }
@@ -157,7 +157,7 @@ mod tests {
             role: Role::Assistant,
         });
         let stop = Ok(StreamChunk::MessageStop {
-            stop_reason: StopReason::EndTurn,
+            stop_reason: AgentStop::EndTurn,
         });
         assert_eq!(collect(vec![1, 0, 1]).await, vec![start.clone(), stop]);
         assert_eq!(

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 
 use genai::chat::{ChatStreamEvent, StopReason as GenaiStop, StreamEnd, ToolCall, Usage};
 use serde_json::Value;
-use tau_agent::{BlockDelta, BlockStart, ModelError, Role, StopReason, StreamChunk};
+use tau_agent::{AgentStop, BlockDelta, BlockStart, ModelError, Role, StreamChunk};
 
 use crate::drive::{Flow, Translate};
 use crate::errors::ErrorContext;
@@ -119,7 +119,7 @@ impl GenaiTranslator {
             out.push_back(StreamChunk::ContentBlockStop);
         }
         out.push_back(StreamChunk::MessageStop {
-            stop_reason: stop_reason.unwrap_or(StopReason::EndTurn),
+            stop_reason: stop_reason.unwrap_or(AgentStop::EndTurn),
         });
         if let Some(usage) = usage {
             out.push_back(StreamChunk::Metadata { usage });
@@ -169,22 +169,22 @@ fn arguments_text(arguments: &Value) -> String {
     }
 }
 
-fn stop_reason(reason: &GenaiStop) -> StopReason {
+fn stop_reason(reason: &GenaiStop) -> AgentStop {
     match reason {
-        GenaiStop::Completed(_) => StopReason::EndTurn,
-        GenaiStop::MaxTokens(_) => StopReason::MaxTokens,
-        GenaiStop::ToolCall(_) => StopReason::ToolUse,
-        GenaiStop::ContentFilter(_) => StopReason::ContentFiltered,
-        GenaiStop::StopSequence(_) => StopReason::StopSequence,
+        GenaiStop::Completed(_) => AgentStop::EndTurn,
+        GenaiStop::MaxTokens(_) => AgentStop::MaxTokens,
+        GenaiStop::ToolCall(_) => AgentStop::ToolUse,
+        GenaiStop::ContentFilter(_) => AgentStop::ContentFiltered,
+        GenaiStop::StopSequence(_) => AgentStop::StopSequence,
         GenaiStop::Other(raw) => match raw.as_str() {
-            "guardrail_intervened" => StopReason::GuardrailIntervened,
-            "refusal" => StopReason::ContentFiltered,
+            "guardrail_intervened" => AgentStop::GuardrailIntervened,
+            "refusal" => AgentStop::ContentFiltered,
             _ => {
                 tracing::debug!(
                     reason = raw.as_str(),
                     "unknown stop reason; taking end_turn"
                 );
-                StopReason::EndTurn
+                AgentStop::EndTurn
             }
         },
     }
@@ -293,7 +293,7 @@ mod tests {
         expected.extend(tool_block("b", "y", "{}"));
         expected.extend(tool_block("c", "z", "{\"only\":\"at the end\"}"));
         expected.push(StreamChunk::MessageStop {
-            stop_reason: StopReason::ToolUse,
+            stop_reason: AgentStop::ToolUse,
         });
         assert_eq!(chunks, expected);
     }
@@ -302,15 +302,15 @@ mod tests {
     fn stop_reasons_and_usage_map() {
         assert_eq!(
             stop_reason(&GenaiStop::MaxTokens("length".into())),
-            StopReason::MaxTokens
+            AgentStop::MaxTokens
         );
         assert_eq!(
             stop_reason(&GenaiStop::ContentFilter("content_filter".into())),
-            StopReason::ContentFiltered
+            AgentStop::ContentFiltered
         );
         assert_eq!(
             stop_reason(&GenaiStop::Other("pause_turn".into())),
-            StopReason::EndTurn
+            AgentStop::EndTurn
         );
         let usage = usage(&Usage {
             prompt_tokens: Some(10),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::*;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::{Model, ModelError, StopReason, StreamChunk, ToolSpec, Usage};
+use tau_agent::{AgentStop, Model, ModelError, StreamChunk, ToolSpec, Usage};
 use tau_models::{ModelConfig, build_model};
 
 const KEY: &str = "sk-ant-test-0123456789";
@@ -110,7 +110,7 @@ async fn streams_text_and_tool_input_and_sends_results_with_is_error() {
             input("{\"zone\": \"UTC\"}"),
             StreamChunk::ContentBlockStop,
             StreamChunk::MessageStop {
-                stop_reason: StopReason::ToolUse
+                stop_reason: AgentStop::ToolUse
             },
             StreamChunk::Metadata {
                 usage: Usage {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use common::*;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::{Model, ModelError, StopReason, StreamChunk, Usage};
+use tau_agent::{AgentStop, Model, ModelError, StreamChunk, Usage};
 use tau_models::{ModelConfig, build_model};
 
 const KEY: &str = "bedrock-api-key-0123456789";
@@ -124,7 +124,7 @@ async fn streams_text_and_tool_input_and_sends_converse_with_error_status() {
             input("\"UTC\"}"),
             StreamChunk::ContentBlockStop,
             StreamChunk::MessageStop {
-                stop_reason: StopReason::ToolUse
+                stop_reason: AgentStop::ToolUse
             },
             StreamChunk::Metadata {
                 usage: Usage {
@@ -203,7 +203,7 @@ async fn a_stop_without_usage_is_still_a_whole_message() {
             text("Hi"),
             StreamChunk::ContentBlockStop,
             StreamChunk::MessageStop {
-                stop_reason: StopReason::MaxTokens
+                stop_reason: AgentStop::MaxTokens
             },
         ]
     );

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use pretty_assertions::assert_eq;
-use tau_agent::{StopReason, StreamChunk, Usage};
+use tau_agent::{AgentStop, StreamChunk, Usage};
 use tau_models::{ModelBuildError, ModelConfig, build_model};
 
 #[tokio::test]
@@ -32,7 +32,7 @@ async fn replay_specs_play_the_script_file() {
             text("i"),
             StreamChunk::ContentBlockStop,
             StreamChunk::MessageStop {
-                stop_reason: StopReason::EndTurn
+                stop_reason: AgentStop::EndTurn
             },
             StreamChunk::Metadata {
                 usage: Usage {

@@ -24,8 +24,8 @@ use async_trait::async_trait;
 use common::*;
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, BlockDelta, BlockStart, ContentBlock, Limits, Model, OwnedModelRequest, Role,
-    StopReason, StreamChunk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Agent, AgentStop, BlockDelta, BlockStart, ContentBlock, Limits, Model, OwnedModelRequest, Role,
+    StreamChunk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 use tau_models::{ModelConfig, build_model};
 
@@ -107,7 +107,7 @@ async fn llama_cpp_streams_a_text_answer_through_the_agent_loop() {
     assert!(
         matches!(
             result.stop_reason,
-            StopReason::EndTurn | StopReason::MaxTokens
+            AgentStop::EndTurn | AgentStop::MaxTokens
         ),
         "{result:?}"
     );
@@ -157,7 +157,7 @@ async fn llama_cpp_streams_a_forced_tool_call_with_json_input() {
     assert!(parsed.get("zone").is_some_and(Value::is_string), "{parsed}");
     assert!(
         chunks.contains(&StreamChunk::MessageStop {
-            stop_reason: StopReason::ToolUse
+            stop_reason: AgentStop::ToolUse
         }),
         "{chunks:#?}"
     );
@@ -183,7 +183,7 @@ async fn llama_cpp_accepts_tool_results_in_the_loop() {
         .await
         .unwrap();
     let result = agent.invoke("What time is it in UTC?", None).await.unwrap();
-    assert_eq!(result.stop_reason, StopReason::LimitTurns, "{result:?}");
+    assert_eq!(result.stop_reason, AgentStop::LimitTurns, "{result:?}");
     assert_eq!(result.model_calls, 2);
     // The second request carried the first call's result and the server answered it with
     // another forced call. Its input is the tiny model's and may be cut by max_tokens (then

@@ -12,7 +12,7 @@ use common::*;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, ContentBlock, Model, ModelError, StopReason, StreamChunk, Tool, ToolContext, ToolError,
+    Agent, AgentStop, ContentBlock, Model, ModelError, StreamChunk, Tool, ToolContext, ToolError,
     ToolOutput, ToolSpec, Usage,
 };
 use tau_models::{ModelBuildError, ModelConfig, build_model};
@@ -92,7 +92,7 @@ async fn streams_text_and_split_tool_calls_and_sends_the_refusal_text() {
             input("{\"topic\":\"heater/set\",\"payload\":\"on\"}"),
             StreamChunk::ContentBlockStop,
             StreamChunk::MessageStop {
-                stop_reason: StopReason::ToolUse
+                stop_reason: AgentStop::ToolUse
             },
             StreamChunk::Metadata {
                 usage: Usage {
@@ -171,7 +171,7 @@ async fn plain_text_ends_the_turn_with_usage() {
             text(" there"),
             StreamChunk::ContentBlockStop,
             StreamChunk::MessageStop {
-                stop_reason: StopReason::EndTurn
+                stop_reason: AgentStop::EndTurn
             },
             StreamChunk::Metadata {
                 usage: Usage {
@@ -198,7 +198,7 @@ async fn max_tokens_stop_is_reported() {
     assert_eq!(
         chunks.last(),
         Some(&StreamChunk::MessageStop {
-            stop_reason: StopReason::MaxTokens
+            stop_reason: AgentStop::MaxTokens
         })
     );
 }
@@ -479,7 +479,7 @@ async fn invalid_tool_arguments_become_an_error_tool_result_in_the_loop() {
         .await
         .unwrap();
     let result = agent.invoke("What time is it?", None).await.unwrap();
-    assert_eq!(result.stop_reason, StopReason::EndTurn);
+    assert_eq!(result.stop_reason, AgentStop::EndTurn);
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     let last = requests[1].body["messages"]

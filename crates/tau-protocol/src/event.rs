@@ -70,7 +70,7 @@ pub enum ChannelEvent {
     Notice { kind: NoticeKind, text: String },
     /// The turn is over.
     TurnEnded {
-        stop_reason: StopReason,
+        stop_reason: TurnStop,
         usage: TurnUsage,
     },
 }
@@ -97,10 +97,12 @@ pub enum NoticeKind {
     AnswerNotUsed,
 }
 
-/// Why a turn ended.
+/// Why a conversation's turn ended, as every channel shows it: the agent loop's own
+/// reason (`tau-agent`'s `AgentStop`, carried over variant for variant), or what only the
+/// conversation around the loop knows (superseded, expired, failed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StopReason {
+pub enum TurnStop {
     EndTurn,
     ToolUse,
     StopSequence,

@@ -38,7 +38,7 @@ mod vocabulary;
 mod workspace_tree;
 
 pub use canonical::canonical_json;
-pub use event::{ChannelEvent, NoticeKind, StopReason, TurnUsage};
+pub use event::{ChannelEvent, NoticeKind, TurnStop, TurnUsage};
 pub use grant::{
     Allowance, DEFAULT_GRANT_HOURS, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,
     GrantRequestError, GrantScope, GrantSuggestion, InvalidGrantId, MAX_GRANT_HOURS,

@@ -31,9 +31,28 @@ pub struct PromptOutcome {
 }
 
 /// The host could not do what the engine asked.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct HostError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The routine's name makes no session id.
+    #[error(transparent)]
+    Session(#[from] tau_protocol::InvalidSessionId),
+    /// The hub refused or failed the routine's conversation or turn.
+    #[error(transparent)]
+    Hub(#[from] tau_hub::HubError),
+    /// No agent could be built for the turn.
+    #[error(transparent)]
+    Build(#[from] tau_core::BuildError),
+    /// The turn started and failed.
+    #[error("the turn failed: {0}")]
+    Turn(#[source] tau_core::TurnError),
+    /// This host runs no prompt actions (a routine of fixed calls only).
+    #[error("this routine has no prompt")]
+    NoPrompt,
+    /// The routine's session is not this process's to run a turn in: another tau holds
+    /// its lock, or the lock could not be taken (the host's own words).
+    #[error(transparent)]
+    Locked(Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// Runs a prompt action: one agent turn in `run.session`, its tier-2 calls asked on
 /// `run.ask` or, when that is `None`, refused (the `AutoRejectApprover`). Returns when
@@ -59,10 +78,33 @@ pub trait RoutineHost: PromptRunner + StoredAnswers {
     /// default its own `routine-NAME`. A hub may make it a conversation of the `ask`
     /// channel, so the routine's questions and turns show there.
     fn session_for(&self, routine: &str, _ask: Option<AskChannel>) -> Result<SessionId, HostError> {
-        crate::validate::session_of(routine).map_err(|e| HostError(e.to_string()))
+        Ok(crate::validate::session_of(routine)?)
     }
 
     /// Whether this host serves the engine's webhooks under its HTTP listener
     /// (`POST /hooks/NAME`, handled by `Engine::webhook`).
     fn serves_webhooks(&self) -> bool;
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn a_host_error_says_what_failed_in_the_words_of_what_failed() {
+        assert_eq!(
+            HostError::NoPrompt.to_string(),
+            "this routine has no prompt"
+        );
+        let hub = HostError::from(tau_hub::HubError::ShuttingDown);
+        assert_eq!(hub.to_string(), "the hub is shutting down");
+        assert!(matches!(
+            hub,
+            HostError::Hub(tau_hub::HubError::ShuttingDown)
+        ));
+        let session = crate::validate::session_of("../x").map_err(HostError::from);
+        assert!(matches!(session, Err(HostError::Session(_))), "{session:?}");
+    }
 }

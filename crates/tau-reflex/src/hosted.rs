@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tau_core::approval::{ApprovalRow, StateDb};
-use tau_core::{RoutineOutcome, StopReason, StoredAnswers};
+use tau_core::{RoutineOutcome, StoredAnswers, TurnStop};
 use tau_hub::{RoutineOrigin, RoutinePort, WebhookDelivery};
 use tau_protocol::{ApprovalId, RoutineAllowance, SessionId};
 
@@ -55,12 +55,8 @@ impl HubHost {
     }
 }
 
-fn host_error(error: impl std::fmt::Display) -> HostError {
-    HostError(error.to_string())
-}
-
 /// What a routine's turn in the hub amounts to for its run.
-fn outcome_of(stop_reason: StopReason, refused: &[String]) -> PromptOutcome {
+fn outcome_of(stop_reason: TurnStop, refused: &[String]) -> PromptOutcome {
     if !refused.is_empty() {
         return PromptOutcome {
             outcome: RoutineOutcome::Refused,
@@ -68,7 +64,7 @@ fn outcome_of(stop_reason: StopReason, refused: &[String]) -> PromptOutcome {
         };
     }
     match stop_reason {
-        StopReason::EndTurn | StopReason::StopSequence => PromptOutcome {
+        TurnStop::EndTurn | TurnStop::StopSequence => PromptOutcome {
             outcome: RoutineOutcome::Success,
             detail: None,
         },
@@ -100,8 +96,7 @@ impl PromptRunner for HubHost {
                 run.prompt,
                 self.timeout + TURN_GRACE,
             )
-            .await
-            .map_err(host_error)?;
+            .await?;
         Ok(outcome_of(turn.stop_reason, &turn.refused))
     }
 }
@@ -118,11 +113,8 @@ impl RoutineHost for HubHost {
 
     fn session_for(&self, routine: &str, ask: Option<AskChannel>) -> Result<SessionId, HostError> {
         match ask {
-            None => session_of(routine).map_err(host_error),
-            Some(channel) => self
-                .hub
-                .open_conversation(channel.as_str(), routine)
-                .map_err(host_error),
+            None => Ok(session_of(routine)?),
+            Some(channel) => Ok(self.hub.open_conversation(channel.as_str(), routine)?),
         }
     }
 
@@ -243,17 +235,17 @@ mod tests {
 
     #[test]
     fn a_routine_turn_is_refused_when_any_call_was_and_an_error_unless_it_ended() {
-        let refused = outcome_of(StopReason::EndTurn, &["run_command".to_owned()]);
+        let refused = outcome_of(TurnStop::EndTurn, &["run_command".to_owned()]);
         assert_eq!(refused.outcome, RoutineOutcome::Refused);
         assert_eq!(refused.detail.as_deref(), Some("refused: run_command"));
         assert_eq!(
-            outcome_of(StopReason::EndTurn, &[]),
+            outcome_of(TurnStop::EndTurn, &[]),
             PromptOutcome {
                 outcome: RoutineOutcome::Success,
                 detail: None
             }
         );
-        let cut = outcome_of(StopReason::MaxTokens, &[]);
+        let cut = outcome_of(TurnStop::MaxTokens, &[]);
         assert_eq!(cut.outcome, RoutineOutcome::Error);
         assert_eq!(
             cut.detail.as_deref(),

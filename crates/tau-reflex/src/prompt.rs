@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_agent::{Model, SessionRepository, StopReason};
+use tau_agent::{AgentStop, Model, SessionRepository};
 use tau_core::approval::Approver;
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, CallStatus, ChannelSink, CoreConfig, EventBus,
@@ -119,13 +119,20 @@ impl PromptRunner for TurnPrompts {
             grants: None,
             dispatches: None,
         })
-        .await
-        .map_err(|e| HostError(e.to_string()))?;
+        .await?;
         let calls = RecordedEvents::subscribed_to(agent.events());
         let outcome = agent
-            .stream(&run.prompt, self.sink.as_ref())
+            .stream_from(
+                &run.prompt,
+                // The routine's own prompt, written when the person set it up: theirs,
+                // named as the routine's on every card.
+                Some(tau_protocol::Source::Routine {
+                    routine: run.routine.clone(),
+                }),
+                self.sink.as_ref(),
+            )
             .await
-            .map_err(|e| HostError(format!("the turn failed: {e}")))?;
+            .map_err(HostError::Turn)?;
         let refused: Vec<RefusedCall> = calls
             .events()
             .into_iter()
@@ -148,19 +155,19 @@ impl PromptRunner for TurnPrompts {
                 outcome: RoutineOutcome::Refused,
                 detail: Some(refused_detail(&refused, unwatched)),
             },
-            StopReason::EndTurn | StopReason::StopSequence => PromptOutcome {
+            AgentStop::EndTurn | AgentStop::StopSequence => PromptOutcome {
                 outcome: RoutineOutcome::Success,
                 detail: outcome.message.map(|m| m.text()),
             },
-            StopReason::ToolUse
-            | StopReason::MaxTokens
-            | StopReason::ContentFiltered
-            | StopReason::GuardrailIntervened
-            | StopReason::Interrupt
-            | StopReason::LimitTurns
-            | StopReason::LimitOutputTokens
-            | StopReason::LimitTotalTokens
-            | StopReason::Cancelled => PromptOutcome {
+            AgentStop::ToolUse
+            | AgentStop::MaxTokens
+            | AgentStop::ContentFiltered
+            | AgentStop::GuardrailIntervened
+            | AgentStop::Interrupt
+            | AgentStop::LimitTurns
+            | AgentStop::LimitOutputTokens
+            | AgentStop::LimitTotalTokens
+            | AgentStop::Cancelled => PromptOutcome {
                 outcome: RoutineOutcome::Error,
                 detail: Some(format!("the turn ended with {}", stop.as_str())),
             },

@@ -149,7 +149,7 @@ pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
                 ),
                 Err(error) => (
                     RoutineOutcome::Error,
-                    Some(tau_protocol::ellipsized(&error.0, DETAIL_CHARS)),
+                    Some(tau_protocol::ellipsized(&error.to_string(), DETAIL_CHARS)),
                     None,
                 ),
             }

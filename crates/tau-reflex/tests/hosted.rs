@@ -60,7 +60,7 @@ impl SessionFactory for NoTurns {
         _durable: DurableQuestions,
         _events: EventBus,
     ) -> Result<Opened, OpenError> {
-        Err(OpenError("no turns here".into()))
+        Err(OpenError::Locked("no turns here".into()))
     }
 }
 
@@ -69,7 +69,7 @@ struct NoPrompts;
 #[async_trait]
 impl PromptRunner for NoPrompts {
     async fn run_prompt(&self, _run: PromptRun) -> Result<PromptOutcome, HostError> {
-        Err(HostError("no prompts here".into()))
+        Err(HostError::NoPrompt)
     }
 }
 

@@ -217,7 +217,6 @@ mod tests {
 
     #[test]
     fn a_new_conversation_never_takes_a_used_key_or_session() {
-        use tau_agent::SessionRepository;
         let dir = tempfile::tempdir().unwrap();
         let store = StateDb::open(&dir.path().join("state.db")).unwrap();
         let first = SessionId::parse("web-a").unwrap();

@@ -36,6 +36,13 @@ pub enum StateError {
     Unreadable { what: String, why: String },
     #[error("state.db: {0}")]
     Invalid(String),
+    /// A session's message given out of turn; nothing was written.
+    #[error("session '{session}' expected message {expected} next but was given {given}")]
+    OutOfOrder {
+        session: String,
+        expected: u64,
+        given: u64,
+    },
 }
 
 impl StateError {

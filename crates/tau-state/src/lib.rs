@@ -13,15 +13,17 @@
 //! survive a power cut (a person's answer, a stored question, a call let through, the end
 //! of each turn) are committed with the log flushed to the disk ([`StateDb::flush`]).
 //!
-//! It knows what is stored, not what it means: the gate's rules, a routine's definition
-//! and a channel's texts are the crates above; the typed ids are `tau-protocol`'s and the
-//! messages `tau-agent`'s.
+//! It knows what is stored, not what it means: the gate's rules, a routine's definition,
+//! a channel's texts and the agent loop's messages are the crates above (a session's
+//! messages and state are kept as the JSON text they were given); the typed ids are
+//! `tau-protocol`'s. It depends on nothing of tau but `tau-protocol`.
 //!
 //! Layout
 //! - `db.rs`: [`StateDb`], the pragma policy, transactions, flush; `migrate.rs`: the schema
 //!   and the tau that wrote it (`state_meta.schema_by`); `snapshot.rs`: a consistent copy
 //!   taken beside the writers (`tau backup`)
-//! - `sessions.rs`: messages and agent state (`tau-agent`'s `SessionRepository`)
+//! - `sessions.rs`: a session's messages and agent state, as JSON text (`tau-core` puts
+//!   the loop's `SessionRepository` over them)
 //! - `approvals/`: durable questions, and the start-up cross-check of what a row may act
 //!   on (`check.rs`), and the yes given in memory recorded as its call is let through
 //!   (`dispatch.rs`); `conversations.rs`: a channel's conversations
@@ -63,5 +65,6 @@ pub use grants::{GrantedCall, Revoked, is_live};
 pub use grants_check::{RecordedGrant, UntrustedGrant, cross_check_grant};
 pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};
 pub use routines::{RoutineRow, RunRow, Switch};
+pub use sessions::{StoredMessage, StoredSession};
 pub use telegram::ShownQuestion;
 pub use titles::{MAX_TITLE_CHARS, TITLE_CHARS, title_from_prompt};

@@ -1,17 +1,36 @@
 //! Sessions: a conversation's messages, one row each in order, and the agent's state
-//! beside them. `tau-agent`'s [`SessionRepository`], kept in `state.db`.
+//! beside them, each kept as the JSON text it was given (the loop's own shape, which this
+//! crate does not know). `tau-core` puts `tau-agent`'s `SessionRepository` over them.
 //!
 //! Each message is its own commit before the loop goes on, so a killed process loses
-//! nothing it wrote; [`SessionRepository::sync`] (the end of each invocation) puts the
-//! turn on the disk, so a power cut costs at most the turn in progress.
+//! nothing it wrote; [`StateDb::flush`] (the end of each invocation) puts the turn on the
+//! disk, so a power cut costs at most the turn in progress.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{OptionalExtension, params};
-use tau_agent::{AgentState, Message, SessionError, SessionId, SessionRepository, SessionSummary};
+use serde_json::Value;
+use tau_protocol::SessionId;
 
 use crate::db::StateDb;
 use crate::error::StateError;
+
+/// One line of a session listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSession {
+    pub id: SessionId,
+    /// Unix seconds.
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub message_count: u64,
+}
+
+/// A stored message: its index in the session and the JSON text it was stored as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    pub index: u64,
+    pub body: String,
+}
 
 fn now() -> i64 {
     SystemTime::now()
@@ -23,29 +42,15 @@ fn index_to_sql(index: u64) -> i64 {
     i64::try_from(index).unwrap_or(i64::MAX)
 }
 
-#[allow(clippy::needless_pass_by_value)] // the shape `map_err` wants
-fn store(error: StateError) -> SessionError {
-    SessionError::Store(error.to_string())
-}
-
-fn corrupt(id: &SessionId, what: String, error: &serde_json::Error) -> SessionError {
-    SessionError::Corrupt {
-        session: id.to_string(),
-        what,
-        error: error.to_string(),
-    }
-}
-
-/// Why an append did not happen, inside the transaction.
-enum AppendRefused {
-    OutOfOrder { expected: u64 },
-    Store(StateError),
-}
-
-impl From<rusqlite::Error> for AppendRefused {
-    fn from(error: rusqlite::Error) -> Self {
-        Self::Store(error.into())
-    }
+/// The text of a message's first text block (`{"content": [{"text": ...}, ...]}`, the
+/// shape search reads too); `None` for a body that is not such a message.
+fn first_text(body: &str) -> Option<String> {
+    let message: Value = serde_json::from_str(body).ok()?;
+    message
+        .get("content")?
+        .as_array()?
+        .iter()
+        .find_map(|block| block.get("text")?.as_str().map(str::to_owned))
 }
 
 impl StateDb {
@@ -58,9 +63,7 @@ impl StateDb {
                 .is_some())
         })
     }
-}
 
-impl StateDb {
     /// The text of a session's first message (the person's first prompt), what a
     /// channel names the conversation by; `None` for a session without one.
     pub fn first_prompt(&self, id: &SessionId) -> Result<Option<String>, StateError> {
@@ -73,20 +76,11 @@ impl StateDb {
         })?;
         // A message that does not read names nothing; the session itself says why when
         // it is opened.
-        Ok(body
-            .and_then(|body| serde_json::from_str::<Message>(&body).ok())
-            .and_then(|message| {
-                message.content.into_iter().find_map(|block| match block {
-                    tau_agent::ContentBlock::Text(text) => Some(text),
-                    tau_agent::ContentBlock::ToolUse(_)
-                    | tau_agent::ContentBlock::ToolResult(_) => None,
-                })
-            }))
+        Ok(body.as_deref().and_then(first_text))
     }
-}
 
-impl SessionRepository for StateDb {
-    fn ensure_session(&self, id: &SessionId) -> Result<bool, SessionError> {
+    /// Creates the session when it does not exist; true when it was created.
+    pub fn ensure_session(&self, id: &SessionId) -> Result<bool, StateError> {
         let now = now();
         self.write(|tx| {
             Ok(tx.execute(
@@ -94,101 +88,83 @@ impl SessionRepository for StateDb {
                 params![id.as_str(), now],
             )? == 1)
         })
-        .map_err(store)
     }
 
-    fn append_message(
-        &self,
-        id: &SessionId,
-        index: u64,
-        message: &Message,
-    ) -> Result<(), SessionError> {
-        let body = serde_json::to_string(message)
-            .map_err(|e| corrupt(id, format!("message {index}"), &e))?;
+    /// Stores message number `index` (0-based, in order) of session `id`, `body` as given,
+    /// in its own transaction; [`StateError::OutOfOrder`] (nothing written) when `index`
+    /// is not the next one.
+    pub fn append_message(&self, id: &SessionId, index: u64, body: &str) -> Result<(), StateError> {
         let now = now();
-        let mut refused = None;
-        let written = self.write(|tx| {
-            let attempt = || -> Result<(), AppendRefused> {
-                // The primary key (session_id, idx) answers this from its last entry,
-                // where a COUNT(*) would read every row of the session on every append.
-                let expected: i64 = tx
-                    .prepare_cached(
-                        "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1",
-                    )?
-                    .query_row(params![id.as_str()], |row| row.get(0))?;
-                let expected = u64::try_from(expected).unwrap_or(0);
-                if expected != index {
-                    return Err(AppendRefused::OutOfOrder { expected });
-                }
-                tx.prepare_cached(
-                    "INSERT INTO messages (session_id, idx, body, created_at) VALUES (?1, ?2, ?3, ?4)",
-                )?
-                .execute(params![id.as_str(), index_to_sql(index), body, now])?;
-                // At most one write a second: a message written in the same second as the
-                // last one leaves the session row, and its page, alone.
-                tx.prepare_cached(
-                    "UPDATE sessions SET updated_at = ?2 WHERE id = ?1 AND updated_at <> ?2",
-                )?
-                .execute(params![id.as_str(), now])?;
-                Ok(())
-            };
-            match attempt() {
-                Ok(()) => Ok(()),
-                Err(AppendRefused::Store(error)) => Err(error),
-                Err(AppendRefused::OutOfOrder { expected }) => {
-                    refused = Some(expected);
-                    // Nothing was written; roll back by failing the transaction.
-                    Err(StateError::Invalid("out of order".into()))
-                }
-            }
-        });
-        match (written, refused) {
-            (_, Some(expected)) => Err(SessionError::OutOfOrder {
-                session: id.to_string(),
-                expected,
-                given: index,
-            }),
-            (result, None) => result.map_err(store),
-        }
-    }
-
-    fn messages(&self, id: &SessionId, from: u64) -> Result<Vec<Message>, SessionError> {
-        let bodies = self
-            .read(|c| {
-                let mut statement = c.prepare_cached(
-                    "SELECT idx, body FROM messages WHERE session_id = ?1 AND idx >= ?2 ORDER BY idx",
-                )?;
-                let rows = statement.query_map(params![id.as_str(), index_to_sql(from)], |row| {
-                    Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-                })?;
-                Ok(rows.collect::<Result<Vec<_>, _>>()?)
-            })
-            .map_err(store)?;
-        bodies
-            .into_iter()
-            .map(|(index, body)| {
-                serde_json::from_str(&body).map_err(|e| corrupt(id, format!("message {index}"), &e))
-            })
-            .collect()
-    }
-
-    fn message_count(&self, id: &SessionId) -> Result<u64, SessionError> {
-        // The last index plus one, from the key's last entry: messages are stored in order
-        // from 0, so it is their count without reading every row.
-        let next: i64 = self
-            .read(|c| {
-                Ok(c.prepare_cached(
+        self.write(|tx| {
+            // The primary key (session_id, idx) answers this from its last entry, where a
+            // COUNT(*) would read every row of the session on every append.
+            let expected: i64 = tx
+                .prepare_cached(
                     "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1",
                 )?
-                .query_row(params![id.as_str()], |row| row.get(0))?)
+                .query_row(params![id.as_str()], |row| row.get(0))?;
+            let expected = u64::try_from(expected).unwrap_or(0);
+            if expected != index {
+                // Failing the transaction rolls it back: nothing was written.
+                return Err(StateError::OutOfOrder {
+                    session: id.to_string(),
+                    expected,
+                    given: index,
+                });
+            }
+            tx.prepare_cached(
+                "INSERT INTO messages (session_id, idx, body, created_at) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![id.as_str(), index_to_sql(index), body, now])?;
+            // At most one write a second: a message written in the same second as the last
+            // one leaves the session row, and its page, alone.
+            tx.prepare_cached(
+                "UPDATE sessions SET updated_at = ?2 WHERE id = ?1 AND updated_at <> ?2",
+            )?
+            .execute(params![id.as_str(), now])?;
+            Ok(())
+        })
+    }
+
+    /// The messages of session `id` from index `from` on, in order.
+    pub fn stored_messages(
+        &self,
+        id: &SessionId,
+        from: u64,
+    ) -> Result<Vec<StoredMessage>, StateError> {
+        let rows = self.read(|c| {
+            let mut statement = c.prepare_cached(
+                "SELECT idx, body FROM messages WHERE session_id = ?1 AND idx >= ?2 ORDER BY idx",
+            )?;
+            let rows = statement.query_map(params![id.as_str(), index_to_sql(from)], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|(index, body)| StoredMessage {
+                index: u64::try_from(index).unwrap_or(0),
+                body,
             })
-            .map_err(store)?;
+            .collect())
+    }
+
+    /// How many messages session `id` holds.
+    pub fn message_count(&self, id: &SessionId) -> Result<u64, StateError> {
+        // The last index plus one, from the key's last entry: messages are stored in order
+        // from 0, so it is their count without reading every row.
+        let next: i64 = self.read(|c| {
+            Ok(c.prepare_cached(
+                "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1",
+            )?
+            .query_row(params![id.as_str()], |row| row.get(0))?)
+        })?;
         Ok(u64::try_from(next).unwrap_or(0))
     }
 
-    fn save_state(&self, id: &SessionId, state: &AgentState) -> Result<(), SessionError> {
-        let body =
-            serde_json::to_string(state).map_err(|e| corrupt(id, "agent state".into(), &e))?;
+    /// Keeps `body` (JSON text) as the agent's state of session `id`, in place of the last.
+    pub fn save_agent_state(&self, id: &SessionId, body: &str) -> Result<(), StateError> {
         self.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO agent_state (session_id, body) VALUES (?1, ?2)
@@ -197,47 +173,42 @@ impl SessionRepository for StateDb {
             .execute(params![id.as_str(), body])?;
             Ok(())
         })
-        .map_err(store)
     }
 
-    fn load_state(&self, id: &SessionId) -> Result<Option<AgentState>, SessionError> {
-        let body: Option<String> = self
-            .read(|c| {
-                Ok(
-                    c.prepare_cached("SELECT body FROM agent_state WHERE session_id = ?1")?
-                        .query_row(params![id.as_str()], |row| row.get(0))
-                        .optional()?,
-                )
-            })
-            .map_err(store)?;
-        body.map(|b| serde_json::from_str(&b).map_err(|e| corrupt(id, "agent state".into(), &e)))
-            .transpose()
+    /// The agent's state of session `id`, as stored; `None` when none was saved.
+    pub fn agent_state(&self, id: &SessionId) -> Result<Option<String>, StateError> {
+        self.read(|c| {
+            Ok(
+                c.prepare_cached("SELECT body FROM agent_state WHERE session_id = ?1")?
+                    .query_row(params![id.as_str()], |row| row.get(0))
+                    .optional()?,
+            )
+        })
     }
 
-    fn list_sessions(&self) -> Result<Vec<SessionSummary>, SessionError> {
-        let rows = self
-            .read(|c| {
-                let mut statement = c.prepare_cached(
-                    "SELECT s.id, s.created_at, s.updated_at,
-                            (SELECT COALESCE(MAX(m.idx) + 1, 0) FROM messages m WHERE m.session_id = s.id)
-                     FROM sessions s ORDER BY s.updated_at DESC, s.id",
-                )?;
-                let rows = statement.query_map([], |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, i64>(2)?,
-                        row.get::<_, i64>(3)?,
-                    ))
-                })?;
-                Ok(rows.collect::<Result<Vec<_>, _>>()?)
-            })
-            .map_err(store)?;
+    /// Every stored session, most recently updated first.
+    pub fn list_sessions(&self) -> Result<Vec<StoredSession>, StateError> {
+        let rows = self.read(|c| {
+            let mut statement = c.prepare_cached(
+                "SELECT s.id, s.created_at, s.updated_at,
+                        (SELECT COALESCE(MAX(m.idx) + 1, 0) FROM messages m WHERE m.session_id = s.id)
+                 FROM sessions s ORDER BY s.updated_at DESC, s.id",
+            )?;
+            let rows = statement.query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, i64>(2)?,
+                    row.get::<_, i64>(3)?,
+                ))
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
         Ok(rows
             .into_iter()
             // A row written by something else with an unusable id is skipped, not fatal.
             .filter_map(|(id, created_at, updated_at, count)| {
-                Some(SessionSummary {
+                Some(StoredSession {
                     id: SessionId::parse(&id).ok()?,
                     created_at,
                     updated_at,
@@ -247,15 +218,11 @@ impl SessionRepository for StateDb {
             .collect())
     }
 
-    fn delete_session(&self, id: &SessionId) -> Result<bool, SessionError> {
+    /// Deletes session `id` with its messages and state; true when there was one.
+    pub fn delete_session(&self, id: &SessionId) -> Result<bool, StateError> {
         self.write(|tx| {
             Ok(tx.execute("DELETE FROM sessions WHERE id = ?1", params![id.as_str()])? == 1)
         })
-        .map_err(store)
-    }
-
-    fn sync(&self) -> Result<(), SessionError> {
-        self.flush().map_err(store)
     }
 }
 
@@ -268,6 +235,16 @@ mod tests {
         StateDb::open(&dir.path().join("state.db")).unwrap()
     }
 
+    const HI: &str = r#"{"role":"user","content":[{"text":"hi"}]}"#;
+    const HELLO: &str = r#"{"role":"assistant","content":[{"text":"hello"}]}"#;
+
+    fn stored(index: u64, body: &str) -> StoredMessage {
+        StoredMessage {
+            index,
+            body: body.to_owned(),
+        }
+    }
+
     #[test]
     fn messages_and_state_round_trip_and_delete_cascades() {
         let dir = tempfile::tempdir().unwrap();
@@ -276,36 +253,31 @@ mod tests {
             let store = open(&dir);
             assert!(store.ensure_session(&id).unwrap());
             assert!(!store.ensure_session(&id).unwrap());
-            store
-                .append_message(&id, 0, &Message::user_text("hi"))
-                .unwrap();
-            store
-                .append_message(&id, 1, &Message::assistant_text("hello"))
-                .unwrap();
-            let error = store
-                .append_message(&id, 5, &Message::user_text("gap"))
-                .unwrap_err();
+            store.append_message(&id, 0, HI).unwrap();
+            store.append_message(&id, 1, HELLO).unwrap();
+            let error = store.append_message(&id, 5, HI).unwrap_err();
             assert_eq!(
                 error.to_string(),
                 "session 'kitchen' expected message 2 next but was given 5"
             );
-            let state = AgentState {
-                removed_count: 1,
-                ..AgentState::default()
-            };
-            store.save_state(&id, &state).unwrap();
+            store
+                .save_agent_state(&id, r#"{"removedCount":1}"#)
+                .unwrap();
         }
         let store = open(&dir);
         assert_eq!(
-            store.messages(&id, 0).unwrap(),
-            vec![Message::user_text("hi"), Message::assistant_text("hello")]
+            store.stored_messages(&id, 0).unwrap(),
+            vec![stored(0, HI), stored(1, HELLO)]
         );
         assert_eq!(
-            store.messages(&id, 1).unwrap(),
-            vec![Message::assistant_text("hello")]
+            store.stored_messages(&id, 1).unwrap(),
+            vec![stored(1, HELLO)]
         );
         assert_eq!(store.message_count(&id).unwrap(), 2);
-        assert_eq!(store.load_state(&id).unwrap().unwrap().removed_count, 1);
+        assert_eq!(
+            store.agent_state(&id).unwrap().as_deref(),
+            Some(r#"{"removedCount":1}"#)
+        );
         let listed = store.list_sessions().unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!(
@@ -317,42 +289,57 @@ mod tests {
         assert!(!store.delete_session(&id).unwrap());
         assert!(!store.session_exists(&id).unwrap());
         assert_eq!(store.message_count(&id).unwrap(), 0);
-        assert_eq!(store.load_state(&id).unwrap(), None);
+        assert_eq!(store.agent_state(&id).unwrap(), None);
     }
 
+    /// What a message is stored as is what it was given, byte for byte: the crate above
+    /// reads it back with the types it wrote it with.
     #[test]
-    fn an_unreadable_row_is_a_clear_error() {
+    fn a_body_is_kept_as_given_even_when_it_does_not_read() {
         let dir = tempfile::tempdir().unwrap();
         let store = open(&dir);
         let id = SessionId::parse("s").unwrap();
         store.ensure_session(&id).unwrap();
+        store.append_message(&id, 0, "{broken").unwrap();
+        assert_eq!(
+            store.stored_messages(&id, 0).unwrap(),
+            vec![stored(0, "{broken")]
+        );
+        assert_eq!(store.first_prompt(&id).unwrap(), None);
+    }
+
+    #[test]
+    fn the_first_prompt_is_the_first_text_of_the_first_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let id = SessionId::parse("s").unwrap();
+        store.ensure_session(&id).unwrap();
+        assert_eq!(store.first_prompt(&id).unwrap(), None);
         store
-            .write(|tx| {
-                tx.execute("INSERT INTO messages (session_id, idx, body, created_at) VALUES ('s', 0, '{broken', 0)", [])?;
-                Ok(())
-            })
+            .append_message(
+                &id,
+                0,
+                r#"{"role":"user","content":[{"toolResult":{"toolUseId":"t1","status":"success","content":[{"text":"no"}]}},{"text":"water the plants"}]}"#,
+            )
             .unwrap();
-        let error = store.messages(&id, 0).unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .starts_with("session 's' has an unreadable record (message 0)"),
-            "{error}"
+        store.append_message(&id, 1, HELLO).unwrap();
+        assert_eq!(
+            store.first_prompt(&id).unwrap().as_deref(),
+            Some("water the plants")
         );
     }
 
     #[test]
-    fn sync_leaves_everything_in_the_database_file() {
+    fn flush_leaves_everything_in_the_database_file() {
         let dir = tempfile::tempdir().unwrap();
         let id = SessionId::parse("s").unwrap();
         let store = open(&dir);
         store.ensure_session(&id).unwrap();
         for index in 0..50 {
-            store
-                .append_message(&id, index, &Message::user_text(format!("m{index}")))
-                .unwrap();
+            let body = format!(r#"{{"role":"user","content":[{{"text":"m{index}"}}]}}"#);
+            store.append_message(&id, index, &body).unwrap();
         }
-        store.sync().unwrap();
+        store.flush().unwrap();
         // Every frame of the log was copied into the database file: (busy, log frames,
         // frames copied).
         let (busy, log, copied): (i64, i64, i64) = store

@@ -131,19 +131,15 @@ impl StateDb {
 
 #[cfg(test)]
 mod tests {
-    use tau_agent::{ContentBlock, Message, Role, SessionRepository};
+    use serde_json::json;
 
     use super::*;
 
     fn stored(db: &StateDb, id: &str, prompt: &str) -> SessionId {
         let id = SessionId::parse(id).unwrap_or_else(|e| panic!("{e}"));
         db.ensure_session(&id).unwrap_or_else(|e| panic!("{e}"));
-        let message = Message {
-            role: Role::User,
-            content: vec![ContentBlock::Text(prompt.to_owned())],
-            source: None,
-        };
-        db.append_message(&id, 0, &message)
+        let message = json!({"role": "user", "content": [{"text": prompt}]});
+        db.append_message(&id, 0, &message.to_string())
             .unwrap_or_else(|e| panic!("{e}"));
         id
     }

@@ -11,8 +11,8 @@
 )]
 
 use pretty_assertions::assert_eq;
-use tau_agent::{Role, SessionId, SessionRepository};
-use tau_protocol::{ApprovalId, DecidedBy};
+use serde_json::Value;
+use tau_protocol::{ApprovalId, DecidedBy, SessionId};
 use tau_state::{ApprovalState, AuditHead, SCHEMA_VERSION, ShownQuestion, StateDb, TAU_VERSION};
 
 /// Writes the earlier tau's file: its own tables, WAL, `user_version` 0.
@@ -64,14 +64,16 @@ fn an_earlier_home_is_migrated_in_place_and_keeps_everything() {
             ("web-20261203-095028-a2c5f5".to_owned(), 4),
         ]
     );
-    let kitchen = db.messages(&session("kitchen"), 0).unwrap();
-    assert_eq!(kitchen.first().map(|m| m.role), Some(Role::User));
+    let kitchen = db.stored_messages(&session("kitchen"), 0).unwrap();
+    let first: Value = serde_json::from_str(&kitchen[0].body).unwrap();
+    assert_eq!(first["role"], "user");
     let waiting = db
-        .load_state(&session("web-20261203-095021-ba7817"))
+        .agent_state(&session("web-20261203-095021-ba7817"))
         .unwrap()
         .unwrap();
-    assert!(
-        waiting.interrupt_state.activated,
+    let waiting: Value = serde_json::from_str(&waiting).unwrap();
+    assert_eq!(
+        waiting["interruptState"]["activated"], true,
         "the paused turn still waits"
     );
 
@@ -147,7 +149,11 @@ fn a_migrated_home_opens_again_without_change_and_new_writes_land_beside_the_old
     let first = StateDb::open(&path).unwrap();
     let kitchen = session("kitchen");
     first
-        .append_message(&kitchen, 4, &tau_agent::Message::user_text("again"))
+        .append_message(
+            &kitchen,
+            4,
+            r#"{"role":"user","content":[{"text":"again"}]}"#,
+        )
         .unwrap();
     drop(first);
     let again = StateDb::open(&path).unwrap();

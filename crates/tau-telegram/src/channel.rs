@@ -238,6 +238,7 @@ impl TelegramChannel {
             from,
             from_name,
             text,
+            passed_on,
         } = message;
         // 1. strangers and chats not allowed: ignored, logged once per sender
         match self.access.check(from, chat) {
@@ -258,17 +259,19 @@ impl TelegramChannel {
         };
         let t = texts(self.language);
         // 2. no text (a photo, a sticker): nothing for the model
-        let Some(text) = text else {
+        if text.is_none() && passed_on.is_none() {
             tracing::debug!(chat, "telegram: a message without text was ignored");
             return;
-        };
+        }
         // 3. more than Telegram itself allows: not from Telegram
-        if text.len() > MAX_TEXT_BYTES {
-            tracing::warn!(
-                chat,
-                bytes = text.len(),
-                "telegram: an oversized message was refused"
-            );
+        let bytes = [text.as_deref(), passed_on.as_ref().map(|p| p.text.as_str())]
+            .into_iter()
+            .flatten()
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        if bytes > MAX_TEXT_BYTES {
+            tracing::warn!(chat, bytes, "telegram: an oversized message was refused");
             self.say(chat, t.too_long);
             return;
         }
@@ -280,7 +283,29 @@ impl TelegramChannel {
                 return;
             }
         };
-        // 4. commands; anything else goes to the model
+        // 4. someone else's text (a forward, a quote) goes to the model as theirs, before
+        // the person's own words about it; a command's reply context is not for the model
+        if let Some(passed_on) = passed_on
+            && text.as_deref().and_then(command).is_none()
+        {
+            tracing::info!(
+                chat,
+                user = from,
+                "telegram: a forwarded or quoted message for the model"
+            );
+            let source = tau_protocol::Source::Forwarded {
+                channel: CHANNEL.to_owned(),
+                from: passed_on.from,
+            };
+            if let Err(error) = self.hub.send_passed_on(&key, &passed_on.text, source).await {
+                self.say(chat, &format!("{} {error}", t.not_taken));
+                return;
+            }
+        }
+        let Some(text) = text else {
+            return;
+        };
+        // 5. commands; anything else goes to the model
         match command(&text) {
             Some("start") => {
                 self.say(chat, t.greeting);

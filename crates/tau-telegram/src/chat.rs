@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tau_core::approval::ApprovalState;
-use tau_core::{ApprovalQuestion, ChannelEvent, Language, StopReason};
+use tau_core::{ApprovalQuestion, ChannelEvent, Language, TurnStop};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, sleep_until};
 
@@ -144,7 +144,7 @@ impl Chat {
             }
             ChannelEvent::TurnEnded { stop_reason, .. } => {
                 self.flush().await;
-                if stop_reason == StopReason::Interrupt {
+                if stop_reason == TurnStop::Interrupt {
                     // Paused on a question: the turn goes on once it is answered.
                     self.view.next_stretch();
                 } else {

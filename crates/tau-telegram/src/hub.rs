@@ -5,13 +5,20 @@
 use async_trait::async_trait;
 use tau_core::ChannelEvent;
 use tau_core::approval::{Answered, ApprovalRow};
-use tau_protocol::{Allowance, GrantId, GrantScope};
+use tau_protocol::{Allowance, GrantId, GrantScope, Source};
 use tau_state::Revoked;
 
 /// The hub could not do what was asked.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct HubError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    /// The hub refused or failed (its own words).
+    #[error(transparent)]
+    Hub(#[from] tau_hub::HubError),
+    /// A conversation with nothing written in it yet cannot be renamed: the hub keeps no
+    /// session for it.
+    #[error("nothing is written in this conversation yet")]
+    NothingWritten,
+}
 
 /// A stored question, with the conversation it belongs to.
 #[derive(Debug, Clone, PartialEq)]
@@ -142,6 +149,9 @@ pub trait Hub: Send + Sync {
     /// A person's message for the conversation `key`; the turn's events arrive as
     /// [`HubEvent`]s.
     async fn send(&self, key: &str, text: &str) -> Result<(), HubError>;
+    /// Someone else's text the person passed on (a forward, a quote) for the conversation
+    /// `key`: its turn reads it as `source`'s, outside text.
+    async fn send_passed_on(&self, key: &str, text: &str, source: Source) -> Result<(), HubError>;
     /// Cancels the conversation's running turn (and a command it runs); false when none
     /// runs.
     async fn cancel(&self, key: &str) -> Result<bool, HubError>;
@@ -203,5 +213,17 @@ mod tests {
         ] {
             assert_eq!(chat_of(key), chat, "{key}");
         }
+    }
+
+    #[test]
+    fn a_hub_error_reads_as_the_hub_said_it() {
+        assert_eq!(
+            HubError::from(tau_hub::HubError::Busy).to_string(),
+            tau_hub::HubError::Busy.to_string()
+        );
+        assert_eq!(
+            HubError::NothingWritten.to_string(),
+            "nothing is written in this conversation yet"
+        );
     }
 }

@@ -14,7 +14,8 @@
 //! Layout
 //! - `config.rs`: `[telegram]`
 //! - `api.rs`: the Bot API methods tau uses, read leniently; `updates.rs`: updates, field
-//!   by field; `poller.rs`: long polling
+//!   by field; `forwards.rs`: forwards and quotes, someone else's text; `poller.rs`: long
+//!   polling
 //! - `auth.rs`: owners and chats; `callback.rs`: what a button carries
 //! - `html.rs`: escaping and packing into messages; `view.rs`: a streaming turn;
 //!   `question.rs`: the approval message; `texts.rs`: en and tr
@@ -31,6 +32,7 @@ mod callback;
 mod channel;
 mod chat;
 mod config;
+mod forwards;
 mod grants;
 mod html;
 mod hub;

@@ -15,18 +15,19 @@ const MAX_NAME_CHARS: usize = 64;
 /// The name a user's entry (`from` of a message or a press) gives: the first name, else
 /// `@username`; `None` when it has neither.
 pub(crate) fn name_of(from: &Value) -> Option<String> {
-    let text = |key: &str| {
-        from.get(key)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-    };
-    let name = match (text("first_name"), text("username")) {
-        (Some(first), _) => first.to_owned(),
-        (None, Some(username)) => format!("@{username}"),
-        (None, None) => return None,
-    };
-    Some(name.chars().take(MAX_NAME_CHARS).collect())
+    let text = |key: &str| from.get(key).and_then(Value::as_str).and_then(trimmed_name);
+    match (text("first_name"), text("username")) {
+        (Some(first), _) => Some(first),
+        (None, Some(username)) => trimmed_name(&format!("@{username}")),
+        (None, None) => None,
+    }
+}
+
+/// A name as tau keeps it: trimmed, at most [`MAX_NAME_CHARS`] characters; `None` when
+/// nothing is left.
+pub(crate) fn trimmed_name(name: &str) -> Option<String> {
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.chars().take(MAX_NAME_CHARS).collect())
 }
 
 /// The owners' names heard since tau started, by user id.

@@ -12,7 +12,7 @@ use tau_core::{ApprovalId, DecidedBy, GrantId, GrantRequest};
 use tau_hub::{
     Channel, ChannelError, ChannelPort, Conversation, RefusedAnswer, Routines, SessionEvent,
 };
-use tau_protocol::{Allowance, SessionId};
+use tau_protocol::{Allowance, SessionId, Source};
 use tau_state::Revoked;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -63,19 +63,14 @@ impl PortHub {
         let conversation = self
             .hub
             .conversation_of(&row.session)
-            .map_err(hub_error)?
+            .map_err(HubError::Hub)?
             .and_then(|c| self.key_of(&c));
         Ok(Question { row, conversation })
     }
 
     fn session(&self, key: &str) -> Result<SessionId, HubError> {
-        self.hub.open_conversation(key).map_err(hub_error)
+        self.hub.open_conversation(key).map_err(HubError::Hub)
     }
-}
-
-#[allow(clippy::needless_pass_by_value)] // the shape `map_err` wants
-fn hub_error(error: tau_hub::HubError) -> HubError {
-    HubError(error.to_string())
 }
 
 #[async_trait]
@@ -85,12 +80,20 @@ impl Hub for PortHub {
         self.hub
             .send(&session, text.to_owned())
             .await
-            .map_err(hub_error)
+            .map_err(HubError::Hub)
+    }
+
+    async fn send_passed_on(&self, key: &str, text: &str, source: Source) -> Result<(), HubError> {
+        let session = self.session(key)?;
+        self.hub
+            .send_from(&session, text.to_owned(), source)
+            .await
+            .map_err(HubError::Hub)
     }
 
     async fn cancel(&self, key: &str) -> Result<bool, HubError> {
         let session = self.session(key)?;
-        self.hub.cancel(&session).map_err(hub_error)
+        self.hub.cancel(&session).map_err(HubError::Hub)
     }
 
     async fn question(&self, approval_id: &str) -> Result<Option<Question>, HubError> {
@@ -99,7 +102,7 @@ impl Hub for PortHub {
         let Ok(id) = ApprovalId::parse(approval_id) else {
             return Ok(None);
         };
-        let row = self.hub.question(&id).map_err(hub_error)?;
+        let row = self.hub.question(&id).map_err(HubError::Hub)?;
         row.map(|row| self.question_of(row)).transpose()
     }
 
@@ -125,14 +128,14 @@ impl Hub for PortHub {
         match self.hub.answer(Some(user.to_owned()), &id, reply).await {
             Ok(answered) => Ok(answered),
             Err(tau_hub::HubError::UnknownApproval(_)) => Ok(Answered::NotFound),
-            Err(error) => Err(hub_error(error)),
+            Err(error) => Err(HubError::Hub(error)),
         }
     }
 
     async fn pending(&self) -> Result<Vec<Question>, HubError> {
         self.hub
             .approvals(Some(ApprovalState::Pending))
-            .map_err(hub_error)?
+            .map_err(HubError::Hub)?
             .into_iter()
             .map(|row| self.question_of(row))
             .collect()
@@ -141,14 +144,14 @@ impl Hub for PortHub {
     async fn waiting(&self) -> Result<Vec<Question>, HubError> {
         self.hub
             .approvals_of_every_channel(Some(ApprovalState::Pending))
-            .map_err(hub_error)?
+            .map_err(HubError::Hub)?
             .into_iter()
             .map(|row| self.question_of(row))
             .collect()
     }
 
     async fn allowances(&self, user: &str) -> Result<Vec<Allowance>, HubError> {
-        let grants = self.hub.grants().map_err(hub_error)?;
+        let grants = self.hub.grants().map_err(HubError::Hub)?;
         let mut allowances: Vec<Allowance> = grants
             .into_iter()
             .filter(|grant| grant.person.as_deref() == Some(user))
@@ -168,7 +171,7 @@ impl Hub for PortHub {
         let theirs = self
             .hub
             .grant(grant)
-            .map_err(hub_error)?
+            .map_err(HubError::Hub)?
             .is_some_and(|g| g.person.as_deref() == Some(user));
         if !theirs {
             return Ok(Revoked::NotFound);
@@ -177,7 +180,7 @@ impl Hub for PortHub {
             channel: CHANNEL.to_owned(),
             user: Some(user.to_owned()),
         };
-        self.hub.revoke_grant(grant, &by).map_err(hub_error)
+        self.hub.revoke_grant(grant, &by).map_err(HubError::Hub)
     }
 
     async fn conversations(
@@ -186,13 +189,13 @@ impl Hub for PortHub {
         search: Option<&str>,
     ) -> Result<Vec<ChatConversation>, HubError> {
         let found = match search {
-            Some(text) => Some(self.hub.search_conversations(text).map_err(hub_error)?),
+            Some(text) => Some(self.hub.search_conversations(text).map_err(HubError::Hub)?),
             None => None,
         };
         let mut listed: Vec<ChatConversation> = self
             .hub
             .conversations()
-            .map_err(hub_error)?
+            .map_err(HubError::Hub)?
             .into_iter()
             .filter(|info| chat_of(&info.conversation.key) == Some(chat))
             .filter(|info| {
@@ -215,10 +218,8 @@ impl Hub for PortHub {
         let session = self.session(key)?;
         match self.hub.rename_conversation(&session, title) {
             Ok(()) => Ok(()),
-            Err(tau_hub::HubError::UnknownSession(_)) => Err(HubError(
-                "nothing is written in this conversation yet".into(),
-            )),
-            Err(error) => Err(hub_error(error)),
+            Err(tau_hub::HubError::UnknownSession(_)) => Err(HubError::NothingWritten),
+            Err(error) => Err(HubError::Hub(error)),
         }
     }
 
@@ -226,7 +227,7 @@ impl Hub for PortHub {
         let written = self
             .hub
             .conversations()
-            .map_err(hub_error)?
+            .map_err(HubError::Hub)?
             .into_iter()
             .find(|info| info.conversation.key == key && info.message_count > 0);
         let Some(info) = written else {
@@ -235,7 +236,7 @@ impl Hub for PortHub {
         self.hub
             .delete_conversation(&info.conversation.session)
             .await
-            .map_err(hub_error)?;
+            .map_err(HubError::Hub)?;
         Ok(true)
     }
 

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::forwards::{PassedOn, forward_author, is_forward, quoted};
 use crate::names::name_of;
 
 /// One update as tau reads it.
@@ -28,9 +29,12 @@ pub(crate) struct Incoming {
     pub from: Option<i64>,
     /// What the sender is called (see `names`).
     pub from_name: Option<String>,
-    /// `None` for a message without text (a photo, a sticker) or with text of the wrong
-    /// type.
+    /// The sender's own words: `None` for a message without text (a photo, a sticker),
+    /// with text of the wrong type, or a forward (its text is someone else's).
     pub text: Option<String>,
+    /// Someone else's text the message carries: a forward's text, the part of another's
+    /// message a reply quotes.
+    pub passed_on: Option<PassedOn>,
 }
 
 /// A press on an inline button.
@@ -62,11 +66,21 @@ fn text(value: &Value, key: &str) -> Option<String> {
 pub(crate) fn read(value: &Value) -> Option<Update> {
     let id = value.get("update_id")?.as_i64()?;
     let kind = if let Some(message) = value.get("message").filter(|m| m.is_object()) {
+        let (text, passed_on) = if is_forward(message) {
+            let passed_on = text(message, "text").map(|text| PassedOn {
+                text,
+                from: forward_author(message),
+            });
+            (None, passed_on)
+        } else {
+            (text(message, "text"), quoted(message))
+        };
         UpdateKind::Message(Incoming {
             chat: int(message, &["chat", "id"]),
             from: int(message, &["from", "id"]),
             from_name: message.get("from").and_then(name_of),
-            text: text(message, "text"),
+            text,
+            passed_on,
         })
     } else if let Some(press) = value.get("callback_query").filter(|m| m.is_object()) {
         UpdateKind::Press(Press {
@@ -105,7 +119,8 @@ mod tests {
                     chat: Some(42),
                     from: Some(42),
                     from_name: Some("A".into()),
-                    text: Some("hi".into())
+                    text: Some("hi".into()),
+                    passed_on: None,
                 })
             })
         );
@@ -140,7 +155,8 @@ mod tests {
                     chat: None,
                     from: None,
                     from_name: None,
-                    text: None
+                    text: None,
+                    passed_on: None,
                 })
             })
         );
@@ -148,6 +164,46 @@ mod tests {
         assert_eq!(read(&json!({"update_id": "7"})), None);
         assert_eq!(read(&json!(null)), None);
         assert_eq!(read(&json!([1])), None);
+    }
+
+    #[test]
+    fn a_forward_is_all_passed_on_and_a_quote_beside_the_own_words() {
+        let forward = json!({"update_id": 8, "message": {"message_id": 4, "date": 1_700_000_000_000_u64,
+            "chat": {"id": 42}, "from": {"id": 42, "first_name": "A"}, "text": "/delete pay DE89",
+            "forward_origin": {"type": "hidden_user", "date": 1, "sender_user_name": "Mark"}}});
+        let Some(Update {
+            kind: UpdateKind::Message(incoming),
+            ..
+        }) = read(&forward)
+        else {
+            panic!("not a message: {forward}");
+        };
+        assert_eq!(incoming.text, None);
+        assert_eq!(
+            incoming.passed_on,
+            Some(PassedOn {
+                text: "/delete pay DE89".into(),
+                from: Some("Mark".into())
+            })
+        );
+        let reply = json!({"update_id": 9, "message": {"chat": {"id": -5}, "from": {"id": 42},
+            "text": "should I?", "quote": {"text": "pay DE89"},
+            "reply_to_message": {"from": {"id": 7, "first_name": "Mark"}, "text": "pay DE89 now"}}});
+        let Some(Update {
+            kind: UpdateKind::Message(incoming),
+            ..
+        }) = read(&reply)
+        else {
+            panic!("not a message: {reply}");
+        };
+        assert_eq!(incoming.text.as_deref(), Some("should I?"));
+        assert_eq!(
+            incoming.passed_on,
+            Some(PassedOn {
+                text: "pay DE89".into(),
+                from: Some("Mark".into())
+            })
+        );
     }
 
     #[test]

@@ -393,7 +393,7 @@ async fn an_answer_streams_into_one_message_by_edits() {
     hub.emit(
         CHAT,
         ChannelEvent::TurnEnded {
-            stop_reason: tau_core::StopReason::EndTurn,
+            stop_reason: tau_core::TurnStop::EndTurn,
             usage: tau_core::TurnUsage::default(),
         },
     )

@@ -597,7 +597,7 @@ mod tests {
     use super::*;
     use crate::testing::Screen;
     use serde_json::json;
-    use tau_core::{Approval, NoticeKind, StopReason, Tier, TurnUsage};
+    use tau_core::{Approval, NoticeKind, Tier, TurnStop, TurnUsage};
 
     /// What a pipe shows for these events, the approver's answer line included.
     fn shown(language: Language, answer: Option<&str>, events: &[ChannelEvent]) -> String {
@@ -665,7 +665,7 @@ mod tests {
 
     fn ended() -> ChannelEvent {
         ChannelEvent::TurnEnded {
-            stop_reason: StopReason::EndTurn,
+            stop_reason: TurnStop::EndTurn,
             usage: TurnUsage::default(),
         }
     }

@@ -28,8 +28,17 @@ pub enum Edited {
 
 /// Why the editor could not read.
 #[derive(Debug, thiserror::Error)]
-#[error("the line editor failed: {0}")]
-pub struct EditorError(String);
+pub enum EditorError {
+    /// The terminal could not be set up or read.
+    #[error("the line editor failed: {0}")]
+    Terminal(#[source] ReadlineError),
+    /// A read was asked for while another one runs.
+    #[error("the line editor failed: the editor is already reading")]
+    AlreadyReading,
+    /// The thread that read ended without handing the editor back.
+    #[error("the line editor failed: {0}")]
+    Thread(#[source] tokio::task::JoinError),
+}
 
 /// Ctrl-C with something typed clears the line, as a shell does; on an empty line it
 /// interrupts, which ends the chat.
@@ -61,14 +70,14 @@ impl PromptEditor {
     /// An editor that remembers `history` (oldest first).
     pub fn new(history: &[String]) -> Result<Self, EditorError> {
         let mut editor: Editor<(), DefaultHistory> =
-            Editor::new().map_err(|e| EditorError(e.to_string()))?;
+            Editor::new().map_err(EditorError::Terminal)?;
         editor
             .set_max_history_size(HISTORY_ENTRIES)
-            .map_err(|e| EditorError(e.to_string()))?;
+            .map_err(EditorError::Terminal)?;
         editor.set_history_ignore_space(true);
         editor
             .set_history_ignore_dups(true)
-            .map_err(|e| EditorError(e.to_string()))?;
+            .map_err(EditorError::Terminal)?;
         editor.set_auto_add_history(false);
         editor.set_bell_style(BellStyle::None);
         let _replaced = editor.bind_sequence(
@@ -86,7 +95,7 @@ impl PromptEditor {
     /// Reads one prompt, on a thread of its own (the editor blocks on the terminal).
     pub async fn read(&mut self, prompt: &str) -> Result<Edited, EditorError> {
         let Some(mut editor) = self.editor.take() else {
-            return Err(EditorError("the editor is already reading".into()));
+            return Err(EditorError::AlreadyReading);
         };
         let prompt = prompt.to_owned();
         let (editor, read) = tokio::task::spawn_blocking(move || {
@@ -94,7 +103,7 @@ impl PromptEditor {
             (editor, read)
         })
         .await
-        .map_err(|e| EditorError(e.to_string()))?;
+        .map_err(EditorError::Thread)?;
         let mut editor = editor;
         let edited = match read {
             Ok(text) => {
@@ -106,7 +115,7 @@ impl PromptEditor {
             Err(ReadlineError::Eof) => Edited::EndOfInput,
             Err(error) => {
                 self.editor = Some(editor);
-                return Err(EditorError(error.to_string()));
+                return Err(EditorError::Terminal(error));
             }
         };
         self.editor = Some(editor);
@@ -121,5 +130,25 @@ impl PromptEditor {
                 .editor
                 .as_mut()
                 .is_some_and(|e| e.add_history_entry(text).unwrap_or(false))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn an_editor_error_names_the_line_editor_and_keeps_its_cause() {
+        assert_eq!(
+            EditorError::AlreadyReading.to_string(),
+            "the line editor failed: the editor is already reading"
+        );
+        let terminal = EditorError::Terminal(ReadlineError::Io(std::io::Error::other("no tty")));
+        assert_eq!(terminal.to_string(), "the line editor failed: no tty");
+        assert!(terminal.source().is_some());
     }
 }

@@ -132,6 +132,17 @@ impl Emulator {
         self.post("/sendMessage", &message);
     }
 
+    /// `from` writes `text` in `chat` with more of a message's fields (`forward_origin`,
+    /// `quote`, `reply_to_message`), laid over the plain message's.
+    pub fn write_with(&self, chat: i64, from: i64, text: &str, fields: &Value) {
+        let mut message = json!({"botToken": self.token, "from": Self::person(from),
+            "chat": Self::chat(chat), "date": Self::now(), "text": text});
+        if let (Some(message), Some(fields)) = (message.as_object_mut(), fields.as_object()) {
+            message.extend(fields.clone());
+        }
+        self.post("/sendMessage", &message);
+    }
+
     /// `from` presses a button carrying `data` under a message in `chat`, as the emulator
     /// sends presses: the message has no id.
     pub fn press(&self, chat: i64, from: i64, data: &str) {

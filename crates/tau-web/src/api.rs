@@ -31,7 +31,12 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         HubError::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
         HubError::Grant(_) | HubError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
-        HubError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        HubError::Store(_)
+        | HubError::StoredTurn(_)
+        | HubError::Session(_)
+        | HubError::NoRandomness(_)
+        | HubError::InvalidSessionId(_)
+        | HubError::NoFreshId { .. } => StatusCode::INTERNAL_SERVER_ERROR,
     };
     let text = match error {
         // The id came from the request: not echoed back.
@@ -44,7 +49,12 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         | HubError::InUse(_)
         | HubError::Invalid(_)
         | HubError::TimedOut(_)
-        | HubError::Store(_) => error.to_string(),
+        | HubError::Store(_)
+        | HubError::StoredTurn(_)
+        | HubError::Session(_)
+        | HubError::NoRandomness(_)
+        | HubError::InvalidSessionId(_)
+        | HubError::NoFreshId { .. } => error.to_string(),
     };
     if status == StatusCode::INTERNAL_SERVER_ERROR {
         tracing::error!(%error, "web request failed");

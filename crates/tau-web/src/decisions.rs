@@ -77,8 +77,11 @@ pub struct DecisionRecord {
 
 /// The history could not be read.
 #[derive(Debug, thiserror::Error)]
-#[error("the decisions could not be read: {0}")]
-pub struct DecisionsError(pub String);
+pub enum DecisionsError {
+    /// The audit log the history is read from could not be read.
+    #[error("the decisions could not be read: {0}")]
+    Read(#[source] std::io::Error),
+}
 
 /// What the host offers about past decisions.
 pub trait Decisions: Send + Sync {
@@ -256,5 +259,19 @@ mod tests {
             serde_json::json!({"command": "echo привет >> заметки"}),
         ));
         assert_eq!(plain["lookalikes"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn a_history_that_does_not_read_says_so_and_keeps_why() {
+        use std::error::Error as _;
+        let error = DecisionsError::Read(std::io::Error::other("disk gone"));
+        assert_eq!(
+            error.to_string(),
+            "the decisions could not be read: disk gone"
+        );
+        assert_eq!(
+            error.source().map(ToString::to_string).as_deref(),
+            Some("disk gone")
+        );
     }
 }

@@ -35,7 +35,9 @@ const TARGET: Duration = Duration::from_secs(1);
 /// `tau chat` leaves them).
 fn stored_sessions(tau: &Tau, count: usize) {
     std::fs::create_dir_all(tau.home()).unwrap();
-    let db = tau_state::StateDb::open(&tau.home().join("state.db")).unwrap();
+    let db = tau_core::StoredSessions::new(
+        tau_state::StateDb::open(&tau.home().join("state.db")).unwrap(),
+    );
     for n in 0..count {
         let id = SessionId::parse(&format!("chat-{n:05}")).unwrap();
         db.ensure_session(&id).unwrap();

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use tau_agent::{Model, SessionId, SessionRepository};
-use tau_core::{AgentParts, AuditEvent, EventBus, build_agent};
+use tau_core::{AgentParts, AuditEvent, EventBus, StoredSessions, build_agent};
 use tau_terminal::{
     Console, Edited, Input, PromptEditor, Prompts, Read, TerminalApprover, start_stdin, texts,
 };
@@ -163,7 +163,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
             state.clone(),
         )),
     };
-    let repository: Arc<dyn SessionRepository> = Arc::new(state.clone());
+    let repository: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(state.clone()));
     let OpenSession {
         lock: _lock,
         cut_off,

@@ -3,12 +3,12 @@
 use std::fmt::Write;
 
 use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolResultStatus};
-use tau_core::{ToolCatalog, display, json_for_terminal, sorted_json};
+use tau_core::{StoredSessions, ToolCatalog, display, json_for_terminal, sorted_json};
 use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
 use crate::approvals;
 use crate::context::Context;
-use crate::errors::usage;
+use crate::errors::{no_session, usage};
 
 /// A session name from the command line; names with path characters exit 2.
 pub(crate) fn session_id(name: &str) -> anyhow::Result<SessionId> {
@@ -126,11 +126,11 @@ pub(crate) fn sessions_list(
 /// prompt's title.
 pub(crate) fn sessions_rename(ctx: &Context, name: &str, title: &str) -> anyhow::Result<String> {
     let id = session_id(name)?;
-    let store = open_store(ctx)?.ok_or_else(|| usage(format!("no session named '{id}'")))?;
+    let store = open_store(ctx)?.ok_or_else(|| no_session(&id))?;
     let wanted = (!title.trim().is_empty()).then_some(title);
     match store.rename_session(&id, wanted) {
         Ok(true) => {}
-        Ok(false) => return Err(usage(format!("no session named '{id}'"))),
+        Ok(false) => return Err(no_session(&id)),
         Err(tau_state::StateError::Invalid(why)) => return Err(usage(why)),
         Err(error) => return Err(error.into()),
     }
@@ -161,11 +161,11 @@ fn waiting(pending: &[ApprovalRow], session: &SessionId) -> String {
 
 fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
     let id = session_id(name)?;
-    let store = open_store(ctx)?.ok_or_else(|| usage(format!("no session named '{id}'")))?;
+    let store = open_store(ctx)?.ok_or_else(|| no_session(&id))?;
     if !store.session_exists(&id)? {
-        return Err(usage(format!("no session named '{id}'")));
+        return Err(no_session(&id));
     }
-    Ok(store.messages(&id, 0)?)
+    Ok(StoredSessions::new(store).messages(&id, 0)?)
 }
 
 /// The questions of `name` that wait, one line each.
@@ -230,7 +230,7 @@ pub(crate) fn sessions_show(ctx: &Context, name: &str, json: bool) -> anyhow::Re
 
 pub(crate) fn sessions_delete(ctx: &Context, name: &str) -> anyhow::Result<String> {
     let id = session_id(name)?;
-    let store = open_store(ctx)?.ok_or_else(|| usage(format!("no session named '{id}'")))?;
+    let store = open_store(ctx)?.ok_or_else(|| no_session(&id))?;
     std::fs::create_dir_all(ctx.home.locks())?;
     // Not one the hub holds: its paused turn would lose its question.
     let _lock = crate::owner::open_own(ctx, &id)?;
@@ -241,7 +241,7 @@ pub(crate) fn sessions_delete(ctx: &Context, name: &str) -> anyhow::Result<Strin
         let _ = std::fs::remove_file(ctx.home.locks().join(format!("{id}.lock")));
         Ok(format!("deleted session {id}\n"))
     } else {
-        Err(usage(format!("no session named '{id}'")))
+        Err(no_session(&id))
     }
 }
 

@@ -232,7 +232,7 @@ impl tau_web::Decisions for AuditDecisions {
         let since = Timestamp::now()
             .checked_sub(window)
             .unwrap_or(Timestamp::MIN);
-        read_file(&self.path, since).map_err(|error| DecisionsError(error.to_string()))
+        read_file(&self.path, since).map_err(DecisionsError::Read)
     }
 }
 

@@ -18,7 +18,7 @@ use tau_state::{Revoked, is_live};
 use crate::approvals::channel_name;
 use crate::audit::AuditLog;
 use crate::context::Context;
-use crate::errors::usage;
+use crate::errors::{no_grant, usage};
 
 /// The audit session a revoke from the command line is written under.
 const AUDIT_SESSION: &str = "cli";
@@ -265,7 +265,7 @@ pub(crate) fn show(ctx: &Context, id: &str) -> anyhow::Result<String> {
         Some(store) => store.grant(&id)?,
         None => None,
     };
-    let grant = grant.ok_or_else(|| usage(format!("no grant {id}")))?;
+    let grant = grant.ok_or_else(|| no_grant(&id))?;
     let titles = |session: &SessionId| {
         store
             .as_ref()
@@ -383,12 +383,12 @@ fn revoked_line(grant: &Grant) -> String {
 pub(crate) fn revoke(ctx: &Context, id: &str) -> anyhow::Result<String> {
     let id = parse_id(id)?;
     let Some(store) = ctx.existing_state()? else {
-        return Err(usage(format!("no grant {id}")));
+        return Err(no_grant(&id));
     };
     match revoke_in(ctx, &store, &mut false, &id)? {
         Revoked::Revoked(grant) => Ok(revoked_line(&grant)),
         Revoked::AlreadyRevoked(grant) => Ok(format!("{} was revoked already\n", grant.id)),
-        Revoked::NotFound => Err(usage(format!("no grant {id}"))),
+        Revoked::NotFound => Err(no_grant(&id)),
     }
 }
 

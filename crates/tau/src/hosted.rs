@@ -152,7 +152,7 @@ struct LockedPrompts {
 impl PromptRunner for LockedPrompts {
     async fn run_prompt(&self, run: PromptRun) -> Result<PromptOutcome, HostError> {
         let _lock = SessionLock::acquire(&self.home, &run.session)
-            .map_err(|e| HostError(format!("{e:#}")))?;
+            .map_err(|e| HostError::Locked(e.into()))?;
         self.local.run_prompt(run).await
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use tau_agent::SessionRepository;
-use tau_core::{RoutineOutcome, display};
+use tau_core::{RoutineOutcome, StoredSessions, display};
 use tau_reflex::{
     Action, ActionRun, Asking, Book, Checks, Origin, PromptApprover, Routine, RoutineDef, Trigger,
     TurnPrompts, config_routines as validate_config, defs_from_toml, describe_action, record,
@@ -328,7 +328,7 @@ pub(crate) async fn run(
     let catalog = Arc::new(tools.catalog);
     let prompts = match &routine.action {
         Action::Prompt { .. } => {
-            let sessions: Arc<dyn SessionRepository> = Arc::new(ctx.state()?);
+            let sessions: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(ctx.state()?));
             Some(TurnPrompts {
                 config: config.core(),
                 model: ctx.model()?,
@@ -385,8 +385,6 @@ impl tau_reflex::PromptRunner for NoPrompts {
         &self,
         _run: tau_reflex::PromptRun,
     ) -> Result<tau_reflex::PromptOutcome, tau_reflex::HostError> {
-        Err(tau_reflex::HostError(
-            "this routine has no prompt".to_owned(),
-        ))
+        Err(tau_reflex::HostError::NoPrompt)
     }
 }

@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use tau_agent::{Message, Model, SessionId, SessionRepository};
 use tau_core::approval::DurableQuestions;
 use tau_core::{
-    AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, ToolCatalog, build_agent,
+    AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, StoredSessions, ToolCatalog,
+    build_agent,
 };
 use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
 use tau_state::StateDb;
@@ -122,7 +123,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         ctx,
         crate::hosted::HostParts {
             hub: hub.clone(),
-            sessions: Arc::new(state.clone()),
+            sessions: Arc::new(StoredSessions::new(state.clone())),
             catalog: tools.catalog,
             model,
             config: config.core(),
@@ -347,10 +348,7 @@ impl Factory {
         match channel {
             "web" => Ok(Some(None)),
             tau_telegram::CHANNEL => {
-                let conversation = self
-                    .sessions
-                    .conversation_of(session)
-                    .map_err(|e| OpenError(e.to_string()))?;
+                let conversation = self.sessions.conversation_of(session)?;
                 Ok(conversation
                     .and_then(|c| tau_telegram::chat_of(&c.key))
                     .filter(|chat| *chat > 0)
@@ -364,8 +362,7 @@ impl Factory {
 #[async_trait]
 impl SessionFactory for Factory {
     fn recorded_answers(&self) -> Result<Vec<tau_state::RecordedAnswer>, OpenError> {
-        crate::audit::recorded_answers(&self.home.audit_log())
-            .map_err(|e| OpenError(format!("cannot read the audit log: {e}")))
+        crate::audit::recorded_answers(&self.home.audit_log()).map_err(OpenError::AuditLog)
     }
 
     fn grant_ledger(&self) -> Option<Arc<dyn tau_core::GrantLedger>> {
@@ -400,11 +397,9 @@ impl SessionFactory for Factory {
         events: EventBus,
     ) -> Result<Opened, OpenError> {
         let lock =
-            SessionLock::acquire(&self.home, session).map_err(|e| OpenError(format!("{e:#}")))?;
-        let stored = self
-            .sessions
-            .messages(session, 0)
-            .map_err(|e| OpenError(e.to_string()))?;
+            SessionLock::acquire(&self.home, session).map_err(|e| OpenError::Locked(e.into()))?;
+        let repository = StoredSessions::new(self.sessions.clone());
+        let stored = repository.messages(session, 0)?;
         let grants =
             self.grant_person(session, &durable.channel)?
                 .map(|person| tau_core::GateGrants {
@@ -424,7 +419,7 @@ impl SessionFactory for Factory {
             hooks: Vec::new(),
             plugins: Vec::new(),
             session: Some((
-                Arc::new(self.sessions.clone()) as Arc<dyn SessionRepository>,
+                Arc::new(repository) as Arc<dyn SessionRepository>,
                 session.clone(),
             )),
             events,
@@ -433,8 +428,7 @@ impl SessionFactory for Factory {
             // Its stored questions record what they let through.
             dispatches: None,
         })
-        .await
-        .map_err(|e| OpenError(e.to_string()))?;
+        .await?;
         Ok(Opened {
             agent,
             guard: Box::new(lock),

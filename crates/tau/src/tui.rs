@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tau_agent::{Model, SessionId, SessionRepository};
-use tau_core::{AgentParts, build_agent};
+use tau_core::{AgentParts, StoredSessions, build_agent};
 use tau_state::{ApprovalState, StateDb};
 use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover};
 
@@ -70,7 +70,7 @@ pub(crate) async fn run(
     let config = &ctx.loaded.config;
     let language = config.ui.language();
     let state = ctx.state()?;
-    let repository: Arc<dyn SessionRepository> = Arc::new(state.clone());
+    let repository: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(state.clone()));
 
     // From here on the terminal is the TUI's; dropping the screen gives it back, also when
     // an error below ends the command (the error is printed after that).

@@ -645,7 +645,6 @@ fn sessions_are_listed_by_title_renamed_and_found() {
     }
     // A session nobody wrote in (TauBar's New chat makes one before its first message).
     {
-        use tau_agent::SessionRepository;
         let db = tau_state::StateDb::open(&tau.home().join("state.db")).unwrap();
         db.ensure_session(&tau_agent::SessionId::parse("empty").unwrap())
             .unwrap();

@@ -59,7 +59,6 @@ fn a_closed_stdout_ends_every_command_quietly_with_its_own_exit_code() {
     chatted(&tau);
     // Many sessions: more than a pipe holds, as `tau sessions list | head -1` meets it.
     {
-        use tau_agent::SessionRepository;
         let db = tau_state::StateDb::open(&tau.home().join("state.db")).unwrap();
         for n in 0..2000 {
             db.ensure_session(&tau_agent::SessionId::parse(&format!("empty-{n:04}")).unwrap())

@@ -19,6 +19,7 @@ use common::serve::{Events, Serve};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{SessionId, SessionRepository};
+use tau_core::StoredSessions;
 use tau_state::StateDb;
 
 /// What every refusal of a conversation whose TauBar question waits ends with.
@@ -156,7 +157,7 @@ fn a_yes_whose_turn_was_given_up_behind_the_hub_s_back_is_not_used() {
     let (serve, session, row) = asked_before_a_restart(&tau, &model);
     let id = row["id"].as_str().unwrap().to_owned();
     // A tau from before this rule opened the conversation and gave its paused turn up.
-    let store = StateDb::open(&tau.home().join("state.db")).unwrap();
+    let store = StoredSessions::new(StateDb::open(&tau.home().join("state.db")).unwrap());
     let sid = SessionId::parse(&session).unwrap();
     let mut state = store.load_state(&sid).unwrap().unwrap();
     state.interrupt_state.deactivate();

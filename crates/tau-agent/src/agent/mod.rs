@@ -17,7 +17,7 @@ use crate::hooks::{
 };
 use crate::interrupt::{Interrupt, InterruptResponse, InterruptState};
 use crate::message::{ContentBlock, Message, Role, ToolResult};
-use crate::model::{Model, ModelError, ModelRequest, StopReason, Usage};
+use crate::model::{AgentStop, Model, ModelError, ModelRequest, Usage};
 use crate::session::{AgentState, SessionError, SessionId, SessionRepository};
 use crate::tool::ToolSpec;
 use crate::tool_registry::{ToolRegistry, ToolRegistryError};
@@ -34,6 +34,12 @@ pub const CANCELLED_BY_USER_TEXT: &str = "Cancelled by user";
 pub enum Input {
     /// A new user message.
     Prompt(Vec<ContentBlock>),
+    /// A new user message whose text someone else wrote (the person passed it on): stored
+    /// with its source, so the layer above can tell it from the person's own words.
+    PromptFrom {
+        content: Vec<ContentBlock>,
+        source: tau_protocol::Source,
+    },
     /// Answers to the interrupts the last invocation stopped on.
     Resume(Vec<InterruptResponse>),
 }
@@ -53,7 +59,7 @@ impl From<String> for Input {
 /// How an invocation ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentResult {
-    pub stop_reason: StopReason,
+    pub stop_reason: AgentStop,
     /// The last assistant message of this invocation, if the model answered.
     pub message: Option<Message>,
     pub usage: Usage,
@@ -242,17 +248,8 @@ impl Agent {
         };
         self.hooks.invoke(&mut before).await;
         let outcome = match input {
-            Input::Prompt(content) => match self.repair_history().await {
-                Ok(_) => {
-                    self.append(Message {
-                        role: Role::User,
-                        content,
-                        source: None,
-                    })
-                    .await
-                }
-                Err(error) => Err(error),
-            },
+            Input::Prompt(content) => self.prompt(content, None).await,
+            Input::PromptFrom { content, source } => self.prompt(content, Some(source)).await,
             Input::Resume(_) => Ok(()),
         };
         let outcome = match outcome {
@@ -284,11 +281,26 @@ impl Agent {
         outcome
     }
 
+    /// Appends a new user message (after repairing a history a crash cut off).
+    async fn prompt(
+        &mut self,
+        content: Vec<ContentBlock>,
+        source: Option<tau_protocol::Source>,
+    ) -> Result<(), AgentError> {
+        self.repair_history().await?;
+        self.append(Message {
+            role: Role::User,
+            content,
+            source,
+        })
+        .await
+    }
+
     /// Checks the input fits the interrupt state and records the answers.
     fn accept_input_state(&mut self, input: &Input) -> Result<(), AgentError> {
         let interrupts = &mut self.state.interrupt_state;
         match input {
-            Input::Prompt(_) if interrupts.activated => {
+            Input::Prompt(_) | Input::PromptFrom { .. } if interrupts.activated => {
                 let pending = interrupts
                     .pending()
                     .iter()
@@ -297,7 +309,7 @@ impl Agent {
                     .join(", ");
                 Err(AgentError::MustResume { pending })
             }
-            Input::Prompt(_) => Ok(()),
+            Input::Prompt(_) | Input::PromptFrom { .. } => Ok(()),
             Input::Resume(_) if !interrupts.activated => Err(AgentError::NothingToResume),
             Input::Resume(responses) => {
                 if let Some(unknown) = responses
@@ -348,7 +360,7 @@ impl Agent {
                 if token.is_cancelled() {
                     self.append(Message::assistant_text(CANCELLED_BY_USER_TEXT))
                         .await?;
-                    return Ok(stop(StopReason::Cancelled, last, calls, usage, Vec::new()));
+                    return Ok(stop(AgentStop::Cancelled, last, calls, usage, Vec::new()));
                 }
                 calls += 1;
                 match self
@@ -359,7 +371,7 @@ impl Agent {
                         let message = Message::assistant_text(CANCELLED_BY_USER_TEXT);
                         self.append(message.clone()).await?;
                         return Ok(stop(
-                            StopReason::Cancelled,
+                            AgentStop::Cancelled,
                             Some(message),
                             calls,
                             usage,
@@ -369,7 +381,7 @@ impl Agent {
                     ModelOutcome::Answered(assembled) => {
                         self.append(assembled.message.clone()).await?;
                         last = Some(assembled.message.clone());
-                        if assembled.stop_reason != StopReason::ToolUse {
+                        if assembled.stop_reason != AgentStop::ToolUse {
                             return Ok(stop(assembled.stop_reason, last, calls, usage, Vec::new()));
                         }
                         (assembled.message, assembled.invalid_inputs)
@@ -380,10 +392,10 @@ impl Agent {
                 .run_tools(token, events, &tool_message, &invalid_inputs)
                 .await?;
             if !pending.is_empty() {
-                return Ok(stop(StopReason::Interrupt, last, calls, usage, pending));
+                return Ok(stop(AgentStop::Interrupt, last, calls, usage, pending));
             }
             if token.is_cancelled() {
-                return Ok(stop(StopReason::Cancelled, last, calls, usage, Vec::new()));
+                return Ok(stop(AgentStop::Cancelled, last, calls, usage, Vec::new()));
             }
         }
     }

@@ -51,7 +51,7 @@ impl TauAgent {
         &mut self,
         approval_id: &ApprovalId,
         sink: Option<&ChannelSink>,
-        stop: tau_protocol::StopReason,
+        stop: tau_protocol::TurnStop,
     ) -> Result<TurnOutcome, TurnError> {
         self.continue_stored(approval_id, sink, 0, Some(stop)).await
     }
@@ -63,7 +63,7 @@ impl TauAgent {
     pub async fn resume_stored(
         &mut self,
         sink: Option<&ChannelSink>,
-        closing: Option<tau_protocol::StopReason>,
+        closing: Option<tau_protocol::TurnStop>,
     ) -> Result<TurnOutcome, TurnError> {
         let turn = self.turn(sink);
         let _attached = self.forwarder.attach(sink.cloned());
@@ -101,7 +101,7 @@ impl TauAgent {
         approval_id: &ApprovalId,
         sink: Option<&ChannelSink>,
         budget: u32,
-        closing: Option<tau_protocol::StopReason>,
+        closing: Option<tau_protocol::TurnStop>,
     ) -> Result<TurnOutcome, TurnError> {
         let turn = self.turn(sink);
         let _attached = self.forwarder.attach(sink.cloned());

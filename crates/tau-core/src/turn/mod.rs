@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::json;
 use tau_agent::{
-    Agent, AgentError, AgentResult, CancelHandle, EventSink, Input, InterruptResponse, Limits,
-    Message, ModelError, StopReason, TurnEvent, Usage,
+    Agent, AgentError, AgentResult, AgentStop, CancelHandle, EventSink, Input, InterruptResponse,
+    Limits, Message, ModelError, TurnEvent, Usage,
 };
 use tau_protocol::{ChannelEvent, TurnUsage};
 
@@ -40,7 +40,7 @@ pub fn interrupt_rejection() -> serde_json::Value {
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutcome {
-    pub stop_reason: StopReason,
+    pub stop_reason: AgentStop,
     pub message: Option<Message>,
     pub usage: Usage,
     pub model_calls: u32,
@@ -193,6 +193,18 @@ impl TauAgent {
         prompt: &str,
         sink: Option<&ChannelSink>,
     ) -> Result<TurnOutcome, TurnError> {
+        self.stream_from(prompt, None, sink).await
+    }
+
+    /// [`Self::stream`] for a prompt someone else wrote when `source` says so (a message
+    /// the person forwarded): it is stored with that source, read as outside text and
+    /// shown to the model as quoted data. `None` is the person's own text.
+    pub async fn stream_from(
+        &mut self,
+        prompt: &str,
+        source: Option<tau_protocol::Source>,
+        sink: Option<&ChannelSink>,
+    ) -> Result<TurnOutcome, TurnError> {
         let turn = self.turn(sink);
         let _attached = self.forwarder.attach(sink.cloned());
         if self.agent.interrupt_state().activated {
@@ -220,8 +232,14 @@ impl TauAgent {
         if let Err(source) = self.answer_cut_off(&turn).await {
             return Err(self.fail(&turn, source, 0, Usage::default()));
         }
-        self.run_turn(&turn, Input::from(prompt), self.max_turns, None)
-            .await
+        let input = match source {
+            Some(source) => Input::PromptFrom {
+                content: vec![tau_agent::ContentBlock::Text(prompt.to_owned())],
+                source,
+            },
+            None => Input::from(prompt),
+        };
+        self.run_turn(&turn, input, self.max_turns, None).await
     }
 
     fn turn(&self, sink: Option<&ChannelSink>) -> Turn {
@@ -241,7 +259,7 @@ impl TauAgent {
         turn: &Turn,
         mut input: Input,
         mut budget: u32,
-        closing: Option<tau_protocol::StopReason>,
+        closing: Option<tau_protocol::TurnStop>,
     ) -> Result<TurnOutcome, TurnError> {
         let mut refusals = 0u32;
         let mut usage = Usage::default();
@@ -263,7 +281,7 @@ impl TauAgent {
             usage.add(result.usage);
             calls = calls.saturating_add(result.model_calls);
             budget = budget.saturating_sub(result.model_calls);
-            if result.stop_reason != StopReason::Interrupt {
+            if result.stop_reason != AgentStop::Interrupt {
                 return Ok(self.finish(turn, result, usage, calls, closing));
             }
             let foreign: Vec<_> = result
@@ -321,13 +339,13 @@ impl TauAgent {
         result: AgentResult,
         usage: Usage,
         calls: u32,
-        closing: Option<tau_protocol::StopReason>,
+        closing: Option<tau_protocol::TurnStop>,
     ) -> TurnOutcome {
         let pending_approvals = self.stored_question_ids(&result.interrupts);
         match result.stop_reason {
             // A closing turn had no model call to make: it stopped where it was meant to.
-            StopReason::LimitTurns if closing.is_some() => {}
-            StopReason::LimitTurns => {
+            AgentStop::LimitTurns if closing.is_some() => {}
+            AgentStop::LimitTurns => {
                 self.events.emit(&AuditEvent::TurnLimit {
                     max_turns: self.max_turns,
                 });
@@ -335,20 +353,20 @@ impl TauAgent {
                     max_turns: self.max_turns,
                 });
             }
-            StopReason::LimitOutputTokens | StopReason::LimitTotalTokens => {
+            AgentStop::LimitOutputTokens | AgentStop::LimitTotalTokens => {
                 turn.notice(Notice::TokenLimit);
             }
-            StopReason::MaxTokens => turn.notice(Notice::MaxTokens),
-            StopReason::Cancelled => turn.notice(Notice::Cancelled),
-            StopReason::EndTurn
-            | StopReason::ToolUse
-            | StopReason::StopSequence
-            | StopReason::ContentFiltered
-            | StopReason::GuardrailIntervened
-            | StopReason::Interrupt => {}
+            AgentStop::MaxTokens => turn.notice(Notice::MaxTokens),
+            AgentStop::Cancelled => turn.notice(Notice::Cancelled),
+            AgentStop::EndTurn
+            | AgentStop::ToolUse
+            | AgentStop::StopSequence
+            | AgentStop::ContentFiltered
+            | AgentStop::GuardrailIntervened
+            | AgentStop::Interrupt => {}
         }
         let stop_reason = match (closing, result.stop_reason) {
-            (Some(closing), StopReason::LimitTurns) => closing,
+            (Some(closing), AgentStop::LimitTurns) => closing,
             (_, reason) => project::stop_reason(reason),
         };
         self.events.emit(&AuditEvent::TurnEnd {
@@ -413,7 +431,7 @@ impl TauAgent {
             output_tokens: usage.output_tokens,
         });
         turn.send(ChannelEvent::TurnEnded {
-            stop_reason: tau_protocol::StopReason::Failed,
+            stop_reason: tau_protocol::TurnStop::Failed,
             usage: TurnUsage {
                 model_calls: calls,
                 input_tokens: usage.input_tokens,

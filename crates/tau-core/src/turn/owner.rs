@@ -11,11 +11,12 @@
 //! while it holds the session's lock (the hub cannot pause a turn in it meanwhile), and
 //! refuses the session when the hub holds it.
 
-use tau_agent::{SessionError, SessionRepository};
+use tau_agent::SessionError;
 use tau_protocol::{ApprovalId, SessionId};
 
 use super::waits_on;
 use crate::approval::{ApprovalRow, ApprovalState, StateDb, StateError};
+use crate::sessions::load_agent_state;
 
 /// `state.db` could not be read (or written) for a stored turn or its questions.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +53,7 @@ pub fn hub_hold(store: &StateDb, session: &SessionId) -> Result<Option<HubHold>,
     {
         return Ok(Some(HubHold::Waiting(row)));
     }
-    let Some(state) = store.load_state(session)? else {
+    let Some(state) = load_agent_state(store, session)? else {
         return Ok(None);
     };
     let Some(approval_id) = state.interrupt_state.unfinished().iter().find_map(waits_on) else {
@@ -68,7 +69,7 @@ pub fn turn_waits_on(
     session: &SessionId,
     id: &ApprovalId,
 ) -> Result<bool, StoredTurnError> {
-    Ok(store.load_state(session)?.is_some_and(|state| {
+    Ok(load_agent_state(store, session)?.is_some_and(|state| {
         state
             .interrupt_state
             .unfinished()
@@ -82,11 +83,12 @@ mod tests {
     use jiff::Timestamp;
     use pretty_assertions::assert_eq;
     use serde_json::json;
-    use tau_agent::{AgentState, Interrupt, interrupt_id};
+    use tau_agent::{AgentState, Interrupt, SessionRepository, interrupt_id};
     use tau_protocol::{CallCard, DecidedBy, Tier};
 
     use super::*;
     use crate::approval::{APPROVAL_INTERRUPT, NewApproval, question_reason};
+    use crate::sessions::StoredSessions;
 
     fn question(store: &StateDb, session: &SessionId, id: &str) -> ApprovalId {
         let id = ApprovalId::parse(id).unwrap();
@@ -121,8 +123,9 @@ mod tests {
             .interrupt_state
             .interrupts
             .insert(interrupt.id.clone(), interrupt);
-        store.ensure_session(session).unwrap();
-        store.save_state(session, &state).unwrap();
+        let sessions = StoredSessions::new(store.clone());
+        sessions.ensure_session(session).unwrap();
+        sessions.save_state(session, &state).unwrap();
     }
 
     /// The hub holds a conversation while its turn waits on a stored question, answered or
@@ -169,7 +172,9 @@ mod tests {
             hub_hold(&store, &session).unwrap(),
             Some(HubHold::Paused { .. })
         ));
-        store.save_state(&session, &AgentState::default()).unwrap();
+        StoredSessions::new(store.clone())
+            .save_state(&session, &AgentState::default())
+            .unwrap();
         assert_eq!(hub_hold(&store, &session).unwrap(), None);
         assert!(!turn_waits_on(&store, &session, &id).unwrap());
     }

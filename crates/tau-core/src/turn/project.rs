@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tau_agent::TurnEvent;
-use tau_protocol::{ChannelEvent, NoticeKind, StopReason};
+use tau_protocol::{ChannelEvent, NoticeKind, TurnStop};
 
 use crate::approval::{Standing, TierGate};
 use crate::audit::{AuditEvent, EventSubscriber};
@@ -111,40 +111,40 @@ pub(crate) fn from_loop(event: TurnEvent, gate: &TierGate) -> Option<ChannelEven
     }
 }
 
-pub(crate) fn stop_reason(reason: tau_agent::StopReason) -> StopReason {
-    use tau_agent::StopReason as Loop;
+pub(crate) fn stop_reason(reason: tau_agent::AgentStop) -> TurnStop {
+    use tau_agent::AgentStop as Loop;
     match reason {
-        Loop::EndTurn => StopReason::EndTurn,
-        Loop::ToolUse => StopReason::ToolUse,
-        Loop::MaxTokens => StopReason::MaxTokens,
-        Loop::StopSequence => StopReason::StopSequence,
-        Loop::ContentFiltered => StopReason::ContentFiltered,
-        Loop::GuardrailIntervened => StopReason::GuardrailIntervened,
-        Loop::Interrupt => StopReason::Interrupt,
-        Loop::Cancelled => StopReason::Cancelled,
-        Loop::LimitTurns => StopReason::LimitTurns,
-        Loop::LimitOutputTokens => StopReason::LimitOutputTokens,
-        Loop::LimitTotalTokens => StopReason::LimitTotalTokens,
+        Loop::EndTurn => TurnStop::EndTurn,
+        Loop::ToolUse => TurnStop::ToolUse,
+        Loop::MaxTokens => TurnStop::MaxTokens,
+        Loop::StopSequence => TurnStop::StopSequence,
+        Loop::ContentFiltered => TurnStop::ContentFiltered,
+        Loop::GuardrailIntervened => TurnStop::GuardrailIntervened,
+        Loop::Interrupt => TurnStop::Interrupt,
+        Loop::Cancelled => TurnStop::Cancelled,
+        Loop::LimitTurns => TurnStop::LimitTurns,
+        Loop::LimitOutputTokens => TurnStop::LimitOutputTokens,
+        Loop::LimitTotalTokens => TurnStop::LimitTotalTokens,
     }
 }
 
 /// The snake_case name of a stop reason, as the audit log writes it.
-pub(crate) fn stop_reason_name(reason: StopReason) -> &'static str {
+pub(crate) fn stop_reason_name(reason: TurnStop) -> &'static str {
     match reason {
-        StopReason::EndTurn => "end_turn",
-        StopReason::ToolUse => "tool_use",
-        StopReason::StopSequence => "stop_sequence",
-        StopReason::MaxTokens => "max_tokens",
-        StopReason::ContentFiltered => "content_filtered",
-        StopReason::GuardrailIntervened => "guardrail_intervened",
-        StopReason::Interrupt => "interrupt",
-        StopReason::LimitTurns => "limit_turns",
-        StopReason::LimitOutputTokens => "limit_output_tokens",
-        StopReason::LimitTotalTokens => "limit_total_tokens",
-        StopReason::Cancelled => "cancelled",
-        StopReason::Superseded => "superseded",
-        StopReason::Expired => "expired",
-        StopReason::Failed => "failed",
+        TurnStop::EndTurn => "end_turn",
+        TurnStop::ToolUse => "tool_use",
+        TurnStop::StopSequence => "stop_sequence",
+        TurnStop::MaxTokens => "max_tokens",
+        TurnStop::ContentFiltered => "content_filtered",
+        TurnStop::GuardrailIntervened => "guardrail_intervened",
+        TurnStop::Interrupt => "interrupt",
+        TurnStop::LimitTurns => "limit_turns",
+        TurnStop::LimitOutputTokens => "limit_output_tokens",
+        TurnStop::LimitTotalTokens => "limit_total_tokens",
+        TurnStop::Cancelled => "cancelled",
+        TurnStop::Superseded => "superseded",
+        TurnStop::Expired => "expired",
+        TurnStop::Failed => "failed",
     }
 }
 

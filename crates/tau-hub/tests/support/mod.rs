@@ -17,7 +17,7 @@ use tau_core::ApprovalId;
 use tau_core::approval::DurableQuestions;
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, ChannelEvent, CoreConfig, EventBus, RecordedEvents,
-    StopReason, TauToolSpec, Tier, ToolCatalog, build_agent,
+    StoredSessions, TauToolSpec, Tier, ToolCatalog, TurnStop, build_agent,
 };
 use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory, StateDb};
 use tau_state::RecordedAnswer;
@@ -86,7 +86,7 @@ pub fn say(text: &str) -> Message {
 /// Builds each session's agent over the shared stores; its model plays `script` from
 /// after the assistant messages the session already holds.
 pub struct Factory {
-    sessions: StateDb,
+    sessions: StoredSessions,
     script: Vec<Message>,
     /// Scripts of particular sessions, by id.
     scripts: Arc<Mutex<std::collections::HashMap<String, Vec<Message>>>>,
@@ -141,8 +141,7 @@ impl SessionFactory for Factory {
             grants: None,
             dispatches: None,
         })
-        .await
-        .map_err(|e| OpenError(e.to_string()))?;
+        .await?;
         Ok(Opened {
             agent,
             guard: Box::new(()),
@@ -184,7 +183,7 @@ impl Setup {
         // Its own connection, as each process has.
         let state = StateDb::open(&self.db()).unwrap();
         let factory = Arc::new(Factory {
-            sessions: state.clone(),
+            sessions: StoredSessions::new(state.clone()),
             script,
             scripts: Arc::clone(&self.scripts),
             lights: Arc::clone(&self.lights),
@@ -230,8 +229,7 @@ impl Setup {
 
     /// Runs `sql` on `state.db` as another program would, with `?1` bound to `id`.
     pub fn edit_state_db(&self, sql: &str, id: &ApprovalId) {
-        let connection = rusqlite::Connection::open(self.db()).unwrap();
-        let changed = connection.execute(sql, [id.as_str()]).unwrap();
+        let changed = tau_test_support::edit_behind_tau(&self.db(), sql, id.as_str());
         assert_eq!(changed, 1, "{sql}");
     }
 
@@ -271,7 +269,7 @@ pub fn lights_script() -> Vec<Message> {
 /// Events until a turn ends with `stop` (skipping turns that end otherwise), as JSON.
 pub async fn until_turn_ends(
     receiver: &mut broadcast::Receiver<SessionEvent>,
-    stop: StopReason,
+    stop: TurnStop,
 ) -> Vec<Value> {
     let mut seen = Vec::new();
     loop {
@@ -307,7 +305,7 @@ pub async fn ask(hub: &Hub) -> (SessionId, broadcast::Receiver<SessionEvent>, Ap
     let session = hub.new_conversation("web").unwrap();
     let mut events = hub.subscribe("web", &session).unwrap();
     hub.send("web", &session, "lights on".into()).await.unwrap();
-    let seen = until_turn_ends(&mut events, StopReason::Interrupt).await;
+    let seen = until_turn_ends(&mut events, TurnStop::Interrupt).await;
     let id = seen
         .iter()
         .find(|e| e["type"] == "approval_requested")

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use serde_json::Value;
-use tau_agent::{BlockDelta, BlockStart, ModelError, Role, StopReason, StreamChunk, Usage};
+use tau_agent::{AgentStop, BlockDelta, BlockStart, ModelError, Role, StreamChunk, Usage};
 
 use super::eventstream::Frame;
 use crate::drive::{Flow, Translate, closed_early};
@@ -184,15 +184,15 @@ impl Translate for BedrockTranslator {
     }
 }
 
-fn stop_reason(reason: &str) -> StopReason {
+fn stop_reason(reason: &str) -> AgentStop {
     match reason {
-        "tool_use" => StopReason::ToolUse,
-        "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
-        "stop_sequence" => StopReason::StopSequence,
-        "guardrail_intervened" => StopReason::GuardrailIntervened,
-        "content_filtered" => StopReason::ContentFiltered,
+        "tool_use" => AgentStop::ToolUse,
+        "max_tokens" | "model_context_window_exceeded" => AgentStop::MaxTokens,
+        "stop_sequence" => AgentStop::StopSequence,
+        "guardrail_intervened" => AgentStop::GuardrailIntervened,
+        "content_filtered" => AgentStop::ContentFiltered,
         // "end_turn", and anything newer than this code.
-        _ => StopReason::EndTurn,
+        _ => AgentStop::EndTurn,
     }
 }
 

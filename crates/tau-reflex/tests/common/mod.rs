@@ -169,7 +169,7 @@ impl PromptRunner for FakeHost {
         self.prompted.lock().unwrap().push(run.clone());
         match &self.prompts {
             Some(runner) => runner.run_prompt(run).await,
-            None => Err(HostError("no prompts here".into())),
+            None => Err(HostError::NoPrompt),
         }
     }
 }

@@ -239,6 +239,8 @@ pub struct FakeHub {
     events: mpsc::Sender<HubEvent>,
     bus: EventBus,
     pub sent: Mutex<Vec<(String, String)>>,
+    /// What was passed on (forwards, quotes), with its source.
+    pub passed_on: Mutex<Vec<(String, String, tau_protocol::Source)>>,
     pub refused: Mutex<Vec<RefusedPress>>,
     pub answers: Mutex<Vec<(String, ApprovalState, DecidedBy)>>,
     sessions: Mutex<HashMap<String, String>>,
@@ -269,6 +271,7 @@ impl FakeHub {
             events,
             bus: EventBus::new(),
             sent: Mutex::default(),
+            passed_on: Mutex::default(),
             refused: Mutex::default(),
             answers: Mutex::default(),
             sessions: Mutex::default(),
@@ -379,7 +382,7 @@ impl FakeHub {
         };
         let (answered, event) =
             answer_durable(&self.approvals, &self.bus, &id, to, by, confirmation)
-                .map_err(|e| HubError(e.to_string()))?;
+                .map_err(|e| HubError::Hub(e.into()))?;
         if let (Some(event), Answered::Decided(row)) = (event, &answered)
             && let Some(key) = self.key_of(row.session.as_str())
         {
@@ -396,11 +399,7 @@ impl FakeHub {
 
     /// Changes a stored row behind the hub's back, as someone with the database could.
     pub fn tamper(&self, id: &str, set: &str) {
-        let raw = rusqlite::Connection::open(self.dir.path().join("state.db")).unwrap();
-        let changed = raw
-            .execute(&format!("UPDATE approvals SET {set} WHERE id = ?1"), [id])
-            .unwrap();
-        assert_eq!(changed, 1, "{set}");
+        tau_test_support::tamper_approval(&self.dir.path().join("state.db"), id, set);
     }
 
     pub fn state(&self, id: &str) -> ApprovalState {
@@ -425,6 +424,19 @@ impl Hub for FakeHub {
         Ok(())
     }
 
+    async fn send_passed_on(
+        &self,
+        key: &str,
+        text: &str,
+        source: tau_protocol::Source,
+    ) -> Result<(), HubError> {
+        self.passed_on
+            .lock()
+            .unwrap()
+            .push((key.to_owned(), text.to_owned(), source));
+        Ok(())
+    }
+
     async fn cancel(&self, _key: &str) -> Result<bool, HubError> {
         Ok(false)
     }
@@ -436,7 +448,7 @@ impl Hub for FakeHub {
         let row = self
             .approvals
             .approval(&id)
-            .map_err(|e| HubError(e.to_string()))?;
+            .map_err(|e| HubError::Hub(e.into()))?;
         Ok(row.map(|row| Question {
             conversation: self
                 .key_of(row.session.as_str())
@@ -456,9 +468,9 @@ impl Hub for FakeHub {
             Reply::Confirm(number) => (ApprovalState::Approved, Some(number)),
             // This hub's questions offer no grant, as a hub's must refuse then.
             Reply::ApproveAlways(_) => {
-                return Err(HubError(
+                return Err(HubError::Hub(tau_hub::HubError::Grant(
                     "this question offers no grant: answer approve or reject".into(),
-                ));
+                )));
             }
             Reply::Reject => (ApprovalState::Rejected, None),
         };
@@ -478,7 +490,7 @@ impl Hub for FakeHub {
         let rows = self
             .approvals
             .approvals(Some(ApprovalState::Pending))
-            .map_err(|e| HubError(e.to_string()))?;
+            .map_err(|e| HubError::Hub(e.into()))?;
         Ok(rows
             .into_iter()
             .filter(|r| r.channel == "telegram")
@@ -493,7 +505,7 @@ impl Hub for FakeHub {
         let grants = self
             .approvals
             .grants(Some(Timestamp::now()))
-            .map_err(|e| HubError(e.to_string()))?;
+            .map_err(|e| HubError::Hub(e.into()))?;
         Ok(grants
             .into_iter()
             .filter(|g| g.channel == "telegram" && g.person.as_deref() == Some(user))
@@ -505,7 +517,7 @@ impl Hub for FakeHub {
         match self.approvals.grant(grant) {
             Ok(Some(g)) if g.channel == "telegram" && g.person.as_deref() == Some(user) => {}
             Ok(_) => return Ok(Revoked::NotFound),
-            Err(e) => return Err(HubError(e.to_string())),
+            Err(e) => return Err(HubError::Hub(e.into())),
         }
         let by = DecidedBy::Person {
             channel: "telegram".into(),
@@ -513,7 +525,7 @@ impl Hub for FakeHub {
         };
         self.approvals
             .revoke_grant(grant, &by, Timestamp::now())
-            .map_err(|e| HubError(e.to_string()))
+            .map_err(|e| HubError::Hub(e.into()))
     }
 
     async fn conversations(
@@ -526,7 +538,7 @@ impl Hub for FakeHub {
             Some(text) => Some(
                 self.approvals
                     .search_sessions(text)
-                    .map_err(|e| HubError(e.to_string()))?,
+                    .map_err(|e| HubError::Hub(e.into()))?,
             ),
             None => None,
         };
@@ -553,13 +565,13 @@ impl Hub for FakeHub {
     async fn rename(&self, key: &str, title: Option<&str>) -> Result<(), HubError> {
         let session = self.sessions.lock().unwrap().get(key).cloned();
         let Some(session) = session else {
-            return Err(HubError("nothing written in this conversation yet".into()));
+            return Err(HubError::NothingWritten);
         };
         let id = SessionId::parse(&session).unwrap();
         match self.approvals.rename_session(&id, title) {
             Ok(true) => Ok(()),
-            Ok(false) => Err(HubError("nothing written in this conversation yet".into())),
-            Err(error) => Err(HubError(error.to_string())),
+            Ok(false) => Err(HubError::NothingWritten),
+            Err(error) => Err(HubError::Hub(error.into())),
         }
     }
 
@@ -571,7 +583,7 @@ impl Hub for FakeHub {
         let rows = self
             .approvals
             .approvals(Some(ApprovalState::Pending))
-            .map_err(|e| HubError(e.to_string()))?;
+            .map_err(|e| HubError::Hub(e.into()))?;
         Ok(rows
             .into_iter()
             .map(|row| Question {

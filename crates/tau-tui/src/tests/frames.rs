@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tau_core::{Approval, CallStatus, DecidedBy, Decision, Language, NoticeKind, StopReason, Tier};
+use tau_core::{Approval, CallStatus, DecidedBy, Decision, Language, NoticeKind, Tier, TurnStop};
 
 use super::*;
 use crate::app::Phase;
@@ -274,7 +274,7 @@ fn transcript_of_every_fate(language: Language) -> App {
         "the turn was cancelled",
     ));
     app.event(&notice(NoticeKind::Cancelled, "Cancelled."));
-    app.event(&ended(StopReason::Cancelled));
+    app.event(&ended(TurnStop::Cancelled));
     app.turn_ended();
     app
 }
@@ -382,7 +382,7 @@ fn an_expanded_call_shows_its_arguments_and_its_whole_result() {
         Some(2),
         "- buy milk",
     ));
-    app.event(&ended(StopReason::EndTurn));
+    app.event(&ended(TurnStop::EndTurn));
     app.turn_ended();
     if let Some(Entry::Call(call)) = app.transcript.entries.last_mut() {
         call.result = Some("- buy milk\n- call mum\n\t- indented with a tab".into());

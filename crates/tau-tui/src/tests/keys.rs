@@ -210,7 +210,7 @@ fn each_new_question_rings_once_and_nothing_else_rings() {
         DecidedBy::Timeout,
     ));
     app.event(&text("done"));
-    app.event(&ended(StopReason::EndTurn));
+    app.event(&ended(TurnStop::EndTurn));
     assert_eq!(app.bells, 0);
     app.event(&requested(
         "ap_2",
@@ -242,7 +242,7 @@ fn a_card_goes_when_its_question_is_decided_elsewhere_or_the_turn_ends() {
     ));
     assert!(app.cards.is_empty());
     let mut app = asking(command("ls"));
-    app.event(&ended(StopReason::EndTurn));
+    app.event(&ended(TurnStop::EndTurn));
     assert!(app.cards.is_empty());
 }
 

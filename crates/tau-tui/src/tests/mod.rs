@@ -15,8 +15,8 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use serde_json::{Value, json};
 use tau_core::{
-    Approval, CallStatus, ChannelEvent, DecidedBy, Decision, Language, NoticeKind, StopReason,
-    Tier, TurnUsage,
+    Approval, CallStatus, ChannelEvent, DecidedBy, Decision, Language, NoticeKind, Tier, TurnStop,
+    TurnUsage,
 };
 
 use crate::app::App;
@@ -169,7 +169,7 @@ pub(crate) fn notice(kind: NoticeKind, text: &str) -> ChannelEvent {
     }
 }
 
-pub(crate) fn ended(stop_reason: StopReason) -> ChannelEvent {
+pub(crate) fn ended(stop_reason: TurnStop) -> ChannelEvent {
     ChannelEvent::TurnEnded {
         stop_reason,
         usage: TurnUsage::default(),

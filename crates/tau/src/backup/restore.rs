@@ -13,7 +13,6 @@ use std::fs::OpenOptions;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use tau_agent::SessionRepository;
 use tau_state::{ApprovalState, SCHEMA_VERSION, StateDb};
 
 use super::{

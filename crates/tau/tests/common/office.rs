@@ -35,13 +35,18 @@ fn injected_text() -> String {
 /// `[mcp.servers.office]` for `tau`'s home: the office over stdio with the injection in
 /// its inbox, its ledger in the workspace (where a sandboxed server may write).
 pub fn config(tau: &Tau, python: &str) -> String {
+    config_with_tools(tau, python, "read_inbox = 0, send_email = 1")
+}
+
+/// [`config`] with `tools` as the tiers of the office's tools (`send_money = 1`).
+pub fn config_with_tools(tau: &Tau, python: &str, tools: &str) -> String {
     std::fs::create_dir_all(tau.workspace()).unwrap();
     let injections = json!({ "inbox": injected_text() }).to_string();
     // A JSON string is a TOML basic string: the same escapes, raw Unicode allowed.
     format!(
         "[mcp.servers.office]\ncommand = {}\nargs = [{}]\n\
          env = {{ OFFICE_INJECTIONS = {}, OFFICE_LEDGER = {} }}\n\
-         tools = {{ read_inbox = 0, send_email = 1 }}\n",
+         tools = {{ {tools} }}\n",
         json!(python),
         json!(fixtures().join("office_server.py").to_str().unwrap()),
         json!(injections),
