@@ -101,13 +101,23 @@ fn send(to: &str) -> Value {
     json!({"to": to, "body": "the contract, as discussed"})
 }
 
+/// (case, what was read before the call, tool, arguments, asked, values flagged)
+type Case<'a> = (
+    &'a str,
+    Vec<(&'a str, &'a str)>,
+    &'a str,
+    Value,
+    bool,
+    Vec<&'a str>,
+);
+
 #[tokio::test]
 async fn the_escalation_table() {
     let no = || Answer::rejected(DecidedBy::person("terminal"));
     let inbox = ("office__read_inbox", INBOX);
     let notes = ("notes__read", NOTES);
     // (case, reads, tool, arguments, asked, flagged values)
-    let cases: Vec<(&str, Vec<(&str, &str)>, &str, Value, bool, Vec<&str>)> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             "nothing read: a send runs",
             vec![],
