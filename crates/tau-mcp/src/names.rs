@@ -28,11 +28,7 @@ pub(crate) fn namespaced(server: &str, tool: &str) -> Option<String> {
 /// A server's tool name as a person may read it on one line: through tau's display
 /// function, at most 64 characters.
 pub(crate) fn shown(tool: &str) -> String {
-    let text = tau_core::display(tool);
-    match text.char_indices().nth(EFFECT_NAME_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
+    tau_protocol::ellipsized(&tau_core::display(tool), EFFECT_NAME_CHARS)
 }
 
 #[cfg(test)]

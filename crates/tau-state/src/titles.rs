@@ -26,11 +26,7 @@ pub(crate) fn session_title_step(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// [`TITLE_CHARS`] with `…`; `None` for a prompt of blanks.
 pub fn title_from_prompt(prompt: &str) -> Option<String> {
     let line = prompt.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let mut title: String = line.chars().take(TITLE_CHARS).collect();
-    if line.chars().count() > TITLE_CHARS {
-        title.push('…');
-    }
-    Some(title)
+    Some(tau_protocol::ellipsized(line, TITLE_CHARS))
 }
 
 /// A title a person typed, made one line and trimmed; `Err` with why it is not one.
