@@ -11,15 +11,15 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
-use serde_json::Value;
-use tau_core::{AuditEvent, GrantId, GrantLedger, fold_grant_line};
+use tau_core::{GrantId, GrantLedger, fold_grant_line};
 use tau_state::{RecordedGrant, StateDb};
 
-use super::verify::verify;
-use super::{GENESIS, Head, line_hash};
+use crate::log::{GENESIS, Head, line_hash};
+use crate::record::AuditLine;
+use crate::verify::verify;
 
 /// The grant lines of one home's audit log, read as far as it was written.
-pub(crate) struct AuditGrants {
+pub struct AuditGrants {
     path: PathBuf,
     state: StateDb,
     read: Mutex<Option<ReadSoFar>>,
@@ -35,7 +35,7 @@ struct ReadSoFar {
 }
 
 impl AuditGrants {
-    pub(crate) fn new(path: PathBuf, state: StateDb) -> Self {
+    pub fn new(path: PathBuf, state: StateDb) -> Self {
         Self {
             path,
             state,
@@ -44,7 +44,7 @@ impl AuditGrants {
     }
 
     /// Every grant the log records, read up to its end now.
-    pub(crate) fn all(&self) -> Result<BTreeMap<GrantId, RecordedGrant>, String> {
+    pub fn all(&self) -> Result<BTreeMap<GrantId, RecordedGrant>, String> {
         self.with_read(|read| read.grants.clone())
     }
 
@@ -145,19 +145,16 @@ fn follow(so_far: &mut ReadSoFar, line: &[u8]) -> Result<(), String> {
             so_far.seq
         )
     };
-    let value: Value = serde_json::from_slice(line).map_err(|_| broken())?;
-    let seq = value.get("seq").and_then(Value::as_u64);
-    let prev = value.get("prev").and_then(Value::as_str);
-    if seq != Some(so_far.seq + 1) || prev != Some(so_far.hash.as_str()) {
+    let AuditLine::Entry(entry) = AuditLine::parse(line) else {
+        return Err(broken());
+    };
+    if entry.seq != Some(so_far.seq + 1) || entry.prev.as_deref() != Some(so_far.hash.as_str()) {
         return Err(broken());
     }
     so_far.seq += 1;
     so_far.hash = line_hash(line);
-    // Cheap test first: most lines are not a grant's.
-    if line.windows(14).any(|w| w == br#""type":"grant_"#)
-        && let Ok(event) = serde_json::from_value::<AuditEvent>(value)
-    {
-        fold_grant_line(&mut so_far.grants, &event);
+    if let Some(event) = entry.event() {
+        fold_grant_line(&mut so_far.grants, event);
     }
     Ok(())
 }
@@ -171,11 +168,12 @@ impl GrantLedger for AuditGrants {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::tests::state_beside;
-    use crate::audit::{AuditLog, anchor_db};
+    use crate::log::tests::state_beside;
+    use crate::log::{AuditLog, anchor_db};
     use jiff::Timestamp;
     use pretty_assertions::assert_eq;
     use serde_json::json;
+    use tau_core::AuditEvent;
     use tau_core::{DecidedBy, Grant, GrantScope, SessionId, Tier};
 
     fn grant(id: &str) -> Grant {

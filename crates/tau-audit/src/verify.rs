@@ -11,18 +11,17 @@
 //! says now.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, ErrorKind};
+use std::io::{self, BufReader, ErrorKind};
 use std::path::Path;
-
-use serde_json::Value;
 
 use tau_state::StateDb;
 
-use super::{GENESIS, Head, line_hash};
+use crate::log::{GENESIS, Head, line_hash};
+use crate::record::{AuditLine, Lines};
 
 /// What `tau audit verify` found.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub enum Verdict {
     /// No log and no anchor: nothing was ever written.
     NoLog,
     Intact {
@@ -71,7 +70,7 @@ pub(crate) enum Verdict {
 
 impl Verdict {
     /// Whether it vouches for the log.
-    pub(crate) fn intact(&self) -> bool {
+    pub fn intact(&self) -> bool {
         match self {
             Verdict::NoLog | Verdict::Intact { .. } | Verdict::IntactLastNotAnchored { .. } => true,
             Verdict::Unanchored { .. }
@@ -89,14 +88,14 @@ impl Verdict {
 /// Checks the log at `path` against the anchor in `state` (the home's `state.db`; `None`
 /// when there is none). Holds a shared lock on the log, so no append is half done while it
 /// reads.
-pub(crate) fn verify(path: &Path, state: Option<&StateDb>) -> io::Result<Verdict> {
+pub fn verify(path: &Path, state: Option<&StateDb>) -> io::Result<Verdict> {
     verify_from(path, state, None)
 }
 
 /// [`verify`], and first that the log holds `kept` (a head kept elsewhere): its entry
 /// `kept.seq` is there and hashes to `kept.hash`. The genesis head (`0:000…`) is in every
 /// log.
-pub(crate) fn verify_from(
+pub fn verify_from(
     path: &Path,
     state: Option<&StateDb>,
     kept: Option<&Head>,
@@ -180,8 +179,8 @@ fn walk(file: &File, at: [Option<u64>; 2]) -> io::Result<Result<Chain, Verdict>>
     let mut prev_hash = GENESIS.to_owned();
     let mut lines = 0u64;
     let mut hashes = Vec::new();
-    for (index, line) in BufReader::new(file).split(b'\n').enumerate() {
-        let line = line?;
+    for (index, line) in Lines::new(BufReader::new(file)).enumerate() {
+        let (line, read) = line?;
         let number = index as u64 + 1;
         lines = number;
         let broken = |reason: String| {
@@ -190,17 +189,17 @@ fn walk(file: &File, at: [Option<u64>; 2]) -> io::Result<Result<Chain, Verdict>>
                 reason,
             }))
         };
-        let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(&line) else {
+        let AuditLine::Entry(entry) = read else {
             return broken("not a JSON object: the line was edited or cut".into());
         };
-        let seq = object.get("seq").and_then(Value::as_u64);
+        let seq = entry.seq;
         if seq != Some(number) {
             let found = seq.map_or_else(|| "none".to_owned(), |s| s.to_string());
             return broken(format!(
                 "expected entry {number}, found entry {found}: lines were dropped or reordered"
             ));
         }
-        if object.get("prev").and_then(Value::as_str) != Some(prev_hash.as_str()) {
+        if entry.prev.as_deref() != Some(prev_hash.as_str()) {
             return broken(if number == 1 {
                 "the first line does not start the chain: lines were dropped before it or it was edited".to_owned()
             } else {
@@ -270,8 +269,9 @@ fn judge(chain: &Chain, head: Option<&Head>, announced: Option<&Head>) -> Verdic
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::{AuditLog, anchor_db};
+    use crate::log::{AuditLog, anchor_db};
     use pretty_assertions::assert_eq;
+    use serde_json::Value;
     use std::path::PathBuf;
     use tau_core::AuditEvent;
 
