@@ -4,7 +4,7 @@
 //! a sample) and `expected` names each variant with no wildcard (so it does not compile
 //! until someone says what every consumer makes of a new one). A line of a kind this build
 //! does not know, and a damaged line, are read too.
-#![allow(clippy::unwrap_used, clippy::panic)]
+#![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
 use std::path::{Path, PathBuf};
 
