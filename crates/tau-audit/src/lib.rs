@@ -13,6 +13,7 @@
 //! Layout
 //! - `log.rs`: [`AuditLog`], the appender, and [`SessionAudit`]
 //! - `record.rs`: [`AuditLine`], the typed reader
+//! - `private.rs`: the file opened 0600, never through a link
 //! - `verify.rs`: [`Verdict`], the chain and its end against the anchor
 //! - `report.rs`: what `tau audit verify` and `tau audit head` print
 //! - `copy.rs`: the log up to a head (`tau backup`)
@@ -45,7 +46,7 @@ pub use grant_stats::grant_stats;
 pub use grants::AuditGrants;
 pub use history::AuditHistory;
 pub use log::{AuditLog, GENESIS, SessionAudit, line_hash};
-pub use record::{AuditLine, Entry, Event, Lines, fold_events, fold_lines, open};
+pub use record::{AuditLine, Entry, Event, Lines, fold_events, fold_lines, open_lines};
 pub use report::{
     HeadError, ReportError, anchored_head, format_head, head_report, parse_head, verify_log,
     verify_report,

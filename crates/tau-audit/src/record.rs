@@ -13,7 +13,6 @@ use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 
 use jiff::Timestamp;
-use serde::Deserialize;
 use serde_json::Value;
 use tau_core::AuditEvent;
 
@@ -52,48 +51,30 @@ pub enum Event {
     },
 }
 
-/// The chain's fields, read leniently: a field of the wrong type is a missing one.
-#[derive(Deserialize)]
-struct Chain {
-    #[serde(default, deserialize_with = "lenient")]
-    seq: Option<u64>,
-    #[serde(default, deserialize_with = "lenient")]
-    prev: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    at: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    session: Option<String>,
-    #[serde(default, rename = "type", deserialize_with = "lenient")]
-    kind: Option<String>,
-}
-
-fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
-{
-    let value = Value::deserialize(deserializer)?;
-    Ok(serde_json::from_value(value).ok())
-}
-
 impl AuditLine {
     /// Reads one line (without its newline).
     pub fn parse(line: &[u8]) -> Self {
-        let Ok(value @ Value::Object(_)) = serde_json::from_slice::<Value>(line) else {
+        let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(line) else {
             return Self::Damaged;
         };
-        let Ok(chain) = Chain::deserialize(&value) else {
-            return Self::Damaged;
-        };
-        let event = match AuditEvent::deserialize(&value) {
+        // The chain's fields, read leniently: a field of the wrong type is a missing one.
+        let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_owned);
+        let (seq, prev, at, session) = (
+            object.get("seq").and_then(Value::as_u64),
+            text("prev"),
+            text("at"),
+            text("session"),
+        );
+        let kind = text("type");
+        let event = match serde_json::from_value::<AuditEvent>(Value::Object(object)) {
             Ok(event) => Event::Known(Box::new(event)),
-            Err(_) => Event::Unknown { kind: chain.kind },
+            Err(_) => Event::Unknown { kind },
         };
         Self::Entry(Entry {
-            seq: chain.seq,
-            prev: chain.prev,
-            at: chain.at,
-            session: chain.session,
+            seq,
+            prev,
+            at,
+            session,
             event,
         })
     }
@@ -153,7 +134,7 @@ impl<R: BufRead> Iterator for Lines<R> {
 }
 
 /// The lines of the log at `path`; `None` when there is no log.
-pub fn open(path: &Path) -> io::Result<Option<Lines<BufReader<File>>>> {
+pub fn open_lines(path: &Path) -> io::Result<Option<Lines<BufReader<File>>>> {
     match File::open(path) {
         Ok(file) => Ok(Some(Lines::new(BufReader::new(file)))),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -164,7 +145,7 @@ pub fn open(path: &Path) -> io::Result<Option<Lines<BufReader<File>>>> {
 /// Folds every entry of the known kinds in the log at `path` into `fold`; damaged and
 /// unknown lines take no part. No log is no entries.
 pub fn fold_events(path: &Path, mut fold: impl FnMut(&Entry, &AuditEvent)) -> io::Result<()> {
-    let Some(lines) = open(path)? else {
+    let Some(lines) = open_lines(path)? else {
         return Ok(());
     };
     fold_lines(lines, |entry, event| fold(entry, event))

@@ -338,7 +338,7 @@ fn fold(path: &Path, state: &StateDb) -> Folded {
     let sha = canonical_arguments(&arguments()).1;
     let decisions = AuditDecisions::new(path.to_owned()).recent().unwrap();
     assert!(decisions.len() <= 1, "{decisions:?}");
-    let session = tau_audit::open(path)
+    let session = tau_audit::open_lines(path)
         .unwrap()
         .into_iter()
         .flatten()
@@ -379,7 +379,7 @@ fn every_line_kind_is_written_read_back_and_folded_by_every_consumer() {
         log.append(event).unwrap();
 
         // Read back whole, its chain's fields as the writer set them.
-        let lines: Vec<_> = tau_audit::open(&home.log)
+        let lines: Vec<_> = tau_audit::open_lines(&home.log)
             .unwrap()
             .unwrap()
             .map(Result::unwrap)
