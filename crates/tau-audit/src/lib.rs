@@ -43,7 +43,7 @@ pub use answers::recorded_answers;
 pub use copy::{CopyError, copy_to_head};
 pub use decisions::AuditDecisions;
 pub use grant_stats::grant_stats;
-pub use grants::AuditGrants;
+pub use grants::{AuditGrants, LedgerError};
 pub use history::AuditHistory;
 pub use log::{AuditLog, GENESIS, SessionAudit, line_hash};
 pub use record::{AuditLine, Entry, Event, Lines, fold_events, fold_lines, open_lines};

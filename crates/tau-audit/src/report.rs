@@ -119,7 +119,9 @@ fn untrusted_grants(path: &Path, state: &StateDb) -> Result<String, StateError> 
     if rows.is_empty() {
         return Ok(String::new());
     }
-    let recorded = AuditGrants::new(path.to_owned(), state.clone()).all();
+    let recorded = AuditGrants::new(path.to_owned(), state.clone())
+        .all()
+        .map_err(|why| why.to_string());
     let mut out = String::new();
     for grant in rows {
         let record = match &recorded {
