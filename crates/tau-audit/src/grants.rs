@@ -16,7 +16,8 @@ use tau_state::{RecordedGrant, StateDb};
 
 use crate::log::{GENESIS, Head, line_hash};
 use crate::record::AuditLine;
-use crate::verify::{Verdict, verify};
+use crate::verdict::Verdict;
+use crate::verify::verify;
 
 /// Why the log confirms no grant now.
 #[derive(Debug, thiserror::Error)]

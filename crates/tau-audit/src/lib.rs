@@ -14,7 +14,8 @@
 //! - `log.rs`: [`AuditLog`], the appender, and [`SessionAudit`]
 //! - `record.rs`: [`AuditLine`], the typed reader
 //! - `private.rs`: the file opened 0600, never through a link
-//! - `verify.rs`: [`Verdict`], the chain and its end against the anchor
+//! - `verify.rs`: the chain and its end against the anchor
+//! - `verdict.rs`: [`Verdict`], what verify finds, and [`Broken`], why a line breaks it
 //! - `report.rs`: what `tau audit verify` and `tau audit head` print
 //! - `copy.rs`: the log up to a head (`tau backup`)
 //! - `witness.rs`: `[audit] witness`, and what it is told
@@ -36,6 +37,7 @@ mod record;
 mod report;
 #[cfg(test)]
 mod test_lines;
+mod verdict;
 mod verify;
 mod witness;
 
@@ -51,5 +53,6 @@ pub use report::{
     HeadError, ReportError, anchored_head, format_head, head_report, parse_head, verify_log,
     verify_report,
 };
-pub use verify::{Verdict, verify, verify_from};
+pub use verdict::{Broken, Verdict};
+pub use verify::{verify, verify_from};
 pub use witness::{AuditConfig, Witness, witness_message};

@@ -261,7 +261,8 @@ impl EventSubscriber for AuditLog {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::verify::{Verdict, verify};
+    use crate::verdict::Verdict;
+    use crate::verify::verify;
     use pretty_assertions::assert_eq;
 
     /// The `state.db` beside the log, with a connection of its own (as another process).

@@ -12,7 +12,8 @@ use tau_state::{StateDb, StateError};
 
 use crate::grants::AuditGrants;
 use crate::log::{GENESIS, Head};
-use crate::verify::{Verdict, verify, verify_from};
+use crate::verdict::Verdict;
+use crate::verify::{verify, verify_from};
 
 /// The log or its anchor could not be read.
 #[derive(Debug, thiserror::Error)]

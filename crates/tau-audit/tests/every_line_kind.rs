@@ -12,8 +12,8 @@ use jiff::{SignedDuration, Timestamp};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_audit::{
-    AuditDecisions, AuditGrants, AuditHistory, AuditLine, AuditLog, Entry, Event, GENESIS, Verdict,
-    copy_to_head, grant_stats, line_hash, recorded_answers, verify,
+    AuditDecisions, AuditGrants, AuditHistory, AuditLine, AuditLog, Broken, Entry, Event, GENESIS,
+    Verdict, copy_to_head, grant_stats, line_hash, recorded_answers, verify,
 };
 use tau_core::{
     ApprovalHistory, AuditEvent, ErrorSite, RoutineOutcome, approval::canonical_arguments,
@@ -458,7 +458,7 @@ fn a_damaged_line_is_reported_by_verify_and_skipped_by_the_rest() {
         verify(&home.log, Some(&home.state)).unwrap(),
         Verdict::Broken {
             line: 2,
-            reason: "not a JSON object: the line was edited or cut".into()
+            reason: Broken::NotAnObject
         }
     );
     let folded = fold(&home.log, &home.state);
