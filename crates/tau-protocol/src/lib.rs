@@ -24,8 +24,11 @@
 //! - `provenance.rs`: [`Source`] (who put a text into a conversation) and
 //!   [`CallProvenance`] (what a call's arguments owe to outside text)
 //! - `text.rs`: [`ellipsized`], a text shortened for one line
+//! - `decision_row.rs`: [`DecisionRow`], one decided tier-2 call as TauBar's history
+//!   lists it, and its [`DecisionOutcome`]
 
 mod canonical;
+mod decision_row;
 mod event;
 mod grant;
 mod ids;
@@ -38,6 +41,7 @@ mod vocabulary;
 mod workspace_tree;
 
 pub use canonical::canonical_json;
+pub use decision_row::{DECISION_HISTORY_DAYS, DecisionOutcome, DecisionRan, DecisionRow};
 pub use event::{ChannelEvent, NoticeKind, TurnStop, TurnUsage};
 pub use grant::{
     Allowance, DEFAULT_GRANT_HOURS, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,

@@ -1,5 +1,5 @@
 //! The history of decisions: `GET /api/decisions`, what was decided about each tier-2 call
-//! of the last [`HISTORY_DAYS`] days (who decided, on which channel, when) and what ran.
+//! of the last [`DECISION_HISTORY_DAYS`](tau_protocol::DECISION_HISTORY_DAYS) days (who decided, on which channel, when) and what ran.
 //! The host reads them from its audit log through [`Decisions`]; this crate knows no file.
 //! Each comes with the lookalike warnings its question's card would have had.
 
@@ -8,72 +8,18 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use tau_core::{CallCard, CardWriter, LookalikeWriter};
-use tau_protocol::CallProvenance;
+use tau_protocol::{DecisionOutcome, DecisionRow};
 
 use crate::App;
 use crate::api::{View, error, view};
-
-/// How far back the history goes.
-pub const HISTORY_DAYS: i64 = 30;
 
 /// Items a request gets unless it asks for another count.
 const DEFAULT_LIMIT: usize = 200;
 /// The most items one request may ask for.
 const MAX_LIMIT: usize = 1000;
-
-/// How a decision came out, in one word a person can filter by.
-pub const OUTCOMES: &[&str] = &[
-    "approved",
-    "rejected",
-    "timeout",
-    "cancelled",
-    "granted",
-    "exempt",
-    "refused",
-];
-
-/// What ran once the call was decided: its `tool_call` line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ran {
-    /// `success`, `error`, `refused`, `cancelled`... as the log says.
-    pub status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_summary: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_ms: Option<u64>,
-}
-
-/// One decided tier-2 call, as the audit log recorded it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DecisionRecord {
-    /// When it was decided (RFC 3339).
-    pub at: String,
-    pub tool: String,
-    pub arguments: Value,
-    /// `approved`, `rejected` or `timeout`, as logged.
-    pub decision: String,
-    /// One of [`OUTCOMES`]: the decision together with who made it.
-    pub outcome: String,
-    /// As logged: `{"kind": "person", "channel": "web"}`, `{"kind": "grant", "id": ...}`.
-    pub decided_by: Value,
-    /// The channel the question was put to (or the grant was made on), when known.
-    pub channel: Option<String>,
-    /// The conversation the call was made in.
-    pub session: String,
-    pub tool_use_id: String,
-    /// The question that was asked, when one was.
-    pub approval_id: Option<String>,
-    /// `None` when the log has no `tool_call` line for it: it did not run, or tau stopped
-    /// before its result was stored.
-    pub ran: Option<Ran>,
-    /// Where the call's values came from, as its question's card (or its `tool_call`
-    /// line) said; `None` when the conversation had read nothing from outside.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<CallProvenance>,
-}
 
 /// The history could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -85,8 +31,8 @@ pub enum DecisionsError {
 
 /// What the host offers about past decisions.
 pub trait Decisions: Send + Sync {
-    /// Every decision of the last [`HISTORY_DAYS`] days, newest first.
-    fn recent(&self) -> Result<Vec<DecisionRecord>, DecisionsError>;
+    /// Every decision of the last [`DECISION_HISTORY_DAYS`](tau_protocol::DECISION_HISTORY_DAYS) days, newest first.
+    fn recent(&self) -> Result<Vec<DecisionRow>, DecisionsError>;
 }
 
 /// The parameters of `GET /api/decisions`.
@@ -104,7 +50,9 @@ pub(crate) struct Wanted {
 }
 
 /// The parameters, checked: `Err` is the text of a 400.
-fn checked(wanted: Wanted) -> Result<(Option<String>, Option<String>, usize, View), String> {
+fn checked(
+    wanted: Wanted,
+) -> Result<(Option<String>, Option<DecisionOutcome>, usize, View), String> {
     let limit = match wanted.limit.as_deref() {
         None => DEFAULT_LIMIT,
         Some(text) => match text.parse::<usize>() {
@@ -117,15 +65,20 @@ fn checked(wanted: Wanted) -> Result<(Option<String>, Option<String>, usize, Vie
         Some("true") => true,
         Some(_) => return Err("display must be true or false".to_owned()),
     };
-    if let Some(outcome) = &wanted.outcome
-        && !OUTCOMES.contains(&outcome.as_str())
-    {
-        return Err(format!("outcome must be one of {}", OUTCOMES.join(", ")));
-    }
+    let outcome = match wanted.outcome.as_deref() {
+        None => None,
+        Some(text) => match DecisionOutcome::parse(text) {
+            Some(outcome) => Some(outcome),
+            None => {
+                let words: Vec<_> = DecisionOutcome::ALL.map(DecisionOutcome::as_str).into();
+                return Err(format!("outcome must be one of {}", words.join(", ")));
+            }
+        },
+    };
     if wanted.tool.as_deref().is_some_and(str::is_empty) {
         return Err("tool must name a tool".to_owned());
     }
-    Ok((wanted.tool, wanted.outcome, limit, View { display }))
+    Ok((wanted.tool, outcome, limit, View { display }))
 }
 
 /// `GET /api/decisions`: the decisions of the last 30 days, newest first; `tool=NAME` and
@@ -165,7 +118,7 @@ pub(crate) async fn list(
     let kept: Vec<Value> = records
         .into_iter()
         .filter(|r| tool.as_deref().is_none_or(|t| r.tool == t))
-        .filter(|r| outcome.as_deref().is_none_or(|o| r.outcome == o))
+        .filter(|r| outcome.is_none_or(|o| r.outcome == o))
         .take(limit)
         .map(|record| flagged(&record))
         .collect();
@@ -177,7 +130,7 @@ pub(crate) async fn list(
 /// [`LookalikeWriter`], the same notes as on the question's card; none for plain text),
 /// and `sources`, the notes its card had about where its values came from (none when the
 /// conversation read nothing from outside).
-fn flagged(record: &DecisionRecord) -> Value {
+fn flagged(record: &DecisionRow) -> Value {
     let mut card = CallCard::default();
     LookalikeWriter.write(&record.tool, &record.arguments, &mut card);
     let sources = record
@@ -229,14 +182,14 @@ mod tests {
         assert!(wanted(&[("since", "1")]).is_err());
     }
 
-    fn record(arguments: Value) -> DecisionRecord {
-        DecisionRecord {
+    fn record(arguments: Value) -> DecisionRow {
+        DecisionRow {
             at: "2026-12-01T10:00:00Z".into(),
             tool: "run_command".into(),
             arguments,
-            decision: "approved".into(),
-            outcome: "approved".into(),
-            decided_by: serde_json::json!({"kind": "person", "channel": "web"}),
+            decision: tau_protocol::Decision::Approved,
+            outcome: DecisionOutcome::Approved,
+            decided_by: tau_protocol::DecidedBy::person("web"),
             channel: Some("web".into()),
             session: "web-1".into(),
             tool_use_id: "t1".into(),

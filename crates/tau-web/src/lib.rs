@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
-pub use decisions::{DecisionRecord, Decisions, DecisionsError, HISTORY_DAYS, OUTCOMES, Ran};
+pub use decisions::{Decisions, DecisionsError};
 pub use tau_hub::{RoutineOrigin, Routines, WebhookDelivery};
 
 /// The channel's name: what approval rows and `decided_by` say.

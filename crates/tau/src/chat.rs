@@ -10,13 +10,12 @@ use tau_terminal::{
     Console, Edited, Input, PromptEditor, Prompts, Read, TerminalApprover, start_stdin, texts,
 };
 
-use crate::audit::AuditLog;
-use crate::audit::history::AuditHistory;
 use crate::chat_history::ChatHistory;
 use crate::context::{Context, Tools};
 use crate::lock::SessionLock;
 use crate::paths::Env;
 use crate::signals::Interrupts;
+use tau_audit::{AuditHistory, AuditLog};
 
 /// A chat about to start.
 pub(crate) struct Chat {
@@ -158,7 +157,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         person: None,
         hours: config.core().approval.grant_hours,
         history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
-        ledger: Arc::new(crate::audit::grants::AuditGrants::new(
+        ledger: Arc::new(tau_audit::AuditGrants::new(
             ctx.home.audit_log(),
             state.clone(),
         )),

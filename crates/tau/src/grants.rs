@@ -16,9 +16,9 @@ use tau_protocol::RoutineAllowance;
 use tau_state::{Revoked, is_live};
 
 use crate::approvals::channel_name;
-use crate::audit::AuditLog;
 use crate::context::Context;
 use crate::errors::{no_grant, usage};
+use tau_audit::AuditLog;
 
 /// The audit session a revoke from the command line is written under.
 const AUDIT_SESSION: &str = "cli";

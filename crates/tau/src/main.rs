@@ -16,12 +16,10 @@ mod cli;
 mod commands;
 mod config_check;
 mod context;
-mod decisions;
 mod demo;
 mod devices;
 mod doctor;
 mod errors;
-mod grant_stats;
 mod grants;
 mod hosted;
 mod lock;
@@ -222,7 +220,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 output::print(&grants::revoke(&ctx, &id)?);
             }
             GrantsCommand::Revoke { id: None, .. } => output::print(&grants::revoke_all(&ctx)?),
-            GrantsCommand::Stats => output::print(&grant_stats::stats(&ctx)?),
+            GrantsCommand::Stats => output::print(&audit::grant_stats(&ctx)?),
         },
         Command::Tools => {
             ctx.create_home()?;

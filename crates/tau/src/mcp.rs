@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use tau_mcp::{HttpOptions, MCP_PATH, McpServer, serve_http, serve_stdio};
 
-use crate::audit::AuditLog;
 use crate::context::Context;
 use crate::errors::usage;
+use tau_audit::AuditLog;
 
 /// The `session` of this command's audit lines.
 const AUDIT_SESSION: &str = "mcp";

@@ -14,10 +14,10 @@ use tau_core::{EventBus, HubHold, display};
 use tau_state::{ApprovalRow, StateDb};
 
 use crate::approvals::channel_name;
-use crate::audit::{AuditLog, SessionAudit};
 use crate::context::Context;
 use crate::errors::usage;
 use crate::lock::SessionLock;
+use tau_audit::{AuditLog, SessionAudit};
 
 /// The session's lock, once no other tau has it and the hub does not hold it (exit 2
 /// otherwise, nothing touched).

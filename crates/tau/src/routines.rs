@@ -19,11 +19,11 @@ use tau_reflex::{
 use tau_terminal::{Console, Input, TerminalApprover, start_stdin};
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::AuditLog;
 use crate::context::Context;
 use crate::errors::usage;
 use crate::paths::Env;
 use crate::settings::TauConfig;
+use tau_audit::AuditLog;
 
 /// Runs shown by `tau routines show`.
 const SHOWN_RUNS: usize = 10;

@@ -18,14 +18,11 @@ use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
 use tau_state::StateDb;
 use tau_web::{REMOTE_RISK, WebChannel, WebError};
 
-use crate::audit::grants::AuditGrants;
-use crate::audit::history::AuditHistory;
-use crate::audit::witness::Witness;
-use crate::audit::{AuditLog, SessionAudit};
 use crate::context::Context;
 use crate::errors::usage;
 use crate::lock::SessionLock;
 use crate::paths::Home;
+use tau_audit::{AuditGrants, AuditHistory, AuditLog, SessionAudit, Witness};
 
 /// The `session` of the hub's own audit lines (MCP servers that failed to start).
 const AUDIT_SESSION: &str = "serve";
@@ -135,8 +132,8 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     if let Some(web) = web {
         let web = web
             .with_routines(Arc::clone(&hosted.routines) as _)
-            .with_decisions(Arc::new(crate::decisions::AuditDecisions::new(
-                ctx.home.audit_log(),
+            .with_decisions(Arc::new(crate::audit::Decisions(
+                tau_audit::AuditDecisions::new(ctx.home.audit_log()),
             )));
         if !config.web.listen.ip().is_loopback() {
             crate::output::eprint_line(&format!(
@@ -168,7 +165,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     let stop_routines = tokio_util::sync::CancellationToken::new();
     let routines = hosted.start(stop_routines.clone());
     let witness = witness.map(|channel| {
-        crate::audit::witness::start(
+        crate::audit::start_witness(
             ctx.home.audit_log(),
             state.clone(),
             channel,
@@ -362,7 +359,7 @@ impl Factory {
 #[async_trait]
 impl SessionFactory for Factory {
     fn recorded_answers(&self) -> Result<Vec<tau_state::RecordedAnswer>, OpenError> {
-        crate::audit::recorded_answers(&self.home.audit_log()).map_err(OpenError::AuditLog)
+        tau_audit::recorded_answers(&self.home.audit_log()).map_err(OpenError::AuditLog)
     }
 
     fn grant_ledger(&self) -> Option<Arc<dyn tau_core::GrantLedger>> {

@@ -10,9 +10,9 @@ use tau_telegram::TelegramConfig;
 use tau_tools::ToolsConfig;
 use tau_web::WebConfig;
 
-use crate::audit::witness::AuditConfig;
 use crate::errors::usage;
 use crate::paths::{Env, Home, config_path};
+use tau_audit::AuditConfig;
 
 /// The whole config file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -11,10 +11,10 @@ use tau_core::{AgentParts, StoredSessions, build_agent};
 use tau_state::{ApprovalState, StateDb};
 use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover};
 
-use crate::audit::history::AuditHistory;
 use crate::chat::{OpenSession, new_session_id, open_session};
 use crate::context::{Context, Tools};
 use crate::errors::usage;
+use tau_audit::AuditHistory;
 
 /// How often the count of questions waiting on other channels is read again.
 const ELSEWHERE_EVERY: Duration = Duration::from_secs(1);
@@ -142,7 +142,7 @@ pub(crate) async fn run(
             person: None,
             hours: config.core().approval.grant_hours,
             history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
-            ledger: Arc::new(crate::audit::grants::AuditGrants::new(
+            ledger: Arc::new(tau_audit::AuditGrants::new(
                 ctx.home.audit_log(),
                 state.clone(),
             )),

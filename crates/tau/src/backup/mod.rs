@@ -111,10 +111,10 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
     let log_copy = staging.path().join(AUDIT_LOG);
     let mut log_out =
         crate::private::open(&log_copy, OpenOptions::new().create_new(true).write(true))?;
-    let lines = crate::audit::copy_to_head(&ctx.home.audit_log(), head.as_ref(), &mut log_out)?;
+    let lines = tau_audit::copy_to_head(&ctx.home.audit_log(), head.as_ref(), &mut log_out)?;
     log_out.sync_all()?;
     drop(log_out);
-    let (report, intact) = crate::audit::verify_log(&log_copy, &copied)?;
+    let (report, intact) = tau_audit::verify_log(&log_copy, &copied)?;
     if !intact {
         return Err(anyhow::anyhow!(
             "the copy of the audit log does not verify, so no backup was written: {}",
@@ -170,7 +170,7 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
                 "line",
                 "lines"
             ),
-            crate::audit::format_head(head)
+            tau_audit::format_head(head)
         )),
         None => out.push_str(", no audit log yet"),
     }

@@ -263,7 +263,7 @@ struct Summary {
 /// against its anchor, and counts what came back.
 fn open_and_verify(home: &Home) -> anyhow::Result<Summary> {
     let state = StateDb::open(&home.state_db())?;
-    let (report, intact) = crate::audit::verify_log(&home.audit_log(), &state)?;
+    let (report, intact) = tau_audit::verify_log(&home.audit_log(), &state)?;
     if !intact {
         return Err(anyhow::anyhow!(
             "the restored audit log does not verify, so nothing was restored: {}",

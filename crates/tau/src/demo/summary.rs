@@ -1,5 +1,5 @@
 //! How the demo ends: what the audit log recorded, one line per tool call (read back
-//! through the types it was written with), and the command to try next. The log itself is
+//! through tau-audit's reader), and the command to try next. The log itself is
 //! in a temporary home that goes with the demo; `tau audit verify` checks a real one.
 
 use std::fmt::Write as _;
@@ -16,25 +16,28 @@ Next: talk to a model of yours with the same tools and questions:
 
 /// The end of the demo, from the audit log's text.
 pub(crate) fn summary(audit: &str) -> String {
-    let lines = audit.lines().filter(|line| !line.trim().is_empty()).count();
-    let calls: Vec<(String, String, String)> = audit
-        .lines()
-        .filter_map(|line| serde_json::from_str::<AuditEvent>(line).ok())
-        .filter_map(|event| match event {
-            AuditEvent::ToolCall {
-                tool,
-                tier,
-                status,
-                approval,
-                ..
-            } => Some((
-                display(&tool),
+    let mut lines = 0;
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    for (bytes, line) in tau_audit::Lines::new(audit.as_bytes()).flatten() {
+        if bytes.trim_ascii().is_empty() {
+            continue;
+        }
+        lines += 1;
+        if let Some(AuditEvent::ToolCall {
+            tool,
+            tier,
+            status,
+            approval,
+            ..
+        }) = line.entry().and_then(tau_audit::Entry::event)
+        {
+            calls.push((
+                display(tool),
                 tier.map_or_else(|| "tier ?".to_owned(), |t| format!("tier {}", t.number())),
-                fate(status, approval).to_owned(),
-            )),
-            _ => None,
-        })
-        .collect();
+                fate(*status, *approval).to_owned(),
+            ));
+        }
+    }
     let width = calls.iter().map(|c| c.0.chars().count()).max().unwrap_or(0);
     let mut out = format!(
         "\nThe audit log recorded {} in {}, each chained to the one before by its SHA-256:\n",

@@ -7,20 +7,41 @@ use std::fs::OpenOptions;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::Path;
 
-use super::{Head, field, line_hash};
+use crate::log::{Head, line_hash};
+use crate::record::AuditLine;
+
+/// Why the log could not be copied up to a head.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    #[error("cannot read the audit log: {0}")]
+    Open(#[source] io::Error),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    #[error("{path} has lines but state.db anchors none of them; `tau audit verify` says more")]
+    Unanchored { path: String },
+    #[error(
+        "{path} is missing, and state.db says entry {seq} was written; `tau audit verify` says more"
+    )]
+    Missing { path: String, seq: u64 },
+    #[error("{path} ends before entry {seq}, which state.db anchors; `tau audit verify` says more")]
+    Short { path: String, seq: u64 },
+    #[error("entry {seq} of {path} is not the line state.db anchors; `tau audit verify` says more")]
+    NotAnchored { path: String, seq: u64 },
+}
 
 /// Writes the lines of the log at `path` up to and including entry `head.seq` to `out`,
 /// and returns how many. The entry must hash to `head.hash`. Without a head (nothing was
 /// ever anchored) the log must be missing or empty.
-pub(crate) fn copy_to_head(
+pub fn copy_to_head(
     path: &Path,
     head: Option<&Head>,
     out: &mut impl Write,
-) -> anyhow::Result<u64> {
+) -> Result<u64, CopyError> {
+    let shown = || path.display().to_string();
     let file = match crate::private::open(path, OpenOptions::new().read(true)) {
         Ok(file) => Some(file),
         Err(error) if error.kind() == io::ErrorKind::NotFound => None,
-        Err(error) => return Err(anyhow::anyhow!("cannot read the audit log: {error}")),
+        Err(error) => return Err(CopyError::Open(error)),
     };
     let Some(head) = head else {
         let empty = match &file {
@@ -30,17 +51,13 @@ pub(crate) fn copy_to_head(
         if empty {
             return Ok(0);
         }
-        return Err(anyhow::anyhow!(
-            "{} has lines but state.db anchors none of them; `tau audit verify` says more",
-            path.display()
-        ));
+        return Err(CopyError::Unanchored { path: shown() });
     };
     let Some(file) = file else {
-        return Err(anyhow::anyhow!(
-            "{} is missing, and state.db says entry {} was written; `tau audit verify` says more",
-            path.display(),
-            head.seq
-        ));
+        return Err(CopyError::Missing {
+            path: shown(),
+            seq: head.seq,
+        });
     };
     let mut reader = BufReader::new(file);
     let mut line = Vec::new();
@@ -48,22 +65,20 @@ pub(crate) fn copy_to_head(
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line)? == 0 || !line.ends_with(b"\n") {
-            return Err(anyhow::anyhow!(
-                "{} ends before entry {}, which state.db anchors; `tau audit verify` says more",
-                path.display(),
-                head.seq
-            ));
+            return Err(CopyError::Short {
+                path: shown(),
+                seq: head.seq,
+            });
         }
         out.write_all(&line)?;
         lines += 1;
         let body = line.strip_suffix(b"\n").unwrap_or(&line);
-        if field(body, "seq").and_then(|v| v.as_u64()) == Some(head.seq) {
+        if AuditLine::parse(body).seq() == Some(head.seq) {
             if line_hash(body) != head.hash {
-                return Err(anyhow::anyhow!(
-                    "entry {} of {} is not the line state.db anchors; `tau audit verify` says more",
-                    head.seq,
-                    path.display()
-                ));
+                return Err(CopyError::NotAnchored {
+                    path: shown(),
+                    seq: head.seq,
+                });
             }
             return Ok(lines);
         }
@@ -73,8 +88,8 @@ pub(crate) fn copy_to_head(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::AuditLog;
-    use crate::audit::tests::state_beside;
+    use crate::log::AuditLog;
+    use crate::log::tests::state_beside;
     use pretty_assertions::assert_eq;
     use tau_core::AuditEvent;
 

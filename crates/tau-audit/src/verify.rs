@@ -11,92 +11,26 @@
 //! says now.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, ErrorKind};
+use std::io::{self, BufReader, ErrorKind};
 use std::path::Path;
-
-use serde_json::Value;
 
 use tau_state::StateDb;
 
-use super::{GENESIS, Head, line_hash};
-
-/// What `tau audit verify` found.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// No log and no anchor: nothing was ever written.
-    NoLog,
-    Intact {
-        lines: u64,
-    },
-    /// Intact up to the anchor, and one line after it that is not anchored yet.
-    IntactLastNotAnchored {
-        lines: u64,
-    },
-    /// The chain holds, but nothing anchors its end.
-    Unanchored {
-        lines: u64,
-    },
-    Broken {
-        line: u64,
-        reason: String,
-    },
-    /// The log ends at `lines` (0: it is empty), the anchor at entry `anchored`.
-    Dropped {
-        lines: u64,
-        anchored: u64,
-    },
-    /// More than one line after the anchored one.
-    Added {
-        lines: u64,
-        anchored: u64,
-    },
-    /// The file is gone, the anchor says entry `anchored` was written.
-    Missing {
-        anchored: u64,
-    },
-    /// One line past the anchored one that no tau process announced.
-    Unannounced {
-        line: u64,
-    },
-    /// The log ends at `lines`, before the head kept elsewhere (`kept`).
-    BeforeKeptHead {
-        lines: u64,
-        kept: u64,
-    },
-    /// Entry `kept` is not the one the head kept elsewhere names.
-    NotKeptHead {
-        kept: u64,
-    },
-}
-
-impl Verdict {
-    /// Whether it vouches for the log.
-    pub(crate) fn intact(&self) -> bool {
-        match self {
-            Verdict::NoLog | Verdict::Intact { .. } | Verdict::IntactLastNotAnchored { .. } => true,
-            Verdict::Unanchored { .. }
-            | Verdict::Broken { .. }
-            | Verdict::Dropped { .. }
-            | Verdict::Added { .. }
-            | Verdict::Missing { .. }
-            | Verdict::Unannounced { .. }
-            | Verdict::BeforeKeptHead { .. }
-            | Verdict::NotKeptHead { .. } => false,
-        }
-    }
-}
+use crate::log::{GENESIS, Head, line_hash};
+use crate::record::{AuditLine, Lines};
+use crate::verdict::{Broken, Verdict};
 
 /// Checks the log at `path` against the anchor in `state` (the home's `state.db`; `None`
 /// when there is none). Holds a shared lock on the log, so no append is half done while it
 /// reads.
-pub(crate) fn verify(path: &Path, state: Option<&StateDb>) -> io::Result<Verdict> {
+pub fn verify(path: &Path, state: Option<&StateDb>) -> io::Result<Verdict> {
     verify_from(path, state, None)
 }
 
 /// [`verify`], and first that the log holds `kept` (a head kept elsewhere): its entry
 /// `kept.seq` is there and hashes to `kept.hash`. The genesis head (`0:000…`) is in every
 /// log.
-pub(crate) fn verify_from(
+pub fn verify_from(
     path: &Path,
     state: Option<&StateDb>,
     kept: Option<&Head>,
@@ -180,35 +114,32 @@ fn walk(file: &File, at: [Option<u64>; 2]) -> io::Result<Result<Chain, Verdict>>
     let mut prev_hash = GENESIS.to_owned();
     let mut lines = 0u64;
     let mut hashes = Vec::new();
-    for (index, line) in BufReader::new(file).split(b'\n').enumerate() {
-        let line = line?;
+    for (index, line) in Lines::new(BufReader::new(file)).enumerate() {
+        let (line, read) = line?;
         let number = index as u64 + 1;
         lines = number;
-        let broken = |reason: String| {
+        let broken = |reason: Broken| {
             Ok(Err(Verdict::Broken {
                 line: number,
                 reason,
             }))
         };
-        let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(&line) else {
-            return broken("not a JSON object: the line was edited or cut".into());
+        let AuditLine::Entry(entry) = read else {
+            return broken(Broken::NotAnObject);
         };
-        let seq = object.get("seq").and_then(Value::as_u64);
-        if seq != Some(number) {
-            let found = seq.map_or_else(|| "none".to_owned(), |s| s.to_string());
-            return broken(format!(
-                "expected entry {number}, found entry {found}: lines were dropped or reordered"
-            ));
+        if entry.seq != Some(number) {
+            return broken(Broken::OutOfOrder {
+                expected: number,
+                found: entry.seq,
+            });
         }
-        if object.get("prev").and_then(Value::as_str) != Some(prev_hash.as_str()) {
+        if entry.prev.as_deref() != Some(prev_hash.as_str()) {
             return broken(if number == 1 {
-                "the first line does not start the chain: lines were dropped before it or it was edited".to_owned()
+                Broken::FirstDoesNotStart
             } else {
-                format!(
-                    "it does not follow line {}: line {} was edited",
-                    number - 1,
-                    number - 1
-                )
+                Broken::DoesNotFollow {
+                    previous: number - 1,
+                }
             });
         }
         prev_hash = line_hash(&line);
@@ -246,10 +177,7 @@ fn judge(chain: &Chain, head: Option<&Head>, announced: Option<&Head>) -> Verdic
     if chain.hash_at(head.seq) != Some(head.hash.as_str()) {
         return Verdict::Broken {
             line: head.seq,
-            reason: format!(
-                "it does not match the anchor in state.db: line {} was edited",
-                head.seq
-            ),
+            reason: Broken::NotTheAnchored { anchored: head.seq },
         };
     }
     // 4. it ends at the anchor, or one announced line after it (a process stopped before
@@ -270,8 +198,9 @@ fn judge(chain: &Chain, head: Option<&Head>, announced: Option<&Head>) -> Verdic
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::{AuditLog, anchor_db};
+    use crate::log::{AuditLog, anchor_db};
     use pretty_assertions::assert_eq;
+    use serde_json::Value;
     use std::path::PathBuf;
     use tau_core::AuditEvent;
 
@@ -335,7 +264,7 @@ mod tests {
             verify(&path).unwrap(),
             Verdict::Broken {
                 line: 3,
-                reason: "it does not follow line 2: line 2 was edited".into()
+                reason: Broken::DoesNotFollow { previous: 2 }
             }
         );
     }
@@ -351,7 +280,10 @@ mod tests {
             verify(&path).unwrap(),
             Verdict::Broken {
                 line: 2,
-                reason: "expected entry 2, found entry 3: lines were dropped or reordered".into()
+                reason: Broken::OutOfOrder {
+                    expected: 2,
+                    found: Some(3)
+                }
             }
         );
         let mut all = lines(&path);
@@ -361,7 +293,10 @@ mod tests {
             verify(&path).unwrap(),
             Verdict::Broken {
                 line: 1,
-                reason: "expected entry 1, found entry 3: lines were dropped or reordered".into()
+                reason: Broken::OutOfOrder {
+                    expected: 1,
+                    found: Some(3)
+                }
             }
         );
     }
@@ -376,7 +311,7 @@ mod tests {
             verify(&path).unwrap(),
             Verdict::Broken {
                 line: 2,
-                reason: "not a JSON object: the line was edited or cut".into()
+                reason: Broken::NotAnObject
             }
         );
         write_events(&path, 1);
@@ -385,7 +320,7 @@ mod tests {
             verify(&path).unwrap(),
             Verdict::Broken {
                 line: 2,
-                reason: "not a JSON object: the line was edited or cut".into()
+                reason: Broken::NotAnObject
             }
         );
     }
@@ -421,7 +356,7 @@ mod tests {
             verify(&path).unwrap(),
             Verdict::Broken {
                 line: 4,
-                reason: "it does not match the anchor in state.db: line 4 was edited".into()
+                reason: Broken::NotTheAnchored { anchored: 4 }
             }
         );
         std::fs::remove_file(&path).unwrap();
@@ -462,7 +397,7 @@ mod tests {
             verify(&path).unwrap(),
             Verdict::Broken {
                 line: 5,
-                reason: "it does not match the anchor in state.db: line 5 was edited".into()
+                reason: Broken::NotTheAnchored { anchored: 5 }
             }
         );
     }
@@ -518,7 +453,10 @@ mod tests {
             verify(&path).unwrap(),
             Verdict::Broken {
                 line: 5,
-                reason: "expected entry 5, found entry 4: lines were dropped or reordered".into()
+                reason: Broken::OutOfOrder {
+                    expected: 5,
+                    found: Some(4)
+                }
             }
         );
     }

@@ -4,121 +4,97 @@
 //! `tool_call` line that says what ran. The log is read when the page asks, never written.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 
 use jiff::{SignedDuration, Timestamp};
-use serde_json::Value;
-use tau_protocol::CallProvenance;
-use tau_web::{DecisionRecord, DecisionsError, HISTORY_DAYS, OUTCOMES, Ran};
+use tau_core::AuditEvent;
+use tau_protocol::{
+    Approval, ApprovalId, CallProvenance, DECISION_HISTORY_DAYS, DecidedBy, Decision,
+    DecisionOutcome, DecisionRan, DecisionRow, Tier,
+};
 
-/// The lines that take part, as the audit log writes their type.
-const TAGS: [&[u8]; 4] = [
-    br#""type":"approval""#,
-    br#""type":"approval_requested""#,
-    br#""type":"tool_call""#,
-    br#""type":"grant_used""#,
-];
-
-fn text<'a>(line: &'a Value, key: &str) -> Option<&'a str> {
-    line.get(key).and_then(Value::as_str)
-}
-
-/// The decision in one word: who decided matters as much as what (a timeout is no
-/// person's no, a grant's yes is not asked again).
-fn outcome(decision: &str, decided_by: &Value) -> String {
-    let word = match text(decided_by, "kind").unwrap_or_default() {
-        "grant" => "granted",
-        "exemption" => "exempt",
-        "timeout" => "timeout",
-        "cancelled" | "superseded" | "end_of_input" => "cancelled",
-        "approver_failed" | "policy" => "refused",
-        _ if OUTCOMES.contains(&decision) => decision,
-        _ => "refused",
-    };
-    word.to_owned()
-}
-
-fn ran(line: &Value) -> Option<Ran> {
-    Some(Ran {
-        status: text(line, "status")?.to_owned(),
-        result_summary: text(line, "result_summary").map(str::to_owned),
-        duration_ms: line.get("duration_ms").and_then(Value::as_u64),
-    })
-}
+use crate::record::{Entry, Lines, fold_lines};
 
 /// What the log says, gathered in one pass, oldest first.
 #[derive(Default)]
 struct Gathered {
-    records: Vec<DecisionRecord>,
+    records: Vec<DecisionRow>,
     /// A record by the question's id, and by its conversation and call id.
-    by_question: HashMap<String, usize>,
+    by_question: HashMap<ApprovalId, usize>,
     by_call: HashMap<(String, String), usize>,
     /// The channel a grant was made on, by conversation and call id.
     grant_channels: HashMap<(String, String), String>,
     /// What each question's card said about where its values came from, by its id.
-    asked_provenance: HashMap<String, CallProvenance>,
+    asked_provenance: HashMap<ApprovalId, CallProvenance>,
 }
 
-/// The provenance a line holds at `pointer`, when it holds one that says anything.
-fn provenance_at(line: &Value, pointer: &str) -> Option<CallProvenance> {
-    let value = line.pointer(pointer)?;
-    serde_json::from_value::<CallProvenance>(value.clone())
-        .ok()
-        .filter(|p| !p.is_empty())
+/// A provenance that says anything.
+fn said(provenance: &CallProvenance) -> Option<CallProvenance> {
+    (!provenance.is_empty()).then(|| provenance.clone())
 }
 
 impl Gathered {
-    fn take(&mut self, line: &Value) {
-        // A question's line holds its whole card: its provenance waits for the decision.
-        if text(line, "type") == Some("approval_requested") {
-            if let (Some(id), Some(provenance)) = (
-                text(line, "approval_id"),
-                provenance_at(line, "/card/provenance"),
-            ) {
-                self.asked_provenance.insert(id.to_owned(), provenance);
-            }
-            return;
-        }
-        let (Some(at), Some(session), Some(tool), Some(call)) = (
-            text(line, "at"),
-            text(line, "session"),
-            text(line, "tool"),
-            text(line, "tool_use_id"),
-        ) else {
+    fn take(&mut self, entry: &Entry, event: &AuditEvent) {
+        let (Some(at), Some(session)) = (entry.at.as_deref(), entry.session.as_deref()) else {
             return;
         };
-        let key = (session.to_owned(), call.to_owned());
-        let decided_by = line.get("decided_by").cloned().unwrap_or(Value::Null);
-        let approval_id = text(line, "approval_id").map(str::to_owned);
-        match text(line, "type") {
-            Some("approval") => {
-                let decision = text(line, "decision").unwrap_or("rejected").to_owned();
-                let index = self.records.len();
-                if let Some(id) = &approval_id {
-                    self.by_question.insert(id.clone(), index);
+        match event {
+            // A question's line holds its whole card: its provenance waits for the decision.
+            AuditEvent::ApprovalRequested(question) => {
+                if let Some(provenance) = said(&question.card.provenance) {
+                    self.asked_provenance
+                        .insert(question.approval_id.clone(), provenance);
                 }
-                self.by_call.insert(key, index);
-                self.records.push(DecisionRecord {
+            }
+            AuditEvent::Approval {
+                approval_id,
+                tool,
+                tool_use_id,
+                arguments,
+                decision,
+                decided_by,
+                channel,
+                ..
+            } => {
+                let index = self.records.len();
+                self.by_question.insert(approval_id.clone(), index);
+                self.by_call
+                    .insert((session.to_owned(), tool_use_id.clone()), index);
+                self.records.push(DecisionRow {
                     at: at.to_owned(),
-                    tool: tool.to_owned(),
-                    arguments: line.get("arguments").cloned().unwrap_or(Value::Null),
-                    outcome: outcome(&decision, &decided_by),
-                    decision,
-                    channel: text(line, "channel")
-                        .or_else(|| text(&decided_by, "channel"))
-                        .map(str::to_owned),
-                    decided_by,
+                    tool: tool.clone(),
+                    arguments: arguments.clone(),
+                    decision: *decision,
+                    outcome: DecisionOutcome::of(*decision, decided_by),
+                    decided_by: decided_by.clone(),
+                    channel: Some(channel.clone()),
                     session: session.to_owned(),
-                    tool_use_id: call.to_owned(),
-                    provenance: approval_id
-                        .as_ref()
-                        .and_then(|id| self.asked_provenance.remove(id)),
-                    approval_id,
+                    tool_use_id: tool_use_id.clone(),
+                    approval_id: Some(approval_id.clone()),
                     ran: None,
+                    provenance: self.asked_provenance.remove(approval_id),
                 });
             }
-            Some("tool_call") => {
+            AuditEvent::ToolCall {
+                tool,
+                tier,
+                tool_use_id,
+                arguments,
+                status,
+                approval,
+                decided_by,
+                approval_id,
+                result_summary,
+                duration_ms,
+                provenance,
+            } => {
+                let ran = DecisionRan {
+                    status: *status,
+                    result_summary: result_summary.clone(),
+                    duration_ms: *duration_ms,
+                };
+                let key = (session.to_owned(), tool_use_id.clone());
                 let asked = approval_id
                     .as_ref()
                     .and_then(|id| self.by_question.get(id))
@@ -127,49 +103,68 @@ impl Gathered {
                 if let Some(record) = asked.and_then(|i| self.records.get_mut(i))
                     && record.ran.is_none()
                 {
-                    record.ran = ran(line);
+                    record.ran = Some(ran);
                     if record.provenance.is_none() {
-                        record.provenance = provenance_at(line, "/provenance");
+                        record.provenance = said(provenance);
                     }
                     return;
                 }
                 // A call nobody was asked about: a grant's or an exemption's yes, or a
                 // tier-2 call tau's rules refused. Lower tiers decide nothing.
-                let decision = match text(line, "approval") {
-                    Some("granted" | "exempt") => "approved",
-                    Some("refused" | "failed")
-                        if line.get("tier").and_then(Value::as_u64) == Some(2) =>
-                    {
-                        "rejected"
+                let decision = match approval {
+                    Approval::Granted | Approval::Exempt => Decision::Approved,
+                    Approval::Refused | Approval::Failed if *tier == Some(Tier::Physical) => {
+                        Decision::Rejected
                     }
-                    _ => return,
+                    Approval::Refused
+                    | Approval::Failed
+                    | Approval::NotRequired
+                    | Approval::Approved
+                    | Approval::Rejected
+                    | Approval::Timeout => return,
                 };
-                self.records.push(DecisionRecord {
+                self.records.push(DecisionRow {
                     at: at.to_owned(),
-                    tool: tool.to_owned(),
-                    arguments: line.get("arguments").cloned().unwrap_or(Value::Null),
-                    outcome: outcome(decision, &decided_by),
-                    decision: decision.to_owned(),
-                    channel: text(&decided_by, "channel").map(str::to_owned),
-                    decided_by,
+                    tool: tool.clone(),
+                    arguments: arguments.clone(),
+                    decision,
+                    outcome: DecisionOutcome::of(decision, decided_by),
+                    channel: match decided_by {
+                        DecidedBy::Person { channel, .. } => Some(channel.clone()),
+                        _ => None,
+                    },
+                    decided_by: decided_by.clone(),
                     session: session.to_owned(),
-                    tool_use_id: call.to_owned(),
-                    approval_id,
-                    ran: ran(line),
-                    provenance: provenance_at(line, "/provenance"),
+                    tool_use_id: tool_use_id.clone(),
+                    approval_id: approval_id.clone(),
+                    ran: Some(ran),
+                    provenance: said(provenance),
                 });
             }
-            Some("grant_used") => {
-                if let Some(channel) = text(line, "channel") {
-                    self.grant_channels.insert(key, channel.to_owned());
-                }
+            AuditEvent::GrantUsed {
+                tool_use_id,
+                channel,
+                ..
+            } => {
+                self.grant_channels
+                    .insert((session.to_owned(), tool_use_id.clone()), channel.clone());
             }
-            _ => {}
+            AuditEvent::GrantCreated(_)
+            | AuditEvent::GrantPinned { .. }
+            | AuditEvent::GrantRevoked { .. }
+            | AuditEvent::Error { .. }
+            | AuditEvent::TurnLimit { .. }
+            | AuditEvent::TurnEnd { .. }
+            | AuditEvent::RoutineRun { .. }
+            | AuditEvent::AnswerRefused { .. }
+            | AuditEvent::WebhookRefused { .. }
+            | AuditEvent::EffectUncertain { .. }
+            | AuditEvent::ChannelStopped { .. } => {}
         }
     }
 
     /// Newest first, each grant's call with the channel its grant was made on.
-    fn finish(mut self) -> Vec<DecisionRecord> {
+    fn finish(mut self) -> Vec<DecisionRow> {
         for record in &mut self.records {
             if record.channel.is_none() {
                 let key = (record.session.clone(), record.tool_use_id.clone());
@@ -182,63 +177,49 @@ impl Gathered {
 }
 
 /// The decisions in `lines` made at `since` or later, newest first. A line that does not
-/// read as JSON, or has no time, is skipped: `tau audit verify` reports a damaged log.
-fn read(lines: impl BufRead, since: Timestamp) -> io::Result<Vec<DecisionRecord>> {
+/// read, or has no time, is skipped: `tau audit verify` reports a damaged log.
+fn read(lines: impl BufRead, since: Timestamp) -> io::Result<Vec<DecisionRow>> {
     let mut gathered = Gathered::default();
-    for line in lines.split(b'\n') {
-        let line = line?;
-        // Most lines take no part: skipped before parsing.
-        if !TAGS
-            .iter()
-            .any(|tag| line.windows(tag.len()).any(|w| w == *tag))
-        {
-            continue;
+    fold_lines(Lines::new(lines), |entry, event| {
+        if entry.time().is_some_and(|at| at >= since) {
+            gathered.take(entry, event);
         }
-        let Ok(value) = serde_json::from_slice::<Value>(&line) else {
-            continue;
-        };
-        let recent = text(&value, "at")
-            .and_then(|at| at.parse::<Timestamp>().ok())
-            .is_some_and(|at| at >= since);
-        if recent {
-            gathered.take(&value);
-        }
-    }
+    })?;
     Ok(gathered.finish())
 }
 
-fn read_file(path: &Path, since: Timestamp) -> io::Result<Vec<DecisionRecord>> {
+fn read_file(path: &Path, since: Timestamp) -> io::Result<Vec<DecisionRow>> {
     match std::fs::File::open(path) {
-        Ok(file) => read(BufReader::new(file), since),
+        Ok(file) => read(io::BufReader::new(file), since),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(error) => Err(error),
     }
 }
 
 /// The audit log as TauBar's history of decisions.
-pub(crate) struct AuditDecisions {
+pub struct AuditDecisions {
     path: PathBuf,
 }
 
 impl AuditDecisions {
-    pub(crate) fn new(path: PathBuf) -> Self {
+    pub fn new(path: PathBuf) -> Self {
         Self { path }
     }
-}
 
-impl tau_web::Decisions for AuditDecisions {
-    fn recent(&self) -> Result<Vec<DecisionRecord>, DecisionsError> {
-        let window = SignedDuration::from_hours(24 * HISTORY_DAYS);
+    /// Every decision of the last [`DECISION_HISTORY_DAYS`] days, newest first.
+    pub fn recent(&self) -> io::Result<Vec<DecisionRow>> {
+        let window = SignedDuration::from_hours(24 * DECISION_HISTORY_DAYS);
         let since = Timestamp::now()
             .checked_sub(window)
             .unwrap_or(Timestamp::MIN);
-        read_file(&self.path, since).map_err(DecisionsError::Read)
+        read_file(&self.path, since)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
+    use tau_protocol::CallStatus;
 
     use super::*;
 
@@ -304,20 +285,23 @@ mod tests {
                     r.tool_use_id.as_str(),
                     r.outcome.as_str(),
                     r.channel.as_deref(),
-                    r.ran.as_ref().map(|ran| ran.status.as_str()),
+                    r.ran.as_ref().map(|ran| ran.status),
                 )
             })
             .collect();
         assert_eq!(
             summary,
             vec![
-                ("t4", "granted", Some("web"), Some("error")),
+                ("t4", "granted", Some("web"), Some(CallStatus::Error)),
                 ("t3", "timeout", Some("web"), None),
-                ("t2", "rejected", Some("web"), Some("refused")),
-                ("t1", "approved", Some("web"), Some("success")),
+                ("t2", "rejected", Some("web"), Some(CallStatus::Refused)),
+                ("t1", "approved", Some("web"), Some(CallStatus::Success)),
             ]
         );
-        assert_eq!(records[3].approval_id.as_deref(), Some("ap_1"));
+        assert_eq!(
+            records[3].approval_id.as_ref().map(ApprovalId::as_str),
+            Some("ap_1")
+        );
         assert_eq!(records[3].ran.as_ref().unwrap().duration_ms, Some(7));
     }
 
@@ -334,7 +318,9 @@ mod tests {
         let lines = [
             json!({"seq": 3, "at": "2026-11-02T00:00:00Z", "session": "web-1",
                    "type": "approval_requested", "approval_id": "ap_1", "tool": "run_command",
-                   "call_id": "t1", "card": {"provenance": provenance.clone()}}),
+                   "call_id": "t1", "tier": 2, "effect": "runs a command",
+                   "arguments": {"command": "ls"}, "channel": "web",
+                   "card": {"provenance": provenance.clone()}}),
             approval("ap_1", "t1", "2026-11-02T00:00:01Z", "approved", &person),
             call("t1", "2026-11-02T00:00:02Z", "approved", "success", &person),
             approval("ap_2", "t2", "2026-11-03T00:00:00Z", "rejected", &person),

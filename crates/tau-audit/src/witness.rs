@@ -2,31 +2,23 @@
 //! `witness = "telegram"`, `tau serve` sends the chain's head (`SEQ:HASH`) to the first
 //! owner on Telegram when it starts and then once a day; a later `tau audit verify --from
 //! SEQ:HASH` proves the log still holds everything up to it. A log that cannot be vouched
-//! for is said so instead.
+//! for is said so instead. Here: the setting and what the witness is told; the sending is
+//! `tau serve`'s.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use tau_core::ConfigError;
 use tau_state::StateDb;
-use tau_telegram::TelegramChannel;
-use tokio_util::sync::CancellationToken;
 
-use super::GENESIS;
-use super::command::{anchored_head, format_head};
-use super::verify::verify;
-
-/// How often the head is sent while `tau serve` runs.
-const EVERY: Duration = Duration::from_secs(24 * 60 * 60);
-/// How soon a send that failed (the Bot API out of reach) is tried again.
-const RETRY: Duration = Duration::from_secs(60);
+use crate::log::GENESIS;
+use crate::report::{anchored_head, format_head};
+use crate::verify::verify;
 
 /// `[audit]`
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub(crate) struct AuditConfig {
+pub struct AuditConfig {
     /// Where `tau serve` sends the day's head.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witness: Option<Witness>,
@@ -35,14 +27,14 @@ pub(crate) struct AuditConfig {
 /// A place that keeps heads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Witness {
+pub enum Witness {
     /// The first owner of `[telegram]`, in their private chat.
     Telegram,
 }
 
 impl AuditConfig {
     /// A witness needs its channel set up.
-    pub(crate) fn validate(&self, telegram: bool) -> Result<(), ConfigError> {
+    pub fn validate(&self, telegram: bool) -> Result<(), ConfigError> {
         match self.witness {
             Some(Witness::Telegram) if !telegram => Err(ConfigError::new(
                 "audit.witness",
@@ -54,7 +46,7 @@ impl AuditConfig {
 }
 
 /// What the witness is told about the log at `path`, anchored in `state`, now.
-pub(crate) fn message(path: &Path, state: &StateDb) -> String {
+pub fn witness_message(path: &Path, state: &StateDb) -> String {
     let intact = verify(path, Some(state)).map(|verdict| verdict.intact());
     let head = anchored_head(Some(state));
     match (intact, head) {
@@ -69,35 +61,6 @@ pub(crate) fn message(path: &Path, state: &StateDb) -> String {
         }
         (Ok(false), _) => "tau audit: the audit log cannot be vouched for; run `tau audit verify` on the machine to see why.".to_owned(),
         (Err(error), _) => format!("tau audit: the audit log could not be read: {error}"),
-        (_, Err(error)) => format!("tau audit: the audit log's anchor could not be read: {error:#}"),
+        (_, Err(error)) => format!("tau audit: the audit log's anchor could not be read: {error}"),
     }
-}
-
-/// Sends the head to the owner now and every day, until `stop`.
-pub(crate) fn start(
-    log: PathBuf,
-    state: StateDb,
-    telegram: Arc<TelegramChannel>,
-    stop: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            let path = log.clone();
-            let state = state.clone();
-            let text = tokio::task::spawn_blocking(move || message(&path, &state))
-                .await
-                .unwrap_or_else(|error| format!("tau audit: the head could not be read: {error}"));
-            let wait = match telegram.tell_owner(&text).await {
-                Ok(()) => EVERY,
-                Err(error) => {
-                    tracing::warn!(%error, "audit witness: cannot send the head to Telegram");
-                    RETRY
-                }
-            };
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(wait) => {}
-            }
-        }
-    })
 }

@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
 use jiff::Timestamp;
-use serde_json::Value;
+use tau_core::AuditEvent;
+use tau_protocol::{DecidedBy, Decision};
 
-/// How an `approval` line starts its type, as the audit log writes it.
-const APPROVAL_TAG: &[u8] = br#""type":"approval""#;
+use crate::record::AuditLine;
 
 /// A person's yes to one exact call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,13 +33,13 @@ struct Read {
     yeses: Vec<Yes>,
 }
 
-pub(crate) struct AuditHistory {
+pub struct AuditHistory {
     path: PathBuf,
     read: Mutex<Read>,
 }
 
 impl AuditHistory {
-    pub(crate) fn new(path: PathBuf) -> Self {
+    pub fn new(path: PathBuf) -> Self {
         Self {
             path,
             read: Mutex::default(),
@@ -77,24 +77,23 @@ impl AuditHistory {
 
 /// The person's yes `line` records, if it records one.
 fn yes_of(line: &[u8]) -> Option<Yes> {
-    // Most lines are no approval: skip them before parsing.
-    if !line.windows(APPROVAL_TAG.len()).any(|w| w == APPROVAL_TAG) {
+    let AuditLine::Entry(entry) = AuditLine::parse(line) else {
         return None;
-    }
-    let value = serde_json::from_slice::<Value>(line).ok()?;
-    let text = |key: &str| value.get(key).and_then(Value::as_str);
-    let by_person = value
-        .get("decided_by")
-        .and_then(|d| d.get("kind"))
-        .and_then(Value::as_str)
-        == Some("person");
-    if text("type") != Some("approval") || text("decision") != Some("approved") || !by_person {
+    };
+    let Some(AuditEvent::Approval {
+        tool,
+        arguments,
+        decision: Decision::Approved,
+        decided_by: DecidedBy::Person { .. },
+        ..
+    }) = entry.event()
+    else {
         return None;
-    }
+    };
     Some(Yes {
-        tool: text("tool")?.to_owned(),
-        arguments_sha256: tau_core::approval::canonical_arguments(value.get("arguments")?).1,
-        at: text("at")?.parse().ok()?,
+        tool: tool.clone(),
+        arguments_sha256: tau_core::approval::canonical_arguments(arguments).1,
+        at: entry.time()?,
     })
 }
 
@@ -118,11 +117,11 @@ impl tau_core::ApprovalHistory for AuditHistory {
 mod tests {
     use std::io::Write;
 
-    use serde_json::json;
+    use serde_json::{Value, json};
     use tau_core::ApprovalHistory;
 
     use super::*;
-    use crate::audit::test_lines::{answered, approved};
+    use crate::test_lines::{answered, approved, asked};
 
     fn append(path: &std::path::Path, text: &str) {
         let mut file = std::fs::OpenOptions::new()
@@ -153,9 +152,7 @@ mod tests {
             &lines(&[
                 approved("ap_0", "2026-11-20T10:00:00Z"),
                 approved("ap_1", "2026-12-01T10:00:04Z"),
-                json!({"type": "approval_requested", "at": "2026-12-02T09:00:00Z",
-                       "approval_id": "ap_2", "tool": "run_command",
-                       "arguments": {"command": "npm run test"}}),
+                asked("ap_2", "run_command", "2026-12-02T09:00:00Z"),
                 approved("ap_2", "2026-12-02T10:00:02Z"),
                 answered(
                     "ap_3",

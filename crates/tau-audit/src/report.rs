@@ -8,20 +8,39 @@
 
 use std::path::Path;
 
-use tau_state::StateDb;
+use tau_state::{StateDb, StateError};
 
-use super::verify::{Verdict, verify, verify_from};
-use super::{GENESIS, Head};
-use crate::context::Context;
-use crate::errors::usage;
+use crate::grants::AuditGrants;
+use crate::log::{GENESIS, Head};
+use crate::verdict::Verdict;
+use crate::verify::{verify, verify_from};
+
+/// The log or its anchor could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// A `--from` that is not a head as `tau audit head` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--from: {shown} is not a head: write it as `tau audit head` prints it, SEQ:HASH (a number, a colon and 64 lowercase hex digits)"
+)]
+pub struct HeadError {
+    /// The text given, quoted as the display function shows it.
+    shown: String,
+}
 
 /// `SEQ:HASH` of `head`.
-pub(crate) fn format_head(head: &Head) -> String {
+pub fn format_head(head: &Head) -> String {
     format!("{}:{}", head.seq, head.hash)
 }
 
-/// A head as `tau audit head` prints it; anything else is a usage error naming `--from`.
-pub(crate) fn parse_head(text: &str) -> anyhow::Result<Head> {
+/// A head as `tau audit head` prints it.
+pub fn parse_head(text: &str) -> Result<Head, HeadError> {
     let parsed = text.trim().split_once(':').and_then(|(seq, hash)| {
         let hex = hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         let digits = !seq.is_empty() && seq.bytes().all(|b| b.is_ascii_digit());
@@ -32,27 +51,24 @@ pub(crate) fn parse_head(text: &str) -> anyhow::Result<Head> {
             })
         })?
     });
-    parsed.ok_or_else(|| {
-        usage(format!(
-            "--from: {:?} is not a head: write it as `tau audit head` prints it, SEQ:HASH (a number, a colon and 64 lowercase hex digits)",
-            tau_core::display(text)
-        ))
+    parsed.ok_or_else(|| HeadError {
+        shown: format!("{:?}", tau_core::display(text)),
     })
 }
 
-/// The head of an intact log, or the report of why there is none.
-pub(crate) fn head_command(ctx: &Context) -> anyhow::Result<(String, bool)> {
-    let path = ctx.home.audit_log();
-    let state = ctx.existing_state()?;
-    let verdict = verify(&path, state.as_ref())?;
+/// `tau audit head` of the log at `path` anchored in `state` (the home's `state.db`, if
+/// there is one): the head of an intact log, or the report of why there is none, and
+/// whether there is one.
+pub fn head_report(path: &Path, state: Option<&StateDb>) -> Result<(String, bool), ReportError> {
+    let verdict = verify(path, state)?;
     if !verdict.intact() {
-        let report = report(&verdict, &path, None);
+        let report = report(&verdict, path, None);
         return Ok((
             format!("no head: the log cannot be vouched for; {report}"),
             false,
         ));
     }
-    let head = anchored_head(state.as_ref())?.unwrap_or_else(|| Head {
+    let head = anchored_head(state)?.unwrap_or_else(|| Head {
         seq: 0,
         hash: GENESIS.to_owned(),
     });
@@ -60,30 +76,32 @@ pub(crate) fn head_command(ctx: &Context) -> anyhow::Result<(String, bool)> {
 }
 
 /// The anchored head in `state` (the home's `state.db`), if any.
-pub(crate) fn anchored_head(state: Option<&StateDb>) -> anyhow::Result<Option<Head>> {
+pub fn anchored_head(state: Option<&StateDb>) -> Result<Option<Head>, StateError> {
     match state {
-        Some(state) => Ok(state.audit_head()?),
+        Some(state) => state.audit_head(),
         None => Ok(None),
     }
 }
 
 /// What `tau audit verify` says of the log at `path` anchored in `state` (the chain and its
 /// end; grants aside), and whether it vouches for it.
-pub(crate) fn verify_log(path: &Path, state: &StateDb) -> anyhow::Result<(String, bool)> {
+pub fn verify_log(path: &Path, state: &StateDb) -> Result<(String, bool), ReportError> {
     let verdict = verify(path, Some(state))?;
     Ok((report(&verdict, path, None), verdict.intact()))
 }
 
-/// The report of `tau audit verify`, and whether it vouches for the whole log.
-pub(crate) fn verify_command(ctx: &Context, from: Option<&str>) -> anyhow::Result<(String, bool)> {
-    let kept = from.map(parse_head).transpose()?;
-    let path = ctx.home.audit_log();
-    let state = ctx.existing_state()?;
-    let verdict = verify_from(&path, state.as_ref(), kept.as_ref())?;
-    let mut text = report(&verdict, &path, kept.as_ref());
+/// The report of `tau audit verify [--from kept]` of the log at `path` anchored in `state`
+/// (the home's `state.db`, if there is one), and whether it vouches for the whole log.
+pub fn verify_report(
+    path: &Path,
+    state: Option<&StateDb>,
+    kept: Option<&Head>,
+) -> Result<(String, bool), ReportError> {
+    let verdict = verify_from(path, state, kept)?;
+    let mut text = report(&verdict, path, kept);
     let mut intact = verdict.intact();
-    if intact && let Some(state) = &state {
-        let untrusted = untrusted_grants(&path, state)?;
+    if intact && let Some(state) = state {
+        let untrusted = untrusted_grants(path, state)?;
         intact = untrusted.is_empty();
         text.push_str(&untrusted);
     }
@@ -93,7 +111,7 @@ pub(crate) fn verify_command(ctx: &Context, from: Option<&str>) -> anyhow::Resul
 /// One line for each grant in `state.db` not revoked whose row is not what the intact
 /// log at `path` records of it (written or changed behind tau's back): such a grant
 /// covers no call, and `tau serve` revokes it when it starts.
-fn untrusted_grants(path: &Path, state: &StateDb) -> anyhow::Result<String> {
+fn untrusted_grants(path: &Path, state: &StateDb) -> Result<String, StateError> {
     let rows: Vec<_> = state
         .grants(None)?
         .into_iter()
@@ -102,7 +120,9 @@ fn untrusted_grants(path: &Path, state: &StateDb) -> anyhow::Result<String> {
     if rows.is_empty() {
         return Ok(String::new());
     }
-    let recorded = super::grants::AuditGrants::new(path.to_owned(), state.clone()).all();
+    let recorded = AuditGrants::new(path.to_owned(), state.clone())
+        .all()
+        .map_err(|why| why.to_string());
     let mut out = String::new();
     for grant in rows {
         let record = match &recorded {

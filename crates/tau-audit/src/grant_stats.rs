@@ -4,14 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead};
 use std::path::Path;
 
 use jiff::{SignedDuration, Timestamp};
-use serde_json::Value;
-use tau_core::display;
+use tau_core::{AuditEvent, display};
+use tau_protocol::{DecidedBy, Decision};
 
-use crate::context::Context;
+use crate::record::{Entry, Lines, fold_lines};
 
 /// The same call approved this many times in [`FATIGUE_WINDOW`] is worth a grant: the
 /// numbers the card's suggestion uses too.
@@ -38,62 +38,62 @@ struct Gathered {
     approvals: BTreeMap<(String, String), Vec<Timestamp>>,
 }
 
-fn text<'a>(line: &'a Value, key: &str) -> Option<&'a str> {
-    line.get(key).and_then(Value::as_str)
-}
-
-/// Whether a person decided what `line` records (not a timeout, a grant, a routine).
-fn by_person(line: &Value) -> bool {
-    line.get("decided_by")
-        .and_then(|d| text(d, "kind"))
-        .is_some_and(|kind| kind == "person")
-}
-
 impl Gathered {
-    fn take(&mut self, line: &Value) {
-        let at = text(line, "at").and_then(|t| t.parse::<Timestamp>().ok());
-        let Some(tool) = text(line, "tool") else {
-            return;
-        };
-        match text(line, "type") {
-            Some("approval_requested") => {
-                self.tools.entry(tool.to_owned()).or_default().asked += 1;
-                if let (Some(id), Some(at)) = (text(line, "approval_id"), at) {
-                    self.asked_at.insert(id.to_owned(), at);
+    fn take(&mut self, entry: &Entry, event: &AuditEvent) {
+        let at = entry.time();
+        match event {
+            AuditEvent::ApprovalRequested(question) => {
+                self.tools.entry(question.tool.clone()).or_default().asked += 1;
+                if let Some(at) = at {
+                    self.asked_at.insert(question.approval_id.to_string(), at);
                 }
             }
-            Some("approval") => {
-                if !by_person(line) {
-                    return;
+            AuditEvent::Approval {
+                approval_id,
+                tool,
+                arguments,
+                decision,
+                decided_by: DecidedBy::Person { .. },
+                ..
+            } => {
+                let counts = self.tools.entry(tool.clone()).or_default();
+                match decision {
+                    Decision::Approved => counts.approved += 1,
+                    Decision::Rejected => counts.refused += 1,
+                    Decision::Timeout => return,
                 }
-                let counts = self.tools.entry(tool.to_owned()).or_default();
-                match text(line, "decision") {
-                    Some("approved") => counts.approved += 1,
-                    Some("rejected") => counts.refused += 1,
-                    _ => return,
-                }
-                let asked = text(line, "approval_id").and_then(|id| self.asked_at.get(id));
+                let asked = self.asked_at.get(approval_id.as_str());
                 if let (Some(asked), Some(at)) = (asked, at) {
                     counts.answer_times.push(at.duration_since(*asked));
                 }
-                if let (Some("approved"), Some(at)) = (text(line, "decision"), at) {
-                    let arguments = line.get("arguments").cloned().unwrap_or(Value::Null);
+                if let (Decision::Approved, Some(at)) = (decision, at) {
                     self.approvals
-                        .entry((tool.to_owned(), tau_core::sorted_json(&arguments)))
+                        .entry((tool.clone(), tau_core::sorted_json(arguments)))
                         .or_default()
                         .push(at);
                 }
             }
-            Some("tool_call") => {
-                let by_grant = line
-                    .get("decided_by")
-                    .and_then(|d| text(d, "kind"))
-                    .is_some_and(|kind| kind == "grant");
-                if by_grant {
-                    self.tools.entry(tool.to_owned()).or_default().by_grant += 1;
-                }
+            AuditEvent::ToolCall {
+                tool,
+                decided_by: DecidedBy::Grant { .. },
+                ..
+            } => {
+                self.tools.entry(tool.clone()).or_default().by_grant += 1;
             }
-            _ => {}
+            AuditEvent::ToolCall { .. }
+            | AuditEvent::Approval { .. }
+            | AuditEvent::GrantCreated(_)
+            | AuditEvent::GrantUsed { .. }
+            | AuditEvent::GrantPinned { .. }
+            | AuditEvent::GrantRevoked { .. }
+            | AuditEvent::Error { .. }
+            | AuditEvent::TurnLimit { .. }
+            | AuditEvent::TurnEnd { .. }
+            | AuditEvent::RoutineRun { .. }
+            | AuditEvent::AnswerRefused { .. }
+            | AuditEvent::WebhookRefused { .. }
+            | AuditEvent::EffectUncertain { .. }
+            | AuditEvent::ChannelStopped { .. } => {}
         }
     }
 }
@@ -121,15 +121,13 @@ fn seconds(duration: SignedDuration) -> String {
     }
 }
 
-/// The stats of the log read from `lines`, as of `now`. Lines that do not read as JSON
-/// objects are skipped: `tau audit verify` is where a damaged log is reported.
-pub(crate) fn render(lines: impl BufRead, now: Timestamp) -> io::Result<String> {
+/// The stats of the log read from `lines`, as of `now`. Lines that do not read are
+/// skipped: `tau audit verify` is where a damaged log is reported.
+fn render(lines: impl BufRead, now: Timestamp) -> io::Result<String> {
     let mut gathered = Gathered::default();
-    for line in lines.split(b'\n') {
-        if let Ok(value) = serde_json::from_slice::<Value>(&line?) {
-            gathered.take(&value);
-        }
-    }
+    fold_lines(Lines::new(lines), |entry, event| {
+        gathered.take(entry, event);
+    })?;
     if gathered.tools.is_empty() {
         return Ok("no tier-2 questions in the audit log yet\n".to_owned());
     }
@@ -185,14 +183,10 @@ pub(crate) fn render(lines: impl BufRead, now: Timestamp) -> io::Result<String> 
     Ok(out)
 }
 
-/// `tau grants stats`.
-pub(crate) fn stats(ctx: &Context) -> anyhow::Result<String> {
-    Ok(stats_at(&ctx.home.audit_log(), Timestamp::now())?)
-}
-
-fn stats_at(path: &Path, now: Timestamp) -> io::Result<String> {
+/// `tau grants stats` of the log at `path`, as of `now`.
+pub fn grant_stats(path: &Path, now: Timestamp) -> io::Result<String> {
     match std::fs::File::open(path) {
-        Ok(file) => render(BufReader::new(file), now),
+        Ok(file) => render(io::BufReader::new(file), now),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             Ok("no tier-2 questions in the audit log yet\n".to_owned())
         }
@@ -202,15 +196,10 @@ fn stats_at(path: &Path, now: Timestamp) -> io::Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
-    use crate::audit::test_lines::{answered, approved};
-
-    fn asked(id: &str, tool: &str, at: &str) -> Value {
-        json!({"type": "approval_requested", "at": at, "approval_id": id, "tool": tool,
-               "arguments": {"command": "npm run test"}})
-    }
+    use crate::test_lines::{answered, approved, asked, by_grant};
 
     fn log(lines: &[Value]) -> String {
         let mut out = String::new();
@@ -248,8 +237,7 @@ mod tests {
                 "timeout",
                 "timeout",
             ),
-            json!({"type": "tool_call", "at": "2026-12-03T11:50:00Z", "tool": "run_command",
-                   "decided_by": {"kind": "grant", "id": "gr_1"}}),
+            by_grant("run_command", "2026-12-03T11:50:00Z"),
             json!({"type": "turn_end", "at": "2026-12-03T11:50:01Z"}),
         ];
         let mut text = log(&lines);
@@ -286,7 +274,7 @@ mod tests {
         );
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
-            stats_at(&dir.path().join("audit.jsonl"), now).unwrap(),
+            grant_stats(&dir.path().join("audit.jsonl"), now).unwrap(),
             "no tier-2 questions in the audit log yet\n"
         );
     }

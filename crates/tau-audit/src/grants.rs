@@ -11,15 +11,33 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
-use serde_json::Value;
-use tau_core::{AuditEvent, GrantId, GrantLedger, fold_grant_line};
+use tau_core::{GrantId, GrantLedger, fold_grant_line};
 use tau_state::{RecordedGrant, StateDb};
 
-use super::verify::verify;
-use super::{GENESIS, Head, line_hash};
+use crate::log::{GENESIS, Head, line_hash};
+use crate::record::AuditLine;
+use crate::verdict::Verdict;
+use crate::verify::verify;
+
+/// Why the log confirms no grant now.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("cannot read the audit log: {0}")]
+    Read(#[source] io::Error),
+    #[error("cannot lock the audit log: {0}")]
+    Lock(#[source] io::Error),
+    #[error("the audit log cannot be vouched for ({0:?}): `tau audit verify` says why")]
+    NotVouchedFor(Verdict),
+    #[error("cannot read the audit log's anchor in state.db")]
+    Anchor,
+    #[error("the audit log changed behind tau's back after entry {0}: `tau audit verify` says how")]
+    Changed(u64),
+    #[error("the audit log does not end where state.db's anchor says: `tau audit verify` says why")]
+    NotAtAnchor,
+}
 
 /// The grant lines of one home's audit log, read as far as it was written.
-pub(crate) struct AuditGrants {
+pub struct AuditGrants {
     path: PathBuf,
     state: StateDb,
     read: Mutex<Option<ReadSoFar>>,
@@ -35,7 +53,7 @@ struct ReadSoFar {
 }
 
 impl AuditGrants {
-    pub(crate) fn new(path: PathBuf, state: StateDb) -> Self {
+    pub fn new(path: PathBuf, state: StateDb) -> Self {
         Self {
             path,
             state,
@@ -44,59 +62,57 @@ impl AuditGrants {
     }
 
     /// Every grant the log records, read up to its end now.
-    pub(crate) fn all(&self) -> Result<BTreeMap<GrantId, RecordedGrant>, String> {
+    pub fn all(&self) -> Result<BTreeMap<GrantId, RecordedGrant>, LedgerError> {
         self.with_read(|read| read.grants.clone())
     }
 
-    fn with_read<T>(&self, then: impl FnOnce(&ReadSoFar) -> T) -> Result<T, String> {
+    fn with_read<T>(&self, then: impl FnOnce(&ReadSoFar) -> T) -> Result<T, LedgerError> {
         let mut read = self.read.lock().unwrap_or_else(PoisonError::into_inner);
-        let result = self.catch_up(&mut read);
-        if let Err(error) = &result {
-            // Vouched for again from the start next time.
-            *read = None;
-            tracing::error!(path = %self.path.display(), %error, "the audit log confirms no grant");
+        // Taken out while it is read on: after an error it stays out, and the log is
+        // vouched for again from the start next time.
+        match self.catch_up(read.take()) {
+            Ok(so_far) => Ok(then(read.insert(so_far))),
+            Err(error) => {
+                tracing::error!(path = %self.path.display(), %error, "the audit log confirms no grant");
+                Err(error)
+            }
         }
-        result?;
-        read.as_ref()
-            .map(then)
-            .ok_or_else(|| "nothing read".to_owned())
     }
 
-    fn catch_up(&self, read: &mut Option<ReadSoFar>) -> Result<(), String> {
+    fn catch_up(&self, read: Option<ReadSoFar>) -> Result<ReadSoFar, LedgerError> {
         let file = match File::open(&self.path) {
             Ok(file) => Some(file),
             Err(error) if error.kind() == io::ErrorKind::NotFound => None,
-            Err(error) => return Err(format!("cannot read the audit log: {error}")),
+            Err(error) => return Err(LedgerError::Read(error)),
         };
-        if read.is_none() {
-            let verdict = verify(&self.path, Some(&self.state))
-                .map_err(|e| format!("cannot read the audit log: {e}"))?;
-            if !verdict.intact() {
-                return Err(format!(
-                    "the audit log cannot be vouched for ({verdict:?}): `tau audit verify` says why"
-                ));
+        let mut so_far = match read {
+            Some(so_far) => so_far,
+            None => {
+                let verdict = verify(&self.path, Some(&self.state)).map_err(LedgerError::Read)?;
+                if !verdict.intact() {
+                    return Err(LedgerError::NotVouchedFor(verdict));
+                }
+                ReadSoFar {
+                    offset: 0,
+                    seq: 0,
+                    hash: GENESIS.to_owned(),
+                    grants: BTreeMap::new(),
+                }
             }
-            *read = Some(ReadSoFar {
-                offset: 0,
-                seq: 0,
-                hash: GENESIS.to_owned(),
-                grants: BTreeMap::new(),
-            });
-        }
-        let (Some(mut file), Some(so_far)) = (file, read.as_mut()) else {
-            // No log: only an empty one was vouched for.
-            return Ok(());
         };
-        file.lock_shared()
-            .map_err(|e| format!("cannot lock the audit log: {e}"))?;
+        let Some(mut file) = file else {
+            // No log: only an empty one was vouched for.
+            return Ok(so_far);
+        };
+        file.lock_shared().map_err(LedgerError::Lock)?;
         // Read under the lock: no append is half done, so the log ends at the anchor (or
         // at the line announced past it, when a process stopped before anchoring it).
         let tail = read_from(&mut file, so_far.offset);
         let ends = (self.state.audit_head(), self.state.audit_announced());
         let _ = file.unlock();
-        let tail = tail.map_err(|e| format!("cannot read the audit log: {e}"))?;
+        let tail = tail.map_err(LedgerError::Read)?;
         let (Ok(head), Ok(announced)) = ends else {
-            return Err("cannot read the audit log's anchor in state.db".to_owned());
+            return Err(LedgerError::Anchor);
         };
         // Only whole lines: one being written is read next time.
         let whole = tail
@@ -107,19 +123,16 @@ impl AuditGrants {
             if line.is_empty() {
                 continue;
             }
-            follow(so_far, line)?;
+            follow(&mut so_far, line)?;
         }
         so_far.offset += whole as u64;
         let at = |end: Option<Head>| {
             end.is_some_and(|end| end.seq == so_far.seq && end.hash == so_far.hash)
         };
         if so_far.seq > 0 && !at(head) && !at(announced) {
-            return Err(
-                "the audit log does not end where state.db's anchor says: `tau audit verify` says why"
-                    .to_owned(),
-            );
+            return Err(LedgerError::NotAtAnchor);
         }
-        Ok(())
+        Ok(so_far)
     }
 }
 
@@ -138,26 +151,17 @@ fn read_from(file: &mut File, offset: u64) -> io::Result<Vec<u8>> {
 }
 
 /// Takes `line` as the next of the chain read `so_far`, folding it when it is a grant's.
-fn follow(so_far: &mut ReadSoFar, line: &[u8]) -> Result<(), String> {
-    let broken = || {
-        format!(
-            "the audit log changed behind tau's back after entry {}: `tau audit verify` says how",
-            so_far.seq
-        )
+fn follow(so_far: &mut ReadSoFar, line: &[u8]) -> Result<(), LedgerError> {
+    let AuditLine::Entry(entry) = AuditLine::parse(line) else {
+        return Err(LedgerError::Changed(so_far.seq));
     };
-    let value: Value = serde_json::from_slice(line).map_err(|_| broken())?;
-    let seq = value.get("seq").and_then(Value::as_u64);
-    let prev = value.get("prev").and_then(Value::as_str);
-    if seq != Some(so_far.seq + 1) || prev != Some(so_far.hash.as_str()) {
-        return Err(broken());
+    if entry.seq != Some(so_far.seq + 1) || entry.prev.as_deref() != Some(so_far.hash.as_str()) {
+        return Err(LedgerError::Changed(so_far.seq));
     }
     so_far.seq += 1;
     so_far.hash = line_hash(line);
-    // Cheap test first: most lines are not a grant's.
-    if line.windows(14).any(|w| w == br#""type":"grant_"#)
-        && let Ok(event) = serde_json::from_value::<AuditEvent>(value)
-    {
-        fold_grant_line(&mut so_far.grants, &event);
+    if let Some(event) = entry.event() {
+        fold_grant_line(&mut so_far.grants, event);
     }
     Ok(())
 }
@@ -165,17 +169,19 @@ fn follow(so_far: &mut ReadSoFar, line: &[u8]) -> Result<(), String> {
 impl GrantLedger for AuditGrants {
     fn recorded(&self, id: &GrantId) -> Result<Option<RecordedGrant>, String> {
         self.with_read(|read| read.grants.get(id).cloned())
+            .map_err(|error| error.to_string())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::tests::state_beside;
-    use crate::audit::{AuditLog, anchor_db};
+    use crate::log::tests::state_beside;
+    use crate::log::{AuditLog, anchor_db};
     use jiff::Timestamp;
     use pretty_assertions::assert_eq;
     use serde_json::json;
+    use tau_core::AuditEvent;
     use tau_core::{DecidedBy, Grant, GrantScope, SessionId, Tier};
 
     fn grant(id: &str) -> Grant {

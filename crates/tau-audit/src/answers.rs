@@ -3,42 +3,26 @@
 //! them (`tau-state`'s cross-check), so an approval written into `state.db` while tau was
 //! not running is refused.
 
-use std::io::{self, BufRead, BufReader};
+use std::io;
 use std::path::Path;
 
-use serde_json::Value;
 use tau_core::AuditEvent;
 use tau_state::RecordedAnswer;
 
+use crate::record::fold_events;
+
 /// Every `approval` line of the log at `path`, in order; none when there is no log yet.
 /// Lines that do not read as one are skipped (they answer nothing).
-pub(crate) fn recorded_answers(path: &Path) -> io::Result<Vec<RecordedAnswer>> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(error),
-    };
+pub fn recorded_answers(path: &Path) -> io::Result<Vec<RecordedAnswer>> {
     let mut answers = Vec::new();
-    for line in BufReader::new(file).split(b'\n') {
-        let line = line?;
-        // Cheap test first: most lines are not answers.
-        if !line.windows(17).any(|w| w == br#""type":"approval""#) {
-            continue;
-        }
-        let Ok(value) = serde_json::from_slice::<Value>(&line) else {
-            continue;
-        };
-        if let Some(answer) = answer_of(value) {
+    fold_events(path, |_, event| {
+        if let AuditEvent::Approval { .. } = event
+            && let Some(answer) = event.clone().into_recorded_answer()
+        {
             answers.push(answer);
         }
-    }
+    })?;
     Ok(answers)
-}
-
-fn answer_of(line: Value) -> Option<RecordedAnswer> {
-    serde_json::from_value::<AuditEvent>(line)
-        .ok()?
-        .into_recorded_answer()
 }
 
 #[cfg(test)]

@@ -10,24 +10,6 @@
 //! the anchor. A process that dies between the two leaves the anchor exactly one line
 //! behind; `verify` accepts that one line and says it is not anchored yet, and the next
 //! append anchors it. Anything else that disagrees with the anchor is reported.
-//!
-//! Layout: `mod.rs` the appender, `verify.rs` the check, `answers.rs` the recorded
-//! answers `tau serve` confirms stored approvals against,
-//! `command.rs` what `tau audit` prints, `copy.rs` the log up to a head (`tau backup`), `grants.rs` what the log records of grants (which
-//! the gate confirms a grant against before it covers a call), `history.rs` a person's approvals read back for
-//! the card's suggestion, `witness.rs` the head sent where the log's writers
-//! cannot reach it. The head and the announced line are kept in `state.db` (`tau-state`'s
-//! anchor table).
-
-mod answers;
-mod command;
-mod copy;
-pub(crate) mod grants;
-pub(crate) mod history;
-#[cfg(test)]
-pub(crate) mod test_lines;
-mod verify;
-pub(crate) mod witness;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -37,21 +19,17 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tau_core::{AuditEvent, EventSubscriber};
-
 use tau_state::StateDb;
 
-pub(crate) use self::answers::recorded_answers;
-pub(crate) use self::command::{format_head, head_command, verify_command, verify_log};
-pub(crate) use self::copy::copy_to_head;
-#[cfg(test)]
-use self::verify::{Verdict, verify};
+use crate::record::AuditLine;
+
 pub(crate) use tau_state::AuditHead as Head;
 
 /// The `prev` of the first line.
-pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 const TAIL_CHUNK: u64 = 4096;
 
-pub(crate) fn line_hash(line: &[u8]) -> String {
+pub fn line_hash(line: &[u8]) -> String {
     Sha256::digest(line)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -65,7 +43,7 @@ pub(crate) fn anchor_db(path: &Path) -> PathBuf {
 }
 
 /// Appends events for one session; safe to share between threads and processes.
-pub(crate) struct AuditLog {
+pub struct AuditLog {
     path: PathBuf,
     session: String,
     open: Mutex<Open>,
@@ -83,7 +61,7 @@ struct Open {
 impl AuditLog {
     /// Opens (creating, 0600) the log at `path`, anchored in `anchor` (the home's
     /// `state.db`).
-    pub(crate) fn open(path: &Path, session: &str, anchor: StateDb) -> io::Result<Self> {
+    pub fn open(path: &Path, session: &str, anchor: StateDb) -> io::Result<Self> {
         let file = crate::private::open(
             path,
             OpenOptions::new().create(true).read(true).append(true),
@@ -99,12 +77,12 @@ impl AuditLog {
         })
     }
 
-    pub(crate) fn append(&self, event: &AuditEvent) -> io::Result<()> {
+    pub fn append(&self, event: &AuditEvent) -> io::Result<()> {
         self.append_as(&self.session, event)
     }
 
     /// Appends a line of `session` (a hub writes every conversation's events to one log).
-    pub(crate) fn append_as(&self, session: &str, event: &AuditEvent) -> io::Result<()> {
+    pub fn append_as(&self, session: &str, event: &AuditEvent) -> io::Result<()> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let Open { file, anchor, last } = &mut *open;
         file.lock()?;
@@ -195,7 +173,7 @@ fn continue_from(
     let from_file = || match last {
         None => (1, GENESIS.to_owned()),
         Some(line) => (
-            field(line, "seq").and_then(|v| v.as_u64()).unwrap_or(0) + 1,
+            AuditLine::parse(line).seq().unwrap_or(0) + 1,
             line_hash(line),
         ),
     };
@@ -203,7 +181,8 @@ fn continue_from(
     let Some(head) = head else {
         return from_file();
     };
-    let last_seq = last.and_then(|line| field(line, "seq")?.as_u64());
+    let last_read = last.map(AuditLine::parse);
+    let last_seq = last_read.as_ref().and_then(AuditLine::seq);
     let last_hash = last.map(line_hash);
     // 2. the file ends at the anchor -> the file
     if last_seq == Some(head.seq) && last_hash.as_deref() == Some(head.hash.as_str()) {
@@ -211,13 +190,12 @@ fn continue_from(
     }
     // 3. one line past the anchor that follows it and was announced: a process stopped
     //    between writing and anchoring -> the file
-    let last_prev = last.and_then(|line| field(line, "prev")?.as_str().map(str::to_owned));
+    let last_prev = last_read
+        .as_ref()
+        .and_then(|line| line.entry()?.prev.as_deref());
     let was_announced = announced
         .is_some_and(|a| Some(a.seq) == last_seq && Some(a.hash.as_str()) == last_hash.as_deref());
-    if last_seq == Some(head.seq + 1)
-        && last_prev.as_deref() == Some(head.hash.as_str())
-        && was_announced
-    {
+    if last_seq == Some(head.seq + 1) && last_prev == Some(head.hash.as_str()) && was_announced {
         return from_file();
     }
     // 4. anything else (lines dropped, edited, emptied, added, one line nobody announced):
@@ -228,13 +206,6 @@ fn continue_from(
         "the audit log does not end where state.db's anchor says; continuing from the anchor"
     );
     (head.seq + 1, head.hash.clone())
-}
-
-fn field(line: &[u8], name: &str) -> Option<Value> {
-    match serde_json::from_slice::<Value>(line) {
-        Ok(Value::Object(mut object)) => object.remove(name),
-        _ => None,
-    }
 }
 
 /// The last line's bytes (without its newline) and whether the file ends with a newline.
@@ -266,7 +237,7 @@ fn last_line(file: &mut File) -> io::Result<(Option<Vec<u8>>, bool)> {
 }
 
 /// One session's events on a shared log: what a hub subscribes for each conversation.
-pub(crate) struct SessionAudit {
+pub struct SessionAudit {
     pub log: std::sync::Arc<AuditLog>,
     pub session: String,
 }
@@ -290,6 +261,8 @@ impl EventSubscriber for AuditLog {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::verdict::Verdict;
+    use crate::verify::verify;
     use pretty_assertions::assert_eq;
 
     /// The `state.db` beside the log, with a connection of its own (as another process).
