@@ -401,33 +401,17 @@ impl Hub {
     /// Shows a question stored outside a turn (a routine's, asked on its `ask` channel), or
     /// how it ended, on its conversation and hub-wide, as a turn's own questions are shown.
     pub fn show_question(&self, row: &ApprovalRow) {
-        let session = &row.session;
-        let decision = match row.state {
-            ApprovalState::Pending => None,
-            ApprovalState::Approved => Some(tau_core::Decision::Approved),
-            ApprovalState::Expired => Some(tau_core::Decision::Timeout),
-            ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
-                Some(tau_core::Decision::Rejected)
-            }
-        };
-        let event = match decision {
+        let event = match tau_core::approval::decided_event(row) {
+            Some(decided) => decided,
             None => {
                 // Shown by the routine's run that waits on it here.
                 self.inner.routine_waits.waits(&row.id);
                 self.inner.sweep.notify_one();
                 tau_core::approval::requested_event(row)
             }
-            Some(decision) => tau_core::ChannelEvent::ApprovalDecided {
-                approval_id: row.id.clone(),
-                call_id: row.call_id.clone(),
-                tool: row.tool.clone(),
-                decision,
-                decided_by: row.decided_by.clone().unwrap_or(DecidedBy::Cancelled),
-                grant: None,
-            },
         };
         let _ = self.inner.changes.send(row.clone());
-        self.publish(session, SessionEvent::Turn(event));
+        self.publish(&row.session, SessionEvent::Turn(event));
     }
 
     /// The compare-and-set on a row, recorded on its session's bus; a decision that

@@ -11,6 +11,9 @@
 //! Layout
 //! - `tier.rs`: [`Tier`]
 //! - `vocabulary.rs`: [`CallStatus`], [`Decision`], [`Approval`], [`DecidedBy`]
+//! - `decision.rs`: the record of a decision carried whole: [`Verdict`] (what the gate
+//!   decided about a call, in a [`CallDecision`]), [`Ruling`] (who decided a question, and
+//!   what), [`CallFate`] (how a call's record says it ended)
 //! - `event.rs`: [`ChannelEvent`] and its parts
 //! - `ids.rs`: [`SessionId`], [`ApprovalId`]
 //! - `canonical.rs`: [`canonical_json`], the one text of a JSON value
@@ -26,6 +29,7 @@
 //! - `text.rs`: [`ellipsized`], a text shortened for one line
 
 mod canonical;
+mod decision;
 mod event;
 mod grant;
 mod ids;
@@ -38,6 +42,7 @@ mod vocabulary;
 mod workspace_tree;
 
 pub use canonical::canonical_json;
+pub use decision::{CallDecision, CallFate, Refusal, Ruling, Verdict};
 pub use event::{ChannelEvent, NoticeKind, TurnStop, TurnUsage};
 pub use grant::{
     Allowance, DEFAULT_GRANT_HOURS, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,

@@ -24,8 +24,10 @@ pub(crate) fn summary(audit: &str) -> String {
             AuditEvent::ToolCall {
                 tool,
                 tier,
-                status,
-                approval,
+                fate:
+                    tau_core::CallFate {
+                        status, approval, ..
+                    },
                 ..
             } => Some((
                 display(&tool),
