@@ -392,7 +392,7 @@ impl RoutinePort for Hub {
                 }
             })
             .await
-            .map_err(|_| HubError::TimedOut("the turn did not end in time".into()))??;
+            .map_err(|_| HubError::TimedOut { waited: wait })??;
         Ok(RoutineTurn {
             stop_reason: ended,
             refused,
