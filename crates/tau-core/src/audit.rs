@@ -415,6 +415,28 @@ mod tests {
     }
 
     #[test]
+    fn an_approval_line_carries_its_ruling_in_the_fields_it_always_had() {
+        let event = AuditEvent::Approval {
+            approval_id: ApprovalId::parse("ap_1").unwrap(),
+            tool: "lights".into(),
+            tier: Tier::Physical,
+            tool_use_id: "t1".into(),
+            arguments: json!({"room": "porch"}),
+            ruling: Ruling::new(tau_protocol::Decision::Approved, DecidedBy::person("web")),
+            approver: "durable".into(),
+            channel: "web".into(),
+            grant: None,
+            provenance: CallProvenance::default(),
+        };
+        let line = serde_json::to_string(&event).unwrap();
+        assert_eq!(
+            line,
+            r#"{"type":"approval","approval_id":"ap_1","tool":"lights","tier":2,"tool_use_id":"t1","arguments":{"room":"porch"},"decision":"approved","decided_by":{"kind":"person","channel":"web"},"approver":"durable","channel":"web"}"#
+        );
+        assert_eq!(serde_json::from_str::<AuditEvent>(&line).unwrap(), event);
+    }
+
+    #[test]
     fn a_refused_answer_names_who_where_and_why() {
         let event = AuditEvent::AnswerRefused {
             channel: "telegram".into(),

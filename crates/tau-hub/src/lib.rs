@@ -159,3 +159,39 @@ pub enum HubError {
     #[error("no unused id for a new {channel} conversation after {attempts} tries")]
     NoFreshId { channel: String, attempts: usize },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn what_failed_is_typed_and_a_person_reads_the_same_words() {
+        let errors = [
+            HubError::from(GrantRefused::NotOffered),
+            HubError::from(GrantRefused::from(tau_protocol::GrantRequestError::Hours(
+                721,
+            ))),
+            HubError::from(InUse::QuestionWaits),
+            HubError::from(InUse::TurnRuns),
+            HubError::from(InvalidTitle {
+                title: Some(String::new()),
+                why: "a title cannot be empty".into(),
+            }),
+            HubError::TimedOut {
+                waited: std::time::Duration::from_secs(30),
+            },
+        ];
+        assert_eq!(
+            errors.map(|error| error.to_string()),
+            [
+                "this question offers no grant: answer approve or reject",
+                "a grant lasts 1 to 720 hours (30 days), got 721",
+                "a question waits in this conversation: answer it first",
+                "a turn runs in this conversation: cancel it first",
+                "a title cannot be empty",
+                "the turn did not end in time",
+            ]
+        );
+    }
+}

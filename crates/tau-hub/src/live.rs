@@ -141,3 +141,46 @@ impl LiveConversations {
         drop(live);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_forgotten_conversation_takes_its_stream_bus_and_name_with_it() {
+        let live = LiveConversations::default();
+        let session = SessionId::parse("web-1").unwrap();
+        let conversation = Conversation {
+            channel: "web".into(),
+            key: "web-1".into(),
+            session: session.clone(),
+            created_at: jiff::Timestamp::UNIX_EPOCH,
+        };
+        live.remember(&session, &conversation);
+        let mut listening = live.stream(&session).subscribe();
+        let made = std::sync::atomic::AtomicUsize::new(0);
+        let bus = || {
+            made.fetch_add(1, Ordering::SeqCst);
+            EventBus::new()
+        };
+        live.bus(&session, bus);
+        live.bus(&session, bus);
+        assert_eq!(made.load(Ordering::SeqCst), 1, "one bus per conversation");
+        assert_eq!(live.conversation(&session), Some(conversation));
+
+        live.forget(&session);
+        assert_eq!(live.conversation(&session), None);
+        assert!(live.slot(&session).is_none());
+        assert_eq!(
+            listening.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        );
+        live.bus(&session, bus);
+        assert_eq!(
+            made.load(Ordering::SeqCst),
+            2,
+            "a new bus after it was forgotten"
+        );
+    }
+}
