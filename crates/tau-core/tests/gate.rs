@@ -939,7 +939,7 @@ async fn parallel_calls_are_asked_one_at_a_time() {
         }
     }))
     .await;
-    assert!(checks.iter().all(|c| c.allowed()));
+    assert!(checks.iter().all(CallDecision::allowed));
     assert_eq!(approver.most.load(Ordering::SeqCst), 1);
 }
 

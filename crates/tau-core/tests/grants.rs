@@ -171,7 +171,7 @@ async fn the_same_call_runs_without_a_question_and_is_recorded_as_the_grant_s() 
     assert_eq!(check.approval(), Approval::Granted);
     assert_eq!(check.decided_by(), DecidedBy::Grant { id: id.clone() });
     assert_eq!(
-        serde_json::to_value(&check.decided_by()).unwrap(),
+        serde_json::to_value(check.decided_by()).unwrap(),
         json!({"kind": "grant", "id": id.as_str()})
     );
     assert!(approver.requests().is_empty(), "nobody was asked");
