@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 use std::time::{Duration, Instant};
+use tau_protocol::CallFate;
+use tau_protocol::Ruling;
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
@@ -25,9 +27,11 @@ fn call(n: usize) -> AuditEvent {
         tier: Some(Tier::Read),
         tool_use_id: format!("t{n}"),
         arguments: json!({"path": format!("notes/{n}.md")}),
-        status: CallStatus::Success,
-        approval: Approval::NotRequired,
-        decided_by: DecidedBy::Policy,
+        fate: CallFate {
+            status: CallStatus::Success,
+            approval: Approval::NotRequired,
+            decided_by: DecidedBy::Policy,
+        },
         approval_id: None,
         result_summary: Some("read 1200 bytes of a note about the garden".into()),
         duration_ms: Some(2),
@@ -57,8 +61,10 @@ fn question(n: usize) -> [AuditEvent; 2] {
             tier: Tier::Physical,
             tool_use_id: format!("t{n}"),
             arguments,
-            decision: Decision::Approved,
-            decided_by: DecidedBy::person("web"),
+            ruling: Ruling {
+                decision: Decision::Approved,
+                decided_by: DecidedBy::person("web"),
+            },
             approver: "web".into(),
             channel: "web".into(),
             grant: None,

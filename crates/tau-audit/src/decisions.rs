@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
+use tau_protocol::{CallFate, Ruling};
 
 use jiff::{SignedDuration, Timestamp};
 use tau_core::AuditEvent;
@@ -52,8 +53,11 @@ impl Gathered {
                 tool,
                 tool_use_id,
                 arguments,
-                decision,
-                decided_by,
+                ruling:
+                    Ruling {
+                        decision,
+                        decided_by,
+                    },
                 channel,
                 ..
             } => {
@@ -81,9 +85,12 @@ impl Gathered {
                 tier,
                 tool_use_id,
                 arguments,
-                status,
-                approval,
-                decided_by,
+                fate:
+                    CallFate {
+                        status,
+                        approval,
+                        decided_by,
+                    },
                 approval_id,
                 result_summary,
                 duration_ms,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::io::{self, BufRead};
 use std::path::Path;
+use tau_protocol::{CallFate, Ruling};
 
 use jiff::{SignedDuration, Timestamp};
 use tau_core::{AuditEvent, display};
@@ -52,8 +53,11 @@ impl Gathered {
                 approval_id,
                 tool,
                 arguments,
-                decision,
-                decided_by: DecidedBy::Person { .. },
+                ruling:
+                    Ruling {
+                        decision,
+                        decided_by: DecidedBy::Person { .. },
+                    },
                 ..
             } => {
                 let counts = self.tools.entry(tool.clone()).or_default();
@@ -75,7 +79,11 @@ impl Gathered {
             }
             AuditEvent::ToolCall {
                 tool,
-                decided_by: DecidedBy::Grant { .. },
+                fate:
+                    CallFate {
+                        decided_by: DecidedBy::Grant { .. },
+                        ..
+                    },
                 ..
             } => {
                 self.tools.entry(tool.clone()).or_default().by_grant += 1;

@@ -8,6 +8,7 @@ use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
+use tau_protocol::Ruling;
 
 use jiff::Timestamp;
 use tau_core::AuditEvent;
@@ -83,8 +84,11 @@ fn yes_of(line: &[u8]) -> Option<Yes> {
     let Some(AuditEvent::Approval {
         tool,
         arguments,
-        decision: Decision::Approved,
-        decided_by: DecidedBy::Person { .. },
+        ruling:
+            Ruling {
+                decision: Decision::Approved,
+                decided_by: DecidedBy::Person { .. },
+            },
         ..
     }) = entry.event()
     else {

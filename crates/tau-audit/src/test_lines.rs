@@ -3,6 +3,8 @@
 
 use serde_json::{Value, json};
 use tau_core::AuditEvent;
+use tau_protocol::CallFate;
+use tau_protocol::Ruling;
 use tau_protocol::{
     Approval, ApprovalId, ApprovalQuestion, CallCard, CallProvenance, CallStatus, DecidedBy,
     Decision, GrantId, Tier,
@@ -59,8 +61,10 @@ pub(crate) fn answered(id: &str, tool: &str, at: &str, decision: &str, kind: &st
         tier: Tier::Physical,
         tool_use_id: format!("t_{id}"),
         arguments: json!({"command": "npm run test"}),
-        decision,
-        decided_by: decided_by(kind),
+        ruling: Ruling {
+            decision,
+            decided_by: decided_by(kind),
+        },
         approver: "terminal".into(),
         channel: "terminal".into(),
         grant: None,
@@ -81,9 +85,11 @@ pub(crate) fn by_grant(tool: &str, at: &str) -> Value {
         tier: Some(Tier::Physical),
         tool_use_id: "t_grant".into(),
         arguments: json!({"command": "npm run test"}),
-        status: CallStatus::Success,
-        approval: Approval::Granted,
-        decided_by: decided_by("grant"),
+        fate: CallFate {
+            status: CallStatus::Success,
+            approval: Approval::Granted,
+            decided_by: decided_by("grant"),
+        },
         approval_id: None,
         result_summary: None,
         duration_ms: None,

@@ -7,6 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
 use std::path::{Path, PathBuf};
+use tau_protocol::CallFate;
+use tau_protocol::Ruling;
 
 use jiff::{SignedDuration, Timestamp};
 use pretty_assertions::assert_eq;
@@ -46,9 +48,11 @@ fn tool_call(tier: Tier, approval: Approval, decided_by: DecidedBy) -> AuditEven
         tier: Some(tier),
         tool_use_id: "t1".into(),
         arguments: arguments(),
-        status: CallStatus::Success,
-        approval,
-        decided_by,
+        fate: CallFate {
+            status: CallStatus::Success,
+            approval,
+            decided_by,
+        },
         approval_id: None,
         result_summary: Some("done".into()),
         duration_ms: Some(3),
@@ -63,8 +67,10 @@ fn answer(decision: Decision, decided_by: DecidedBy) -> AuditEvent {
         tier: Tier::Physical,
         tool_use_id: "t1".into(),
         arguments: arguments(),
-        decision,
-        decided_by,
+        ruling: Ruling {
+            decision,
+            decided_by,
+        },
         approver: "terminal".into(),
         channel: "terminal".into(),
         grant: None,
@@ -239,7 +245,9 @@ fn expected(event: &AuditEvent) -> Folded {
     let nothing = Folded::nothing();
     match event {
         AuditEvent::ToolCall {
-            tier, decided_by, ..
+            tier,
+            fate: CallFate { decided_by, .. },
+            ..
         } => {
             let decision = match (tier, decided_by) {
                 (_, DecidedBy::Grant { .. }) => Some(DecisionOutcome::Granted),
@@ -260,8 +268,10 @@ fn expected(event: &AuditEvent) -> Folded {
             ..nothing
         },
         AuditEvent::Approval {
-            decision,
-            decided_by,
+            ruling: Ruling {
+                decision,
+                decided_by,
+            },
             ..
         } => Folded {
             answers: 1,

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use tau_protocol::{
-    Approval, ApprovalId, ApprovalQuestion, CallProvenance, CallStatus, DecidedBy, Decision, Grant,
-    GrantId, GrantMade, Tier,
+    ApprovalId, ApprovalQuestion, CallFate, CallProvenance, DecidedBy, Grant, GrantId, GrantMade,
+    Ruling, Tier,
 };
 
 /// Where an error event comes from.
@@ -42,9 +42,9 @@ pub enum AuditEvent {
         tier: Option<Tier>,
         tool_use_id: String,
         arguments: Value,
-        status: CallStatus,
-        approval: Approval,
-        decided_by: DecidedBy,
+        /// How it ended and got past the gate (`status`, `approval`, `decided_by`).
+        #[serde(flatten)]
+        fate: CallFate,
         /// The question that was asked about it, if one was.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         approval_id: Option<ApprovalId>,
@@ -66,8 +66,9 @@ pub enum AuditEvent {
         tier: Tier,
         tool_use_id: String,
         arguments: Value,
-        decision: Decision,
-        decided_by: DecidedBy,
+        /// Who decided, and what (`decision`, `decided_by`).
+        #[serde(flatten)]
+        ruling: Ruling,
         approver: String,
         channel: String,
         /// The grant this answer made ("yes, and allow this again"); its own
@@ -263,8 +264,11 @@ impl AuditEvent {
                 tool,
                 tool_use_id,
                 arguments,
-                decision,
-                decided_by,
+                ruling:
+                    Ruling {
+                        decision,
+                        decided_by,
+                    },
                 ..
             } => Some(tau_state::RecordedAnswer {
                 approval_id,
@@ -377,6 +381,7 @@ impl EventSubscriber for RecordedEvents {
 mod tests {
     use super::*;
     use serde_json::json;
+    use tau_protocol::{Approval, CallStatus};
 
     #[test]
     fn events_serialize_as_tagged_lines() {
@@ -385,9 +390,11 @@ mod tests {
             tier: Some(Tier::Physical),
             tool_use_id: "t1".into(),
             arguments: json!({"payload": "on", "topic": "home/light"}),
-            status: CallStatus::Refused,
-            approval: Approval::Rejected,
-            decided_by: DecidedBy::person("terminal"),
+            fate: CallFate {
+                status: CallStatus::Refused,
+                approval: Approval::Rejected,
+                decided_by: DecidedBy::person("terminal"),
+            },
             approval_id: Some(ApprovalId::parse("ap_1").unwrap()),
             result_summary: None,
             duration_ms: Some(3),
@@ -405,6 +412,28 @@ mod tests {
         let back: AuditEvent =
             serde_json::from_str(&serde_json::to_string(&event).unwrap()).unwrap();
         assert_eq!(back, event);
+    }
+
+    #[test]
+    fn an_approval_line_carries_its_ruling_in_the_fields_it_always_had() {
+        let event = AuditEvent::Approval {
+            approval_id: ApprovalId::parse("ap_1").unwrap(),
+            tool: "lights".into(),
+            tier: Tier::Physical,
+            tool_use_id: "t1".into(),
+            arguments: json!({"room": "porch"}),
+            ruling: Ruling::new(tau_protocol::Decision::Approved, DecidedBy::person("web")),
+            approver: "durable".into(),
+            channel: "web".into(),
+            grant: None,
+            provenance: CallProvenance::default(),
+        };
+        let line = serde_json::to_string(&event).unwrap();
+        assert_eq!(
+            line,
+            r#"{"type":"approval","approval_id":"ap_1","tool":"lights","tier":2,"tool_use_id":"t1","arguments":{"room":"porch"},"decision":"approved","decided_by":{"kind":"person","channel":"web"},"approver":"durable","channel":"web"}"#
+        );
+        assert_eq!(serde_json::from_str::<AuditEvent>(&line).unwrap(), event);
     }
 
     #[test]

@@ -7,22 +7,22 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tau_agent::{ToolContext, ToolResult, ToolResultStatus, run_tool};
-use tau_protocol::{ApprovalId, CallStatus};
+use tau_protocol::{ApprovalId, CallDecision, CallStatus};
 
-use crate::approval::{Check, TierGate, ToolCallRecord, refusal_text};
+use crate::approval::{TierGate, ToolCallRecord, refusal_text};
 use crate::catalog::ToolCatalog;
 
 /// A call the gate has decided on, waiting for its outcome to be recorded.
 #[derive(Debug, Clone)]
 pub struct CallRecord {
-    pub check: Check,
+    pub decision: CallDecision,
     record: ToolCallRecord,
 }
 
 impl CallRecord {
-    pub fn new(check: Check, tool: &str, tool_use_id: &str, arguments: Value) -> Self {
-        let record = ToolCallRecord::decided(&check, tool, tool_use_id, arguments);
-        Self { check, record }
+    pub fn new(decision: CallDecision, tool: &str, tool_use_id: &str, arguments: Value) -> Self {
+        let record = ToolCallRecord::decided(&decision, tool, tool_use_id, arguments);
+        Self { decision, record }
     }
 
     pub fn tool(&self) -> &str {
@@ -36,15 +36,15 @@ impl CallRecord {
 
     /// The text the model reads for a refused call.
     pub fn refusal_text(&self) -> String {
-        self.check
-            .refusal_text
-            .clone()
-            .unwrap_or_else(|| refusal_text(&self.record.tool))
+        self.decision
+            .verdict
+            .refusal_text()
+            .map_or_else(|| refusal_text(&self.record.tool), str::to_owned)
     }
 
     /// Records that the call did not run.
     pub fn refused(mut self, gate: &TierGate, duration: Option<Duration>) {
-        self.record.status = self.check.refused_status();
+        self.record.fate.status = self.decision.verdict.refused_status();
         self.record.result_summary = Some(self.refusal_text());
         self.record.duration = duration;
         gate.record(self.record);
@@ -58,12 +58,12 @@ impl CallRecord {
         cancelled: bool,
         duration: Duration,
     ) {
-        self.record.status = ran_status(result, cancelled);
+        self.record.fate.status = ran_status(result, cancelled);
         self.record.result_summary = Some(result.text());
         self.record.duration = Some(duration);
         let (tool, tool_use_id) = (self.record.tool.clone(), self.record.tool_use_id.clone());
         gate.record(self.record);
-        gate.pin_after_run(&self.check, &tool, &tool_use_id);
+        gate.pin_after_run(&self.decision, &tool, &tool_use_id);
     }
 
     /// Records an outcome the caller established itself: a call that ran with
@@ -76,7 +76,7 @@ impl CallRecord {
         result: &ToolResult,
         duration: Duration,
     ) {
-        self.record.status = status;
+        self.record.fate.status = status;
         self.record.arguments = arguments;
         self.record.result_summary = Some(result.text());
         self.record.duration = Some(duration);
@@ -101,7 +101,7 @@ pub struct GatedOutcome {
     /// What the caller (a model, an MCP client, a routine) reads.
     pub result: ToolResult,
     pub status: CallStatus,
-    pub check: Check,
+    pub decision: CallDecision,
 }
 
 /// Check, run or refuse, record: the gate's ladder decides, the catalog's tool runs only
@@ -114,9 +114,9 @@ pub async fn gated_call(
     arguments: Value,
     context: ToolContext,
 ) -> GatedOutcome {
-    let check = gate.check(tool, &arguments, tool_use_id).await;
+    let decision = gate.check(tool, &arguments, tool_use_id).await;
     let call = Checked {
-        check,
+        decision,
         tool,
         tool_use_id,
         arguments,
@@ -126,7 +126,7 @@ pub async fn gated_call(
 
 /// A call the gate has decided on.
 pub(crate) struct Checked<'a> {
-    pub check: Check,
+    pub decision: CallDecision,
     pub tool: &'a str,
     pub tool_use_id: &'a str,
     pub arguments: Value,
@@ -142,21 +142,21 @@ pub(crate) async fn run_checked(
     stored: Option<&ApprovalId>,
 ) -> GatedOutcome {
     let Checked {
-        check,
+        decision,
         tool,
         tool_use_id,
         arguments,
     } = call;
-    let entry = catalog.get(tool).filter(|_| check.allowed);
-    let call = CallRecord::new(check.clone(), tool, tool_use_id, arguments.clone());
+    let entry = catalog.get(tool).filter(|_| decision.allowed());
+    let call = CallRecord::new(decision.clone(), tool, tool_use_id, arguments.clone());
     let Some(entry) = entry else {
         let result = ToolResult::error_text(tool_use_id, call.refusal_text());
-        let status = call.check.refused_status();
+        let status = call.decision.verdict.refused_status();
         call.refused(gate, None);
         return GatedOutcome {
             result,
             status,
-            check,
+            decision,
         };
     };
     if stored.is_some() {
@@ -176,6 +176,6 @@ pub(crate) async fn run_checked(
     GatedOutcome {
         result: run.result,
         status,
-        check,
+        decision,
     }
 }

@@ -6,16 +6,15 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::FutureExt;
 use serde_json::Value;
 use tau_agent::{
     AfterToolCallEvent, BeforeToolCallEvent, Hook, HookError, HookFuture, HookOrder, HookRegistry,
     HookResult, SharedTool, SkipReason, ToolCallSkippedEvent,
 };
-use tau_protocol::{Approval, CallStatus, DecidedBy};
+use tau_protocol::{Approval, CallDecision, CallFate, CallStatus, DecidedBy, Refusal, Verdict};
 
 use crate::approval::{
-    APPROVAL_INTERRUPT, Check, DurableCheck, TierGate, ToolCallRecord, question_reason, summarize,
+    APPROVAL_INTERRUPT, TierGate, ToolCallRecord, question_reason, stored_question, summarize,
     unknown_tool_text,
 };
 use crate::audit::ErrorSite;
@@ -75,9 +74,9 @@ impl TierHook {
         let name = event.tool_use.name.clone();
         let id = event.tool_use.tool_use_id.clone();
         let arguments = event.tool_use.input.clone();
-        let check = if let Some(text) = event.cancel_message() {
+        let decision = if let Some(text) = event.cancel_message() {
             // An earlier callback already stopped it: nobody is asked about a call that will not run.
-            Check::refuse(text.to_owned(), Approval::Refused, None, DecidedBy::Policy)
+            CallDecision::new(Verdict::refused(Refusal::Policy, text), None)
         } else if !self.is_catalog_tool(&name, event.selected_tool.as_ref()) {
             self.gate.emit_error(
                 ErrorSite::TierGate,
@@ -85,103 +84,68 @@ impl TierHook {
                 &name,
                 &id,
             );
-            Check::refuse(
-                unknown_tool_text(&name),
-                Approval::Refused,
+            CallDecision::new(
+                Verdict::refused(Refusal::Policy, unknown_tool_text(&name)),
                 None,
-                DecidedBy::Policy,
             )
         } else if self.gate.is_durable() {
-            match self.durable(event, &name, &arguments, &id) {
-                Ok(check) => check,
+            match self.durable(event, &name, &arguments, &id).await {
+                Ok(decision) => decision,
                 // The question is stored: the turn pauses on the gate's own interrupt.
                 Err(raised) => return Err(raised),
             }
         } else {
-            match AssertUnwindSafe(self.gate.check(&name, &arguments, &id))
-                .catch_unwind()
-                .await
+            let decision = self.gate.check(&name, &arguments, &id).await;
+            // A person's yes, recorded as let through: the tool starts next.
+            if decision.allowed()
+                && decision.approval_id.is_some()
+                && self.gate.records_dispatches()
             {
-                Ok(check) => {
-                    // A person's yes, recorded as let through: the tool starts next.
-                    if check.allowed
-                        && check.approval_id.is_some()
-                        && self.gate.records_dispatches()
-                    {
-                        crate::failpoint::reach(crate::failpoint::DISPATCHED);
-                    }
-                    check
-                }
-                Err(_) => {
-                    self.gate.emit_error(
-                        ErrorSite::TierGate,
-                        "the tier gate failed; the call was refused",
-                        &name,
-                        &id,
-                    );
-                    Check::refuse(
-                        crate::approval::refusal_text(&name),
-                        Approval::Failed,
-                        None,
-                        DecidedBy::ApproverFailed,
-                    )
-                }
+                crate::failpoint::reach(crate::failpoint::DISPATCHED);
             }
+            decision
         };
-        let call = CallRecord::new(check, &name, &id, arguments);
-        if !call.check.allowed {
+        let call = CallRecord::new(decision, &name, &id, arguments);
+        if !call.decision.allowed() {
             event.cancel_tool(call.refusal_text());
         }
         self.decided().insert(id, call);
         Ok(())
     }
 
-    /// The durable ladder: a resumed call is checked against its stored answer; a new
-    /// tier-2 question is stored and raises the gate's own interrupt. A panic refuses.
-    fn durable(
+    /// The durable ladder: a resumed call is checked against its stored answer (the
+    /// interrupt's response names it, read once here); a new tier-2 question is stored and
+    /// raises the gate's own interrupt. A panic refuses.
+    async fn durable(
         &self,
         event: &mut BeforeToolCallEvent,
         name: &str,
         arguments: &Value,
         id: &str,
-    ) -> Result<Check, tau_agent::InterruptRaised> {
-        let resumed = event.interrupt(APPROVAL_INTERRUPT, Value::Null).ok();
-        let decided = std::panic::catch_unwind(AssertUnwindSafe(|| match &resumed {
-            Some(response) => {
-                let check = self.gate.resume_durable(name, arguments, id, response);
-                if check.allowed {
-                    crate::failpoint::reach(crate::failpoint::DISPATCHED);
-                }
-                DurableCheck::Decided(check)
+    ) -> Result<CallDecision, tau_agent::InterruptRaised> {
+        if let Ok(response) = event.interrupt(APPROVAL_INTERRUPT, Value::Null) {
+            let resumed =
+                std::panic::catch_unwind(AssertUnwindSafe(|| match stored_question(&response) {
+                    Some(question) => self.gate.resume_durable(name, arguments, id, &question),
+                    None => self.gate.resume_unnamed(name, id),
+                }));
+            let Ok(decision) = resumed else {
+                return Ok(self.gate.failed(name, id));
+            };
+            if decision.allowed() {
+                crate::failpoint::reach(crate::failpoint::DISPATCHED);
             }
-            None => self.gate.check_durable(name, arguments, id),
-        }));
-        match decided {
-            Ok(DurableCheck::Decided(check)) => Ok(check),
-            Ok(DurableCheck::Asked { approval_id }) => {
-                match event.interrupt(APPROVAL_INTERRUPT, question_reason(&approval_id)) {
-                    Err(raised) => Err(raised),
-                    // No answer can exist for a question stored a moment ago.
-                    Ok(_) => Ok(self.gate_failed(name, id)),
-                }
-            }
-            Err(_) => Ok(self.gate_failed(name, id)),
+            return Ok(decision);
         }
-    }
-
-    fn gate_failed(&self, name: &str, id: &str) -> Check {
-        self.gate.emit_error(
-            ErrorSite::TierGate,
-            "the tier gate failed; the call was refused",
-            name,
-            id,
-        );
-        Check::refuse(
-            crate::approval::refusal_text(name),
-            Approval::Failed,
-            None,
-            DecidedBy::ApproverFailed,
-        )
+        let decision = self.gate.check(name, arguments, id).await;
+        let (Verdict::Asked, Some(question)) = (&decision.verdict, &decision.approval_id) else {
+            return Ok(decision);
+        };
+        match event.interrupt(APPROVAL_INTERRUPT, question_reason(question)) {
+            Err(raised) => Err(raised),
+            // No answer can exist for a question stored a moment ago.
+            Ok(_) => Ok(self.gate.failed(name, id)),
+        }
     }
 
     /// The selected tool must be the very object the catalog holds under that name; a
@@ -204,8 +168,8 @@ impl TierHook {
             return;
         };
         let changed = call.arguments() != &event.tool_use.input || call.tool() != tool;
-        if event.ran && (!call.check.allowed || changed) {
-            let message = if call.check.allowed {
+        if event.ran && (!call.decision.allowed() || changed) {
+            let message = if call.decision.allowed() {
                 "the call that ran differs from the call the gate decided on"
             } else {
                 "a call the gate refused ran anyway"
@@ -219,17 +183,17 @@ impl TierHook {
                 &event.result,
                 event.duration,
             );
-        } else if !call.check.allowed {
+        } else if !call.decision.allowed() {
             call.refused(&self.gate, Some(event.duration));
         } else if event.ran {
-            let stored_question = call.check.approval_id.clone();
-            if stored_question.is_some() {
+            let stored = call.decision.approval_id.clone();
+            if stored.is_some() {
                 crate::failpoint::reach(crate::failpoint::RAN);
             }
             call.ran(&self.gate, &event.result, event.cancelled, event.duration);
             // Its result goes into the turn's history next; a stored question's row says
             // it finished, so a restart never takes it for a call that was cut off.
-            if let Some(id) = stored_question {
+            if let Some(id) = stored {
                 self.gate.call_finished(&id);
                 crate::failpoint::reach(crate::failpoint::FINISHED);
             }
@@ -269,9 +233,11 @@ impl TierHook {
             tool,
             tool_use_id: id,
             arguments: event.tool_use.input.clone(),
-            status,
-            approval,
-            decided_by,
+            fate: CallFate {
+                status,
+                approval,
+                decided_by,
+            },
             approval_id: None,
             result_summary: Some(event.result.text()),
             duration: Some(event.duration),
@@ -293,9 +259,11 @@ impl TierHook {
             tool: summarize(tool),
             tool_use_id: event.tool_use.tool_use_id.clone(),
             arguments: event.tool_use.input.clone(),
-            status,
-            approval: Approval::Refused,
-            decided_by,
+            fate: CallFate {
+                status,
+                approval: Approval::Refused,
+                decided_by,
+            },
             approval_id: None,
             result_summary: Some(event.result.text()),
             duration: None,

@@ -7,8 +7,9 @@
 //! they are handed in as trait objects (`Approver`, `Model`).
 //!
 //! Layout
-//! - `approval/`: `TierGate`, `Approver`, exemptions, durable questions and their one
-//!   expirer, the texts the model reads (imports nothing from the agent loop, so the MCP
+//! - `approval/`: `TierGate` (its verdict is `tau-protocol`'s `CallDecision`),
+//!   `Approver`, exemptions, durable questions and their one expirer, the texts the model
+//!   reads (imports nothing from the agent loop, so the MCP
 //!   server and routines call it directly)
 //! - `catalog.rs`: `ToolCatalog`, tier and effect annotations; `card.rs`: `CardWriter`, what
 //!   tau writes on a question's card (tiers themselves are
@@ -53,7 +54,7 @@ mod stored_call;
 mod turn;
 
 pub use approval::{
-    Answer, ApprovalHistory, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check,
+    Answer, ApprovalHistory, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover,
     GateGrants, GrantLedger, RecordedGrants, ScriptedApprover, TierGate, ToolCallRecord,
     fold_grant_line, invalid_call_text, refusal_text, unknown_tool_text,
 };
@@ -83,11 +84,11 @@ pub use pin::{GRANT_LABEL, WorkspacePinner, asked_again_text, no_grant_text, unp
 pub use sessions::{StoredSessions, load_agent_state};
 pub use stored_call::{StoredAnswers, stored_gated_call};
 pub use tau_protocol::{
-    Approval, ApprovalId, CallCard, CallStatus, CardNote, ChannelEvent, ConfirmStep, DecidedBy,
-    Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest, GrantScope, GrantSuggestion,
-    MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, NoteLevel, NoticeKind, OUTPUT_LINES, OutputBlock,
-    SessionId, ShownFile, Tier, TierError, TreeError, TurnStop, TurnUsage, WorkspaceTree,
-    ellipsized, shown_lines,
+    Approval, ApprovalId, CallCard, CallDecision, CallFate, CallStatus, CardNote, ChannelEvent,
+    ConfirmStep, DecidedBy, Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,
+    GrantScope, GrantSuggestion, MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, NoteLevel, NoticeKind,
+    OUTPUT_LINES, OutputBlock, Refusal, Ruling, SessionId, ShownFile, Tier, TierError, TreeError,
+    TurnStop, TurnUsage, Verdict, WorkspaceTree, ellipsized, shown_lines,
 };
 pub use turn::{
     ChannelSink, CutOff, HubHold, StoredTurnError, TauAgent, TurnError, TurnOutcome,

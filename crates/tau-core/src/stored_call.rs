@@ -1,6 +1,6 @@
 //! A gated call asked durably outside any turn: a routine's fixed call on its `ask`
 //! channel. It takes the conversation gate's own path: the question stored by
-//! [`TierGate::check_durable`] and shown by [`TierGate::announce_stored`], the stored
+//! [`TierGate::check`] (a durable gate's) and shown by [`TierGate::announce_stored`], the stored
 //! answer checked again and consumed by [`TierGate::resume_durable`], the call's outcome
 //! recorded by [`TierGate::call_finished`], with the same failpoints on the way. Only the
 //! wait differs: where a turn pauses and the hub resumes it once its question is decided,
@@ -14,12 +14,9 @@ use async_trait::async_trait;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 use tau_agent::ToolContext;
-use tau_protocol::{ApprovalId, DecidedBy};
+use tau_protocol::{ApprovalId, CallDecision, DecidedBy, Verdict};
 
-use crate::approval::{
-    Answered, ApprovalRow, ApprovalState, Check, DurableCheck, StateDb, TierGate, answer_durable,
-    question_reason,
-};
+use crate::approval::{Answered, ApprovalRow, ApprovalState, StateDb, TierGate, answer_durable};
 use crate::catalog::ToolCatalog;
 use crate::gated::{Checked, GatedOutcome, run_checked};
 
@@ -65,9 +62,9 @@ pub async fn stored_gated_call(
     context: ToolContext,
     answers: &dyn StoredAnswers,
 ) -> GatedOutcome {
-    let (check, stored) = match gate.check_durable(tool, &arguments, tool_use_id) {
-        DurableCheck::Decided(check) => (check, None),
-        DurableCheck::Asked { approval_id } => {
+    let decision = gate.check(tool, &arguments, tool_use_id).await;
+    let (decision, stored) = match (&decision.verdict, decision.approval_id.clone()) {
+        (Verdict::Asked, Some(approval_id)) => {
             let call = StoredCall {
                 tool,
                 tool_use_id,
@@ -79,9 +76,10 @@ pub async fn stored_gated_call(
                 Some(approval_id),
             )
         }
+        _ => (decision, None),
     };
     let call = Checked {
-        check,
+        decision,
         tool,
         tool_use_id,
         arguments,
@@ -109,7 +107,7 @@ impl StoredCall<'_> {
         gate: &TierGate,
         answers: &dyn StoredAnswers,
         context: &ToolContext,
-    ) -> Check {
+    ) -> CallDecision {
         let Self {
             tool,
             tool_use_id,
@@ -138,7 +136,7 @@ impl StoredCall<'_> {
                 }
             }
         }
-        gate.resume_durable(tool, arguments, tool_use_id, &question_reason(id))
+        gate.resume_durable(tool, arguments, tool_use_id, id)
     }
 }
 

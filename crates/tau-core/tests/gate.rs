@@ -14,18 +14,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::{House, stable_check, stable_ids};
+use common::{House, asked, stable_check, stable_ids};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
     Answer, Answered, ApprovalQuestion, ApprovalState, Approver, ApproverError, AutoRejectApprover,
-    Check, DurableCheck, DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb,
-    TierGate, TierLookup, refusal_text, requested_event, unknown_tool_text,
+    DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
+    refusal_text, requested_event, unknown_tool_text,
 };
 use tau_core::{
-    Approval, AuditEvent, CallCard, CardNote, ChannelEvent, DecidedBy, Decision, ErrorSite,
-    EventBus, RecordedEvents, TauToolSpec, Tier, ToolCatalog,
+    Approval, AuditEvent, CallCard, CallDecision, CardNote, ChannelEvent, DecidedBy, Decision,
+    ErrorSite, EventBus, RecordedEvents, Refusal, TauToolSpec, Tier, ToolCatalog, Verdict,
 };
 
 fn gate_with(approver: Arc<dyn Approver>) -> (TierGate, RecordedEvents) {
@@ -44,34 +44,31 @@ fn refused(
     tier: Option<Tier>,
     decided_by: DecidedBy,
     asked: bool,
-) -> Check {
-    Check {
-        allowed: false,
-        refusal_text: Some(refusal_text(tool)),
-        approval,
-        tier,
-        decided_by,
-        approval_id: asked.then(|| tau_core::ApprovalId::parse("ap_1").unwrap()),
-        unknown_tool: false,
-        invalid: false,
-        effect_uncertain: false,
-        grant: None,
-        provenance: Default::default(),
-    }
+) -> CallDecision {
+    let why = match approval {
+        Approval::Rejected => Refusal::Rejected { by: decided_by },
+        Approval::Timeout => Refusal::Timeout { by: decided_by },
+        Approval::Failed => Refusal::Failed,
+        _ => Refusal::Policy,
+    };
+    decision(Verdict::refused(why, refusal_text(tool)), tier, asked)
 }
 
-fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -> Check {
-    Check {
-        allowed: true,
-        refusal_text: None,
-        approval,
-        tier: Some(tier),
-        decided_by,
+fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -> CallDecision {
+    let verdict = match (approval, decided_by) {
+        (Approval::Exempt, DecidedBy::Exemption { name }) => Verdict::Exempt { name },
+        (Approval::Granted, DecidedBy::Grant { id }) => Verdict::Granted { grant: id },
+        (Approval::Approved, by) => Verdict::Approved { by, grant: None },
+        _ => Verdict::Runs,
+    };
+    decision(verdict, Some(tier), asked)
+}
+
+fn decision(verdict: Verdict, tier: Option<Tier>, asked: bool) -> CallDecision {
+    CallDecision {
+        verdict,
+        tier,
         approval_id: asked.then(|| tau_core::ApprovalId::parse("ap_1").unwrap()),
-        unknown_tool: false,
-        invalid: false,
-        effect_uncertain: false,
-        grant: None,
         provenance: Default::default(),
     }
 }
@@ -107,8 +104,7 @@ fn approval_event(decision: Decision, decided_by: DecidedBy, approver: &str) -> 
         tier: Tier::Physical,
         tool_use_id: "t1".into(),
         arguments: json!({"room": "kitchen"}),
-        decision,
-        decided_by,
+        ruling: tau_core::Ruling::new(decision, decided_by),
         approver: approver.into(),
         channel: approver.into(),
         grant: None,
@@ -252,11 +248,11 @@ async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
-    let DurableCheck::Asked { approval_id } =
-        gate.check_durable("lights", &json!({"room": "kitchen"}), "t1")
-    else {
-        panic!("the question was not stored");
-    };
+    let approval_id = asked(
+        &gate
+            .check("lights", &json!({"room": "kitchen"}), "t1")
+            .await,
+    );
     let row = store.approval(&approval_id).unwrap().unwrap();
     let card = CallCard {
         headline: Some("switch · \"kitchen\"".into()),
@@ -289,12 +285,11 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
         timeout: Duration::from_secs(60),
     });
     let asked = |call: &str| {
-        let DurableCheck::Asked { approval_id } =
-            gate.check_durable("lights", &json!({"room": "kitchen"}), call)
-        else {
-            panic!("the question was not stored");
-        };
-        approval_id
+        asked(&futures::executor::block_on(gate.check(
+            "lights",
+            &json!({"room": "kitchen"}),
+            call,
+        )))
     };
     let pending = || store.approvals(Some(ApprovalState::Pending)).unwrap();
     let requested = || {
@@ -368,7 +363,7 @@ async fn a_rejection_refuses_with_the_refusal_text() {
         .check("lights", &json!({"room": "kitchen"}), "t1")
         .await;
     assert_eq!(
-        check.refusal_text.as_deref(),
+        check.verdict.refusal_text(),
         Some(
             "The user did not approve this action: lights. Do not perform it; tell the user briefly."
         )
@@ -405,7 +400,7 @@ async fn the_default_approver_rejects_every_tier_2_call() {
             true
         )
     );
-    assert_eq!(gate.check("clock", &json!({}), "t2").await.allowed, true);
+    assert_eq!(gate.check("clock", &json!({}), "t2").await.allowed(), true);
 }
 
 #[tokio::test]
@@ -415,21 +410,19 @@ async fn an_unknown_tool_is_refused_with_the_unknown_tool_text() {
     let check = gate.check("open_door", &json!({}), "t1").await;
     assert_eq!(
         check,
-        Check {
-            allowed: false,
-            refusal_text: Some("Tool 'open_door' is not registered; it was not run.".into()),
-            approval: Approval::Refused,
-            tier: None,
-            decided_by: DecidedBy::Policy,
-            approval_id: None,
-            unknown_tool: true,
-            invalid: false,
-            effect_uncertain: false,
-            grant: None,
-            provenance: Default::default(),
-        }
+        decision(
+            Verdict::refused(
+                Refusal::UnknownTool,
+                "Tool 'open_door' is not registered; it was not run."
+            ),
+            None,
+            false
+        )
     );
-    assert_eq!(check.refusal_text, Some(unknown_tool_text("open_door")));
+    assert_eq!(
+        check.verdict.refusal_text(),
+        Some(unknown_tool_text("open_door").as_str())
+    );
     assert_eq!(approver.requests(), vec![]);
     assert_eq!(
         events.events(),
@@ -594,7 +587,7 @@ async fn an_approver_that_could_ask_nobody_gives_the_model_its_own_text() {
         DecidedBy::ApproverFailed,
         true,
     );
-    expected.refusal_text = Some("Nobody was asked about lights.".into());
+    expected.verdict = Verdict::refused(Refusal::Failed, "Nobody was asked about lights.");
     assert_eq!(
         stable_check(
             gate.check("lights", &json!({"room": "kitchen"}), "t1")
@@ -773,7 +766,7 @@ async fn the_approvers_own_timeout_applies_and_the_gates_wins() {
     assert_eq!(gate.effective_timeout(), Some(Duration::from_secs(120)));
     let started = tokio::time::Instant::now();
     assert_eq!(
-        gate.check("lights", &json!({}), "t1").await.approval,
+        gate.check("lights", &json!({}), "t1").await.approval(),
         Approval::Timeout
     );
     assert_eq!(started.elapsed(), Duration::from_secs(120));
@@ -782,7 +775,7 @@ async fn the_approvers_own_timeout_applies_and_the_gates_wins() {
     assert_eq!(gate.effective_timeout(), Some(Duration::from_secs(5)));
     let started = tokio::time::Instant::now();
     assert_eq!(
-        gate.check("lights", &json!({}), "t2").await.approval,
+        gate.check("lights", &json!({}), "t2").await.approval(),
         Approval::Timeout
     );
     assert_eq!(started.elapsed(), Duration::from_secs(5));
@@ -823,7 +816,7 @@ async fn an_exemption_lets_a_routine_through_without_asking() {
     assert_eq!(
         gate.check("lights", &json!({"room": "kitchen"}), "t2")
             .await
-            .approval,
+            .approval(),
         Approval::Rejected
     );
     assert_eq!(approver.requests().len(), 1);
@@ -835,12 +828,12 @@ async fn undoing_an_exemption_asks_again() {
     let (gate, _) = gate_with(Arc::new(approver.clone()));
     let handle = gate.add_exemption("everything", Arc::new(|_: &str, _: &Value| true));
     assert_eq!(
-        gate.check("lights", &json!({}), "t1").await.approval,
+        gate.check("lights", &json!({}), "t1").await.approval(),
         Approval::Exempt
     );
     handle.undo();
     assert_eq!(
-        gate.check("lights", &json!({}), "t2").await.approval,
+        gate.check("lights", &json!({}), "t2").await.approval(),
         Approval::Rejected
     );
     assert_eq!(approver.requests().len(), 1);
@@ -861,11 +854,11 @@ async fn exemptions_are_consulted_only_for_tier_2_calls_to_known_tools() {
     gate.check("clock", &json!({}), "t1").await;
     gate.check("notes", &json!({}), "t2").await;
     assert_eq!(
-        gate.check("ghost", &json!({}), "t3").await.approval,
+        gate.check("ghost", &json!({}), "t3").await.approval(),
         Approval::Refused
     );
     assert_eq!(
-        gate.check("lights", &json!({}), "t4").await.approval,
+        gate.check("lights", &json!({}), "t4").await.approval(),
         Approval::Exempt
     );
     assert_eq!(*consulted.lock().unwrap(), vec!["lights".to_owned()]);
@@ -946,7 +939,7 @@ async fn parallel_calls_are_asked_one_at_a_time() {
         }
     }))
     .await;
-    assert!(checks.iter().all(|c| c.allowed));
+    assert!(checks.iter().all(CallDecision::allowed));
     assert_eq!(approver.most.load(Ordering::SeqCst), 1);
 }
 
@@ -1000,7 +993,7 @@ async fn how_a_wait_ended_is_recorded_as_who_decided() {
         let check = gate
             .check("lights", &json!({"room": "kitchen"}), "t1")
             .await;
-        assert_eq!(check.decided_by, decided_by);
+        assert_eq!(check.decided_by(), decided_by);
         assert_eq!(
             stable_ids(events.events()),
             vec![
@@ -1074,22 +1067,22 @@ async fn arguments_the_tool_refuses_are_refused_before_anyone_is_asked() {
     let gate = TierGate::new(Arc::new(catalog), Arc::new(approver.clone()), bus);
     // Not even an exemption lets such a call through: the tool would refuse it anyway.
     let _exempt = gate.add_exemption("routine", Arc::new(|_: &str, _: &Value| true));
-    let invalid = |tool: &str, reason: &str| Check {
-        allowed: false,
-        refusal_text: Some(tau_core::invalid_call_text(tool, reason)),
-        approval: Approval::Refused,
-        tier: Some(Tier::Physical),
-        decided_by: DecidedBy::Policy,
-        approval_id: None,
-        unknown_tool: false,
-        invalid: true,
-        effect_uncertain: false,
-        grant: None,
-        provenance: Default::default(),
+    let invalid = |tool: &str, reason: &str| {
+        decision(
+            Verdict::refused(
+                Refusal::InvalidCall,
+                tau_core::invalid_call_text(tool, reason),
+            ),
+            Some(Tier::Physical),
+            false,
+        )
     };
     let check = gate.check("lights", &json!({"room": "attic"}), "t1").await;
     assert_eq!(check, invalid("lights", "there is no room named \"attic\""));
-    assert_eq!(check.refused_status(), tau_core::CallStatus::Invalid);
+    assert_eq!(
+        check.verdict.refused_status(),
+        tau_core::CallStatus::Invalid
+    );
     assert_eq!(
         gate.check("broken", &json!({"room": "kitchen"}), "t2")
             .await,
@@ -1100,6 +1093,6 @@ async fn arguments_the_tool_refuses_are_refused_before_anyone_is_asked() {
     let check = gate
         .check("lights", &json!({"room": "kitchen"}), "t3")
         .await;
-    assert!(check.allowed);
-    assert_eq!(check.approval, Approval::Exempt);
+    assert!(check.allowed());
+    assert_eq!(check.approval(), Approval::Exempt);
 }

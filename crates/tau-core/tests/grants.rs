@@ -126,8 +126,8 @@ async fn granted(setup: &Setup, scope: GrantScope) -> tau_protocol::GrantId {
     let check = gate
         .check("run_command", &command("npm run test"), "t1")
         .await;
-    assert!(check.allowed);
-    assert_eq!(check.decided_by, DecidedBy::person("terminal"));
+    assert!(check.allowed());
+    assert_eq!(check.decided_by(), DecidedBy::person("terminal"));
     let offer = approver.requests()[0]
         .grant
         .clone()
@@ -167,11 +167,11 @@ async fn the_same_call_runs_without_a_question_and_is_recorded_as_the_grant_s() 
     let check = gate
         .check("run_command", &command("npm run test"), "t2")
         .await;
-    assert!(check.allowed, "{check:?}");
-    assert_eq!(check.approval, Approval::Granted);
-    assert_eq!(check.decided_by, DecidedBy::Grant { id: id.clone() });
+    assert!(check.allowed(), "{check:?}");
+    assert_eq!(check.approval(), Approval::Granted);
+    assert_eq!(check.decided_by(), DecidedBy::Grant { id: id.clone() });
     assert_eq!(
-        serde_json::to_value(&check.decided_by).unwrap(),
+        serde_json::to_value(check.decided_by()).unwrap(),
         json!({"kind": "grant", "id": id.as_str()})
     );
     assert!(approver.requests().is_empty(), "nobody was asked");
@@ -273,12 +273,12 @@ async fn no_bypass_form_is_covered() {
     let (gate, approver, _events) = setup.gate("s2", "terminal", vec![]);
     for (n, form) in arguments.iter().enumerate() {
         let check = gate.check("run_command", form, &format!("t{n}")).await;
-        assert!(!check.allowed, "covered: {form}");
-        assert_ne!(check.approval, Approval::Granted, "{form}");
+        assert!(!check.allowed(), "covered: {form}");
+        assert_ne!(check.approval(), Approval::Granted, "{form}");
     }
     assert_eq!(approver.requests().len(), arguments.len(), "each was asked");
     let exact = gate.check("run_command", &command(base), "exact").await;
-    assert_eq!(exact.approval, Approval::Granted);
+    assert_eq!(exact.approval(), Approval::Granted);
 }
 
 #[tokio::test]
@@ -292,7 +292,7 @@ async fn a_changed_schema_or_tier_and_other_places_are_not_covered() {
     ] {
         let (gate, approver, _) = setup.gate(session, channel, vec![]);
         assert!(
-            !gate.check("run_command", &call, "t").await.allowed,
+            !gate.check("run_command", &call, "t").await.allowed(),
             "{name}"
         );
         assert_eq!(approver.requests().len(), 1, "{name}: asked");
@@ -302,7 +302,7 @@ async fn a_changed_schema_or_tier_and_other_places_are_not_covered() {
     *setup.shell.schema.lock().unwrap() = "b".repeat(64);
     let (gate, approver, events) = setup.gate("s1", "terminal", vec![]);
     assert!(
-        !gate.check("run_command", &call, "t").await.allowed,
+        !gate.check("run_command", &call, "t").await.allowed(),
         "changed schema"
     );
     assert_eq!(approver.requests().len(), 1);
@@ -312,7 +312,7 @@ async fn a_changed_schema_or_tier_and_other_places_are_not_covered() {
     );
     *setup.shell.schema.lock().unwrap() = "a".repeat(64);
     let (gate, approver, events) = setup.gate("s1", "terminal", vec![]);
-    assert!(!gate.check("run_command", &call, "t").await.allowed);
+    assert!(!gate.check("run_command", &call, "t").await.allowed());
     assert_eq!(
         approver.requests().len(),
         1,
@@ -333,7 +333,7 @@ async fn a_changed_schema_or_tier_and_other_places_are_not_covered() {
     // At tier 1 the call needs no question at all; no grant is what lets it run.
     let check = gate.check("run_command", &call, "t").await;
     assert_eq!(
-        (check.approval, check.decided_by),
+        (check.approval(), check.decided_by()),
         (Approval::NotRequired, DecidedBy::Policy)
     );
     assert!(
@@ -392,7 +392,7 @@ async fn a_revoked_grant_asks_again() {
     let check = gate
         .check("run_command", &command("npm run test"), "t")
         .await;
-    assert_eq!(check.approval, Approval::Rejected);
+    assert_eq!(check.approval(), Approval::Rejected);
     assert_eq!(approver.requests().len(), 1);
 }
 
@@ -409,8 +409,17 @@ async fn only_a_person_s_yes_to_an_offered_grant_makes_one() {
         ..GrantRequest::default()
     });
     let (gate, _, events) = setup.gate("s1", "terminal", vec![no, too_long]);
-    assert!(!gate.check("run_command", &command("a"), "t1").await.allowed);
-    assert!(gate.check("run_command", &command("a"), "t2").await.allowed);
+    assert!(
+        !gate
+            .check("run_command", &command("a"), "t1")
+            .await
+            .allowed()
+    );
+    assert!(
+        gate.check("run_command", &command("a"), "t2")
+            .await
+            .allowed()
+    );
     assert!(setup.store.grants(None).unwrap().is_empty());
     assert!(events.events().iter().any(|e| matches!(
         e,
@@ -427,7 +436,7 @@ async fn only_a_person_s_yes_to_an_offered_grant_makes_one() {
         plain
             .check("run_command", &command("a"), "t3")
             .await
-            .allowed
+            .allowed()
     );
     assert_eq!(approver.requests()[0].grant, None);
     assert!(setup.store.grants(None).unwrap().is_empty());
@@ -447,7 +456,7 @@ async fn a_card_that_flags_a_lookalike_offers_no_grant_and_makes_none() {
         ],
     );
     let flagged = command("sh \u{455}etup.sh");
-    assert!(gate.check("run_command", &flagged, "t1").await.allowed);
+    assert!(gate.check("run_command", &flagged, "t1").await.allowed());
     let asked = approver.requests();
     assert!(
         asked[0].card.notes.iter().any(|n| n.label == "lookalike"),
@@ -456,7 +465,7 @@ async fn a_card_that_flags_a_lookalike_offers_no_grant_and_makes_none() {
     );
     assert_eq!(asked[0].grant, None);
     // Nothing covers the next one: it is asked again.
-    assert!(gate.check("run_command", &flagged, "t2").await.allowed);
+    assert!(gate.check("run_command", &flagged, "t2").await.allowed());
     assert_eq!(approver.requests().len(), 2);
     assert!(setup.store.grants(None).unwrap().is_empty());
     // The same words in plain Latin letters are offered one.
@@ -464,7 +473,7 @@ async fn a_card_that_flags_a_lookalike_offers_no_grant_and_makes_none() {
     assert!(
         gate.check("run_command", &command("sh setup.sh"), "t3")
             .await
-            .allowed
+            .allowed()
     );
     assert!(approver.requests()[0].grant.is_some());
 }

@@ -15,14 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::House;
+use common::{House, asked};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{SessionId, ToolContext};
-use tau_core::approval::{
-    ApprovalRow, ApprovalState, DurableCheck, DurableQuestions, StateDb, answer_durable,
-    question_reason,
-};
+use tau_core::approval::{ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable};
 use tau_core::{
     Approval, ApprovalId, AuditEvent, DecidedBy, EventBus, RecordedEvents, ScriptedApprover,
     StoredAnswers, TierGate, ToolCatalog, stored_gated_call,
@@ -181,14 +178,12 @@ async fn as_a_turn(case: &Case) -> Verdict {
     let home = Home::new();
     let gate = home.gate();
     let arguments = json!({"room": "porch"});
-    let DurableCheck::Asked { approval_id } = gate.check_durable("lights", &arguments, "t1") else {
-        panic!("{}: not asked", case.name);
-    };
+    let approval_id = asked(&gate.check("lights", &arguments, "t1").await);
     gate.announce_stored(true);
     home.answer(case, &approval_id);
-    let check = gate.resume_durable("lights", &arguments, "t1", &question_reason(&approval_id));
+    let check = gate.resume_durable("lights", &arguments, "t1", &approval_id);
     let catalog = home.house.catalog();
-    if check.allowed {
+    if check.allowed() {
         let entry = catalog.get("lights").unwrap();
         tau_agent::run_tool(
             &entry.tool,
@@ -199,10 +194,10 @@ async fn as_a_turn(case: &Case) -> Verdict {
         .await;
     }
     Verdict {
-        allowed: check.allowed,
-        approval: check.approval,
-        decided_by: check.decided_by,
-        text: check.refusal_text,
+        allowed: check.allowed(),
+        approval: check.approval(),
+        decided_by: check.decided_by(),
+        text: check.verdict.refusal_text().map(str::to_owned),
         runs: home.house.lights.runs(),
         errors: home.errors(),
     }
@@ -253,10 +248,10 @@ async fn as_a_routine(case: &Case) -> Verdict {
     .await;
     assert_eq!(answers.shown.lock().unwrap().len(), 1, "{}", case.name);
     Verdict {
-        allowed: done.check.allowed,
-        approval: done.check.approval,
-        decided_by: done.check.decided_by,
-        text: done.check.refusal_text,
+        allowed: done.decision.allowed(),
+        approval: done.decision.approval(),
+        decided_by: done.decision.decided_by(),
+        text: done.decision.verdict.refusal_text().map(str::to_owned),
         runs: home.house.lights.runs(),
         errors: home.errors(),
     }

@@ -207,7 +207,11 @@ async fn a_result_that_reads_like_a_refusal_is_still_a_success() {
     built.agent.stream("go", Some(&sink)).await.unwrap();
     let mut statuses = Vec::new();
     while let Ok(event) = receiver.try_recv() {
-        if let ChannelEvent::ToolCallFinished { status, .. } = event {
+        if let ChannelEvent::ToolCallFinished {
+            fate: tau_core::CallFate { status, .. },
+            ..
+        } = event
+        {
             statuses.push(status);
         }
     }

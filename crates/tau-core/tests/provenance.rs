@@ -186,11 +186,11 @@ async fn the_escalation_table() {
     for (case, reads, tool, arguments, asked, flagged) in cases {
         let (gate, approver, events) = gate(&reads, vec![no()]);
         let check = gate.check(tool, &arguments, "c1").await;
-        assert_eq!(check.allowed, !asked, "{case}: {check:?}");
+        assert_eq!(check.allowed(), !asked, "{case}: {check:?}");
         assert_eq!(approver.requests().len(), usize::from(asked), "{case}");
         assert_eq!(check.provenance.escalated, asked, "{case}");
         assert_eq!(
-            check.approval,
+            check.approval(),
             if asked {
                 Approval::Rejected
             } else {
@@ -283,7 +283,7 @@ async fn an_exact_grant_still_covers_an_exact_steered_call() {
     let first = gate
         .check("office__send_email", &send("lisa@acme.example"), "c1")
         .await;
-    assert!(first.allowed, "{first:?}");
+    assert!(first.allowed(), "{first:?}");
     assert!(
         approver.requests()[0].grant.is_some(),
         "the question offers a grant"
@@ -292,13 +292,13 @@ async fn an_exact_grant_still_covers_an_exact_steered_call() {
     let again = gate
         .check("office__send_email", &send("lisa@acme.example"), "c2")
         .await;
-    assert_eq!(again.approval, Approval::Granted, "{again:?}");
+    assert_eq!(again.approval(), Approval::Granted, "{again:?}");
     assert!(approver.requests().is_empty(), "nobody was asked");
     // Another recipient is another call: asked.
     let (gate, approver) = gate_with(vec![Answer::rejected(DecidedBy::person("terminal"))]);
     let other = gate
         .check("office__send_email", &send("mark@evil.example"), "c3")
         .await;
-    assert!(!other.allowed);
+    assert!(!other.allowed());
     assert_eq!(approver.requests().len(), 1);
 }

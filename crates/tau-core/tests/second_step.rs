@@ -14,12 +14,12 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::House;
+use common::{House, asked};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_core::approval::{
-    Answer, Answered, ApprovalState, DurableCheck, DurableQuestions, ScriptedApprover, StateDb,
-    TierGate, answer_durable,
+    Answer, Answered, ApprovalState, DurableQuestions, ScriptedApprover, StateDb, TierGate,
+    answer_durable,
 };
 use tau_core::{
     Approval, AuditEvent, CallCard, ConfirmStep, DecidedBy, Decision, ErrorSite, EventBus,
@@ -71,7 +71,7 @@ impl tau_core::Approver for Reading {
 /// events it emitted.
 async fn asked_with(
     answer: impl Fn(&ConfirmStep) -> Answer + Send + Sync + 'static,
-) -> (tau_core::Check, ConfirmStep, Vec<AuditEvent>) {
+) -> (tau_core::CallDecision, ConfirmStep, Vec<AuditEvent>) {
     let bus = EventBus::new();
     let events = RecordedEvents::subscribed_to(&bus);
     let approver = Arc::new(Reading {
@@ -119,9 +119,9 @@ async fn the_name_or_the_drawn_number_approves() {
         let (check, _, _) =
             asked_with(move |step| Answer::approved_by("scripted").confirmed_with(typed(step)))
                 .await;
-        assert!(check.allowed, "{check:?}");
+        assert!(check.allowed(), "{check:?}");
         assert_eq!(
-            (check.approval, check.decided_by),
+            (check.approval(), check.decided_by()),
             (Approval::Approved, person())
         );
     }
@@ -150,9 +150,9 @@ async fn a_yes_without_the_step_or_with_a_wrong_one_is_a_failed_approver() {
         if typed.as_deref() == Some(step.code.as_str()) {
             continue; // the writer's 11 was drawn again: then it is the right number
         }
-        assert!(!check.allowed, "{typed:?} approved");
+        assert!(!check.allowed(), "{typed:?} approved");
         assert_eq!(
-            (check.approval, check.decided_by),
+            (check.approval(), check.decided_by()),
             (Approval::Failed, DecidedBy::ApproverFailed)
         );
         assert!(
@@ -183,11 +183,7 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
-    let DurableCheck::Asked { approval_id } =
-        gate.check_durable("lights", &json!({"room": "garage"}), "t1")
-    else {
-        panic!("not stored");
-    };
+    let approval_id = asked(&gate.check("lights", &json!({"room": "garage"}), "t1").await);
     let row = store.approval(&approval_id).unwrap().unwrap();
     let step = row.card.confirm.clone().unwrap();
     assert_eq!(step.word, "garage-door");
@@ -239,12 +235,7 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
     assert_eq!(decided.state, ApprovalState::Approved);
     assert!(closing.is_some());
     // A rejection never needs the step.
-    let DurableCheck::Asked {
-        approval_id: second,
-    } = gate.check_durable("lights", &json!({"room": "garage"}), "t2")
-    else {
-        panic!("not stored");
-    };
+    let second = asked(&gate.check("lights", &json!({"room": "garage"}), "t2").await);
     gate.announce_stored(true);
     let (answered, _) =
         answer_durable(&store, &bus, &second, ApprovalState::Rejected, &web, None).unwrap();

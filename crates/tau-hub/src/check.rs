@@ -8,9 +8,9 @@
 //! fails is revoked by `policy`, with an `error` and a `grant_revoked` line.
 
 use jiff::Timestamp;
-use tau_core::approval::ApprovalState;
-use tau_core::{AuditEvent, DecidedBy, Decision, ErrorSite};
-use tau_protocol::ChannelEvent;
+use tau_core::approval::{ApprovalState, stored_approval_event};
+use tau_core::{AuditEvent, DecidedBy, Decision, ErrorSite, channel_event};
+use tau_protocol::Ruling;
 use tau_state::{RecordedAnswer, cross_check, needs_check};
 
 use crate::HubError;
@@ -88,30 +88,12 @@ impl Hub {
                 tool: Some(row.tool.clone()),
                 tool_use_id: Some(row.call_id.clone()),
             });
-            bus.emit(&AuditEvent::Approval {
-                approval_id: row.id.clone(),
-                tool: row.tool.clone(),
-                tier: row.tier,
-                tool_use_id: row.call_id.clone(),
-                arguments: closed.arguments_value(),
-                decision: Decision::Rejected,
-                decided_by: DecidedBy::ApproverFailed,
-                approver: "start_check".to_owned(),
-                channel: row.channel.clone(),
-                grant: None,
-                provenance: row.card.provenance.clone(),
-            });
-            self.publish(
-                &row.session,
-                SessionEvent::Turn(ChannelEvent::ApprovalDecided {
-                    approval_id: row.id.clone(),
-                    call_id: row.call_id.clone(),
-                    tool: row.tool.clone(),
-                    decision: Decision::Rejected,
-                    decided_by: DecidedBy::ApproverFailed,
-                    grant: None,
-                }),
-            );
+            let ruling = Ruling::new(Decision::Rejected, DecidedBy::ApproverFailed);
+            let decided = stored_approval_event(&closed, ruling, "start_check");
+            bus.emit(&decided);
+            if let Some(event) = channel_event(&decided) {
+                self.publish(&row.session, SessionEvent::Turn(event));
+            }
             let _ = self.inner.changes.send(closed.clone());
             refused.push(Refused { row: closed, why });
         }

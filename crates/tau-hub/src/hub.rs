@@ -1,31 +1,32 @@
 //! The hub's API: conversations, messages, answers, subscriptions.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tau_agent::{CancelHandle, Message, SessionId, SessionRepository};
+use tau_agent::{Message, SessionId, SessionRepository};
 use tau_core::approval::{
-    Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable_granting,
+    Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, StoredAnswer, answer_row,
 };
-use tau_core::{DecidedBy, EventBus, StoredSessions, TauAgent};
-use tau_protocol::{ApprovalId, GrantRequest};
+use tau_core::{DecidedBy, EventBus, StoredSessions};
+use tau_protocol::ApprovalId;
 use tau_state::Conversation;
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::HubError;
 use crate::channel::{Channel, ChannelError, ChannelStatus};
 use crate::ids::new_session_id;
+pub(crate) use crate::live::{LiveConversations, Slot, locked};
 use crate::port::{ChannelPort, HubPort};
 pub use crate::types::{
     ChannelEvents, ConversationEvent, ConversationInfo, HubOptions, OpenError, Opened, Recovery,
     Refused, RefusedGrant, Reply, SessionEvent, SessionFactory,
 };
+use crate::{GrantRefused, HubError};
 
-/// How many events a slow subscriber may fall behind before it is told it lagged.
+/// How many events a slow subscriber of every conversation, or of every stored
+/// question, may fall behind before it is told it lagged.
 const STREAM_CAPACITY: usize = 1024;
 /// How long shutdown waits for cancelled turns to end.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -41,12 +42,9 @@ pub(crate) struct Inner {
     pub(crate) state: StateDb,
     pub(crate) factory: Arc<dyn SessionFactory>,
     pub(crate) options: HubOptions,
-    pub(crate) slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
+    /// Each conversation in use: which it is, its open session, its stream and its bus.
+    pub(crate) live: LiveConversations,
     pub(crate) opening: tokio::sync::Mutex<()>,
-    pub(crate) streams: Mutex<HashMap<SessionId, broadcast::Sender<SessionEvent>>>,
-    pub(crate) buses: Mutex<HashMap<SessionId, EventBus>>,
-    /// Which conversation each session is (they never change once made).
-    pub(crate) known: Mutex<HashMap<SessionId, Conversation>>,
     /// Every session's events, hub-wide, for channels that watch all their conversations.
     everything: broadcast::Sender<ConversationEvent>,
     pub(crate) changes: broadcast::Sender<ApprovalRow>,
@@ -63,20 +61,6 @@ pub(crate) struct Inner {
     pub(crate) routine_waits: crate::unawaited::RoutineWaits,
 }
 
-/// One open session: its agent behind a lock, so turns run one at a time.
-pub(crate) struct Slot {
-    pub(crate) session: SessionId,
-    pub(crate) agent: tokio::sync::Mutex<TauAgent>,
-    cancel: CancelHandle,
-    /// Turns running or queued.
-    pub(crate) queued: AtomicUsize,
-    _guard: Box<dyn Send + Sync>,
-}
-
-pub(crate) fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl Hub {
     /// A hub on `state.db`: its sessions, stored questions and conversations.
     pub fn open(state: StateDb, factory: Arc<dyn SessionFactory>, options: HubOptions) -> Self {
@@ -88,11 +72,8 @@ impl Hub {
                 state,
                 factory,
                 options,
-                slots: Mutex::default(),
+                live: LiveConversations::default(),
                 opening: tokio::sync::Mutex::new(()),
-                streams: Mutex::default(),
-                buses: Mutex::default(),
-                known: Mutex::default(),
                 everything,
                 changes,
                 channels: Mutex::default(),
@@ -143,7 +124,6 @@ impl Hub {
     pub fn conversations(&self, channel: &str) -> Result<Vec<ConversationInfo>, HubError> {
         let summaries = self.inner.state.list_sessions()?;
         let pending = self.inner.state.approvals(Some(ApprovalState::Pending))?;
-        let slots = locked(&self.inner.slots);
         Ok(self
             .inner
             .state
@@ -164,9 +144,7 @@ impl Hub {
                     message_count: summary.map_or(0, |s| s.message_count),
                     updated_at: summary
                         .map_or(conversation.created_at.as_second(), |s| s.updated_at),
-                    busy: slots
-                        .get(&conversation.session)
-                        .is_some_and(|s| s.queued.load(Ordering::SeqCst) > 0),
+                    busy: self.inner.live.busy(&conversation.session),
                     pending_approvals: pending
                         .iter()
                         .filter(|r| r.session == conversation.session)
@@ -179,12 +157,12 @@ impl Hub {
 
     /// The conversation `session` is, if it is a hub conversation.
     pub fn conversation_of(&self, session: &SessionId) -> Result<Option<Conversation>, HubError> {
-        if let Some(known) = locked(&self.inner.known).get(session) {
-            return Ok(Some(known.clone()));
+        if let Some(known) = self.inner.live.conversation(session) {
+            return Ok(Some(known));
         }
         let found = self.inner.state.conversation_of(session)?;
         if let Some(conversation) = &found {
-            locked(&self.inner.known).insert(session.clone(), conversation.clone());
+            self.inner.live.remember(session, conversation);
         }
         Ok(found)
     }
@@ -245,10 +223,7 @@ impl Hub {
     }
 
     pub(crate) fn stream(&self, session: &SessionId) -> broadcast::Sender<SessionEvent> {
-        locked(&self.inner.streams)
-            .entry(session.clone())
-            .or_insert_with(|| broadcast::channel(STREAM_CAPACITY).0)
-            .clone()
+        self.inner.live.stream(session)
     }
 
     pub(crate) fn publish(&self, session: &SessionId, event: SessionEvent) {
@@ -276,10 +251,9 @@ impl Hub {
     /// none runs. Questions it waits on stay.
     pub fn cancel(&self, channel: &str, session: &SessionId) -> Result<bool, HubError> {
         self.owned(channel, session)?;
-        let slot = locked(&self.inner.slots).get(session).cloned();
-        match slot {
-            Some(slot) if slot.queued.load(Ordering::SeqCst) > 0 => {
-                slot.cancel.cancel();
+        match self.inner.live.slot(session) {
+            Some(slot) if slot.busy() => {
+                slot.cancel();
                 Ok(true)
             }
             Some(_) | None => Ok(false),
@@ -287,17 +261,14 @@ impl Hub {
     }
 
     pub(crate) fn bus(&self, session: &SessionId) -> EventBus {
-        locked(&self.inner.buses)
-            .entry(session.clone())
-            .or_insert_with(|| self.inner.factory.events(session))
-            .clone()
+        self.inner
+            .live
+            .bus(session, || self.inner.factory.events(session))
     }
 
     /// True while a turn of `session` runs or waits to run.
     pub fn is_busy(&self, session: &SessionId) -> bool {
-        locked(&self.inner.slots)
-            .get(session)
-            .is_some_and(|s| s.queued.load(Ordering::SeqCst) > 0)
+        self.inner.live.busy(session)
     }
 
     // ---- approvals ----
@@ -373,12 +344,10 @@ impl Hub {
             Reply::Confirm(typed) => (ApprovalState::Approved, Some(typed), None),
             Reply::ApproveWithGrant(wanted) => {
                 let Some(offer) = &row.grant_offer else {
-                    return Err(HubError::Grant(
-                        "this question offers no grant: answer approve or reject".into(),
-                    ));
+                    return Err(GrantRefused::NotOffered.into());
                 };
                 if let Err(error) = wanted.checked_hours(offer.hours) {
-                    return Err(HubError::Grant(error.to_string()));
+                    return Err(GrantRefused::from(error).into());
                 }
                 (ApprovalState::Approved, None, Some(wanted))
             }
@@ -391,7 +360,15 @@ impl Hub {
             channel: channel.to_owned(),
             user,
         };
-        let answered = self.decide_as(&row, to, &by, confirmation.as_deref(), grant.as_ref())?;
+        // The row read above is the one answered: the compare-and-set decides on the
+        // stored state, so an answer that lost a race learns the winner's.
+        let answer = StoredAnswer {
+            to,
+            decided_by: &by,
+            confirmation: confirmation.as_deref(),
+            grant: grant.as_ref(),
+        };
+        let answered = self.decide_as(&row, answer)?;
         if let Answered::Decided(_) = &answered {
             self.settle_later(&row.session).await;
         }
@@ -401,33 +378,17 @@ impl Hub {
     /// Shows a question stored outside a turn (a routine's, asked on its `ask` channel), or
     /// how it ended, on its conversation and hub-wide, as a turn's own questions are shown.
     pub fn show_question(&self, row: &ApprovalRow) {
-        let session = &row.session;
-        let decision = match row.state {
-            ApprovalState::Pending => None,
-            ApprovalState::Approved => Some(tau_core::Decision::Approved),
-            ApprovalState::Expired => Some(tau_core::Decision::Timeout),
-            ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
-                Some(tau_core::Decision::Rejected)
-            }
-        };
-        let event = match decision {
+        let event = match tau_core::approval::decided_event(row) {
+            Some(decided) => decided,
             None => {
                 // Shown by the routine's run that waits on it here.
                 self.inner.routine_waits.waits(&row.id);
                 self.inner.sweep.notify_one();
                 tau_core::approval::requested_event(row)
             }
-            Some(decision) => tau_core::ChannelEvent::ApprovalDecided {
-                approval_id: row.id.clone(),
-                call_id: row.call_id.clone(),
-                tool: row.tool.clone(),
-                decision,
-                decided_by: row.decided_by.clone().unwrap_or(DecidedBy::Cancelled),
-                grant: None,
-            },
         };
         let _ = self.inner.changes.send(row.clone());
-        self.publish(session, SessionEvent::Turn(event));
+        self.publish(&row.session, SessionEvent::Turn(event));
     }
 
     /// The compare-and-set on a row, recorded on its session's bus; a decision that
@@ -438,27 +399,20 @@ impl Hub {
         to: ApprovalState,
         by: &DecidedBy,
     ) -> Result<Answered, HubError> {
-        self.decide_as(row, to, by, None, None)
+        let answer = StoredAnswer {
+            to,
+            decided_by: by,
+            confirmation: None,
+            grant: None,
+        };
+        self.decide_as(row, answer)
     }
 
-    /// [`Hub::decide`] with what the person typed or pressed for a second step.
-    fn decide_as(
-        &self,
-        row: &ApprovalRow,
-        to: ApprovalState,
-        by: &DecidedBy,
-        confirmation: Option<&str>,
-        grant: Option<&GrantRequest>,
-    ) -> Result<Answered, HubError> {
-        let (answered, closing) = answer_durable_granting(
-            &self.inner.state,
-            &self.bus(&row.session),
-            &row.id,
-            to,
-            by,
-            confirmation,
-            grant,
-        )?;
+    /// [`Hub::decide`] with what the person typed or pressed for a second step, and the
+    /// grant they asked for.
+    fn decide_as(&self, row: &ApprovalRow, answer: StoredAnswer<'_>) -> Result<Answered, HubError> {
+        let (answered, closing) =
+            answer_row(&self.inner.state, &self.bus(&row.session), row, answer)?;
         if let Some(event) = closing {
             self.publish(&row.session, SessionEvent::Turn(event));
         }
@@ -485,15 +439,15 @@ impl Hub {
 
     /// The open session, opening it (and taking its lock) on first use.
     pub(crate) async fn slot(&self, session: &SessionId) -> Result<Arc<Slot>, HubError> {
-        if let Some(slot) = locked(&self.inner.slots).get(session) {
-            return Ok(Arc::clone(slot));
+        if let Some(slot) = self.inner.live.slot(session) {
+            return Ok(slot);
         }
         if self.stopping() {
             return Err(HubError::ShuttingDown);
         }
         let _opening = self.inner.opening.lock().await;
-        if let Some(slot) = locked(&self.inner.slots).get(session) {
-            return Ok(Arc::clone(slot));
+        if let Some(slot) = self.inner.live.slot(session) {
+            return Ok(slot);
         }
         let conversation = self
             .inner
@@ -515,14 +469,8 @@ impl Hub {
                 session: session.to_string(),
                 reason: e.to_string(),
             })?;
-        let slot = Arc::new(Slot {
-            session: session.clone(),
-            cancel: opened.agent.cancel_handle(),
-            agent: tokio::sync::Mutex::new(opened.agent),
-            queued: AtomicUsize::new(0),
-            _guard: opened.guard,
-        });
-        locked(&self.inner.slots).insert(session.clone(), Arc::clone(&slot));
+        let slot = Arc::new(Slot::new(session, opened));
+        self.inner.live.open(session, &slot);
         Ok(slot)
     }
 
@@ -615,9 +563,8 @@ impl Hub {
     pub async fn shutdown(&self) {
         self.inner.stopping.store(true, Ordering::SeqCst);
         self.inner.stop.cancel();
-        let slots: Vec<Arc<Slot>> = locked(&self.inner.slots).values().cloned().collect();
-        for slot in &slots {
-            slot.cancel.cancel();
+        for slot in self.inner.live.slots() {
+            slot.cancel();
         }
         self.inner.tasks.close();
         if tokio::time::timeout(SHUTDOWN_GRACE, self.inner.tasks.wait())

@@ -63,6 +63,7 @@ mod grants;
 mod health;
 mod hub;
 mod ids;
+mod live;
 mod port;
 mod titles;
 mod turns;
@@ -82,6 +83,35 @@ pub use port::{
 pub use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
 pub use tau_state::{Conversation, Revoked};
 
+/// Why a grant asked for with a yes cannot be given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrantRefused {
+    /// The question offered none.
+    #[error("this question offers no grant: answer approve or reject")]
+    NotOffered,
+    /// Its hours or uses are out of bounds.
+    #[error(transparent)]
+    OutOfBounds(#[from] tau_protocol::GrantRequestError),
+}
+
+/// What keeps a conversation in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InUse {
+    #[error("a question waits in this conversation: answer it first")]
+    QuestionWaits,
+    #[error("a turn runs in this conversation: cancel it first")]
+    TurnRuns,
+}
+
+/// A title a conversation cannot have (empty, too long, a control character): the title
+/// asked for, and the store's words for what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{why}")]
+pub struct InvalidTitle {
+    pub title: Option<String>,
+    pub why: String,
+}
+
 /// What the hub could not do; nothing ran because of it.
 #[derive(Debug, thiserror::Error)]
 pub enum HubError {
@@ -99,19 +129,18 @@ pub enum HubError {
     Busy,
     #[error("the hub is shutting down")]
     ShuttingDown,
-    /// A grant was asked for that this question cannot give (it offered none, or the
-    /// request is out of bounds); nothing was decided.
-    #[error("{0}")]
-    Grant(String),
-    /// The conversation is in use (a turn runs, a question waits); nothing was changed.
-    #[error("{0}")]
-    InUse(String),
-    /// What was asked for cannot be (a title that is empty or too long); its words.
-    #[error("{0}")]
-    Invalid(String),
-    /// What was waited for did not happen in time.
-    #[error("{0}")]
-    TimedOut(String),
+    /// A grant was asked for that this question cannot give; nothing was decided.
+    #[error(transparent)]
+    Grant(#[from] GrantRefused),
+    /// The conversation is in use; nothing was changed.
+    #[error(transparent)]
+    InUse(#[from] InUse),
+    /// A title the conversation cannot have; nothing was renamed.
+    #[error(transparent)]
+    Title(#[from] InvalidTitle),
+    /// A routine's turn did not end within `waited`; its questions stay as they are.
+    #[error("the turn did not end in time")]
+    TimedOut { waited: std::time::Duration },
     /// `state.db` could not be read or written (its own words).
     #[error(transparent)]
     Store(#[from] tau_state::StateError),
@@ -129,4 +158,40 @@ pub enum HubError {
     InvalidSessionId(#[from] tau_protocol::InvalidSessionId),
     #[error("no unused id for a new {channel} conversation after {attempts} tries")]
     NoFreshId { channel: String, attempts: usize },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn what_failed_is_typed_and_a_person_reads_the_same_words() {
+        let errors = [
+            HubError::from(GrantRefused::NotOffered),
+            HubError::from(GrantRefused::from(tau_protocol::GrantRequestError::Hours(
+                721,
+            ))),
+            HubError::from(InUse::QuestionWaits),
+            HubError::from(InUse::TurnRuns),
+            HubError::from(InvalidTitle {
+                title: Some(String::new()),
+                why: "a title cannot be empty".into(),
+            }),
+            HubError::TimedOut {
+                waited: std::time::Duration::from_secs(30),
+            },
+        ];
+        assert_eq!(
+            errors.map(|error| error.to_string()),
+            [
+                "this question offers no grant: answer approve or reject",
+                "a grant lasts 1 to 720 hours (30 days), got 721",
+                "a question waits in this conversation: answer it first",
+                "a turn runs in this conversation: cancel it first",
+                "a title cannot be empty",
+                "the turn did not end in time",
+            ]
+        );
+    }
 }

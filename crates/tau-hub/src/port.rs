@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use tau_agent::{Message, SessionId};
 use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
 use tau_core::{AuditEvent, CallStatus, ChannelEvent, DecidedBy, TurnStop};
-use tau_protocol::{ApprovalId, Grant, GrantId, RoutineAllowance};
+use tau_protocol::{ApprovalId, CallFate, Grant, GrantId, RoutineAllowance};
 use tau_state::{Conversation, Revoked};
 use tokio::sync::broadcast;
 
@@ -361,28 +361,38 @@ impl RoutinePort for Hub {
         let mut events = self.subscribe(channel, session)?;
         self.send(channel, session, prompt).await?;
         let mut refused = Vec::new();
-        let ended = tokio::time::timeout(wait, async {
-            loop {
-                match events.recv().await {
-                    Ok(SessionEvent::Turn(ChannelEvent::ToolCallFinished {
-                        tool,
-                        status: CallStatus::Refused | CallStatus::UnknownTool | CallStatus::Invalid,
-                        ..
-                    })) => refused.push(tool),
-                    // An interrupted turn waits for its question; the turn that
-                    // resumes it ends for good.
-                    Ok(SessionEvent::Turn(ChannelEvent::TurnEnded { stop_reason, .. }))
-                        if stop_reason != TurnStop::Interrupt =>
-                    {
-                        return Ok(stop_reason);
+        let ended =
+            tokio::time::timeout(wait, async {
+                loop {
+                    match events.recv().await {
+                        Ok(SessionEvent::Turn(ChannelEvent::ToolCallFinished {
+                            tool,
+                            fate:
+                                CallFate {
+                                    status:
+                                        CallStatus::Refused
+                                        | CallStatus::UnknownTool
+                                        | CallStatus::Invalid,
+                                    ..
+                                },
+                            ..
+                        })) => refused.push(tool),
+                        // An interrupted turn waits for its question; the turn that
+                        // resumes it ends for good.
+                        Ok(SessionEvent::Turn(ChannelEvent::TurnEnded { stop_reason, .. }))
+                            if stop_reason != TurnStop::Interrupt =>
+                        {
+                            return Ok(stop_reason);
+                        }
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => {
+                            return Err(HubError::ShuttingDown);
+                        }
                     }
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => return Err(HubError::ShuttingDown),
                 }
-            }
-        })
-        .await
-        .map_err(|_| HubError::TimedOut("the turn did not end in time".into()))??;
+            })
+            .await
+            .map_err(|_| HubError::TimedOut { waited: wait })??;
         Ok(RoutineTurn {
             stop_reason: ended,
             refused,

@@ -6,8 +6,8 @@
 use tau_agent::SessionId;
 use tau_core::approval::ApprovalState;
 
-use crate::HubError;
-use crate::hub::{Hub, locked};
+use crate::hub::Hub;
+use crate::{HubError, InUse, InvalidTitle};
 
 impl Hub {
     /// Names a conversation of `channel` (`None`: back to its first prompt's title).
@@ -21,7 +21,10 @@ impl Hub {
         match self.inner.state.rename_session(session, title) {
             Ok(true) => Ok(()),
             Ok(false) => Err(HubError::UnknownSession(session.to_string())),
-            Err(tau_state::StateError::Invalid(why)) => Err(HubError::Invalid(why)),
+            Err(tau_state::StateError::Invalid(why)) => Err(HubError::Title(InvalidTitle {
+                title: title.map(str::to_owned),
+                why,
+            })),
             Err(error) => Err(error.into()),
         }
     }
@@ -66,23 +69,16 @@ impl Hub {
             .iter()
             .any(|row| &row.session == session);
         if waiting {
-            return Err(HubError::InUse(
-                "a question waits in this conversation: answer it first".into(),
-            ));
+            return Err(InUse::QuestionWaits.into());
         }
         if self.is_busy(session) {
-            return Err(HubError::InUse(
-                "a turn runs in this conversation: cancel it first".into(),
-            ));
+            return Err(InUse::TurnRuns.into());
         }
-        let slot = locked(&self.inner.slots).remove(session);
-        drop(slot);
+        // Its session lock goes with its slot, before the store lets the session go.
+        self.inner.live.forget(session);
         if !self.inner.state.delete_conversation(session)? {
             return Err(HubError::UnknownSession(session.to_string()));
         }
-        locked(&self.inner.known).remove(session);
-        locked(&self.inner.streams).remove(session);
-        locked(&self.inner.buses).remove(session);
         tracing::info!(%session, channel, "conversation deleted");
         Ok(())
     }

@@ -162,7 +162,7 @@ async fn a_routine_s_turn_nobody_answers_is_given_up_when_its_wait_is_over() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(error, HubError::TimedOut(_)), "{error}");
+    assert!(matches!(error, HubError::TimedOut { .. }), "{error}");
     assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
     // Another channel cannot run a turn in it.
     let error = hub

@@ -146,9 +146,12 @@ fn refusal_lines(setup: &Setup) -> (Vec<String>, Vec<(Decision, String, DecidedB
         .iter()
         .filter_map(|e| match e {
             AuditEvent::Approval {
-                decision,
+                ruling:
+                    tau_core::Ruling {
+                        decision,
+                        decided_by,
+                    },
                 approver,
-                decided_by,
                 ..
             } if approver == "start_check" => {
                 Some((*decision, approver.clone(), decided_by.clone()))

@@ -67,7 +67,10 @@ async fn a_yes_nothing_waits_for_is_not_used_and_the_question_is_closed() {
         matches!(
             &seen[0],
             ChannelEvent::ApprovalDecided {
-                decided_by: DecidedBy::Cancelled,
+                ruling: tau_core::Ruling {
+                    decided_by: DecidedBy::Cancelled,
+                    ..
+                },
                 ..
             }
         ),
@@ -97,8 +100,10 @@ async fn a_yes_nothing_waits_for_is_not_used_and_the_question_is_closed() {
         matches!(
             approval,
             AuditEvent::Approval {
-                decision: Decision::Rejected,
-                decided_by: DecidedBy::Cancelled,
+                ruling: tau_core::Ruling {
+                    decision: Decision::Rejected,
+                    decided_by: DecidedBy::Cancelled
+                },
                 ..
             }
         ),

@@ -3,12 +3,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::decision::{CallFate, Ruling};
 use crate::grant::GrantMade;
 use crate::ids::ApprovalId;
 use crate::output::OutputBlock;
 use crate::question::ApprovalQuestion;
 use crate::tier::Tier;
-use crate::vocabulary::{Approval, CallStatus, DecidedBy, Decision};
 
 /// One thing that happened during a turn, in the order it happened. Every channel renders
 /// from these alone: the state is in the fields, texts are only shown.
@@ -37,8 +37,9 @@ pub enum ChannelEvent {
         approval_id: ApprovalId,
         call_id: String,
         tool: String,
-        decision: Decision,
-        decided_by: DecidedBy,
+        /// Who decided, and what (`decision`, `decided_by`).
+        #[serde(flatten)]
+        ruling: Ruling,
         /// The grant this answer made ("yes, and allow this again"), if it made one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grant: Option<GrantMade>,
@@ -47,9 +48,9 @@ pub enum ChannelEvent {
     ToolCallFinished {
         call_id: String,
         tool: String,
-        status: CallStatus,
-        approval: Approval,
-        decided_by: DecidedBy,
+        /// How it ended and got past the gate (`status`, `approval`, `decided_by`).
+        #[serde(flatten)]
+        fate: CallFate,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
         /// The start of what the model reads (at most 200 characters). Untrusted.
@@ -135,6 +136,7 @@ pub struct TurnUsage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocabulary::{Approval, CallStatus, DecidedBy, Decision};
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
@@ -143,9 +145,11 @@ mod tests {
         let event = ChannelEvent::ToolCallFinished {
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),
-            status: CallStatus::Refused,
-            approval: Approval::Rejected,
-            decided_by: DecidedBy::EndOfInput,
+            fate: CallFate {
+                status: CallStatus::Refused,
+                approval: Approval::Rejected,
+                decided_by: DecidedBy::EndOfInput,
+            },
             duration_ms: Some(2),
             result_summary: None,
             provenance: Default::default(),
@@ -163,6 +167,40 @@ mod tests {
             serde_json::from_value::<ChannelEvent>(value).unwrap(),
             event
         );
+    }
+
+    #[test]
+    fn a_carried_record_keeps_the_lines_fields_in_their_order() {
+        let finished = ChannelEvent::ToolCallFinished {
+            call_id: "t1".into(),
+            tool: "lights".into(),
+            fate: CallFate {
+                status: CallStatus::Success,
+                approval: Approval::Approved,
+                decided_by: DecidedBy::person("web"),
+            },
+            duration_ms: Some(2),
+            result_summary: Some("on".into()),
+            provenance: Default::default(),
+        };
+        let decided = ChannelEvent::ApprovalDecided {
+            approval_id: ApprovalId::parse("ap_1").unwrap(),
+            call_id: "t1".into(),
+            tool: "lights".into(),
+            ruling: Ruling::new(Decision::Approved, DecidedBy::person("web")),
+            grant: None,
+        };
+        assert_eq!(
+            [&finished, &decided].map(|e| serde_json::to_string(e).unwrap()),
+            [
+                r#"{"type":"tool_call_finished","call_id":"t1","tool":"lights","status":"success","approval":"approved","decided_by":{"kind":"person","channel":"web"},"duration_ms":2,"result_summary":"on"}"#,
+                r#"{"type":"approval_decided","approval_id":"ap_1","call_id":"t1","tool":"lights","decision":"approved","decided_by":{"kind":"person","channel":"web"}}"#,
+            ]
+        );
+        for event in [finished, decided] {
+            let text = serde_json::to_string(&event).unwrap();
+            assert_eq!(serde_json::from_str::<ChannelEvent>(&text).unwrap(), event);
+        }
     }
 
     #[test]

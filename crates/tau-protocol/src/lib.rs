@@ -11,6 +11,9 @@
 //! Layout
 //! - `tier.rs`: [`Tier`]
 //! - `vocabulary.rs`: [`CallStatus`], [`Decision`], [`Approval`], [`DecidedBy`]
+//! - `decision.rs`: the record of a decision carried whole: [`Verdict`] (what the gate
+//!   decided about a call, in a [`CallDecision`]), [`Ruling`] (who decided a question, and
+//!   what), [`CallFate`] (how a call's record says it ended)
 //! - `event.rs`: [`ChannelEvent`] and its parts
 //! - `ids.rs`: [`SessionId`], [`ApprovalId`]
 //! - `canonical.rs`: [`canonical_json`], the one text of a JSON value
@@ -28,6 +31,7 @@
 //!   lists it, and its [`DecisionOutcome`]
 
 mod canonical;
+mod decision;
 mod decision_row;
 mod event;
 mod grant;
@@ -41,6 +45,7 @@ mod vocabulary;
 mod workspace_tree;
 
 pub use canonical::canonical_json;
+pub use decision::{CallDecision, CallFate, Refusal, Ruling, Verdict};
 pub use decision_row::{DECISION_HISTORY_DAYS, DecisionOutcome, DecisionRan, DecisionRow};
 pub use event::{ChannelEvent, NoticeKind, TurnStop, TurnUsage};
 pub use grant::{

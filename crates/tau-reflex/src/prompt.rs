@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use tau_agent::{AgentStop, Model, SessionRepository};
 use tau_core::approval::Approver;
 use tau_core::{
-    AgentParts, AuditEvent, AutoRejectApprover, CallStatus, ChannelSink, CoreConfig, EventBus,
-    RecordedEvents, RoutineOutcome, ToolCatalog, build_agent,
+    AgentParts, AuditEvent, AutoRejectApprover, CallFate, CallStatus, ChannelSink, CoreConfig,
+    EventBus, RecordedEvents, RoutineOutcome, ToolCatalog, build_agent,
 };
 
 use crate::host::{HostError, PromptOutcome, PromptRun, PromptRunner};
@@ -139,7 +139,12 @@ impl PromptRunner for TurnPrompts {
             .filter_map(|event| match event {
                 AuditEvent::ToolCall {
                     tool,
-                    status: CallStatus::Refused | CallStatus::UnknownTool | CallStatus::Invalid,
+                    fate:
+                        CallFate {
+                            status:
+                                CallStatus::Refused | CallStatus::UnknownTool | CallStatus::Invalid,
+                            ..
+                        },
                     provenance,
                     ..
                 } => Some(RefusedCall {

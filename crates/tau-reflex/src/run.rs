@@ -123,8 +123,9 @@ pub async fn run_action(run: ActionRun<'_>) -> RunRecord {
                     RoutineOutcome::Refused,
                     format!(
                         "{}, decided by {}",
-                        approval_word(done.check.approval),
-                        serde_json::to_string(&done.check.decided_by).unwrap_or_default()
+                        approval_word(done.decision.verdict.approval()),
+                        serde_json::to_string(&done.decision.verdict.decided_by())
+                            .unwrap_or_default()
                     ),
                 ),
             };

@@ -142,15 +142,15 @@ async fn the_exemption_covers_no_other_tool_and_no_other_arguments() {
     let _handle = add_exemption(&gate, &porch).unwrap();
     let exempt = gate.check("lamp", &json!({"state": "on"}), "t1").await;
     assert_eq!(
-        (exempt.allowed, exempt.approval),
+        (exempt.allowed(), exempt.approval()),
         (true, tau_core::Approval::Exempt)
     );
     let off = gate.check("lamp", &json!({"state": "off"}), "t2").await;
-    assert!(!off.allowed);
+    assert!(!off.allowed());
     let more = gate
         .check("lamp", &json!({"state": "on", "dim": 1}), "t3")
         .await;
-    assert!(!more.allowed);
+    assert!(!more.allowed());
     let asked: Vec<Value> = asked.requests().into_iter().map(|r| r.arguments).collect();
     assert_eq!(
         asked,
@@ -494,9 +494,12 @@ async fn a_prompt_actions_tier2_call_is_refused_without_an_ask_channel() {
     );
     let call = turn_events.events().into_iter().find_map(|e| match e {
         AuditEvent::ToolCall {
-            approval,
-            decided_by,
-            status,
+            fate:
+                tau_core::CallFate {
+                    approval,
+                    decided_by,
+                    status,
+                },
             ..
         } => Some((approval, decided_by, status)),
         _ => None,

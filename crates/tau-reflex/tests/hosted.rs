@@ -248,8 +248,11 @@ async fn a_routine_s_question_nobody_answers_is_expired_by_the_hub_and_runs_noth
                 seen.push(format!("asked {}", question.card.notes[0].text));
             }
             SessionEvent::Turn(ChannelEvent::ApprovalDecided {
-                decision,
-                decided_by,
+                ruling:
+                    tau_core::Ruling {
+                        decision,
+                        decided_by,
+                    },
                 ..
             }) => seen.push(format!("closed {decision:?} {decided_by:?}")),
             _ => {}

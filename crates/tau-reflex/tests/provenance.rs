@@ -173,8 +173,10 @@ fn tool_calls(events: &RecordedEvents) -> Vec<(String, CallStatus, Approval, Cal
         .filter_map(|event| match event {
             AuditEvent::ToolCall {
                 tool,
-                status,
-                approval,
+                fate:
+                    tau_core::CallFate {
+                        status, approval, ..
+                    },
                 provenance,
                 ..
             } => Some((tool, status, approval, provenance)),
@@ -404,12 +406,12 @@ async fn an_exemption_covers_its_exact_call_only_while_nothing_outside_steered_i
         } else {
             (true, Approval::Exempt)
         };
-        assert_eq!((check.allowed, check.approval), expected, "{case}");
+        assert_eq!((check.allowed(), check.approval()), expected, "{case}");
         assert_eq!(approver.requests().len(), usize::from(asked), "{case}");
         assert_eq!(check.provenance.steered(), asked, "{case}");
         if !asked {
             assert_eq!(
-                check.decided_by,
+                check.decided_by(),
                 DecidedBy::Exemption {
                     name: "routine:rent".into()
                 },
@@ -422,7 +424,7 @@ async fn an_exemption_covers_its_exact_call_only_while_nothing_outside_steered_i
     let _exemption = add_exemption(&gate, &rent).unwrap();
     let check = gate.check("pay", &arguments, "c1").await;
     assert_eq!(
-        (check.allowed, check.approval, check.decided_by),
+        (check.allowed(), check.approval(), check.decided_by()),
         (false, Approval::Rejected, DecidedBy::Policy)
     );
 }
@@ -445,7 +447,10 @@ async fn an_exemption_never_covers_a_send_asked_because_outside_text_was_read() 
     );
     let _exemption = add_exemption(&gate, &report).unwrap();
     let check = gate.check("send_email", &arguments, "c1").await;
-    assert_eq!((check.allowed, check.approval), (false, Approval::Rejected));
+    assert_eq!(
+        (check.allowed(), check.approval()),
+        (false, Approval::Rejected)
+    );
     assert!(check.provenance.escalated);
     assert!(!check.provenance.steered());
     assert_eq!(approver.requests().len(), 1);
@@ -453,7 +458,7 @@ async fn an_exemption_never_covers_a_send_asked_because_outside_text_was_read() 
     let gate = gate_that_read(&catalog, Arc::new(ScriptedApprover::new([])), None);
     let check = gate.check("send_email", &arguments, "c2").await;
     assert_eq!(
-        (check.allowed, check.approval),
+        (check.allowed(), check.approval()),
         (true, Approval::NotRequired)
     );
 }

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use tau_core::{
-    CallStatus, ChannelEvent, Language, OutputBlock, Tier, display, display_multiline, shown_lines,
+    CallFate, CallStatus, ChannelEvent, Language, OutputBlock, Tier, display, display_multiline,
+    shown_lines,
 };
 
 use crate::html::{Line, MESSAGE_LIMIT, Style, pack};
@@ -119,7 +120,7 @@ impl TurnView {
             ChannelEvent::ToolCallFinished {
                 call_id,
                 tool,
-                status,
+                fate: CallFate { status, .. },
                 ..
             } => match self.tool_mut(call_id) {
                 Some(Block::Tool {
@@ -281,9 +282,11 @@ mod tests {
         ChannelEvent::ToolCallFinished {
             call_id: id.into(),
             tool: tool.into(),
-            status,
-            approval: Approval::NotRequired,
-            decided_by: DecidedBy::Policy,
+            fate: tau_core::CallFate {
+                status,
+                approval: Approval::NotRequired,
+                decided_by: DecidedBy::Policy,
+            },
             duration_ms: None,
             result_summary: None,
             provenance: Default::default(),

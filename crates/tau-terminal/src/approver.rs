@@ -169,8 +169,7 @@ mod tests {
             approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "run_command".into(),
-            decision: answer.decision,
-            decided_by: answer.decided_by.clone(),
+            ruling: tau_core::Ruling::new(answer.decision, answer.decided_by.clone()),
             grant: None,
         }
     }

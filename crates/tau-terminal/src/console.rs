@@ -360,8 +360,11 @@ impl Console {
             ChannelEvent::ApprovalDecided {
                 approval_id,
                 tool,
-                decision,
-                decided_by,
+                ruling:
+                    tau_core::Ruling {
+                        decision,
+                        decided_by,
+                    },
                 ..
             } => {
                 if let Some(questions) = &state.questions {
@@ -386,7 +389,7 @@ impl Console {
             ChannelEvent::ToolCallFinished {
                 call_id,
                 tool,
-                status,
+                fate: tau_core::CallFate { status, .. },
                 result_summary,
                 ..
             } => {
@@ -644,8 +647,7 @@ mod tests {
             approval_id: ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),
-            decision,
-            decided_by,
+            ruling: tau_core::Ruling::new(decision, decided_by),
             grant: None,
         }
     }
@@ -654,9 +656,11 @@ mod tests {
         ChannelEvent::ToolCallFinished {
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),
-            status,
-            approval,
-            decided_by: DecidedBy::person("terminal"),
+            fate: tau_core::CallFate {
+                status,
+                approval,
+                decided_by: DecidedBy::person("terminal"),
+            },
             duration_ms: Some(3),
             result_summary: Some(summary.into()),
             provenance: Default::default(),
@@ -757,9 +761,11 @@ mod tests {
             ChannelEvent::ToolCallFinished {
                 call_id: "t1".into(),
                 tool: "open_door".into(),
-                status: CallStatus::UnknownTool,
-                approval: Approval::Refused,
-                decided_by: DecidedBy::Policy,
+                fate: tau_core::CallFate {
+                    status: CallStatus::UnknownTool,
+                    approval: Approval::Refused,
+                    decided_by: DecidedBy::Policy,
+                },
                 duration_ms: None,
                 result_summary: Some(tau_core::unknown_tool_text("open_door")),
                 provenance: Default::default(),
@@ -767,9 +773,11 @@ mod tests {
             ChannelEvent::ToolCallFinished {
                 call_id: "t2".into(),
                 tool: "clock".into(),
-                status: CallStatus::Invalid,
-                approval: Approval::Refused,
-                decided_by: DecidedBy::Policy,
+                fate: tau_core::CallFate {
+                    status: CallStatus::Invalid,
+                    approval: Approval::Refused,
+                    decided_by: DecidedBy::Policy,
+                },
                 duration_ms: None,
                 result_summary: Some("Error: input is not a JSON object".into()),
                 provenance: Default::default(),
@@ -777,9 +785,11 @@ mod tests {
             ChannelEvent::ToolCallFinished {
                 call_id: "t3".into(),
                 tool: "run_command".into(),
-                status: CallStatus::Cancelled,
-                approval: Approval::Approved,
-                decided_by: DecidedBy::person("terminal"),
+                fate: tau_core::CallFate {
+                    status: CallStatus::Cancelled,
+                    approval: Approval::Approved,
+                    decided_by: DecidedBy::person("terminal"),
+                },
                 duration_ms: Some(1200),
                 result_summary: Some("Error: stopped".into()),
                 provenance: Default::default(),
@@ -787,9 +797,11 @@ mod tests {
             ChannelEvent::ToolCallFinished {
                 call_id: "t4".into(),
                 tool: "read_file".into(),
-                status: CallStatus::Error,
-                approval: Approval::NotRequired,
-                decided_by: DecidedBy::Policy,
+                fate: tau_core::CallFate {
+                    status: CallStatus::Error,
+                    approval: Approval::NotRequired,
+                    decided_by: DecidedBy::Policy,
+                },
                 duration_ms: Some(1),
                 result_summary: Some("Error: no such file\nsecond line".into()),
                 provenance: Default::default(),

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 use tau_agent::{ContentBlock, Message, Role, ToolResultStatus};
 use tau_core::{
-    Approval, CallStatus, ChannelEvent, DecidedBy, Decision, OutputBlock, Tier, output_blocks,
+    Approval, CallFate, CallStatus, ChannelEvent, DecidedBy, Decision, OutputBlock, Ruling, Tier,
+    output_blocks,
 };
 
 /// One thing in the transcript, in the order it happened.
@@ -150,8 +151,11 @@ impl Transcript {
             ChannelEvent::ApprovalDecided {
                 call_id,
                 tool,
-                decision,
-                decided_by,
+                ruling:
+                    Ruling {
+                        decision,
+                        decided_by,
+                    },
                 ..
             } => {
                 self.with_call(call_id, tool, |call| {
@@ -175,9 +179,12 @@ impl Transcript {
             ChannelEvent::ToolCallFinished {
                 call_id,
                 tool,
-                status,
-                approval,
-                decided_by,
+                fate:
+                    CallFate {
+                        status,
+                        approval,
+                        decided_by,
+                    },
                 duration_ms,
                 result_summary,
                 ..
@@ -367,9 +374,11 @@ mod tests {
         transcript.apply(&ChannelEvent::ToolCallFinished {
             call_id: "t2".into(),
             tool: "clock".into(),
-            status: CallStatus::Invalid,
-            approval: Approval::Refused,
-            decided_by: DecidedBy::Policy,
+            fate: tau_core::CallFate {
+                status: CallStatus::Invalid,
+                approval: Approval::Refused,
+                decided_by: DecidedBy::Policy,
+            },
             duration_ms: None,
             result_summary: Some(tau_core::refusal_text("clock")),
             provenance: Default::default(),

@@ -29,8 +29,8 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         HubError::Open { .. } | HubError::InUse(_) => StatusCode::CONFLICT,
         HubError::Busy => StatusCode::TOO_MANY_REQUESTS,
         HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-        HubError::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
-        HubError::Grant(_) | HubError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        HubError::TimedOut { .. } => StatusCode::GATEWAY_TIMEOUT,
+        HubError::Grant(_) | HubError::Title(_) => StatusCode::UNPROCESSABLE_ENTITY,
         HubError::Store(_)
         | HubError::StoredTurn(_)
         | HubError::Session(_)
@@ -47,8 +47,8 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         | HubError::ShuttingDown
         | HubError::Grant(_)
         | HubError::InUse(_)
-        | HubError::Invalid(_)
-        | HubError::TimedOut(_)
+        | HubError::Title(_)
+        | HubError::TimedOut { .. }
         | HubError::Store(_)
         | HubError::StoredTurn(_)
         | HubError::Session(_)

@@ -8,6 +8,7 @@
 use jiff::Timestamp;
 use tau_protocol::{ApprovalQuestion, DecidedBy, SessionId};
 
+use super::asking::InMemory;
 use super::durable::{ApprovalState, NewApproval, StateDb};
 use super::gate::TierGate;
 use crate::audit::ErrorSite;
@@ -22,38 +23,35 @@ pub struct DispatchRecord {
 impl TierGate {
     /// Makes this gate record, before it lets a call through on a person's yes, that it
     /// did (and its outcome once it ran). A durable gate records them on its stored
-    /// questions already; there this is not needed.
+    /// questions already; there this changes nothing.
     pub fn with_dispatch_record(mut self, record: DispatchRecord) -> Self {
-        self.dispatches = Some(record);
+        if self.asking.stored().is_none() {
+            self.asking = Box::new(InMemory::recording(record));
+        }
         self
     }
 
     /// Where the calls this gate let through are recorded, and for which session: its
     /// stored questions, or its dispatch record.
     pub(crate) fn call_store(&self) -> Option<(&StateDb, &SessionId)> {
-        match (&self.durable, &self.dispatches) {
-            (Some(durable), _) => Some((&durable.store, &durable.session)),
-            (None, Some(record)) => Some((&record.store, &record.session)),
-            (None, None) => None,
-        }
+        self.asking.call_store()
     }
 
-    /// True when this gate records the calls a person's yes lets through.
+    /// True when this gate asks in memory and records the calls a person's yes lets
+    /// through.
     pub(crate) fn records_dispatches(&self) -> bool {
-        self.durable.is_none() && self.dispatches.is_some()
+        self.asking.stored().is_none() && self.asking.call_store().is_some()
     }
 
-    /// Records that the call `question` asked about is let through on `decided_by`'s
-    /// yes, flushed before it returns; `Err` says why it could not be, and then the call
-    /// must not run (a crash would leave no trace of it). `Ok` without a record.
+    /// Records in `record` that the call `question` asked about is let through on
+    /// `decided_by`'s yes, flushed before it returns; `Err` says why it could not be, and
+    /// then the call must not run (a crash would leave no trace of it).
     pub(super) fn record_dispatch(
         &self,
+        record: &DispatchRecord,
         question: &ApprovalQuestion,
         decided_by: &DecidedBy,
     ) -> Result<(), String> {
-        let Some(record) = self.dispatches.as_ref().filter(|_| self.durable.is_none()) else {
-            return Ok(());
-        };
         let now = Timestamp::now();
         let deadline = question
             .deadline

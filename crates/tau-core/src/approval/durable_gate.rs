@@ -1,22 +1,24 @@
-//! The gate's durable ladder: in a hub conversation a tier-2 question is stored and the
+//! The gate's durable mode: in a hub conversation a tier-2 question is stored and the
 //! turn pauses on the gate's own interrupt; when the turn resumes, the stored answer is
 //! checked again before anything runs.
 
 use std::time::Duration;
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use jiff::Timestamp;
 use serde_json::Value;
-use tau_protocol::{
-    Approval, ApprovalId, ChannelEvent, DecidedBy, Decision, GrantRequest, SessionId, Tier,
-};
+use tau_protocol::{ApprovalId, CallDecision, DecidedBy, Refusal, SessionId, Tier, Verdict};
 
+use super::asking::{Asking, ToAsk};
 use super::durable::{
-    Answered, ApprovalRow, ApprovalState, CallToRun, NewApproval, Recheck, StateDb, StateError,
-    canonical_arguments, recheck,
+    ApprovalRow, ApprovalState, CallToRun, NewApproval, Recheck, StateDb, canonical_arguments,
+    recheck,
 };
-use super::gate::{Check, Precheck, Standing, TierGate};
+use super::gate::TierGate;
+use super::stored_answer::effect_uncertain_event;
 use super::texts::{effect_uncertain_text, refusal_text};
-use crate::audit::{AuditEvent, ErrorSite, EventBus};
+use crate::audit::{AuditEvent, ErrorSite};
 use crate::ids::new_approval_id;
 
 /// The name of the gate's own interrupt; its reason and response name the stored
@@ -24,13 +26,14 @@ use crate::ids::new_approval_id;
 /// any other is refused.
 pub const APPROVAL_INTERRUPT: &str = "tau.approval";
 
-/// The reason (and the resume's response) of the gate's interrupt for question `id`.
+/// The reason (and the resume's response) of the gate's interrupt for question `id`: the
+/// agent keeps it with the turn's paused state, as JSON.
 pub fn question_reason(id: &ApprovalId) -> Value {
     serde_json::json!({ "approval_id": id })
 }
 
 /// The stored question a reason (or response) of the gate's interrupt names; `None` for
-/// anything else.
+/// anything else. Read once, where the agent hands it back.
 pub fn stored_question(reason: &Value) -> Option<ApprovalId> {
     ApprovalId::parse(reason.get("approval_id")?.as_str()?).ok()
 }
@@ -46,75 +49,74 @@ pub struct DurableQuestions {
     pub timeout: Duration,
 }
 
-/// What the durable ladder decided about a call that is not being resumed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum DurableCheck {
-    /// Decided without a question (tier 0 or 1, unknown, exempt) or refused on the way.
-    Decided(Check),
-    /// The question is stored; the turn must pause until it is answered.
-    Asked { approval_id: ApprovalId },
+impl Asking for DurableQuestions {
+    fn ask<'a>(&'a self, gate: &'a TierGate, call: ToAsk) -> BoxFuture<'a, CallDecision> {
+        std::future::ready(gate.store_question(self, call)).boxed()
+    }
+
+    fn stored(&self) -> Option<&DurableQuestions> {
+        Some(self)
+    }
+
+    fn call_store(&self) -> Option<(&StateDb, &SessionId)> {
+        Some((&self.store, &self.session))
+    }
 }
 
 impl TierGate {
     /// Makes this gate ask durably: tier-2 questions become stored rows, not waits.
     pub fn with_durable(mut self, durable: DurableQuestions) -> Self {
         self.channel = durable.channel.clone();
-        self.durable = Some(durable);
+        self.asking = Box::new(durable);
         self
     }
 
     pub fn is_durable(&self) -> bool {
-        self.durable.is_some()
+        self.asking.stored().is_some()
     }
 
     /// Where this gate stores its questions, when it asks durably.
     pub(crate) fn durable_store(&self) -> Option<&StateDb> {
-        self.durable.as_ref().map(|durable| &durable.store)
+        self.asking.stored().map(|durable| &durable.store)
     }
 
     /// The refusal of a call whose run stopped while its question `id` waited: whatever
     /// the question's fate, the call does not run.
-    pub(crate) fn stopped_waiting(&self, tool: &str, tool_use_id: &str, id: &ApprovalId) -> Check {
+    pub(crate) fn stopped_waiting(
+        &self,
+        tool: &str,
+        tool_use_id: &str,
+        id: &ApprovalId,
+    ) -> CallDecision {
         tracing::info!(tool, tool_use_id, approval_id = %id, "stopped while the question waited; the call is refused");
-        let tier = match self.tiers.standing(tool) {
-            Standing::Known { tier, .. } => Some(tier),
-            Standing::Unknown | Standing::Invalid { .. } => None,
+        let why = Refusal::Rejected {
+            by: DecidedBy::Cancelled,
         };
-        let mut check = Check::refuse(
-            refusal_text(tool),
-            Approval::Rejected,
-            tier,
-            DecidedBy::Cancelled,
-        );
-        check.approval_id = Some(id.clone());
-        check
+        CallDecision::new(
+            Verdict::refused(why, refusal_text(tool)),
+            self.registered_tier(tool),
+        )
+        .asked(id)
     }
 
-    /// Steps 1 to 5 of the ladder, then (6) the question stored as a `pending` row and
-    /// announced. Anything that fails on the way refuses.
-    pub fn check_durable(&self, tool: &str, arguments: &Value, tool_use_id: &str) -> DurableCheck {
-        let (tier, effect, notes, provenance) = match self.precheck(tool, arguments, tool_use_id) {
-            Precheck::Decided(check) => return DurableCheck::Decided(check),
-            Precheck::Ask {
-                tier,
-                effect,
-                notes,
-                provenance,
-            } => (tier, effect, notes, provenance),
-        };
-        let Some(durable) = &self.durable else {
-            return DurableCheck::Decided(self.refused_on_resume(
-                tool,
-                tool_use_id,
-                Some(tier),
-                "this gate cannot store questions",
-            ));
-        };
-        let (Some(id), Ok(mut card)) = (new_approval_id(), self.card(tool, arguments, provenance))
+    /// (6) The question stored as a `pending` row, hidden until announced. Anything that
+    /// fails on the way refuses.
+    fn store_question(&self, durable: &DurableQuestions, call: ToAsk) -> CallDecision {
+        let ToAsk {
+            tool,
+            tool_use_id,
+            arguments,
+            tier,
+            effect,
+            notes,
+            provenance,
+        } = call;
+        let (tool, tool_use_id) = (tool.as_str(), tool_use_id.as_str());
+        let (Some(id), Ok(mut card)) = (new_approval_id(), self.card(tool, &arguments, provenance))
         else {
-            return DurableCheck::Decided(self.no_randomness(tool, tool_use_id, tier));
+            return self.no_randomness(tool, tool_use_id, tier);
         };
-        let grant_offer = self.offer_on(tool, arguments, &mut card, notes);
+        let grant_offer = self.offer_on(tool, &arguments, &mut card, notes);
         let now = Timestamp::now();
         let deadline = jiff::SignedDuration::try_from(durable.timeout)
             .ok()
@@ -127,7 +129,7 @@ impl TierGate {
             tool: tool.to_owned(),
             tier,
             effect,
-            arguments: arguments.clone(),
+            arguments,
             channel: self.channel.clone(),
             created_at: now,
             deadline,
@@ -136,55 +138,40 @@ impl TierGate {
         .into_row();
         row.grant_offer = grant_offer;
         if let Err(error) = durable.store.create_hidden_approval(&row) {
-            return DurableCheck::Decided(self.refused_on_resume(
-                tool,
-                tool_use_id,
-                Some(tier),
-                &error.to_string(),
-            ));
+            return self.refused_on_resume(tool, tool_use_id, Some(tier), &error.to_string());
         }
         tracing::info!(tool, tool_use_id, approval_id = %id, channel = %self.channel, "approval stored; the turn pauses");
         crate::failpoint::reach(crate::failpoint::ASKED);
         // Shown to nobody yet (stored hidden: listed nowhere, answerable by nobody): the
         // turn's paused state must be saved first, so a kill in between never cancels a
         // question a person saw (`announce_stored`).
-        self.unannounced
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(row.question());
-        DurableCheck::Asked { approval_id: id }
+        self.unannounced().push(row.question());
+        CallDecision::new(Verdict::Asked, Some(tier)).asked(&id)
     }
 
-    /// The stored answer, checked again right before the call would run: the row is this
-    /// call's and approved by a person, not consumed (consuming it now), not past its
-    /// deadline, the tool still registered with the same tier, the arguments the tool
-    /// would run with hash to the approved ones, and the stored card taken back by its
-    /// writers (a card that showed files refuses unless the call is held to their
-    /// hashes). Anything else refuses.
+    /// The stored answer to question `id`, checked again right before the call would
+    /// run: the row is this call's and approved by a person, not consumed (consuming it
+    /// now), not past its deadline, the tool still registered with the same tier, the
+    /// arguments the tool would run with hash to the approved ones, and the stored card
+    /// taken back by its writers (a card that showed files refuses unless the call is held
+    /// to their hashes). Anything else refuses.
     pub fn resume_durable(
         &self,
         tool: &str,
         arguments: &Value,
         tool_use_id: &str,
-        response: &Value,
-    ) -> Check {
+        id: &ApprovalId,
+    ) -> CallDecision {
         let refuse = |tier, why: &str| self.refused_on_resume(tool, tool_use_id, tier, why);
-        let Some(durable) = &self.durable else {
+        let Some(durable) = self.asking.stored() else {
             return refuse(None, "this gate cannot resume stored questions");
         };
-        let Some(id) = stored_question(response) else {
-            return refuse(None, "the resume carried no approval id");
-        };
-        let row = match durable.store.approval(&id) {
+        let row = match durable.store.approval(id) {
             Ok(Some(row)) => row,
             Ok(None) => return refuse(None, &format!("no stored question '{id}'")),
             Err(error) => return refuse(None, &error.to_string()),
         };
         let tier = Some(row.tier);
-        let registered_tier = match self.tiers.standing(tool) {
-            Standing::Known { tier, .. } => Some(tier),
-            Standing::Unknown | Standing::Invalid { .. } => None,
-        };
         let (_, arguments_sha256) = canonical_arguments(arguments);
         let call = CallToRun {
             session: &durable.session,
@@ -192,24 +179,26 @@ impl TierGate {
             tool,
             arguments_sha256: &arguments_sha256,
             channel: &durable.channel,
-            registered_tier,
+            registered_tier: self.registered_tier(tool),
             now: Timestamp::now(),
         };
-        let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
-        let refused = |approval| {
-            let mut check = Check::refuse(refusal_text(tool), approval, tier, decided_by.clone());
-            check.approval_id = Some(row.id.clone());
-            check.provenance = row.card.provenance.clone();
-            check
+        let by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
+        let decided = |verdict| {
+            CallDecision::new(verdict, tier)
+                .asked(&row.id)
+                .traced(row.card.provenance.clone())
         };
+        let refused = |why| decided(Verdict::refused(why, refusal_text(tool)));
         // The one ladder every stored yes passes (a routine's too: `stored_gated_call`).
         match recheck(&row, &call) {
             Recheck::Approved => {}
             // Let through before and resumed again: tau stopped before the call's result
             // was stored. Whatever else changed since, it never runs a second time.
             Recheck::AlreadyUsed => return self.effect_uncertain(&durable.store, &row),
-            Recheck::Refused(ApprovalState::Expired) => return refused(Approval::Timeout),
-            Recheck::Refused(_) => return refused(Approval::Rejected),
+            Recheck::Refused(ApprovalState::Expired) => {
+                return refused(Refusal::Timeout { by });
+            }
+            Recheck::Refused(_) => return refused(Refusal::Rejected { by }),
             failed => return refuse(tier, failed.reason()),
         }
         if let Err(reason) = self.tiers.check_input(tool, arguments) {
@@ -233,9 +222,7 @@ impl TierGate {
                 tool,
                 tool_use_id,
             );
-            let mut check = Check::refuse(text, Approval::Refused, tier, DecidedBy::Policy);
-            check.approval_id = Some(row.id.clone());
-            return check;
+            return CallDecision::new(Verdict::refused(Refusal::Policy, text), tier).asked(&row.id);
         }
         tracing::info!(tool, tool_use_id, approval_id = %row.id, "stored approval checked and consumed");
         // The grant the yes asked for is made now, when the call it was asked with goes
@@ -244,16 +231,13 @@ impl TierGate {
         let made = row
             .grant_request
             .as_ref()
-            .and_then(|wanted| self.make_grant(&row.question(), wanted, &decided_by));
-        let mut check = Check::refuse(String::new(), Approval::Approved, tier, decided_by);
-        check.allowed = true;
-        check.refusal_text = None;
-        check.approval_id = Some(row.id.clone());
-        check.grant = made.map(|made| made.id);
+            .and_then(|wanted| self.make_grant(&row.question(), wanted, &by));
         // The call's record names the sources its card named: kept with the stored
         // question, since the conversation's trace of them lives in memory only.
-        check.provenance = row.card.provenance.clone();
-        check
+        decided(Verdict::Approved {
+            by,
+            grant: made.map(|made| made.id),
+        })
     }
 
     /// Announces the questions stored since the last call (the `approval_requested` audit
@@ -261,12 +245,7 @@ impl TierGate {
     /// turn calls it once the loop returned, its paused state saved; with `saved` false
     /// (the loop failed) they are dropped unannounced, and the next start cancels them.
     pub fn announce_stored(&self, saved: bool) {
-        let questions = std::mem::take(
-            &mut *self
-                .unannounced
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let questions = std::mem::take(&mut *self.unannounced());
         if !saved {
             return;
         }
@@ -276,7 +255,7 @@ impl TierGate {
         for question in questions {
             // Shown in the store before any channel hears of it, so an answer to what a
             // channel shows always finds the question answerable.
-            if let Some(durable) = &self.durable {
+            if let Some(durable) = self.asking.stored() {
                 let shown = durable
                     .store
                     .show_approval(&question.approval_id)
@@ -301,7 +280,7 @@ impl TierGate {
     /// The call of `row` was dispatched and its result never stored: closes the row as
     /// `effect_uncertain` (the audit log and the channel hear of it once), and the model
     /// reads that it may or may not have run.
-    pub(crate) fn effect_uncertain(&self, store: &StateDb, row: &ApprovalRow) -> Check {
+    pub(crate) fn effect_uncertain(&self, store: &StateDb, row: &ApprovalRow) -> CallDecision {
         match store.close_effect_uncertain(&row.id, Timestamp::now()) {
             Ok(Some(closed)) => {
                 tracing::warn!(tool = %row.tool, tool_use_id = %row.call_id, approval_id = %row.id, "an approved call was running when tau stopped; its effect is uncertain");
@@ -318,16 +297,13 @@ impl TierGate {
                 );
             }
         }
-        let decided_by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
-        let mut check = Check::refuse(
-            effect_uncertain_text(&row.tool),
-            Approval::Approved,
+        let by = row.decided_by.clone().unwrap_or(DecidedBy::ApproverFailed);
+        let why = Refusal::EffectUncertain { by };
+        CallDecision::new(
+            Verdict::refused(why, effect_uncertain_text(&row.tool)),
             Some(row.tier),
-            decided_by,
-        );
-        check.approval_id = Some(row.id.clone());
-        check.effect_uncertain = true;
-        check
+        )
+        .asked(&row.id)
     }
 
     /// Records that the call let through on question `id` (a stored one, or a yes given
@@ -342,6 +318,11 @@ impl TierGate {
         }
     }
 
+    /// The refusal of a resumed call whose resume named no stored question.
+    pub(crate) fn resume_unnamed(&self, tool: &str, tool_use_id: &str) -> CallDecision {
+        self.refused_on_resume(tool, tool_use_id, None, "the resume carried no approval id")
+    }
+
     /// A refusal because something about a stored question is wrong: the model reads the
     /// refusal text, the audit log an `error` event saying what.
     fn refused_on_resume(
@@ -350,7 +331,7 @@ impl TierGate {
         tool_use_id: &str,
         tier: Option<Tier>,
         why: &str,
-    ) -> Check {
+    ) -> CallDecision {
         tracing::error!(tool, tool_use_id, reason = why, "stored approval refused");
         self.emit_error(
             ErrorSite::TierGate,
@@ -358,106 +339,6 @@ impl TierGate {
             tool,
             tool_use_id,
         );
-        Check::refuse(
-            refusal_text(tool),
-            Approval::Failed,
-            tier,
-            DecidedBy::ApproverFailed,
-        )
+        CallDecision::new(Verdict::refused(Refusal::Failed, refusal_text(tool)), tier)
     }
-}
-
-/// The audit event of a call closed as `effect_uncertain`.
-pub fn effect_uncertain_event(row: &ApprovalRow) -> AuditEvent {
-    AuditEvent::EffectUncertain {
-        approval_id: row.id.clone(),
-        tool: row.tool.clone(),
-        tool_use_id: row.call_id.clone(),
-        channel: row.channel.clone(),
-        dispatched_at: row.consumed_at.map(|at| at.to_string()).unwrap_or_default(),
-    }
-}
-
-/// A stored, still pending question as a channel shows it (again, after a restart).
-pub fn requested_event(row: &ApprovalRow) -> ChannelEvent {
-    ChannelEvent::ApprovalRequested(Box::new(row.question()))
-}
-
-/// Answers a stored question: the compare-and-set `pending -> to`, and when this answer
-/// decided it, the `approval` audit event on `events`. Returns what the answer did and,
-/// when it decided, the channel event that closes the question. A yes to a question whose
-/// card asks for a second step counts only when `confirmation` passes it; otherwise
-/// nothing changes ([`Answered::StepMissing`]).
-pub fn answer_durable(
-    store: &StateDb,
-    events: &EventBus,
-    id: &ApprovalId,
-    to: ApprovalState,
-    decided_by: &DecidedBy,
-    confirmation: Option<&str>,
-) -> Result<(Answered, Option<ChannelEvent>), StateError> {
-    answer_durable_granting(store, events, id, to, decided_by, confirmation, None)
-}
-
-/// [`answer_durable`] with the grant a person asked for with their yes ("yes, and allow
-/// this again"), kept with the question and made when its call goes through.
-pub fn answer_durable_granting(
-    store: &StateDb,
-    events: &EventBus,
-    id: &ApprovalId,
-    to: ApprovalState,
-    decided_by: &DecidedBy,
-    confirmation: Option<&str>,
-    grant: Option<&GrantRequest>,
-) -> Result<(Answered, Option<ChannelEvent>), StateError> {
-    // A question not shown yet has no second step to ask for: it answers nothing
-    // (`decide_approval` says so), and must not be named by a "step missing" either.
-    if to == ApprovalState::Approved
-        && let Some(row) = store.approval(id)?
-        && row.state == ApprovalState::Pending
-        && store.approval_shown(id)?
-        && let Some(step) = &row.card.confirm
-        && !confirmation.is_some_and(|typed| step.accepts(typed))
-    {
-        tracing::info!(approval_id = %row.id, tool = %row.tool, "a yes without the second step; the question stays open");
-        return Ok((Answered::StepMissing(row), None));
-    }
-    let answered = store.decide_approval_granting(id, to, decided_by, Timestamp::now(), grant)?;
-    let Answered::Decided(row) = &answered else {
-        return Ok((answered, None));
-    };
-    if decided_by.is_person() {
-        crate::failpoint::reach(crate::failpoint::ANSWERED);
-    }
-    let decision = match row.state {
-        ApprovalState::Approved => Decision::Approved,
-        ApprovalState::Expired => Decision::Timeout,
-        ApprovalState::Pending
-        | ApprovalState::Rejected
-        | ApprovalState::Superseded
-        | ApprovalState::Cancelled => Decision::Rejected,
-    };
-    tracing::info!(approval_id = %row.id, tool = %row.tool, state = row.state.as_str(), ?decided_by, "stored approval decided");
-    events.emit(&AuditEvent::Approval {
-        approval_id: row.id.clone(),
-        tool: row.tool.clone(),
-        tier: row.tier,
-        tool_use_id: row.call_id.clone(),
-        arguments: row.arguments_value(),
-        decision,
-        decided_by: decided_by.clone(),
-        approver: "durable".to_owned(),
-        channel: row.channel.clone(),
-        grant: None,
-        provenance: row.card.provenance.clone(),
-    });
-    let closed = ChannelEvent::ApprovalDecided {
-        approval_id: row.id.clone(),
-        call_id: row.call_id.clone(),
-        tool: row.tool.clone(),
-        decision,
-        decided_by: decided_by.clone(),
-        grant: None,
-    };
-    Ok((answered, Some(closed)))
 }

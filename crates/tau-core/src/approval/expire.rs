@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use tau_protocol::{ChannelEvent, DecidedBy, SessionId};
 
 use super::durable::{Answered, ApprovalRow, ApprovalState, StateDb, StateError};
-use super::durable_gate::answer_durable;
+use super::stored_answer::answer_durable;
 use crate::audit::EventBus;
 
 /// A question this sweep expired, with the channel event that closes it.

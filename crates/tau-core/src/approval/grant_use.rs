@@ -14,10 +14,11 @@ use tau_protocol::{CardNote, DecidedBy, Grant, GrantId, Tier, TreeError, Workspa
 use tau_state::{GrantedCall, StateDb, UntrustedGrant, cross_check_grant};
 
 use super::durable::canonical_arguments;
-use super::gate::{Check, TierGate};
+use super::gate::TierGate;
 use super::grants::card_sha256;
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::pin::{GRANT_LABEL, asked_again_text, unpinned_text};
+use tau_protocol::CallDecision;
 
 /// Closes a stored grant that is not what tau wrote: revoked by `policy` (a `grant_revoked`
 /// line with `why`), after an `error` line. The gate does this when it meets one, `tau
@@ -191,11 +192,11 @@ impl TierGate {
         Some(CardNote::warning(GRANT_LABEL, asked_again_text(&changed)))
     }
 
-    /// After a call `check` let through ran: the grant that covered it (or that its yes
+    /// After a call `decision` let through ran: the grant that covered it (or that its yes
     /// made) is pinned to the workspace as the call left it, with a `grant_pinned` line.
     /// A tree that cannot be read pins nothing: the grant's next call is then asked.
-    pub(crate) fn pin_after_run(&self, check: &Check, tool: &str, tool_use_id: &str) {
-        let (Some(id), Some(grants)) = (&check.grant, &self.grants) else {
+    pub(crate) fn pin_after_run(&self, decision: &CallDecision, tool: &str, tool_use_id: &str) {
+        let (Some(id), Some(grants)) = (decision.verdict.grant(), &self.grants) else {
             return;
         };
         let tree = match self.tiers.workspace_tree(tool) {

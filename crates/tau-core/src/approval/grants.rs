@@ -15,8 +15,9 @@ use tau_protocol::{
 
 use super::approver::ApprovalQuestion;
 use super::durable::{StateDb, canonical_arguments};
-use super::gate::{Standing, TierGate};
+use super::gate::TierGate;
 use super::grant_record::GrantLedger;
+use super::lookup::Standing;
 use crate::audit::{AuditEvent, ErrorSite};
 use crate::ids::random_id;
 use crate::pin::{GRANT_LABEL, no_grant_text};

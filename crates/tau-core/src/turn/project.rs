@@ -21,9 +21,7 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
         AuditEvent::ToolCall {
             tool,
             tool_use_id,
-            status,
-            approval,
-            decided_by,
+            fate,
             result_summary,
             duration_ms,
             provenance,
@@ -31,9 +29,7 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
         } => Some(ChannelEvent::ToolCallFinished {
             call_id: tool_use_id.clone(),
             tool: tool.clone(),
-            status: *status,
-            approval: *approval,
-            decided_by: decided_by.clone(),
+            fate: fate.clone(),
             duration_ms: *duration_ms,
             result_summary: result_summary.clone(),
             provenance: provenance.clone(),
@@ -45,16 +41,14 @@ pub fn from_audit(event: &AuditEvent) -> Option<ChannelEvent> {
             approval_id,
             tool,
             tool_use_id,
-            decision,
-            decided_by,
+            ruling,
             grant,
             ..
         } => Some(ChannelEvent::ApprovalDecided {
             approval_id: approval_id.clone(),
             call_id: tool_use_id.clone(),
             tool: tool.clone(),
-            decision: *decision,
-            decided_by: decided_by.clone(),
+            ruling: ruling.clone(),
             grant: grant.clone(),
         }),
         // Errors reach a person as notices where they matter; the turn's end is sent by

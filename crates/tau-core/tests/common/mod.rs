@@ -191,8 +191,16 @@ pub fn stable_ids(events: Vec<tau_core::AuditEvent>) -> Vec<tau_core::AuditEvent
     serde_json::from_value(value).unwrap()
 }
 
-/// A check with its random approval id replaced by `ap_1`.
-pub fn stable_check(mut check: tau_core::Check) -> tau_core::Check {
+/// The question a durable gate stored about a call; panics on any other verdict.
+pub fn asked(decision: &tau_core::CallDecision) -> tau_core::ApprovalId {
+    match (&decision.verdict, &decision.approval_id) {
+        (tau_core::Verdict::Asked, Some(id)) => id.clone(),
+        _ => panic!("the question was not stored: {decision:?}"),
+    }
+}
+
+/// A decision with its random approval id replaced by `ap_1`.
+pub fn stable_check(mut check: tau_core::CallDecision) -> tau_core::CallDecision {
     if check.approval_id.is_some() {
         check.approval_id = Some(tau_core::ApprovalId::parse("ap_1").unwrap());
     }

@@ -239,7 +239,9 @@ impl Setup {
             .into_iter()
             .filter_map(|e| match e {
                 AuditEvent::ToolCall {
-                    tool, decided_by, ..
+                    tool,
+                    fate: tau_core::CallFate { decided_by, .. },
+                    ..
                 } if tool == "lights" => Some(serde_json::to_value(decided_by).unwrap()),
                 _ => None,
             })

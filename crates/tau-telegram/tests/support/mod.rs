@@ -469,7 +469,7 @@ impl Hub for FakeHub {
             // This hub's questions offer no grant, as a hub's must refuse then.
             Reply::ApproveAlways(_) => {
                 return Err(HubError::Hub(tau_hub::HubError::Grant(
-                    "this question offers no grant: answer approve or reject".into(),
+                    tau_hub::GrantRefused::NotOffered,
                 )));
             }
             Reply::Reject => (ApprovalState::Rejected, None),

@@ -131,8 +131,7 @@ pub(crate) fn decided(
         approval_id: tau_core::ApprovalId::parse(approval_id).unwrap(),
         call_id: call_id.into(),
         tool: "run_command".into(),
-        decision,
-        decided_by: by,
+        ruling: tau_core::Ruling::new(decision, by),
         grant: None,
     }
 }
@@ -149,9 +148,11 @@ pub(crate) fn finished(
     ChannelEvent::ToolCallFinished {
         call_id: call_id.into(),
         tool: tool.into(),
-        status,
-        approval,
-        decided_by: by,
+        fate: tau_core::CallFate {
+            status,
+            approval,
+            decided_by: by,
+        },
         duration_ms,
         result_summary: Some(summary.into()),
         provenance: Default::default(),

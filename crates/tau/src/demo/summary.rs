@@ -26,8 +26,9 @@ pub(crate) fn summary(audit: &str) -> String {
         if let Some(AuditEvent::ToolCall {
             tool,
             tier,
-            status,
-            approval,
+            fate: tau_protocol::CallFate {
+                status, approval, ..
+            },
             ..
         }) = line.entry().and_then(tau_audit::Entry::event)
         {
