@@ -161,8 +161,5 @@ impl TierGate {
 
 /// At most 200 characters of a result, for logs and events.
 pub(crate) fn summarize(text: &str) -> String {
-    match text.char_indices().nth(SUMMARY_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+    tau_protocol::ellipsized(text, SUMMARY_CHARS)
 }
