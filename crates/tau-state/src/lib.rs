@@ -45,6 +45,7 @@ mod error;
 mod grant_pins;
 mod grants;
 mod grants_check;
+mod handles;
 mod migrate;
 mod routines;
 mod sessions;
@@ -63,6 +64,10 @@ pub use devices::{DeviceRow, SeenConfig, SeenState};
 pub use error::StateError;
 pub use grants::{GrantedCall, Revoked, is_live};
 pub use grants_check::{RecordedGrant, UntrustedGrant, cross_check_grant};
+pub use handles::{
+    ApprovalReader, Approvals, AuditAnchor, Conversations, Devices, Grants, Routines, Sessions,
+    TelegramMemory,
+};
 pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use sessions::{StoredMessage, StoredSession};
