@@ -135,7 +135,10 @@ fn session_growth(c: &mut Criterion) {
                         .block_on(
                             Agent::builder(model)
                                 .tool(noop.clone())
-                                .session(Arc::new(tau_core::StoredSessions::new(store)), id.clone())
+                                .session(
+                                    Arc::new(tau_core::StoredSessions::new(store.sessions())),
+                                    id.clone(),
+                                )
                                 .build(),
                         )
                         .expect("an agent");

@@ -159,7 +159,10 @@ fn full_stack(c: &mut Criterion) {
                             approver: Arc::new(AutoRejectApprover),
                             hooks: Vec::new(),
                             plugins: Vec::new(),
-                            session: Some((Arc::new(StoredSessions::new(store)), id.clone())),
+                            session: Some((
+                                Arc::new(StoredSessions::new(store.sessions())),
+                                id.clone(),
+                            )),
                             events,
                             durable: None,
                             grants: None,

@@ -296,7 +296,7 @@ impl TierLookup for ToolCatalog {
     /// another schema covers nothing.
     fn schema_sha256(&self, tool: &str) -> Option<String> {
         let entry = self.entries.get(tool)?;
-        Some(crate::approval::canonical_arguments(&entry.tool.spec().input_schema).1)
+        Some(tau_state::canonical_arguments(&entry.tool.spec().input_schema).1)
     }
 
     /// A tool whose live spec says it runs the workspace's files reads the tree through

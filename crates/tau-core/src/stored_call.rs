@@ -16,10 +16,9 @@ use serde_json::Value;
 use tau_agent::ToolContext;
 use tau_protocol::{ApprovalId, DecidedBy};
 
-use crate::approval::{
-    Answered, ApprovalRow, ApprovalState, Check, DurableCheck, StateDb, TierGate, answer_durable,
-    question_reason,
-};
+use tau_state::{Answered, ApprovalRow, ApprovalState, Approvals};
+
+use crate::approval::{Check, DurableCheck, TierGate, answer_durable, question_reason};
 use crate::catalog::ToolCatalog;
 use crate::gated::{Checked, GatedOutcome, run_checked};
 
@@ -145,7 +144,7 @@ impl StoredCall<'_> {
 /// Waits until question `id` is no longer pending, the run is stopped, or the question is
 /// overdue.
 async fn wait(
-    store: &StateDb,
+    store: &Approvals,
     id: &ApprovalId,
     answers: &dyn StoredAnswers,
     context: &ToolContext,
@@ -175,7 +174,7 @@ async fn wait(
 
 /// Closes a question nobody waits for any more as `cancelled`, unless it was decided
 /// first; the channel stops showing it.
-fn withdraw(gate: &TierGate, store: &StateDb, id: &ApprovalId, answers: &dyn StoredAnswers) {
+fn withdraw(gate: &TierGate, store: &Approvals, id: &ApprovalId, answers: &dyn StoredAnswers) {
     match answer_durable(
         store,
         gate.events(),

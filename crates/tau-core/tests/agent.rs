@@ -781,7 +781,9 @@ async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
     let house = House::new();
     let dir = tempfile::tempdir().unwrap();
     let repository: Arc<dyn SessionRepository> = Arc::new(tau_core::StoredSessions::new(
-        tau_state::StateDb::open(&dir.path().join("state.db")).unwrap(),
+        tau_state::StateDb::open(&dir.path().join("state.db"))
+            .unwrap()
+            .sessions(),
     ));
     let id = SessionId::parse("kitchen").unwrap();
     // A process that stopped on an interrupt and died before refusing it.

@@ -19,14 +19,15 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
-    Answer, Answered, ApprovalQuestion, ApprovalState, Approver, ApproverError, AutoRejectApprover,
-    Check, DurableCheck, DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb,
-    TierGate, TierLookup, refusal_text, requested_event, unknown_tool_text,
+    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, DurableCheck,
+    DurableQuestions, ExemptionError, ScriptedApprover, Standing, TierGate, TierLookup,
+    refusal_text, requested_event, unknown_tool_text,
 };
 use tau_core::{
     Approval, AuditEvent, CallCard, CardNote, ChannelEvent, DecidedBy, Decision, ErrorSite,
     EventBus, RecordedEvents, TauToolSpec, Tier, ToolCatalog,
 };
+use tau_state::{Answered, ApprovalState, StateDb};
 
 fn gate_with(approver: Arc<dyn Approver>) -> (TierGate, RecordedEvents) {
     let bus = EventBus::new();
@@ -247,7 +248,7 @@ async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
         EventBus::new(),
     )
     .with_durable(DurableQuestions {
-        store: store.clone(),
+        store: store.approvals(),
         session: tau_core::SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
@@ -257,7 +258,7 @@ async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
     else {
         panic!("the question was not stored");
     };
-    let row = store.approval(&approval_id).unwrap().unwrap();
+    let row = store.approvals().approval(&approval_id).unwrap().unwrap();
     let card = CallCard {
         headline: Some("switch · \"kitchen\"".into()),
         ..CallCard::default()
@@ -283,7 +284,7 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
         bus,
     )
     .with_durable(DurableQuestions {
-        store: store.clone(),
+        store: store.approvals(),
         session: tau_core::SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
@@ -296,7 +297,12 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
         };
         approval_id
     };
-    let pending = || store.approvals(Some(ApprovalState::Pending)).unwrap();
+    let pending = || {
+        store
+            .approvals()
+            .approvals(Some(ApprovalState::Pending))
+            .unwrap()
+    };
     let requested = || {
         events
             .events()
@@ -312,6 +318,7 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
     assert_eq!(requested(), 0);
     assert!(matches!(
         store
+            .approvals()
             .decide_approval(
                 &first,
                 ApprovalState::Approved,
@@ -322,7 +329,7 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
         Answered::NotFound
     ));
     assert_eq!(
-        store.approval(&first).unwrap().unwrap().state,
+        store.approvals().approval(&first).unwrap().unwrap().state,
         ApprovalState::Pending
     );
     // The loop failed before its state was saved: never shown.
@@ -338,6 +345,7 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
     assert_eq!(requested(), 1);
     assert!(matches!(
         store
+            .approvals()
             .decide_approval(
                 &second,
                 ApprovalState::Approved,
@@ -350,6 +358,7 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
     // tau's own closing of a hidden question (at a start) still works.
     assert!(matches!(
         store
+            .approvals()
             .decide_approval(
                 &first,
                 ApprovalState::Cancelled,

@@ -18,13 +18,13 @@ use common::House;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_core::approval::{
-    Answer, Answered, ApprovalState, DurableCheck, DurableQuestions, ScriptedApprover, StateDb,
-    TierGate, answer_durable,
+    Answer, DurableCheck, DurableQuestions, ScriptedApprover, TierGate, answer_durable,
 };
 use tau_core::{
     Approval, AuditEvent, CallCard, ConfirmStep, DecidedBy, Decision, ErrorSite, EventBus,
     RecordedEvents, SessionId, ToolCatalog,
 };
+use tau_state::{Answered, ApprovalState, StateDb};
 
 /// The house, with `lights` asking for the second step of the device `garage-door`.
 fn catalog() -> ToolCatalog {
@@ -178,7 +178,7 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
         bus.clone(),
     )
     .with_durable(DurableQuestions {
-        store: store.clone(),
+        store: store.approvals(),
         session: SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
@@ -188,14 +188,14 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
     else {
         panic!("not stored");
     };
-    let row = store.approval(&approval_id).unwrap().unwrap();
+    let row = store.approvals().approval(&approval_id).unwrap().unwrap();
     let step = row.card.confirm.clone().unwrap();
     assert_eq!(step.word, "garage-door");
     assert_eq!(step.code.len(), 2);
     let web = DecidedBy::person("web");
     let answer = |confirmation: Option<&str>| {
         answer_durable(
-            &store,
+            &store.approvals(),
             &bus,
             &approval_id,
             ApprovalState::Approved,
@@ -228,7 +228,12 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
         );
         assert_eq!(closing, None);
         assert_eq!(
-            store.approval(&approval_id).unwrap().unwrap().state,
+            store
+                .approvals()
+                .approval(&approval_id)
+                .unwrap()
+                .unwrap()
+                .state,
             ApprovalState::Pending
         );
     }
@@ -246,7 +251,14 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
         panic!("not stored");
     };
     gate.announce_stored(true);
-    let (answered, _) =
-        answer_durable(&store, &bus, &second, ApprovalState::Rejected, &web, None).unwrap();
+    let (answered, _) = answer_durable(
+        &store.approvals(),
+        &bus,
+        &second,
+        ApprovalState::Rejected,
+        &web,
+        None,
+    )
+    .unwrap();
     assert!(matches!(answered, Answered::Decided(row) if row.state == ApprovalState::Rejected));
 }

@@ -152,7 +152,11 @@ fn a_pinned_device_whose_discovery_changed_shows_the_mismatch_as_a_warning() {
     )])
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let store = DeviceStore::new(tau_state::StateDb::open(&dir.path().join("state.db")).unwrap());
+    let store = DeviceStore::new(
+        tau_state::StateDb::open(&dir.path().join("state.db"))
+            .unwrap()
+            .devices(),
+    );
     let now = jiff::Timestamp::UNIX_EPOCH;
     store.record_discovery(topic, config, now).unwrap();
     let open = json!({"device": "garage-door", "action": "open"});

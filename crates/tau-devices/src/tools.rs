@@ -280,7 +280,7 @@ impl Tool for DeviceState {
             Some(store) => store
                 .observe_state(&device.name, &last.payload, now)
                 .map_err(|error| ToolError::new(error.to_string()))?,
-            None => crate::store::SeenState {
+            None => tau_state::SeenState {
                 payload: last.payload.clone(),
                 since: now,
                 changed: true,

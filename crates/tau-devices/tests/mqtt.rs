@@ -115,7 +115,9 @@ async fn device_set_switches_the_stand_in_and_device_state_reads_its_new_state()
     let light = kitchen_light(broker.port);
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(DeviceStore::new(
-        tau_state::StateDb::open(&dir.path().join("state.db")).unwrap(),
+        tau_state::StateDb::open(&dir.path().join("state.db"))
+            .unwrap()
+            .devices(),
     ));
     let tools = tools(broker.port, Some(Arc::clone(&store)));
 

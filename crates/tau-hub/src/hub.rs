@@ -6,12 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tau_agent::{CancelHandle, Message, SessionId, SessionRepository};
-use tau_core::approval::{
-    Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable_granting,
-};
+use tau_core::approval::{DurableQuestions, answer_durable_granting};
 use tau_core::{DecidedBy, EventBus, StoredSessions, TauAgent};
 use tau_protocol::{ApprovalId, GrantRequest};
 use tau_state::Conversation;
+use tau_state::{Answered, ApprovalRow, ApprovalState, StateDb};
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -135,26 +134,31 @@ impl Hub {
         Ok(self
             .inner
             .state
+            .conversations()
             .find_or_create_conversation(channel, key, &session)?
             .session)
     }
 
     /// The conversations of `channel`, oldest first.
     pub fn conversations(&self, channel: &str) -> Result<Vec<ConversationInfo>, HubError> {
-        let summaries = self.inner.state.list_sessions()?;
-        let pending = self.inner.state.approvals(Some(ApprovalState::Pending))?;
+        let summaries = self.inner.state.sessions().list_sessions()?;
+        let pending = self
+            .inner
+            .state
+            .approvals()
+            .approvals(Some(ApprovalState::Pending))?;
         let slots = locked(&self.inner.slots);
         Ok(self
             .inner
             .state
-            .conversations_of(channel)?
+            .conversations().conversations_of(channel)?
             .into_iter()
             .map(|conversation| {
                 let summary = summaries.iter().find(|s| s.id == conversation.session);
                 let title = self
                     .inner
                     .state
-                    .session_title(&conversation.session)
+                    .sessions().session_title(&conversation.session)
                     .unwrap_or_else(|error| {
                         tracing::warn!(session = %conversation.session, %error, "cannot read a conversation's title");
                         None
@@ -182,7 +186,7 @@ impl Hub {
         if let Some(known) = locked(&self.inner.known).get(session) {
             return Ok(Some(known.clone()));
         }
-        let found = self.inner.state.conversation_of(session)?;
+        let found = self.inner.state.conversations().conversation_of(session)?;
         if let Some(conversation) = &found {
             locked(&self.inner.known).insert(session.clone(), conversation.clone());
         }
@@ -204,7 +208,7 @@ impl Hub {
     /// Every stored message of a session, as the model received them.
     pub fn messages(&self, channel: &str, session: &SessionId) -> Result<Vec<Message>, HubError> {
         self.owned(channel, session)?;
-        Ok(StoredSessions::new(self.inner.state.clone()).messages(session, 0)?)
+        Ok(StoredSessions::new(self.inner.state.sessions()).messages(session, 0)?)
     }
 
     // ---- messages and events ----
@@ -311,6 +315,7 @@ impl Hub {
         Ok(self
             .inner
             .state
+            .approvals()
             .approvals(state)?
             .into_iter()
             .filter(|r| r.channel == channel)
@@ -324,7 +329,7 @@ impl Hub {
         &self,
         state: Option<ApprovalState>,
     ) -> Result<Vec<ApprovalRow>, HubError> {
-        Ok(self.inner.state.approvals(state)?)
+        Ok(self.inner.state.approvals().approvals(state)?)
     }
 
     /// One stored question of `channel` and the conversation it belongs to; `None` for an
@@ -334,7 +339,7 @@ impl Hub {
         channel: &str,
         approval_id: &ApprovalId,
     ) -> Result<Option<(ApprovalRow, Conversation)>, HubError> {
-        let Some(row) = self.inner.state.approval(approval_id)? else {
+        let Some(row) = self.inner.state.approvals().approval(approval_id)? else {
             return Ok(None);
         };
         if row.channel != channel {
@@ -363,6 +368,7 @@ impl Hub {
         let row = self
             .inner
             .state
+            .approvals()
             .approval(approval_id)?
             .ok_or_else(unknown)?;
         if row.channel != channel {
@@ -451,7 +457,7 @@ impl Hub {
         grant: Option<&GrantRequest>,
     ) -> Result<Answered, HubError> {
         let (answered, closing) = answer_durable_granting(
-            &self.inner.state,
+            &self.inner.state.approvals(),
             &self.bus(&row.session),
             &row.id,
             to,
@@ -498,10 +504,11 @@ impl Hub {
         let conversation = self
             .inner
             .state
+            .conversations()
             .conversation_of(session)?
             .ok_or_else(|| HubError::UnknownSession(session.to_string()))?;
         let durable = DurableQuestions {
-            store: self.inner.state.clone(),
+            store: self.inner.state.approvals(),
             session: session.clone(),
             channel: conversation.channel.clone(),
             timeout: self.inner.options.remote_timeout,

@@ -77,10 +77,7 @@ pub use hub::{
 };
 pub use port::{
     ChannelPort, RefusedAnswer, RoutineOrigin, RoutinePort, RoutineTurn, Routines, WebhookDelivery,
-    routine_key, routine_of_key,
 };
-pub use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
-pub use tau_state::{Conversation, Revoked};
 
 /// What the hub could not do; nothing ran because of it.
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@
 //! deleted: its turn and its questions would lose their home.
 
 use tau_agent::SessionId;
-use tau_core::approval::ApprovalState;
+use tau_state::ApprovalState;
 
 use crate::HubError;
 use crate::hub::{Hub, locked};
@@ -18,7 +18,7 @@ impl Hub {
         title: Option<&str>,
     ) -> Result<(), HubError> {
         self.owned(channel, session)?;
-        match self.inner.state.rename_session(session, title) {
+        match self.inner.state.sessions().rename_session(session, title) {
             Ok(true) => Ok(()),
             Ok(false) => Err(HubError::UnknownSession(session.to_string())),
             Err(tau_state::StateError::Invalid(why)) => Err(HubError::Invalid(why)),
@@ -33,7 +33,7 @@ impl Hub {
         channel: &str,
         text: &str,
     ) -> Result<Vec<SessionId>, HubError> {
-        let found = self.inner.state.search_sessions(text)?;
+        let found = self.inner.state.sessions().search_sessions(text)?;
         let mut mine = Vec::with_capacity(found.len());
         for session in found {
             if self
@@ -62,6 +62,7 @@ impl Hub {
         let waiting = self
             .inner
             .state
+            .approvals()
             .approvals(Some(ApprovalState::Pending))?
             .iter()
             .any(|row| &row.session == session);
@@ -77,7 +78,12 @@ impl Hub {
         }
         let slot = locked(&self.inner.slots).remove(session);
         drop(slot);
-        if !self.inner.state.delete_conversation(session)? {
+        if !self
+            .inner
+            .state
+            .conversations()
+            .delete_conversation(session)?
+        {
             return Err(HubError::UnknownSession(session.to_string()));
         }
         locked(&self.inner.known).remove(session);

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tau_agent::SessionId;
-use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
 use tau_core::{ChannelEvent, ChannelSink, DecidedBy, TauAgent, TurnStop};
 use tau_protocol::Source;
+use tau_state::{Answered, ApprovalRow, ApprovalState};
 
 use crate::HubError;
 use crate::hub::{Hub, SessionEvent, Slot};
@@ -85,6 +85,7 @@ impl Hub {
                 let stored = hub
                     .inner
                     .state
+                    .approvals()
                     .approval(&question.approval_id)
                     .ok()
                     .flatten();
@@ -119,7 +120,7 @@ impl Hub {
         }
         let mut states = Vec::new();
         for id in &waiting {
-            let row = match self.inner.state.approval(id) {
+            let row = match self.inner.state.approvals().approval(id) {
                 Ok(row) => row,
                 Err(error) => {
                     tracing::error!(approval_id = %id, %error, "cannot read a stored question");
@@ -165,7 +166,12 @@ impl Hub {
     /// Every decided question of the session the turn no longer waits on is settled.
     fn mark_settled(&self, session: &SessionId, agent: &TauAgent) {
         let waiting = agent.pending_approvals();
-        if let Err(error) = self.inner.state.settle_session_approvals(session, &waiting) {
+        if let Err(error) = self
+            .inner
+            .state
+            .approvals()
+            .settle_session_approvals(session, &waiting)
+        {
             tracing::warn!(%session, %error, "cannot settle the session's questions");
         }
     }

@@ -4,9 +4,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tau_agent::SessionId;
-use tau_core::approval::{ApprovalRow, DurableQuestions};
+use tau_core::approval::DurableQuestions;
 use tau_core::{ChannelEvent, EventBus, TauAgent};
 use tau_protocol::GrantRequest;
+use tau_state::ApprovalRow;
 use tokio::sync::broadcast;
 
 use tau_state::Conversation;

@@ -14,10 +14,8 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use tau_core::{AuditEvent, TurnStop};
-use tau_hub::{
-    Answered, ApprovalState, HubError, RefusedAnswer, Reply, RoutinePort, RoutineTurn, routine_key,
-    routine_of_key,
-};
+use tau_hub::{HubError, RefusedAnswer, Reply, RoutinePort, RoutineTurn};
+use tau_state::{Answered, ApprovalState, routine_key, routine_of_key};
 
 use support::*;
 

@@ -19,7 +19,8 @@ use tau_agent::SessionRepository;
 use tau_core::{
     AuditEvent, ChannelEvent, DecidedBy, Decision, NoticeKind, StoredSessions, TurnStop,
 };
-use tau_hub::{Answered, ApprovalState, Reply, SessionEvent, StateDb};
+use tau_hub::{Reply, SessionEvent};
+use tau_state::{Answered, ApprovalState, StateDb};
 
 use support::*;
 
@@ -35,7 +36,7 @@ async fn a_yes_nothing_waits_for_is_not_used_and_the_question_is_closed() {
     assert_eq!(recovery.pending.len(), 1, "shown again, its turn waits");
     // Then, while the hub runs without the session open, a tau from before the hub held
     // its conversations gives the paused turn up.
-    let sessions = StoredSessions::new(StateDb::open(&setup.db()).unwrap());
+    let sessions = StoredSessions::new(StateDb::open(&setup.db()).unwrap().sessions());
     let mut state = sessions.load_state(&session).unwrap().unwrap();
     state.interrupt_state.deactivate();
     sessions.save_state(&session, &state).unwrap();

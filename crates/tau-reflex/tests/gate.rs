@@ -20,7 +20,6 @@ use jiff::tz::TimeZone;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{ContentBlock, Message, Role, ScriptedModel, ToolUse};
-use tau_core::approval::{ApprovalState, StateDb};
 use tau_core::{
     AuditEvent, CoreConfig, EventBus, RecordedEvents, RoutineOutcome, ScriptedApprover,
 };
@@ -28,6 +27,7 @@ use tau_reflex::{
     ActionRun, AskChannel, Asking, Checks, Origin, PromptApprover, Routine, RunRecord, SystemClock,
     TurnPrompts, add_exemption, record, run_action, validate,
 };
+use tau_state::{ApprovalState, StateDb};
 use tau_test_support::sorted_keys;
 use tokio_util::sync::CancellationToken;
 
@@ -306,7 +306,7 @@ async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
         assert_eq!(rig.runs()[0].2, outcome.as_str(), "{answering:?}");
         assert_eq!(lamp.count(), runs);
         let store = rig.host.approvals.as_ref().unwrap().db.clone();
-        let rows = store.approvals(None).unwrap();
+        let rows = store.approvals().approvals(None).unwrap();
         assert_eq!(rows.len(), 1);
         let row = &rows[0];
         assert_eq!(
@@ -362,7 +362,7 @@ fn porch_asking_web(rig: &Rig) -> (Routine, StateDb) {
 fn on_the_web<'a>(rig: &'a Rig, porch: &Routine, store: &StateDb, timeout: Duration) -> Asking<'a> {
     tau_reflex::asking_on(
         rig.host.as_ref(),
-        store.clone(),
+        store.approvals(),
         AskChannel::Web,
         porch.session().clone(),
         timeout,
@@ -405,7 +405,7 @@ async fn a_yes_recorded_on_another_channel_runs_nothing() {
         "{said:?}"
     );
     assert_eq!(lamp.count(), 0);
-    let rows = store.approvals(None).unwrap();
+    let rows = store.approvals().approvals(None).unwrap();
     assert_eq!(rows[0].consumed_at, None, "never let through");
 }
 
@@ -426,7 +426,7 @@ async fn an_unanswered_question_expires_and_refuses() {
         Some(r#"timed out, decided by {"kind":"timeout"}"#)
     );
     assert_eq!(lamp.count(), 0);
-    let rows = store.approvals(None).unwrap();
+    let rows = store.approvals().approvals(None).unwrap();
     assert_eq!(rows[0].state, ApprovalState::Expired);
     assert_eq!(
         rig.host.withdrawn.lock().unwrap().len(),
@@ -539,7 +539,7 @@ async fn a_question_open_when_the_routine_stops_is_withdrawn() {
     let (run, ()) = tokio::join!(run_until(&rig, &porch, asking, stop.clone()), cancel_soon);
     assert_eq!(run.outcome, RoutineOutcome::Refused);
     assert_eq!(lamp.count(), 0);
-    let rows = store.approvals(None).unwrap();
+    let rows = store.approvals().approvals(None).unwrap();
     assert_eq!(
         (rows[0].state, rows[0].decided_by.clone()),
         (

@@ -23,14 +23,14 @@ use tau_agent::SessionId;
 use tau_core::approval::DurableQuestions;
 use tau_core::{AuditEvent, ChannelEvent, DecidedBy, EventBus, RecordedEvents};
 use tau_hub::{
-    ApprovalState, Hub, HubOptions, OpenError, Opened, Reply, RoutinePort, SessionEvent,
-    SessionFactory, StateDb,
+    Hub, HubOptions, OpenError, Opened, Reply, RoutinePort, SessionEvent, SessionFactory,
 };
 use tau_reflex::{
     AskChannel, Engine, EngineParts, EngineSettings, HostError, HubHost, PromptOutcome, PromptRun,
     PromptRunner, RoutineStore, SystemClock,
 };
 use tau_state::RecordedAnswer;
+use tau_state::{ApprovalState, StateDb};
 use tokio_util::sync::CancellationToken;
 
 /// Sessions no turn is run in here: only routines' fixed calls are.
@@ -116,7 +116,7 @@ impl Serve {
     /// `porch` switching the lamp off, made in a conversation with "on" and edited since
     /// (so not exempt: asked), firing every second and asking on the web.
     fn porch(&self) {
-        let routines = RoutineStore::new(self.store());
+        let routines = RoutineStore::new(self.store().routines());
         let approved = def(json!({"name": "porch", "every": "1s", "tool": "lamp",
                                   "arguments": {"state": "on"}, "ask": "web"}));
         routines
@@ -143,7 +143,7 @@ impl Serve {
         };
         Engine::new(EngineParts {
             config: Vec::new(),
-            store: Arc::new(RoutineStore::new(self.store())),
+            store: Arc::new(RoutineStore::new(self.store().routines())),
             catalog: Arc::new(catalog(lamp)),
             events: self.audit.clone(),
             host: Arc::new(host),
@@ -234,7 +234,7 @@ async fn a_routine_s_question_nobody_answers_is_expired_by_the_hub_and_runs_noth
         )
     );
     assert_eq!(lamp.count(), 0);
-    let rows = serve.store().approvals(None).unwrap();
+    let rows = serve.store().approvals().approvals(None).unwrap();
     assert_eq!(
         (rows.len(), rows[0].state, rows[0].decided_by.clone()),
         (1, ApprovalState::Expired, Some(DecidedBy::Timeout))
@@ -242,7 +242,7 @@ async fn a_routine_s_question_nobody_answers_is_expired_by_the_hub_and_runs_noth
     // Shown in the routine's conversation on the web, then closed there by the expirer.
     let mut seen = Vec::new();
     while let Ok(Ok(event)) = tokio::time::timeout(Duration::from_millis(50), web.recv()).await {
-        assert_eq!(event.conversation.key, tau_hub::routine_key("porch"));
+        assert_eq!(event.conversation.key, tau_state::routine_key("porch"));
         match event.event {
             SessionEvent::Turn(ChannelEvent::ApprovalRequested(question)) => {
                 seen.push(format!("asked {}", question.card.notes[0].text));
@@ -293,12 +293,12 @@ async fn a_yes_on_the_routine_s_channel_runs_its_call_once_and_records_its_outco
     task.await.unwrap();
     assert!(matches!(
         answering.await.unwrap(),
-        tau_hub::Answered::Decided(_)
+        tau_state::Answered::Decided(_)
     ));
 
     assert_eq!(ran, ("success".to_owned(), Some("lamp off".to_owned())));
     assert_eq!(lamp.count(), 1);
-    let rows = serve.store().approvals(None).unwrap();
+    let rows = serve.store().approvals().approvals(None).unwrap();
     let row = &rows[0];
     assert_eq!(
         (
@@ -353,10 +353,10 @@ async fn a_routine_s_call_cut_off_by_the_end_of_tau_is_uncertain_at_the_next_sta
     drop(hub);
 
     let again = serve.hub(timeout).await;
-    let row = serve.store().approval(&id).unwrap().unwrap();
+    let row = serve.store().approvals().approval(&id).unwrap().unwrap();
     assert_eq!(
         (row.consumed_at.is_some(), row.outcome),
-        (true, Some(tau_core::approval::CallOutcome::EffectUncertain))
+        (true, Some(tau_state::CallOutcome::EffectUncertain))
     );
     let uncertain = serve.lines("effect_uncertain");
     assert_eq!(uncertain.len(), 1, "{uncertain:?}");

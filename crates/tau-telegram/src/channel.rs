@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
-use tau_core::approval::{Answered, ApprovalState, requested_event};
+use tau_core::approval::requested_event;
 use tau_core::flood::{FLOOD_WINDOW, Flood, Sender, Tally};
 use tau_core::{DecidedBy, GrantId, GrantScope, Language};
 use tau_state::Revoked;
+use tau_state::{Answered, ApprovalState};
 use tokio::sync::mpsc;
 
 use crate::api::{ApiError, BotApi};

@@ -4,9 +4,9 @@
 
 use async_trait::async_trait;
 use tau_core::ChannelEvent;
-use tau_core::approval::{Answered, ApprovalRow};
 use tau_protocol::{Allowance, GrantId, GrantScope, Source};
 use tau_state::Revoked;
+use tau_state::{Answered, ApprovalRow};
 
 /// The hub could not do what was asked.
 #[derive(Debug, thiserror::Error)]

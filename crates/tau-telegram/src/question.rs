@@ -5,11 +5,11 @@
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::Value;
-use tau_core::approval::{ApprovalRow, ApprovalState};
 use tau_core::{
     ApprovalQuestion, CardNote, DecidedBy, Language, NoteLevel, display, display_multiline,
     sorted_json,
 };
+use tau_state::{ApprovalRow, ApprovalState};
 
 use crate::api::Keyboard;
 use crate::callback::{Action, ButtonData};

@@ -3,7 +3,7 @@ use crate::names::Names;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_core::Tier;
-use tau_core::approval::NewApproval;
+use tau_state::NewApproval;
 
 fn asked(arguments: Value) -> ApprovalQuestion {
     ApprovalQuestion {

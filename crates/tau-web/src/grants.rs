@@ -11,8 +11,8 @@ use http::StatusCode;
 use serde_json::json;
 use tau_core::DecidedBy;
 use tau_core::GrantId;
-use tau_hub::Revoked;
 use tau_protocol::Allowance;
+use tau_state::Revoked;
 
 use crate::api::{View, error, hub_error, view};
 use crate::{App, WEB};

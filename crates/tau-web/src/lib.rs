@@ -35,14 +35,13 @@ use axum::extract::DefaultBodyLimit;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, patch, post};
 use http::{HeaderValue, StatusCode, header};
-use tau_hub::{Channel, ChannelError, ChannelPort};
+use tau_hub::{Channel, ChannelError, ChannelPort, RoutineOrigin, Routines};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
 pub use decisions::{DecisionRecord, Decisions, DecisionsError, HISTORY_DAYS, OUTCOMES, Ran};
-pub use tau_hub::{RoutineOrigin, Routines, WebhookDelivery};
 
 /// The channel's name: what approval rows and `decided_by` say.
 pub const WEB: &str = "web";

@@ -36,7 +36,9 @@ const TARGET: Duration = Duration::from_secs(1);
 fn stored_sessions(tau: &Tau, count: usize) {
     std::fs::create_dir_all(tau.home()).unwrap();
     let db = tau_core::StoredSessions::new(
-        tau_state::StateDb::open(&tau.home().join("state.db")).unwrap(),
+        tau_state::StateDb::open(&tau.home().join("state.db"))
+            .unwrap()
+            .sessions(),
     );
     for n in 0..count {
         let id = SessionId::parse(&format!("chat-{n:05}")).unwrap();

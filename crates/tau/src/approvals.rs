@@ -117,8 +117,8 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
     let Some(store) = ctx.existing_state()? else {
         return Ok(render(&[], &|_| None, Timestamp::now(), &zone));
     };
-    let rows = store.approvals(Some(ApprovalState::Pending))?;
-    let titles = |session: &SessionId| store.session_title(session).ok().flatten();
+    let rows = store.approvals().approvals(Some(ApprovalState::Pending))?;
+    let titles = |session: &SessionId| store.sessions().session_title(session).ok().flatten();
     Ok(render(&rows, &titles, Timestamp::now(), &zone))
 }
 

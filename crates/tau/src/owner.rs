@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use jiff::tz::TimeZone;
 use tau_agent::SessionId;
-use tau_core::approval::ApprovalState;
 use tau_core::{EventBus, HubHold, display};
+use tau_state::ApprovalState;
 use tau_state::{ApprovalRow, StateDb};
 
 use crate::approvals::channel_name;
@@ -73,7 +73,7 @@ pub(crate) fn close_cut_off_calls(
     let log = Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         own.as_str(),
-        state.clone(),
+        state.audit_anchor(),
     )?);
     let bus_of = |session: &SessionId| {
         let bus = EventBus::new();

@@ -123,6 +123,7 @@ fn a_conversation_is_held_while_its_turn_waits_on_an_answered_question() {
     let store = StateDb::open(&tau.home().join("state.db")).unwrap();
     let approval = tau_core::ApprovalId::parse(&id).unwrap();
     store
+        .approvals()
         .decide_approval(
             &approval,
             tau_state::ApprovalState::Rejected,
@@ -157,7 +158,11 @@ fn a_yes_whose_turn_was_given_up_behind_the_hub_s_back_is_not_used() {
     let (serve, session, row) = asked_before_a_restart(&tau, &model);
     let id = row["id"].as_str().unwrap().to_owned();
     // A tau from before this rule opened the conversation and gave its paused turn up.
-    let store = StoredSessions::new(StateDb::open(&tau.home().join("state.db")).unwrap());
+    let store = StoredSessions::new(
+        StateDb::open(&tau.home().join("state.db"))
+            .unwrap()
+            .sessions(),
+    );
     let sid = SessionId::parse(&session).unwrap();
     let mut state = store.load_state(&sid).unwrap().unwrap();
     state.interrupt_state.deactivate();

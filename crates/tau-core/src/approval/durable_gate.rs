@@ -10,14 +10,14 @@ use tau_protocol::{
     Approval, ApprovalId, ChannelEvent, DecidedBy, Decision, GrantRequest, SessionId, Tier,
 };
 
-use super::durable::{
-    Answered, ApprovalRow, ApprovalState, CallToRun, NewApproval, Recheck, StateDb, StateError,
-    canonical_arguments, recheck,
-};
 use super::gate::{Check, Precheck, Standing, TierGate};
 use super::texts::{effect_uncertain_text, refusal_text};
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::new_approval_id;
+use tau_state::{
+    Answered, ApprovalRow, ApprovalState, Approvals, CallToRun, NewApproval, Recheck, StateError,
+    canonical_arguments, recheck,
+};
 
 /// The name of the gate's own interrupt; its reason and response name the stored
 /// question ([`question_reason`], [`stored_question`]). Only this interrupt is durable;
@@ -40,7 +40,7 @@ pub fn stored_question(reason: &Value) -> Option<ApprovalId> {
 /// (`[approval] remote_timeout_seconds`).
 #[derive(Clone)]
 pub struct DurableQuestions {
-    pub store: StateDb,
+    pub store: Approvals,
     pub session: SessionId,
     pub channel: String,
     pub timeout: Duration,
@@ -68,7 +68,7 @@ impl TierGate {
     }
 
     /// Where this gate stores its questions, when it asks durably.
-    pub(crate) fn durable_store(&self) -> Option<&StateDb> {
+    pub(crate) fn durable_store(&self) -> Option<&Approvals> {
         self.durable.as_ref().map(|durable| &durable.store)
     }
 
@@ -301,7 +301,7 @@ impl TierGate {
     /// The call of `row` was dispatched and its result never stored: closes the row as
     /// `effect_uncertain` (the audit log and the channel hear of it once), and the model
     /// reads that it may or may not have run.
-    pub(crate) fn effect_uncertain(&self, store: &StateDb, row: &ApprovalRow) -> Check {
+    pub(crate) fn effect_uncertain(&self, store: &Approvals, row: &ApprovalRow) -> Check {
         match store.close_effect_uncertain(&row.id, Timestamp::now()) {
             Ok(Some(closed)) => {
                 tracing::warn!(tool = %row.tool, tool_use_id = %row.call_id, approval_id = %row.id, "an approved call was running when tau stopped; its effect is uncertain");
@@ -389,7 +389,7 @@ pub fn requested_event(row: &ApprovalRow) -> ChannelEvent {
 /// card asks for a second step counts only when `confirmation` passes it; otherwise
 /// nothing changes ([`Answered::StepMissing`]).
 pub fn answer_durable(
-    store: &StateDb,
+    store: &Approvals,
     events: &EventBus,
     id: &ApprovalId,
     to: ApprovalState,
@@ -402,7 +402,7 @@ pub fn answer_durable(
 /// [`answer_durable`] with the grant a person asked for with their yes ("yes, and allow
 /// this again"), kept with the question and made when its call goes through.
 pub fn answer_durable_granting(
-    store: &StateDb,
+    store: &Approvals,
     events: &EventBus,
     id: &ApprovalId,
     to: ApprovalState,

@@ -29,10 +29,6 @@ pub use approver::{
     Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
 };
 pub use dispatch::DispatchRecord;
-pub use durable::{
-    Answered, ApprovalRow, ApprovalState, CallOutcome, CallToRun, NewApproval, Recheck, StateDb,
-    StateError, canonical_arguments, recheck,
-};
 pub use durable_gate::{
     APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, answer_durable_granting,
     effect_uncertain_event, question_reason, requested_event, stored_question,

@@ -14,7 +14,9 @@ use tau_protocol::SessionId;
 
 use super::owner::{StoredTurnError, turn_waits_on};
 use super::{ChannelSink, TauAgent, Turn};
-use crate::approval::{ApprovalRow, StateDb, effect_uncertain_event};
+use tau_state::{ApprovalRow, StateDb};
+
+use crate::approval::effect_uncertain_event;
 use crate::audit::EventBus;
 use crate::gated::CallRecord;
 use crate::i18n::Notice;
@@ -41,7 +43,7 @@ pub fn close_cut_off_calls(
     may_close: &dyn Fn(&ApprovalRow) -> bool,
 ) -> Result<CutOff, StoredTurnError> {
     let mut found = CutOff::default();
-    for row in store.dispatched_without_outcome()? {
+    for row in store.approvals().dispatched_without_outcome()? {
         if turn_waits_on(store, &row.session, &row.id)? {
             found.waiting.push(row);
             continue;
@@ -50,7 +52,10 @@ pub fn close_cut_off_calls(
             found.left.push(row);
             continue;
         }
-        if let Some(closed) = store.close_effect_uncertain(&row.id, Timestamp::now())? {
+        if let Some(closed) = store
+            .approvals()
+            .close_effect_uncertain(&row.id, Timestamp::now())?
+        {
             tracing::warn!(approval_id = %row.id, session = %row.session, tool = %row.tool, "an approved call was running when tau stopped; its effect is uncertain");
             bus_of(&row.session).emit(&effect_uncertain_event(&closed));
             found.closed.push(closed);

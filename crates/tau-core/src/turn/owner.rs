@@ -15,8 +15,8 @@ use tau_agent::SessionError;
 use tau_protocol::{ApprovalId, SessionId};
 
 use super::waits_on;
-use crate::approval::{ApprovalRow, ApprovalState, StateDb, StateError};
 use crate::sessions::load_agent_state;
+use tau_state::{ApprovalRow, ApprovalState, StateDb, StateError};
 
 /// `state.db` could not be read (or written) for a stored turn or its questions.
 #[derive(Debug, thiserror::Error)]
@@ -47,19 +47,20 @@ pub fn hub_hold(store: &StateDb, session: &SessionId) -> Result<Option<HubHold>,
     // Shown questions only: one stored hidden with no saved turn waiting on it was never
     // seen by anyone and is cancelled at the hub's next start.
     if let Some(row) = store
+        .approvals()
         .approvals(Some(ApprovalState::Pending))?
         .into_iter()
         .find(|row| &row.session == session)
     {
         return Ok(Some(HubHold::Waiting(row)));
     }
-    let Some(state) = load_agent_state(store, session)? else {
+    let Some(state) = load_agent_state(&store.sessions(), session)? else {
         return Ok(None);
     };
     let Some(approval_id) = state.interrupt_state.unfinished().iter().find_map(waits_on) else {
         return Ok(None);
     };
-    let row = store.approval(&approval_id)?;
+    let row = store.approvals().approval(&approval_id)?;
     Ok(Some(HubHold::Paused { approval_id, row }))
 }
 
@@ -69,13 +70,15 @@ pub fn turn_waits_on(
     session: &SessionId,
     id: &ApprovalId,
 ) -> Result<bool, StoredTurnError> {
-    Ok(load_agent_state(store, session)?.is_some_and(|state| {
-        state
-            .interrupt_state
-            .unfinished()
-            .iter()
-            .any(|i| waits_on(i).as_ref() == Some(id))
-    }))
+    Ok(
+        load_agent_state(&store.sessions(), session)?.is_some_and(|state| {
+            state
+                .interrupt_state
+                .unfinished()
+                .iter()
+                .any(|i| waits_on(i).as_ref() == Some(id))
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -87,8 +90,9 @@ mod tests {
     use tau_protocol::{CallCard, DecidedBy, Tier};
 
     use super::*;
-    use crate::approval::{APPROVAL_INTERRUPT, NewApproval, question_reason};
+    use crate::approval::{APPROVAL_INTERRUPT, question_reason};
     use crate::sessions::StoredSessions;
+    use tau_state::NewApproval;
 
     fn question(store: &StateDb, session: &SessionId, id: &str) -> ApprovalId {
         let id = ApprovalId::parse(id).unwrap();
@@ -106,7 +110,7 @@ mod tests {
             card: CallCard::default(),
         }
         .into_row();
-        store.create_hidden_approval(&row).unwrap();
+        store.approvals().create_hidden_approval(&row).unwrap();
         id
     }
 
@@ -123,7 +127,7 @@ mod tests {
             .interrupt_state
             .interrupts
             .insert(interrupt.id.clone(), interrupt);
-        let sessions = StoredSessions::new(store.clone());
+        let sessions = StoredSessions::new(store.sessions());
         sessions.ensure_session(session).unwrap();
         sessions.save_state(session, &state).unwrap();
     }
@@ -151,7 +155,7 @@ mod tests {
             (id.clone(), Some(id.clone()))
         );
         // Shown: it waits for its answer.
-        store.show_approval(&id).unwrap();
+        store.approvals().show_approval(&id).unwrap();
         let Some(HubHold::Waiting(row)) = hub_hold(&store, &session).unwrap() else {
             panic!("waiting");
         };
@@ -161,6 +165,7 @@ mod tests {
 
         // Answered: still the hub's until the turn went on.
         store
+            .approvals()
             .decide_approval(
                 &id,
                 ApprovalState::Approved,
@@ -172,7 +177,7 @@ mod tests {
             hub_hold(&store, &session).unwrap(),
             Some(HubHold::Paused { .. })
         ));
-        StoredSessions::new(store.clone())
+        StoredSessions::new(store.sessions())
             .save_state(&session, &AgentState::default())
             .unwrap();
         assert_eq!(hub_hold(&store, &session).unwrap(), None);

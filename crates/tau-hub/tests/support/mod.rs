@@ -19,8 +19,9 @@ use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, ChannelEvent, CoreConfig, EventBus, RecordedEvents,
     StoredSessions, TauToolSpec, Tier, ToolCatalog, TurnStop, build_agent,
 };
-use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory, StateDb};
+use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory};
 use tau_state::RecordedAnswer;
+use tau_state::StateDb;
 use tokio::sync::broadcast;
 
 /// A tool that records its inputs; `gate` (when set) holds it until released.
@@ -183,7 +184,7 @@ impl Setup {
         // Its own connection, as each process has.
         let state = StateDb::open(&self.db()).unwrap();
         let factory = Arc::new(Factory {
-            sessions: StoredSessions::new(state.clone()),
+            sessions: StoredSessions::new(state.sessions()),
             script,
             scripts: Arc::clone(&self.scripts),
             lights: Arc::clone(&self.lights),
@@ -213,10 +214,10 @@ impl Setup {
 
     /// A person's answer as a hub records it (the row, then its `approval` line), given
     /// while no hub runs.
-    pub fn answer_while_down(&self, id: &ApprovalId, to: tau_hub::ApprovalState) {
+    pub fn answer_while_down(&self, id: &ApprovalId, to: tau_state::ApprovalState) {
         let store = StateDb::open(&self.db()).unwrap();
         let (answered, _) = tau_core::approval::answer_durable(
-            &store,
+            &store.approvals(),
             &self.bus,
             id,
             to,
@@ -224,7 +225,7 @@ impl Setup {
             None,
         )
         .unwrap();
-        assert!(matches!(answered, tau_hub::Answered::Decided(_)));
+        assert!(matches!(answered, tau_state::Answered::Decided(_)));
     }
 
     /// Runs `sql` on `state.db` as another program would, with `?1` bound to `id`.

@@ -62,7 +62,7 @@ pub(crate) fn head_command(ctx: &Context) -> anyhow::Result<(String, bool)> {
 /// The anchored head in `state` (the home's `state.db`), if any.
 pub(crate) fn anchored_head(state: Option<&StateDb>) -> anyhow::Result<Option<Head>> {
     match state {
-        Some(state) => Ok(state.audit_head()?),
+        Some(state) => Ok(state.audit_anchor().audit_head()?),
         None => Ok(None),
     }
 }
@@ -95,6 +95,7 @@ pub(crate) fn verify_command(ctx: &Context, from: Option<&str>) -> anyhow::Resul
 /// covers no call, and `tau serve` revokes it when it starts.
 fn untrusted_grants(path: &Path, state: &StateDb) -> anyhow::Result<String> {
     let rows: Vec<_> = state
+        .grants()
         .grants(None)?
         .into_iter()
         .filter(|grant| grant.revoked_at.is_none())

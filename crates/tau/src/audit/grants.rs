@@ -92,7 +92,10 @@ impl AuditGrants {
         // Read under the lock: no append is half done, so the log ends at the anchor (or
         // at the line announced past it, when a process stopped before anchoring it).
         let tail = read_from(&mut file, so_far.offset);
-        let ends = (self.state.audit_head(), self.state.audit_announced());
+        let ends = (
+            self.state.audit_anchor().audit_head(),
+            self.state.audit_anchor().audit_announced(),
+        );
         let _ = file.unlock();
         let tail = tail.map_err(|e| format!("cannot read the audit log: {e}"))?;
         let (Ok(head), Ok(announced)) = ends else {
@@ -212,7 +215,7 @@ mod tests {
         let ledger = AuditGrants::new(path.clone(), state_beside(&path));
         let id = GrantId::parse("gr_1").unwrap();
         assert_eq!(ledger.recorded(&id), Ok(None));
-        let log = AuditLog::open(&path, "s1", state_beside(&path)).unwrap();
+        let log = AuditLog::open(&path, "s1", state_beside(&path).audit_anchor()).unwrap();
         log.append(&AuditEvent::TurnLimit { max_turns: 1 }).unwrap();
         log.append(&AuditEvent::GrantCreated(grant("gr_1")))
             .unwrap();

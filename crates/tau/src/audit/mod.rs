@@ -38,7 +38,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tau_core::{AuditEvent, EventSubscriber};
 
-use tau_state::StateDb;
+use tau_state::AuditAnchor;
 
 pub(crate) use self::answers::recorded_answers;
 pub(crate) use self::command::{format_head, head_command, verify_command, verify_log};
@@ -73,7 +73,7 @@ pub(crate) struct AuditLog {
 
 struct Open {
     file: File,
-    anchor: StateDb,
+    anchor: AuditAnchor,
     /// What this process last wrote: the file's length after it, and the head. When the
     /// file still has that length under the lock, nobody else appended, and the tail need
     /// not be read again.
@@ -83,7 +83,7 @@ struct Open {
 impl AuditLog {
     /// Opens (creating, 0600) the log at `path`, anchored in `anchor` (the home's
     /// `state.db`).
-    pub(crate) fn open(path: &Path, session: &str, anchor: StateDb) -> io::Result<Self> {
+    pub(crate) fn open(path: &Path, session: &str, anchor: AuditAnchor) -> io::Result<Self> {
         let file = crate::private::open(
             path,
             OpenOptions::new().create(true).read(true).append(true),
@@ -119,7 +119,7 @@ impl AuditLog {
     fn append_locked(
         &self,
         file: &mut File,
-        anchor: &StateDb,
+        anchor: &AuditAnchor,
         last: &mut Option<(u64, Head)>,
         session: &str,
         event: &AuditEvent,
@@ -293,12 +293,12 @@ pub(crate) mod tests {
     use pretty_assertions::assert_eq;
 
     /// The `state.db` beside the log, with a connection of its own (as another process).
-    pub(crate) fn state_beside(path: &Path) -> StateDb {
-        StateDb::open(&anchor_db(path)).unwrap()
+    pub(crate) fn state_beside(path: &Path) -> tau_state::StateDb {
+        tau_state::StateDb::open(&anchor_db(path)).unwrap()
     }
 
     fn write_events(path: &Path, n: u32) {
-        let log = AuditLog::open(path, "s", state_beside(path)).unwrap();
+        let log = AuditLog::open(path, "s", state_beside(path).audit_anchor()).unwrap();
         for max_turns in 0..n {
             log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
         }
@@ -313,7 +313,7 @@ pub(crate) mod tests {
     }
 
     fn head(path: &Path) -> Option<Head> {
-        state_beside(path).audit_head().unwrap()
+        state_beside(path).audit_anchor().audit_head().unwrap()
     }
 
     #[test]
