@@ -125,11 +125,14 @@ mod tests {
     /// The store's error reaches the caller whole, its words unchanged.
     #[test]
     fn a_store_error_is_kept_not_retold() {
-        let error = HubError::from(tau_state::StateError::Invalid("gone".into()));
-        assert_eq!(error.to_string(), "state.db: gone");
+        let error = HubError::from(tau_state::StateError::Vanished {
+            channel: "web".into(),
+            key: "a".into(),
+        });
+        assert_eq!(error.to_string(), "state.db: conversation web/a vanished");
         assert!(matches!(
             error,
-            HubError::Store(tau_state::StateError::Invalid(_))
+            HubError::Store(tau_state::StateError::Vanished { .. })
         ));
         let bad = new_session_id("no spaces allowed").unwrap_err();
         assert!(matches!(bad, HubError::InvalidSessionId(_)), "{bad:?}");

@@ -21,7 +21,7 @@ impl Hub {
         match self.inner.state.sessions().rename_session(session, title) {
             Ok(true) => Ok(()),
             Ok(false) => Err(HubError::UnknownSession(session.to_string())),
-            Err(tau_state::StateError::Invalid(why)) => Err(HubError::Invalid(why)),
+            Err(tau_state::StateError::Title(why)) => Err(HubError::Invalid(why.to_string())),
             Err(error) => Err(error.into()),
         }
     }

@@ -217,8 +217,11 @@ mod tests {
             locked.to_string(),
             "session 's' is already open in another tau"
         );
-        let store = OpenError::from(tau_state::StateError::Invalid("gone".into()));
-        assert_eq!(store.to_string(), "state.db: gone");
+        let store = OpenError::from(tau_state::StateError::Vanished {
+            channel: "web".into(),
+            key: "a".into(),
+        });
+        assert_eq!(store.to_string(), "state.db: conversation web/a vanished");
         assert!(matches!(store, OpenError::Store(_)));
     }
 }

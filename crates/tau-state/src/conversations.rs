@@ -131,11 +131,10 @@ impl Conversations {
                 )
                 .optional()?)
         })?;
-        parse(
-            row.ok_or_else(|| {
-                StateError::Invalid(format!("conversation {channel}/{key} vanished"))
-            })?,
-        )
+        parse(row.ok_or_else(|| StateError::Vanished {
+            channel: channel.to_owned(),
+            key: key.to_owned(),
+        })?)
     }
 
     /// The conversation a session belongs to, if it is one.

@@ -13,7 +13,7 @@ impl Grants {
     /// Keeps `tree` as what grant `id` was last pinned to (replacing the one before).
     pub fn pin_grant(&self, id: &GrantId, tree: &WorkspaceTree) -> Result<(), StateError> {
         let entries =
-            serde_json::to_string(&tree.entries).map_err(|e| StateError::Invalid(e.to_string()))?;
+            serde_json::to_string(&tree.entries).map_err(StateError::encode("a pinned tree"))?;
         self.db.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO grant_pins (grant_id, sha256, entries, bytes) VALUES (?1, ?2, ?3, ?4)

@@ -242,7 +242,7 @@ fn covering(
 }
 
 fn json(value: &impl serde::Serialize) -> Result<String, StateError> {
-    serde_json::to_string(value).map_err(|e| StateError::Invalid(e.to_string()))
+    serde_json::to_string(value).map_err(StateError::encode("who decided"))
 }
 
 impl Grants {
@@ -252,15 +252,15 @@ impl Grants {
     pub fn create_grant(&self, grant: &Grant) -> Result<(), StateError> {
         let (arguments, hash) = canonical_arguments(&grant.arguments);
         if hash != grant.arguments_sha256 {
-            return Err(StateError::Invalid(format!(
-                "grant '{}': its arguments do not hash to its hash",
-                grant.id
-            )));
+            return Err(StateError::GrantHash(grant.id.clone()));
         }
         let time = |text: &str| {
             text.parse::<Timestamp>()
                 .map(|t| t.to_string())
-                .map_err(|_| StateError::Invalid(format!("grant '{}': time {text:?}", grant.id)))
+                .map_err(|_| StateError::GrantTime {
+                    grant: grant.id.clone(),
+                    time: text.to_owned(),
+                })
         };
         let (created_at, expires_at) = (time(&grant.created_at)?, time(&grant.expires_at)?);
         let created_by = json(&grant.created_by)?;
@@ -294,10 +294,7 @@ impl Grants {
         if inserted == 1 {
             Ok(())
         } else {
-            Err(StateError::Invalid(format!(
-                "grant '{}' exists already",
-                grant.id
-            )))
+            Err(StateError::GrantExists(grant.id.clone()))
         }
     }
 

@@ -13,9 +13,9 @@ impl StateDb {
     /// Writes a consistent copy of the file to `dest`, which must not exist yet; the copy
     /// is made private (0600) by path.
     pub fn copy_to(&self, dest: &Path) -> Result<(), StateError> {
-        let target = dest.to_str().ok_or_else(|| {
-            StateError::Invalid(format!("{} is not a UTF-8 path", dest.display()))
-        })?;
+        let target = dest
+            .to_str()
+            .ok_or_else(|| StateError::NotUtf8Path(dest.display().to_string()))?;
         self.read(|connection| {
             connection.execute("VACUUM INTO ?1", [target])?;
             Ok(())

@@ -6,7 +6,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 use tau_protocol::SessionId;
 
-use crate::error::StateError;
+use crate::error::{StateError, TitleError};
 use crate::handles::Sessions;
 
 /// The longest title taken from a first prompt, in characters (then `…`).
@@ -37,17 +37,16 @@ pub fn title_from_prompt(prompt: &str) -> Option<String> {
 fn checked_title(title: &str) -> Result<String, StateError> {
     let one_line = title.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.is_empty() {
-        return Err(StateError::Invalid("a title cannot be empty".into()));
+        return Err(TitleError::Empty.into());
     }
     if one_line.chars().count() > MAX_TITLE_CHARS {
-        return Err(StateError::Invalid(format!(
-            "a title is at most {MAX_TITLE_CHARS} characters"
-        )));
+        return Err(TitleError::TooLong {
+            max: MAX_TITLE_CHARS,
+        }
+        .into());
     }
     if one_line.chars().any(char::is_control) {
-        return Err(StateError::Invalid(
-            "a title cannot hold control characters".into(),
-        ));
+        return Err(TitleError::ControlCharacters.into());
     }
     Ok(one_line)
 }
@@ -164,8 +163,33 @@ mod tests {
             db.session_title(&id).ok().flatten().as_deref(),
             Some("Garden chores")
         );
-        for bad in ["", "   ", &"x".repeat(MAX_TITLE_CHARS + 1), "a\u{7}b"] {
-            assert!(db.rename_session(&id, Some(bad)).is_err(), "{bad:?}");
+        let too_long = "x".repeat(MAX_TITLE_CHARS + 1);
+        for (bad, why, words) in [
+            ("", TitleError::Empty, "a title cannot be empty"),
+            ("   ", TitleError::Empty, "a title cannot be empty"),
+            (
+                too_long.as_str(),
+                TitleError::TooLong {
+                    max: MAX_TITLE_CHARS,
+                },
+                "a title is at most 120 characters",
+            ),
+            (
+                "a\u{7}b",
+                TitleError::ControlCharacters,
+                "a title cannot hold control characters",
+            ),
+        ] {
+            match db.rename_session(&id, Some(bad)) {
+                Err(StateError::Title(found)) => {
+                    assert_eq!(
+                        (found, found.to_string()),
+                        (why, words.to_owned()),
+                        "{bad:?}"
+                    );
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
         }
         assert_eq!(db.rename_session(&id, None).ok(), Some(true));
         assert_eq!(

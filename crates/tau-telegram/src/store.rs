@@ -2,7 +2,7 @@
 //! updates, and which message shows which question (so a question decided, expired or
 //! replaced while tau was down still loses its buttons). `tau-state` keeps the rows.
 
-use tau_protocol::ApprovalId;
+use tau_protocol::{ApprovalId, InvalidApprovalId};
 use tau_state::{ShownQuestion, StateError, TelegramMemory};
 
 /// The channel's memory could not be read or written.
@@ -10,8 +10,8 @@ use tau_state::{ShownQuestion, StateError, TelegramMemory};
 pub enum StoreError {
     #[error("telegram store: {0}")]
     State(#[from] StateError),
-    #[error("telegram store: {0:?} is not an approval id")]
-    NotAnApprovalId(String),
+    #[error("telegram store: {0}")]
+    NotAnApprovalId(#[from] InvalidApprovalId),
 }
 
 /// The channel's tables of one `state.db`.
@@ -68,8 +68,7 @@ impl Store {
         chat: i64,
         message_id: i64,
     ) -> Result<(), StoreError> {
-        let id = question(approval_id)
-            .ok_or_else(|| StoreError::NotAnApprovalId(approval_id.to_owned()))?;
+        let id = ApprovalId::parse(approval_id)?;
         Ok(self.db.remember_telegram_question(&id, chat, message_id)?)
     }
 
@@ -128,5 +127,22 @@ mod tests {
         let store = Store::new(tau_state::StateDb::open(&path).unwrap().telegram_memory());
         assert_eq!(store.generation(42).unwrap(), 2);
         assert_eq!(store.generation(43).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_press_that_names_no_question_is_not_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let store = Store::new(tau_state::StateDb::open(&path).unwrap().telegram_memory());
+        let error = store.remember("not-an-id", 42, 7).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"telegram store: "not-an-id" is not an approval id"#
+        );
+        assert!(matches!(
+            error,
+            StoreError::NotAnApprovalId(InvalidApprovalId { id }) if id == "not-an-id"
+        ));
+        assert_eq!(store.open_questions().unwrap(), Vec::<String>::new());
     }
 }

@@ -132,7 +132,7 @@ pub(crate) fn sessions_rename(ctx: &Context, name: &str, title: &str) -> anyhow:
     match store.sessions().rename_session(&id, wanted) {
         Ok(true) => {}
         Ok(false) => return Err(no_session(&id)),
-        Err(tau_state::StateError::Invalid(why)) => return Err(usage(why)),
+        Err(tau_state::StateError::Title(why)) => return Err(usage(why.to_string())),
         Err(error) => return Err(error.into()),
     }
     let now = store.sessions().session_title(&id)?.map(|t| display(&t));

@@ -113,7 +113,7 @@ impl Approvals {
         at: Timestamp,
     ) -> Result<Option<ApprovalRow>, StateError> {
         let by = serde_json::to_string(&DecidedBy::ApproverFailed)
-            .map_err(|e| StateError::Invalid(e.to_string()))?;
+            .map_err(StateError::encode("who decided"))?;
         self.db().write_durable(|tx| {
             let changed = tx
                 .prepare_cached(

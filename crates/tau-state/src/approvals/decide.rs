@@ -36,17 +36,14 @@ impl Approvals {
         grant: Option<&GrantRequest>,
     ) -> Result<Answered, StateError> {
         if to == ApprovalState::Pending {
-            return Err(StateError::Invalid(
-                "a question cannot be decided as pending".into(),
-            ));
+            return Err(StateError::DecidedAsPending);
         }
-        let by =
-            serde_json::to_string(decided_by).map_err(|e| StateError::Invalid(e.to_string()))?;
+        let by = serde_json::to_string(decided_by).map_err(StateError::encode("who decided"))?;
         let grant = grant
             .filter(|_| to == ApprovalState::Approved)
             .map(serde_json::to_string)
             .transpose()
-            .map_err(|e| StateError::Invalid(e.to_string()))?;
+            .map_err(StateError::encode("a grant request"))?;
         self.db().write_durable(|tx| {
             let changed = tx
                 .prepare_cached(

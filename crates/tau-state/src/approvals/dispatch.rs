@@ -20,10 +20,7 @@ impl Approvals {
     /// where it was asked. An id that exists already is an error, and nothing runs.
     pub fn record_dispatch(&self, row: &ApprovalRow, at: Timestamp) -> Result<(), StateError> {
         if row.state != ApprovalState::Approved || row.decided_by.is_none() {
-            return Err(StateError::Invalid(format!(
-                "approval '{}': only a call a person approved is let through",
-                row.id
-            )));
+            return Err(StateError::NotApproved(row.id.clone()));
         }
         let mut dispatched = row.clone();
         dispatched.consumed_at = Some(at);

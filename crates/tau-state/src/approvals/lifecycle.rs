@@ -74,21 +74,20 @@ impl Approvals {
             .as_ref()
             .map(serde_json::to_string)
             .transpose()
-            .map_err(|e| StateError::Invalid(e.to_string()))?;
-        let card =
-            serde_json::to_string(&row.card).map_err(|e| StateError::Invalid(e.to_string()))?;
+            .map_err(StateError::encode("who decided"))?;
+        let card = serde_json::to_string(&row.card).map_err(StateError::encode("a card"))?;
         let grant_offer = row
             .grant_offer
             .as_ref()
             .map(serde_json::to_string)
             .transpose()
-            .map_err(|e| StateError::Invalid(e.to_string()))?;
+            .map_err(StateError::encode("a grant offer"))?;
         let grant_request = row
             .grant_request
             .as_ref()
             .map(serde_json::to_string)
             .transpose()
-            .map_err(|e| StateError::Invalid(e.to_string()))?;
+            .map_err(StateError::encode("a grant request"))?;
         let inserted = self.db().write_durable(|tx| {
             Ok(tx.execute(
                 &format!(
@@ -125,10 +124,7 @@ impl Approvals {
         if inserted == 1 {
             Ok(())
         } else {
-            Err(StateError::Invalid(format!(
-                "approval '{}' exists already",
-                row.id
-            )))
+            Err(StateError::ApprovalExists(row.id.clone()))
         }
     }
     /// Marks an approved, unconsumed row consumed; false when it was not both.

@@ -3,6 +3,7 @@ use tau_protocol::{ApprovalId, CallCard, DecidedBy, SessionId, Tier};
 
 use super::*;
 use crate::db::StateDb;
+use crate::error::StateError;
 use crate::handles::Approvals;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -58,7 +59,10 @@ fn a_row_reads_back_exactly_as_it_was_written() {
     assert_eq!(store.approval(&id("ap_1")).unwrap(), Some(written));
     assert_eq!(store.approval(&id("ap_2")).unwrap(), None);
     assert!(
-        store.create_approval(&row("ap_1", 11)).is_err(),
+        matches!(
+            store.create_approval(&row("ap_1", 11)),
+            Err(StateError::ApprovalExists(taken)) if taken == id("ap_1")
+        ),
         "ids are never reused"
     );
 }
@@ -116,11 +120,10 @@ fn the_first_answer_wins_and_repeats_change_nothing() {
             .unwrap(),
         Answered::NotFound
     );
-    assert!(
-        store
-            .decide_approval(&id("ap_1"), ApprovalState::Pending, &person, at)
-            .is_err()
-    );
+    assert!(matches!(
+        store.decide_approval(&id("ap_1"), ApprovalState::Pending, &person, at),
+        Err(StateError::DecidedAsPending)
+    ));
 }
 
 #[test]
