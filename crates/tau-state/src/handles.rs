@@ -3,6 +3,31 @@
 //! that. A part holding a [`TelegramMemory`] can read and write the channel's memory and
 //! nothing else; only a holder of [`Approvals`] can decide a question, and one holding an
 //! [`ApprovalReader`] can only list them.
+//!
+//! The gate decides through its [`Approvals`]:
+//! ```
+//! # fn decide(approvals: &tau_state::Approvals, id: &tau_protocol::ApprovalId) {
+//! let by = tau_protocol::DecidedBy::Policy;
+//! let to = tau_state::ApprovalState::Cancelled;
+//! let _ = approvals.decide_approval(id, to, &by, jiff::Timestamp::now());
+//! # }
+//! ```
+//! A part handed only the reader cannot:
+//! ```compile_fail
+//! # fn decide(reader: &tau_state::ApprovalReader, id: &tau_protocol::ApprovalId) {
+//! let by = tau_protocol::DecidedBy::Policy;
+//! let to = tau_state::ApprovalState::Cancelled;
+//! let _ = reader.decide_approval(id, to, &by, jiff::Timestamp::now());
+//! # }
+//! ```
+//! nor can the Telegram channel's memory reach a question at all:
+//! ```compile_fail
+//! # fn decide(memory: &tau_state::TelegramMemory, id: &tau_protocol::ApprovalId) {
+//! let by = tau_protocol::DecidedBy::Policy;
+//! let to = tau_state::ApprovalState::Cancelled;
+//! let _ = memory.decide_approval(id, to, &by, jiff::Timestamp::now());
+//! # }
+//! ```
 
 use crate::db::StateDb;
 
