@@ -24,9 +24,10 @@ use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, ContentBlock, Message, Role, ScriptedModel, SessionId, SharedTool, Tool, ToolContext,
-    ToolError, ToolOutput, ToolSpec, ToolUse,
+    Agent, ContentBlock, Message, Role, ScriptedModel, SharedTool, Tool, ToolContext, ToolError,
+    ToolOutput, ToolSpec, ToolUse,
 };
+use tau_protocol::SessionId;
 
 const CALLS: usize = 64;
 

@@ -16,8 +16,7 @@ use crate::approval::{Standing, TierLookup};
 use crate::card::{CardWriter, Resumed, SHOWN_FILES_UNCHECKED_TEXT};
 use crate::pin::WorkspacePinner;
 use crate::provenance::{ProvenanceRule, RuleOverride};
-use tau_protocol::{CallCard, TreeError, WorkspaceTree};
-use tau_protocol::{Tier, TierError};
+use tau_protocol::{CallCard, Tier, TierError, TreeError, WorkspaceTree};
 
 /// The annotation key tau owns.
 pub const TAU_ANNOTATION: &str = "tau";

@@ -4,7 +4,8 @@
 //! it back with the same types, so the store needs nothing of the loop and a channel
 //! reaches SQLite without it.
 
-use tau_agent::{AgentState, Message, SessionError, SessionId, SessionRepository, SessionSummary};
+use tau_agent::{AgentState, Message, SessionError, SessionRepository, SessionSummary};
+use tau_protocol::SessionId;
 use tau_state::{Sessions, StateError, StoredSession};
 
 /// Sessions kept in `state.db`. Cheap to clone: every clone is the same connection.

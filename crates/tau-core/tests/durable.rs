@@ -16,12 +16,13 @@ use std::time::Duration;
 use common::{House, Setup, calls, last_results, text, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::{AgentStop, Message, SessionId, SessionRepository};
+use tau_agent::{AgentStop, Message, SessionRepository};
 use tau_core::approval::{DurableQuestions, answer_durable};
 use tau_core::{
-    ApprovalId, CallCard, CardWriter, ChannelEvent, ChannelSink, DecidedBy, EventBus, Resumed,
-    SHOWN_FILES_UNCHECKED_TEXT, ScriptedApprover, ShownFile, ToolCatalog, refusal_text,
+    CardWriter, ChannelSink, EventBus, Resumed, SHOWN_FILES_UNCHECKED_TEXT, ScriptedApprover,
+    ToolCatalog, refusal_text,
 };
+use tau_protocol::{ApprovalId, CallCard, ChannelEvent, DecidedBy, SessionId, ShownFile};
 use tau_state::{Answered, ApprovalRow, ApprovalState, StateDb};
 
 struct Hub {
@@ -492,7 +493,7 @@ async fn a_superseded_question_closes_the_turn_without_asking_the_model() {
     hub.answer(&id, ApprovalState::Superseded, DecidedBy::Superseded);
     let (sink, mut receiver) = ChannelSink::channel();
     let closed = agent
-        .close(&id, Some(&sink), tau_core::TurnStop::Superseded)
+        .close(&id, Some(&sink), tau_protocol::TurnStop::Superseded)
         .await
         .unwrap();
     assert_eq!(closed.model_calls, 0);
@@ -671,7 +672,7 @@ async fn closing_every_stored_question_asks_the_model_nothing() {
     let id = ask(&mut agent).await;
     hub.answer(&id, ApprovalState::Superseded, DecidedBy::Superseded);
     let closed = agent
-        .resume_stored(None, Some(tau_core::TurnStop::Superseded))
+        .resume_stored(None, Some(tau_protocol::TurnStop::Superseded))
         .await
         .unwrap();
     assert_eq!(closed.model_calls, 0);

@@ -19,13 +19,13 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
-    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check, DurableCheck,
-    DurableQuestions, ExemptionError, ScriptedApprover, Standing, TierGate, TierLookup,
-    refusal_text, requested_event, unknown_tool_text,
+    Answer, Approver, ApproverError, AutoRejectApprover, Check, DurableCheck, DurableQuestions,
+    ExemptionError, ScriptedApprover, Standing, TierGate, TierLookup, refusal_text,
+    requested_event, unknown_tool_text,
 };
-use tau_core::{
-    Approval, AuditEvent, CallCard, CardNote, ChannelEvent, DecidedBy, Decision, ErrorSite,
-    EventBus, RecordedEvents, TauToolSpec, Tier, ToolCatalog,
+use tau_core::{AuditEvent, ErrorSite, EventBus, RecordedEvents, TauToolSpec, ToolCatalog};
+use tau_protocol::{
+    Approval, ApprovalQuestion, CallCard, CardNote, ChannelEvent, DecidedBy, Decision, Tier,
 };
 use tau_state::{Answered, ApprovalState, StateDb};
 
@@ -52,7 +52,7 @@ fn refused(
         approval,
         tier,
         decided_by,
-        approval_id: asked.then(|| tau_core::ApprovalId::parse("ap_1").unwrap()),
+        approval_id: asked.then(|| tau_protocol::ApprovalId::parse("ap_1").unwrap()),
         unknown_tool: false,
         invalid: false,
         effect_uncertain: false,
@@ -68,7 +68,7 @@ fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -
         approval,
         tier: Some(tier),
         decided_by,
-        approval_id: asked.then(|| tau_core::ApprovalId::parse("ap_1").unwrap()),
+        approval_id: asked.then(|| tau_protocol::ApprovalId::parse("ap_1").unwrap()),
         unknown_tool: false,
         invalid: false,
         effect_uncertain: false,
@@ -80,7 +80,7 @@ fn allowed(tier: Tier, approval: Approval, decided_by: DecidedBy, asked: bool) -
 /// The question about `lights` in the kitchen, as the audit log records it.
 fn requested(channel: &str) -> AuditEvent {
     AuditEvent::ApprovalRequested(ApprovalQuestion {
-        approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+        approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
         tool: "lights".into(),
         tier: Tier::Physical,
         effect: "switches lights in the house".into(),
@@ -103,7 +103,7 @@ fn requested_with_deadline(channel: &str) -> AuditEvent {
 
 fn approval_event(decision: Decision, decided_by: DecidedBy, approver: &str) -> AuditEvent {
     AuditEvent::Approval {
-        approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+        approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
         tool: "lights".into(),
         tier: Tier::Physical,
         tool_use_id: "t1".into(),
@@ -249,7 +249,7 @@ async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
     )
     .with_durable(DurableQuestions {
         store: store.approvals(),
-        session: tau_core::SessionId::parse("web-1").unwrap(),
+        session: tau_protocol::SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
@@ -285,7 +285,7 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
     )
     .with_durable(DurableQuestions {
         store: store.approvals(),
-        session: tau_core::SessionId::parse("web-1").unwrap(),
+        session: tau_protocol::SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
@@ -1098,7 +1098,7 @@ async fn arguments_the_tool_refuses_are_refused_before_anyone_is_asked() {
     };
     let check = gate.check("lights", &json!({"room": "attic"}), "t1").await;
     assert_eq!(check, invalid("lights", "there is no room named \"attic\""));
-    assert_eq!(check.refused_status(), tau_core::CallStatus::Invalid);
+    assert_eq!(check.refused_status(), tau_protocol::CallStatus::Invalid);
     assert_eq!(
         gate.check("broken", &json!({"room": "kitchen"}), "t2")
             .await,

@@ -14,11 +14,8 @@ use jiff::Timestamp;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_core::approval::{Answer, GateGrants, ScriptedApprover, Standing, TierGate, TierLookup};
-use tau_core::{
-    Approval, AuditEvent, CardWriter, DecidedBy, EventBus, LookalikeWriter, RecordedEvents,
-    RecordedGrants, Tier,
-};
-use tau_protocol::{CallCard, GrantRequest, GrantScope, SessionId};
+use tau_core::{AuditEvent, CardWriter, EventBus, LookalikeWriter, RecordedEvents, RecordedGrants};
+use tau_protocol::{Approval, CallCard, DecidedBy, GrantRequest, GrantScope, SessionId, Tier};
 use tau_state::StateDb;
 
 /// One tier-2 tool, `run_command`, whose tier and schema a test can change under the gate.

@@ -14,11 +14,10 @@ use std::time::Duration;
 use common::House;
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tau_core::{Answer, CallStatus, DecidedBy, ToolCallRecord};
 use tau_core::{
-    Approval, ApprovalQuestion, Approver, ApproverError, Decision, EventBus, ScriptedApprover,
-    Tier, TierGate,
+    Answer, Approver, ApproverError, EventBus, ScriptedApprover, TierGate, ToolCallRecord,
 };
+use tau_protocol::{Approval, ApprovalQuestion, CallStatus, DecidedBy, Decision, Tier};
 use tracing::Level;
 use tracing_subscriber::layer::SubscriberExt;
 

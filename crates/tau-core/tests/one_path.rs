@@ -18,12 +18,13 @@ use async_trait::async_trait;
 use common::House;
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tau_agent::{SessionId, ToolContext};
+use tau_agent::ToolContext;
 use tau_core::approval::{DurableCheck, DurableQuestions, answer_durable, question_reason};
 use tau_core::{
-    Approval, ApprovalId, AuditEvent, DecidedBy, EventBus, RecordedEvents, ScriptedApprover,
-    StoredAnswers, TierGate, ToolCatalog, stored_gated_call,
+    AuditEvent, EventBus, RecordedEvents, ScriptedApprover, StoredAnswers, TierGate, ToolCatalog,
+    stored_gated_call,
 };
+use tau_protocol::{Approval, ApprovalId, DecidedBy, SessionId};
 use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
 /// One case: how the question is answered, then what is changed in `state.db` behind

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use tau_agent::{ContentBlock, Message, Role, ToolResult};
 use tau_core::approval::{Answer, GateGrants, ScriptedApprover, Standing, TierGate, TierLookup};
 use tau_core::provenance::{Provenance, ProvenanceRule, Reach};
-use tau_core::{Approval, AuditEvent, DecidedBy, EventBus, RecordedEvents, RecordedGrants, Tier};
-use tau_protocol::{GrantRequest, GrantScope, SessionId, Source};
+use tau_core::{AuditEvent, EventBus, RecordedEvents, RecordedGrants};
+use tau_protocol::{Approval, DecidedBy, GrantRequest, GrantScope, SessionId, Source, Tier};
 use tau_state::StateDb;
 
 /// An office (its mail outside text, its sends egress), the person's notes server

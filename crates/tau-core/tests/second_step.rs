@@ -20,10 +20,8 @@ use serde_json::{Value, json};
 use tau_core::approval::{
     Answer, DurableCheck, DurableQuestions, ScriptedApprover, TierGate, answer_durable,
 };
-use tau_core::{
-    Approval, AuditEvent, CallCard, ConfirmStep, DecidedBy, Decision, ErrorSite, EventBus,
-    RecordedEvents, SessionId, ToolCatalog,
-};
+use tau_core::{AuditEvent, ErrorSite, EventBus, RecordedEvents, ToolCatalog};
+use tau_protocol::{Approval, CallCard, ConfirmStep, DecidedBy, Decision, SessionId};
 use tau_state::{Answered, ApprovalState, StateDb};
 
 /// The house, with `lights` asking for the second step of the device `garage-door`.
@@ -59,7 +57,7 @@ impl tau_core::Approver for Reading {
     }
     async fn decide(
         &self,
-        request: tau_core::approval::ApprovalQuestion,
+        request: tau_protocol::ApprovalQuestion,
     ) -> Result<Answer, tau_core::ApproverError> {
         let step = request.card.confirm.clone().unwrap();
         *self.seen.lock().unwrap() = Some(step.clone());

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::{TauToolSpec, Tier};
+use tau_core::TauToolSpec;
+use tau_protocol::Tier;
 use tau_tools::MqttBroker;
 
 use crate::card::headline;

@@ -12,11 +12,12 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{SharedTool, ToolContext, ToolResultStatus};
 use tau_core::approval::{ScriptedApprover, TierGate};
-use tau_core::{CallStatus, Decision, EventBus, ToolCatalog, gated_call};
+use tau_core::{EventBus, ToolCatalog, gated_call};
 use tau_devices::{
     DeviceDef, DeviceStore, DeviceTools, Origin, ReadWait, Registry, filters, name_proposals,
     propose,
 };
+use tau_protocol::{CallStatus, Decision};
 use tau_test_support::{DeviceStandIn, Mosquitto, StandInSpec, publish};
 use tau_tools::{MqttBroker, MqttConfig};
 

@@ -8,10 +8,9 @@
 //! fails is revoked by `policy`, with an `error` and a `grant_revoked` line.
 
 use jiff::Timestamp;
-use tau_core::{AuditEvent, DecidedBy, Decision, ErrorSite};
-use tau_protocol::ChannelEvent;
-use tau_state::ApprovalState;
-use tau_state::{RecordedAnswer, cross_check, needs_check};
+use tau_core::{AuditEvent, ErrorSite};
+use tau_protocol::{ChannelEvent, DecidedBy, Decision};
+use tau_state::{ApprovalState, RecordedAnswer, cross_check, needs_check};
 
 use crate::HubError;
 use crate::hub::{Hub, SessionEvent};

@@ -9,10 +9,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use tau_agent::SessionId;
 use tau_core::approval::{ExpiredQuestion, expire_due, next_deadline};
-use tau_core::{DecidedBy, waits_on};
-use tau_protocol::ApprovalId;
+use tau_core::waits_on;
+use tau_protocol::{ApprovalId, DecidedBy, SessionId};
 use tau_state::{Answered, ApprovalRow, ApprovalState};
 
 use crate::HubError;

@@ -4,8 +4,8 @@
 //! its `grant_revoked` line goes to the audit log under the grant's conversation.
 
 use jiff::Timestamp;
-use tau_core::{AuditEvent, DecidedBy};
-use tau_protocol::{Grant, GrantId};
+use tau_core::AuditEvent;
+use tau_protocol::{DecidedBy, Grant, GrantId};
 use tau_state::{Revoked, is_live};
 
 use crate::HubError;

@@ -5,12 +5,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tau_agent::{CancelHandle, Message, SessionId, SessionRepository};
+use tau_agent::{CancelHandle, Message, SessionRepository};
 use tau_core::approval::{DurableQuestions, answer_durable_granting};
-use tau_core::{DecidedBy, EventBus, StoredSessions, TauAgent};
-use tau_protocol::{ApprovalId, GrantRequest};
-use tau_state::Conversation;
-use tau_state::{Answered, ApprovalRow, ApprovalState, StateDb};
+use tau_core::{EventBus, StoredSessions, TauAgent};
+use tau_protocol::{ApprovalId, DecidedBy, GrantRequest, SessionId};
+use tau_state::{Answered, ApprovalRow, ApprovalState, Conversation, StateDb};
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -410,10 +409,10 @@ impl Hub {
         let session = &row.session;
         let decision = match row.state {
             ApprovalState::Pending => None,
-            ApprovalState::Approved => Some(tau_core::Decision::Approved),
-            ApprovalState::Expired => Some(tau_core::Decision::Timeout),
+            ApprovalState::Approved => Some(tau_protocol::Decision::Approved),
+            ApprovalState::Expired => Some(tau_protocol::Decision::Timeout),
             ApprovalState::Rejected | ApprovalState::Superseded | ApprovalState::Cancelled => {
-                Some(tau_core::Decision::Rejected)
+                Some(tau_protocol::Decision::Rejected)
             }
         };
         let event = match decision {
@@ -423,7 +422,7 @@ impl Hub {
                 self.inner.sweep.notify_one();
                 tau_core::approval::requested_event(row)
             }
-            Some(decision) => tau_core::ChannelEvent::ApprovalDecided {
+            Some(decision) => tau_protocol::ChannelEvent::ApprovalDecided {
                 approval_id: row.id.clone(),
                 call_id: row.call_id.clone(),
                 tool: row.tool.clone(),

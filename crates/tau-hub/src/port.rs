@@ -10,9 +10,12 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tau_agent::{Message, SessionId};
-use tau_core::{AuditEvent, CallStatus, ChannelEvent, DecidedBy, TurnStop};
-use tau_protocol::{ApprovalId, Grant, GrantId, RoutineAllowance};
+use tau_agent::Message;
+use tau_core::AuditEvent;
+use tau_protocol::{
+    ApprovalId, CallStatus, ChannelEvent, DecidedBy, Grant, GrantId, RoutineAllowance, SessionId,
+    TurnStop,
+};
 use tau_state::{
     Answered, ApprovalRow, ApprovalState, Approvals, Conversation, Revoked, routine_key,
 };

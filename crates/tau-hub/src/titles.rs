@@ -3,7 +3,7 @@
 //! deletes them. A conversation in use (a turn runs or waits, a question waits) is not
 //! deleted: its turn and its questions would lose their home.
 
-use tau_agent::SessionId;
+use tau_protocol::SessionId;
 use tau_state::ApprovalState;
 
 use crate::HubError;

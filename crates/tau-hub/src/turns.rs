@@ -4,9 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tau_agent::SessionId;
-use tau_core::{ChannelEvent, ChannelSink, DecidedBy, TauAgent, TurnStop};
-use tau_protocol::Source;
+use tau_core::{ChannelSink, TauAgent};
+use tau_protocol::{ChannelEvent, DecidedBy, SessionId, Source, TurnStop};
 use tau_state::{Answered, ApprovalRow, ApprovalState};
 
 use crate::HubError;
@@ -61,7 +60,7 @@ impl Hub {
                     tracing::error!(session = %slot.session, "a stored question could not be superseded; the message is not answered");
                     sink.send(ChannelEvent::TurnEnded {
                         stop_reason: TurnStop::Failed,
-                        usage: tau_core::TurnUsage::default(),
+                        usage: tau_protocol::TurnUsage::default(),
                     });
                 } else if let Err(error) = agent.stream_from(&text, source, Some(&sink)).await {
                     tracing::warn!(session = %slot.session, %error, "turn failed");

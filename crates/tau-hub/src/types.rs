@@ -3,14 +3,10 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tau_agent::SessionId;
-use tau_core::approval::DurableQuestions;
-use tau_core::{ChannelEvent, EventBus, TauAgent};
-use tau_protocol::GrantRequest;
-use tau_state::ApprovalRow;
+use tau_core::{EventBus, TauAgent, approval::DurableQuestions};
+use tau_protocol::{ChannelEvent, GrantRequest, SessionId};
+use tau_state::{ApprovalRow, Conversation};
 use tokio::sync::broadcast;
-
-use tau_state::Conversation;
 
 /// What happens in a session, in order, as its subscribers see it.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,8 +10,8 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use tau_core::{AuditEvent, DecidedBy, Notice, notice_event};
-use tau_protocol::ApprovalId;
+use tau_core::{AuditEvent, Notice, notice_event};
+use tau_protocol::{ApprovalId, DecidedBy};
 use tau_state::{Answered, ApprovalRow, ApprovalState};
 
 use crate::HubError;

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tau_agent::{Message, Role, SessionId};
-use tau_core::{ApprovalId, ChannelEvent, DecidedBy, TurnStop};
+use tau_agent::{Message, Role};
 use tau_hub::{HubError, Reply, SessionEvent};
+use tau_protocol::{ApprovalId, ChannelEvent, DecidedBy, SessionId, TurnStop};
 use tau_state::{Answered, ApprovalState};
 
 use support::*;

@@ -17,8 +17,9 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::SessionRepository;
-use tau_core::{AuditEvent, DecidedBy, Decision, StoredSessions, TurnStop};
+use tau_core::{AuditEvent, StoredSessions};
 use tau_hub::Reply;
+use tau_protocol::{DecidedBy, Decision, TurnStop};
 use tau_state::{Answered, ApprovalState, StateDb};
 
 use support::*;

@@ -16,10 +16,9 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use tau_agent::SessionRepository;
-use tau_core::{
-    AuditEvent, ChannelEvent, DecidedBy, Decision, NoticeKind, StoredSessions, TurnStop,
-};
+use tau_core::{AuditEvent, StoredSessions};
 use tau_hub::{Reply, SessionEvent};
+use tau_protocol::{ChannelEvent, DecidedBy, Decision, NoticeKind, TurnStop};
 use tau_state::{Answered, ApprovalState, StateDb};
 
 use support::*;

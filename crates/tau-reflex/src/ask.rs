@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tau_core::StoredAnswers;
 use tau_core::approval::{Approver, DurableQuestions};
-use tau_core::{CardNote, StoredAnswers};
-use tau_protocol::SessionId;
+use tau_protocol::{CardNote, SessionId};
 use tau_state::Approvals;
 
 use crate::validate::{AskChannel, Routine};

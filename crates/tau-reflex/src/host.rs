@@ -3,8 +3,7 @@
 //! actions run as turns in a session, and whether webhooks can reach it.
 
 use async_trait::async_trait;
-use tau_core::RoutineOutcome;
-use tau_core::StoredAnswers;
+use tau_core::{RoutineOutcome, StoredAnswers};
 use tau_protocol::SessionId;
 use tau_state::Approvals;
 

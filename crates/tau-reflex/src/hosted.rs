@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tau_core::{RoutineOutcome, StoredAnswers, TurnStop};
+use tau_core::{RoutineOutcome, StoredAnswers};
 use tau_hub::{RoutineOrigin, RoutinePort, WebhookDelivery};
-use tau_protocol::{ApprovalId, RoutineAllowance, SessionId};
+use tau_protocol::{ApprovalId, RoutineAllowance, SessionId, TurnStop};
 use tau_state::{ApprovalRow, Approvals};
 
 use crate::book::{Book, load};

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tau_agent::{AgentStop, Model, SessionRepository};
-use tau_core::approval::Approver;
 use tau_core::{
-    AgentParts, AuditEvent, AutoRejectApprover, CallStatus, ChannelSink, CoreConfig, EventBus,
-    RecordedEvents, RoutineOutcome, ToolCatalog, build_agent,
+    AgentParts, AuditEvent, AutoRejectApprover, ChannelSink, CoreConfig, EventBus, RecordedEvents,
+    RoutineOutcome, ToolCatalog, approval::Approver, build_agent,
 };
+use tau_protocol::CallStatus;
 
 use crate::host::{HostError, PromptOutcome, PromptRun, PromptRunner};
 use crate::validate::AskChannel;

@@ -133,7 +133,10 @@ async fn an_exempt_tier2_call_is_audited_as_exempt_with_the_routine_name() {
 async fn the_exemption_covers_no_other_tool_and_no_other_arguments() {
     let rig = Rig::new(catalog(lamp()), Arc::new(SystemClock), FakeHost::new());
     let porch = routine(PORCH(), Origin::Config, &rig);
-    let asked = ScriptedApprover::new([tau_core::Decision::Rejected, tau_core::Decision::Rejected]);
+    let asked = ScriptedApprover::new([
+        tau_protocol::Decision::Rejected,
+        tau_protocol::Decision::Rejected,
+    ]);
     let gate = tau_core::TierGate::new(
         Arc::clone(&rig.catalog) as _,
         Arc::new(asked.clone()),
@@ -143,7 +146,7 @@ async fn the_exemption_covers_no_other_tool_and_no_other_arguments() {
     let exempt = gate.check("lamp", &json!({"state": "on"}), "t1").await;
     assert_eq!(
         (exempt.allowed, exempt.approval),
-        (true, tau_core::Approval::Exempt)
+        (true, tau_protocol::Approval::Exempt)
     );
     let off = gate.check("lamp", &json!({"state": "off"}), "t2").await;
     assert!(!off.allowed);
@@ -504,9 +507,9 @@ async fn a_prompt_actions_tier2_call_is_refused_without_an_ask_channel() {
     assert_eq!(
         call,
         Some((
-            tau_core::Approval::Rejected,
-            tau_core::DecidedBy::Policy,
-            tau_core::CallStatus::Refused
+            tau_protocol::Approval::Rejected,
+            tau_protocol::DecidedBy::Policy,
+            tau_protocol::CallStatus::Refused
         ))
     );
 }
@@ -544,7 +547,7 @@ async fn a_question_open_when_the_routine_stops_is_withdrawn() {
         (rows[0].state, rows[0].decided_by.clone()),
         (
             ApprovalState::Cancelled,
-            Some(tau_core::DecidedBy::Cancelled)
+            Some(tau_protocol::DecidedBy::Cancelled)
         )
     );
     assert_eq!(rig.host.withdrawn.lock().unwrap().len(), 1);

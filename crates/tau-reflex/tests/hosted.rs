@@ -19,18 +19,16 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::SessionId;
-use tau_core::approval::DurableQuestions;
-use tau_core::{AuditEvent, ChannelEvent, DecidedBy, EventBus, RecordedEvents};
+use tau_core::{AuditEvent, EventBus, RecordedEvents, approval::DurableQuestions};
 use tau_hub::{
     Hub, HubOptions, OpenError, Opened, Reply, RoutinePort, SessionEvent, SessionFactory,
 };
+use tau_protocol::{ChannelEvent, DecidedBy, SessionId};
 use tau_reflex::{
     AskChannel, Engine, EngineParts, EngineSettings, HostError, HubHost, PromptOutcome, PromptRun,
     PromptRunner, RoutineStore, SystemClock,
 };
-use tau_state::RecordedAnswer;
-use tau_state::{ApprovalState, StateDb};
+use tau_state::{ApprovalState, RecordedAnswer, StateDb};
 use tokio_util::sync::CancellationToken;
 
 /// Sessions no turn is run in here: only routines' fixed calls are.
@@ -196,7 +194,7 @@ fn lamp() -> Arc<Lamp> {
 }
 
 /// The next question shown on the web.
-async fn next_question(web: &mut tau_hub::ChannelEvents) -> tau_core::ApprovalId {
+async fn next_question(web: &mut tau_hub::ChannelEvents) -> tau_protocol::ApprovalId {
     loop {
         if let SessionEvent::Turn(ChannelEvent::ApprovalRequested(question)) =
             web.recv().await.unwrap().event

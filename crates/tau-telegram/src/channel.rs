@@ -6,9 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tau_core::Language;
-use tau_core::approval::requested_event;
 use tau_core::flood::{FLOOD_WINDOW, Flood, Sender};
+use tau_core::{Language, approval::requested_event};
 use tokio::sync::mpsc;
 
 use crate::api::{ApiError, BotApi};

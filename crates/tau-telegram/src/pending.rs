@@ -45,7 +45,8 @@ pub(crate) fn pending_text(t: &Texts, chat: i64, questions: &[Question]) -> Stri
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tau_core::{ApprovalId, CallCard, Language, SessionId, Tier};
+    use tau_core::Language;
+    use tau_protocol::{ApprovalId, CallCard, SessionId, Tier};
     use tau_state::ApprovalRow;
 
     use super::*;

@@ -17,7 +17,8 @@ use serde_json::json;
 use support::{
     Call, FakeBotApi, FakeHub, OWNER, STRANGER, TOKEN, buttons, message, press, toasts, until,
 };
-use tau_core::{ChannelEvent, DecidedBy, Language};
+use tau_core::Language;
+use tau_protocol::{ChannelEvent, DecidedBy};
 use tau_state::ApprovalState;
 use tau_telegram::{HubEvent, PressRefusal, RefusedPress, Store, TelegramChannel, TelegramConfig};
 use tokio::sync::mpsc::Receiver;
@@ -289,7 +290,7 @@ async fn a_restart_between_question_and_answer_changes_nothing() {
     hub.approvals
         .approvals()
         .decide_approval(
-            &tau_core::ApprovalId::parse(&second).unwrap(),
+            &tau_protocol::ApprovalId::parse(&second).unwrap(),
             ApprovalState::Expired,
             &DecidedBy::Timeout,
             jiff::Timestamp::now(),
@@ -394,8 +395,8 @@ async fn an_answer_streams_into_one_message_by_edits() {
     hub.emit(
         CHAT,
         ChannelEvent::TurnEnded {
-            stop_reason: tau_core::TurnStop::EndTurn,
-            usage: tau_core::TurnUsage::default(),
+            stop_reason: tau_protocol::TurnStop::EndTurn,
+            usage: tau_protocol::TurnUsage::default(),
         },
     )
     .await;

@@ -15,7 +15,7 @@ use serde_json::json;
 use support::{
     Call, FakeBotApi, FakeHub, OWNER, STRANGER, buttons, message, press, run_channel, toasts, until,
 };
-use tau_core::{DecidedBy, Grant, GrantId, GrantScope, Tier};
+use tau_protocol::{DecidedBy, Grant, GrantId, GrantScope, Tier};
 use tau_telegram::PressRefusal;
 
 const OTHER_OWNER: i64 = 77;

@@ -9,9 +9,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tau_core::{
-    ApprovalId, ApprovalQuestion, CallStatus, ChannelEvent, ChannelSink, ConfirmStep, DecidedBy,
-    Decision, Language, Notice, OutputBlock,
+use tau_core::{ChannelSink, Language, Notice};
+use tau_protocol::{
+    ApprovalId, ApprovalQuestion, CallStatus, ChannelEvent, ConfirmStep, DecidedBy, Decision,
+    OutputBlock,
 };
 
 use crate::escape::{escape_for_terminal, sorted_json};
@@ -326,7 +327,7 @@ impl Console {
             } => {
                 end_text(&mut state);
                 let tier = tier.map_or_else(|| "?".to_owned(), |t| t.to_string());
-                let arguments = tau_core::ellipsized(&sorted_json(arguments), SHORT_ARGUMENTS);
+                let arguments = tau_protocol::ellipsized(&sorted_json(arguments), SHORT_ARGUMENTS);
                 let name = escape_for_terminal(tool);
                 write(
                     &mut state,
@@ -402,7 +403,8 @@ impl Console {
                     CallStatus::Error => {
                         let summary = result_summary.as_deref().unwrap_or_default();
                         let first = summary.lines().next().unwrap_or_default();
-                        let detail = tau_core::ellipsized(&escape_for_terminal(first), SHORT_ERROR);
+                        let detail =
+                            tau_protocol::ellipsized(&escape_for_terminal(first), SHORT_ERROR);
                         format!(
                             "  {}✗ {name} {}: {detail}{}\n",
                             s.red, t.result_error, s.reset
@@ -597,7 +599,7 @@ mod tests {
     use super::*;
     use crate::testing::Screen;
     use serde_json::json;
-    use tau_core::{Approval, NoticeKind, Tier, TurnStop, TurnUsage};
+    use tau_protocol::{Approval, NoticeKind, Tier, TurnStop, TurnUsage};
 
     /// What a pipe shows for these events, the approver's answer line included.
     fn shown(language: Language, answer: Option<&str>, events: &[ChannelEvent]) -> String {
@@ -625,7 +627,7 @@ mod tests {
     }
 
     fn requested() -> ChannelEvent {
-        ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
+        ChannelEvent::ApprovalRequested(Box::new(tau_protocol::ApprovalQuestion {
             approval_id: ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),

@@ -6,9 +6,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use tau_agent::{ContentBlock, Message, Role, ToolResultStatus};
-use tau_core::{
-    Approval, CallStatus, ChannelEvent, DecidedBy, Decision, OutputBlock, Tier, output_blocks,
-};
+use tau_core::output_blocks;
+use tau_protocol::{Approval, CallStatus, ChannelEvent, DecidedBy, Decision, OutputBlock, Tier};
 
 /// One thing in the transcript, in the order it happened.
 #[derive(Debug, Clone, PartialEq)]

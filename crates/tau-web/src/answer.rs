@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
-use tau_core::{ApprovalId, GrantRequest};
 use tau_hub::{HubError, RefusedAnswer, Reply};
+use tau_protocol::{ApprovalId, GrantRequest};
 use tau_state::{Answered, ApprovalRow, ApprovalState};
 
 use crate::App;

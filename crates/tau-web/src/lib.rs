@@ -183,7 +183,7 @@ impl App {
     /// The routine whose conversation `session` is, when it is a routine's.
     pub(crate) fn origin_of_session(
         &self,
-        session: &tau_agent::SessionId,
+        session: &tau_protocol::SessionId,
     ) -> Option<RoutineOrigin> {
         let conversation = self.hub.conversation_of(session).ok().flatten()?;
         self.origin_of_key(&conversation.key)

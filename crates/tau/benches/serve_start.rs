@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use common::{Tau, answer, tool_call};
 use serde_json::{Value, json};
-use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository};
+use tau_agent::{ContentBlock, Message, Role, SessionRepository};
+use tau_protocol::SessionId;
 
 /// Starts measured after the home is made.
 const STARTS: usize = 5;

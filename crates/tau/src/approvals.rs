@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tau_core::SessionId;
-use tau_core::{CardNote, Listing, NoteLevel, display};
+use tau_core::{Listing, display};
+use tau_protocol::{CardNote, NoteLevel, SessionId};
 use tau_state::{ApprovalRow, ApprovalState};
 
 use crate::context::Context;
@@ -125,7 +125,7 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tau_core::{ApprovalId, CallCard, Tier};
+    use tau_protocol::{ApprovalId, CallCard, Tier};
     use tau_state::NewApproval;
 
     use super::*;

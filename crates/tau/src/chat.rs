@@ -4,8 +4,9 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use tau_agent::{Model, SessionId, SessionRepository};
+use tau_agent::{Model, SessionRepository};
 use tau_core::{AgentParts, AuditEvent, EventBus, StoredSessions, build_agent};
+use tau_protocol::SessionId;
 use tau_terminal::{
     Console, Edited, Input, PromptEditor, Prompts, Read, TerminalApprover, start_stdin, texts,
 };

@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
-use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolResultStatus};
+use tau_agent::{ContentBlock, Message, Role, SessionRepository, ToolResultStatus};
 use tau_core::{StoredSessions, ToolCatalog, display, json_for_terminal, sorted_json};
+use tau_protocol::SessionId;
 use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
 use crate::approvals;

@@ -9,10 +9,8 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tau_core::{
-    AuditEvent, DecidedBy, Grant, GrantId, GrantScope, Listing, SessionId, counted, display,
-};
-use tau_protocol::RoutineAllowance;
+use tau_core::{AuditEvent, Listing, counted, display};
+use tau_protocol::{DecidedBy, Grant, GrantId, GrantScope, RoutineAllowance, SessionId};
 use tau_state::{Revoked, is_live};
 
 use crate::approvals::channel_name;
@@ -415,7 +413,7 @@ pub(crate) fn revoke_all(ctx: &Context) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tau_core::Tier;
+    use tau_protocol::Tier;
 
     use super::*;
 

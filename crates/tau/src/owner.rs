@@ -8,10 +8,9 @@
 use std::sync::Arc;
 
 use jiff::tz::TimeZone;
-use tau_agent::SessionId;
 use tau_core::{EventBus, HubHold, display};
-use tau_state::ApprovalState;
-use tau_state::{ApprovalRow, StateDb};
+use tau_protocol::SessionId;
+use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
 use crate::approvals::channel_name;
 use crate::audit::{AuditLog, SessionAudit};
@@ -108,7 +107,7 @@ fn closed_line(row: &ApprovalRow) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tau_core::{ApprovalId, CallCard, DecidedBy, Tier};
+    use tau_protocol::{ApprovalId, CallCard, DecidedBy, Tier};
     use tau_state::NewApproval;
 
     use super::*;

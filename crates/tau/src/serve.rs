@@ -8,13 +8,13 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_agent::{Message, Model, SessionId, SessionRepository};
-use tau_core::approval::DurableQuestions;
+use tau_agent::{Message, Model, SessionRepository};
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, StoredSessions, ToolCatalog,
-    build_agent,
+    approval::DurableQuestions, build_agent,
 };
 use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
+use tau_protocol::SessionId;
 use tau_state::StateDb;
 use tau_web::{REMOTE_RISK, WebChannel, WebError};
 

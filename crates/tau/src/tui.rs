@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tau_agent::{Model, SessionId, SessionRepository};
+use tau_agent::{Model, SessionRepository};
 use tau_core::{AgentParts, StoredSessions, build_agent};
+use tau_protocol::SessionId;
 use tau_state::{ApprovalReader, ApprovalState};
 use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover};
 

@@ -647,7 +647,7 @@ fn sessions_are_listed_by_title_renamed_and_found() {
     {
         let db = tau_state::StateDb::open(&tau.home().join("state.db")).unwrap();
         db.sessions()
-            .ensure_session(&tau_agent::SessionId::parse("empty").unwrap())
+            .ensure_session(&tau_protocol::SessionId::parse("empty").unwrap())
             .unwrap();
     }
     let title_of = |listing: &str, session: &str| {

@@ -18,8 +18,9 @@ use common::Tau;
 use common::serve::{Events, Serve};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::{SessionId, SessionRepository};
+use tau_agent::SessionRepository;
 use tau_core::StoredSessions;
+use tau_protocol::SessionId;
 use tau_state::StateDb;
 
 /// What every refusal of a conversation whose TauBar question waits ends with.
@@ -121,13 +122,13 @@ fn a_conversation_is_held_while_its_turn_waits_on_an_answered_question() {
     serve.kill_hard();
     // Answered as the hub records it, and the hub gone before the turn went on.
     let store = StateDb::open(&tau.home().join("state.db")).unwrap();
-    let approval = tau_core::ApprovalId::parse(&id).unwrap();
+    let approval = tau_protocol::ApprovalId::parse(&id).unwrap();
     store
         .approvals()
         .decide_approval(
             &approval,
             tau_state::ApprovalState::Rejected,
-            &tau_core::DecidedBy::person("web"),
+            &tau_protocol::DecidedBy::person("web"),
             jiff::Timestamp::now(),
         )
         .unwrap();

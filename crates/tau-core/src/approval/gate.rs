@@ -9,11 +9,11 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use tau_protocol::{
-    Approval, ApprovalId, CallCard, CallProvenance, CallStatus, CardNote, DecidedBy, Decision,
-    GrantId, Tier,
+    Approval, ApprovalId, ApprovalQuestion, CallCard, CallProvenance, CallStatus, CardNote,
+    DecidedBy, Decision, GrantId, GrantMade, Tier,
 };
 
-use super::approver::{Answer, ApprovalQuestion, Approver};
+use super::approver::{Answer, Approver};
 use super::texts::{invalid_call_text, refusal_text, unknown_tool_text};
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
 use crate::ids::new_approval_id;
@@ -21,7 +21,6 @@ use crate::provenance::{CallTrace, Provenance};
 
 use super::durable_gate::DurableQuestions;
 use super::grants::GateGrants;
-use tau_protocol::GrantMade;
 
 /// What the gate knows about a tool name.
 #[derive(Debug, Clone, PartialEq, Eq)]

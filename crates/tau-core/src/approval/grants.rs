@@ -9,11 +9,10 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use tau_protocol::{
-    CallCard, CardNote, DecidedBy, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,
-    GrantSuggestion, SUGGESTION_APPROVALS, SUGGESTION_DAYS, SessionId,
+    ApprovalQuestion, CallCard, CardNote, DecidedBy, Grant, GrantId, GrantMade, GrantOffer,
+    GrantRequest, GrantSuggestion, SUGGESTION_APPROVALS, SUGGESTION_DAYS, SessionId,
 };
 
-use super::approver::ApprovalQuestion;
 use super::gate::{Standing, TierGate};
 use super::grant_record::GrantLedger;
 use crate::audit::{AuditEvent, ErrorSite};

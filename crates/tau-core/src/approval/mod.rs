@@ -25,9 +25,7 @@ mod grant_use;
 mod grants;
 mod texts;
 
-pub use approver::{
-    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
-};
+pub use approver::{Answer, Approver, ApproverError, AutoRejectApprover, ScriptedApprover};
 pub use dispatch::DispatchRecord;
 pub use durable_gate::{
     APPROVAL_INTERRUPT, DurableCheck, DurableQuestions, answer_durable, answer_durable_granting,

@@ -10,18 +10,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tau_agent::{
-    ContentBlock, Message, Role, ScriptedModel, SessionId, SessionRepository, SharedTool, Tool,
-    ToolContext, ToolError, ToolOutput, ToolSpec, ToolUse,
+    ContentBlock, Message, Role, ScriptedModel, SessionRepository, SharedTool, Tool, ToolContext,
+    ToolError, ToolOutput, ToolSpec, ToolUse,
 };
-use tau_core::ApprovalId;
-use tau_core::approval::DurableQuestions;
 use tau_core::{
-    AgentParts, AuditEvent, AutoRejectApprover, ChannelEvent, CoreConfig, EventBus, RecordedEvents,
-    StoredSessions, TauToolSpec, Tier, ToolCatalog, TurnStop, build_agent,
+    AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, RecordedEvents,
+    StoredSessions, TauToolSpec, ToolCatalog, approval::DurableQuestions, build_agent,
 };
 use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory};
-use tau_state::RecordedAnswer;
-use tau_state::StateDb;
+use tau_protocol::{ApprovalId, ChannelEvent, SessionId, Tier, TurnStop};
+use tau_state::{RecordedAnswer, StateDb};
 use tokio::sync::broadcast;
 
 /// A tool that records its inputs; `gate` (when set) holds it until released.
@@ -221,7 +219,7 @@ impl Setup {
             &self.bus,
             id,
             to,
-            &tau_core::DecidedBy::person("web"),
+            &tau_protocol::DecidedBy::person("web"),
             None,
         )
         .unwrap();

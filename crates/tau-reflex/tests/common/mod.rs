@@ -17,10 +17,8 @@ use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 use tau_agent::{SharedTool, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{answer_durable, expire_due};
-use tau_core::{
-    ApprovalId, AuditEvent, DecidedBy, EventBus, RecordedEvents, StoredAnswers, TauToolSpec, Tier,
-    ToolCatalog,
-};
+use tau_core::{AuditEvent, EventBus, RecordedEvents, StoredAnswers, TauToolSpec, ToolCatalog};
+use tau_protocol::{ApprovalId, DecidedBy, Tier};
 use tau_reflex::{
     AskChannel, Clock, Engine, EngineParts, EngineSettings, HostError, PromptOutcome, PromptRun,
     PromptRunner, RoutineDef, RoutineHost, RoutineStore,

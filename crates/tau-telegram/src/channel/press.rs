@@ -4,7 +4,7 @@
 
 use jiff::Timestamp;
 use tau_core::flood::Tally;
-use tau_core::{DecidedBy, GrantId, GrantScope};
+use tau_protocol::{DecidedBy, GrantId, GrantScope};
 use tau_state::{Answered, ApprovalState, Revoked};
 
 use super::{CHANNEL, TelegramChannel};

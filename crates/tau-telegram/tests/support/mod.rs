@@ -17,11 +17,10 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use jiff::Timestamp;
 use serde_json::{Value, json};
+use tau_core::EventBus;
 use tau_core::approval::{answer_durable, requested_event};
-use tau_core::{ApprovalId, DecidedBy, EventBus, GrantId, SessionId, Tier};
-use tau_protocol::Allowance;
-use tau_state::Revoked;
-use tau_state::{Answered, ApprovalState, NewApproval, StateDb};
+use tau_protocol::{Allowance, ApprovalId, DecidedBy, GrantId, SessionId, Tier};
+use tau_state::{Answered, ApprovalState, NewApproval, Revoked, StateDb};
 use tau_telegram::{Hub, HubError, HubEvent, Question, RefusedPress, Reply, Store, TelegramConfig};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -302,7 +301,7 @@ impl FakeHub {
             .map(|(k, _)| k.clone())
     }
 
-    pub async fn emit(&self, key: &str, event: tau_core::ChannelEvent) {
+    pub async fn emit(&self, key: &str, event: tau_protocol::ChannelEvent) {
         self.events
             .send(HubEvent {
                 conversation: key.to_owned(),
@@ -319,7 +318,7 @@ impl FakeHub {
             "run_command",
             "runs a shell command in the workspace — code the agent wrote",
             arguments,
-            tau_core::CallCard::default(),
+            tau_protocol::CallCard::default(),
         )
         .await
     }
@@ -331,7 +330,7 @@ impl FakeHub {
         tool: &str,
         effect: &str,
         arguments: Value,
-        card: tau_core::CallCard,
+        card: tau_protocol::CallCard,
     ) -> String {
         let id = {
             let mut next = self.next.lock().unwrap();

@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
-use tau_core::{AuditEvent, GrantId, GrantLedger, fold_grant_line};
+use tau_core::{AuditEvent, GrantLedger, fold_grant_line};
+use tau_protocol::GrantId;
 use tau_state::{RecordedGrant, StateDb};
 
 use super::verify::verify;
@@ -179,7 +180,7 @@ mod tests {
     use jiff::Timestamp;
     use pretty_assertions::assert_eq;
     use serde_json::json;
-    use tau_core::{DecidedBy, Grant, GrantScope, SessionId, Tier};
+    use tau_protocol::{DecidedBy, Grant, GrantScope, SessionId, Tier};
 
     fn grant(id: &str) -> Grant {
         let arguments = json!({"command": "make -s"});
