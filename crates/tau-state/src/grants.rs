@@ -348,7 +348,7 @@ impl Grants {
     }
 
     /// The live grants that cover exactly `call` at `at`, oldest first, unused: the gate
-    /// checks each against the audit log before it uses one ([`StateDb::use_this_grant`]).
+    /// checks each against the audit log before it uses one ([`Grants::use_this_grant`]).
     pub fn grants_covering(
         &self,
         call: &GrantedCall<'_>,

@@ -3,7 +3,7 @@
 //! crate does not know). `tau-core` puts `tau-agent`'s `SessionRepository` over them.
 //!
 //! Each message is its own commit before the loop goes on, so a killed process loses
-//! nothing it wrote; [`StateDb::flush`] (the end of each invocation) puts the turn on the
+//! nothing it wrote; [`Sessions::flush`] (the end of each invocation) puts the turn on the
 //! disk, so a power cut costs at most the turn in progress.
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -54,8 +54,8 @@ fn first_text(body: &str) -> Option<String> {
 }
 
 impl Sessions {
-    /// Makes every write so far survive a power cut ([`StateDb::flush`](crate::StateDb::flush)):
-    /// the end of each turn.
+    /// Makes every write so far survive a power cut (`StateDb::flush`): the end of each
+    /// turn.
     pub fn flush(&self) -> Result<(), StateError> {
         self.db.flush()
     }

@@ -25,7 +25,7 @@ impl Approvals {
         self.decide_approval_granting(id, to, decided_by, at, None)
     }
 
-    /// [`StateDb::decide_approval`], keeping the grant a person asked for with their yes.
+    /// [`Approvals::decide_approval`], keeping the grant a person asked for with their yes.
     /// The request is kept only with an approval, of a question that offered a grant.
     pub fn decide_approval_granting(
         &self,

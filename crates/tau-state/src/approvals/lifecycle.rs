@@ -28,7 +28,7 @@ impl Approvals {
     }
 
     /// Stores a new `pending` row that nobody is shown and nobody can answer until
-    /// [`StateDb::show_approval`]: the conversation gate stores its question before the
+    /// [`Approvals::show_approval`]: the conversation gate stores its question before the
     /// turn's paused state is saved, and shows it once that is on the disk. A kill in
     /// between leaves a question nobody saw, which the next start cancels.
     pub fn create_hidden_approval(&self, row: &ApprovalRow) -> Result<(), StateError> {
