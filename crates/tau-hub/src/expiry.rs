@@ -74,10 +74,12 @@ impl Hub {
     fn close_cut_off_calls(&self) -> Result<usize, HubError> {
         let bus_of = |session: &SessionId| self.bus(session);
         let factory = &self.inner.factory;
-        let found =
-            tau_core::close_cut_off_calls(&self.inner.state, &bus_of, &|row: &ApprovalRow| {
-                !factory.open_elsewhere(&row.session)
-            })?;
+        let found = tau_core::close_cut_off_calls(
+            &self.inner.state.approvals(),
+            &self.inner.state.sessions(),
+            &bus_of,
+            &|row: &ApprovalRow| !factory.open_elsewhere(&row.session),
+        )?;
         Ok(found.closed.len() + found.waiting.len())
     }
 
@@ -87,7 +89,11 @@ impl Hub {
         session: &SessionId,
         id: &ApprovalId,
     ) -> Result<bool, HubError> {
-        Ok(tau_core::turn_waits_on(&self.inner.state, session, id)?)
+        Ok(tau_core::turn_waits_on(
+            &self.inner.state.sessions(),
+            session,
+            id,
+        )?)
     }
 
     /// Cancels pending questions nobody waits on: their session no longer does (it was

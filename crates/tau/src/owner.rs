@@ -22,7 +22,8 @@ use crate::lock::SessionLock;
 /// otherwise, nothing touched).
 pub(crate) fn open_own(ctx: &Context, id: &SessionId) -> anyhow::Result<SessionLock> {
     let lock = SessionLock::acquire(&ctx.home, id)?;
-    if let Some(hold) = tau_core::hub_hold(&ctx.state()?, id)? {
+    let state = ctx.state()?;
+    if let Some(hold) = tau_core::hub_hold(&state.approval_reader(), &state.sessions(), id)? {
         return Err(usage(refusal(id, &hold, &ctx.shown_zone())));
     }
     Ok(lock)
@@ -90,7 +91,8 @@ pub(crate) fn close_cut_off_calls(
                 Ok(Some(_))
             )
     };
-    let found = tau_core::close_cut_off_calls(state, &bus_of, &may_close)?;
+    let found =
+        tau_core::close_cut_off_calls(&state.approvals(), &state.sessions(), &bus_of, &may_close)?;
     Ok(found.closed.iter().map(closed_line).collect())
 }
 

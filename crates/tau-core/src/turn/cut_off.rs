@@ -14,7 +14,7 @@ use tau_protocol::SessionId;
 
 use super::owner::{StoredTurnError, turn_waits_on};
 use super::{ChannelSink, TauAgent, Turn};
-use tau_state::{ApprovalRow, StateDb};
+use tau_state::{ApprovalRow, Approvals, Sessions};
 
 use crate::approval::effect_uncertain_event;
 use crate::audit::EventBus;
@@ -38,13 +38,14 @@ pub struct CutOff {
 /// waits on it (that turn closes it) or `may_close` says no; each closed call's
 /// `effect_uncertain` line goes to `bus_of` its session.
 pub fn close_cut_off_calls(
-    store: &StateDb,
+    store: &Approvals,
+    sessions: &Sessions,
     bus_of: &dyn Fn(&SessionId) -> EventBus,
     may_close: &dyn Fn(&ApprovalRow) -> bool,
 ) -> Result<CutOff, StoredTurnError> {
     let mut found = CutOff::default();
-    for row in store.approvals().dispatched_without_outcome()? {
-        if turn_waits_on(store, &row.session, &row.id)? {
+    for row in store.dispatched_without_outcome()? {
+        if turn_waits_on(sessions, &row.session, &row.id)? {
             found.waiting.push(row);
             continue;
         }
@@ -52,10 +53,7 @@ pub fn close_cut_off_calls(
             found.left.push(row);
             continue;
         }
-        if let Some(closed) = store
-            .approvals()
-            .close_effect_uncertain(&row.id, Timestamp::now())?
-        {
+        if let Some(closed) = store.close_effect_uncertain(&row.id, Timestamp::now())? {
             tracing::warn!(approval_id = %row.id, session = %row.session, tool = %row.tool, "an approved call was running when tau stopped; its effect is uncertain");
             bus_of(&row.session).emit(&effect_uncertain_event(&closed));
             found.closed.push(closed);

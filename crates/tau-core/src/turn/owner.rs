@@ -16,7 +16,7 @@ use tau_protocol::{ApprovalId, SessionId};
 
 use super::waits_on;
 use crate::sessions::load_agent_state;
-use tau_state::{ApprovalRow, ApprovalState, StateDb, StateError};
+use tau_state::{ApprovalReader, ApprovalRow, ApprovalState, Sessions, StateError};
 
 /// `state.db` could not be read (or written) for a stored turn or its questions.
 #[derive(Debug, thiserror::Error)]
@@ -42,43 +42,45 @@ pub enum HubHold {
     },
 }
 
-/// Whether the hub holds `session`, and why; `None` when any tau may open it.
-pub fn hub_hold(store: &StateDb, session: &SessionId) -> Result<Option<HubHold>, StoredTurnError> {
+/// Whether the hub holds `session`, and why (its shown questions in `approvals`, its saved
+/// turn in `sessions`); `None` when any tau may open it.
+pub fn hub_hold(
+    approvals: &ApprovalReader,
+    sessions: &Sessions,
+    session: &SessionId,
+) -> Result<Option<HubHold>, StoredTurnError> {
     // Shown questions only: one stored hidden with no saved turn waiting on it was never
     // seen by anyone and is cancelled at the hub's next start.
-    if let Some(row) = store
-        .approvals()
+    if let Some(row) = approvals
         .approvals(Some(ApprovalState::Pending))?
         .into_iter()
         .find(|row| &row.session == session)
     {
         return Ok(Some(HubHold::Waiting(row)));
     }
-    let Some(state) = load_agent_state(&store.sessions(), session)? else {
+    let Some(state) = load_agent_state(sessions, session)? else {
         return Ok(None);
     };
     let Some(approval_id) = state.interrupt_state.unfinished().iter().find_map(waits_on) else {
         return Ok(None);
     };
-    let row = store.approvals().approval(&approval_id)?;
+    let row = approvals.approval(&approval_id)?;
     Ok(Some(HubHold::Paused { approval_id, row }))
 }
 
 /// True when the saved turn of `session` waits on question `id`.
 pub fn turn_waits_on(
-    store: &StateDb,
+    sessions: &Sessions,
     session: &SessionId,
     id: &ApprovalId,
 ) -> Result<bool, StoredTurnError> {
-    Ok(
-        load_agent_state(&store.sessions(), session)?.is_some_and(|state| {
-            state
-                .interrupt_state
-                .unfinished()
-                .iter()
-                .any(|i| waits_on(i).as_ref() == Some(id))
-        }),
-    )
+    Ok(load_agent_state(sessions, session)?.is_some_and(|state| {
+        state
+            .interrupt_state
+            .unfinished()
+            .iter()
+            .any(|i| waits_on(i).as_ref() == Some(id))
+    }))
 }
 
 #[cfg(test)]
@@ -92,7 +94,7 @@ mod tests {
     use super::*;
     use crate::approval::{APPROVAL_INTERRUPT, question_reason};
     use crate::sessions::StoredSessions;
-    use tau_state::NewApproval;
+    use tau_state::{NewApproval, StateDb};
 
     fn question(store: &StateDb, session: &SessionId, id: &str) -> ApprovalId {
         let id = ApprovalId::parse(id).unwrap();
@@ -140,14 +142,22 @@ mod tests {
         let store = StateDb::open(&dir.path().join("state.db")).unwrap();
         let session = SessionId::parse("web-1").unwrap();
         let other = SessionId::parse("s1").unwrap();
-        assert_eq!(hub_hold(&store, &session).unwrap(), None);
+        assert_eq!(
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap(),
+            None
+        );
 
         // Stored hidden, its turn not saved yet: nobody saw it and nothing waits on it.
         let id = question(&store, &session, "ap_1");
-        assert_eq!(hub_hold(&store, &session).unwrap(), None);
+        assert_eq!(
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap(),
+            None
+        );
         // The turn saved, the question not shown yet: paused.
         pause_on(&store, &session, &id);
-        let Some(HubHold::Paused { approval_id, row }) = hub_hold(&store, &session).unwrap() else {
+        let Some(HubHold::Paused { approval_id, row }) =
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap()
+        else {
             panic!("paused");
         };
         assert_eq!(
@@ -156,12 +166,17 @@ mod tests {
         );
         // Shown: it waits for its answer.
         store.approvals().show_approval(&id).unwrap();
-        let Some(HubHold::Waiting(row)) = hub_hold(&store, &session).unwrap() else {
+        let Some(HubHold::Waiting(row)) =
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap()
+        else {
             panic!("waiting");
         };
         assert_eq!(row.id, id);
-        assert!(turn_waits_on(&store, &session, &id).unwrap());
-        assert_eq!(hub_hold(&store, &other).unwrap(), None);
+        assert!(turn_waits_on(&store.sessions(), &session, &id).unwrap());
+        assert_eq!(
+            hub_hold(&store.approval_reader(), &store.sessions(), &other).unwrap(),
+            None
+        );
 
         // Answered: still the hub's until the turn went on.
         store
@@ -174,13 +189,16 @@ mod tests {
             )
             .unwrap();
         assert!(matches!(
-            hub_hold(&store, &session).unwrap(),
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap(),
             Some(HubHold::Paused { .. })
         ));
         StoredSessions::new(store.sessions())
             .save_state(&session, &AgentState::default())
             .unwrap();
-        assert_eq!(hub_hold(&store, &session).unwrap(), None);
-        assert!(!turn_waits_on(&store, &session, &id).unwrap());
+        assert_eq!(
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap(),
+            None
+        );
+        assert!(!turn_waits_on(&store.sessions(), &session, &id).unwrap());
     }
 }
