@@ -95,11 +95,6 @@ impl Approvals {
     pub(crate) fn db(&self) -> &StateDb {
         &self.reader.db
     }
-
-    /// The same questions, read only: for a part that lists them and must not decide.
-    pub fn reader(&self) -> ApprovalReader {
-        self.reader.clone()
-    }
 }
 
 impl std::ops::Deref for Approvals {
