@@ -24,9 +24,10 @@ use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tau_agent::{
-    Agent, ContentBlock, Message, Role, ScriptedModel, SessionId, SharedTool, Tool, ToolContext,
-    ToolError, ToolOutput, ToolSpec, ToolUse,
+    Agent, ContentBlock, Message, Role, ScriptedModel, SharedTool, Tool, ToolContext, ToolError,
+    ToolOutput, ToolSpec, ToolUse,
 };
+use tau_protocol::SessionId;
 
 const CALLS: usize = 64;
 
@@ -135,7 +136,10 @@ fn session_growth(c: &mut Criterion) {
                         .block_on(
                             Agent::builder(model)
                                 .tool(noop.clone())
-                                .session(Arc::new(tau_core::StoredSessions::new(store)), id.clone())
+                                .session(
+                                    Arc::new(tau_core::StoredSessions::new(store.sessions())),
+                                    id.clone(),
+                                )
                                 .build(),
                         )
                         .expect("an agent");

@@ -61,9 +61,7 @@ pub use model::{
     OwnedModelRequest, StreamChunk, Usage,
 };
 pub use scripted::{ScriptError, ScriptedModel};
-pub use session::{
-    AgentState, InvalidSessionId, SessionError, SessionId, SessionRepository, SessionSummary,
-};
+pub use session::{AgentState, SessionError, SessionRepository, SessionSummary};
 pub use tool::{
     MAX_TOOL_NAME_LEN, SharedTool, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
     is_valid_tool_name,

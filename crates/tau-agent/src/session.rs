@@ -2,7 +2,7 @@
 //! The loop knows only [`SessionRepository`]; `tau-core`'s `StoredSessions` keeps them in
 //! `state.db`.
 
-pub use tau_protocol::{InvalidSessionId, SessionId};
+use tau_protocol::{InvalidSessionId, SessionId};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 use tau_agent::{
     Agent, AgentResult, AgentStop, BeforeToolCallEvent, BlockDelta, BlockStart, Executor,
     HookOrder, HookRegistry, Input, Interrupt, InterruptResponse, InterruptState, Message,
-    ScriptedModel, SessionId, StreamChunk, SyncHook, TOOL_INTERRUPTED_TEXT, ToolResult, Usage,
+    ScriptedModel, StreamChunk, SyncHook, TOOL_INTERRUPTED_TEXT, ToolResult, Usage,
 };
+use tau_protocol::SessionId;
 
 const APPROVE_G1: &str = "v1:before_tool_call:g1:approve";
 

@@ -14,9 +14,10 @@ use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
-    Agent, BlockDelta, Message, Model, OwnedModelRequest, ScriptedModel, SessionId,
-    SessionRepository, SlidingWindow, StreamChunk, ToolResult,
+    Agent, BlockDelta, Message, Model, OwnedModelRequest, ScriptedModel, SessionRepository,
+    SlidingWindow, StreamChunk, ToolResult,
 };
+use tau_protocol::SessionId;
 
 /// Each prompt gets a counter call, then an answer; a throttled entry sits in between
 /// (never stored, so it must not shift what comes after).

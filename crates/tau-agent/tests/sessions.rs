@@ -14,9 +14,10 @@ use common::{Blocker, Echo, assistant, results, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::{
-    Agent, AgentBuilder, Message, ScriptedModel, SessionId, SessionRepository, SlidingWindow,
+    Agent, AgentBuilder, Message, ScriptedModel, SessionRepository, SlidingWindow,
     TOOL_INTERRUPTED_TEXT, ToolResult, ToolResultContent, ToolResultStatus,
 };
+use tau_protocol::SessionId;
 
 /// How the parent test tells its child process where the database is.
 const CHILD_DB: &str = "TAU_AGENT_TEST_SESSION_DB";

@@ -87,7 +87,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");
     let state = StateDb::open(&dir.path().join("state.db")).unwrap();
-    let log = AuditLog::open(&path, "web-1", state.clone()).unwrap();
+    let log = AuditLog::open(&path, "web-1", state.audit_anchor()).unwrap();
     let mut written = 0;
     while written < LINES {
         if written % 50 == 0 {
@@ -111,7 +111,7 @@ fn main() {
     let since = Timestamp::now()
         .checked_sub(SignedDuration::from_hours(24))
         .unwrap();
-    let sha = tau_core::approval::canonical_arguments(&json!({"command": "make -s test"})).1;
+    let sha = tau_state::canonical_arguments(&json!({"command": "make -s test"})).1;
     time("verify", || {
         verify(&path, Some(&state)).unwrap();
     });

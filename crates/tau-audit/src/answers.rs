@@ -30,7 +30,7 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use serde_json::json;
-    use tau_core::{DecidedBy, Decision};
+    use tau_protocol::{DecidedBy, Decision};
 
     #[test]
     fn only_approval_lines_are_answers_and_a_missing_log_has_none() {
@@ -59,7 +59,7 @@ mod tests {
         assert_eq!(
             recorded_answers(&path).unwrap(),
             vec![RecordedAnswer {
-                approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+                approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
                 tool: "lights".into(),
                 tool_use_id: "t1".into(),
                 arguments: json!({"room": "kitchen"}),

@@ -98,11 +98,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let state = state_beside(&path);
-        let log = AuditLog::open(&path, "s", state.clone()).unwrap();
+        let log = AuditLog::open(&path, "s", state.audit_anchor()).unwrap();
         for max_turns in 0..3 {
             log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
         }
-        let head = state.audit_head().unwrap().unwrap();
+        let head = state.audit_anchor().audit_head().unwrap().unwrap();
         log.append(&AuditEvent::TurnLimit { max_turns: 9 }).unwrap();
         let mut copy = Vec::new();
         assert_eq!(copy_to_head(&path, Some(&head), &mut copy).unwrap(), 3);

@@ -10,8 +10,9 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
+use tau_protocol::GrantId;
 
-use tau_core::{GrantId, GrantLedger, fold_grant_line};
+use tau_core::{GrantLedger, fold_grant_line};
 use tau_state::{RecordedGrant, StateDb};
 
 use crate::log::{GENESIS, Head, line_hash};
@@ -108,7 +109,10 @@ impl AuditGrants {
         // Read under the lock: no append is half done, so the log ends at the anchor (or
         // at the line announced past it, when a process stopped before anchoring it).
         let tail = read_from(&mut file, so_far.offset);
-        let ends = (self.state.audit_head(), self.state.audit_announced());
+        let ends = (
+            self.state.audit_anchor().audit_head(),
+            self.state.audit_anchor().audit_announced(),
+        );
         let _ = file.unlock();
         let tail = tail.map_err(LedgerError::Read)?;
         let (Ok(head), Ok(announced)) = ends else {
@@ -182,7 +186,7 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
     use tau_core::AuditEvent;
-    use tau_core::{DecidedBy, Grant, GrantScope, SessionId, Tier};
+    use tau_protocol::{DecidedBy, Grant, GrantScope, SessionId, Tier};
 
     fn grant(id: &str) -> Grant {
         let arguments = json!({"command": "make -s"});
@@ -218,7 +222,7 @@ mod tests {
         let ledger = AuditGrants::new(path.clone(), state_beside(&path));
         let id = GrantId::parse("gr_1").unwrap();
         assert_eq!(ledger.recorded(&id), Ok(None));
-        let log = AuditLog::open(&path, "s1", state_beside(&path)).unwrap();
+        let log = AuditLog::open(&path, "s1", state_beside(&path).audit_anchor()).unwrap();
         log.append(&AuditEvent::TurnLimit { max_turns: 1 }).unwrap();
         log.append(&AuditEvent::GrantCreated(grant("gr_1")))
             .unwrap();

@@ -96,7 +96,7 @@ fn yes_of(line: &[u8]) -> Option<Yes> {
     };
     Some(Yes {
         tool: tool.clone(),
-        arguments_sha256: tau_core::approval::canonical_arguments(arguments).1,
+        arguments_sha256: tau_state::canonical_arguments(arguments).1,
         at: entry.time()?,
     })
 }
@@ -183,7 +183,7 @@ mod tests {
             ]),
         );
         append(&path, "not json \"type\":\"approval\"\n");
-        let sha = tau_core::approval::canonical_arguments(&json!({"command": "npm run test"})).1;
+        let sha = tau_state::canonical_arguments(&json!({"command": "npm run test"})).1;
         let history = AuditHistory::new(path);
         assert_eq!(
             history.approved_at("run_command", &sha, since),
@@ -196,7 +196,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let since = at("2026-11-26T12:00:00Z");
-        let sha = tau_core::approval::canonical_arguments(&json!({"command": "npm run test"})).1;
+        let sha = tau_state::canonical_arguments(&json!({"command": "npm run test"})).1;
         let history = AuditHistory::new(path.clone());
         // No log yet: no history.
         assert!(history.approved_at("run_command", &sha, since).is_empty());
@@ -223,7 +223,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let since = at("2026-11-26T12:00:00Z");
-        let sha = tau_core::approval::canonical_arguments(&json!({"command": "npm run test"})).1;
+        let sha = tau_state::canonical_arguments(&json!({"command": "npm run test"})).1;
         append(
             &path,
             &lines(&[

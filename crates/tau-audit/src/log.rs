@@ -19,7 +19,7 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tau_core::{AuditEvent, EventSubscriber};
-use tau_state::StateDb;
+use tau_state::AuditAnchor;
 
 use crate::record::AuditLine;
 
@@ -51,7 +51,7 @@ pub struct AuditLog {
 
 struct Open {
     file: File,
-    anchor: StateDb,
+    anchor: AuditAnchor,
     /// What this process last wrote: the file's length after it, and the head. When the
     /// file still has that length under the lock, nobody else appended, and the tail need
     /// not be read again.
@@ -61,7 +61,7 @@ struct Open {
 impl AuditLog {
     /// Opens (creating, 0600) the log at `path`, anchored in `anchor` (the home's
     /// `state.db`).
-    pub fn open(path: &Path, session: &str, anchor: StateDb) -> io::Result<Self> {
+    pub fn open(path: &Path, session: &str, anchor: AuditAnchor) -> io::Result<Self> {
         let file = crate::private::open(
             path,
             OpenOptions::new().create(true).read(true).append(true),
@@ -97,7 +97,7 @@ impl AuditLog {
     fn append_locked(
         &self,
         file: &mut File,
-        anchor: &StateDb,
+        anchor: &AuditAnchor,
         last: &mut Option<(u64, Head)>,
         session: &str,
         event: &AuditEvent,
@@ -266,12 +266,12 @@ pub(crate) mod tests {
     use pretty_assertions::assert_eq;
 
     /// The `state.db` beside the log, with a connection of its own (as another process).
-    pub(crate) fn state_beside(path: &Path) -> StateDb {
-        StateDb::open(&anchor_db(path)).unwrap()
+    pub(crate) fn state_beside(path: &Path) -> tau_state::StateDb {
+        tau_state::StateDb::open(&anchor_db(path)).unwrap()
     }
 
     fn write_events(path: &Path, n: u32) {
-        let log = AuditLog::open(path, "s", state_beside(path)).unwrap();
+        let log = AuditLog::open(path, "s", state_beside(path).audit_anchor()).unwrap();
         for max_turns in 0..n {
             log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
         }
@@ -286,7 +286,7 @@ pub(crate) mod tests {
     }
 
     fn head(path: &Path) -> Option<Head> {
-        state_beside(path).audit_head().unwrap()
+        state_beside(path).audit_anchor().audit_head().unwrap()
     }
 
     #[test]

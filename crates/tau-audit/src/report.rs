@@ -78,7 +78,7 @@ pub fn head_report(path: &Path, state: Option<&StateDb>) -> Result<(String, bool
 /// The anchored head in `state` (the home's `state.db`), if any.
 pub fn anchored_head(state: Option<&StateDb>) -> Result<Option<Head>, StateError> {
     match state {
-        Some(state) => state.audit_head(),
+        Some(state) => state.audit_anchor().audit_head(),
         None => Ok(None),
     }
 }
@@ -113,6 +113,7 @@ pub fn verify_report(
 /// covers no call, and `tau serve` revokes it when it starts.
 fn untrusted_grants(path: &Path, state: &StateDb) -> Result<String, StateError> {
     let rows: Vec<_> = state
+        .grants()
         .grants(None)?
         .into_iter()
         .filter(|grant| grant.revoked_at.is_none())

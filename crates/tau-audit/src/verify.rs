@@ -83,8 +83,14 @@ pub fn verify_from(
 fn read_head(state: Option<&StateDb>) -> io::Result<(Option<Head>, Option<Head>)> {
     match state {
         Some(state) => Ok((
-            state.audit_head().map_err(io::Error::other)?,
-            state.audit_announced().map_err(io::Error::other)?,
+            state
+                .audit_anchor()
+                .audit_head()
+                .map_err(io::Error::other)?,
+            state
+                .audit_anchor()
+                .audit_announced()
+                .map_err(io::Error::other)?,
         )),
         None => Ok((None, None)),
     }
@@ -211,7 +217,7 @@ mod tests {
     }
 
     fn write_events(path: &Path, n: u32) {
-        let log = AuditLog::open(path, "s", anchor(path)).unwrap();
+        let log = AuditLog::open(path, "s", anchor(path).audit_anchor()).unwrap();
         for max_turns in 0..n {
             log.append(&AuditEvent::TurnLimit { max_turns }).unwrap();
         }
@@ -367,10 +373,13 @@ mod tests {
     fn one_line_past_the_anchor_is_a_stop_before_anchoring_and_the_next_append_anchors_it() {
         let (_dir, path) = log();
         write_events(&path, 3);
-        let behind = anchor(&path).audit_head().unwrap().unwrap();
+        let behind = anchor(&path).audit_anchor().audit_head().unwrap().unwrap();
         write_events(&path, 1);
         // The process stopped after writing line 4 and before anchoring it.
-        anchor(&path).set_audit_head(&behind).unwrap();
+        anchor(&path)
+            .audit_anchor()
+            .set_audit_head(&behind)
+            .unwrap();
         assert_eq!(
             verify(&path).unwrap(),
             Verdict::IntactLastNotAnchored { lines: 4 }
@@ -379,9 +388,12 @@ mod tests {
         assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 5 });
 
         // Two lines past it are not a stopped process; an edited anchored line never passes.
-        let behind = anchor(&path).audit_head().unwrap().unwrap();
+        let behind = anchor(&path).audit_anchor().audit_head().unwrap().unwrap();
         write_events(&path, 2);
-        anchor(&path).set_audit_head(&behind).unwrap();
+        anchor(&path)
+            .audit_anchor()
+            .set_audit_head(&behind)
+            .unwrap();
         assert_eq!(
             verify(&path).unwrap(),
             Verdict::Added {
@@ -429,7 +441,7 @@ mod tests {
     }
 
     fn head_of(path: &Path) -> Head {
-        anchor(path).audit_head().unwrap().unwrap()
+        anchor(path).audit_anchor().audit_head().unwrap().unwrap()
     }
 
     #[test]
@@ -478,8 +490,11 @@ mod tests {
         );
         // Cut back to 3 lines, and state.db's anchor set back to match them.
         rewrite(&path, &lines(&path)[..3]);
-        anchor(&path).set_audit_head(&old).unwrap();
-        anchor(&path).announce_audit_line(&old).unwrap();
+        anchor(&path).audit_anchor().set_audit_head(&old).unwrap();
+        anchor(&path)
+            .audit_anchor()
+            .announce_audit_line(&old)
+            .unwrap();
         assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 3 });
         assert_eq!(
             verify_from(&path, Some(&kept)).unwrap(),
@@ -505,8 +520,11 @@ mod tests {
             seq: 4,
             hash: line_hash(all[3].as_bytes()),
         };
-        anchor(&path).set_audit_head(&head).unwrap();
-        anchor(&path).announce_audit_line(&head).unwrap();
+        anchor(&path).audit_anchor().set_audit_head(&head).unwrap();
+        anchor(&path)
+            .audit_anchor()
+            .announce_audit_line(&head)
+            .unwrap();
         assert_eq!(verify(&path).unwrap(), Verdict::Intact { lines: 4 });
         assert_eq!(
             verify_from(&path, Some(&kept)).unwrap(),

@@ -17,14 +17,12 @@ use tau_audit::{
     AuditDecisions, AuditGrants, AuditHistory, AuditLine, AuditLog, Broken, Entry, Event, GENESIS,
     Verdict, copy_to_head, grant_stats, line_hash, recorded_answers, verify,
 };
-use tau_core::{
-    ApprovalHistory, AuditEvent, ErrorSite, RoutineOutcome, approval::canonical_arguments,
-};
+use tau_core::{ApprovalHistory, AuditEvent, ErrorSite, RoutineOutcome};
 use tau_protocol::{
     Approval, ApprovalId, ApprovalQuestion, CallCard, CallProvenance, CallStatus, DecidedBy,
     Decision, DecisionOutcome, Grant, GrantId, GrantScope, SessionId, Tier,
 };
-use tau_state::StateDb;
+use tau_state::{StateDb, canonical_arguments};
 
 const TOOL: &str = "run_command";
 const SESSION: &str = "s1";
@@ -385,7 +383,7 @@ fn every_line_kind_is_written_read_back_and_folded_by_every_consumer() {
     }
     for event in &samples {
         let home = home();
-        let log = AuditLog::open(&home.log, SESSION, home.state.clone()).unwrap();
+        let log = AuditLog::open(&home.log, SESSION, home.state.audit_anchor()).unwrap();
         log.append(event).unwrap();
 
         // Read back whole, its chain's fields as the writer set them.
@@ -407,7 +405,7 @@ fn every_line_kind_is_written_read_back_and_folded_by_every_consumer() {
             Verdict::Intact { lines: 1 },
             "{event:?}"
         );
-        let head = home.state.audit_head().unwrap().unwrap();
+        let head = home.state.audit_anchor().audit_head().unwrap().unwrap();
         assert_eq!(head.hash, line_hash(bytes));
         let mut copy = Vec::new();
         assert_eq!(copy_to_head(&home.log, Some(&head), &mut copy).unwrap(), 1);
@@ -454,7 +452,7 @@ fn a_kind_this_build_does_not_know_is_walked_past_and_taken_for_nothing() {
 #[test]
 fn a_damaged_line_is_reported_by_verify_and_skipped_by_the_rest() {
     let home = home();
-    let log = AuditLog::open(&home.log, SESSION, home.state.clone()).unwrap();
+    let log = AuditLog::open(&home.log, SESSION, home.state.audit_anchor()).unwrap();
     log.append(&answer(Decision::Approved, DecidedBy::person("terminal")))
         .unwrap();
     let mut text = std::fs::read_to_string(&home.log).unwrap();

@@ -23,13 +23,14 @@ use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tau_agent::{
-    ContentBlock, Message, Role, ScriptedModel, SessionId, SharedTool, Tool, ToolContext,
-    ToolError, ToolOutput, ToolSpec, ToolUse,
+    ContentBlock, Message, Role, ScriptedModel, SharedTool, Tool, ToolContext, ToolError,
+    ToolOutput, ToolSpec, ToolUse,
 };
 use tau_core::{
-    AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, Decision, EventBus, EventSubscriber,
-    ScriptedApprover, StoredSessions, TauToolSpec, Tier, TierGate, ToolCatalog, build_agent,
+    AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, EventSubscriber,
+    ScriptedApprover, StoredSessions, TauToolSpec, TierGate, ToolCatalog, build_agent,
 };
+use tau_protocol::{Decision, SessionId, Tier};
 
 struct Noop {
     spec: ToolSpec,
@@ -159,7 +160,10 @@ fn full_stack(c: &mut Criterion) {
                             approver: Arc::new(AutoRejectApprover),
                             hooks: Vec::new(),
                             plugins: Vec::new(),
-                            session: Some((Arc::new(StoredSessions::new(store)), id.clone())),
+                            session: Some((
+                                Arc::new(StoredSessions::new(store.sessions())),
+                                id.clone(),
+                            )),
                             events,
                             durable: None,
                             grants: None,

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use tau_agent::{
     Agent, AgentError, BeforeInvocationEvent, Executor, HookError, HookEventKind, HookOrder,
-    HookRegistry, Limits, MessageAddedEvent, Model, Registration, RetryPolicy, SessionId,
-    SessionRepository, SharedTool, SlidingWindow, SyncHook,
+    HookRegistry, Limits, MessageAddedEvent, Model, Registration, RetryPolicy, SessionRepository,
+    SharedTool, SlidingWindow, SyncHook,
 };
+use tau_protocol::{SessionId, Source};
 
 use crate::approval::{Approver, DispatchRecord, DurableQuestions, GateGrants, TierGate};
 use crate::audit::EventBus;
@@ -16,7 +17,6 @@ use crate::config::{ConfigError, CoreConfig};
 use crate::hook::{TIER_GATE_HOOK, TierHook};
 use crate::provenance::{FramedView, Provenance, system_paragraph};
 use crate::turn::{TauAgent, TurnForwarder};
-use tau_protocol::Source;
 
 /// The name of the persona callback.
 pub const PERSONA_HOOK: &str = "tau.persona";

@@ -16,8 +16,7 @@ use crate::approval::{Standing, TierLookup};
 use crate::card::{CardWriter, Resumed, SHOWN_FILES_UNCHECKED_TEXT};
 use crate::pin::WorkspacePinner;
 use crate::provenance::{ProvenanceRule, RuleOverride};
-use tau_protocol::{CallCard, TreeError, WorkspaceTree};
-use tau_protocol::{Tier, TierError};
+use tau_protocol::{CallCard, Tier, TierError, TreeError, WorkspaceTree};
 
 /// The annotation key tau owns.
 pub const TAU_ANNOTATION: &str = "tau";
@@ -296,7 +295,7 @@ impl TierLookup for ToolCatalog {
     /// another schema covers nothing.
     fn schema_sha256(&self, tool: &str) -> Option<String> {
         let entry = self.entries.get(tool)?;
-        Some(crate::approval::canonical_arguments(&entry.tool.spec().input_schema).1)
+        Some(tau_state::canonical_arguments(&entry.tool.spec().input_schema).1)
     }
 
     /// A tool whose live spec says it runs the workspace's files reads the tree through

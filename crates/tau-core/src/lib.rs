@@ -54,9 +54,9 @@ mod stored_call;
 mod turn;
 
 pub use approval::{
-    Answer, ApprovalHistory, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover,
-    GateGrants, GrantLedger, RecordedGrants, ScriptedApprover, TierGate, ToolCallRecord,
-    fold_grant_line, invalid_call_text, refusal_text, unknown_tool_text,
+    Answer, ApprovalHistory, Approver, ApproverError, AutoRejectApprover, GateGrants, GrantLedger,
+    RecordedGrants, ScriptedApprover, TierGate, ToolCallRecord, fold_grant_line, invalid_call_text,
+    refusal_text, unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{
@@ -83,13 +83,6 @@ pub use ids::{NoRandomness, random_code, random_id};
 pub use pin::{GRANT_LABEL, WorkspacePinner, asked_again_text, no_grant_text, unpinned_text};
 pub use sessions::{StoredSessions, load_agent_state};
 pub use stored_call::{StoredAnswers, stored_gated_call};
-pub use tau_protocol::{
-    Approval, ApprovalId, CallCard, CallDecision, CallFate, CallStatus, CardNote, ChannelEvent,
-    ConfirmStep, DecidedBy, Decision, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,
-    GrantScope, GrantSuggestion, MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, NoteLevel, NoticeKind,
-    OUTPUT_LINES, OutputBlock, Refusal, Ruling, SessionId, ShownFile, Tier, TierError, TreeError,
-    TurnStop, TurnUsage, Verdict, WorkspaceTree, ellipsized, shown_lines,
-};
 pub use turn::{
     ChannelSink, CutOff, HubHold, StoredTurnError, TauAgent, TurnError, TurnOutcome,
     close_cut_off_calls, from_audit as channel_event, hub_hold, interrupt_rejection, notice_event,

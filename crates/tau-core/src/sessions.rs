@@ -4,23 +4,24 @@
 //! it back with the same types, so the store needs nothing of the loop and a channel
 //! reaches SQLite without it.
 
-use tau_agent::{AgentState, Message, SessionError, SessionId, SessionRepository, SessionSummary};
-use tau_state::{StateDb, StateError, StoredSession};
+use tau_agent::{AgentState, Message, SessionError, SessionRepository, SessionSummary};
+use tau_protocol::SessionId;
+use tau_state::{Sessions, StateError, StoredSession};
 
 /// Sessions kept in `state.db`. Cheap to clone: every clone is the same connection.
 #[derive(Debug, Clone)]
 pub struct StoredSessions {
-    db: StateDb,
+    db: Sessions,
 }
 
 impl StoredSessions {
-    pub fn new(db: StateDb) -> Self {
+    pub fn new(db: Sessions) -> Self {
         Self { db }
     }
 }
 
-impl From<StateDb> for StoredSessions {
-    fn from(db: StateDb) -> Self {
+impl From<Sessions> for StoredSessions {
+    fn from(db: Sessions) -> Self {
         Self::new(db)
     }
 }
@@ -60,7 +61,7 @@ fn summary(stored: StoredSession) -> SessionSummary {
 
 /// The agent's saved state of `id` in `db`, read with the loop's types; `None` when none
 /// was saved. For a reader that holds the database, not a repository.
-pub fn load_agent_state(db: &StateDb, id: &SessionId) -> Result<Option<AgentState>, SessionError> {
+pub fn load_agent_state(db: &Sessions, id: &SessionId) -> Result<Option<AgentState>, SessionError> {
     db.agent_state(id)
         .map_err(store)?
         .map(|body| serde_json::from_str(&body).map_err(|e| corrupt(id, "agent state".into(), &e)))
@@ -136,7 +137,11 @@ mod tests {
     use super::*;
 
     fn open(dir: &tempfile::TempDir) -> StoredSessions {
-        StoredSessions::new(StateDb::open(&dir.path().join("state.db")).unwrap())
+        StoredSessions::new(
+            tau_state::StateDb::open(&dir.path().join("state.db"))
+                .unwrap()
+                .sessions(),
+        )
     }
 
     #[test]

@@ -16,9 +16,10 @@ use serde_json::Value;
 use tau_agent::ToolContext;
 use tau_protocol::{ApprovalId, CallDecision, DecidedBy, Verdict};
 
-use crate::approval::{Answered, ApprovalRow, ApprovalState, StateDb, TierGate, answer_durable};
+use crate::approval::{TierGate, answer_durable};
 use crate::catalog::ToolCatalog;
 use crate::gated::{Checked, GatedOutcome, run_checked};
+use tau_state::{Answered, ApprovalRow, ApprovalState, Approvals};
 
 /// How long past its deadline a question may stay pending before the run stops waiting
 /// for the expirer (a host that runs none): the call is refused, the row left as it is.
@@ -143,7 +144,7 @@ impl StoredCall<'_> {
 /// Waits until question `id` is no longer pending, the run is stopped, or the question is
 /// overdue.
 async fn wait(
-    store: &StateDb,
+    store: &Approvals,
     id: &ApprovalId,
     answers: &dyn StoredAnswers,
     context: &ToolContext,
@@ -173,7 +174,7 @@ async fn wait(
 
 /// Closes a question nobody waits for any more as `cancelled`, unless it was decided
 /// first; the channel stops showing it.
-fn withdraw(gate: &TierGate, store: &StateDb, id: &ApprovalId, answers: &dyn StoredAnswers) {
+fn withdraw(gate: &TierGate, store: &Approvals, id: &ApprovalId, answers: &dyn StoredAnswers) {
     match answer_durable(
         store,
         gate.events(),

@@ -19,9 +19,11 @@ use tau_agent::{
     HookRegistry, Message, SharedTool, SyncHook,
 };
 use tau_core::{
-    Approval, ApprovalQuestion, AuditEvent, BuildError, CallStatus, ChannelEvent, CoreConfig,
-    DecidedBy, Decision, ErrorSite, HookProvider, Language, Notice, Plugin, ScriptedApprover, Tier,
-    refusal_text,
+    AuditEvent, BuildError, CoreConfig, ErrorSite, HookProvider, Language, Notice, Plugin,
+    ScriptedApprover, refusal_text,
+};
+use tau_protocol::{
+    Approval, ApprovalQuestion, CallStatus, ChannelEvent, DecidedBy, Decision, Tier,
 };
 
 /// Events without durations, with stable approval ids (`ap_1`, ...).
@@ -35,7 +37,7 @@ fn without_durations(events: Vec<AuditEvent>) -> Vec<AuditEvent> {
                 tool_use_id,
                 arguments,
                 fate:
-                    tau_core::CallFate {
+                    tau_protocol::CallFate {
                         status,
                         approval,
                         decided_by,
@@ -51,7 +53,7 @@ fn without_durations(events: Vec<AuditEvent>) -> Vec<AuditEvent> {
                     tier,
                     tool_use_id,
                     arguments,
-                    fate: tau_core::CallFate {
+                    fate: tau_protocol::CallFate {
                         status,
                         approval,
                         decided_by,
@@ -82,7 +84,7 @@ fn decided_by_for(approval: Approval) -> DecidedBy {
 
 fn question(n: u32, tool: &str, id: &str, arguments: Value) -> AuditEvent {
     AuditEvent::ApprovalRequested(ApprovalQuestion {
-        approval_id: tau_core::ApprovalId::parse(&format!("ap_{n}")).unwrap(),
+        approval_id: tau_protocol::ApprovalId::parse(&format!("ap_{n}")).unwrap(),
         tool: tool.into(),
         tier: Tier::Physical,
         effect: format!("switches {tool} in the house"),
@@ -97,12 +99,12 @@ fn question(n: u32, tool: &str, id: &str, arguments: Value) -> AuditEvent {
 
 fn answer(n: u32, tool: &str, id: &str, arguments: Value, decision: Decision) -> AuditEvent {
     AuditEvent::Approval {
-        approval_id: tau_core::ApprovalId::parse(&format!("ap_{n}")).unwrap(),
+        approval_id: tau_protocol::ApprovalId::parse(&format!("ap_{n}")).unwrap(),
         tool: tool.into(),
         tier: Tier::Physical,
         tool_use_id: id.into(),
         arguments,
-        ruling: tau_core::Ruling::new(decision, DecidedBy::person("scripted")),
+        ruling: tau_protocol::Ruling::new(decision, DecidedBy::person("scripted")),
         approver: "scripted".into(),
         channel: "scripted".into(),
         grant: None,
@@ -124,7 +126,7 @@ fn tool_call(
         tier,
         tool_use_id: id.into(),
         arguments,
-        fate: tau_core::CallFate {
+        fate: tau_protocol::CallFate {
             status,
             approval,
             decided_by: decided_by_for(approval),
@@ -133,7 +135,7 @@ fn tool_call(
             approval,
             Approval::Approved | Approval::Rejected | Approval::Timeout
         )
-        .then(|| tau_core::ApprovalId::parse("ap_1").unwrap()),
+        .then(|| tau_protocol::ApprovalId::parse("ap_1").unwrap()),
         result_summary: Some(summary.into()),
         duration_ms: None,
         provenance: Default::default(),
@@ -783,11 +785,14 @@ async fn after_tool_call_sees_the_refusal_as_the_cancel_message() {
 
 #[tokio::test]
 async fn a_session_restored_in_interrupt_state_is_cleared_at_its_first_turn() {
-    use tau_agent::{Agent, ScriptedModel, SessionId, SessionRepository};
+    use tau_agent::{Agent, ScriptedModel, SessionRepository};
+    use tau_protocol::SessionId;
     let house = House::new();
     let dir = tempfile::tempdir().unwrap();
     let repository: Arc<dyn SessionRepository> = Arc::new(tau_core::StoredSessions::new(
-        tau_state::StateDb::open(&dir.path().join("state.db")).unwrap(),
+        tau_state::StateDb::open(&dir.path().join("state.db"))
+            .unwrap()
+            .sessions(),
     ));
     let id = SessionId::parse("kitchen").unwrap();
     // A process that stopped on an interrupt and died before refusing it.

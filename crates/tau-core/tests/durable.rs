@@ -16,14 +16,14 @@ use std::time::Duration;
 use common::{House, Setup, calls, last_results, text, tool_use};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::{AgentStop, Message, SessionId, SessionRepository};
-use tau_core::approval::{
-    Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable,
-};
+use tau_agent::{AgentStop, Message, SessionRepository};
+use tau_core::approval::{DurableQuestions, answer_durable};
 use tau_core::{
-    ApprovalId, CallCard, CardWriter, ChannelEvent, ChannelSink, DecidedBy, EventBus, Resumed,
-    SHOWN_FILES_UNCHECKED_TEXT, ScriptedApprover, ShownFile, ToolCatalog, refusal_text,
+    CardWriter, ChannelSink, EventBus, Resumed, SHOWN_FILES_UNCHECKED_TEXT, ScriptedApprover,
+    ToolCatalog, refusal_text,
 };
+use tau_protocol::{ApprovalId, CallCard, ChannelEvent, DecidedBy, SessionId, ShownFile};
+use tau_state::{Answered, ApprovalRow, ApprovalState, StateDb};
 
 struct Hub {
     house: House,
@@ -68,12 +68,12 @@ impl Hub {
             Arc::new(ScriptedApprover::new([])),
         );
         setup.session = Some((
-            Arc::new(tau_core::StoredSessions::new(self.store.clone()))
+            Arc::new(tau_core::StoredSessions::new(self.store.sessions()))
                 as Arc<dyn SessionRepository>,
             SessionId::parse("web-1").unwrap(),
         ));
         setup.durable = Some(DurableQuestions {
-            store: self.store.clone(),
+            store: self.store.approvals(),
             session: SessionId::parse("web-1").unwrap(),
             channel: "web".into(),
             timeout: Duration::from_secs(1800),
@@ -86,13 +86,13 @@ impl Hub {
 
     fn answer(&self, id: &ApprovalId, to: ApprovalState, by: DecidedBy) -> Answered {
         #![allow(clippy::needless_pass_by_value)]
-        answer_durable(&self.store, &self.bus, id, to, &by, None)
+        answer_durable(&self.store.approvals(), &self.bus, id, to, &by, None)
             .unwrap()
             .0
     }
 
     fn row(&self, id: &ApprovalId) -> ApprovalRow {
-        self.store.approval(id).unwrap().unwrap()
+        self.store.approvals().approval(id).unwrap().unwrap()
     }
 }
 
@@ -313,6 +313,7 @@ async fn a_call_cut_off_after_it_was_let_through_is_never_run_again() {
     // What `resume` does right before the tool starts, and then tau dies.
     assert!(
         hub.store
+            .approvals()
             .consume_approval(&id, jiff::Timestamp::now())
             .unwrap()
     );
@@ -367,11 +368,14 @@ async fn a_call_cut_off_after_it_was_let_through_is_never_run_again() {
         (&json!("error"), &json!(uncertain))
     );
     let row = hub.row(&id);
-    assert_eq!(
-        row.outcome,
-        Some(tau_core::approval::CallOutcome::EffectUncertain)
+    assert_eq!(row.outcome, Some(tau_state::CallOutcome::EffectUncertain));
+    assert!(
+        hub.store
+            .approvals()
+            .dispatched_without_outcome()
+            .unwrap()
+            .is_empty()
     );
-    assert!(hub.store.dispatched_without_outcome().unwrap().is_empty());
 }
 
 /// What a subscriber found in the store at the moment each question was announced.
@@ -386,16 +390,17 @@ impl tau_core::EventSubscriber for SavedWhenAnnounced {
             return;
         };
         let id = question.approval_id.clone();
-        let waits = tau_core::load_agent_state(&self.store, &SessionId::parse("web-1").unwrap())
-            .unwrap()
-            .is_some_and(|state| {
-                state
-                    .interrupt_state
-                    .pending()
-                    .iter()
-                    .any(|i| tau_core::waits_on(i).as_ref() == Some(&id))
-            });
-        let stored = self.store.approval(&id).unwrap().is_some();
+        let waits =
+            tau_core::load_agent_state(&self.store.sessions(), &SessionId::parse("web-1").unwrap())
+                .unwrap()
+                .is_some_and(|state| {
+                    state
+                        .interrupt_state
+                        .pending()
+                        .iter()
+                        .any(|i| tau_core::waits_on(i).as_ref() == Some(&id))
+                });
+        let stored = self.store.approvals().approval(&id).unwrap().is_some();
         self.seen.lock().unwrap().push((id, stored, waits));
     }
 }
@@ -441,9 +446,15 @@ async fn a_call_that_ran_is_recorded_as_finished() {
     let row = hub.row(&id);
     assert_eq!(
         (row.consumed_at.is_some(), row.outcome),
-        (true, Some(tau_core::approval::CallOutcome::Finished))
+        (true, Some(tau_state::CallOutcome::Finished))
     );
-    assert!(hub.store.dispatched_without_outcome().unwrap().is_empty());
+    assert!(
+        hub.store
+            .approvals()
+            .dispatched_without_outcome()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -482,7 +493,7 @@ async fn a_superseded_question_closes_the_turn_without_asking_the_model() {
     hub.answer(&id, ApprovalState::Superseded, DecidedBy::Superseded);
     let (sink, mut receiver) = ChannelSink::channel();
     let closed = agent
-        .close(&id, Some(&sink), tau_core::TurnStop::Superseded)
+        .close(&id, Some(&sink), tau_protocol::TurnStop::Superseded)
         .await
         .unwrap();
     assert_eq!(closed.model_calls, 0);
@@ -533,7 +544,7 @@ async fn arguments_changed_in_the_session_store_while_down_are_refused() {
     hub.answer(&id, ApprovalState::Approved, DecidedBy::person("web"));
     // Someone with the database rewrites the paused call's arguments.
     let session = SessionId::parse("web-1").unwrap();
-    let sessions = tau_core::StoredSessions::new(hub.store.clone());
+    let sessions = tau_core::StoredSessions::new(hub.store.sessions());
     let mut state = sessions.load_state(&session).unwrap().unwrap();
     let message = state.interrupt_state.tool_use_message.as_mut().unwrap();
     for block in &mut message.content {
@@ -593,7 +604,7 @@ async fn any_other_hooks_interrupt_is_still_refused_in_a_hub_conversation() {
     let mut setup = Setup::new(hub.house.catalog(), Arc::new(ScriptedApprover::new([])));
     setup.hooks = vec![Arc::new(Asker)];
     setup.durable = Some(DurableQuestions {
-        store: hub.store.clone(),
+        store: hub.store.approvals(),
         session: SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
@@ -607,7 +618,7 @@ async fn any_other_hooks_interrupt_is_still_refused_in_a_hub_conversation() {
     let outcome = built.agent.stream("time?", None).await.unwrap();
     assert_eq!(outcome.stop_reason, AgentStop::EndTurn);
     assert!(outcome.pending_approvals.is_empty());
-    assert!(hub.store.approvals(None).unwrap().is_empty());
+    assert!(hub.store.approvals().approvals(None).unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -661,7 +672,7 @@ async fn closing_every_stored_question_asks_the_model_nothing() {
     let id = ask(&mut agent).await;
     hub.answer(&id, ApprovalState::Superseded, DecidedBy::Superseded);
     let closed = agent
-        .resume_stored(None, Some(tau_core::TurnStop::Superseded))
+        .resume_stored(None, Some(tau_protocol::TurnStop::Superseded))
         .await
         .unwrap();
     assert_eq!(closed.model_calls, 0);

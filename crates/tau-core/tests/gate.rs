@@ -12,6 +12,10 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tau_protocol::{
+    Approval, ApprovalQuestion, CallCard, CallDecision, CardNote, ChannelEvent, DecidedBy,
+    Decision, Refusal, Tier, Verdict,
+};
 
 use async_trait::async_trait;
 use common::{House, asked, stable_check, stable_ids};
@@ -19,14 +23,12 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tau_core::approval::{
-    Answer, Answered, ApprovalQuestion, ApprovalState, Approver, ApproverError, AutoRejectApprover,
-    DurableQuestions, ExemptionError, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
-    refusal_text, requested_event, unknown_tool_text,
+    Answer, Approver, ApproverError, AutoRejectApprover, DurableQuestions, ExemptionError,
+    ScriptedApprover, Standing, TierGate, TierLookup, refusal_text, requested_event,
+    unknown_tool_text,
 };
-use tau_core::{
-    Approval, AuditEvent, CallCard, CallDecision, CardNote, ChannelEvent, DecidedBy, Decision,
-    ErrorSite, EventBus, RecordedEvents, Refusal, TauToolSpec, Tier, ToolCatalog, Verdict,
-};
+use tau_core::{AuditEvent, ErrorSite, EventBus, RecordedEvents, TauToolSpec, ToolCatalog};
+use tau_state::{Answered, ApprovalState, StateDb};
 
 fn gate_with(approver: Arc<dyn Approver>) -> (TierGate, RecordedEvents) {
     let bus = EventBus::new();
@@ -68,7 +70,7 @@ fn decision(verdict: Verdict, tier: Option<Tier>, asked: bool) -> CallDecision {
     CallDecision {
         verdict,
         tier,
-        approval_id: asked.then(|| tau_core::ApprovalId::parse("ap_1").unwrap()),
+        approval_id: asked.then(|| tau_protocol::ApprovalId::parse("ap_1").unwrap()),
         provenance: Default::default(),
     }
 }
@@ -76,7 +78,7 @@ fn decision(verdict: Verdict, tier: Option<Tier>, asked: bool) -> CallDecision {
 /// The question about `lights` in the kitchen, as the audit log records it.
 fn requested(channel: &str) -> AuditEvent {
     AuditEvent::ApprovalRequested(ApprovalQuestion {
-        approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+        approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
         tool: "lights".into(),
         tier: Tier::Physical,
         effect: "switches lights in the house".into(),
@@ -99,12 +101,12 @@ fn requested_with_deadline(channel: &str) -> AuditEvent {
 
 fn approval_event(decision: Decision, decided_by: DecidedBy, approver: &str) -> AuditEvent {
     AuditEvent::Approval {
-        approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+        approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
         tool: "lights".into(),
         tier: Tier::Physical,
         tool_use_id: "t1".into(),
         arguments: json!({"room": "kitchen"}),
-        ruling: tau_core::Ruling::new(decision, decided_by),
+        ruling: tau_protocol::Ruling::new(decision, decided_by),
         approver: approver.into(),
         channel: approver.into(),
         grant: None,
@@ -243,8 +245,8 @@ async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
         EventBus::new(),
     )
     .with_durable(DurableQuestions {
-        store: store.clone(),
-        session: tau_core::SessionId::parse("web-1").unwrap(),
+        store: store.approvals(),
+        session: tau_protocol::SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
@@ -253,7 +255,7 @@ async fn a_durable_question_stores_its_card_and_shows_it_again_from_the_row() {
             .check("lights", &json!({"room": "kitchen"}), "t1")
             .await,
     );
-    let row = store.approval(&approval_id).unwrap().unwrap();
+    let row = store.approvals().approval(&approval_id).unwrap().unwrap();
     let card = CallCard {
         headline: Some("switch · \"kitchen\"".into()),
         ..CallCard::default()
@@ -279,8 +281,8 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
         bus,
     )
     .with_durable(DurableQuestions {
-        store: store.clone(),
-        session: tau_core::SessionId::parse("web-1").unwrap(),
+        store: store.approvals(),
+        session: tau_protocol::SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
@@ -291,7 +293,12 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
             call,
         )))
     };
-    let pending = || store.approvals(Some(ApprovalState::Pending)).unwrap();
+    let pending = || {
+        store
+            .approvals()
+            .approvals(Some(ApprovalState::Pending))
+            .unwrap()
+    };
     let requested = || {
         events
             .events()
@@ -307,6 +314,7 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
     assert_eq!(requested(), 0);
     assert!(matches!(
         store
+            .approvals()
             .decide_approval(
                 &first,
                 ApprovalState::Approved,
@@ -317,7 +325,7 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
         Answered::NotFound
     ));
     assert_eq!(
-        store.approval(&first).unwrap().unwrap().state,
+        store.approvals().approval(&first).unwrap().unwrap().state,
         ApprovalState::Pending
     );
     // The loop failed before its state was saved: never shown.
@@ -333,6 +341,7 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
     assert_eq!(requested(), 1);
     assert!(matches!(
         store
+            .approvals()
             .decide_approval(
                 &second,
                 ApprovalState::Approved,
@@ -345,6 +354,7 @@ async fn a_durable_question_is_shown_only_once_announced_and_only_then_answerabl
     // tau's own closing of a hidden question (at a start) still works.
     assert!(matches!(
         store
+            .approvals()
             .decide_approval(
                 &first,
                 ApprovalState::Cancelled,
@@ -1081,7 +1091,7 @@ async fn arguments_the_tool_refuses_are_refused_before_anyone_is_asked() {
     assert_eq!(check, invalid("lights", "there is no room named \"attic\""));
     assert_eq!(
         check.verdict.refused_status(),
-        tau_core::CallStatus::Invalid
+        tau_protocol::CallStatus::Invalid
     );
     assert_eq!(
         gate.check("broken", &json!({"room": "kitchen"}), "t2")

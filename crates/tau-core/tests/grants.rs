@@ -13,14 +13,10 @@ use std::sync::{Arc, Mutex};
 use jiff::Timestamp;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_core::approval::{
-    Answer, GateGrants, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
-};
-use tau_core::{
-    Approval, AuditEvent, CardWriter, DecidedBy, EventBus, LookalikeWriter, RecordedEvents,
-    RecordedGrants, Tier,
-};
-use tau_protocol::{CallCard, GrantRequest, GrantScope, SessionId};
+use tau_core::approval::{Answer, GateGrants, ScriptedApprover, Standing, TierGate, TierLookup};
+use tau_core::{AuditEvent, CardWriter, EventBus, LookalikeWriter, RecordedEvents, RecordedGrants};
+use tau_protocol::{Approval, CallCard, DecidedBy, GrantRequest, GrantScope, SessionId, Tier};
+use tau_state::StateDb;
 
 /// One tier-2 tool, `run_command`, whose tier and schema a test can change under the gate.
 struct Shell {
@@ -95,7 +91,8 @@ impl Setup {
         let gate = TierGate::new(self.shell.clone(), Arc::new(approver.clone()), bus)
             .with_channel(channel)
             .with_grants(GateGrants {
-                store: self.store.clone(),
+                store: self.store.grants(),
+                conversations: self.store.conversations(),
                 session: SessionId::parse(session).unwrap(),
                 person: None,
                 hours: 24,
@@ -319,7 +316,7 @@ async fn a_changed_schema_or_tier_and_other_places_are_not_covered() {
         "asked: the grant is gone for good"
     );
     assert_eq!(voided(&events), Vec::<String>::new(), "voided once");
-    let grant = setup.store.grants(None).unwrap().pop().unwrap();
+    let grant = setup.store.grants().grants(None).unwrap().pop().unwrap();
     assert_eq!(grant.revoked_by, Some(DecidedBy::Policy));
 
     // A tier change voids too; a tool this gate does not know voids nothing.
@@ -339,6 +336,7 @@ async fn a_changed_schema_or_tier_and_other_places_are_not_covered() {
     assert!(
         setup
             .store
+            .grants()
             .grant(&id)
             .unwrap()
             .unwrap()
@@ -351,13 +349,21 @@ async fn a_changed_schema_or_tier_and_other_places_are_not_covered() {
 async fn a_grant_of_a_tool_not_registered_here_is_left_alone() {
     let setup = Setup::new();
     let id = granted(&setup, GrantScope::Conversation).await;
-    let mut grant = setup.store.grant(&id).unwrap().unwrap();
+    let mut grant = setup.store.grants().grant(&id).unwrap().unwrap();
     grant.id = tau_protocol::GrantId::parse("gr_elsewhere").unwrap();
     grant.tool = "mcp_server_tool".into();
-    setup.store.create_grant(&grant).unwrap();
+    setup.store.grants().create_grant(&grant).unwrap();
     let (_gate, _, events) = setup.gate("s1", "terminal", vec![]);
     assert_eq!(voided(&events), Vec::<String>::new());
-    assert_eq!(setup.store.grants(Some(Timestamp::now())).unwrap().len(), 2);
+    assert_eq!(
+        setup
+            .store
+            .grants()
+            .grants(Some(Timestamp::now()))
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 /// The reasons of the `grant_revoked` lines tau wrote itself.
@@ -382,6 +388,7 @@ async fn a_revoked_grant_asks_again() {
     let id = granted(&setup, GrantScope::Conversation).await;
     setup
         .store
+        .grants()
         .revoke_grant(&id, &DecidedBy::person("cli"), Timestamp::now())
         .unwrap();
     let (gate, approver, _) = setup.gate(
@@ -420,7 +427,7 @@ async fn only_a_person_s_yes_to_an_offered_grant_makes_one() {
             .await
             .allowed()
     );
-    assert!(setup.store.grants(None).unwrap().is_empty());
+    assert!(setup.store.grants().grants(None).unwrap().is_empty());
     assert!(events.events().iter().any(|e| matches!(
         e,
         AuditEvent::Error { message, .. } if message.contains("a grant lasts 1 to 720 hours")
@@ -439,7 +446,7 @@ async fn only_a_person_s_yes_to_an_offered_grant_makes_one() {
             .allowed()
     );
     assert_eq!(approver.requests()[0].grant, None);
-    assert!(setup.store.grants(None).unwrap().is_empty());
+    assert!(setup.store.grants().grants(None).unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -467,7 +474,7 @@ async fn a_card_that_flags_a_lookalike_offers_no_grant_and_makes_none() {
     // Nothing covers the next one: it is asked again.
     assert!(gate.check("run_command", &flagged, "t2").await.allowed());
     assert_eq!(approver.requests().len(), 2);
-    assert!(setup.store.grants(None).unwrap().is_empty());
+    assert!(setup.store.grants().grants(None).unwrap().is_empty());
     // The same words in plain Latin letters are offered one.
     let (gate, approver, _) = setup.gate("s1", "terminal", vec![always(GrantScope::Conversation)]);
     assert!(

@@ -14,11 +14,10 @@ use std::time::Duration;
 use common::House;
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tau_core::{Answer, CallStatus, DecidedBy, ToolCallRecord};
 use tau_core::{
-    Approval, ApprovalQuestion, Approver, ApproverError, Decision, EventBus, ScriptedApprover,
-    Tier, TierGate,
+    Answer, Approver, ApproverError, EventBus, ScriptedApprover, TierGate, ToolCallRecord,
 };
+use tau_protocol::{Approval, ApprovalQuestion, CallStatus, DecidedBy, Decision, Tier};
 use tracing::Level;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -75,7 +74,7 @@ fn record(tool: &str, tier: Option<Tier>) -> ToolCallRecord {
         tier,
         tool_use_id: "t1".into(),
         arguments: json!({}),
-        fate: tau_core::CallFate {
+        fate: tau_protocol::CallFate {
             status: CallStatus::Success,
             approval: Approval::NotRequired,
             decided_by: DecidedBy::Policy,

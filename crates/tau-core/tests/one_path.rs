@@ -18,12 +18,14 @@ use async_trait::async_trait;
 use common::{House, asked};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tau_agent::{SessionId, ToolContext};
-use tau_core::approval::{ApprovalRow, ApprovalState, DurableQuestions, StateDb, answer_durable};
+use tau_agent::ToolContext;
+use tau_core::approval::{DurableQuestions, answer_durable};
 use tau_core::{
-    Approval, ApprovalId, AuditEvent, DecidedBy, EventBus, RecordedEvents, ScriptedApprover,
-    StoredAnswers, TierGate, ToolCatalog, stored_gated_call,
+    AuditEvent, EventBus, RecordedEvents, ScriptedApprover, StoredAnswers, TierGate, ToolCatalog,
+    stored_gated_call,
 };
+use tau_protocol::{Approval, ApprovalId, DecidedBy, SessionId};
+use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
 /// One case: how the question is answered, then what is changed in `state.db` behind
 /// tau's back before the call would run.
@@ -131,7 +133,7 @@ impl Home {
             self.audit.clone(),
         )
         .with_durable(DurableQuestions {
-            store: self.store.clone(),
+            store: self.store.approvals(),
             session: SessionId::parse("web-1").unwrap(),
             channel: "web".into(),
             timeout: Duration::from_secs(1800),
@@ -141,7 +143,7 @@ impl Home {
     /// Answers question `id` as `case` says, then changes its row as `case` says.
     fn answer(&self, case: &Case, id: &ApprovalId) {
         let (to, by) = &case.answer;
-        answer_durable(&self.store, &self.audit, id, *to, by, None).unwrap();
+        answer_durable(&self.store.approvals(), &self.audit, id, *to, by, None).unwrap();
         if let Some(set) = case.tamper {
             tau_test_support::tamper_approval(&self.dir.path().join("state.db"), id.as_str(), set);
         }

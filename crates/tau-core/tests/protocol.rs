@@ -16,9 +16,10 @@ use async_trait::async_trait;
 use common::{House, Setup, calls, text, tool_use};
 use serde_json::{Value, json};
 use tau_core::{
-    Answer, ApprovalQuestion, Approver, ApproverError, ChannelEvent, ChannelSink, CoreConfig,
-    DecidedBy, Decision, ScriptedApprover, ToolCatalog, gated_call,
+    Answer, Approver, ApproverError, ChannelSink, CoreConfig, ScriptedApprover, ToolCatalog,
+    gated_call,
 };
+use tau_protocol::{ApprovalQuestion, ChannelEvent, DecidedBy, Decision};
 
 /// A turn's channel events and audit events, as stable JSON.
 struct Seen {
@@ -181,7 +182,8 @@ impl tau_agent::Tool for Mimic {
     fn spec(&self) -> &tau_agent::ToolSpec {
         static SPEC: std::sync::OnceLock<tau_agent::ToolSpec> = std::sync::OnceLock::new();
         SPEC.get_or_init(|| {
-            tau_core::TauToolSpec::new("mimic", "m", tau_core::Tier::Read, "reads nothing").build()
+            tau_core::TauToolSpec::new("mimic", "m", tau_protocol::Tier::Read, "reads nothing")
+                .build()
         })
     }
     async fn run(
@@ -208,14 +210,14 @@ async fn a_result_that_reads_like_a_refusal_is_still_a_success() {
     let mut statuses = Vec::new();
     while let Ok(event) = receiver.try_recv() {
         if let ChannelEvent::ToolCallFinished {
-            fate: tau_core::CallFate { status, .. },
+            fate: tau_protocol::CallFate { status, .. },
             ..
         } = event
         {
             statuses.push(status);
         }
     }
-    assert_eq!(statuses, vec![tau_core::CallStatus::Success]);
+    assert_eq!(statuses, vec![tau_protocol::CallStatus::Success]);
 }
 
 /// The MCP server and the routine engine call `gated_call`; the loop splits it across its

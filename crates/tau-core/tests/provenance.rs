@@ -13,12 +13,11 @@ use std::sync::Arc;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{ContentBlock, Message, Role, ToolResult};
-use tau_core::approval::{
-    Answer, GateGrants, ScriptedApprover, Standing, StateDb, TierGate, TierLookup,
-};
+use tau_core::approval::{Answer, GateGrants, ScriptedApprover, Standing, TierGate, TierLookup};
 use tau_core::provenance::{Provenance, ProvenanceRule, Reach};
-use tau_core::{Approval, AuditEvent, DecidedBy, EventBus, RecordedEvents, RecordedGrants, Tier};
-use tau_protocol::{GrantRequest, GrantScope, SessionId, Source};
+use tau_core::{AuditEvent, EventBus, RecordedEvents, RecordedGrants};
+use tau_protocol::{Approval, DecidedBy, GrantRequest, GrantScope, SessionId, Source, Tier};
+use tau_state::StateDb;
 
 /// An office (its mail outside text, its sends egress), the person's notes server
 /// (trusted, local) and tau's own file writer.
@@ -263,7 +262,8 @@ async fn an_exact_grant_still_covers_an_exact_steered_call() {
             .with_channel("terminal")
             .with_provenance(provenance(&[("office__read_inbox", INBOX)]))
             .with_grants(GateGrants {
-                store: store.clone(),
+                store: store.grants(),
+                conversations: store.conversations(),
                 session: SessionId::parse("s1").unwrap(),
                 person: None,
                 hours: 24,

@@ -15,7 +15,8 @@ use common::{House, Setup, calls, text, tool_use};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tau_agent::{BeforeToolCallEvent, HookError, HookOrder, HookRegistry, SyncHook};
-use tau_core::{Decision, HookProvider, ScriptedApprover};
+use tau_core::{HookProvider, ScriptedApprover};
+use tau_protocol::Decision;
 
 #[derive(Debug, Clone)]
 enum Rewrite {

@@ -17,14 +17,10 @@ use std::time::Duration;
 use common::{House, asked};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_core::approval::{
-    Answer, Answered, ApprovalState, DurableQuestions, ScriptedApprover, StateDb, TierGate,
-    answer_durable,
-};
-use tau_core::{
-    Approval, AuditEvent, CallCard, ConfirmStep, DecidedBy, Decision, ErrorSite, EventBus,
-    RecordedEvents, SessionId, ToolCatalog,
-};
+use tau_core::approval::{Answer, DurableQuestions, ScriptedApprover, TierGate, answer_durable};
+use tau_core::{AuditEvent, ErrorSite, EventBus, RecordedEvents, ToolCatalog};
+use tau_protocol::{Approval, CallCard, ConfirmStep, DecidedBy, Decision, SessionId};
+use tau_state::{Answered, ApprovalState, StateDb};
 
 /// The house, with `lights` asking for the second step of the device `garage-door`.
 fn catalog() -> ToolCatalog {
@@ -59,7 +55,7 @@ impl tau_core::Approver for Reading {
     }
     async fn decide(
         &self,
-        request: tau_core::approval::ApprovalQuestion,
+        request: tau_protocol::ApprovalQuestion,
     ) -> Result<Answer, tau_core::ApproverError> {
         let step = request.card.confirm.clone().unwrap();
         *self.seen.lock().unwrap() = Some(step.clone());
@@ -71,7 +67,7 @@ impl tau_core::Approver for Reading {
 /// events it emitted.
 async fn asked_with(
     answer: impl Fn(&ConfirmStep) -> Answer + Send + Sync + 'static,
-) -> (tau_core::CallDecision, ConfirmStep, Vec<AuditEvent>) {
+) -> (tau_protocol::CallDecision, ConfirmStep, Vec<AuditEvent>) {
     let bus = EventBus::new();
     let events = RecordedEvents::subscribed_to(&bus);
     let approver = Arc::new(Reading {
@@ -178,20 +174,20 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
         bus.clone(),
     )
     .with_durable(DurableQuestions {
-        store: store.clone(),
+        store: store.approvals(),
         session: SessionId::parse("web-1").unwrap(),
         channel: "web".into(),
         timeout: Duration::from_secs(60),
     });
     let approval_id = asked(&gate.check("lights", &json!({"room": "garage"}), "t1").await);
-    let row = store.approval(&approval_id).unwrap().unwrap();
+    let row = store.approvals().approval(&approval_id).unwrap().unwrap();
     let step = row.card.confirm.clone().unwrap();
     assert_eq!(step.word, "garage-door");
     assert_eq!(step.code.len(), 2);
     let web = DecidedBy::person("web");
     let answer = |confirmation: Option<&str>| {
         answer_durable(
-            &store,
+            &store.approvals(),
             &bus,
             &approval_id,
             ApprovalState::Approved,
@@ -224,7 +220,12 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
         );
         assert_eq!(closing, None);
         assert_eq!(
-            store.approval(&approval_id).unwrap().unwrap().state,
+            store
+                .approvals()
+                .approval(&approval_id)
+                .unwrap()
+                .unwrap()
+                .state,
             ApprovalState::Pending
         );
     }
@@ -237,7 +238,14 @@ async fn a_stored_question_stays_open_until_a_yes_carries_the_step() {
     // A rejection never needs the step.
     let second = asked(&gate.check("lights", &json!({"room": "garage"}), "t2").await);
     gate.announce_stored(true);
-    let (answered, _) =
-        answer_durable(&store, &bus, &second, ApprovalState::Rejected, &web, None).unwrap();
+    let (answered, _) = answer_durable(
+        &store.approvals(),
+        &bus,
+        &second,
+        ApprovalState::Rejected,
+        &web,
+        None,
+    )
+    .unwrap();
     assert!(matches!(answered, Answered::Decided(row) if row.state == ApprovalState::Rejected));
 }

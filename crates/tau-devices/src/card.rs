@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use tau_core::{CallCard, CardNote, ConfirmStep};
+use tau_protocol::{CallCard, CardNote, ConfirmStep};
 
 use crate::discovery::mismatch;
 use crate::kind::ActionName;

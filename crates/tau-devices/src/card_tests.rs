@@ -8,7 +8,7 @@ use serde_json::json;
 fn shown(card: &CallCard) -> String {
     let mut out = format!("{}\n", card.headline.as_deref().unwrap_or("(no headline)"));
     for note in &card.notes {
-        let mark = if note.level == tau_core::NoteLevel::Warning {
+        let mark = if note.level == tau_protocol::NoteLevel::Warning {
             "⚠ "
         } else {
             ""
@@ -152,7 +152,11 @@ fn a_pinned_device_whose_discovery_changed_shows_the_mismatch_as_a_warning() {
     )])
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let store = DeviceStore::new(tau_state::StateDb::open(&dir.path().join("state.db")).unwrap());
+    let store = DeviceStore::new(
+        tau_state::StateDb::open(&dir.path().join("state.db"))
+            .unwrap()
+            .devices(),
+    );
     let now = jiff::Timestamp::UNIX_EPOCH;
     store.record_discovery(topic, config, now).unwrap();
     let open = json!({"device": "garage-door", "action": "open"});
@@ -160,7 +164,7 @@ fn a_pinned_device_whose_discovery_changed_shows_the_mismatch_as_a_warning() {
     assert!(
         card.notes
             .iter()
-            .all(|n| n.level == tau_core::NoteLevel::Info),
+            .all(|n| n.level == tau_protocol::NoteLevel::Info),
         "{card:?}"
     );
 
@@ -208,7 +212,7 @@ fn the_writer_fills_the_card_of_device_calls_only_and_its_headline_comes_first()
     );
     assert_eq!(
         card.notes[0],
-        tau_core::CardNote::info("also", "written before")
+        tau_protocol::CardNote::info("also", "written before")
     );
     assert_eq!(card.confirm, Some(ConfirmStep::word("garage-door")));
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::def::{ActionDef, DeviceDef, MAX_NAME_CHARS, RangeDef, VALUE_PLACEHOLDER, name_problem};
 use crate::kind::DeviceKind;
-use crate::store::SeenConfig;
+use tau_state::SeenConfig;
 
 /// The topics `tau devices discover` subscribes to under a discovery prefix.
 pub fn filters(prefix: &str) -> [String; 2] {

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tau_core::{ApprovalId, ApprovalQuestion, CallCard, CardWriter, Tier};
+use tau_core::CardWriter;
+use tau_protocol::{ApprovalId, ApprovalQuestion, CallCard, Tier};
 
 use crate::card::DeviceCards;
 use crate::def::{ActionDef, DeviceDef, RangeDef};

@@ -41,6 +41,6 @@ pub use def::{
 pub use discovery::{Proposal, filters, mismatch, name_proposals, propose};
 pub use kind::{ActionName, DeviceKind};
 pub use registry::{Command, Origin, Registered, Registry, RegistryError, number};
-pub use store::{DeviceStore, SeenConfig, SeenState, StoreError, StoredDevice, StoredRow};
+pub use store::{DeviceStore, StoreError, StoredDevice, StoredRow};
 pub use tools::{DEVICE_SET_EFFECT, DeviceTools, ReadWait};
 pub use watch::{pinned_topics, watch_discovery};

@@ -5,12 +5,10 @@
 //! stored definition becomes a device.
 
 use jiff::Timestamp;
-use tau_state::{DeviceRow, StateDb, StateError};
+use tau_state::{DeviceRow, Devices, SeenConfig, SeenState, StateError};
 
 use crate::def::DeviceDef;
 use crate::registry::Origin;
-
-pub use tau_state::{SeenConfig, SeenState};
 
 /// The device store could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -36,11 +34,11 @@ pub type StoredRow = Result<StoredDevice, (String, String)>;
 /// The devices' tables of one `state.db`. Safe to share between threads; several
 /// processes may have the same file open.
 pub struct DeviceStore {
-    db: StateDb,
+    db: Devices,
 }
 
 impl DeviceStore {
-    pub fn new(db: StateDb) -> Self {
+    pub fn new(db: Devices) -> Self {
         Self { db }
     }
 
@@ -147,7 +145,11 @@ mod tests {
     }
 
     fn store(dir: &tempfile::TempDir) -> DeviceStore {
-        DeviceStore::new(StateDb::open(&dir.path().join("state.db")).unwrap())
+        DeviceStore::new(
+            tau_state::StateDb::open(&dir.path().join("state.db"))
+                .unwrap()
+                .devices(),
+        )
     }
 
     #[test]

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::{TauToolSpec, Tier};
+use tau_core::TauToolSpec;
+use tau_protocol::Tier;
 use tau_tools::MqttBroker;
 
 use crate::card::headline;
@@ -280,7 +281,7 @@ impl Tool for DeviceState {
             Some(store) => store
                 .observe_state(&device.name, &last.payload, now)
                 .map_err(|error| ToolError::new(error.to_string()))?,
-            None => crate::store::SeenState {
+            None => tau_state::SeenState {
                 payload: last.payload.clone(),
                 since: now,
                 changed: true,

@@ -12,11 +12,12 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{SharedTool, ToolContext, ToolResultStatus};
 use tau_core::approval::{ScriptedApprover, TierGate};
-use tau_core::{CallStatus, Decision, EventBus, ToolCatalog, gated_call};
+use tau_core::{EventBus, ToolCatalog, gated_call};
 use tau_devices::{
     DeviceDef, DeviceStore, DeviceTools, Origin, ReadWait, Registry, filters, name_proposals,
     propose,
 };
+use tau_protocol::{CallStatus, Decision};
 use tau_test_support::{DeviceStandIn, Mosquitto, StandInSpec, publish};
 use tau_tools::{MqttBroker, MqttConfig};
 
@@ -115,7 +116,9 @@ async fn device_set_switches_the_stand_in_and_device_state_reads_its_new_state()
     let light = kitchen_light(broker.port);
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(DeviceStore::new(
-        tau_state::StateDb::open(&dir.path().join("state.db")).unwrap(),
+        tau_state::StateDb::open(&dir.path().join("state.db"))
+            .unwrap()
+            .devices(),
     ));
     let tools = tools(broker.port, Some(Arc::clone(&store)));
 

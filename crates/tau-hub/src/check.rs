@@ -8,10 +8,10 @@
 //! fails is revoked by `policy`, with an `error` and a `grant_revoked` line.
 
 use jiff::Timestamp;
-use tau_core::approval::{ApprovalState, stored_approval_event};
-use tau_core::{AuditEvent, DecidedBy, Decision, ErrorSite, channel_event};
-use tau_protocol::Ruling;
-use tau_state::{RecordedAnswer, cross_check, needs_check};
+use tau_core::approval::stored_approval_event;
+use tau_core::{AuditEvent, ErrorSite, channel_event};
+use tau_protocol::{DecidedBy, Decision, Ruling};
+use tau_state::{ApprovalState, RecordedAnswer, cross_check, needs_check};
 
 use crate::HubError;
 use crate::hub::{Hub, SessionEvent};
@@ -24,7 +24,7 @@ impl Hub {
             return Ok(Vec::new());
         };
         let mut refused = Vec::new();
-        for grant in self.inner.state.grants(Some(Timestamp::now()))? {
+        for grant in self.inner.state.grants().grants(Some(Timestamp::now()))? {
             let recorded = ledger.recorded(&grant.id);
             let record = recorded
                 .as_ref()
@@ -34,7 +34,7 @@ impl Hub {
                 continue;
             };
             tau_core::approval::refuse_untrusted_grant(
-                &self.inner.state,
+                &self.inner.state.grants(),
                 &self.bus(&grant.session),
                 &grant,
                 &why,
@@ -53,6 +53,7 @@ impl Hub {
         let rows: Vec<_> = self
             .inner
             .state
+            .approvals()
             .all_approvals(None)?
             .into_iter()
             .filter(needs_check)
@@ -75,6 +76,7 @@ impl Hub {
             let Some(closed) = self
                 .inner
                 .state
+                .approvals()
                 .close_untrusted(&row.id, Timestamp::now())?
             else {
                 continue;

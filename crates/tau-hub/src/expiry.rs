@@ -9,12 +9,10 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use tau_agent::SessionId;
-use tau_core::approval::{
-    Answered, ApprovalRow, ApprovalState, ExpiredQuestion, expire_due, next_deadline,
-};
-use tau_core::{DecidedBy, waits_on};
-use tau_protocol::ApprovalId;
+use tau_core::approval::{ExpiredQuestion, expire_due, next_deadline};
+use tau_core::waits_on;
+use tau_protocol::{ApprovalId, DecidedBy, SessionId};
+use tau_state::{Answered, ApprovalRow, ApprovalState};
 
 use crate::HubError;
 use crate::hub::{Hub, Recovery};
@@ -34,11 +32,11 @@ impl Hub {
         let cancelled = self.cancel_abandoned()?;
         // What is still hidden has a saved turn waiting on it: tau stopped after saving
         // the turn and before showing its question. Show it now.
-        self.inner.state.show_waiting_approvals()?;
+        self.inner.state.approvals().show_waiting_approvals()?;
         let expired = self.expire_due().await?;
         let mut resumed = 0;
         let mut sessions = BTreeSet::new();
-        for row in self.inner.state.unsettled_approvals()? {
+        for row in self.inner.state.approvals().unsettled_approvals()? {
             sessions.insert(row.session);
         }
         for session in sessions {
@@ -47,7 +45,11 @@ impl Hub {
                 resumed += 1;
             }
         }
-        let pending = self.inner.state.approvals(Some(ApprovalState::Pending))?;
+        let pending = self
+            .inner
+            .state
+            .approvals()
+            .approvals(Some(ApprovalState::Pending))?;
         let hub = self.clone();
         self.inner
             .tasks
@@ -72,10 +74,12 @@ impl Hub {
     fn close_cut_off_calls(&self) -> Result<usize, HubError> {
         let bus_of = |session: &SessionId| self.bus(session);
         let factory = &self.inner.factory;
-        let found =
-            tau_core::close_cut_off_calls(&self.inner.state, &bus_of, &|row: &ApprovalRow| {
-                !factory.open_elsewhere(&row.session)
-            })?;
+        let found = tau_core::close_cut_off_calls(
+            &self.inner.state.approvals(),
+            &self.inner.state.sessions(),
+            &bus_of,
+            &|row: &ApprovalRow| !factory.open_elsewhere(&row.session),
+        )?;
         Ok(found.closed.len() + found.waiting.len())
     }
 
@@ -85,7 +89,11 @@ impl Hub {
         session: &SessionId,
         id: &ApprovalId,
     ) -> Result<bool, HubError> {
-        Ok(tau_core::turn_waits_on(&self.inner.state, session, id)?)
+        Ok(tau_core::turn_waits_on(
+            &self.inner.state.sessions(),
+            session,
+            id,
+        )?)
     }
 
     /// Cancels pending questions nobody waits on: their session no longer does (it was
@@ -97,6 +105,7 @@ impl Hub {
         for row in self
             .inner
             .state
+            .approvals()
             .all_approvals(Some(ApprovalState::Pending))?
         {
             let waits = self.session_waits_on(&row.session, &row.id)?;
@@ -113,14 +122,14 @@ impl Hub {
 
     /// True when the stored session waits on a question that is no longer pending.
     fn waits_on_a_decided_question(&self, session: &SessionId) -> Result<bool, HubError> {
-        let Some(state) = tau_core::load_agent_state(&self.inner.state, session)? else {
+        let Some(state) = tau_core::load_agent_state(&self.inner.state.sessions(), session)? else {
             return Ok(false);
         };
         for interrupt in state.interrupt_state.unfinished() {
             let Some(id) = waits_on(&interrupt) else {
                 continue;
             };
-            match self.inner.state.approval(&id)? {
+            match self.inner.state.approvals().approval(&id)? {
                 Some(row) if row.state == ApprovalState::Pending => {}
                 Some(_) | None => return Ok(true),
             }
@@ -133,7 +142,7 @@ impl Hub {
     /// turn go on (a routine's run sees the change and goes on by itself).
     async fn expire_due(&self) -> Result<usize, HubError> {
         let bus_of = |session: &SessionId| self.bus(session);
-        let expired = expire_due(&self.inner.state, &bus_of, Timestamp::now())?;
+        let expired = expire_due(&self.inner.state.approvals(), &bus_of, Timestamp::now())?;
         for ExpiredQuestion { row, closing } in &expired {
             self.publish(&row.session, SessionEvent::Turn(closing.clone()));
             let _ = self.inner.changes.send(row.clone());
@@ -149,7 +158,9 @@ impl Hub {
             if let Err(error) = self.expire_due().await {
                 tracing::error!(%error, "cannot expire stored questions");
             }
-            let next = next_deadline(&self.inner.state).ok().flatten();
+            let next = next_deadline(&self.inner.state.approval_reader())
+                .ok()
+                .flatten();
             let sleep = next
                 .map_or(MAX_SLEEP, |deadline| {
                     // A deadline already past converts to nothing: wake at once.

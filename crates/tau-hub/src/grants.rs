@@ -4,8 +4,8 @@
 //! its `grant_revoked` line goes to the audit log under the grant's conversation.
 
 use jiff::Timestamp;
-use tau_core::{AuditEvent, DecidedBy};
-use tau_protocol::{Grant, GrantId};
+use tau_core::AuditEvent;
+use tau_protocol::{DecidedBy, Grant, GrantId};
 use tau_state::{Revoked, is_live};
 
 use crate::HubError;
@@ -18,6 +18,7 @@ impl Hub {
         Ok(self
             .inner
             .state
+            .grants()
             .grants(Some(now))?
             .into_iter()
             .filter(|g| g.channel == channel && is_live(g, now))
@@ -32,11 +33,15 @@ impl Hub {
         id: &GrantId,
         by: &DecidedBy,
     ) -> Result<Revoked, HubError> {
-        match self.inner.state.grant(id)? {
+        match self.inner.state.grants().grant(id)? {
             Some(grant) if grant.channel == channel => {}
             Some(_) | None => return Ok(Revoked::NotFound),
         }
-        let revoked = self.inner.state.revoke_grant(id, by, Timestamp::now())?;
+        let revoked = self
+            .inner
+            .state
+            .grants()
+            .revoke_grant(id, by, Timestamp::now())?;
         if let Revoked::Revoked(grant) = &revoked {
             tracing::info!(grant = %grant.id, tool = %grant.tool, "grant revoked");
             let event = AuditEvent::GrantRevoked {

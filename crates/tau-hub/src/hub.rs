@@ -4,13 +4,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tau_agent::{Message, SessionId, SessionRepository};
-use tau_core::approval::{
-    Answered, ApprovalRow, ApprovalState, DurableQuestions, StateDb, StoredAnswer, answer_row,
-};
-use tau_core::{DecidedBy, EventBus, StoredSessions};
-use tau_protocol::ApprovalId;
-use tau_state::Conversation;
+use tau_agent::{Message, SessionRepository};
+use tau_core::approval::{DurableQuestions, StoredAnswer, answer_row};
+use tau_core::{EventBus, StoredSessions};
+use tau_protocol::{ApprovalId, DecidedBy, SessionId};
+use tau_state::{Answered, ApprovalRow, ApprovalState, Conversation, StateDb};
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -116,25 +114,30 @@ impl Hub {
         Ok(self
             .inner
             .state
+            .conversations()
             .find_or_create_conversation(channel, key, &session)?
             .session)
     }
 
     /// The conversations of `channel`, oldest first.
     pub fn conversations(&self, channel: &str) -> Result<Vec<ConversationInfo>, HubError> {
-        let summaries = self.inner.state.list_sessions()?;
-        let pending = self.inner.state.approvals(Some(ApprovalState::Pending))?;
+        let summaries = self.inner.state.sessions().list_sessions()?;
+        let pending = self
+            .inner
+            .state
+            .approvals()
+            .approvals(Some(ApprovalState::Pending))?;
         Ok(self
             .inner
             .state
-            .conversations_of(channel)?
+            .conversations().conversations_of(channel)?
             .into_iter()
             .map(|conversation| {
                 let summary = summaries.iter().find(|s| s.id == conversation.session);
                 let title = self
                     .inner
                     .state
-                    .session_title(&conversation.session)
+                    .sessions().session_title(&conversation.session)
                     .unwrap_or_else(|error| {
                         tracing::warn!(session = %conversation.session, %error, "cannot read a conversation's title");
                         None
@@ -160,7 +163,7 @@ impl Hub {
         if let Some(known) = self.inner.live.conversation(session) {
             return Ok(Some(known));
         }
-        let found = self.inner.state.conversation_of(session)?;
+        let found = self.inner.state.conversations().conversation_of(session)?;
         if let Some(conversation) = &found {
             self.inner.live.remember(session, conversation);
         }
@@ -182,7 +185,7 @@ impl Hub {
     /// Every stored message of a session, as the model received them.
     pub fn messages(&self, channel: &str, session: &SessionId) -> Result<Vec<Message>, HubError> {
         self.owned(channel, session)?;
-        Ok(StoredSessions::new(self.inner.state.clone()).messages(session, 0)?)
+        Ok(StoredSessions::new(self.inner.state.sessions()).messages(session, 0)?)
     }
 
     // ---- messages and events ----
@@ -282,6 +285,7 @@ impl Hub {
         Ok(self
             .inner
             .state
+            .approvals()
             .approvals(state)?
             .into_iter()
             .filter(|r| r.channel == channel)
@@ -295,7 +299,7 @@ impl Hub {
         &self,
         state: Option<ApprovalState>,
     ) -> Result<Vec<ApprovalRow>, HubError> {
-        Ok(self.inner.state.approvals(state)?)
+        Ok(self.inner.state.approvals().approvals(state)?)
     }
 
     /// One stored question of `channel` and the conversation it belongs to; `None` for an
@@ -305,7 +309,7 @@ impl Hub {
         channel: &str,
         approval_id: &ApprovalId,
     ) -> Result<Option<(ApprovalRow, Conversation)>, HubError> {
-        let Some(row) = self.inner.state.approval(approval_id)? else {
+        let Some(row) = self.inner.state.approvals().approval(approval_id)? else {
             return Ok(None);
         };
         if row.channel != channel {
@@ -334,6 +338,7 @@ impl Hub {
         let row = self
             .inner
             .state
+            .approvals()
             .approval(approval_id)?
             .ok_or_else(unknown)?;
         if row.channel != channel {
@@ -411,8 +416,12 @@ impl Hub {
     /// [`Hub::decide`] with what the person typed or pressed for a second step, and the
     /// grant they asked for.
     fn decide_as(&self, row: &ApprovalRow, answer: StoredAnswer<'_>) -> Result<Answered, HubError> {
-        let (answered, closing) =
-            answer_row(&self.inner.state, &self.bus(&row.session), row, answer)?;
+        let (answered, closing) = answer_row(
+            &self.inner.state.approvals(),
+            &self.bus(&row.session),
+            row,
+            answer,
+        )?;
         if let Some(event) = closing {
             self.publish(&row.session, SessionEvent::Turn(event));
         }
@@ -452,10 +461,11 @@ impl Hub {
         let conversation = self
             .inner
             .state
+            .conversations()
             .conversation_of(session)?
             .ok_or_else(|| HubError::UnknownSession(session.to_string()))?;
         let durable = DurableQuestions {
-            store: self.inner.state.clone(),
+            store: self.inner.state.approvals(),
             session: session.clone(),
             channel: conversation.channel.clone(),
             timeout: self.inner.options.remote_timeout,

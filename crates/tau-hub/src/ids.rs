@@ -28,7 +28,11 @@ pub(crate) fn create_conversation(
 ) -> Result<SessionId, HubError> {
     for _ in 0..ATTEMPTS {
         let session = fresh()?;
-        if let Some(made) = state.create_conversation(channel, session.as_str(), &session)? {
+        if let Some(made) =
+            state
+                .conversations()
+                .create_conversation(channel, session.as_str(), &session)?
+        {
             return Ok(made.session);
         }
         tracing::warn!(%session, channel, "a new conversation's id was taken already; drawing another");
@@ -83,11 +87,13 @@ mod tests {
         // The generator collides twice (with the conversation, then with a session of
         // `tau chat` that belongs to none), the third id is new.
         store
+            .sessions()
             .ensure_session(&SessionId::parse("web-2").unwrap())
             .unwrap();
         let second = create_conversation(&store, "web", ids(&["web-1", "web-2", "web-3"])).unwrap();
         assert_eq!(second.as_str(), "web-3");
         let keys: Vec<String> = store
+            .conversations()
             .conversations_of("web")
             .unwrap()
             .into_iter()
@@ -110,17 +116,23 @@ mod tests {
             matches!(&error, HubError::NoFreshId { channel, attempts: ATTEMPTS } if channel == "web"),
             "{error:?}"
         );
-        assert_eq!(store.conversations_of("web").unwrap().len(), 1);
+        assert_eq!(
+            store.conversations().conversations_of("web").unwrap().len(),
+            1
+        );
     }
 
     /// The store's error reaches the caller whole, its words unchanged.
     #[test]
     fn a_store_error_is_kept_not_retold() {
-        let error = HubError::from(tau_state::StateError::Invalid("gone".into()));
-        assert_eq!(error.to_string(), "state.db: gone");
+        let error = HubError::from(tau_state::StateError::Vanished {
+            channel: "web".into(),
+            key: "a".into(),
+        });
+        assert_eq!(error.to_string(), "state.db: conversation web/a vanished");
         assert!(matches!(
             error,
-            HubError::Store(tau_state::StateError::Invalid(_))
+            HubError::Store(tau_state::StateError::Vanished { .. })
         ));
         let bad = new_session_id("no spaces allowed").unwrap_err();
         assert!(matches!(bad, HubError::InvalidSessionId(_)), "{bad:?}");

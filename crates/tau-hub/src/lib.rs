@@ -78,10 +78,7 @@ pub use hub::{
 };
 pub use port::{
     ChannelPort, RefusedAnswer, RoutineOrigin, RoutinePort, RoutineTurn, Routines, WebhookDelivery,
-    routine_key, routine_of_key,
 };
-pub use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
-pub use tau_state::{Conversation, Revoked};
 
 /// Why a grant asked for with a yes cannot be given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -109,7 +106,7 @@ pub enum InUse {
 #[error("{why}")]
 pub struct InvalidTitle {
     pub title: Option<String>,
-    pub why: String,
+    pub why: tau_state::TitleError,
 }
 
 /// What the hub could not do; nothing ran because of it.
@@ -176,7 +173,7 @@ mod tests {
             HubError::from(InUse::TurnRuns),
             HubError::from(InvalidTitle {
                 title: Some(String::new()),
-                why: "a title cannot be empty".into(),
+                why: tau_state::TitleError::Empty,
             }),
             HubError::TimedOut {
                 waited: std::time::Duration::from_secs(30),

@@ -6,8 +6,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tau_protocol::SessionId;
 
-use tau_agent::{CancelHandle, SessionId};
+use tau_agent::CancelHandle;
 use tau_core::{EventBus, TauAgent};
 use tau_state::Conversation;
 use tokio::sync::broadcast;

@@ -10,21 +10,22 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tau_agent::{Message, SessionId};
-use tau_core::approval::{Answered, ApprovalRow, ApprovalState, StateDb};
-use tau_core::{AuditEvent, CallStatus, ChannelEvent, DecidedBy, TurnStop};
-use tau_protocol::{ApprovalId, CallFate, Grant, GrantId, RoutineAllowance};
-use tau_state::{Conversation, Revoked};
+use tau_agent::Message;
+use tau_core::AuditEvent;
+
+use tau_protocol::{
+    ApprovalId, CallFate, CallStatus, ChannelEvent, DecidedBy, Grant, GrantId, RoutineAllowance,
+    SessionId, TurnStop,
+};
+use tau_state::{
+    Answered, ApprovalRow, ApprovalState, Approvals, Conversation, Revoked, routine_key,
+};
 use tokio::sync::broadcast;
 
 use crate::HubError;
 use crate::channel::ChannelStatus;
 use crate::hub::Hub;
 use crate::types::{ChannelEvents, ConversationInfo, Reply, SessionEvent};
-
-/// The key of a routine's conversation on its `ask` channel (`routine:NAME`), as the
-/// store names it: a gate reads it there too, so no grant ever reaches a routine.
-pub use tau_state::{routine_key, routine_of_key};
 
 /// An answer or press a channel took and did not count, for the audit log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,11 +174,11 @@ impl ChannelPort for HubPort {
 
     fn title(&self, session: &SessionId) -> Result<Option<String>, HubError> {
         self.hub.owned(&self.channel, session)?;
-        Ok(self.hub.state().session_title(session)?)
+        Ok(self.hub.state().sessions().session_title(session)?)
     }
 
     fn waiting_title(&self, session: &SessionId) -> Result<Option<String>, HubError> {
-        Ok(self.hub.state().session_title(session)?)
+        Ok(self.hub.state().sessions().session_title(session)?)
     }
 
     fn rename_conversation(
@@ -223,7 +224,7 @@ impl ChannelPort for HubPort {
     }
 
     fn question(&self, id: &ApprovalId) -> Result<Option<ApprovalRow>, HubError> {
-        Ok(self.hub.state().approval(id)?)
+        Ok(self.hub.state().approvals().approval(id)?)
     }
 
     fn approvals(&self, state: Option<ApprovalState>) -> Result<Vec<ApprovalRow>, HubError> {
@@ -265,6 +266,7 @@ impl ChannelPort for HubPort {
         Ok(self
             .hub
             .state()
+            .grants()
             .grant(id)?
             .filter(|grant| grant.channel == self.channel))
     }
@@ -320,8 +322,9 @@ pub struct RoutineTurn {
 /// their own conversation there.
 #[async_trait]
 pub trait RoutinePort: Send + Sync {
-    /// Where the routines' questions are stored.
-    fn questions(&self) -> StateDb;
+    /// Where the routines' questions are stored: the gate's handle on them, nothing else
+    /// of `state.db`.
+    fn questions(&self) -> Approvals;
     /// The session of routine `routine`'s conversation on `channel`.
     fn open_conversation(&self, channel: &str, routine: &str) -> Result<SessionId, HubError>;
     /// Runs `prompt` as a turn of that conversation and waits, up to `wait`, until the
@@ -343,8 +346,8 @@ pub trait RoutinePort: Send + Sync {
 
 #[async_trait]
 impl RoutinePort for Hub {
-    fn questions(&self) -> StateDb {
-        self.state().clone()
+    fn questions(&self) -> Approvals {
+        self.state().approvals()
     }
 
     fn open_conversation(&self, channel: &str, routine: &str) -> Result<SessionId, HubError> {
@@ -405,7 +408,7 @@ impl RoutinePort for Hub {
 
     fn settled(&self, id: &ApprovalId) {
         self.inner.routine_waits.done(id);
-        if let Err(error) = self.state().mark_approval_settled(id) {
+        if let Err(error) = self.state().approvals().mark_approval_settled(id) {
             tracing::warn!(approval_id = %id, %error, "cannot settle a routine's question");
         }
     }

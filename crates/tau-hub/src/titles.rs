@@ -3,8 +3,8 @@
 //! deletes them. A conversation in use (a turn runs or waits, a question waits) is not
 //! deleted: its turn and its questions would lose their home.
 
-use tau_agent::SessionId;
-use tau_core::approval::ApprovalState;
+use tau_protocol::SessionId;
+use tau_state::ApprovalState;
 
 use crate::hub::Hub;
 use crate::{HubError, InUse, InvalidTitle};
@@ -18,10 +18,10 @@ impl Hub {
         title: Option<&str>,
     ) -> Result<(), HubError> {
         self.owned(channel, session)?;
-        match self.inner.state.rename_session(session, title) {
+        match self.inner.state.sessions().rename_session(session, title) {
             Ok(true) => Ok(()),
             Ok(false) => Err(HubError::UnknownSession(session.to_string())),
-            Err(tau_state::StateError::Invalid(why)) => Err(HubError::Title(InvalidTitle {
+            Err(tau_state::StateError::Title(why)) => Err(HubError::Title(InvalidTitle {
                 title: title.map(str::to_owned),
                 why,
             })),
@@ -36,7 +36,7 @@ impl Hub {
         channel: &str,
         text: &str,
     ) -> Result<Vec<SessionId>, HubError> {
-        let found = self.inner.state.search_sessions(text)?;
+        let found = self.inner.state.sessions().search_sessions(text)?;
         let mut mine = Vec::with_capacity(found.len());
         for session in found {
             if self
@@ -65,6 +65,7 @@ impl Hub {
         let waiting = self
             .inner
             .state
+            .approvals()
             .approvals(Some(ApprovalState::Pending))?
             .iter()
             .any(|row| &row.session == session);
@@ -76,7 +77,12 @@ impl Hub {
         }
         // Its session lock goes with its slot, before the store lets the session go.
         self.inner.live.forget(session);
-        if !self.inner.state.delete_conversation(session)? {
+        if !self
+            .inner
+            .state
+            .conversations()
+            .delete_conversation(session)?
+        {
             return Err(HubError::UnknownSession(session.to_string()));
         }
         tracing::info!(%session, channel, "conversation deleted");

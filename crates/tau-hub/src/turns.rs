@@ -4,10 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tau_agent::SessionId;
-use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
-use tau_core::{ChannelEvent, ChannelSink, DecidedBy, TauAgent, TurnStop};
-use tau_protocol::Source;
+use tau_core::{ChannelSink, TauAgent};
+use tau_protocol::{ChannelEvent, DecidedBy, SessionId, Source, TurnStop};
+use tau_state::{Answered, ApprovalRow, ApprovalState};
 
 use crate::HubError;
 use crate::hub::{Hub, SessionEvent, Slot};
@@ -61,7 +60,7 @@ impl Hub {
                     tracing::error!(session = %slot.session, "a stored question could not be superseded; the message is not answered");
                     sink.send(ChannelEvent::TurnEnded {
                         stop_reason: TurnStop::Failed,
-                        usage: tau_core::TurnUsage::default(),
+                        usage: tau_protocol::TurnUsage::default(),
                     });
                 } else if let Err(error) = agent.stream_from(&text, source, Some(&sink)).await {
                     tracing::warn!(session = %slot.session, %error, "turn failed");
@@ -85,6 +84,7 @@ impl Hub {
                 let stored = hub
                     .inner
                     .state
+                    .approvals()
                     .approval(&question.approval_id)
                     .ok()
                     .flatten();
@@ -119,7 +119,7 @@ impl Hub {
         }
         let mut states = Vec::new();
         for id in &waiting {
-            let row = match self.inner.state.approval(id) {
+            let row = match self.inner.state.approvals().approval(id) {
                 Ok(row) => row,
                 Err(error) => {
                     tracing::error!(approval_id = %id, %error, "cannot read a stored question");
@@ -165,7 +165,12 @@ impl Hub {
     /// Every decided question of the session the turn no longer waits on is settled.
     fn mark_settled(&self, session: &SessionId, agent: &TauAgent) {
         let waiting = agent.pending_approvals();
-        if let Err(error) = self.inner.state.settle_session_approvals(session, &waiting) {
+        if let Err(error) = self
+            .inner
+            .state
+            .approvals()
+            .settle_session_approvals(session, &waiting)
+        {
             tracing::warn!(%session, %error, "cannot settle the session's questions");
         }
     }

@@ -3,13 +3,10 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tau_agent::SessionId;
-use tau_core::approval::{ApprovalRow, DurableQuestions};
-use tau_core::{ChannelEvent, EventBus, TauAgent};
-use tau_protocol::GrantRequest;
+use tau_core::{EventBus, TauAgent, approval::DurableQuestions};
+use tau_protocol::{ChannelEvent, GrantRequest, SessionId};
+use tau_state::{ApprovalRow, Conversation};
 use tokio::sync::broadcast;
-
-use tau_state::Conversation;
 
 /// What happens in a session, in order, as its subscribers see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -216,8 +213,11 @@ mod tests {
             locked.to_string(),
             "session 's' is already open in another tau"
         );
-        let store = OpenError::from(tau_state::StateError::Invalid("gone".into()));
-        assert_eq!(store.to_string(), "state.db: gone");
+        let store = OpenError::from(tau_state::StateError::Vanished {
+            channel: "web".into(),
+            key: "a".into(),
+        });
+        assert_eq!(store.to_string(), "state.db: conversation web/a vanished");
         assert!(matches!(store, OpenError::Store(_)));
     }
 }

@@ -10,9 +10,9 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
-use tau_core::{AuditEvent, DecidedBy, Notice, notice_event};
-use tau_protocol::ApprovalId;
+use tau_core::{AuditEvent, Notice, notice_event};
+use tau_protocol::{ApprovalId, DecidedBy};
+use tau_state::{Answered, ApprovalRow, ApprovalState};
 
 use crate::HubError;
 use crate::hub::{Hub, locked};

@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tau_agent::{Message, Role, SessionId};
-use tau_core::{ApprovalId, ChannelEvent, DecidedBy, TurnStop};
-use tau_hub::{Answered, ApprovalState, HubError, Reply, SessionEvent};
+use tau_agent::{Message, Role};
+use tau_hub::{HubError, Reply, SessionEvent};
+use tau_protocol::{ApprovalId, ChannelEvent, DecidedBy, SessionId, TurnStop};
+use tau_state::{Answered, ApprovalState};
 
 use support::*;
 
@@ -111,7 +112,7 @@ async fn only_the_channel_that_asked_can_answer() {
     ));
     assert!(hub.subscribe("telegram", &session).is_err());
     assert!(hub.messages("telegram", &session).is_err());
-    let row = hub.state().approval(&id).unwrap().unwrap();
+    let row = hub.state().approvals().approval(&id).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Pending);
     hub.shutdown().await;
 }
@@ -159,7 +160,7 @@ async fn a_newer_message_supersedes_the_question_and_is_answered() {
     assert_eq!(closed[1]["decided_by"], json!({"kind": "superseded"}));
     let answered = until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(types(&answered), ["text_delta", "turn_ended"]);
-    let row = hub.state().approval(&id).unwrap().unwrap();
+    let row = hub.state().approvals().approval(&id).unwrap().unwrap();
     assert_eq!(
         (row.state, row.decided_by),
         (ApprovalState::Superseded, Some(DecidedBy::Superseded))
@@ -185,7 +186,7 @@ async fn an_unanswered_question_expires_and_the_turn_goes_on_with_timeout() {
     assert_eq!(seen[0]["decision"], "timeout");
     assert_eq!(seen[0]["decided_by"], json!({"kind": "timeout"}));
     assert_eq!(seen[1]["approval"], "timeout");
-    let row = hub.state().approval(&id).unwrap().unwrap();
+    let row = hub.state().approvals().approval(&id).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Expired);
     let late = hub.answer("web", None, &id, Reply::Approve).await.unwrap();
     assert!(matches!(late, Answered::AlreadyDecided(r) if r.state == ApprovalState::Expired));
@@ -246,7 +247,7 @@ async fn shutdown_cancels_a_running_turn_and_keeps_pending_questions() {
         .unwrap();
     let seen = until_turn_ends(&mut other_events, TurnStop::Cancelled).await;
     assert_eq!(types(&seen).last(), Some(&"turn_ended"));
-    let row = hub.state().approval(&id).unwrap().unwrap();
+    let row = hub.state().approvals().approval(&id).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Pending);
     assert!(matches!(
         hub.send("web", &other, "more".into()).await.unwrap_err(),

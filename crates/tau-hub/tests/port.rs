@@ -13,11 +13,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
-use tau_core::{AuditEvent, TurnStop};
-use tau_hub::{
-    Answered, ApprovalState, HubError, RefusedAnswer, Reply, RoutinePort, RoutineTurn, routine_key,
-    routine_of_key,
-};
+use tau_core::AuditEvent;
+use tau_hub::{HubError, RefusedAnswer, Reply, RoutinePort, RoutineTurn};
+use tau_protocol::TurnStop;
+use tau_state::{Answered, ApprovalState, routine_key, routine_of_key};
 
 use support::*;
 

@@ -17,8 +17,10 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_agent::SessionRepository;
-use tau_core::{AuditEvent, DecidedBy, Decision, StoredSessions, TurnStop};
-use tau_hub::{Answered, ApprovalState, Reply, StateDb};
+use tau_core::{AuditEvent, StoredSessions};
+use tau_hub::Reply;
+use tau_protocol::{DecidedBy, Decision, TurnStop};
+use tau_state::{Answered, ApprovalState, StateDb};
 
 use support::*;
 
@@ -100,7 +102,7 @@ async fn a_question_that_expired_while_the_hub_was_down_expires_at_start() {
     assert_eq!((recovery.expired, recovery.pending.len()), (1, 0));
     let seen = until_turn_ends(&mut events, TurnStop::EndTurn).await;
     assert_eq!(seen[0]["decision"], "timeout");
-    let row = second.state().approval(&id).unwrap().unwrap();
+    let row = second.state().approvals().approval(&id).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Expired);
     assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0);
     second.shutdown().await;
@@ -115,7 +117,7 @@ async fn a_question_whose_turn_was_given_up_while_down_is_cancelled_at_start() {
     drop(first);
     // Another tau cleared the turn's interrupt (as a `tau chat` did before the hub held
     // the conversations whose turn waits on a question).
-    let sessions = StoredSessions::new(StateDb::open(&setup.db()).unwrap());
+    let sessions = StoredSessions::new(StateDb::open(&setup.db()).unwrap().sessions());
     let mut state = sessions.load_state(&session).unwrap().unwrap();
     state.interrupt_state.deactivate();
     sessions.save_state(&session, &state).unwrap();
@@ -147,7 +149,7 @@ fn refusal_lines(setup: &Setup) -> (Vec<String>, Vec<(Decision, String, DecidedB
         .filter_map(|e| match e {
             AuditEvent::Approval {
                 ruling:
-                    tau_core::Ruling {
+                    tau_protocol::Ruling {
                         decision,
                         decided_by,
                     },
@@ -203,7 +205,7 @@ async fn an_approval_written_into_state_db_while_down_is_refused_at_start_not_ru
         (&json!("refused"), &json!("approver_failed"))
     );
     assert_eq!(setup.lights.runs.load(Ordering::SeqCst), 0, "never run");
-    let row = second.state().approval(&id).unwrap().unwrap();
+    let row = second.state().approvals().approval(&id).unwrap().unwrap();
     assert_eq!(
         (row.state, row.decided_by, row.consumed_at),
         (

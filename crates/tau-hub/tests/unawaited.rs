@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use tau_agent::SessionRepository;
-use tau_core::{
-    AuditEvent, ChannelEvent, DecidedBy, Decision, NoticeKind, StoredSessions, TurnStop,
-};
-use tau_hub::{Answered, ApprovalState, Reply, SessionEvent, StateDb};
+use tau_core::{AuditEvent, StoredSessions};
+use tau_hub::{Reply, SessionEvent};
+use tau_protocol::{ChannelEvent, DecidedBy, Decision, NoticeKind, TurnStop};
+use tau_state::{Answered, ApprovalState, StateDb};
 
 use support::*;
 
@@ -35,7 +35,7 @@ async fn a_yes_nothing_waits_for_is_not_used_and_the_question_is_closed() {
     assert_eq!(recovery.pending.len(), 1, "shown again, its turn waits");
     // Then, while the hub runs without the session open, a tau from before the hub held
     // its conversations gives the paused turn up.
-    let sessions = StoredSessions::new(StateDb::open(&setup.db()).unwrap());
+    let sessions = StoredSessions::new(StateDb::open(&setup.db()).unwrap().sessions());
     let mut state = sessions.load_state(&session).unwrap().unwrap();
     state.interrupt_state.deactivate();
     sessions.save_state(&session, &state).unwrap();
@@ -67,7 +67,7 @@ async fn a_yes_nothing_waits_for_is_not_used_and_the_question_is_closed() {
         matches!(
             &seen[0],
             ChannelEvent::ApprovalDecided {
-                ruling: tau_core::Ruling {
+                ruling: tau_protocol::Ruling {
                     decided_by: DecidedBy::Cancelled,
                     ..
                 },
@@ -100,7 +100,7 @@ async fn a_yes_nothing_waits_for_is_not_used_and_the_question_is_closed() {
         matches!(
             approval,
             AuditEvent::Approval {
-                ruling: tau_core::Ruling {
+                ruling: tau_protocol::Ruling {
                     decision: Decision::Rejected,
                     decided_by: DecidedBy::Cancelled
                 },

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tau_core::ConfigError;
 use tau_core::provenance::{AfterUntrusted, ProvenanceRule, Reach};
-use tau_core::{ConfigError, Tier};
+use tau_protocol::Tier;
 use tau_sandbox::SandboxMode;
 
 const MAX_SECONDS: f64 = 86_400.0;

@@ -10,9 +10,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tau_core::approval::{Approver, DurableQuestions, StateDb};
-use tau_core::{CardNote, StoredAnswers};
-use tau_protocol::SessionId;
+use tau_core::StoredAnswers;
+use tau_core::approval::{Approver, DurableQuestions};
+use tau_protocol::{CardNote, SessionId};
+use tau_state::Approvals;
 
 use crate::validate::{AskChannel, Routine};
 
@@ -45,7 +46,7 @@ pub(crate) fn origin_note(routine: &Routine) -> CardNote {
 /// `timeout`, shown through `answers`.
 pub fn asking_on<'a>(
     answers: &'a dyn StoredAnswers,
-    store: StateDb,
+    store: Approvals,
     channel: AskChannel,
     session: SessionId,
     timeout: Duration,

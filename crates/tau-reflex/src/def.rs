@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use tau_core::ConfigError;
-use tau_core::approval::canonical_arguments;
+use tau_state::canonical_arguments;
 
 /// One routine exactly as written. Only the keys that were set are kept, so its canonical
 /// JSON (and its content hash) changes only when the routine does.

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tau_core::TierGate;
-use tau_core::approval::{Exemption, ExemptionError, ExemptionHandle, canonical_arguments};
+use tau_core::approval::{Exemption, ExemptionError, ExemptionHandle};
+use tau_state::canonical_arguments;
 
 use crate::book::Book;
 use crate::validate::{Action, Routine};

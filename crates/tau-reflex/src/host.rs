@@ -3,10 +3,9 @@
 //! actions run as turns in a session, and whether webhooks can reach it.
 
 use async_trait::async_trait;
-use tau_core::RoutineOutcome;
-use tau_core::StoredAnswers;
-use tau_core::approval::StateDb;
+use tau_core::{RoutineOutcome, StoredAnswers};
 use tau_protocol::SessionId;
+use tau_state::Approvals;
 
 use crate::validate::AskChannel;
 
@@ -69,7 +68,7 @@ pub trait PromptRunner: Send + Sync {
 pub trait RoutineHost: PromptRunner + StoredAnswers {
     /// Where a routine's questions are stored; `None` when no channel could answer one
     /// (then every call that is not exempt is refused).
-    fn approvals(&self) -> Option<StateDb>;
+    fn approvals(&self) -> Option<Approvals>;
 
     /// The channels that can answer a routine's questions here.
     fn channels(&self) -> Vec<AskChannel>;

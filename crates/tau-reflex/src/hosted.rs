@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tau_core::approval::{ApprovalRow, StateDb};
-use tau_core::{RoutineOutcome, StoredAnswers, TurnStop};
+use tau_core::{RoutineOutcome, StoredAnswers};
 use tau_hub::{RoutineOrigin, RoutinePort, WebhookDelivery};
-use tau_protocol::{ApprovalId, RoutineAllowance, SessionId};
+use tau_protocol::{ApprovalId, RoutineAllowance, SessionId, TurnStop};
+use tau_state::{ApprovalRow, Approvals};
 
 use crate::book::{Book, load};
 use crate::engine::Engine;
@@ -103,7 +103,7 @@ impl PromptRunner for HubHost {
 
 #[async_trait]
 impl RoutineHost for HubHost {
-    fn approvals(&self) -> Option<StateDb> {
+    fn approvals(&self) -> Option<Approvals> {
         Some(self.hub.questions())
     }
 
@@ -213,7 +213,7 @@ impl tau_hub::Routines for HostedRoutines {
     }
 
     fn origin(&self, key: &str) -> Option<RoutineOrigin> {
-        let name = tau_hub::routine_of_key(key)?;
+        let name = tau_state::routine_of_key(key)?;
         let trigger = match self.book() {
             Ok(book) => book.get(name).map(Routine::origin),
             Err(error) => {

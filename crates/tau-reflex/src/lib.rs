@@ -52,7 +52,7 @@ pub use hosted::{HostedRoutines, HubHost};
 pub use offers::{Offers, check_routines};
 pub use prompt::{PromptApprover, TurnPrompts};
 pub use run::{ActionRun, record, run_action};
-pub use store::{RoutineStore, RunRecord, StoreError, StoredRoutine, StoredRow, Switch};
+pub use store::{RoutineStore, RunRecord, StoreError, StoredRoutine, StoredRow};
 pub use tools::{RoutineToolsParts, describe_action, routine_tools, routines_json};
 pub use trigger::{Secret, Trigger};
 pub use validate::{

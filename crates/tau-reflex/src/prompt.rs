@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tau_agent::{AgentStop, Model, SessionRepository};
-use tau_core::approval::Approver;
 use tau_core::{
-    AgentParts, AuditEvent, AutoRejectApprover, CallFate, CallStatus, ChannelSink, CoreConfig,
-    EventBus, RecordedEvents, RoutineOutcome, ToolCatalog, build_agent,
+    AgentParts, Approver, AuditEvent, AutoRejectApprover, ChannelSink, CoreConfig, EventBus,
+    RecordedEvents, RoutineOutcome, ToolCatalog, build_agent,
 };
+use tau_protocol::{CallFate, CallStatus};
 
 use crate::host::{HostError, PromptOutcome, PromptRun, PromptRunner};
 use crate::validate::AskChannel;

@@ -9,9 +9,10 @@ use std::time::Instant;
 use jiff::Timestamp;
 use tau_agent::ToolContext;
 use tau_core::{
-    Approval, AuditEvent, AutoRejectApprover, CallStatus, EventBus, RoutineOutcome, TierGate,
-    ToolCatalog, gated_call, random_id, stored_gated_call,
+    AuditEvent, AutoRejectApprover, EventBus, RoutineOutcome, TierGate, ToolCatalog, gated_call,
+    random_id, stored_gated_call,
 };
+use tau_protocol::{Approval, CallStatus};
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::{Asking, origin_note};

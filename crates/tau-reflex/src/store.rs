@@ -9,11 +9,9 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use serde_json::Value;
 use tau_core::RoutineOutcome;
-use tau_state::{RoutineRow, RunRow, StateDb, StateError};
+use tau_state::{RoutineRow, Routines, RunRow, StateError, Switch};
 
 use crate::def::RoutineDef;
-
-pub use tau_state::Switch;
 
 /// The routine store could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -51,11 +49,11 @@ pub struct RunRecord {
 /// The routines' tables of one `state.db`. Safe to share between threads; several
 /// processes may have the same file open.
 pub struct RoutineStore {
-    db: StateDb,
+    db: Routines,
 }
 
 impl RoutineStore {
-    pub fn new(db: StateDb) -> Self {
+    pub fn new(db: Routines) -> Self {
         Self { db }
     }
 
@@ -211,7 +209,11 @@ mod tests {
     }
 
     fn store(dir: &tempfile::TempDir) -> RoutineStore {
-        RoutineStore::new(StateDb::open(&dir.path().join("state.db")).unwrap())
+        RoutineStore::new(
+            tau_state::StateDb::open(&dir.path().join("state.db"))
+                .unwrap()
+                .routines(),
+        )
     }
 
     #[test]

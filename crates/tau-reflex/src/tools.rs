@@ -9,7 +9,8 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 use tau_agent::{SharedTool, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::{TauToolSpec, Tier, ToolCatalog};
+use tau_core::{TauToolSpec, ToolCatalog};
+use tau_protocol::Tier;
 
 use crate::book::{self, Book};
 use crate::def::RoutineDef;

@@ -20,7 +20,6 @@ use jiff::tz::TimeZone;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::{ContentBlock, Message, Role, ScriptedModel, ToolUse};
-use tau_core::approval::{ApprovalState, StateDb};
 use tau_core::{
     AuditEvent, CoreConfig, EventBus, RecordedEvents, RoutineOutcome, ScriptedApprover,
 };
@@ -28,6 +27,7 @@ use tau_reflex::{
     ActionRun, AskChannel, Asking, Checks, Origin, PromptApprover, Routine, RunRecord, SystemClock,
     TurnPrompts, add_exemption, record, run_action, validate,
 };
+use tau_state::{ApprovalState, StateDb};
 use tau_test_support::sorted_keys;
 use tokio_util::sync::CancellationToken;
 
@@ -133,7 +133,10 @@ async fn an_exempt_tier2_call_is_audited_as_exempt_with_the_routine_name() {
 async fn the_exemption_covers_no_other_tool_and_no_other_arguments() {
     let rig = Rig::new(catalog(lamp()), Arc::new(SystemClock), FakeHost::new());
     let porch = routine(PORCH(), Origin::Config, &rig);
-    let asked = ScriptedApprover::new([tau_core::Decision::Rejected, tau_core::Decision::Rejected]);
+    let asked = ScriptedApprover::new([
+        tau_protocol::Decision::Rejected,
+        tau_protocol::Decision::Rejected,
+    ]);
     let gate = tau_core::TierGate::new(
         Arc::clone(&rig.catalog) as _,
         Arc::new(asked.clone()),
@@ -143,7 +146,7 @@ async fn the_exemption_covers_no_other_tool_and_no_other_arguments() {
     let exempt = gate.check("lamp", &json!({"state": "on"}), "t1").await;
     assert_eq!(
         (exempt.allowed(), exempt.approval()),
-        (true, tau_core::Approval::Exempt)
+        (true, tau_protocol::Approval::Exempt)
     );
     let off = gate.check("lamp", &json!({"state": "off"}), "t2").await;
     assert!(!off.allowed());
@@ -306,7 +309,7 @@ async fn a_call_not_covered_is_asked_durably_on_the_ask_channel() {
         assert_eq!(rig.runs()[0].2, outcome.as_str(), "{answering:?}");
         assert_eq!(lamp.count(), runs);
         let store = rig.host.approvals.as_ref().unwrap().db.clone();
-        let rows = store.approvals(None).unwrap();
+        let rows = store.approvals().approvals(None).unwrap();
         assert_eq!(rows.len(), 1);
         let row = &rows[0];
         assert_eq!(
@@ -362,7 +365,7 @@ fn porch_asking_web(rig: &Rig) -> (Routine, StateDb) {
 fn on_the_web<'a>(rig: &'a Rig, porch: &Routine, store: &StateDb, timeout: Duration) -> Asking<'a> {
     tau_reflex::asking_on(
         rig.host.as_ref(),
-        store.clone(),
+        store.approvals(),
         AskChannel::Web,
         porch.session().clone(),
         timeout,
@@ -405,7 +408,7 @@ async fn a_yes_recorded_on_another_channel_runs_nothing() {
         "{said:?}"
     );
     assert_eq!(lamp.count(), 0);
-    let rows = store.approvals(None).unwrap();
+    let rows = store.approvals().approvals(None).unwrap();
     assert_eq!(rows[0].consumed_at, None, "never let through");
 }
 
@@ -426,7 +429,7 @@ async fn an_unanswered_question_expires_and_refuses() {
         Some(r#"timed out, decided by {"kind":"timeout"}"#)
     );
     assert_eq!(lamp.count(), 0);
-    let rows = store.approvals(None).unwrap();
+    let rows = store.approvals().approvals(None).unwrap();
     assert_eq!(rows[0].state, ApprovalState::Expired);
     assert_eq!(
         rig.host.withdrawn.lock().unwrap().len(),
@@ -495,7 +498,7 @@ async fn a_prompt_actions_tier2_call_is_refused_without_an_ask_channel() {
     let call = turn_events.events().into_iter().find_map(|e| match e {
         AuditEvent::ToolCall {
             fate:
-                tau_core::CallFate {
+                tau_protocol::CallFate {
                     approval,
                     decided_by,
                     status,
@@ -507,9 +510,9 @@ async fn a_prompt_actions_tier2_call_is_refused_without_an_ask_channel() {
     assert_eq!(
         call,
         Some((
-            tau_core::Approval::Rejected,
-            tau_core::DecidedBy::Policy,
-            tau_core::CallStatus::Refused
+            tau_protocol::Approval::Rejected,
+            tau_protocol::DecidedBy::Policy,
+            tau_protocol::CallStatus::Refused
         ))
     );
 }
@@ -542,12 +545,12 @@ async fn a_question_open_when_the_routine_stops_is_withdrawn() {
     let (run, ()) = tokio::join!(run_until(&rig, &porch, asking, stop.clone()), cancel_soon);
     assert_eq!(run.outcome, RoutineOutcome::Refused);
     assert_eq!(lamp.count(), 0);
-    let rows = store.approvals(None).unwrap();
+    let rows = store.approvals().approvals(None).unwrap();
     assert_eq!(
         (rows[0].state, rows[0].decided_by.clone()),
         (
             ApprovalState::Cancelled,
-            Some(tau_core::DecidedBy::Cancelled)
+            Some(tau_protocol::DecidedBy::Cancelled)
         )
     );
     assert_eq!(rig.host.withdrawn.lock().unwrap().len(), 1);

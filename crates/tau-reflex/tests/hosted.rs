@@ -19,18 +19,16 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::SessionId;
-use tau_core::approval::DurableQuestions;
-use tau_core::{AuditEvent, ChannelEvent, DecidedBy, EventBus, RecordedEvents};
+use tau_core::{AuditEvent, EventBus, RecordedEvents, approval::DurableQuestions};
 use tau_hub::{
-    ApprovalState, Hub, HubOptions, OpenError, Opened, Reply, RoutinePort, SessionEvent,
-    SessionFactory, StateDb,
+    Hub, HubOptions, OpenError, Opened, Reply, RoutinePort, SessionEvent, SessionFactory,
 };
+use tau_protocol::{ChannelEvent, DecidedBy, SessionId};
 use tau_reflex::{
     AskChannel, Engine, EngineParts, EngineSettings, HostError, HubHost, PromptOutcome, PromptRun,
     PromptRunner, RoutineStore, SystemClock,
 };
-use tau_state::RecordedAnswer;
+use tau_state::{ApprovalState, RecordedAnswer, StateDb};
 use tokio_util::sync::CancellationToken;
 
 /// Sessions no turn is run in here: only routines' fixed calls are.
@@ -116,7 +114,7 @@ impl Serve {
     /// `porch` switching the lamp off, made in a conversation with "on" and edited since
     /// (so not exempt: asked), firing every second and asking on the web.
     fn porch(&self) {
-        let routines = RoutineStore::new(self.store());
+        let routines = RoutineStore::new(self.store().routines());
         let approved = def(json!({"name": "porch", "every": "1s", "tool": "lamp",
                                   "arguments": {"state": "on"}, "ask": "web"}));
         routines
@@ -143,7 +141,7 @@ impl Serve {
         };
         Engine::new(EngineParts {
             config: Vec::new(),
-            store: Arc::new(RoutineStore::new(self.store())),
+            store: Arc::new(RoutineStore::new(self.store().routines())),
             catalog: Arc::new(catalog(lamp)),
             events: self.audit.clone(),
             host: Arc::new(host),
@@ -196,7 +194,7 @@ fn lamp() -> Arc<Lamp> {
 }
 
 /// The next question shown on the web.
-async fn next_question(web: &mut tau_hub::ChannelEvents) -> tau_core::ApprovalId {
+async fn next_question(web: &mut tau_hub::ChannelEvents) -> tau_protocol::ApprovalId {
     loop {
         if let SessionEvent::Turn(ChannelEvent::ApprovalRequested(question)) =
             web.recv().await.unwrap().event
@@ -234,7 +232,7 @@ async fn a_routine_s_question_nobody_answers_is_expired_by_the_hub_and_runs_noth
         )
     );
     assert_eq!(lamp.count(), 0);
-    let rows = serve.store().approvals(None).unwrap();
+    let rows = serve.store().approvals().approvals(None).unwrap();
     assert_eq!(
         (rows.len(), rows[0].state, rows[0].decided_by.clone()),
         (1, ApprovalState::Expired, Some(DecidedBy::Timeout))
@@ -242,14 +240,14 @@ async fn a_routine_s_question_nobody_answers_is_expired_by_the_hub_and_runs_noth
     // Shown in the routine's conversation on the web, then closed there by the expirer.
     let mut seen = Vec::new();
     while let Ok(Ok(event)) = tokio::time::timeout(Duration::from_millis(50), web.recv()).await {
-        assert_eq!(event.conversation.key, tau_hub::routine_key("porch"));
+        assert_eq!(event.conversation.key, tau_state::routine_key("porch"));
         match event.event {
             SessionEvent::Turn(ChannelEvent::ApprovalRequested(question)) => {
                 seen.push(format!("asked {}", question.card.notes[0].text));
             }
             SessionEvent::Turn(ChannelEvent::ApprovalDecided {
                 ruling:
-                    tau_core::Ruling {
+                    tau_protocol::Ruling {
                         decision,
                         decided_by,
                     },
@@ -296,12 +294,12 @@ async fn a_yes_on_the_routine_s_channel_runs_its_call_once_and_records_its_outco
     task.await.unwrap();
     assert!(matches!(
         answering.await.unwrap(),
-        tau_hub::Answered::Decided(_)
+        tau_state::Answered::Decided(_)
     ));
 
     assert_eq!(ran, ("success".to_owned(), Some("lamp off".to_owned())));
     assert_eq!(lamp.count(), 1);
-    let rows = serve.store().approvals(None).unwrap();
+    let rows = serve.store().approvals().approvals(None).unwrap();
     let row = &rows[0];
     assert_eq!(
         (
@@ -356,10 +354,10 @@ async fn a_routine_s_call_cut_off_by_the_end_of_tau_is_uncertain_at_the_next_sta
     drop(hub);
 
     let again = serve.hub(timeout).await;
-    let row = serve.store().approval(&id).unwrap().unwrap();
+    let row = serve.store().approvals().approval(&id).unwrap().unwrap();
     assert_eq!(
         (row.consumed_at.is_some(), row.outcome),
-        (true, Some(tau_core::approval::CallOutcome::EffectUncertain))
+        (true, Some(tau_state::CallOutcome::EffectUncertain))
     );
     let uncertain = serve.lines("effect_uncertain");
     assert_eq!(uncertain.len(), 1, "{uncertain:?}");

@@ -27,10 +27,10 @@ use tau_agent::{
 use tau_core::approval::{Approver, ScriptedApprover, TierGate};
 use tau_core::provenance::{Provenance, ProvenanceRule};
 use tau_core::{
-    Approval, AuditEvent, AutoRejectApprover, CallStatus, CoreConfig, DecidedBy, Decision,
-    EventBus, RecordedEvents, RoutineOutcome, TauToolSpec, Tier, ToolCatalog,
+    AuditEvent, AutoRejectApprover, CoreConfig, EventBus, RecordedEvents, RoutineOutcome,
+    TauToolSpec, ToolCatalog,
 };
-use tau_protocol::{CallProvenance, Source};
+use tau_protocol::{Approval, CallProvenance, CallStatus, DecidedBy, Decision, Source, Tier};
 use tau_reflex::{
     ActionRun, AskChannel, Asking, Checks, Origin, PromptApprover, Routine, SystemClock,
     TurnPrompts, add_exemption, record, run_action, validate,
@@ -174,7 +174,7 @@ fn tool_calls(events: &RecordedEvents) -> Vec<(String, CallStatus, Approval, Cal
             AuditEvent::ToolCall {
                 tool,
                 fate:
-                    tau_core::CallFate {
+                    tau_protocol::CallFate {
                         status, approval, ..
                     },
                 provenance,

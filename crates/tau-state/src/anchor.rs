@@ -7,8 +7,8 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::db::StateDb;
 use crate::error::StateError;
+use crate::handles::AuditAnchor;
 
 /// The last line the appender wrote and anchored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,15 +31,15 @@ fn row(c: &Connection, table: &str) -> Result<Option<AuditHead>, StateError> {
     )
 }
 
-impl StateDb {
+impl AuditAnchor {
     /// The head, or `None` before the first anchored line.
     pub fn audit_head(&self) -> Result<Option<AuditHead>, StateError> {
-        self.read(|c| row(c, "audit_anchor"))
+        self.db.read(|c| row(c, "audit_anchor"))
     }
 
     /// The line last announced, or `None` before the first.
     pub fn audit_announced(&self) -> Result<Option<AuditHead>, StateError> {
-        self.read(|c| row(c, "audit_announced"))
+        self.db.read(|c| row(c, "audit_announced"))
     }
 
     /// Moves the head to `head`, once its line is written.
@@ -53,7 +53,7 @@ impl StateDb {
     }
 
     fn put_audit_row(&self, table: &str, head: &AuditHead) -> Result<(), StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.prepare_cached(&format!(
                 "INSERT INTO {table} (id, seq, hash) VALUES (1, ?1, ?2)
                  ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
@@ -70,13 +70,14 @@ impl StateDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
     fn the_head_is_one_row_that_each_set_replaces() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
-        let anchor = StateDb::open(&path).unwrap();
+        let anchor = StateDb::open(&path).unwrap().audit_anchor();
         assert_eq!(anchor.audit_head().unwrap(), None);
         for seq in [1, 2] {
             anchor
@@ -86,7 +87,7 @@ mod tests {
                 })
                 .unwrap();
         }
-        let reader = StateDb::open(&path).unwrap();
+        let reader = StateDb::open(&path).unwrap().audit_anchor();
         assert_eq!(
             reader.audit_head().unwrap(),
             Some(AuditHead {

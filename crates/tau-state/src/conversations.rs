@@ -5,8 +5,8 @@ use jiff::Timestamp;
 use rusqlite::{OptionalExtension, Row, params};
 use tau_protocol::SessionId;
 
-use crate::db::StateDb;
 use crate::error::StateError;
+use crate::handles::Conversations;
 
 /// One conversation of a channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +70,7 @@ fn is_taken(error: &rusqlite::Error) -> bool {
     )
 }
 
-impl StateDb {
+impl Conversations {
     /// A new conversation `(channel, key)` talking to the new session `session`; `None`
     /// (nothing written) when the key or the session is taken already: by a conversation,
     /// or by a stored session that belongs to none (`tau chat --session`). A plain
@@ -82,7 +82,7 @@ impl StateDb {
         session: &SessionId,
     ) -> Result<Option<Conversation>, StateError> {
         let created_at = Timestamp::now();
-        let created = self.write(|tx| {
+        let created = self.db.write(|tx| {
             let stored = tx
                 .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
                 .query_row(params![session.as_str()], |_| Ok(()))
@@ -117,7 +117,7 @@ impl StateDb {
         key: &str,
         session: &SessionId,
     ) -> Result<Conversation, StateError> {
-        let row = self.write(|tx| {
+        let row = self.db.write(|tx| {
             tx.execute(
                 "INSERT INTO conversations (channel, key, session, created_at) \
                  VALUES (?1, ?2, ?3, ?4) ON CONFLICT (channel, key) DO NOTHING",
@@ -131,31 +131,31 @@ impl StateDb {
                 )
                 .optional()?)
         })?;
-        parse(
-            row.ok_or_else(|| {
-                StateError::Invalid(format!("conversation {channel}/{key} vanished"))
-            })?,
-        )
+        parse(row.ok_or_else(|| StateError::Vanished {
+            channel: channel.to_owned(),
+            key: key.to_owned(),
+        })?)
     }
 
     /// The conversation a session belongs to, if it is one.
     pub fn conversation_of(&self, session: &SessionId) -> Result<Option<Conversation>, StateError> {
-        self.read(|c| {
-            Ok(c.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM conversations WHERE session = ?1"
-            ))?
-            .query_row(params![session.as_str()], read_row)
-            .optional()?)
-        })?
-        .map(parse)
-        .transpose()
+        self.db
+            .read(|c| {
+                Ok(c.prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM conversations WHERE session = ?1"
+                ))?
+                .query_row(params![session.as_str()], read_row)
+                .optional()?)
+            })?
+            .map(parse)
+            .transpose()
     }
 
     /// Deletes the conversation that talks to `session`, the session and all it holds
     /// (messages, agent state), in one transaction; false when there was no such
     /// conversation. Its questions are not touched: the caller refuses while one waits.
     pub fn delete_conversation(&self, session: &SessionId) -> Result<bool, StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let deleted = tx
                 .prepare_cached("DELETE FROM conversations WHERE session = ?1")?
                 .execute(params![session.as_str()])?;
@@ -167,7 +167,7 @@ impl StateDb {
 
     /// Every conversation of `channel`, oldest first.
     pub fn conversations_of(&self, channel: &str) -> Result<Vec<Conversation>, StateError> {
-        let rows = self.read(|c| {
+        let rows = self.db.read(|c| {
             let mut statement = c.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM conversations WHERE channel = ?1 ORDER BY created_at, key"
             ))?;
@@ -181,6 +181,7 @@ impl StateDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
@@ -189,26 +190,36 @@ mod tests {
         let store = StateDb::open(&dir.path().join("state.db")).unwrap();
         let first = SessionId::parse("web-a").unwrap();
         let made = store
+            .conversations()
             .find_or_create_conversation("web", "a", &first)
             .unwrap();
         let other = SessionId::parse("web-b").unwrap();
         let again = store
+            .conversations()
             .find_or_create_conversation("web", "a", &other)
             .unwrap();
         assert_eq!(made, again, "the first session stays");
         assert_eq!(again.session, first);
-        assert_eq!(store.conversation_of(&first).unwrap(), Some(made.clone()));
-        assert_eq!(store.conversation_of(&other).unwrap(), None);
+        assert_eq!(
+            store.conversations().conversation_of(&first).unwrap(),
+            Some(made.clone())
+        );
+        assert_eq!(store.conversations().conversation_of(&other).unwrap(), None);
         store
+            .conversations()
             .find_or_create_conversation(
                 "telegram",
                 "42",
                 &SessionId::parse("telegram-42").unwrap(),
             )
             .unwrap();
-        assert_eq!(store.conversations_of("web").unwrap(), vec![made]);
+        assert_eq!(
+            store.conversations().conversations_of("web").unwrap(),
+            vec![made]
+        );
         assert!(
             store
+                .conversations()
                 .find_or_create_conversation("telegram", "43", &first)
                 .is_err(),
             "a session belongs to one conversation"
@@ -221,33 +232,52 @@ mod tests {
         let store = StateDb::open(&dir.path().join("state.db")).unwrap();
         let first = SessionId::parse("web-a").unwrap();
         let made = store
+            .conversations()
             .create_conversation("web", "web-a", &first)
             .unwrap()
             .expect("a fresh key and session");
-        assert_eq!(store.conversations_of("web").unwrap(), vec![made.clone()]);
+        assert_eq!(
+            store.conversations().conversations_of("web").unwrap(),
+            vec![made.clone()]
+        );
 
         let other = SessionId::parse("web-b").unwrap();
         assert_eq!(
-            store.create_conversation("web", "web-a", &other).unwrap(),
+            store
+                .conversations()
+                .create_conversation("web", "web-a", &other)
+                .unwrap(),
             None,
             "the key is taken"
         );
         assert_eq!(
-            store.create_conversation("telegram", "7", &first).unwrap(),
+            store
+                .conversations()
+                .create_conversation("telegram", "7", &first)
+                .unwrap(),
             None,
             "the session is another conversation's"
         );
         let chat = SessionId::parse("web-c").unwrap();
-        store.ensure_session(&chat).unwrap();
+        store.sessions().ensure_session(&chat).unwrap();
         assert_eq!(
-            store.create_conversation("web", "web-c", &chat).unwrap(),
+            store
+                .conversations()
+                .create_conversation("web", "web-c", &chat)
+                .unwrap(),
             None,
             "a stored session that belongs to no conversation is taken too"
         );
-        assert_eq!(store.conversations_of("web").unwrap(), vec![made]);
-        assert_eq!(store.conversations_of("telegram").unwrap(), vec![]);
-        assert_eq!(store.conversation_of(&other).unwrap(), None);
-        assert_eq!(store.conversation_of(&chat).unwrap(), None);
+        assert_eq!(
+            store.conversations().conversations_of("web").unwrap(),
+            vec![made]
+        );
+        assert_eq!(
+            store.conversations().conversations_of("telegram").unwrap(),
+            vec![]
+        );
+        assert_eq!(store.conversations().conversation_of(&other).unwrap(), None);
+        assert_eq!(store.conversations().conversation_of(&chat).unwrap(), None);
     }
 
     #[test]
@@ -263,6 +293,6 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        assert!(store.conversations_of("web").is_err());
+        assert!(store.conversations().conversations_of("web").is_err());
     }
 }

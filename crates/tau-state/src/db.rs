@@ -187,9 +187,7 @@ fn configure(connection: &Connection) -> Result<(), StateError> {
     connection.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StateError::Invalid(format!(
-            "cannot use a write-ahead log here (journal mode stays {mode}); keep tau's home on a local file system"
-        )));
+        return Err(StateError::NoWriteAheadLog { mode });
     }
     connection.pragma_update(None, "synchronous", "NORMAL")?;
     connection.pragma_update(None, "foreign_keys", "ON")?;

@@ -7,8 +7,8 @@
 use jiff::Timestamp;
 use rusqlite::{OptionalExtension, Row, params};
 
-use crate::db::StateDb;
 use crate::error::StateError;
+use crate::handles::Devices;
 
 /// A device as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,10 +56,10 @@ fn seen_config(row: &Row<'_>) -> rusqlite::Result<SeenConfig> {
     })
 }
 
-impl StateDb {
+impl Devices {
     /// Every stored device, by name.
     pub fn devices(&self) -> Result<Vec<DeviceRow>, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             let mut statement = c.prepare_cached(
                 "SELECT name, definition, discovery_topic, added_at FROM devices ORDER BY name",
             )?;
@@ -77,7 +77,7 @@ impl StateDb {
 
     /// Stores a device; false when one of that name is stored already.
     pub fn add_device(&self, row: &DeviceRow) -> Result<bool, StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             Ok(tx.execute(
                 "INSERT OR IGNORE INTO devices (name, definition, discovery_topic, added_at)
                  VALUES (?1, ?2, ?3, ?4)",
@@ -93,7 +93,7 @@ impl StateDb {
 
     /// Removes a stored device and its last state; false when there was none.
     pub fn remove_device(&self, name: &str) -> Result<bool, StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let removed = tx.execute("DELETE FROM devices WHERE name = ?1", params![name])?;
             tx.execute("DELETE FROM device_states WHERE device = ?1", params![name])?;
             Ok(removed == 1)
@@ -108,7 +108,7 @@ impl StateDb {
         payload: &str,
         now: Timestamp,
     ) -> Result<(), StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             if payload.is_empty() {
                 tx.execute(
                     "DELETE FROM device_discoveries WHERE topic = ?1",
@@ -130,7 +130,7 @@ impl StateDb {
 
     /// The latest config seen at `topic`.
     pub fn discovery(&self, topic: &str) -> Result<Option<SeenConfig>, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             Ok(c.prepare_cached(
                 "SELECT topic, payload, since, seen_at FROM device_discoveries WHERE topic = ?1",
             )?
@@ -141,7 +141,7 @@ impl StateDb {
 
     /// Every config seen, by topic.
     pub fn discoveries(&self) -> Result<Vec<SeenConfig>, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             let mut statement = c.prepare_cached(
                 "SELECT topic, payload, since, seen_at FROM device_discoveries ORDER BY topic",
             )?;
@@ -157,7 +157,7 @@ impl StateDb {
         payload: &[u8],
         now: Timestamp,
     ) -> Result<SeenState, StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let before: Option<(Vec<u8>, String)> = tx
                 .query_row(
                     "SELECT payload, since FROM device_states WHERE device = ?1",
@@ -187,14 +187,17 @@ impl StateDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(seconds).unwrap()
     }
 
-    fn open(dir: &tempfile::TempDir) -> StateDb {
-        StateDb::open(&dir.path().join("state.db")).unwrap()
+    fn open(dir: &tempfile::TempDir) -> Devices {
+        StateDb::open(&dir.path().join("state.db"))
+            .unwrap()
+            .devices()
     }
 
     #[test]

@@ -6,15 +6,15 @@
 use rusqlite::{OptionalExtension, params};
 use tau_protocol::{GrantId, WorkspaceTree};
 
-use crate::db::StateDb;
 use crate::error::StateError;
+use crate::handles::Grants;
 
-impl StateDb {
+impl Grants {
     /// Keeps `tree` as what grant `id` was last pinned to (replacing the one before).
     pub fn pin_grant(&self, id: &GrantId, tree: &WorkspaceTree) -> Result<(), StateError> {
         let entries =
-            serde_json::to_string(&tree.entries).map_err(|e| StateError::Invalid(e.to_string()))?;
-        self.write(|tx| {
+            serde_json::to_string(&tree.entries).map_err(StateError::encode("a pinned tree"))?;
+        self.db.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO grant_pins (grant_id, sha256, entries, bytes) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (grant_id) DO UPDATE SET sha256 = excluded.sha256,
@@ -32,7 +32,7 @@ impl StateDb {
 
     /// The tree grant `id` was last pinned to, when it is kept and reads.
     pub fn grant_pin(&self, id: &GrantId) -> Result<Option<WorkspaceTree>, StateError> {
-        let row = self.read(|c| {
+        let row = self.db.read(|c| {
             Ok(c.prepare_cached(
                 "SELECT sha256, entries, bytes FROM grant_pins WHERE grant_id = ?1",
             )?
@@ -77,12 +77,15 @@ pub(crate) fn grant_pins_step(tx: &rusqlite::Transaction<'_>) -> rusqlite::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
     fn a_pin_is_kept_and_replaced() {
         let dir = tempfile::tempdir().unwrap();
-        let db = StateDb::open(&dir.path().join("state.db")).unwrap();
+        let db = StateDb::open(&dir.path().join("state.db"))
+            .unwrap()
+            .grants();
         let id = GrantId::parse("gr_1").unwrap();
         assert_eq!(db.grant_pin(&id).unwrap(), None);
         let mut tree = WorkspaceTree {

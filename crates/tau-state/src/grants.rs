@@ -15,8 +15,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tau_protocol::{ApprovalId, DecidedBy, Grant, GrantId, GrantScope, SessionId, Tier};
 
 use crate::approvals::canonical_arguments;
-use crate::db::StateDb;
 use crate::error::StateError;
+use crate::handles::Grants;
 
 /// A call the gate asks the store about: does a live grant cover exactly this?
 #[derive(Debug, Clone, Copy)]
@@ -242,29 +242,29 @@ fn covering(
 }
 
 fn json(value: &impl serde::Serialize) -> Result<String, StateError> {
-    serde_json::to_string(value).map_err(|e| StateError::Invalid(e.to_string()))
+    serde_json::to_string(value).map_err(StateError::encode("who decided"))
 }
 
-impl StateDb {
+impl Grants {
     /// Stores a new grant (its `uses` 0, not revoked). Its arguments are stored as their
     /// canonical JSON and must hash to its `arguments_sha256`; an id that exists already
     /// is an error.
     pub fn create_grant(&self, grant: &Grant) -> Result<(), StateError> {
         let (arguments, hash) = canonical_arguments(&grant.arguments);
         if hash != grant.arguments_sha256 {
-            return Err(StateError::Invalid(format!(
-                "grant '{}': its arguments do not hash to its hash",
-                grant.id
-            )));
+            return Err(StateError::GrantHash(grant.id.clone()));
         }
         let time = |text: &str| {
             text.parse::<Timestamp>()
                 .map(|t| t.to_string())
-                .map_err(|_| StateError::Invalid(format!("grant '{}': time {text:?}", grant.id)))
+                .map_err(|_| StateError::GrantTime {
+                    grant: grant.id.clone(),
+                    time: text.to_owned(),
+                })
         };
         let (created_at, expires_at) = (time(&grant.created_at)?, time(&grant.expires_at)?);
         let created_by = json(&grant.created_by)?;
-        let inserted = self.write_durable(|tx| {
+        let inserted = self.db.write_durable(|tx| {
             Ok(tx.execute(
                 &format!(
                     "INSERT OR IGNORE INTO grants ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
@@ -294,20 +294,17 @@ impl StateDb {
         if inserted == 1 {
             Ok(())
         } else {
-            Err(StateError::Invalid(format!(
-                "grant '{}' exists already",
-                grant.id
-            )))
+            Err(StateError::GrantExists(grant.id.clone()))
         }
     }
 
     pub fn grant(&self, id: &GrantId) -> Result<Option<Grant>, StateError> {
-        self.read(|c| get(c, id))
+        self.db.read(|c| get(c, id))
     }
 
     /// Every grant, oldest first; only those live at `live_at` when it is given.
     pub fn grants(&self, live_at: Option<Timestamp>) -> Result<Vec<Grant>, StateError> {
-        let raws = self.read(|c| {
+        let raws = self.db.read(|c| {
             let mut statement = c.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM grants ORDER BY created_at, id"
             ))?;
@@ -330,10 +327,10 @@ impl StateDb {
         at: Timestamp,
     ) -> Result<Option<Grant>, StateError> {
         // Most calls have no grant: a read says so without a write (and its flush).
-        if self.read(|c| live_candidate(c, call, at))?.is_none() {
+        if self.db.read(|c| live_candidate(c, call, at))?.is_none() {
             return Ok(None);
         }
-        self.write_durable(|tx| {
+        self.db.write_durable(|tx| {
             let Some(grant) = live_candidate(tx, call, at)? else {
                 return Ok(None);
             };
@@ -351,13 +348,13 @@ impl StateDb {
     }
 
     /// The live grants that cover exactly `call` at `at`, oldest first, unused: the gate
-    /// checks each against the audit log before it uses one ([`StateDb::use_this_grant`]).
+    /// checks each against the audit log before it uses one ([`Grants::use_this_grant`]).
     pub fn grants_covering(
         &self,
         call: &GrantedCall<'_>,
         at: Timestamp,
     ) -> Result<Vec<Grant>, StateError> {
-        self.read(|c| covering(c, call, at, None))
+        self.db.read(|c| covering(c, call, at, None))
     }
 
     /// Uses grant `id` for `call` at `at` when it still covers it (live, the same call),
@@ -369,7 +366,7 @@ impl StateDb {
         call: &GrantedCall<'_>,
         at: Timestamp,
     ) -> Result<Option<Grant>, StateError> {
-        self.write_durable(|tx| {
+        self.db.write_durable(|tx| {
             if covering(tx, call, at, Some(id))?.is_empty() {
                 return Ok(None);
             }
@@ -394,7 +391,7 @@ impl StateDb {
         at: Timestamp,
     ) -> Result<Revoked, StateError> {
         let by = json(by)?;
-        self.write_durable(|tx| {
+        self.db.write_durable(|tx| {
             let changed = tx
                 .prepare_cached(
                     "UPDATE grants SET revoked_at = ?2, revoked_by = ?3 \

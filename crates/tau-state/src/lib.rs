@@ -18,15 +18,25 @@
 //! messages and state are kept as the JSON text they were given); the typed ids are
 //! `tau-protocol`'s. It depends on nothing of tau but `tau-protocol`.
 //!
+//! Whoever opens the file holds [`StateDb`] whole and hands every other part a narrow handle
+//! of one concern (`handles.rs`): [`Sessions`], [`Conversations`], [`ApprovalReader`] (read
+//! only) and [`Approvals`] (the only one that decides a question), [`Grants`], [`Routines`],
+//! [`Devices`], [`TelegramMemory`], [`AuditAnchor`]. Each is a clone of the one connection
+//! and reaches nothing else.
+//!
 //! Layout
-//! - `db.rs`: [`StateDb`], the pragma policy, transactions, flush; `migrate.rs`: the schema
+//! - `db.rs`: [`StateDb`], the pragma policy, transactions, flush; `handles.rs`: the narrow
+//!   handles and where `StateDb` hands them out; `migrate.rs`: the schema
 //!   and the tau that wrote it (`state_meta.schema_by`); `snapshot.rs`: a consistent copy
 //!   taken beside the writers (`tau backup`)
 //! - `sessions.rs`: a session's messages and agent state, as JSON text (`tau-core` puts
 //!   the loop's `SessionRepository` over them)
-//! - `approvals/`: durable questions, and the start-up cross-check of what a row may act
-//!   on (`check.rs`), and the yes given in memory recorded as its call is let through
-//!   (`dispatch.rs`); `conversations.rs`: a channel's conversations
+//! - `approvals/`: durable questions (`row.rs` what one is, `columns.rs` how it is stored,
+//!   `read.rs` the lookups and lists, `lifecycle.rs` stored to settled, `decide.rs` the
+//!   answer's compare-and-set), the start-up cross-check of what a row may act on
+//!   (`check.rs`), the check a stored yes passes before its call runs (`recheck.rs`), and
+//!   the yes given in memory recorded as its call is let through (`dispatch.rs`);
+//!   `conversations.rs`: a channel's conversations
 //! - `routines.rs`: definitions, switches, runs, marks; `telegram.rs`: the channel's memory
 //! - `devices.rs`: devices, discovery configs seen, last states
 //! - `grants.rs`: grants, their exact match, and their uses and revokes (one order);
@@ -45,6 +55,7 @@ mod error;
 mod grant_pins;
 mod grants;
 mod grants_check;
+mod handles;
 mod migrate;
 mod routines;
 mod sessions;
@@ -60,9 +71,13 @@ pub use approvals::{
 pub use conversations::{Conversation, ROUTINE_SESSION_PREFIX, routine_key, routine_of_key};
 pub use db::StateDb;
 pub use devices::{DeviceRow, SeenConfig, SeenState};
-pub use error::StateError;
+pub use error::{StateError, TitleError};
 pub use grants::{GrantedCall, Revoked, is_live};
 pub use grants_check::{RecordedGrant, UntrustedGrant, cross_check_grant};
+pub use handles::{
+    ApprovalReader, Approvals, AuditAnchor, Conversations, Devices, Grants, Routines, Sessions,
+    TelegramMemory,
+};
 pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use sessions::{StoredMessage, StoredSession};

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use crate::db::StateDb;
 use crate::error::StateError;
+use crate::handles::Routines;
 
 /// A routine made in a conversation, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,10 +61,10 @@ fn bump(tx: &Transaction<'_>) -> Result<(), StateError> {
     Ok(())
 }
 
-impl StateDb {
+impl Routines {
     /// A number that changes whenever a routine is made, deleted, edited or switched.
     pub fn routines_generation(&self) -> Result<i64, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             Ok(
                 c.prepare_cached("SELECT value FROM routine_meta WHERE key = 'generation'")?
                     .query_row([], |row| row.get(0))
@@ -76,7 +76,7 @@ impl StateDb {
 
     /// Every routine made in a conversation, by name.
     pub fn stored_routines(&self) -> Result<Vec<RoutineRow>, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             let mut statement = c.prepare_cached(
                 "SELECT name, definition, approved_hash, created_at, created_in FROM routines ORDER BY name",
             )?;
@@ -96,7 +96,7 @@ impl StateDb {
     /// Stores a routine a person approved; false when one of that name exists. A new
     /// routine starts with its own switch, whatever an older one of that name had.
     pub fn create_routine(&self, row: &RoutineRow) -> Result<bool, StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let inserted = tx.execute(
                 "INSERT OR IGNORE INTO routines (name, definition, approved_hash, created_at, created_in)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -122,7 +122,7 @@ impl StateDb {
         name: &str,
         definition: &str,
     ) -> Result<bool, StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let changed = tx.execute(
                 "UPDATE routines SET definition = ?2 WHERE name = ?1",
                 params![name, definition],
@@ -134,7 +134,7 @@ impl StateDb {
 
     /// Deletes a stored routine, its switch and its mark; false when there was none.
     pub fn delete_routine(&self, name: &str) -> Result<bool, StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let deleted = tx.execute("DELETE FROM routines WHERE name = ?1", params![name])?;
             tx.execute(
                 "DELETE FROM routine_switches WHERE name = ?1",
@@ -153,7 +153,7 @@ impl StateDb {
         enabled: bool,
         now: Timestamp,
     ) -> Result<(), StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.execute(
                 "INSERT INTO routine_switches (name, enabled, changed_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT(name) DO UPDATE SET enabled = ?2, changed_at = ?3",
@@ -164,7 +164,7 @@ impl StateDb {
     }
 
     pub fn routine_switches(&self) -> Result<BTreeMap<String, Switch>, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             let mut statement =
                 c.prepare_cached("SELECT name, enabled, changed_at FROM routine_switches")?;
             let rows = statement.query_map([], |row| {
@@ -181,7 +181,7 @@ impl StateDb {
     }
 
     pub fn record_routine_run(&self, run: &RunRow) -> Result<(), StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO routine_runs (routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -203,7 +203,7 @@ impl StateDb {
     /// The last `limit` runs of `name`, newest first.
     pub fn routine_runs(&self, name: &str, limit: usize) -> Result<Vec<RunRow>, StateError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.read(|c| {
+        self.db.read(|c| {
             let mut statement = c.prepare_cached(
                 "SELECT routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms
                  FROM routine_runs WHERE routine = ?1 ORDER BY id DESC LIMIT ?2",
@@ -228,7 +228,7 @@ impl StateDb {
 
     /// When the last scheduled run (any outcome but `missed`) of `name` started.
     pub fn last_scheduled_run(&self, name: &str) -> Result<Option<Timestamp>, StateError> {
-        let started: Option<String> = self.read(|c| {
+        let started: Option<String> = self.db.read(|c| {
             Ok(c.prepare_cached(
                 "SELECT started_at FROM routine_runs
                      WHERE routine = ?1 AND scheduled = 1 AND outcome != 'missed'
@@ -248,7 +248,7 @@ impl StateDb {
         content_hash: &str,
         now: Timestamp,
     ) -> Result<Timestamp, StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let existing: Option<(String, String)> = tx
                 .query_row(
                     "SELECT content_hash, since FROM routine_marks WHERE name = ?1",
@@ -274,14 +274,17 @@ impl StateDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     fn at(text: &str) -> Timestamp {
         text.parse().unwrap()
     }
 
-    fn open(dir: &tempfile::TempDir) -> StateDb {
-        StateDb::open(&dir.path().join("state.db")).unwrap()
+    fn open(dir: &tempfile::TempDir) -> Routines {
+        StateDb::open(&dir.path().join("state.db"))
+            .unwrap()
+            .routines()
     }
 
     #[test]

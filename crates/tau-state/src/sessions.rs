@@ -3,7 +3,7 @@
 //! crate does not know). `tau-core` puts `tau-agent`'s `SessionRepository` over them.
 //!
 //! Each message is its own commit before the loop goes on, so a killed process loses
-//! nothing it wrote; [`StateDb::flush`] (the end of each invocation) puts the turn on the
+//! nothing it wrote; [`Sessions::flush`] (the end of each invocation) puts the turn on the
 //! disk, so a power cut costs at most the turn in progress.
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,8 +12,8 @@ use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 use tau_protocol::SessionId;
 
-use crate::db::StateDb;
 use crate::error::StateError;
+use crate::handles::Sessions;
 
 /// One line of a session listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,10 +53,16 @@ fn first_text(body: &str) -> Option<String> {
         .find_map(|block| block.get("text")?.as_str().map(str::to_owned))
 }
 
-impl StateDb {
+impl Sessions {
+    /// Makes every write so far survive a power cut (`StateDb::flush`): the end of each
+    /// turn.
+    pub fn flush(&self) -> Result<(), StateError> {
+        self.db.flush()
+    }
+
     /// True when a session of that id is stored.
     pub fn session_exists(&self, id: &SessionId) -> Result<bool, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             Ok(c.prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
                 .query_row(params![id.as_str()], |_| Ok(()))
                 .optional()?
@@ -67,7 +73,7 @@ impl StateDb {
     /// The text of a session's first message (the person's first prompt), what a
     /// channel names the conversation by; `None` for a session without one.
     pub fn first_prompt(&self, id: &SessionId) -> Result<Option<String>, StateError> {
-        let body: Option<String> = self.read(|c| {
+        let body: Option<String> = self.db.read(|c| {
             Ok(
                 c.prepare_cached("SELECT body FROM messages WHERE session_id = ?1 AND idx = 0")?
                     .query_row(params![id.as_str()], |row| row.get(0))
@@ -82,7 +88,7 @@ impl StateDb {
     /// Creates the session when it does not exist; true when it was created.
     pub fn ensure_session(&self, id: &SessionId) -> Result<bool, StateError> {
         let now = now();
-        self.write(|tx| {
+        self.db.write(|tx| {
             Ok(tx.execute(
                 "INSERT OR IGNORE INTO sessions (id, created_at, updated_at) VALUES (?1, ?2, ?2)",
                 params![id.as_str(), now],
@@ -95,7 +101,7 @@ impl StateDb {
     /// is not the next one.
     pub fn append_message(&self, id: &SessionId, index: u64, body: &str) -> Result<(), StateError> {
         let now = now();
-        self.write(|tx| {
+        self.db.write(|tx| {
             // The primary key (session_id, idx) answers this from its last entry, where a
             // COUNT(*) would read every row of the session on every append.
             let expected: i64 = tx
@@ -132,7 +138,7 @@ impl StateDb {
         id: &SessionId,
         from: u64,
     ) -> Result<Vec<StoredMessage>, StateError> {
-        let rows = self.read(|c| {
+        let rows = self.db.read(|c| {
             let mut statement = c.prepare_cached(
                 "SELECT idx, body FROM messages WHERE session_id = ?1 AND idx >= ?2 ORDER BY idx",
             )?;
@@ -154,7 +160,7 @@ impl StateDb {
     pub fn message_count(&self, id: &SessionId) -> Result<u64, StateError> {
         // The last index plus one, from the key's last entry: messages are stored in order
         // from 0, so it is their count without reading every row.
-        let next: i64 = self.read(|c| {
+        let next: i64 = self.db.read(|c| {
             Ok(c.prepare_cached(
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1",
             )?
@@ -165,7 +171,7 @@ impl StateDb {
 
     /// Keeps `body` (JSON text) as the agent's state of session `id`, in place of the last.
     pub fn save_agent_state(&self, id: &SessionId, body: &str) -> Result<(), StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO agent_state (session_id, body) VALUES (?1, ?2)
                  ON CONFLICT(session_id) DO UPDATE SET body = excluded.body",
@@ -177,7 +183,7 @@ impl StateDb {
 
     /// The agent's state of session `id`, as stored; `None` when none was saved.
     pub fn agent_state(&self, id: &SessionId) -> Result<Option<String>, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             Ok(
                 c.prepare_cached("SELECT body FROM agent_state WHERE session_id = ?1")?
                     .query_row(params![id.as_str()], |row| row.get(0))
@@ -188,7 +194,7 @@ impl StateDb {
 
     /// Every stored session, most recently updated first.
     pub fn list_sessions(&self) -> Result<Vec<StoredSession>, StateError> {
-        let rows = self.read(|c| {
+        let rows = self.db.read(|c| {
             let mut statement = c.prepare_cached(
                 "SELECT s.id, s.created_at, s.updated_at,
                         (SELECT COALESCE(MAX(m.idx) + 1, 0) FROM messages m WHERE m.session_id = s.id)
@@ -220,7 +226,7 @@ impl StateDb {
 
     /// Deletes session `id` with its messages and state; true when there was one.
     pub fn delete_session(&self, id: &SessionId) -> Result<bool, StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             Ok(tx.execute("DELETE FROM sessions WHERE id = ?1", params![id.as_str()])? == 1)
         })
     }
@@ -229,10 +235,13 @@ impl StateDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
-    fn open(dir: &tempfile::TempDir) -> StateDb {
-        StateDb::open(&dir.path().join("state.db")).unwrap()
+    fn open(dir: &tempfile::TempDir) -> Sessions {
+        StateDb::open(&dir.path().join("state.db"))
+            .unwrap()
+            .sessions()
     }
 
     const HI: &str = r#"{"role":"user","content":[{"text":"hi"}]}"#;
@@ -343,6 +352,7 @@ mod tests {
         // Every frame of the log was copied into the database file: (busy, log frames,
         // frames copied).
         let (busy, log, copied): (i64, i64, i64) = store
+            .db
             .read(|c| {
                 Ok(c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
                     Ok((row.get(0)?, row.get(1)?, row.get(2)?))

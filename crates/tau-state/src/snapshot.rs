@@ -13,9 +13,9 @@ impl StateDb {
     /// Writes a consistent copy of the file to `dest`, which must not exist yet; the copy
     /// is made private (0600) by path.
     pub fn copy_to(&self, dest: &Path) -> Result<(), StateError> {
-        let target = dest.to_str().ok_or_else(|| {
-            StateError::Invalid(format!("{} is not a UTF-8 path", dest.display()))
-        })?;
+        let target = dest
+            .to_str()
+            .ok_or_else(|| StateError::NotUtf8Path(dest.display().to_string()))?;
         self.read(|connection| {
             connection.execute("VACUUM INTO ?1", [target])?;
             Ok(())
@@ -39,22 +39,27 @@ mod tests {
     fn the_copy_is_private_and_holds_what_was_committed_before_it() {
         let dir = tempfile::tempdir().unwrap();
         let db = StateDb::open(&dir.path().join("state.db")).unwrap();
-        db.set_audit_head(&crate::AuditHead {
-            seq: 7,
-            hash: "h7".into(),
-        })
-        .unwrap();
+        db.audit_anchor()
+            .set_audit_head(&crate::AuditHead {
+                seq: 7,
+                hash: "h7".into(),
+            })
+            .unwrap();
         let copy = dir.path().join("copy.db");
         db.copy_to(&copy).unwrap();
-        db.set_audit_head(&crate::AuditHead {
-            seq: 8,
-            hash: "h8".into(),
-        })
-        .unwrap();
+        db.audit_anchor()
+            .set_audit_head(&crate::AuditHead {
+                seq: 8,
+                hash: "h8".into(),
+            })
+            .unwrap();
         let mode = std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let copied = StateDb::open(&copy).unwrap();
-        assert_eq!(copied.audit_head().unwrap().map(|h| h.seq), Some(7));
+        assert_eq!(
+            copied.audit_anchor().audit_head().unwrap().map(|h| h.seq),
+            Some(7)
+        );
         assert_eq!(
             copied.schema_by().unwrap().as_deref(),
             Some(migrate::TAU_VERSION)

@@ -6,8 +6,8 @@
 use rusqlite::{OptionalExtension, params};
 use tau_protocol::ApprovalId;
 
-use crate::db::StateDb;
 use crate::error::StateError;
+use crate::handles::TelegramMemory;
 
 /// Where a question is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,10 +18,10 @@ pub struct ShownQuestion {
     pub closed: bool,
 }
 
-impl StateDb {
+impl TelegramMemory {
     /// The next update to ask the Bot API for; `None` before the first one was handled.
     pub fn telegram_offset(&self) -> Result<Option<i64>, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             Ok(
                 c.prepare_cached("SELECT next FROM telegram_offset WHERE id = 1")?
                     .query_row([], |r| r.get(0))
@@ -31,7 +31,7 @@ impl StateDb {
     }
 
     pub fn set_telegram_offset(&self, next: i64) -> Result<(), StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO telegram_offset (id, next) VALUES (1, ?1)
                  ON CONFLICT (id) DO UPDATE SET next = excluded.next",
@@ -43,7 +43,7 @@ impl StateDb {
 
     /// How many times `/new` was said in `chat`.
     pub fn telegram_generation(&self, chat: i64) -> Result<u32, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             Ok(
                 c.prepare_cached("SELECT generation FROM telegram_chats WHERE chat = ?1")?
                     .query_row(params![chat], |r| r.get(0))
@@ -55,7 +55,7 @@ impl StateDb {
 
     /// `/new` in `chat`: the next generation, stored.
     pub fn next_telegram_generation(&self, chat: i64) -> Result<u32, StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             Ok(tx.query_row(
                 "INSERT INTO telegram_chats (chat, generation) VALUES (?1, 1)
                  ON CONFLICT (chat) DO UPDATE SET generation = generation + 1
@@ -67,7 +67,7 @@ impl StateDb {
     }
 
     pub fn telegram_question(&self, id: &ApprovalId) -> Result<Option<ShownQuestion>, StateError> {
-        self.read(|c| {
+        self.db.read(|c| {
             Ok(c.prepare_cached(
                 "SELECT chat, message_id, closed FROM telegram_questions WHERE approval_id = ?1",
             )?
@@ -89,7 +89,7 @@ impl StateDb {
         chat: i64,
         message_id: i64,
     ) -> Result<(), StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.execute(
                 "INSERT OR REPLACE INTO telegram_questions (approval_id, chat, message_id, closed)
                  VALUES (?1, ?2, ?3, 0)",
@@ -101,7 +101,7 @@ impl StateDb {
 
     /// The message of question `id` says how it ended and has no buttons any more.
     pub fn close_telegram_question(&self, id: &ApprovalId) -> Result<(), StateError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.execute(
                 "UPDATE telegram_questions SET closed = 1 WHERE approval_id = ?1",
                 params![id.as_str()],
@@ -113,7 +113,7 @@ impl StateDb {
     /// Questions whose message still has its buttons, oldest first. A row whose id does
     /// not read is left out (and stays as it is).
     pub fn open_telegram_questions(&self) -> Result<Vec<ApprovalId>, StateError> {
-        let ids: Vec<String> = self.read(|c| {
+        let ids: Vec<String> = self.db.read(|c| {
             let mut statement = c.prepare_cached(
                 "SELECT approval_id FROM telegram_questions WHERE closed = 0 ORDER BY rowid",
             )?;
@@ -130,6 +130,7 @@ impl StateDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
@@ -138,7 +139,7 @@ mod tests {
         let path = dir.path().join("state.db");
         let id = |text: &str| ApprovalId::parse(text).unwrap();
         {
-            let store = StateDb::open(&path).unwrap();
+            let store = StateDb::open(&path).unwrap().telegram_memory();
             assert_eq!(store.telegram_offset().unwrap(), None);
             store.set_telegram_offset(10).unwrap();
             store.set_telegram_offset(12).unwrap();
@@ -153,7 +154,7 @@ mod tests {
             assert_eq!(store.next_telegram_generation(42).unwrap(), 1);
             assert_eq!(store.next_telegram_generation(42).unwrap(), 2);
         }
-        let store = StateDb::open(&path).unwrap();
+        let store = StateDb::open(&path).unwrap().telegram_memory();
         assert_eq!(store.telegram_offset().unwrap(), Some(12));
         assert_eq!(
             store.telegram_question(&id("ap_1")).unwrap(),

@@ -6,8 +6,8 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 use tau_protocol::SessionId;
 
-use crate::db::StateDb;
-use crate::error::StateError;
+use crate::error::{StateError, TitleError};
+use crate::handles::Sessions;
 
 /// The longest title taken from a first prompt, in characters (then `…`).
 pub const TITLE_CHARS: usize = 60;
@@ -33,17 +33,16 @@ pub fn title_from_prompt(prompt: &str) -> Option<String> {
 fn checked_title(title: &str) -> Result<String, StateError> {
     let one_line = title.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.is_empty() {
-        return Err(StateError::Invalid("a title cannot be empty".into()));
+        return Err(TitleError::Empty.into());
     }
     if one_line.chars().count() > MAX_TITLE_CHARS {
-        return Err(StateError::Invalid(format!(
-            "a title is at most {MAX_TITLE_CHARS} characters"
-        )));
+        return Err(TitleError::TooLong {
+            max: MAX_TITLE_CHARS,
+        }
+        .into());
     }
     if one_line.chars().any(char::is_control) {
-        return Err(StateError::Invalid(
-            "a title cannot hold control characters".into(),
-        ));
+        return Err(TitleError::ControlCharacters.into());
     }
     Ok(one_line)
 }
@@ -62,11 +61,11 @@ fn like_pattern(text: &str) -> String {
     pattern
 }
 
-impl StateDb {
+impl Sessions {
     /// What `id` is called: the title a person gave it, else its first prompt's; `None`
     /// when it has neither (an empty session).
     pub fn session_title(&self, id: &SessionId) -> Result<Option<String>, StateError> {
-        let given: Option<String> = self.read(|c| {
+        let given: Option<String> = self.db.read(|c| {
             Ok(
                 c.prepare_cached("SELECT title FROM sessions WHERE id = ?1")?
                     .query_row(params![id.as_str()], |row| row.get(0))
@@ -87,7 +86,7 @@ impl StateDb {
     /// session; an empty or overlong title, or one with control characters, is an error.
     pub fn rename_session(&self, id: &SessionId, title: Option<&str>) -> Result<bool, StateError> {
         let title = title.map(checked_title).transpose()?;
-        self.write(|tx| {
+        self.db.write(|tx| {
             Ok(tx
                 .prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1")?
                 .execute(params![id.as_str(), title])?
@@ -103,7 +102,7 @@ impl StateDb {
         if text.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<String> = self.read(|c| {
+        let ids: Vec<String> = self.db.read(|c| {
             let mut statement = c.prepare_cached(
                 "SELECT s.id FROM sessions s
                  WHERE s.title LIKE ?1 ESCAPE '\\'
@@ -130,8 +129,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::db::StateDb;
 
-    fn stored(db: &StateDb, id: &str, prompt: &str) -> SessionId {
+    fn stored(db: &Sessions, id: &str, prompt: &str) -> SessionId {
         let id = SessionId::parse(id).unwrap_or_else(|e| panic!("{e}"));
         db.ensure_session(&id).unwrap_or_else(|e| panic!("{e}"));
         let message = json!({"role": "user", "content": [{"text": prompt}]});
@@ -143,7 +143,9 @@ mod tests {
     #[test]
     fn a_title_comes_from_the_first_prompt_until_a_person_names_the_session() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let db = StateDb::open(&dir.path().join("state.db")).unwrap_or_else(|e| panic!("{e}"));
+        let db = StateDb::open(&dir.path().join("state.db"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .sessions();
         let id = stored(&db, "s1", "\n  Water the plants at 7\nand the lawn");
         assert_eq!(
             db.session_title(&id).ok().flatten().as_deref(),
@@ -157,8 +159,33 @@ mod tests {
             db.session_title(&id).ok().flatten().as_deref(),
             Some("Garden chores")
         );
-        for bad in ["", "   ", &"x".repeat(MAX_TITLE_CHARS + 1), "a\u{7}b"] {
-            assert!(db.rename_session(&id, Some(bad)).is_err(), "{bad:?}");
+        let too_long = "x".repeat(MAX_TITLE_CHARS + 1);
+        for (bad, why, words) in [
+            ("", TitleError::Empty, "a title cannot be empty"),
+            ("   ", TitleError::Empty, "a title cannot be empty"),
+            (
+                too_long.as_str(),
+                TitleError::TooLong {
+                    max: MAX_TITLE_CHARS,
+                },
+                "a title is at most 120 characters",
+            ),
+            (
+                "a\u{7}b",
+                TitleError::ControlCharacters,
+                "a title cannot hold control characters",
+            ),
+        ] {
+            match db.rename_session(&id, Some(bad)) {
+                Err(StateError::Title(found)) => {
+                    assert_eq!(
+                        (found, found.to_string()),
+                        (why, words.to_owned()),
+                        "{bad:?}"
+                    );
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
         }
         assert_eq!(db.rename_session(&id, None).ok(), Some(true));
         assert_eq!(
@@ -184,7 +211,9 @@ mod tests {
     #[test]
     fn search_finds_titles_and_messages_and_takes_wildcards_literally() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let db = StateDb::open(&dir.path().join("state.db")).unwrap_or_else(|e| panic!("{e}"));
+        let db = StateDb::open(&dir.path().join("state.db"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .sessions();
         let plants = stored(&db, "s1", "water the plants");
         let quoted = stored(&db, "s2", r#"say "100% done" \o/"#);
         let named = stored(&db, "s3", "something else");

@@ -84,20 +84,21 @@ impl Call {
 
     fn try_use(&self, db: &StateDb, when: Timestamp) -> Option<Grant> {
         let hash = canonical_arguments(&self.arguments).1;
-        db.use_grant(
-            &GrantedCall {
-                tool: self.tool,
-                tier: self.tier,
-                schema_sha256: &self.schema,
-                arguments_sha256: &hash,
-                card_sha256: &self.card,
-                channel: self.channel,
-                session: &self.session,
-                person: self.person,
-            },
-            when,
-        )
-        .unwrap()
+        db.grants()
+            .use_grant(
+                &GrantedCall {
+                    tool: self.tool,
+                    tier: self.tier,
+                    schema_sha256: &self.schema,
+                    arguments_sha256: &hash,
+                    card_sha256: &self.card,
+                    channel: self.channel,
+                    session: &self.session,
+                    person: self.person,
+                },
+                when,
+            )
+            .unwrap()
     }
 }
 
@@ -271,13 +272,14 @@ fn only_the_exact_call_is_covered() {
         ),
     ];
     let (_dir, db) = store();
-    db.create_grant(&grant(
-        "gr_conversation",
-        command("npm run test"),
-        GrantScope::Conversation,
-        None,
-    ))
-    .unwrap();
+    db.grants()
+        .create_grant(&grant(
+            "gr_conversation",
+            command("npm run test"),
+            GrantScope::Conversation,
+            None,
+        ))
+        .unwrap();
     for (name, call) in &cases {
         assert_eq!(call.try_use(&db, at(1)), None, "{name}");
     }
@@ -297,13 +299,14 @@ fn only_the_exact_call_is_covered() {
 #[test]
 fn a_channel_grant_covers_the_person_s_other_conversations_and_nobody_else() {
     let (_dir, db) = store();
-    db.create_grant(&grant(
-        "gr_channel",
-        command("npm run test"),
-        GrantScope::Channel,
-        None,
-    ))
-    .unwrap();
+    db.grants()
+        .create_grant(&grant(
+            "gr_channel",
+            command("npm run test"),
+            GrantScope::Channel,
+            None,
+        ))
+        .unwrap();
     let elsewhere = Call {
         session: session(7),
         ..Call::exact()
@@ -339,24 +342,26 @@ fn a_channel_grant_covers_the_person_s_other_conversations_and_nobody_else() {
 #[test]
 fn a_grant_ends_at_its_expiry_and_after_its_uses() {
     let (_dir, db) = store();
-    db.create_grant(&grant(
-        "gr_twice",
-        command("npm run test"),
-        GrantScope::Conversation,
-        Some(2),
-    ))
-    .unwrap();
+    db.grants()
+        .create_grant(&grant(
+            "gr_twice",
+            command("npm run test"),
+            GrantScope::Conversation,
+            Some(2),
+        ))
+        .unwrap();
     assert_eq!(Call::exact().try_use(&db, at(1)).unwrap().uses, 1);
     assert_eq!(Call::exact().try_use(&db, at(2)).unwrap().uses, 2);
     assert_eq!(Call::exact().try_use(&db, at(3)), None, "used up");
 
-    db.create_grant(&grant(
-        "gr_day",
-        command("npm run test"),
-        GrantScope::Conversation,
-        None,
-    ))
-    .unwrap();
+    db.grants()
+        .create_grant(&grant(
+            "gr_day",
+            command("npm run test"),
+            GrantScope::Conversation,
+            None,
+        ))
+        .unwrap();
     assert!(Call::exact().try_use(&db, at(23)).is_some());
     assert_eq!(
         Call::exact().try_use(&db, at(24)),
@@ -364,29 +369,31 @@ fn a_grant_ends_at_its_expiry_and_after_its_uses() {
         "expired at its hour"
     );
     let live: Vec<_> = db
+        .grants()
         .grants(Some(at(2)))
         .unwrap()
         .into_iter()
         .map(|g| g.id.to_string())
         .collect();
     assert_eq!(live, vec!["gr_day"], "the used-up grant is not live");
-    assert_eq!(db.grants(None).unwrap().len(), 2);
+    assert_eq!(db.grants().grants(None).unwrap().len(), 2);
 }
 
 #[test]
 fn a_revoked_grant_covers_nothing_and_a_revoke_happens_once() {
     let (_dir, db) = store();
     let id = GrantId::parse("gr_revoked").unwrap();
-    db.create_grant(&grant(
-        id.as_str(),
-        command("npm run test"),
-        GrantScope::Conversation,
-        None,
-    ))
-    .unwrap();
+    db.grants()
+        .create_grant(&grant(
+            id.as_str(),
+            command("npm run test"),
+            GrantScope::Conversation,
+            None,
+        ))
+        .unwrap();
     assert!(Call::exact().try_use(&db, at(1)).is_some());
     let by = DecidedBy::person("cli");
-    let Revoked::Revoked(revoked) = db.revoke_grant(&id, &by, at(2)).unwrap() else {
+    let Revoked::Revoked(revoked) = db.grants().revoke_grant(&id, &by, at(2)).unwrap() else {
         panic!("the first revoke revokes");
     };
     assert_eq!(
@@ -395,12 +402,14 @@ fn a_revoked_grant_covers_nothing_and_a_revoke_happens_once() {
     );
     assert_eq!(Call::exact().try_use(&db, at(3)), None);
     assert_eq!(
-        db.revoke_grant(&id, &DecidedBy::person("web"), at(4))
+        db.grants()
+            .revoke_grant(&id, &DecidedBy::person("web"), at(4))
             .unwrap(),
         Revoked::AlreadyRevoked(revoked)
     );
     assert_eq!(
-        db.revoke_grant(&GrantId::parse("gr_none").unwrap(), &by, at(4))
+        db.grants()
+            .revoke_grant(&GrantId::parse("gr_none").unwrap(), &by, at(4))
             .unwrap(),
         Revoked::NotFound
     );
@@ -411,13 +420,14 @@ fn a_row_whose_arguments_were_changed_behind_tau_s_back_covers_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     let db = StateDb::open(&path).unwrap();
-    db.create_grant(&grant(
-        "gr_tampered",
-        command("npm run test"),
-        GrantScope::Conversation,
-        None,
-    ))
-    .unwrap();
+    db.grants()
+        .create_grant(&grant(
+            "gr_tampered",
+            command("npm run test"),
+            GrantScope::Conversation,
+            None,
+        ))
+        .unwrap();
     let raw = rusqlite::Connection::open(&path).unwrap();
     // The hash still says "npm run test"; the arguments now say something else.
     raw.execute(
@@ -427,7 +437,7 @@ fn a_row_whose_arguments_were_changed_behind_tau_s_back_covers_nothing() {
     .unwrap();
     assert_eq!(Call::exact().try_use(&db, at(1)), None);
     assert!(
-        db.grants(None).is_err(),
+        db.grants().grants(None).is_err(),
         "the list says the row does not read"
     );
 }
@@ -442,8 +452,8 @@ fn arguments_that_do_not_hash_to_the_grant_s_hash_are_refused_when_stored() {
         None,
     );
     wrong.arguments = command("rm -rf ~");
-    assert!(db.create_grant(&wrong).is_err());
-    assert!(db.grants(None).unwrap().is_empty());
+    assert!(db.grants().create_grant(&wrong).is_err());
+    assert!(db.grants().grants(None).unwrap().is_empty());
 }
 
 /// Uses in one thread, a revoke in another, many times over: after the revoke returns no
@@ -455,13 +465,14 @@ fn a_revoke_racing_uses_has_one_order() {
         let path = dir.path().join("state.db");
         let db = StateDb::open(&path).unwrap();
         let id = GrantId::parse(&format!("gr_race{round}")).unwrap();
-        db.create_grant(&grant(
-            id.as_str(),
-            command("npm run test"),
-            GrantScope::Conversation,
-            None,
-        ))
-        .unwrap();
+        db.grants()
+            .create_grant(&grant(
+                id.as_str(),
+                command("npm run test"),
+                GrantScope::Conversation,
+                None,
+            ))
+            .unwrap();
         let revoked = Arc::new(AtomicBool::new(false));
         let user = {
             // Another connection, as another process would have.
@@ -484,6 +495,7 @@ fn a_revoke_racing_uses_has_one_order() {
         };
         std::thread::yield_now();
         let Revoked::Revoked(row) = db
+            .grants()
             .revoke_grant(&id, &DecidedBy::person("cli"), at(1))
             .unwrap()
         else {

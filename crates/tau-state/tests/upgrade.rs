@@ -50,6 +50,7 @@ fn an_earlier_home_is_migrated_in_place_and_keeps_everything() {
     assert_eq!(db.schema_version().unwrap(), SCHEMA_VERSION);
 
     let mut sessions: Vec<(String, u64)> = db
+        .sessions()
         .list_sessions()
         .unwrap()
         .into_iter()
@@ -64,10 +65,14 @@ fn an_earlier_home_is_migrated_in_place_and_keeps_everything() {
             ("web-20261203-095028-a2c5f5".to_owned(), 4),
         ]
     );
-    let kitchen = db.stored_messages(&session("kitchen"), 0).unwrap();
+    let kitchen = db
+        .sessions()
+        .stored_messages(&session("kitchen"), 0)
+        .unwrap();
     let first: Value = serde_json::from_str(&kitchen[0].body).unwrap();
     assert_eq!(first["role"], "user");
     let waiting = db
+        .sessions()
         .agent_state(&session("web-20261203-095021-ba7817"))
         .unwrap()
         .unwrap();
@@ -77,12 +82,16 @@ fn an_earlier_home_is_migrated_in_place_and_keeps_everything() {
         "the paused turn still waits"
     );
 
-    let pending = db.approvals(Some(ApprovalState::Pending)).unwrap();
+    let pending = db
+        .approvals()
+        .approvals(Some(ApprovalState::Pending))
+        .unwrap();
     assert_eq!(
         pending.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
         ["ap_6bc08b220c120cc028c3c168b82bf576"]
     );
     let approved = db
+        .approvals()
         .approval(&approval("ap_33d5afd8222aaad7faaac120c70dbfc8"))
         .unwrap()
         .unwrap();
@@ -99,18 +108,19 @@ fn an_earlier_home_is_migrated_in_place_and_keeps_everything() {
         )
     );
     assert_eq!(
-        db.conversation_of(&session("web-20261203-095028-a2c5f5"))
+        db.conversations()
+            .conversation_of(&session("web-20261203-095028-a2c5f5"))
             .unwrap()
             .map(|c| c.channel),
         Some("web".to_owned())
     );
 
-    let stored = db.stored_routines().unwrap();
+    let stored = db.routines().stored_routines().unwrap();
     assert_eq!(
         stored.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
         ["porch-light"]
     );
-    let switches = db.routine_switches().unwrap();
+    let switches = db.routines().routine_switches().unwrap();
     assert_eq!(
         switches
             .iter()
@@ -118,13 +128,17 @@ fn an_earlier_home_is_migrated_in_place_and_keeps_everything() {
             .collect::<Vec<_>>(),
         [("lamp", true), ("porch-light", false)]
     );
-    assert_eq!(db.routine_runs("lamp", 100).unwrap().len(), 11);
-    assert_eq!(db.routines_generation().unwrap(), 4);
+    assert_eq!(db.routines().routine_runs("lamp", 100).unwrap().len(), 11);
+    assert_eq!(db.routines().routines_generation().unwrap(), 4);
 
-    assert_eq!(db.telegram_offset().unwrap(), Some(5012));
-    assert_eq!(db.telegram_generation(424_242).unwrap(), 2);
+    assert_eq!(db.telegram_memory().telegram_offset().unwrap(), Some(5012));
     assert_eq!(
-        db.telegram_question(&approval("ap_6bc08b220c120cc028c3c168b82bf576"))
+        db.telegram_memory().telegram_generation(424_242).unwrap(),
+        2
+    );
+    assert_eq!(
+        db.telegram_memory()
+            .telegram_question(&approval("ap_6bc08b220c120cc028c3c168b82bf576"))
             .unwrap(),
         Some(ShownQuestion {
             chat: 424_242,
@@ -133,7 +147,7 @@ fn an_earlier_home_is_migrated_in_place_and_keeps_everything() {
         })
     );
     assert_eq!(
-        db.audit_head().unwrap(),
+        db.audit_anchor().audit_head().unwrap(),
         Some(AuditHead {
             seq: 33,
             hash: "f5514829c449d0fae90281f90354166f142e6d260ab8af4fdead6bc2bcf13261".into()
@@ -149,6 +163,7 @@ fn a_migrated_home_opens_again_without_change_and_new_writes_land_beside_the_old
     let first = StateDb::open(&path).unwrap();
     let kitchen = session("kitchen");
     first
+        .sessions()
         .append_message(
             &kitchen,
             4,
@@ -158,7 +173,7 @@ fn a_migrated_home_opens_again_without_change_and_new_writes_land_beside_the_old
     drop(first);
     let again = StateDb::open(&path).unwrap();
     assert_eq!(again.schema_version().unwrap(), SCHEMA_VERSION);
-    assert_eq!(again.message_count(&kitchen).unwrap(), 5);
+    assert_eq!(again.sessions().message_count(&kitchen).unwrap(), 5);
 }
 
 #[test]
@@ -176,7 +191,7 @@ fn two_processes_opening_an_earlier_home_at_once_migrate_it_once() {
     });
     assert_eq!(opened, vec![SCHEMA_VERSION; 4]);
     let db = StateDb::open(&path).unwrap();
-    assert_eq!(db.list_sessions().unwrap().len(), 3);
+    assert_eq!(db.sessions().list_sessions().unwrap().len(), 3);
 }
 
 #[test]

@@ -8,7 +8,7 @@
 /// Telegram's limit for a button's data, in bytes.
 const MAX_BYTES: usize = 64;
 const VERSION: &str = "v1";
-/// What every grant id starts with (`tau_core::GrantId::PREFIX`).
+/// What every grant id starts with (`tau_protocol::GrantId::PREFIX`).
 const GRANT_PREFIX: &str = "gr_";
 
 /// What pressing a button asks for.

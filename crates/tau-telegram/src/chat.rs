@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tau_core::approval::ApprovalState;
-use tau_core::{ApprovalQuestion, ChannelEvent, Language, TurnStop};
+use tau_core::Language;
+use tau_protocol::{ApprovalQuestion, ChannelEvent, TurnStop};
+use tau_state::ApprovalState;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, sleep_until};
 

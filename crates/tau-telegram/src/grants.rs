@@ -104,8 +104,9 @@ pub(crate) fn grants_message(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tau_core::{DecidedBy, Grant, GrantId, Language, Tier};
+    use tau_core::Language;
     use tau_protocol::RoutineAllowance;
+    use tau_protocol::{DecidedBy, Grant, GrantId, Tier};
 
     use super::*;
     use crate::texts::texts;
@@ -128,7 +129,7 @@ mod tests {
                 channel: "telegram".into(),
                 user: Some("4242".into()),
             },
-            approval_id: Some(tau_core::ApprovalId::parse("ap_1").unwrap()),
+            approval_id: Some(tau_protocol::ApprovalId::parse("ap_1").unwrap()),
             created_at: "2026-12-03T12:00:00Z".into(),
             expires_at: "2026-12-04T12:00:00Z".into(),
             uses: n,

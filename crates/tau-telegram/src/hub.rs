@@ -3,10 +3,8 @@
 //! by `.N` once `/new` started the chat's N-th conversation (see [`conversation_key`]).
 
 use async_trait::async_trait;
-use tau_core::ChannelEvent;
-use tau_core::approval::{Answered, ApprovalRow};
-use tau_protocol::{Allowance, GrantId, GrantScope, Source};
-use tau_state::Revoked;
+use tau_protocol::{Allowance, ChannelEvent, GrantId, GrantScope, Source};
+use tau_state::{Answered, ApprovalRow, Revoked};
 
 /// The hub could not do what was asked.
 #[derive(Debug, thiserror::Error)]

@@ -45,14 +45,15 @@ pub(crate) fn pending_text(t: &Texts, chat: i64, questions: &[Question]) -> Stri
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tau_core::approval::ApprovalRow;
-    use tau_core::{ApprovalId, CallCard, Language, SessionId, Tier};
+    use tau_core::Language;
+    use tau_protocol::{ApprovalId, CallCard, SessionId, Tier};
+    use tau_state::ApprovalRow;
 
     use super::*;
     use crate::texts::texts;
 
     fn question(n: u8, channel: &str, conversation: Option<&str>) -> Question {
-        let row: ApprovalRow = tau_core::approval::NewApproval {
+        let row: ApprovalRow = tau_state::NewApproval {
             id: ApprovalId::parse(&format!("ap_{n:032}")).unwrap(),
             session: SessionId::parse("s1").unwrap(),
             call_id: "t1".into(),

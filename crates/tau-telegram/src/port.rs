@@ -7,13 +7,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_core::approval::{Answered, ApprovalRow, ApprovalState};
-use tau_core::{ApprovalId, DecidedBy, GrantId, GrantRequest};
-use tau_hub::{
-    Channel, ChannelError, ChannelPort, Conversation, RefusedAnswer, Routines, SessionEvent,
-};
-use tau_protocol::{Allowance, SessionId, Source};
-use tau_state::Revoked;
+use tau_hub::{Channel, ChannelError, ChannelPort, RefusedAnswer, Routines, SessionEvent};
+use tau_protocol::{Allowance, ApprovalId, DecidedBy, GrantId, GrantRequest, SessionId, Source};
+use tau_state::{Answered, ApprovalRow, ApprovalState, Conversation, Revoked};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

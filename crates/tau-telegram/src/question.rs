@@ -5,11 +5,9 @@
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::Value;
-use tau_core::approval::{ApprovalRow, ApprovalState};
-use tau_core::{
-    ApprovalQuestion, CardNote, DecidedBy, Language, NoteLevel, display, display_multiline,
-    sorted_json,
-};
+use tau_core::{Language, display, display_multiline, sorted_json};
+use tau_protocol::{ApprovalQuestion, CardNote, DecidedBy, NoteLevel};
+use tau_state::{ApprovalRow, ApprovalState};
 
 use crate::api::Keyboard;
 use crate::callback::{Action, ButtonData};
@@ -171,8 +169,8 @@ pub(crate) fn outcome(
     let template = match row.state {
         ApprovalState::Pending => return String::new(),
         ApprovalState::Approved => match row.grant_request.map(|r| r.scope) {
-            Some(tau_core::GrantScope::Conversation) => t.approved_allowing,
-            Some(tau_core::GrantScope::Channel) => t.approved_allowing_everywhere,
+            Some(tau_protocol::GrantScope::Conversation) => t.approved_allowing,
+            Some(tau_protocol::GrantScope::Channel) => t.approved_allowing_everywhere,
             None => t.approved_by,
         },
         ApprovalState::Rejected => t.rejected_by,

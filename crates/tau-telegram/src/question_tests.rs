@@ -2,12 +2,13 @@ use super::*;
 use crate::names::Names;
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tau_core::Tier;
-use tau_core::approval::NewApproval;
+use tau_protocol::Tier;
+use tau_state::NewApproval;
 
 fn asked(arguments: Value) -> ApprovalQuestion {
     ApprovalQuestion {
-        approval_id: tau_core::ApprovalId::parse("ap_0123456789abcdef0123456789abcdef").unwrap(),
+        approval_id: tau_protocol::ApprovalId::parse("ap_0123456789abcdef0123456789abcdef")
+            .unwrap(),
         call_id: "t1".into(),
         channel: "telegram".into(),
         tool: "run_command".into(),
@@ -22,8 +23,8 @@ fn asked(arguments: Value) -> ApprovalQuestion {
 
 fn row(state: ApprovalState, decided_by: Option<DecidedBy>) -> ApprovalRow {
     let mut row = NewApproval {
-        id: tau_core::ApprovalId::parse("ap_0123456789abcdef0123456789abcdef").unwrap(),
-        session: tau_core::SessionId::parse("s1").unwrap(),
+        id: tau_protocol::ApprovalId::parse("ap_0123456789abcdef0123456789abcdef").unwrap(),
+        session: tau_protocol::SessionId::parse("s1").unwrap(),
         call_id: "t1".into(),
         tool: "mqtt_publish".into(),
         tier: Tier::Physical,
@@ -97,7 +98,7 @@ fn question_with_long_arguments_shows_the_start_and_offers_all() {
 fn tau_s_card_is_in_the_question_and_a_long_detail_is_offered_whole() {
     let mut a = asked(json!({"command": "sh setup.sh"}));
     a.card.headline = Some("run · sh setup.sh <b>".into());
-    a.card.push(tau_core::CardNote::info(
+    a.card.push(tau_protocol::CardNote::info(
         "sandbox",
         "writes: workspace only · network: none",
     ));
@@ -106,7 +107,8 @@ fn tau_s_card_is_in_the_question_and_a_long_detail_is_offered_whole() {
         "#\n".repeat(500)
     );
     a.card.push(
-        tau_core::CardNote::warning("file", "setup.sh, written in this turn").with_detail(script),
+        tau_protocol::CardNote::warning("file", "setup.sh, written in this turn")
+            .with_detail(script),
     );
     let (html, keyboard) = question(&a, Language::En, &TimeZone::UTC);
     assert!(!html.contains("<b>\n"), "the headline is escaped: {html}");
@@ -123,7 +125,7 @@ fn tau_s_card_is_in_the_question_and_a_long_detail_is_offered_whole() {
 #[test]
 fn the_reduced_sandbox_is_a_warning_in_the_question() {
     let mut a = asked(json!({"command": "make test"}));
-    a.card.push(tau_core::CardNote::warning(
+    a.card.push(tau_protocol::CardNote::warning(
         "sandbox",
         "reduced · writes: workspace only · network: none",
     ));
@@ -222,8 +224,8 @@ fn times_are_shown_in_tau_s_zone_and_name_it() {
 }
 
 /// A grant offer for 24 h, as the gate makes one.
-fn offer() -> tau_core::GrantOffer {
-    tau_core::GrantOffer {
+fn offer() -> tau_protocol::GrantOffer {
+    tau_protocol::GrantOffer {
         schema_sha256: "ab".repeat(32),
         arguments_sha256: "cd".repeat(32),
         card_sha256: "ef".repeat(32),
@@ -244,7 +246,7 @@ fn a_question_that_offers_a_grant_says_what_it_covers_before_its_button() {
         shots.push_str("\n\n");
         // Approved three times this week, at about the same hour each day.
         if let Some(offer) = &mut a.grant {
-            offer.suggestion = Some(tau_core::GrantSuggestion {
+            offer.suggestion = Some(tau_protocol::GrantSuggestion {
                 approved: 3,
                 regular: true,
             });
@@ -258,7 +260,7 @@ fn a_question_that_offers_a_grant_says_what_it_covers_before_its_button() {
             offer.suggestion = None;
             offer.pins_workspace = true;
         }
-        a.card.push(tau_core::CardNote::warning(
+        a.card.push(tau_protocol::CardNote::warning(
             tau_core::GRANT_LABEL,
             tau_core::asked_again_text(&["job.py".to_owned()]),
         ));
@@ -273,7 +275,7 @@ fn a_question_that_offers_a_grant_says_what_it_covers_before_its_button() {
 fn a_second_step_never_offers_a_grant_even_when_the_row_carries_one() {
     let mut a = asked(json!({"device": "garage-door", "action": "open"}));
     a.grant = Some(offer());
-    a.card.confirm = Some(tau_core::ConfirmStep {
+    a.card.confirm = Some(tau_protocol::ConfirmStep {
         word: "garage-door".into(),
         code: "47".into(),
     });
@@ -287,7 +289,7 @@ fn a_second_step_never_offers_a_grant_even_when_the_row_carries_one() {
 fn a_yes_that_asked_for_a_grant_says_so_when_closed() {
     for language in Language::ALL {
         let mut r = row(ApprovalState::Approved, owner());
-        r.grant_request = Some(tau_core::GrantRequest::conversation());
+        r.grant_request = Some(tau_protocol::GrantRequest::conversation());
         let said = outcome(&r, language, &TimeZone::UTC, &Names::default());
         let plain = outcome(
             &row(ApprovalState::Approved, owner()),

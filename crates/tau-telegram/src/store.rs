@@ -2,23 +2,21 @@
 //! updates, and which message shows which question (so a question decided, expired or
 //! replaced while tau was down still loses its buttons). `tau-state` keeps the rows.
 
-use tau_protocol::ApprovalId;
-use tau_state::{StateDb, StateError};
-
-pub(crate) use tau_state::ShownQuestion as Shown;
+use tau_protocol::{ApprovalId, InvalidApprovalId};
+use tau_state::{ShownQuestion, StateError, TelegramMemory};
 
 /// The channel's memory could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("telegram store: {0}")]
     State(#[from] StateError),
-    #[error("telegram store: {0:?} is not an approval id")]
-    NotAnApprovalId(String),
+    #[error("telegram store: {0}")]
+    NotAnApprovalId(#[from] InvalidApprovalId),
 }
 
 /// The channel's tables of one `state.db`.
 pub struct Store {
-    db: StateDb,
+    db: TelegramMemory,
 }
 
 impl std::fmt::Debug for Store {
@@ -33,7 +31,9 @@ fn question(approval_id: &str) -> Option<ApprovalId> {
 }
 
 impl Store {
-    pub fn new(db: StateDb) -> Self {
+    /// The channel's memory; nothing else of `state.db` (its questions are answered
+    /// through the hub's port only).
+    pub fn new(db: TelegramMemory) -> Self {
         Self { db }
     }
 
@@ -55,7 +55,7 @@ impl Store {
         Ok(self.db.next_telegram_generation(chat)?)
     }
 
-    pub(crate) fn shown(&self, approval_id: &str) -> Result<Option<Shown>, StoreError> {
+    pub(crate) fn shown(&self, approval_id: &str) -> Result<Option<ShownQuestion>, StoreError> {
         match question(approval_id) {
             Some(id) => Ok(self.db.telegram_question(&id)?),
             None => Ok(None),
@@ -68,8 +68,7 @@ impl Store {
         chat: i64,
         message_id: i64,
     ) -> Result<(), StoreError> {
-        let id = question(approval_id)
-            .ok_or_else(|| StoreError::NotAnApprovalId(approval_id.to_owned()))?;
+        let id = ApprovalId::parse(approval_id)?;
         Ok(self.db.remember_telegram_question(&id, chat, message_id)?)
     }
 
@@ -101,7 +100,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
         {
-            let store = Store::new(StateDb::open(&path).unwrap());
+            let store = Store::new(tau_state::StateDb::open(&path).unwrap().telegram_memory());
             assert_eq!(store.offset().unwrap(), None);
             store.set_offset(10).unwrap();
             store.set_offset(12).unwrap();
@@ -109,11 +108,11 @@ mod tests {
             store.remember("ap_2", 42, 8).unwrap();
             store.close("ap_1").unwrap();
         }
-        let store = Store::new(StateDb::open(&path).unwrap());
+        let store = Store::new(tau_state::StateDb::open(&path).unwrap().telegram_memory());
         assert_eq!(store.offset().unwrap(), Some(12));
         assert_eq!(
             store.shown("ap_1").unwrap(),
-            Some(Shown {
+            Some(ShownQuestion {
                 chat: 42,
                 message_id: 7,
                 closed: true
@@ -125,8 +124,25 @@ mod tests {
         assert_eq!(store.next_generation(42).unwrap(), 1);
         assert_eq!(store.next_generation(42).unwrap(), 2);
         drop(store);
-        let store = Store::new(StateDb::open(&path).unwrap());
+        let store = Store::new(tau_state::StateDb::open(&path).unwrap().telegram_memory());
         assert_eq!(store.generation(42).unwrap(), 2);
         assert_eq!(store.generation(43).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_press_that_names_no_question_is_not_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let store = Store::new(tau_state::StateDb::open(&path).unwrap().telegram_memory());
+        let error = store.remember("not-an-id", 42, 7).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"telegram store: "not-an-id" is not an approval id"#
+        );
+        assert!(matches!(
+            error,
+            StoreError::NotAnApprovalId(InvalidApprovalId { id }) if id == "not-an-id"
+        ));
+        assert_eq!(store.open_questions().unwrap(), Vec::<String>::new());
     }
 }

@@ -3,11 +3,9 @@
 //! as many messages as Telegram needs; the chat edits the ones that changed.
 
 use std::collections::HashMap;
+use tau_protocol::{CallFate, CallStatus, ChannelEvent, OutputBlock, Tier, shown_lines};
 
-use tau_core::{
-    CallFate, CallStatus, ChannelEvent, Language, OutputBlock, Tier, display, display_multiline,
-    shown_lines,
-};
+use tau_core::{Language, display, display_multiline};
 
 use crate::html::{Line, MESSAGE_LIMIT, Style, pack};
 use crate::texts::{Texts, counted, texts};
@@ -266,7 +264,7 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use serde_json::json;
-    use tau_core::{Approval, DecidedBy, NoticeKind};
+    use tau_protocol::{Approval, DecidedBy, NoticeKind};
 
     fn started(id: &str, tool: &str, tier: Option<Tier>) -> ChannelEvent {
         ChannelEvent::ToolCallStarted {
@@ -282,7 +280,7 @@ mod tests {
         ChannelEvent::ToolCallFinished {
             call_id: id.into(),
             tool: tool.into(),
-            fate: tau_core::CallFate {
+            fate: tau_protocol::CallFate {
                 status,
                 approval: Approval::NotRequired,
                 decided_by: DecidedBy::Policy,
@@ -370,8 +368,8 @@ mod tests {
     fn tool_lines_in_turkish_and_a_call_finished_after_a_question() {
         let mut view = TurnView::new(Language::Tr);
         view.apply(&started("t1", "run_command", Some(Tier::Physical)));
-        let asked = ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
-            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+        let asked = ChannelEvent::ApprovalRequested(Box::new(tau_protocol::ApprovalQuestion {
+            approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "run_command".into(),
             tier: Tier::Physical,

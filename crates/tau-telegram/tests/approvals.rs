@@ -17,8 +17,9 @@ use serde_json::json;
 use support::{
     Call, FakeBotApi, FakeHub, OWNER, STRANGER, TOKEN, buttons, message, press, toasts, until,
 };
-use tau_core::approval::ApprovalState;
-use tau_core::{ChannelEvent, DecidedBy, Language};
+use tau_core::Language;
+use tau_protocol::{ChannelEvent, DecidedBy};
+use tau_state::ApprovalState;
 use tau_telegram::{HubEvent, PressRefusal, RefusedPress, Store, TelegramChannel, TelegramConfig};
 use tokio::sync::mpsc::Receiver;
 use tokio::task::JoinHandle;
@@ -278,7 +279,7 @@ async fn a_restart_between_question_and_answer_changes_nothing() {
     let task = start(
         &api.config(),
         &hub,
-        Store::new(tau_core::approval::StateDb::open(&path).unwrap()),
+        Store::new(tau_state::StateDb::open(&path).unwrap().telegram_memory()),
         events,
     );
     let (first, first_message) = asked(&api, &hub).await;
@@ -287,8 +288,9 @@ async fn a_restart_between_question_and_answer_changes_nothing() {
     let _ = task.await;
     // While tau is down the second question expires.
     hub.approvals
+        .approvals()
         .decide_approval(
-            &tau_core::ApprovalId::parse(&second).unwrap(),
+            &tau_protocol::ApprovalId::parse(&second).unwrap(),
             ApprovalState::Expired,
             &DecidedBy::Timeout,
             jiff::Timestamp::now(),
@@ -299,7 +301,7 @@ async fn a_restart_between_question_and_answer_changes_nothing() {
     let task = start(
         &api.config(),
         &hub,
-        Store::new(tau_core::approval::StateDb::open(&path).unwrap()),
+        Store::new(tau_state::StateDb::open(&path).unwrap().telegram_memory()),
         events,
     );
     // The expired one loses its buttons at once; the open one is not asked again.
@@ -393,8 +395,8 @@ async fn an_answer_streams_into_one_message_by_edits() {
     hub.emit(
         CHAT,
         ChannelEvent::TurnEnded {
-            stop_reason: tau_core::TurnStop::EndTurn,
-            usage: tau_core::TurnUsage::default(),
+            stop_reason: tau_protocol::TurnStop::EndTurn,
+            usage: tau_protocol::TurnUsage::default(),
         },
     )
     .await;

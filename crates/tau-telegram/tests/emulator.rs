@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::json;
 use support::{FakeHub, OWNER, STRANGER, TOKEN, until};
 use tau_core::Language;
-use tau_core::approval::ApprovalState;
+use tau_state::ApprovalState;
 use tau_telegram::{PressRefusal, TelegramChannel};
 use tau_test_support::telegram::{Emulator, mask_times};
 

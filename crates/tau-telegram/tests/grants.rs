@@ -15,7 +15,7 @@ use serde_json::json;
 use support::{
     Call, FakeBotApi, FakeHub, OWNER, STRANGER, buttons, message, press, run_channel, toasts, until,
 };
-use tau_core::{DecidedBy, Grant, GrantId, GrantScope, Tier};
+use tau_protocol::{DecidedBy, Grant, GrantId, GrantScope, Tier};
 use tau_telegram::PressRefusal;
 
 const OTHER_OWNER: i64 = 77;
@@ -27,7 +27,7 @@ fn grant(n: u32, person: i64) -> Grant {
         tool: "run_command".into(),
         tier: Tier::Physical,
         schema_sha256: "ab".repeat(32),
-        arguments_sha256: tau_core::approval::canonical_arguments(&arguments).1,
+        arguments_sha256: tau_state::canonical_arguments(&arguments).1,
         arguments,
         card_sha256: "ef".repeat(32),
         workspace_sha256: None,
@@ -61,8 +61,8 @@ async fn grants_lists_ones_own_and_revoke_takes_only_ones_own() {
     let (hub, events) = FakeHub::new();
     let mine = grant(1, OWNER);
     let theirs = grant(2, OTHER_OWNER);
-    hub.approvals.create_grant(&mine).unwrap();
-    hub.approvals.create_grant(&theirs).unwrap();
+    hub.approvals.grants().create_grant(&mine).unwrap();
+    hub.approvals.grants().create_grant(&theirs).unwrap();
     let mut config = api.config();
     config.owners.push(OTHER_OWNER);
     let task = run_channel(&config, &hub, events);
@@ -99,7 +99,15 @@ async fn grants_lists_ones_own_and_revoke_takes_only_ones_own() {
         ]
     );
     for id in [&mine.id, &theirs.id] {
-        assert_eq!(hub.approvals.grant(id).unwrap().unwrap().revoked_at, None);
+        assert_eq!(
+            hub.approvals
+                .grants()
+                .grant(id)
+                .unwrap()
+                .unwrap()
+                .revoked_at,
+            None
+        );
     }
     let reasons: Vec<PressRefusal> = hub
         .refused
@@ -123,7 +131,7 @@ async fn grants_lists_ones_own_and_revoke_takes_only_ones_own() {
         toasts(&api, 4).await[3],
         json!("Revoked: run_command is asked again.")
     );
-    let revoked = hub.approvals.grant(&mine.id).unwrap().unwrap();
+    let revoked = hub.approvals.grants().grant(&mine.id).unwrap().unwrap();
     assert!(revoked.revoked_at.is_some());
     assert_eq!(
         revoked.revoked_by,
@@ -138,7 +146,12 @@ async fn grants_lists_ones_own_and_revoke_takes_only_ones_own() {
         json!("This grant was revoked already.")
     );
     assert_eq!(
-        hub.approvals.grant(&theirs.id).unwrap().unwrap().revoked_at,
+        hub.approvals
+            .grants()
+            .grant(&theirs.id)
+            .unwrap()
+            .unwrap()
+            .revoked_at,
         None
     );
 
@@ -178,6 +191,6 @@ async fn approve_always_on_a_question_that_offers_no_grant_decides_nothing() {
         said[0].as_str().unwrap().contains("offers no grant"),
         "{said:?}"
     );
-    assert_eq!(hub.state(&id), tau_core::approval::ApprovalState::Pending);
+    assert_eq!(hub.state(&id), tau_state::ApprovalState::Pending);
     task.abort();
 }

@@ -239,7 +239,7 @@ async fn the_offset_survives_a_restart_so_nothing_is_handled_twice() {
     let task = start(
         &api,
         &hub,
-        Store::new(tau_core::approval::StateDb::open(&path).unwrap()),
+        Store::new(tau_state::StateDb::open(&path).unwrap().telegram_memory()),
         events,
     );
     until("both messages", || (sent(&hub).len() == 2).then_some(())).await;
@@ -250,7 +250,7 @@ async fn the_offset_survives_a_restart_so_nothing_is_handled_twice() {
     let task = start(
         &api,
         &hub,
-        Store::new(tau_core::approval::StateDb::open(&path).unwrap()),
+        Store::new(tau_state::StateDb::open(&path).unwrap().telegram_memory()),
         events,
     );
     let polls = api.wait_calls("getUpdates", before + 1).await;

@@ -14,7 +14,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use support::{Call, FakeBotApi, FakeHub, OWNER, TOKEN, press, until};
 use tau_core::Language;
-use tau_core::approval::ApprovalState;
+use tau_state::ApprovalState;
 use tau_telegram::TelegramChannel;
 
 const CHAT: &str = "4242";

@@ -5,10 +5,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_core::{
-    Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision, GrantRequest,
-    GrantScope,
-};
+use tau_core::{Answer, Approver, ApproverError};
+use tau_protocol::{ApprovalQuestion, DecidedBy, Decision, GrantRequest, GrantScope};
 
 use crate::console::Console;
 use crate::prompt::{always_scope, is_always, parse_answer};
@@ -130,12 +128,13 @@ mod tests {
     use serde_json::json;
     use std::io::Write;
     use std::time::Duration;
-    use tau_core::{ChannelEvent, Decision, Language, Tier};
+    use tau_core::Language;
+    use tau_protocol::{ChannelEvent, Decision, Tier};
     use tokio::io::{AsyncWriteExt, DuplexStream};
 
     fn request() -> ApprovalQuestion {
         ApprovalQuestion {
-            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+            approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             tool: "run_command".into(),
             tier: Tier::Physical,
             effect: "runs a shell command".into(),
@@ -166,10 +165,10 @@ mod tests {
 
     fn decided(answer: &Answer) -> ChannelEvent {
         ChannelEvent::ApprovalDecided {
-            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+            approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "run_command".into(),
-            ruling: tau_core::Ruling::new(answer.decision, answer.decided_by.clone()),
+            ruling: tau_protocol::Ruling::new(answer.decision, answer.decided_by.clone()),
             grant: None,
         }
     }
@@ -275,7 +274,7 @@ mod tests {
         question.effect = "sends a command to a device in tau's registry".into();
         question.arguments = json!({"device": "garage-door", "action": "open"});
         question.card.headline = Some("OPEN · Garage door (garage) — a lock-class device".into());
-        question.card.confirm = Some(tau_core::ConfirmStep {
+        question.card.confirm = Some(tau_protocol::ConfirmStep {
             word: "garage-door".into(),
             code: "47".into(),
         });
@@ -310,8 +309,8 @@ mod tests {
         (answer, screen.text())
     }
 
-    fn offer() -> tau_core::GrantOffer {
-        tau_core::GrantOffer {
+    fn offer() -> tau_protocol::GrantOffer {
+        tau_protocol::GrantOffer {
             schema_sha256: "0".repeat(64),
             arguments_sha256: "1".repeat(64),
             card_sha256: "2".repeat(64),

@@ -9,9 +9,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tau_core::{
-    ApprovalId, ApprovalQuestion, CallStatus, ChannelEvent, ChannelSink, ConfirmStep, DecidedBy,
-    Decision, Language, Notice, OutputBlock,
+use tau_core::{ChannelSink, Language, Notice};
+use tau_protocol::{
+    ApprovalId, ApprovalQuestion, CallStatus, ChannelEvent, ConfirmStep, DecidedBy, Decision,
+    OutputBlock,
 };
 
 use crate::escape::{escape_for_terminal, sorted_json};
@@ -326,7 +327,7 @@ impl Console {
             } => {
                 end_text(&mut state);
                 let tier = tier.map_or_else(|| "?".to_owned(), |t| t.to_string());
-                let arguments = tau_core::ellipsized(&sorted_json(arguments), SHORT_ARGUMENTS);
+                let arguments = tau_protocol::ellipsized(&sorted_json(arguments), SHORT_ARGUMENTS);
                 let name = escape_for_terminal(tool);
                 write(
                     &mut state,
@@ -361,7 +362,7 @@ impl Console {
                 approval_id,
                 tool,
                 ruling:
-                    tau_core::Ruling {
+                    tau_protocol::Ruling {
                         decision,
                         decided_by,
                     },
@@ -389,7 +390,7 @@ impl Console {
             ChannelEvent::ToolCallFinished {
                 call_id,
                 tool,
-                fate: tau_core::CallFate { status, .. },
+                fate: tau_protocol::CallFate { status, .. },
                 result_summary,
                 ..
             } => {
@@ -405,7 +406,8 @@ impl Console {
                     CallStatus::Error => {
                         let summary = result_summary.as_deref().unwrap_or_default();
                         let first = summary.lines().next().unwrap_or_default();
-                        let detail = tau_core::ellipsized(&escape_for_terminal(first), SHORT_ERROR);
+                        let detail =
+                            tau_protocol::ellipsized(&escape_for_terminal(first), SHORT_ERROR);
                         format!(
                             "  {}✗ {name} {}: {detail}{}\n",
                             s.red, t.result_error, s.reset
@@ -600,7 +602,7 @@ mod tests {
     use super::*;
     use crate::testing::Screen;
     use serde_json::json;
-    use tau_core::{Approval, NoticeKind, Tier, TurnStop, TurnUsage};
+    use tau_protocol::{Approval, NoticeKind, Tier, TurnStop, TurnUsage};
 
     /// What a pipe shows for these events, the approver's answer line included.
     fn shown(language: Language, answer: Option<&str>, events: &[ChannelEvent]) -> String {
@@ -628,7 +630,7 @@ mod tests {
     }
 
     fn requested() -> ChannelEvent {
-        ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
+        ChannelEvent::ApprovalRequested(Box::new(tau_protocol::ApprovalQuestion {
             approval_id: ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),
@@ -647,7 +649,7 @@ mod tests {
             approval_id: ApprovalId::parse("ap_1").unwrap(),
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),
-            ruling: tau_core::Ruling::new(decision, decided_by),
+            ruling: tau_protocol::Ruling::new(decision, decided_by),
             grant: None,
         }
     }
@@ -656,7 +658,7 @@ mod tests {
         ChannelEvent::ToolCallFinished {
             call_id: "t1".into(),
             tool: "mqtt_publish".into(),
-            fate: tau_core::CallFate {
+            fate: tau_protocol::CallFate {
                 status,
                 approval,
                 decided_by: DecidedBy::person("terminal"),
@@ -761,7 +763,7 @@ mod tests {
             ChannelEvent::ToolCallFinished {
                 call_id: "t1".into(),
                 tool: "open_door".into(),
-                fate: tau_core::CallFate {
+                fate: tau_protocol::CallFate {
                     status: CallStatus::UnknownTool,
                     approval: Approval::Refused,
                     decided_by: DecidedBy::Policy,
@@ -773,7 +775,7 @@ mod tests {
             ChannelEvent::ToolCallFinished {
                 call_id: "t2".into(),
                 tool: "clock".into(),
-                fate: tau_core::CallFate {
+                fate: tau_protocol::CallFate {
                     status: CallStatus::Invalid,
                     approval: Approval::Refused,
                     decided_by: DecidedBy::Policy,
@@ -785,7 +787,7 @@ mod tests {
             ChannelEvent::ToolCallFinished {
                 call_id: "t3".into(),
                 tool: "run_command".into(),
-                fate: tau_core::CallFate {
+                fate: tau_protocol::CallFate {
                     status: CallStatus::Cancelled,
                     approval: Approval::Approved,
                     decided_by: DecidedBy::person("terminal"),
@@ -797,7 +799,7 @@ mod tests {
             ChannelEvent::ToolCallFinished {
                 call_id: "t4".into(),
                 tool: "read_file".into(),
-                fate: tau_core::CallFate {
+                fate: tau_protocol::CallFate {
                     status: CallStatus::Error,
                     approval: Approval::NotRequired,
                     decided_by: DecidedBy::Policy,

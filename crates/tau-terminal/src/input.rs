@@ -283,7 +283,7 @@ mod tests {
 
     /// Asks and draws the question, as the approver and the console do.
     fn ask_and_draw(questions: &Questions, id: &str) -> Asking {
-        let id = tau_core::ApprovalId::parse(id).unwrap();
+        let id = tau_protocol::ApprovalId::parse(id).unwrap();
         let asking = questions.ask(&id);
         questions.drawn(&id);
         asking
@@ -297,7 +297,7 @@ mod tests {
         assert_eq!(prompts.next().await.as_deref(), Some("lights on"));
         assert_eq!(
             questions
-                .ask(&tau_core::ApprovalId::parse("ap_1").unwrap())
+                .ask(&tau_protocol::ApprovalId::parse("ap_1").unwrap())
                 .next()
                 .await,
             line("y")
@@ -306,7 +306,7 @@ mod tests {
         assert_eq!(prompts.next().await, None);
         assert_eq!(
             questions
-                .ask(&tau_core::ApprovalId::parse("ap_2").unwrap())
+                .ask(&tau_protocol::ApprovalId::parse("ap_2").unwrap())
                 .next()
                 .await,
             Heard::Reply(Reply::EndOfInput),
@@ -350,7 +350,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_guard_starts_when_the_question_is_drawn_not_when_it_is_asked() {
         let (mut keyboard, _prompts, questions, _) = on_a_terminal();
-        let mut asking = questions.ask(&tau_core::ApprovalId::parse("ap_1").unwrap());
+        let mut asking = questions.ask(&tau_protocol::ApprovalId::parse("ap_1").unwrap());
         tokio::time::sleep(Duration::from_secs(1)).await;
         keyboard.write_all(b"y\n").await.unwrap();
         assert_eq!(
@@ -358,7 +358,7 @@ mod tests {
             Heard::TooSoon("y".into()),
             "asked but not on screen"
         );
-        questions.drawn(&tau_core::ApprovalId::parse("ap_1").unwrap());
+        questions.drawn(&tau_protocol::ApprovalId::parse("ap_1").unwrap());
         tokio::time::sleep(Duration::from_millis(100)).await;
         keyboard.write_all(b"y\n").await.unwrap();
         assert_eq!(asking.next().await, Heard::TooSoon("y".into()));
@@ -370,12 +370,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_question_drawn_before_it_is_asked_keeps_what_it_heard() {
         let (mut keyboard, _prompts, questions, _) = on_a_terminal();
-        questions.drawn(&tau_core::ApprovalId::parse("ap_1").unwrap());
+        questions.drawn(&tau_protocol::ApprovalId::parse("ap_1").unwrap());
         keyboard.write_all(b"early\n").await.unwrap();
         tokio::time::sleep(PAST_THE_GUARD).await;
         keyboard.write_all(b"n\n").await.unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
-        let mut asking = questions.ask(&tau_core::ApprovalId::parse("ap_1").unwrap());
+        let mut asking = questions.ask(&tau_protocol::ApprovalId::parse("ap_1").unwrap());
         assert_eq!(asking.next().await, Heard::TooSoon("early".into()));
         assert_eq!(asking.next().await, line("n"));
     }
@@ -426,7 +426,7 @@ mod tests {
         let (writer, reader) = tokio::io::duplex(64);
         let answers = Answers::FromPrompts { terminal: None };
         let (_prompts, questions) = start(reader, false, answers);
-        let mut asking = questions.ask(&tau_core::ApprovalId::parse("ap_1").unwrap());
+        let mut asking = questions.ask(&tau_protocol::ApprovalId::parse("ap_1").unwrap());
         drop(writer);
         assert_eq!(asking.next().await, Heard::Reply(Reply::EndOfInput));
     }
@@ -436,7 +436,7 @@ mod tests {
         let (mut writer, reader) = tokio::io::duplex(64);
         let answers = Answers::FromPrompts { terminal: None };
         let (mut prompts, questions) = start(reader, false, answers);
-        let mut asking = questions.ask(&tau_core::ApprovalId::parse("ap_1").unwrap());
+        let mut asking = questions.ask(&tau_protocol::ApprovalId::parse("ap_1").unwrap());
         let withdrawn = tokio::time::timeout(Duration::from_millis(10), asking.next()).await;
         assert!(withdrawn.is_err());
         drop(asking);
@@ -450,7 +450,7 @@ mod tests {
         let (_writer, reader) = tokio::io::duplex(64);
         let answers = Answers::FromPrompts { terminal: None };
         let (_prompts, questions) = start(reader, false, answers);
-        let mut asking = questions.ask(&tau_core::ApprovalId::parse("ap_1").unwrap());
+        let mut asking = questions.ask(&tau_protocol::ApprovalId::parse("ap_1").unwrap());
         questions.close();
         assert_eq!(asking.next().await, Heard::Reply(Reply::Closed));
     }
@@ -460,11 +460,11 @@ mod tests {
         let (_writer, reader) = tokio::io::duplex(64);
         let answers = Answers::FromPrompts { terminal: None };
         let (_prompts, questions) = start(reader, false, answers);
-        questions.drawn(&tau_core::ApprovalId::parse("ap_1").unwrap());
+        questions.drawn(&tau_protocol::ApprovalId::parse("ap_1").unwrap());
         assert!(questions.is_open());
-        questions.decided(&tau_core::ApprovalId::parse("ap_2").unwrap());
+        questions.decided(&tau_protocol::ApprovalId::parse("ap_2").unwrap());
         assert!(questions.is_open(), "another question's outcome");
-        questions.decided(&tau_core::ApprovalId::parse("ap_1").unwrap());
+        questions.decided(&tau_protocol::ApprovalId::parse("ap_1").unwrap());
         assert!(!questions.is_open());
     }
 
@@ -546,7 +546,7 @@ mod tests {
         assert_eq!(prompts.next().await.as_deref(), Some("go"));
         assert_eq!(
             questions
-                .ask(&tau_core::ApprovalId::parse("ap_1").unwrap())
+                .ask(&tau_protocol::ApprovalId::parse("ap_1").unwrap())
                 .next()
                 .await,
             Heard::Reply(Reply::NowhereToAsk)

@@ -2,7 +2,7 @@
 //! each text's first lines (its name above it) and how many lines more there are.
 //! Everything through the terminal escape, like every untrusted text.
 
-use tau_core::{OutputBlock, shown_lines};
+use tau_protocol::{OutputBlock, shown_lines};
 
 use crate::escape::escape_for_terminal;
 

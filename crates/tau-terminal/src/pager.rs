@@ -5,7 +5,8 @@
 //! screen has its length and SHA-256 on every page, right above the question.
 
 use serde_json::Value;
-use tau_core::{ApprovalId, ApprovalQuestion, ConfirmStep, Language, grouped_digits, shown_length};
+use tau_core::{Language, grouped_digits, shown_length};
+use tau_protocol::{ApprovalId, ApprovalQuestion, ConfirmStep};
 
 use crate::prompt::{question_line, shown_key};
 use crate::texts::texts;
@@ -182,7 +183,7 @@ mod tests {
     use crate::prompt::render_prompt;
     use pretty_assertions::assert_eq;
     use serde_json::json;
-    use tau_core::Tier;
+    use tau_protocol::Tier;
 
     fn request(command: &str) -> ApprovalQuestion {
         ApprovalQuestion {

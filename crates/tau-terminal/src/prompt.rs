@@ -1,11 +1,8 @@
 //! The approval prompt and the answers that approve.
 
 use serde_json::Value;
-use tau_core::GrantScope;
-use tau_core::{
-    ApprovalQuestion, CardNote, ConfirmStep, Decision, Language, NoteLevel, display,
-    display_multiline, sorted_json,
-};
+use tau_core::{Language, display, display_multiline, sorted_json};
+use tau_protocol::{ApprovalQuestion, CardNote, ConfirmStep, Decision, GrantScope, NoteLevel};
 
 use crate::texts::{Texts, texts};
 use crate::wrap::wrap;
@@ -177,7 +174,7 @@ mod tests {
     use super::*;
     use crate::wrap::MIN_TEXT_COLUMNS;
     use serde_json::json;
-    use tau_core::Tier;
+    use tau_protocol::Tier;
     use unicode_width::UnicodeWidthChar;
 
     fn request(arguments: serde_json::Value, effect: &str) -> ApprovalQuestion {
@@ -188,7 +185,7 @@ mod tests {
             arguments,
             call_id: "t1".into(),
             channel: "terminal".into(),
-            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+            approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             deadline: None,
             card: Default::default(),
             grant: None,
@@ -276,12 +273,12 @@ mod tests {
         );
         r.tool = "run_command".into();
         r.card.headline = Some("run · sh setup.sh".into());
-        r.card.push(tau_core::CardNote::info(
+        r.card.push(tau_protocol::CardNote::info(
             "sandbox",
             "writes: workspace only · network: none",
         ));
         r.card.push(
-            tau_core::CardNote::warning("file", "setup.sh, written in this turn (31 bytes)")
+            tau_protocol::CardNote::warning("file", "setup.sh, written in this turn (31 bytes)")
                 .with_detail("echo hi\n\tcurl -s x | sh\u{202e}\n"),
         );
         let prompt = render_prompt(&r, Language::En, 80);
@@ -297,7 +294,7 @@ mod tests {
             "runs a shell command in the workspace — code the agent wrote",
         );
         r.tool = "run_command".into();
-        r.card.push(tau_core::CardNote::warning(
+        r.card.push(tau_protocol::CardNote::warning(
             "sandbox",
             "reduced · writes: workspace only · network: none",
         ));
@@ -388,7 +385,7 @@ mod tests {
     fn a_question_that_offers_a_grant_says_what_it_covers_and_how_to_make_it() {
         let mut r = request(json!({"command": "npm run test"}), "runs a shell command");
         r.tool = "run_command".into();
-        r.grant = Some(tau_core::GrantOffer {
+        r.grant = Some(tau_protocol::GrantOffer {
             schema_sha256: "0".repeat(64),
             arguments_sha256: "1".repeat(64),
             card_sha256: "2".repeat(64),
@@ -397,7 +394,7 @@ mod tests {
             suggestion: None,
         });
         // Asked again although a grant covers the call: a file it runs changed since.
-        r.card.push(tau_core::CardNote::warning(
+        r.card.push(tau_protocol::CardNote::warning(
             tau_core::GRANT_LABEL,
             tau_core::asked_again_text(&["job.py".to_owned()]),
         ));

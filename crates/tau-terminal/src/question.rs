@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tau_core::ApprovalId;
+use tau_protocol::ApprovalId;
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 

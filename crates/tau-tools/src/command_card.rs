@@ -7,11 +7,12 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use tau_core::{CallCard, CardNote, CardWriter, Resumed, SHOWN_FILES_UNCHECKED_TEXT};
+use tau_core::{CardWriter, Resumed, SHOWN_FILES_UNCHECKED_TEXT};
+use tau_protocol::{CallCard, CardNote, ShownFile};
 use tau_sandbox::Sandbox;
 
 use crate::workspace::Workspace;
-use crate::written::{Pin, Written, read_and_hash};
+use crate::written::{Written, read_and_hash};
 
 pub(crate) struct CommandCard {
     pub workspace: Workspace,
@@ -44,7 +45,7 @@ impl CardWriter for CommandCard {
             match read_and_hash(&self.workspace, &path) {
                 Ok((shown, more, sha256)) => {
                     card.push(file_note(&path, &shown, more, &sha256));
-                    pins.push(Pin {
+                    pins.push(ShownFile {
                         path,
                         sha256: Some(sha256),
                     });
@@ -54,7 +55,7 @@ impl CardWriter for CommandCard {
                         FILE_LABEL,
                         format!("{path} cannot be read ({why}); the command will not run"),
                     ));
-                    pins.push(Pin { path, sha256: None });
+                    pins.push(ShownFile { path, sha256: None });
                 }
             }
         }
@@ -125,7 +126,7 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use serde_json::json;
-    use tau_core::NoteLevel;
+    use tau_protocol::NoteLevel;
 
     fn card_for(writer: &CommandCard, arguments: &Value) -> CallCard {
         let mut card = CallCard::default();
@@ -223,7 +224,7 @@ mod tests {
         let arguments = json!({"command": "ls"});
         let card = card_for(&writer, &arguments);
         assert_eq!(card.shown_files, vec![]);
-        let pin = Pin {
+        let pin = ShownFile {
             path: "x.sh".into(),
             sha256: Some("ab".into()),
         };

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::{TauToolSpec, Tier};
+use tau_core::TauToolSpec;
+use tau_protocol::Tier;
 
 use crate::args;
 use crate::mqtt_link::{MAX_PAYLOAD_BYTES, MqttBroker, PUBLISH_TIMEOUT, check_topic};

@@ -16,14 +16,15 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::{AuditEvent, ErrorSite, EventBus, TauToolSpec, Tier};
+use tau_core::{AuditEvent, ErrorSite, EventBus, TauToolSpec};
+use tau_protocol::{ShownFile, Tier};
 use tau_sandbox::{Sandbox, SandboxError, SandboxLayer, Started};
 use tokio::process::Command;
 
 use crate::args;
 use crate::config::CommandConfig;
 use crate::workspace::Workspace;
-use crate::written::{Pin, Written, read_and_hash};
+use crate::written::{Written, read_and_hash};
 use output::{Capture, Stream};
 use process::{Ending, Running, supervise};
 
@@ -48,7 +49,7 @@ pub(crate) fn file_changed_text(path: &str, shown: Option<&str>, now: Option<&st
 
 /// Each file the question showed still hashes to what was shown; the text of the first
 /// that does not.
-fn check_pins(workspace: &Workspace, pins: &[Pin]) -> Result<(), String> {
+fn check_pins(workspace: &Workspace, pins: &[ShownFile]) -> Result<(), String> {
     for pin in pins {
         let now = read_and_hash(workspace, &pin.path)
             .ok()

@@ -15,7 +15,8 @@ use std::os::unix::ffi::OsStrExt;
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use sha2::{Digest, Sha256};
-use tau_core::{MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, TreeError, WorkspacePinner, WorkspaceTree};
+use tau_core::WorkspacePinner;
+use tau_protocol::{MAX_PINNED_BYTES, MAX_PINNED_ENTRIES, TreeError, WorkspaceTree};
 
 use crate::workspace::Workspace;
 

@@ -14,7 +14,8 @@ use rustix::io::Errno;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tau_agent::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::{TauToolSpec, Tier};
+use tau_core::TauToolSpec;
+use tau_protocol::Tier;
 
 use crate::args;
 use crate::workspace::{OpenError, PathError, Shown, Workspace};

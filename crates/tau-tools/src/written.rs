@@ -14,23 +14,22 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use rustix::fs::{Mode, OFlags};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+// A pin is what a question showed of one file (`tau-protocol`'s `ShownFile`): its path and
+// the hex SHA-256 of the whole file, or `None` when it could not be read. The card carries
+// the same, so a stored question brings its pins back after a restart (see `command_card`).
+use tau_protocol::ShownFile;
 
 use crate::workspace::{OpenError, Workspace};
 
 /// The most of a file a question shows and a pin covers.
 pub(crate) const SHOWN_LIMIT_BYTES: u64 = 256 * 1024;
 
-/// What a question showed of one file: its path and the hex SHA-256 of the whole file, or
-/// `None` when it could not be read. The card carries the same, so a stored question
-/// brings its pins back after a restart (see `command_card`).
-pub(crate) use tau_core::ShownFile as Pin;
-
 #[derive(Default)]
 struct State {
     /// Paths (as the tools name them, normalized) written while this tau runs.
     files: BTreeSet<String>,
     /// Canonical arguments of a command -> what its question showed.
-    pins: BTreeMap<String, Vec<Pin>>,
+    pins: BTreeMap<String, Vec<ShownFile>>,
 }
 
 /// Shared by the file tools (which record), the card writer (which pins) and
@@ -82,7 +81,7 @@ impl Written {
     }
 
     /// What the question for `arguments` showed.
-    pub(crate) fn pin(&self, arguments: &Value, pins: Vec<Pin>) {
+    pub(crate) fn pin(&self, arguments: &Value, pins: Vec<ShownFile>) {
         let key = tau_core::sorted_json(arguments);
         let mut state = self.state();
         if pins.is_empty() {
@@ -93,7 +92,7 @@ impl Written {
     }
 
     /// What the question for `arguments` showed, once: the pins go with the call.
-    pub(crate) fn take_pins(&self, arguments: &Value) -> Vec<Pin> {
+    pub(crate) fn take_pins(&self, arguments: &Value) -> Vec<ShownFile> {
         let key = tau_core::sorted_json(arguments);
         self.state().pins.remove(&key).unwrap_or_default()
     }
@@ -169,7 +168,7 @@ mod tests {
     fn a_pin_is_taken_once_and_keyed_by_the_whole_arguments() {
         let written = Written::default();
         let arguments = json!({"command": "sh setup.sh", "timeout_seconds": 5});
-        let pin = Pin {
+        let pin = ShownFile {
             path: "setup.sh".into(),
             sha256: Some("ab".into()),
         };

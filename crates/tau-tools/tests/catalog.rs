@@ -9,7 +9,8 @@ use std::path::Path;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tau_agent::SharedTool;
-use tau_core::{Tier, ToolCatalog};
+use tau_core::ToolCatalog;
+use tau_protocol::Tier;
 use tau_tools::{
     ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError, builtin_tools,
 };

@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::Rect;
-use tau_core::{ApprovalId, ChannelEvent, Decision, Language};
+use tau_core::Language;
+use tau_protocol::{ApprovalId, ChannelEvent, Decision};
 
 use crate::card::{Card, CardView, Moment};
 use crate::input::Input;
@@ -29,7 +30,7 @@ pub(crate) enum Action {
         confirmation: Option<String>,
         /// "Yes, and allow this again": `always` (this conversation) or `always all`
         /// (every conversation on the TUI) typed on a card that offers a grant.
-        grant: Option<tau_core::GrantScope>,
+        grant: Option<tau_protocol::GrantScope>,
     },
     /// Cancel the running turn and close its questions.
     Cancel,
@@ -507,14 +508,16 @@ pub(crate) const GRANT_WORD: &str = "always";
 
 /// The grant a typed word asks for: `always` for this conversation, `always all` for every
 /// conversation on the TUI (any case, any spacing); `None` for anything else.
-pub(crate) fn grant_scope(typed: &str) -> Option<tau_core::GrantScope> {
+pub(crate) fn grant_scope(typed: &str) -> Option<tau_protocol::GrantScope> {
     let mut words = typed.split_whitespace();
     if !words.next()?.eq_ignore_ascii_case(GRANT_WORD) {
         return None;
     }
     match (words.next(), words.next()) {
-        (None, _) => Some(tau_core::GrantScope::Conversation),
-        (Some(all), None) if all.eq_ignore_ascii_case("all") => Some(tau_core::GrantScope::Channel),
+        (None, _) => Some(tau_protocol::GrantScope::Conversation),
+        (Some(all), None) if all.eq_ignore_ascii_case("all") => {
+            Some(tau_protocol::GrantScope::Channel)
+        }
         _ => None,
     }
 }

@@ -6,10 +6,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use tau_core::{
-    Answer, ApprovalId, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision,
-    GrantRequest, GrantScope,
-};
+use tau_core::{Answer, Approver, ApproverError};
+use tau_protocol::{ApprovalId, ApprovalQuestion, DecidedBy, Decision, GrantRequest, GrantScope};
 use tokio::sync::oneshot;
 
 /// The channel name in approval requests and `decided_by`.
@@ -159,7 +157,7 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
     use std::time::Duration;
-    use tau_core::Tier;
+    use tau_protocol::Tier;
 
     fn request(id: &str) -> ApprovalQuestion {
         ApprovalQuestion {
@@ -193,14 +191,14 @@ mod tests {
         until_open(&questions, 1).await;
         // An answer to another question is not an answer to this one.
         questions.answer(
-            &tau_core::ApprovalId::parse("ap_other").unwrap(),
+            &tau_protocol::ApprovalId::parse("ap_other").unwrap(),
             Decision::Approved,
             None,
             None,
         );
         assert_eq!(questions.open(), 1);
         questions.answer(
-            &tau_core::ApprovalId::parse("ap_1").unwrap(),
+            &tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             Decision::Rejected,
             None,
             None,
@@ -216,7 +214,7 @@ mod tests {
         let approver = TuiApprover::new();
         let questions = approver.questions();
         questions.answer(
-            &tau_core::ApprovalId::parse("ap_1").unwrap(),
+            &tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             Decision::Approved,
             None,
             None,
@@ -258,12 +256,12 @@ mod tests {
         // The late key is kept as an early answer to that id; the next question has a new
         // id, and the finished one is forgotten when its decision arrives.
         questions.answer(
-            &tau_core::ApprovalId::parse("ap_1").unwrap(),
+            &tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             Decision::Approved,
             None,
             None,
         );
-        questions.forget(&tau_core::ApprovalId::parse("ap_1").unwrap());
+        questions.forget(&tau_protocol::ApprovalId::parse("ap_1").unwrap());
         let next =
             tokio::time::timeout(Duration::from_millis(10), approver.decide(request("ap_2"))).await;
         assert!(next.is_err());

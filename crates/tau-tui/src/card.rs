@@ -9,10 +9,8 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
-use tau_core::{
-    ApprovalId, ApprovalQuestion, CallCard, CardNote, GrantOffer, NoteLevel, Tier, display,
-    display_multiline,
-};
+use tau_core::{display, display_multiline};
+use tau_protocol::{ApprovalId, ApprovalQuestion, CallCard, CardNote, GrantOffer, NoteLevel, Tier};
 
 use crate::args::pretty;
 use crate::texts::Texts;

@@ -6,7 +6,8 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use tau_agent::ToolResultStatus;
-use tau_core::{Approval, CallStatus, DecidedBy, display, display_multiline, sorted_json};
+use tau_core::{display, display_multiline, sorted_json};
+use tau_protocol::{Approval, CallStatus, DecidedBy};
 
 use crate::card::{argument_rows, tier_style};
 use crate::texts::Texts;

@@ -10,8 +10,8 @@ use crossterm::event::{Event, EventStream};
 use futures::{FutureExt, StreamExt};
 use ratatui::layout::Rect;
 use tau_agent::CancelHandle;
-use tau_core::approval::Standing;
-use tau_core::{ChannelEvent, ChannelSink, Language, TauAgent, TurnError, TurnOutcome};
+use tau_core::{ChannelSink, Language, TauAgent, TurnError, TurnOutcome, approval::Standing};
+use tau_protocol::ChannelEvent;
 use tokio::sync::mpsc;
 
 use crate::app::{Action, App};

@@ -3,13 +3,13 @@
 //! state is read from the event's fields, never from the text the model reads.
 
 use std::collections::HashMap;
+use tau_protocol::{
+    Approval, CallFate, CallStatus, ChannelEvent, DecidedBy, Decision, OutputBlock, Ruling, Tier,
+};
 
 use serde_json::Value;
 use tau_agent::{ContentBlock, Message, Role, ToolResultStatus};
-use tau_core::{
-    Approval, CallFate, CallStatus, ChannelEvent, DecidedBy, Decision, OutputBlock, Ruling, Tier,
-    output_blocks,
-};
+use tau_core::output_blocks;
 
 /// One thing in the transcript, in the order it happened.
 #[derive(Debug, Clone, PartialEq)]
@@ -374,7 +374,7 @@ mod tests {
         transcript.apply(&ChannelEvent::ToolCallFinished {
             call_id: "t2".into(),
             tool: "clock".into(),
-            fate: tau_core::CallFate {
+            fate: tau_protocol::CallFate {
                 status: CallStatus::Invalid,
                 approval: Approval::Refused,
                 decided_by: DecidedBy::Policy,

@@ -14,8 +14,9 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
-use tau_core::{ApprovalId, GrantRequest};
-use tau_hub::{Answered, ApprovalRow, ApprovalState, HubError, RefusedAnswer, Reply};
+use tau_hub::{HubError, RefusedAnswer, Reply};
+use tau_protocol::{ApprovalId, GrantRequest};
+use tau_state::{Answered, ApprovalRow, ApprovalState};
 
 use crate::App;
 use crate::api::{body_error, current_card_sha256, error_response, hub_error, row_json};

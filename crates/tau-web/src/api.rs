@@ -8,9 +8,11 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tau_agent::{ContentBlock, Message, SessionId};
-use tau_core::{GrantScope, output_blocks};
-use tau_hub::{ApprovalRow, ApprovalState, HubError};
+use tau_agent::{ContentBlock, Message};
+use tau_core::output_blocks;
+use tau_hub::HubError;
+use tau_protocol::{GrantScope, SessionId};
+use tau_state::{ApprovalRow, ApprovalState};
 
 use crate::App;
 use crate::shown::{card_sha256, shown};

@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
-use tau_core::{CallCard, CardWriter, LookalikeWriter};
-use tau_protocol::{DecisionOutcome, DecisionRow};
+use tau_core::{CardWriter, LookalikeWriter};
+use tau_protocol::{CallCard, DecisionOutcome, DecisionRow};
 
 use crate::App;
 use crate::api::{View, error, view};

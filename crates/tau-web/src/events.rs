@@ -13,8 +13,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::{Value, json};
-use tau_agent::SessionId;
 use tau_hub::SessionEvent;
+use tau_protocol::SessionId;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::App;

@@ -9,10 +9,8 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::json;
-use tau_core::DecidedBy;
-use tau_core::GrantId;
-use tau_hub::Revoked;
-use tau_protocol::Allowance;
+use tau_protocol::{Allowance, DecidedBy, GrantId};
+use tau_state::Revoked;
 
 use crate::api::{View, error, hub_error, view};
 use crate::{App, WEB};

@@ -35,14 +35,13 @@ use axum::extract::DefaultBodyLimit;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, patch, post};
 use http::{HeaderValue, StatusCode, header};
-use tau_hub::{Channel, ChannelError, ChannelPort};
+use tau_hub::{Channel, ChannelError, ChannelPort, RoutineOrigin, Routines};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
 pub use decisions::{Decisions, DecisionsError};
-pub use tau_hub::{RoutineOrigin, Routines, WebhookDelivery};
 
 /// The channel's name: what approval rows and `decided_by` say.
 pub const WEB: &str = "web";
@@ -184,7 +183,7 @@ impl App {
     /// The routine whose conversation `session` is, when it is a routine's.
     pub(crate) fn origin_of_session(
         &self,
-        session: &tau_agent::SessionId,
+        session: &tau_protocol::SessionId,
     ) -> Option<RoutineOrigin> {
         let conversation = self.hub.conversation_of(session).ok().flatten()?;
         self.origin_of_key(&conversation.key)

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use common::{Tau, answer, tool_call};
 use serde_json::{Value, json};
-use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository};
+use tau_agent::{ContentBlock, Message, Role, SessionRepository};
+use tau_protocol::SessionId;
 
 /// Starts measured after the home is made.
 const STARTS: usize = 5;
@@ -36,7 +37,9 @@ const TARGET: Duration = Duration::from_secs(1);
 fn stored_sessions(tau: &Tau, count: usize) {
     std::fs::create_dir_all(tau.home()).unwrap();
     let db = tau_core::StoredSessions::new(
-        tau_state::StateDb::open(&tau.home().join("state.db")).unwrap(),
+        tau_state::StateDb::open(&tau.home().join("state.db"))
+            .unwrap()
+            .sessions(),
     );
     for n in 0..count {
         let id = SessionId::parse(&format!("chat-{n:05}")).unwrap();

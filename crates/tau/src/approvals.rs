@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tau_core::SessionId;
-use tau_core::{CardNote, Listing, NoteLevel, display};
+use tau_core::{Listing, display};
+use tau_protocol::{CardNote, NoteLevel, SessionId};
 use tau_state::{ApprovalRow, ApprovalState};
 
 use crate::context::Context;
@@ -117,15 +117,15 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
     let Some(store) = ctx.existing_state()? else {
         return Ok(render(&[], &|_| None, Timestamp::now(), &zone));
     };
-    let rows = store.approvals(Some(ApprovalState::Pending))?;
-    let titles = |session: &SessionId| store.session_title(session).ok().flatten();
+    let rows = store.approvals().approvals(Some(ApprovalState::Pending))?;
+    let titles = |session: &SessionId| store.sessions().session_title(session).ok().flatten();
     Ok(render(&rows, &titles, Timestamp::now(), &zone))
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tau_core::{ApprovalId, CallCard, Tier};
+    use tau_protocol::{ApprovalId, CallCard, Tier};
     use tau_state::NewApproval;
 
     use super::*;

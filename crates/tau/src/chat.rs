@@ -4,8 +4,9 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use tau_agent::{Model, SessionId, SessionRepository};
+use tau_agent::{Model, SessionRepository};
 use tau_core::{AgentParts, AuditEvent, EventBus, StoredSessions, build_agent};
+use tau_protocol::SessionId;
 use tau_terminal::{
     Console, Edited, Input, PromptEditor, Prompts, Read, TerminalApprover, start_stdin, texts,
 };
@@ -73,7 +74,7 @@ fn unused_session_id(
     const ATTEMPTS: usize = 4;
     for _ in 0..ATTEMPTS {
         let id = draw()?;
-        if !state.session_exists(&id)? {
+        if !state.sessions().session_exists(&id)? {
             return Ok(id);
         }
     }
@@ -114,7 +115,7 @@ pub(crate) fn open_session(
     events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         id.as_str(),
-        ctx.state()?,
+        ctx.state()?.audit_anchor(),
     )?));
     for event in startup_errors {
         events.emit(event);
@@ -152,7 +153,8 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     // "yes, and allow this again" at this terminal: grants of this conversation, or of
     // every conversation on the terminal (one person).
     let grants = tau_core::GateGrants {
-        store: state.clone(),
+        store: state.grants(),
+        conversations: state.conversations(),
         session: id.clone(),
         person: None,
         hours: config.core().approval.grant_hours,
@@ -162,7 +164,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
             state.clone(),
         )),
     };
-    let repository: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(state.clone()));
+    let repository: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(state.sessions()));
     let OpenSession {
         lock: _lock,
         cut_off,
@@ -214,7 +216,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         grants: Some(grants),
         // A crash while an approved call runs is closed at the next start.
         dispatches: Some(tau_core::approval::DispatchRecord {
-            store: state,
+            store: state.approvals(),
             session: id.clone(),
         }),
     })
@@ -370,7 +372,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let state = tau_state::StateDb::open(&dir.path().join("state.db")).unwrap();
         let old = SessionId::parse("20260101-000000-0000abcd").unwrap();
-        state.ensure_session(&old).unwrap();
+        state.sessions().ensure_session(&old).unwrap();
         let mut drawn = vec!["20260101-000000-0000abcd", "20260101-000000-0000abce"].into_iter();
         let id =
             unused_session_id(&state, || Ok(SessionId::parse(drawn.next().unwrap())?)).unwrap();

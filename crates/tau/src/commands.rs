@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
-use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolResultStatus};
+use tau_agent::{ContentBlock, Message, Role, SessionRepository, ToolResultStatus};
 use tau_core::{StoredSessions, ToolCatalog, display, json_for_terminal, sorted_json};
+use tau_protocol::SessionId;
 use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
 use crate::approvals;
@@ -36,9 +37,9 @@ pub(crate) fn sessions_list(
     let Some(store) = open_store(ctx)? else {
         return Ok(nothing.to_owned());
     };
-    let mut sessions = store.list_sessions()?;
+    let mut sessions = store.sessions().list_sessions()?;
     if let Some(text) = search {
-        let found = store.search_sessions(text)?;
+        let found = store.sessions().search_sessions(text)?;
         sessions.retain(|s| found.contains(&s.id));
     }
     let empty = sessions.iter().filter(|s| s.message_count == 0).count();
@@ -53,7 +54,7 @@ pub(crate) fn sessions_list(
         });
     }
     let zone = ctx.shown_zone();
-    let pending = store.approvals(Some(ApprovalState::Pending))?;
+    let pending = store.approvals().approvals(Some(ApprovalState::Pending))?;
     let rows: Vec<_> = sessions
         .into_iter()
         .map(|s| {
@@ -63,6 +64,7 @@ pub(crate) fn sessions_list(
             );
             let waiting = waiting(&pending, &s.id);
             let title = store
+                .sessions()
                 .session_title(&s.id)
                 .ok()
                 .flatten()
@@ -128,13 +130,13 @@ pub(crate) fn sessions_rename(ctx: &Context, name: &str, title: &str) -> anyhow:
     let id = session_id(name)?;
     let store = open_store(ctx)?.ok_or_else(|| no_session(&id))?;
     let wanted = (!title.trim().is_empty()).then_some(title);
-    match store.rename_session(&id, wanted) {
+    match store.sessions().rename_session(&id, wanted) {
         Ok(true) => {}
         Ok(false) => return Err(no_session(&id)),
-        Err(tau_state::StateError::Invalid(why)) => return Err(usage(why)),
+        Err(tau_state::StateError::Title(why)) => return Err(usage(why.to_string())),
         Err(error) => return Err(error.into()),
     }
-    let now = store.session_title(&id)?.map(|t| display(&t));
+    let now = store.sessions().session_title(&id)?.map(|t| display(&t));
     Ok(match now {
         Some(title) => format!("session {id} is called {title}\n"),
         None => format!("session {id} has no title (nobody wrote in it yet)\n"),
@@ -162,10 +164,10 @@ fn waiting(pending: &[ApprovalRow], session: &SessionId) -> String {
 fn stored_messages(ctx: &Context, name: &str) -> anyhow::Result<Vec<Message>> {
     let id = session_id(name)?;
     let store = open_store(ctx)?.ok_or_else(|| no_session(&id))?;
-    if !store.session_exists(&id)? {
+    if !store.sessions().session_exists(&id)? {
         return Err(no_session(&id));
     }
-    Ok(StoredSessions::new(store).messages(&id, 0)?)
+    Ok(StoredSessions::new(store.sessions()).messages(&id, 0)?)
 }
 
 /// The questions of `name` that wait, one line each.
@@ -175,7 +177,7 @@ fn waiting_lines(ctx: &Context, name: &str) -> anyhow::Result<String> {
         return Ok(String::new());
     };
     let mut out = String::new();
-    for row in store.approvals(Some(ApprovalState::Pending))? {
+    for row in store.approvals().approvals(Some(ApprovalState::Pending))? {
         if row.session == id {
             let _ = writeln!(
                 out,
@@ -234,9 +236,9 @@ pub(crate) fn sessions_delete(ctx: &Context, name: &str) -> anyhow::Result<Strin
     std::fs::create_dir_all(ctx.home.locks())?;
     // Not one the hub holds: its paused turn would lose its question.
     let _lock = crate::owner::open_own(ctx, &id)?;
-    let existed = store.session_exists(&id)?;
+    let existed = store.sessions().session_exists(&id)?;
     // A hub conversation's row goes with its session: the channel never finds it again.
-    store.delete_conversation(&id)?;
+    store.conversations().delete_conversation(&id)?;
     if existed {
         let _ = std::fs::remove_file(ctx.home.locks().join(format!("{id}.lock")));
         Ok(format!("deleted session {id}\n"))

@@ -172,7 +172,9 @@ impl Context {
 
     /// The routines, switches and runs in `state.db`.
     pub(crate) fn routine_store(&self) -> anyhow::Result<Arc<tau_reflex::RoutineStore>> {
-        Ok(Arc::new(tau_reflex::RoutineStore::new(self.state()?)))
+        Ok(Arc::new(tau_reflex::RoutineStore::new(
+            self.state()?.routines(),
+        )))
     }
 
     /// Every tool tau runs: the built-in ones and those of the configured MCP servers,

@@ -9,10 +9,8 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tau_core::{
-    AuditEvent, DecidedBy, Grant, GrantId, GrantScope, Listing, SessionId, counted, display,
-};
-use tau_protocol::RoutineAllowance;
+use tau_core::{AuditEvent, Listing, counted, display};
+use tau_protocol::{DecidedBy, Grant, GrantId, GrantScope, RoutineAllowance, SessionId};
 use tau_state::{Revoked, is_live};
 
 use crate::approvals::channel_name;
@@ -218,7 +216,7 @@ fn routine_allowances(
             };
             tau_reflex::load(
                 &config,
-                &tau_reflex::RoutineStore::new(store.clone()),
+                &tau_reflex::RoutineStore::new(store.routines()),
                 &checks,
             )?
         }
@@ -236,13 +234,13 @@ pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
     let store = ctx.existing_state()?;
     let routines = routine_allowances(ctx, store.as_ref())?;
     let grants = match &store {
-        Some(store) => store.grants(None)?,
+        Some(store) => store.grants().grants(None)?,
         None => Vec::new(),
     };
     let titles = |session: &SessionId| {
         store
             .as_ref()
-            .and_then(|store| store.session_title(session).ok().flatten())
+            .and_then(|store| store.sessions().session_title(session).ok().flatten())
     };
     Ok(render(&grants, &routines, &titles, Timestamp::now(), &zone))
 }
@@ -262,14 +260,14 @@ pub(crate) fn show(ctx: &Context, id: &str) -> anyhow::Result<String> {
     let zone = crate::routines::zone(&ctx.loaded.config)?;
     let store = ctx.existing_state()?;
     let grant = match &store {
-        Some(store) => store.grant(&id)?,
+        Some(store) => store.grants().grant(&id)?,
         None => None,
     };
     let grant = grant.ok_or_else(|| no_grant(&id))?;
     let titles = |session: &SessionId| {
         store
             .as_ref()
-            .and_then(|store| store.session_title(session).ok().flatten())
+            .and_then(|store| store.sessions().session_title(session).ok().flatten())
     };
     Ok(render_one(&grant, &titles, Timestamp::now(), &zone))
 }
@@ -282,7 +280,7 @@ fn revoke_on(
     id: &GrantId,
     by: DecidedBy,
 ) -> anyhow::Result<Revoked> {
-    let revoked = store.revoke_grant(id, &by, Timestamp::now())?;
+    let revoked = store.grants().revoke_grant(id, &by, Timestamp::now())?;
     if let Revoked::Revoked(grant) = &revoked {
         events.emit(&AuditEvent::GrantRevoked {
             grant_id: grant.id.clone(),
@@ -307,7 +305,7 @@ fn revoke_in(
         ctx.events.subscribe(Arc::new(AuditLog::open(
             &ctx.home.audit_log(),
             AUDIT_SESSION,
-            store.clone(),
+            store.audit_anchor(),
         )?));
         *logging = true;
     }
@@ -341,11 +339,11 @@ impl TuiGrants {
 
 impl tau_tui::GrantCommands for TuiGrants {
     fn list(&self) -> Vec<String> {
-        match self.store.grants(None) {
+        match self.store.grants().grants(None) {
             Ok(grants) => render(
                 &grants,
                 &self.routines,
-                &|session| self.store.session_title(session).ok().flatten(),
+                &|session| self.store.sessions().session_title(session).ok().flatten(),
                 Timestamp::now(),
                 &self.zone,
             )
@@ -398,7 +396,7 @@ pub(crate) fn revoke_all(ctx: &Context) -> anyhow::Result<String> {
     let Some(store) = ctx.existing_state()? else {
         return Ok("no grants to revoke\n".to_owned());
     };
-    let live = store.grants(Some(Timestamp::now()))?;
+    let live = store.grants().grants(Some(Timestamp::now()))?;
     let mut logging = false;
     let mut out = String::new();
     for grant in &live {
@@ -415,7 +413,7 @@ pub(crate) fn revoke_all(ctx: &Context) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tau_core::Tier;
+    use tau_protocol::Tier;
 
     use super::*;
 

@@ -4,7 +4,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::OpenOptionsExt;
 
-use tau_agent::SessionId;
+use tau_protocol::SessionId;
 
 use crate::errors::usage;
 use crate::paths::Home;

@@ -30,7 +30,7 @@ pub(crate) async fn run(ctx: &Context, http: Option<SocketAddr>) -> anyhow::Resu
     ctx.events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         AUDIT_SESSION,
-        ctx.state()?,
+        ctx.state()?.audit_anchor(),
     )?));
     let tools = ctx.catalog().await?;
     for event in &tools.startup_errors {

@@ -8,10 +8,9 @@
 use std::sync::Arc;
 
 use jiff::tz::TimeZone;
-use tau_agent::SessionId;
-use tau_core::approval::ApprovalState;
 use tau_core::{EventBus, HubHold, display};
-use tau_state::{ApprovalRow, StateDb};
+use tau_protocol::SessionId;
+use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
 use crate::approvals::channel_name;
 use crate::context::Context;
@@ -23,7 +22,8 @@ use tau_audit::{AuditLog, SessionAudit};
 /// otherwise, nothing touched).
 pub(crate) fn open_own(ctx: &Context, id: &SessionId) -> anyhow::Result<SessionLock> {
     let lock = SessionLock::acquire(&ctx.home, id)?;
-    if let Some(hold) = tau_core::hub_hold(&ctx.state()?, id)? {
+    let state = ctx.state()?;
+    if let Some(hold) = tau_core::hub_hold(&state.approval_reader(), &state.sessions(), id)? {
         return Err(usage(refusal(id, &hold, &ctx.shown_zone())));
     }
     Ok(lock)
@@ -73,7 +73,7 @@ pub(crate) fn close_cut_off_calls(
     let log = Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         own.as_str(),
-        state.clone(),
+        state.audit_anchor(),
     )?);
     let bus_of = |session: &SessionId| {
         let bus = EventBus::new();
@@ -91,7 +91,8 @@ pub(crate) fn close_cut_off_calls(
                 Ok(Some(_))
             )
     };
-    let found = tau_core::close_cut_off_calls(state, &bus_of, &may_close)?;
+    let found =
+        tau_core::close_cut_off_calls(&state.approvals(), &state.sessions(), &bus_of, &may_close)?;
     Ok(found.closed.iter().map(closed_line).collect())
 }
 
@@ -108,7 +109,7 @@ fn closed_line(row: &ApprovalRow) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tau_core::{ApprovalId, CallCard, DecidedBy, Tier};
+    use tau_protocol::{ApprovalId, CallCard, DecidedBy, Tier};
     use tau_state::NewApproval;
 
     use super::*;

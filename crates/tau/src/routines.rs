@@ -297,7 +297,7 @@ pub(crate) async fn run(
     events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         routine.session().as_str(),
-        ctx.state()?,
+        ctx.state()?.audit_anchor(),
     )?));
     for event in &tools.startup_errors {
         events.emit(event);
@@ -328,7 +328,8 @@ pub(crate) async fn run(
     let catalog = Arc::new(tools.catalog);
     let prompts = match &routine.action {
         Action::Prompt { .. } => {
-            let sessions: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(ctx.state()?));
+            let sessions: Arc<dyn SessionRepository> =
+                Arc::new(StoredSessions::new(ctx.state()?.sessions()));
             Some(TurnPrompts {
                 config: config.core(),
                 model: ctx.model()?,

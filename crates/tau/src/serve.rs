@@ -8,13 +8,13 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_agent::{Message, Model, SessionId, SessionRepository};
-use tau_core::approval::DurableQuestions;
+use tau_agent::{Message, Model, SessionRepository};
 use tau_core::{
     AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, StoredSessions, ToolCatalog,
-    build_agent,
+    approval::DurableQuestions, build_agent,
 };
 use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
+use tau_protocol::SessionId;
 use tau_state::StateDb;
 use tau_web::{REMOTE_RISK, WebChannel, WebError};
 
@@ -84,7 +84,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     let audit = Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         AUDIT_SESSION,
-        state.clone(),
+        state.audit_anchor(),
     )?);
     let hub_events = EventBus::new();
     hub_events.subscribe(Arc::clone(&audit) as _);
@@ -120,7 +120,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         ctx,
         crate::hosted::HostParts {
             hub: hub.clone(),
-            sessions: Arc::new(StoredSessions::new(state.clone())),
+            sessions: Arc::new(StoredSessions::new(state.sessions())),
             catalog: tools.catalog,
             model,
             config: config.core(),
@@ -151,7 +151,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             &token,
             hub.port(tau_telegram::CHANNEL),
             Arc::clone(&hosted.routines) as _,
-            tau_telegram::Store::new(state.clone()),
+            tau_telegram::Store::new(state.telegram_memory()),
             config.ui.language(),
             crate::routines::zone(config)?,
         )?;
@@ -345,7 +345,7 @@ impl Factory {
         match channel {
             "web" => Ok(Some(None)),
             tau_telegram::CHANNEL => {
-                let conversation = self.sessions.conversation_of(session)?;
+                let conversation = self.sessions.conversations().conversation_of(session)?;
                 Ok(conversation
                     .and_then(|c| tau_telegram::chat_of(&c.key))
                     .filter(|chat| *chat > 0)
@@ -395,12 +395,13 @@ impl SessionFactory for Factory {
     ) -> Result<Opened, OpenError> {
         let lock =
             SessionLock::acquire(&self.home, session).map_err(|e| OpenError::Locked(e.into()))?;
-        let repository = StoredSessions::new(self.sessions.clone());
+        let repository = StoredSessions::new(self.sessions.sessions());
         let stored = repository.messages(session, 0)?;
         let grants =
             self.grant_person(session, &durable.channel)?
                 .map(|person| tau_core::GateGrants {
-                    store: self.sessions.clone(),
+                    store: self.sessions.grants(),
+                    conversations: self.sessions.conversations(),
                     session: session.clone(),
                     person,
                     hours: self.config.approval.grant_hours,

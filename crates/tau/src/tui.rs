@@ -6,9 +6,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tau_agent::{Model, SessionId, SessionRepository};
+use tau_agent::{Model, SessionRepository};
 use tau_core::{AgentParts, StoredSessions, build_agent};
-use tau_state::{ApprovalState, StateDb};
+use tau_protocol::SessionId;
+use tau_state::{ApprovalReader, ApprovalState};
 use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover};
 
 use crate::chat::{OpenSession, new_session_id, open_session};
@@ -21,7 +22,7 @@ const ELSEWHERE_EVERY: Duration = Duration::from_secs(1);
 
 /// Keeps `count` at the number of questions that wait for the person on other channels
 /// (the hub's stored questions: the TUI asks its own in memory), until the TUI is gone.
-async fn count_waiting_elsewhere(state: StateDb, count: tokio::sync::watch::Sender<usize>) {
+async fn count_waiting_elsewhere(state: ApprovalReader, count: tokio::sync::watch::Sender<usize>) {
     let mut reported = false;
     while !count.is_closed() {
         let db = state.clone();
@@ -70,7 +71,7 @@ pub(crate) async fn run(
     let config = &ctx.loaded.config;
     let language = config.ui.language();
     let state = ctx.state()?;
-    let repository: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(state.clone()));
+    let repository: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(state.sessions()));
 
     // From here on the terminal is the TUI's; dropping the screen gives it back, also when
     // an error below ends the command (the error is printed after that).
@@ -84,7 +85,7 @@ pub(crate) async fn run(
                 .into_iter()
                 .filter(|s| s.message_count > 0)
                 .map(|s| SessionRow {
-                    title: state.session_title(&s.id).ok().flatten(),
+                    title: state.sessions().session_title(&s.id).ok().flatten(),
                     name: s.id.to_string(),
                     updated_at: s.updated_at,
                     message_count: s.message_count,
@@ -96,7 +97,10 @@ pub(crate) async fn run(
                 Pick::Rename { name, title } => {
                     let wanted = (!title.trim().is_empty()).then_some(title.as_str());
                     // A title the store refuses (too long) leaves the name as it was.
-                    if let Err(error) = state.rename_session(&SessionId::parse(&name)?, wanted) {
+                    if let Err(error) = state
+                        .sessions()
+                        .rename_session(&SessionId::parse(&name)?, wanted)
+                    {
                         tracing::warn!(%error, "the session was not renamed");
                     }
                 }
@@ -137,7 +141,8 @@ pub(crate) async fn run(
         // "yes, and allow this again" on the TUI (one person): the word `always` on a
         // card makes a grant of exactly that call for this conversation.
         grants: Some(tau_core::GateGrants {
-            store: state.clone(),
+            store: state.grants(),
+            conversations: state.conversations(),
             session: id.clone(),
             person: None,
             hours: config.core().approval.grant_hours,
@@ -150,13 +155,13 @@ pub(crate) async fn run(
         // A crash while an approved call runs is closed at the next start; the first
         // turn tells the model.
         dispatches: Some(tau_core::approval::DispatchRecord {
-            store: state.clone(),
+            store: state.approvals(),
             session: id.clone(),
         }),
     })
     .await?;
     let (elsewhere, waiting_elsewhere) = tokio::sync::watch::channel(0);
-    let counter = tokio::spawn(count_waiting_elsewhere(state.clone(), elsewhere));
+    let counter = tokio::spawn(count_waiting_elsewhere(state.approval_reader(), elsewhere));
     let setup = ChatSetup {
         language,
         session: id.to_string(),

@@ -41,7 +41,7 @@ fn home_with_a_waiting_question(tau: &Tau) {
         card: CallCard::default(),
     }
     .into_row();
-    db.create_approval(&row).unwrap();
+    db.approvals().create_approval(&row).unwrap();
 }
 
 #[test]

@@ -646,7 +646,8 @@ fn sessions_are_listed_by_title_renamed_and_found() {
     // A session nobody wrote in (TauBar's New chat makes one before its first message).
     {
         let db = tau_state::StateDb::open(&tau.home().join("state.db")).unwrap();
-        db.ensure_session(&tau_agent::SessionId::parse("empty").unwrap())
+        db.sessions()
+            .ensure_session(&tau_protocol::SessionId::parse("empty").unwrap())
             .unwrap();
     }
     let title_of = |listing: &str, session: &str| {

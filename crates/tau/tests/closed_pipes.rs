@@ -61,7 +61,8 @@ fn a_closed_stdout_ends_every_command_quietly_with_its_own_exit_code() {
     {
         let db = tau_state::StateDb::open(&tau.home().join("state.db")).unwrap();
         for n in 0..2000 {
-            db.ensure_session(&tau_agent::SessionId::parse(&format!("empty-{n:04}")).unwrap())
+            db.sessions()
+                .ensure_session(&tau_protocol::SessionId::parse(&format!("empty-{n:04}")).unwrap())
                 .unwrap();
         }
     }

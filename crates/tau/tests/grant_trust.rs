@@ -30,7 +30,7 @@ fn state(tau: &Tau) -> StateDb {
 
 /// The only grant there is.
 fn the_grant(tau: &Tau) -> Grant {
-    let grants = state(tau).grants(None).unwrap();
+    let grants = state(tau).grants().grants(None).unwrap();
     assert_eq!(grants.len(), 1, "{grants:?}");
     grants.into_iter().next().unwrap()
 }
@@ -44,7 +44,7 @@ fn forge(tau: &Tau, real: &Grant, command: &str) {
         arguments,
         ..real.clone()
     };
-    state(tau).create_grant(&forged).unwrap();
+    state(tau).grants().create_grant(&forged).unwrap();
 }
 
 fn edit(tau: &Tau, sql: &str) {

@@ -21,30 +21,31 @@ fn stored(tau: &Tau, id: &str) -> StateDb {
     let db = StateDb::open(&tau.home().join("state.db")).unwrap();
     let arguments = json!({"command": "npm run test"});
     let now = Timestamp::now();
-    db.create_grant(&Grant {
-        id: GrantId::parse(id).unwrap(),
-        tool: "run_command".into(),
-        tier: Tier::Physical,
-        schema_sha256: "0".repeat(64),
-        arguments_sha256: canonical_arguments(&arguments).1,
-        arguments,
-        card_sha256: "1".repeat(64),
-        workspace_sha256: None,
-        scope: GrantScope::Conversation,
-        channel: "terminal".into(),
-        session: tau_protocol::SessionId::parse("s1").unwrap(),
-        person: None,
-        created_by: DecidedBy::person("terminal"),
-        approval_id: None,
-        created_at: now.to_string(),
-        expires_at: (now + SignedDuration::from_hours(24)).to_string(),
-        uses: 0,
-        max_uses: None,
-        last_used_at: None,
-        revoked_at: None,
-        revoked_by: None,
-    })
-    .unwrap();
+    db.grants()
+        .create_grant(&Grant {
+            id: GrantId::parse(id).unwrap(),
+            tool: "run_command".into(),
+            tier: Tier::Physical,
+            schema_sha256: "0".repeat(64),
+            arguments_sha256: canonical_arguments(&arguments).1,
+            arguments,
+            card_sha256: "1".repeat(64),
+            workspace_sha256: None,
+            scope: GrantScope::Conversation,
+            channel: "terminal".into(),
+            session: tau_protocol::SessionId::parse("s1").unwrap(),
+            person: None,
+            created_by: DecidedBy::person("terminal"),
+            approval_id: None,
+            created_at: now.to_string(),
+            expires_at: (now + SignedDuration::from_hours(24)).to_string(),
+            uses: 0,
+            max_uses: None,
+            last_used_at: None,
+            revoked_at: None,
+            revoked_by: None,
+        })
+        .unwrap();
     db
 }
 
@@ -90,7 +91,10 @@ fn a_revoked_grant_leaves_the_list_covers_nothing_and_is_audited() {
         session: &SessionId::parse("s1").unwrap(),
         person: None,
     };
-    assert_eq!(db.use_grant(&call, Timestamp::now()).unwrap(), None);
+    assert_eq!(
+        db.grants().use_grant(&call, Timestamp::now()).unwrap(),
+        None
+    );
     let lines: Vec<_> = tau
         .audit_events()
         .into_iter()
@@ -182,7 +186,12 @@ fn revoke_all_ends_every_live_grant_each_with_its_line() {
         "revoked gr_00000000000000a1 (run_command after 0 uses): the next such call is asked\n\
          revoked gr_00000000000000a2 (run_command after 0 uses): the next such call is asked\n"
     );
-    assert!(db.grants(Some(Timestamp::now())).unwrap().is_empty());
+    assert!(
+        db.grants()
+            .grants(Some(Timestamp::now()))
+            .unwrap()
+            .is_empty()
+    );
     let revoked: Vec<_> = tau
         .audit_events()
         .into_iter()

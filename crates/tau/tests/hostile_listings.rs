@@ -125,33 +125,34 @@ fn a_hostile_grant_and_question_are_escaped_and_flagged() {
     std::fs::create_dir_all(tau.home()).unwrap();
     let db = StateDb::open(&tau.home().join("state.db")).unwrap();
     let arguments = hostile_arguments();
-    db.create_grant(&Grant {
-        id: GrantId::parse("gr_0123456789abcdef").unwrap(),
-        tool: "notes__wr\u{456}te\u{202e}".into(),
-        tier: Tier::Physical,
-        schema_sha256: "0".repeat(64),
-        arguments_sha256: canonical_arguments(&arguments).1,
-        arguments: arguments.clone(),
-        card_sha256: "1".repeat(64),
-        scope: GrantScope::Channel,
-        channel: "tel\u{202e}egram\u{1b}[2K".into(),
-        session: SessionId::parse("s1").unwrap(),
-        person: None,
-        created_by: DecidedBy::Person {
-            channel: "tel\u{202e}egram".into(),
-            user: Some("\u{1b}[31mr\u{43e}\u{43e}t".into()),
-        },
-        approval_id: None,
-        created_at: "2026-12-03T12:00:00Z".into(),
-        expires_at: "2999-12-03T12:00:00Z".into(),
-        uses: 0,
-        max_uses: None,
-        last_used_at: None,
-        revoked_at: None,
-        workspace_sha256: None,
-        revoked_by: None,
-    })
-    .unwrap();
+    db.grants()
+        .create_grant(&Grant {
+            id: GrantId::parse("gr_0123456789abcdef").unwrap(),
+            tool: "notes__wr\u{456}te\u{202e}".into(),
+            tier: Tier::Physical,
+            schema_sha256: "0".repeat(64),
+            arguments_sha256: canonical_arguments(&arguments).1,
+            arguments: arguments.clone(),
+            card_sha256: "1".repeat(64),
+            scope: GrantScope::Channel,
+            channel: "tel\u{202e}egram\u{1b}[2K".into(),
+            session: SessionId::parse("s1").unwrap(),
+            person: None,
+            created_by: DecidedBy::Person {
+                channel: "tel\u{202e}egram".into(),
+                user: Some("\u{1b}[31mr\u{43e}\u{43e}t".into()),
+            },
+            approval_id: None,
+            created_at: "2026-12-03T12:00:00Z".into(),
+            expires_at: "2999-12-03T12:00:00Z".into(),
+            uses: 0,
+            max_uses: None,
+            last_used_at: None,
+            revoked_at: None,
+            workspace_sha256: None,
+            revoked_by: None,
+        })
+        .unwrap();
     let row = NewApproval {
         id: ApprovalId::parse("ap_0123456789abcdef").unwrap(),
         session: SessionId::parse("s1").unwrap(),
@@ -167,7 +168,7 @@ fn a_hostile_grant_and_question_are_escaped_and_flagged() {
         card: CallCard::default(),
     }
     .into_row();
-    db.create_approval(&row).unwrap();
+    db.approvals().create_approval(&row).unwrap();
     drop(db);
 
     let config = tau.config("");

@@ -18,8 +18,9 @@ use common::Tau;
 use common::serve::{Events, Serve};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tau_agent::{SessionId, SessionRepository};
+use tau_agent::SessionRepository;
 use tau_core::StoredSessions;
+use tau_protocol::SessionId;
 use tau_state::StateDb;
 
 /// What every refusal of a conversation whose TauBar question waits ends with.
@@ -121,12 +122,13 @@ fn a_conversation_is_held_while_its_turn_waits_on_an_answered_question() {
     serve.kill_hard();
     // Answered as the hub records it, and the hub gone before the turn went on.
     let store = StateDb::open(&tau.home().join("state.db")).unwrap();
-    let approval = tau_core::ApprovalId::parse(&id).unwrap();
+    let approval = tau_protocol::ApprovalId::parse(&id).unwrap();
     store
+        .approvals()
         .decide_approval(
             &approval,
             tau_state::ApprovalState::Rejected,
-            &tau_core::DecidedBy::person("web"),
+            &tau_protocol::DecidedBy::person("web"),
             jiff::Timestamp::now(),
         )
         .unwrap();
@@ -157,7 +159,11 @@ fn a_yes_whose_turn_was_given_up_behind_the_hub_s_back_is_not_used() {
     let (serve, session, row) = asked_before_a_restart(&tau, &model);
     let id = row["id"].as_str().unwrap().to_owned();
     // A tau from before this rule opened the conversation and gave its paused turn up.
-    let store = StoredSessions::new(StateDb::open(&tau.home().join("state.db")).unwrap());
+    let store = StoredSessions::new(
+        StateDb::open(&tau.home().join("state.db"))
+            .unwrap()
+            .sessions(),
+    );
     let sid = SessionId::parse(&session).unwrap();
     let mut state = store.load_state(&sid).unwrap().unwrap();
     state.interrupt_state.deactivate();

@@ -71,6 +71,7 @@ fn a_routine_s_question_stored_and_never_shown_is_cancelled_at_the_next_start() 
     // The routine's question (the yes that made the routine was given at the terminal).
     let stored: Vec<_> = tau_state::StateDb::open(&tau.home().join("state.db"))
         .unwrap()
+        .approvals()
         .all_approvals(None)
         .unwrap()
         .into_iter()

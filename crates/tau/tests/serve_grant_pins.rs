@@ -222,15 +222,16 @@ fn tau_serve_reports_a_forged_grant_at_start_and_asks_its_call() {
     let (code, _) = serve.terminate();
     assert_eq!(code, 0);
     let db = tau_state::StateDb::open(&tau.home().join("state.db")).unwrap();
-    let real = db.grants(None).unwrap().remove(0);
+    let real = db.grants().grants(None).unwrap().remove(0);
     let arguments = json!({"command": "echo forged >> out.txt"});
-    db.create_grant(&tau_protocol::Grant {
-        id: tau_protocol::GrantId::parse("gr_forged0000000000000000000002").unwrap(),
-        arguments_sha256: tau_state::canonical_arguments(&arguments).1,
-        arguments,
-        ..real
-    })
-    .unwrap();
+    db.grants()
+        .create_grant(&tau_protocol::Grant {
+            id: tau_protocol::GrantId::parse("gr_forged0000000000000000000002").unwrap(),
+            arguments_sha256: tau_state::canonical_arguments(&arguments).1,
+            arguments,
+            ..real
+        })
+        .unwrap();
     drop(db);
 
     let serve = tau.serve(&model, &config);

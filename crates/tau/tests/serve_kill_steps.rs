@@ -46,6 +46,7 @@ fn stopped_in_a_turn(tau: &Tau, model: &str, config: &std::path::Path, step: &st
 fn rows(tau: &Tau) -> Vec<tau_state::ApprovalRow> {
     StateDb::open(&tau.home().join("state.db"))
         .unwrap()
+        .approvals()
         .all_approvals(None)
         .unwrap()
 }

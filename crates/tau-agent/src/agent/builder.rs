@@ -9,9 +9,10 @@ use crate::executor::Executor;
 use crate::hooks::HookRegistry;
 use crate::message::Message;
 use crate::model::Model;
-use crate::session::{AgentState, SessionId, SessionRepository};
+use crate::session::{AgentState, SessionRepository};
 use crate::tool::SharedTool;
 use crate::tool_registry::ToolRegistry;
+use tau_protocol::SessionId;
 
 /// Builds an [`Agent`].
 pub struct AgentBuilder {

@@ -18,9 +18,10 @@ use crate::hooks::{
 use crate::interrupt::{Interrupt, InterruptResponse, InterruptState};
 use crate::message::{ContentBlock, Message, Role, ToolResult};
 use crate::model::{AgentStop, Model, ModelError, ModelRequest, Usage};
-use crate::session::{AgentState, SessionError, SessionId, SessionRepository};
+use crate::session::{AgentState, SessionError, SessionRepository};
 use crate::tool::ToolSpec;
 use crate::tool_registry::{ToolRegistry, ToolRegistryError};
+use tau_protocol::SessionId;
 
 mod builder;
 

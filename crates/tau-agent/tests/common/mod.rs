@@ -393,5 +393,5 @@ impl Model for RawModel {
 /// The sessions of the SQLite file at `path`, as tau keeps them (`state.db` under the
 /// loop's repository).
 pub fn stored_sessions(path: &std::path::Path) -> tau_core::StoredSessions {
-    tau_core::StoredSessions::new(tau_state::StateDb::open(path).unwrap())
+    tau_core::StoredSessions::new(tau_state::StateDb::open(path).unwrap().sessions())
 }

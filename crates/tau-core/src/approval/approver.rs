@@ -7,8 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-pub use tau_protocol::ApprovalQuestion;
-use tau_protocol::{DecidedBy, Decision, GrantRequest};
+use tau_protocol::{ApprovalQuestion, DecidedBy, Decision, GrantRequest};
 
 /// What an approver says, and who said it. Only a person's yes approves: the gate refuses
 /// an `Approved` from anyone else as a failed approver.

@@ -16,12 +16,12 @@ use tau_protocol::{
 
 use super::approver::Answer;
 use super::dispatch::DispatchRecord;
-use super::durable::StateDb;
 use super::durable_gate::DurableQuestions;
 use super::gate::TierGate;
 use super::texts::refusal_text;
 use crate::audit::ErrorSite;
 use crate::ids::new_approval_id;
+use tau_state::Approvals;
 
 /// A call steps 1 to 5 did not decide: a person must be asked.
 pub(crate) struct ToAsk {
@@ -47,7 +47,7 @@ pub(crate) trait Asking: Send + Sync {
     }
 
     /// Where the calls a person's yes lets through are recorded, and for which session.
-    fn call_store(&self) -> Option<(&StateDb, &SessionId)>;
+    fn call_store(&self) -> Option<(&Approvals, &SessionId)>;
 }
 
 /// Asks the gate's approver and waits; records the calls a yes lets through when it has
@@ -77,7 +77,7 @@ impl Asking for InMemory {
         .boxed()
     }
 
-    fn call_store(&self) -> Option<(&StateDb, &SessionId)> {
+    fn call_store(&self) -> Option<(&Approvals, &SessionId)> {
         self.dispatches
             .as_ref()
             .map(|record| (&record.store, &record.session))

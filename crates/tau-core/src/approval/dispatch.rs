@@ -9,14 +9,14 @@ use jiff::Timestamp;
 use tau_protocol::{ApprovalQuestion, DecidedBy, SessionId};
 
 use super::asking::InMemory;
-use super::durable::{ApprovalState, NewApproval, StateDb};
 use super::gate::TierGate;
 use crate::audit::ErrorSite;
+use tau_state::{ApprovalState, Approvals, NewApproval};
 
 /// Where a gate that asks in memory records the calls it lets through.
 #[derive(Clone)]
 pub struct DispatchRecord {
-    pub store: StateDb,
+    pub store: Approvals,
     pub session: SessionId,
 }
 
@@ -33,7 +33,7 @@ impl TierGate {
 
     /// Where the calls this gate let through are recorded, and for which session: its
     /// stored questions, or its dispatch record.
-    pub(crate) fn call_store(&self) -> Option<(&StateDb, &SessionId)> {
+    pub(crate) fn call_store(&self) -> Option<(&Approvals, &SessionId)> {
         self.asking.call_store()
     }
 

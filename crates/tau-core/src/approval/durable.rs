@@ -15,10 +15,5 @@
 //! closed as `effect_uncertain` (the model, the channel and the audit log are told it may
 //! or may not have run).
 //!
-//! The rows live in `state.db` (`tau-state` keeps them); this module names them for the
-//! layers above.
-
-pub use tau_state::{
-    Answered, ApprovalRow, ApprovalState, CallOutcome, CallToRun, NewApproval, Recheck, StateDb,
-    StateError, canonical_arguments, recheck,
-};
+//! The rows live in `state.db`: `tau-state` keeps them and names their types, and the
+//! gate is handed its [`Approvals`](tau_state::Approvals) handle, the one that may decide.

@@ -11,15 +11,15 @@ use serde_json::Value;
 use tau_protocol::{ApprovalId, CallDecision, DecidedBy, Refusal, SessionId, Tier, Verdict};
 
 use super::asking::{Asking, ToAsk};
-use super::durable::{
-    ApprovalRow, ApprovalState, CallToRun, NewApproval, Recheck, StateDb, canonical_arguments,
-    recheck,
-};
 use super::gate::TierGate;
 use super::stored_answer::effect_uncertain_event;
 use super::texts::{effect_uncertain_text, refusal_text};
 use crate::audit::{AuditEvent, ErrorSite};
 use crate::ids::new_approval_id;
+use tau_state::{
+    ApprovalRow, ApprovalState, Approvals, CallToRun, NewApproval, Recheck, canonical_arguments,
+    recheck,
+};
 
 /// The name of the gate's own interrupt; its reason and response name the stored
 /// question ([`question_reason`], [`stored_question`]). Only this interrupt is durable;
@@ -43,7 +43,7 @@ pub fn stored_question(reason: &Value) -> Option<ApprovalId> {
 /// (`[approval] remote_timeout_seconds`).
 #[derive(Clone)]
 pub struct DurableQuestions {
-    pub store: StateDb,
+    pub store: Approvals,
     pub session: SessionId,
     pub channel: String,
     pub timeout: Duration,
@@ -58,7 +58,7 @@ impl Asking for DurableQuestions {
         Some(self)
     }
 
-    fn call_store(&self) -> Option<(&StateDb, &SessionId)> {
+    fn call_store(&self) -> Option<(&Approvals, &SessionId)> {
         Some((&self.store, &self.session))
     }
 }
@@ -76,7 +76,7 @@ impl TierGate {
     }
 
     /// Where this gate stores its questions, when it asks durably.
-    pub(crate) fn durable_store(&self) -> Option<&StateDb> {
+    pub(crate) fn durable_store(&self) -> Option<&Approvals> {
         self.asking.stored().map(|durable| &durable.store)
     }
 
@@ -280,7 +280,7 @@ impl TierGate {
     /// The call of `row` was dispatched and its result never stored: closes the row as
     /// `effect_uncertain` (the audit log and the channel hear of it once), and the model
     /// reads that it may or may not have run.
-    pub(crate) fn effect_uncertain(&self, store: &StateDb, row: &ApprovalRow) -> CallDecision {
+    pub(crate) fn effect_uncertain(&self, store: &Approvals, row: &ApprovalRow) -> CallDecision {
         match store.close_effect_uncertain(&row.id, Timestamp::now()) {
             Ok(Some(closed)) => {
                 tracing::warn!(tool = %row.tool, tool_use_id = %row.call_id, approval_id = %row.id, "an approved call was running when tau stopped; its effect is uncertain");

@@ -6,9 +6,9 @@
 use jiff::Timestamp;
 use tau_protocol::{ChannelEvent, DecidedBy, SessionId};
 
-use super::durable::{Answered, ApprovalRow, ApprovalState, StateDb, StateError};
 use super::stored_answer::answer_durable;
 use crate::audit::EventBus;
+use tau_state::{Answered, ApprovalReader, ApprovalRow, ApprovalState, Approvals, StateError};
 
 /// A question this sweep expired, with the channel event that closes it.
 #[derive(Debug, Clone)]
@@ -22,7 +22,7 @@ pub struct ExpiredQuestion {
 /// the same compare-and-set as an answer, so a person's answer that landed first wins;
 /// its `approval` audit line goes to `bus_of` its session.
 pub fn expire_due(
-    store: &StateDb,
+    store: &Approvals,
     bus_of: &dyn Fn(&SessionId) -> EventBus,
     now: Timestamp,
 ) -> Result<Vec<ExpiredQuestion>, StateError> {
@@ -48,7 +48,7 @@ pub fn expire_due(
 }
 
 /// The earliest deadline among the pending questions: when the expirer has work next.
-pub fn next_deadline(store: &StateDb) -> Result<Option<Timestamp>, StateError> {
+pub fn next_deadline(store: &ApprovalReader) -> Result<Option<Timestamp>, StateError> {
     Ok(store
         .all_approvals(Some(ApprovalState::Pending))?
         .iter()

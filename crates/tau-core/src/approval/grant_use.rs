@@ -11,9 +11,8 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use tau_protocol::{CardNote, DecidedBy, Grant, GrantId, Tier, TreeError, WorkspaceTree};
-use tau_state::{GrantedCall, StateDb, UntrustedGrant, cross_check_grant};
+use tau_state::{GrantedCall, Grants, UntrustedGrant, canonical_arguments, cross_check_grant};
 
-use super::durable::canonical_arguments;
 use super::gate::TierGate;
 use super::grants::card_sha256;
 use crate::audit::{AuditEvent, ErrorSite, EventBus};
@@ -25,7 +24,7 @@ use tau_protocol::CallDecision;
 /// serve` at start for every live one. A log that could not be read revokes nothing: the
 /// grant only covers nothing until it can be confirmed.
 pub fn refuse_untrusted_grant(
-    store: &StateDb,
+    store: &Grants,
     events: &EventBus,
     grant: &Grant,
     why: &UntrustedGrant,

@@ -9,18 +9,17 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use tau_protocol::{
-    CallCard, CardNote, DecidedBy, Grant, GrantId, GrantMade, GrantOffer, GrantRequest,
-    GrantSuggestion, SUGGESTION_APPROVALS, SUGGESTION_DAYS, SessionId,
+    ApprovalQuestion, CallCard, CardNote, DecidedBy, Grant, GrantId, GrantMade, GrantOffer,
+    GrantRequest, GrantSuggestion, SUGGESTION_APPROVALS, SUGGESTION_DAYS, SessionId,
 };
 
-use super::approver::ApprovalQuestion;
-use super::durable::{StateDb, canonical_arguments};
 use super::gate::TierGate;
 use super::grant_record::GrantLedger;
 use super::lookup::Standing;
 use crate::audit::{AuditEvent, ErrorSite};
 use crate::ids::random_id;
 use crate::pin::{GRANT_LABEL, no_grant_text};
+use tau_state::{Conversations, Grants, canonical_arguments};
 
 /// Where a gate's grants live and whose they are: the conversation's session, the person
 /// on the channel (a Telegram user id; `None` on a one-person channel), how long a grant
@@ -28,7 +27,9 @@ use crate::pin::{GRANT_LABEL, no_grant_text};
 /// often the person approved a call before (for the card's suggestion).
 #[derive(Clone)]
 pub struct GateGrants {
-    pub store: StateDb,
+    pub store: Grants,
+    /// Where the gate reads whose conversation it is (a routine's takes no grant).
+    pub conversations: Conversations,
     pub session: SessionId,
     pub person: Option<String>,
     pub hours: u32,
@@ -55,7 +56,7 @@ fn no_persons_chat(grants: &GateGrants) -> Option<String> {
     {
         return Some("a routine's own session".to_owned());
     }
-    match grants.store.conversation_of(&grants.session) {
+    match grants.conversations.conversation_of(&grants.session) {
         Ok(Some(conversation)) => conversation
             .routine()
             .map(|routine| format!("routine {routine}'s conversation")),

@@ -36,14 +36,8 @@ mod record;
 mod stored_answer;
 mod texts;
 
-pub use approver::{
-    Answer, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, ScriptedApprover,
-};
+pub use approver::{Answer, Approver, ApproverError, AutoRejectApprover, ScriptedApprover};
 pub use dispatch::DispatchRecord;
-pub use durable::{
-    Answered, ApprovalRow, ApprovalState, CallOutcome, CallToRun, NewApproval, Recheck, StateDb,
-    StateError, canonical_arguments, recheck,
-};
 pub use durable_gate::{APPROVAL_INTERRUPT, DurableQuestions, question_reason, stored_question};
 pub use exemption::{Exemption, ExemptionError, ExemptionHandle};
 pub use expire::{ExpiredQuestion, expire_due, next_deadline};

@@ -6,10 +6,10 @@
 use jiff::Timestamp;
 use tau_protocol::{ApprovalId, ChannelEvent, DecidedBy, Decision, GrantRequest, Ruling};
 
-use super::durable::{Answered, ApprovalRow, ApprovalState, StateDb, StateError};
 use super::record::approval_event;
 use crate::audit::{AuditEvent, EventBus};
 use crate::turn::from_audit;
+use tau_state::{Answered, ApprovalRow, ApprovalState, Approvals, StateError};
 
 /// The audit event of a call closed as `effect_uncertain`.
 pub fn effect_uncertain_event(row: &ApprovalRow) -> AuditEvent {
@@ -63,7 +63,7 @@ pub fn decided_event(row: &ApprovalRow) -> Option<ChannelEvent> {
 /// card asks for a second step counts only when `confirmation` passes it; otherwise
 /// nothing changes ([`Answered::StepMissing`]).
 pub fn answer_durable(
-    store: &StateDb,
+    store: &Approvals,
     events: &EventBus,
     id: &ApprovalId,
     to: ApprovalState,
@@ -76,7 +76,7 @@ pub fn answer_durable(
 /// [`answer_durable`] with the grant a person asked for with their yes ("yes, and allow
 /// this again"), kept with the question and made when its call goes through.
 pub fn answer_durable_granting(
-    store: &StateDb,
+    store: &Approvals,
     events: &EventBus,
     id: &ApprovalId,
     to: ApprovalState,
@@ -111,7 +111,7 @@ pub struct StoredAnswer<'a> {
 /// [`answer_durable_granting`] for a question whose row the caller read already: the row
 /// is not read again before the compare-and-set.
 pub fn answer_row(
-    store: &StateDb,
+    store: &Approvals,
     events: &EventBus,
     row: &ApprovalRow,
     answer: StoredAnswer<'_>,
@@ -132,7 +132,7 @@ pub fn answer_row(
 
 /// The compare-and-set, and when it decided, the one `approval` line and its projection.
 fn decide(
-    store: &StateDb,
+    store: &Approvals,
     events: &EventBus,
     id: &ApprovalId,
     answer: StoredAnswer<'_>,

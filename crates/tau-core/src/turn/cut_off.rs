@@ -14,7 +14,9 @@ use tau_protocol::SessionId;
 
 use super::owner::{StoredTurnError, turn_waits_on};
 use super::{ChannelSink, TauAgent, Turn};
-use crate::approval::{ApprovalRow, StateDb, effect_uncertain_event};
+use tau_state::{ApprovalRow, Approvals, Sessions};
+
+use crate::approval::effect_uncertain_event;
 use crate::audit::EventBus;
 use crate::gated::CallRecord;
 use crate::i18n::Notice;
@@ -36,13 +38,14 @@ pub struct CutOff {
 /// waits on it (that turn closes it) or `may_close` says no; each closed call's
 /// `effect_uncertain` line goes to `bus_of` its session.
 pub fn close_cut_off_calls(
-    store: &StateDb,
+    store: &Approvals,
+    sessions: &Sessions,
     bus_of: &dyn Fn(&SessionId) -> EventBus,
     may_close: &dyn Fn(&ApprovalRow) -> bool,
 ) -> Result<CutOff, StoredTurnError> {
     let mut found = CutOff::default();
     for row in store.dispatched_without_outcome()? {
-        if turn_waits_on(store, &row.session, &row.id)? {
+        if turn_waits_on(sessions, &row.session, &row.id)? {
             found.waiting.push(row);
             continue;
         }

@@ -15,8 +15,8 @@ use tau_agent::SessionError;
 use tau_protocol::{ApprovalId, SessionId};
 
 use super::waits_on;
-use crate::approval::{ApprovalRow, ApprovalState, StateDb, StateError};
 use crate::sessions::load_agent_state;
+use tau_state::{ApprovalReader, ApprovalRow, ApprovalState, Sessions, StateError};
 
 /// `state.db` could not be read (or written) for a stored turn or its questions.
 #[derive(Debug, thiserror::Error)]
@@ -42,34 +42,39 @@ pub enum HubHold {
     },
 }
 
-/// Whether the hub holds `session`, and why; `None` when any tau may open it.
-pub fn hub_hold(store: &StateDb, session: &SessionId) -> Result<Option<HubHold>, StoredTurnError> {
+/// Whether the hub holds `session`, and why (its shown questions in `approvals`, its saved
+/// turn in `sessions`); `None` when any tau may open it.
+pub fn hub_hold(
+    approvals: &ApprovalReader,
+    sessions: &Sessions,
+    session: &SessionId,
+) -> Result<Option<HubHold>, StoredTurnError> {
     // Shown questions only: one stored hidden with no saved turn waiting on it was never
     // seen by anyone and is cancelled at the hub's next start.
-    if let Some(row) = store
+    if let Some(row) = approvals
         .approvals(Some(ApprovalState::Pending))?
         .into_iter()
         .find(|row| &row.session == session)
     {
         return Ok(Some(HubHold::Waiting(row)));
     }
-    let Some(state) = load_agent_state(store, session)? else {
+    let Some(state) = load_agent_state(sessions, session)? else {
         return Ok(None);
     };
     let Some(approval_id) = state.interrupt_state.unfinished().iter().find_map(waits_on) else {
         return Ok(None);
     };
-    let row = store.approval(&approval_id)?;
+    let row = approvals.approval(&approval_id)?;
     Ok(Some(HubHold::Paused { approval_id, row }))
 }
 
 /// True when the saved turn of `session` waits on question `id`.
 pub fn turn_waits_on(
-    store: &StateDb,
+    sessions: &Sessions,
     session: &SessionId,
     id: &ApprovalId,
 ) -> Result<bool, StoredTurnError> {
-    Ok(load_agent_state(store, session)?.is_some_and(|state| {
+    Ok(load_agent_state(sessions, session)?.is_some_and(|state| {
         state
             .interrupt_state
             .unfinished()
@@ -87,8 +92,9 @@ mod tests {
     use tau_protocol::{CallCard, DecidedBy, Tier};
 
     use super::*;
-    use crate::approval::{APPROVAL_INTERRUPT, NewApproval, question_reason};
+    use crate::approval::{APPROVAL_INTERRUPT, question_reason};
     use crate::sessions::StoredSessions;
+    use tau_state::{NewApproval, StateDb};
 
     fn question(store: &StateDb, session: &SessionId, id: &str) -> ApprovalId {
         let id = ApprovalId::parse(id).unwrap();
@@ -106,7 +112,7 @@ mod tests {
             card: CallCard::default(),
         }
         .into_row();
-        store.create_hidden_approval(&row).unwrap();
+        store.approvals().create_hidden_approval(&row).unwrap();
         id
     }
 
@@ -123,7 +129,7 @@ mod tests {
             .interrupt_state
             .interrupts
             .insert(interrupt.id.clone(), interrupt);
-        let sessions = StoredSessions::new(store.clone());
+        let sessions = StoredSessions::new(store.sessions());
         sessions.ensure_session(session).unwrap();
         sessions.save_state(session, &state).unwrap();
     }
@@ -136,14 +142,22 @@ mod tests {
         let store = StateDb::open(&dir.path().join("state.db")).unwrap();
         let session = SessionId::parse("web-1").unwrap();
         let other = SessionId::parse("s1").unwrap();
-        assert_eq!(hub_hold(&store, &session).unwrap(), None);
+        assert_eq!(
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap(),
+            None
+        );
 
         // Stored hidden, its turn not saved yet: nobody saw it and nothing waits on it.
         let id = question(&store, &session, "ap_1");
-        assert_eq!(hub_hold(&store, &session).unwrap(), None);
+        assert_eq!(
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap(),
+            None
+        );
         // The turn saved, the question not shown yet: paused.
         pause_on(&store, &session, &id);
-        let Some(HubHold::Paused { approval_id, row }) = hub_hold(&store, &session).unwrap() else {
+        let Some(HubHold::Paused { approval_id, row }) =
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap()
+        else {
             panic!("paused");
         };
         assert_eq!(
@@ -151,16 +165,22 @@ mod tests {
             (id.clone(), Some(id.clone()))
         );
         // Shown: it waits for its answer.
-        store.show_approval(&id).unwrap();
-        let Some(HubHold::Waiting(row)) = hub_hold(&store, &session).unwrap() else {
+        store.approvals().show_approval(&id).unwrap();
+        let Some(HubHold::Waiting(row)) =
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap()
+        else {
             panic!("waiting");
         };
         assert_eq!(row.id, id);
-        assert!(turn_waits_on(&store, &session, &id).unwrap());
-        assert_eq!(hub_hold(&store, &other).unwrap(), None);
+        assert!(turn_waits_on(&store.sessions(), &session, &id).unwrap());
+        assert_eq!(
+            hub_hold(&store.approval_reader(), &store.sessions(), &other).unwrap(),
+            None
+        );
 
         // Answered: still the hub's until the turn went on.
         store
+            .approvals()
             .decide_approval(
                 &id,
                 ApprovalState::Approved,
@@ -169,13 +189,16 @@ mod tests {
             )
             .unwrap();
         assert!(matches!(
-            hub_hold(&store, &session).unwrap(),
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap(),
             Some(HubHold::Paused { .. })
         ));
-        StoredSessions::new(store.clone())
+        StoredSessions::new(store.sessions())
             .save_state(&session, &AgentState::default())
             .unwrap();
-        assert_eq!(hub_hold(&store, &session).unwrap(), None);
-        assert!(!turn_waits_on(&store, &session, &id).unwrap());
+        assert_eq!(
+            hub_hold(&store.approval_reader(), &store.sessions(), &session).unwrap(),
+            None
+        );
+        assert!(!turn_waits_on(&store.sessions(), &session, &id).unwrap());
     }
 }

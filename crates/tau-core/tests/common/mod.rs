@@ -12,8 +12,9 @@ use tau_agent::{
 };
 use tau_core::{
     AgentParts, Approver, CoreConfig, EventBus, HookProvider, Plugin, RecordedEvents, TauAgent,
-    TauToolSpec, Tier, ToolCatalog, build_agent,
+    TauToolSpec, ToolCatalog, build_agent,
 };
+use tau_protocol::Tier;
 
 /// A tool that records every input it ran with.
 pub struct Recording {
@@ -118,7 +119,10 @@ pub struct Setup {
     pub approver: Arc<dyn Approver>,
     pub hooks: Vec<Arc<dyn HookProvider>>,
     pub plugins: Vec<Arc<dyn Plugin>>,
-    pub session: Option<(Arc<dyn tau_agent::SessionRepository>, tau_agent::SessionId)>,
+    pub session: Option<(
+        Arc<dyn tau_agent::SessionRepository>,
+        tau_protocol::SessionId,
+    )>,
     pub durable: Option<tau_core::approval::DurableQuestions>,
 }
 
@@ -192,17 +196,17 @@ pub fn stable_ids(events: Vec<tau_core::AuditEvent>) -> Vec<tau_core::AuditEvent
 }
 
 /// The question a durable gate stored about a call; panics on any other verdict.
-pub fn asked(decision: &tau_core::CallDecision) -> tau_core::ApprovalId {
+pub fn asked(decision: &tau_protocol::CallDecision) -> tau_protocol::ApprovalId {
     match (&decision.verdict, &decision.approval_id) {
-        (tau_core::Verdict::Asked, Some(id)) => id.clone(),
+        (tau_protocol::Verdict::Asked, Some(id)) => id.clone(),
         _ => panic!("the question was not stored: {decision:?}"),
     }
 }
 
 /// A decision with its random approval id replaced by `ap_1`.
-pub fn stable_check(mut check: tau_core::CallDecision) -> tau_core::CallDecision {
+pub fn stable_check(mut check: tau_protocol::CallDecision) -> tau_protocol::CallDecision {
     if check.approval_id.is_some() {
-        check.approval_id = Some(tau_core::ApprovalId::parse("ap_1").unwrap());
+        check.approval_id = Some(tau_protocol::ApprovalId::parse("ap_1").unwrap());
     }
     check
 }

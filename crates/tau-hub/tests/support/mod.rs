@@ -10,17 +10,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tau_agent::{
-    ContentBlock, Message, Role, ScriptedModel, SessionId, SessionRepository, SharedTool, Tool,
-    ToolContext, ToolError, ToolOutput, ToolSpec, ToolUse,
+    ContentBlock, Message, Role, ScriptedModel, SessionRepository, SharedTool, Tool, ToolContext,
+    ToolError, ToolOutput, ToolSpec, ToolUse,
 };
-use tau_core::ApprovalId;
-use tau_core::approval::DurableQuestions;
 use tau_core::{
-    AgentParts, AuditEvent, AutoRejectApprover, ChannelEvent, CoreConfig, EventBus, RecordedEvents,
-    StoredSessions, TauToolSpec, Tier, ToolCatalog, TurnStop, build_agent,
+    AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, RecordedEvents,
+    StoredSessions, TauToolSpec, ToolCatalog, approval::DurableQuestions, build_agent,
 };
-use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory, StateDb};
-use tau_state::RecordedAnswer;
+use tau_hub::{Hub, HubOptions, OpenError, Opened, SessionEvent, SessionFactory};
+use tau_protocol::{ApprovalId, ChannelEvent, SessionId, Tier, TurnStop};
+use tau_state::{RecordedAnswer, StateDb};
 use tokio::sync::broadcast;
 
 /// A tool that records its inputs; `gate` (when set) holds it until released.
@@ -183,7 +182,7 @@ impl Setup {
         // Its own connection, as each process has.
         let state = StateDb::open(&self.db()).unwrap();
         let factory = Arc::new(Factory {
-            sessions: StoredSessions::new(state.clone()),
+            sessions: StoredSessions::new(state.sessions()),
             script,
             scripts: Arc::clone(&self.scripts),
             lights: Arc::clone(&self.lights),
@@ -213,18 +212,18 @@ impl Setup {
 
     /// A person's answer as a hub records it (the row, then its `approval` line), given
     /// while no hub runs.
-    pub fn answer_while_down(&self, id: &ApprovalId, to: tau_hub::ApprovalState) {
+    pub fn answer_while_down(&self, id: &ApprovalId, to: tau_state::ApprovalState) {
         let store = StateDb::open(&self.db()).unwrap();
         let (answered, _) = tau_core::approval::answer_durable(
-            &store,
+            &store.approvals(),
             &self.bus,
             id,
             to,
-            &tau_core::DecidedBy::person("web"),
+            &tau_protocol::DecidedBy::person("web"),
             None,
         )
         .unwrap();
-        assert!(matches!(answered, tau_hub::Answered::Decided(_)));
+        assert!(matches!(answered, tau_state::Answered::Decided(_)));
     }
 
     /// Runs `sql` on `state.db` as another program would, with `?1` bound to `id`.
@@ -240,7 +239,7 @@ impl Setup {
             .filter_map(|e| match e {
                 AuditEvent::ToolCall {
                     tool,
-                    fate: tau_core::CallFate { decided_by, .. },
+                    fate: tau_protocol::CallFate { decided_by, .. },
                     ..
                 } if tool == "lights" => Some(serde_json::to_value(decided_by).unwrap()),
                 _ => None,

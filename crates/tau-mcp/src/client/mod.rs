@@ -13,9 +13,8 @@ use std::sync::Arc;
 use rmcp::model::Tool as RemoteTool;
 use serde_json::Value;
 use tau_agent::{SharedTool, ToolSpec};
-use tau_core::{
-    AuditEvent, CallCard, CardNote, CardWriter, ErrorSite, EventBus, adopt_external_spec,
-};
+use tau_core::{AuditEvent, CardWriter, ErrorSite, EventBus, adopt_external_spec};
+use tau_protocol::{CallCard, CardNote};
 use tau_sandbox::Allowance;
 
 use crate::config::{Manifest, McpConfig, ServerEntry};

@@ -7,10 +7,8 @@ use async_trait::async_trait;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
-use tau_core::{
-    Answer, ApprovalQuestion, Approver, ApproverError, DecidedBy, Decision, NoteLevel, display,
-    display_multiline, sorted_json,
-};
+use tau_core::{Answer, Approver, ApproverError, display, display_multiline, sorted_json};
+use tau_protocol::{ApprovalQuestion, DecidedBy, Decision, NoteLevel};
 
 /// The field the client's user must set to `true` to approve.
 const APPROVE_FIELD: &str = "approve";
@@ -148,7 +146,7 @@ pub(crate) fn question(request: &ApprovalQuestion) -> Result<ElicitRequestParams
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-    use tau_core::Tier;
+    use tau_protocol::Tier;
 
     fn answer(value: Value) -> ElicitResult {
         serde_json::from_value(value).unwrap()
@@ -203,13 +201,13 @@ mod tests {
             arguments: json!({"device": "garage-door", "action": "open"}),
             call_id: "mcp-1-2".into(),
             channel: "mcp".into(),
-            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+            approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             deadline: None,
             grant: None,
-            card: tau_core::CallCard {
+            card: tau_protocol::CallCard {
                 headline: Some("OPEN · Garage door (garage) — a lock-class device".into()),
                 notes: Vec::new(),
-                confirm: Some(tau_core::ConfirmStep {
+                confirm: Some(tau_protocol::ConfirmStep {
                     word: "garage-door".into(),
                     code: "47".into(),
                 }),
@@ -242,7 +240,7 @@ mod tests {
             arguments: json!({"timeout": 5, "command": "ls"}),
             call_id: "mcp-1-2".into(),
             channel: "mcp".into(),
-            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+            approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             deadline: None,
             card: Default::default(),
             grant: None,
@@ -273,7 +271,7 @@ mod tests {
             }),
             call_id: "mcp-1-3".into(),
             channel: "mcp".into(),
-            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+            approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             deadline: None,
             card: Default::default(),
             grant: None,
@@ -295,18 +293,18 @@ mod tests {
             arguments: json!({"command": "sh setup.sh"}),
             call_id: "mcp-1-4".into(),
             channel: "mcp".into(),
-            approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+            approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
             deadline: None,
             card: Default::default(),
             grant: None,
         };
         request.card.headline = Some("run · sh setup.sh".into());
-        request.card.push(tau_core::CardNote::info(
+        request.card.push(tau_protocol::CardNote::info(
             "sandbox",
             "writes: workspace only · network: none",
         ));
         request.card.push(
-            tau_core::CardNote::warning("file", "setup.sh (12 bytes)")
+            tau_protocol::CardNote::warning("file", "setup.sh (12 bytes)")
                 .with_detail("echo hi\u{202e}\nls\n"),
         );
         let wire = serde_json::to_value(question(&request).unwrap()).unwrap();

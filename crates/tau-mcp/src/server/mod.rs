@@ -24,8 +24,8 @@ use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tau_agent::{ToolContext, ToolResultContent, ToolResultStatus, is_valid_tool_name};
-use tau_core::approval::TierLookup;
-use tau_core::{Approver, EventBus, Tier, TierGate, ToolCatalog, gated_call};
+use tau_core::{Approver, EventBus, TierGate, ToolCatalog, approval::TierLookup, gated_call};
+use tau_protocol::Tier;
 
 use crate::names::shown as shown_name;
 use approver::ElicitationApprover;

@@ -2,7 +2,8 @@
 //! so the model is told exactly that, never that the user said no.
 
 use async_trait::async_trait;
-use tau_core::{Answer, ApprovalQuestion, Approver, ApproverError};
+use tau_core::{Answer, Approver, ApproverError};
+use tau_protocol::ApprovalQuestion;
 
 /// Why the call was refused, for the audit log's `error` line.
 pub(crate) const NO_ELICITATION: &str =

@@ -16,15 +16,14 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 use tau_agent::{SharedTool, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::approval::{ApprovalRow, ApprovalState, StateDb, answer_durable, expire_due};
-use tau_core::{
-    ApprovalId, AuditEvent, DecidedBy, EventBus, RecordedEvents, StoredAnswers, TauToolSpec, Tier,
-    ToolCatalog,
-};
+use tau_core::approval::{answer_durable, expire_due};
+use tau_core::{AuditEvent, EventBus, RecordedEvents, StoredAnswers, TauToolSpec, ToolCatalog};
+use tau_protocol::{ApprovalId, DecidedBy, Tier};
 use tau_reflex::{
     AskChannel, Clock, Engine, EngineParts, EngineSettings, HostError, PromptOutcome, PromptRun,
     PromptRunner, RoutineDef, RoutineHost, RoutineStore,
 };
+use tau_state::{ApprovalRow, ApprovalState, Approvals, StateDb};
 
 /// A tier-2 lamp: records each call with the wall-clock time it ran at; can be slow or
 /// broken.
@@ -199,13 +198,21 @@ impl StoredAnswers for FakeHost {
             channel: channel.into(),
             user: Some("ada".into()),
         };
-        answer_durable(&store.db, &self.events, &row.id, to, &person, None).unwrap();
+        answer_durable(
+            &store.db.approvals(),
+            &self.events,
+            &row.id,
+            to,
+            &person,
+            None,
+        )
+        .unwrap();
     }
 
     async fn changed(&self, _id: &ApprovalId) {
         if let Some(store) = &self.approvals {
             let bus = |_: &tau_protocol::SessionId| self.events.clone();
-            for expired in expire_due(&store.db, &bus, Timestamp::now()).unwrap() {
+            for expired in expire_due(&store.db.approvals(), &bus, Timestamp::now()).unwrap() {
                 self.withdrawn.lock().unwrap().push(expired.row);
             }
         }
@@ -219,8 +226,8 @@ impl StoredAnswers for FakeHost {
 
 #[async_trait]
 impl RoutineHost for FakeHost {
-    fn approvals(&self) -> Option<StateDb> {
-        self.approvals.as_ref().map(|a| a.db.clone())
+    fn approvals(&self) -> Option<Approvals> {
+        self.approvals.as_ref().map(|a| a.db.approvals())
     }
 
     fn channels(&self) -> Vec<AskChannel> {
@@ -266,7 +273,7 @@ impl Rig {
         let recorded = RecordedEvents::subscribed_to(&events);
         let state = TempState::new();
         Self {
-            store: Arc::new(RoutineStore::new(state.db.clone())),
+            store: Arc::new(RoutineStore::new(state.db.routines())),
             state,
             events,
             recorded,

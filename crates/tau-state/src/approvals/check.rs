@@ -11,9 +11,10 @@ use rusqlite::params;
 use serde_json::Value;
 use tau_protocol::{ApprovalId, DecidedBy, Decision};
 
-use super::{ApprovalRow, ApprovalState, canonical_arguments, get};
-use crate::db::StateDb;
+use super::columns::get;
+use super::{ApprovalRow, ApprovalState, canonical_arguments};
 use crate::error::StateError;
+use crate::handles::Approvals;
 
 /// An `approval` line of the audit log: how a stored question was decided, as recorded
 /// when it was.
@@ -101,7 +102,7 @@ pub fn cross_check(
     Ok(())
 }
 
-impl StateDb {
+impl Approvals {
     /// Closes a row the cross-check did not trust: `cancelled`, decided by
     /// `approver_failed`, so nothing runs on it, its card closes and its turn goes on
     /// refused. A compare-and-set on what could still act (pending, or approved and not
@@ -112,8 +113,8 @@ impl StateDb {
         at: Timestamp,
     ) -> Result<Option<ApprovalRow>, StateError> {
         let by = serde_json::to_string(&DecidedBy::ApproverFailed)
-            .map_err(|e| StateError::Invalid(e.to_string()))?;
-        self.write_durable(|tx| {
+            .map_err(StateError::encode("who decided"))?;
+        self.db().write_durable(|tx| {
             let changed = tx
                 .prepare_cached(
                     "UPDATE approvals SET state = 'cancelled', decided_by = ?2, decided_at = ?3, \
@@ -130,6 +131,7 @@ impl StateDb {
 mod tests {
     use super::*;
     use crate::approvals::NewApproval;
+    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
     use serde_json::json;
     use tau_protocol::{CallCard, SessionId, Tier};
@@ -270,9 +272,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = StateDb::open(&dir.path().join("state.db")).unwrap();
         let row = pending();
-        store.create_approval(&row).unwrap();
+        store.approvals().create_approval(&row).unwrap();
         let at = Timestamp::from_second(40).unwrap();
-        let closed = store.close_untrusted(&row.id, at).unwrap().unwrap();
+        let closed = store
+            .approvals()
+            .close_untrusted(&row.id, at)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (closed.state, closed.decided_by, closed.decided_at),
             (
@@ -281,9 +287,12 @@ mod tests {
                 Some(at)
             )
         );
-        assert_eq!(store.close_untrusted(&row.id, at).unwrap(), None);
         assert_eq!(
-            store.unsettled_approvals().unwrap().len(),
+            store.approvals().close_untrusted(&row.id, at).unwrap(),
+            None
+        );
+        assert_eq!(
+            store.approvals().unsettled_approvals().unwrap().len(),
             1,
             "its turn is resumed"
         );
@@ -291,8 +300,9 @@ mod tests {
         // An approval already let through is history, not something to close.
         let mut used = pending();
         used.id = ApprovalId::parse("ap_2").unwrap();
-        store.create_approval(&used).unwrap();
+        store.approvals().create_approval(&used).unwrap();
         store
+            .approvals()
             .decide_approval(
                 &used.id,
                 ApprovalState::Approved,
@@ -300,10 +310,13 @@ mod tests {
                 at,
             )
             .unwrap();
-        assert!(store.consume_approval(&used.id, at).unwrap());
-        assert_eq!(store.close_untrusted(&used.id, at).unwrap(), None);
+        assert!(store.approvals().consume_approval(&used.id, at).unwrap());
         assert_eq!(
-            store.approval(&used.id).unwrap().unwrap().state,
+            store.approvals().close_untrusted(&used.id, at).unwrap(),
+            None
+        );
+        assert_eq!(
+            store.approvals().approval(&used.id).unwrap().unwrap().state,
             ApprovalState::Approved
         );
     }

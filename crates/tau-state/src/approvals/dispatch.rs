@@ -7,21 +7,20 @@ use jiff::Timestamp;
 use rusqlite::{OptionalExtension, params};
 use tau_protocol::SessionId;
 
-use super::{ApprovalRow, ApprovalState, COLUMNS, Listed, parse, read_row};
-use crate::db::StateDb;
+use super::columns::{COLUMNS, parse, read_row};
+use super::lifecycle::Listed;
+use super::{ApprovalRow, ApprovalState};
 use crate::error::StateError;
+use crate::handles::Approvals;
 
-impl StateDb {
+impl Approvals {
     /// Records that the call a person approved in memory (`row`, its question as asked,
     /// decided by them) is let through now: stored `approved` and consumed at `at`, flushed
     /// to the disk before it returns. Never listed and never answerable: it was answered
     /// where it was asked. An id that exists already is an error, and nothing runs.
     pub fn record_dispatch(&self, row: &ApprovalRow, at: Timestamp) -> Result<(), StateError> {
         if row.state != ApprovalState::Approved || row.decided_by.is_none() {
-            return Err(StateError::Invalid(format!(
-                "approval '{}': only a call a person approved is let through",
-                row.id
-            )));
+            return Err(StateError::NotApproved(row.id.clone()));
         }
         let mut dispatched = row.clone();
         dispatched.consumed_at = Some(at);
@@ -37,7 +36,7 @@ impl StateDb {
         session: &SessionId,
         call_id: &str,
     ) -> Result<Option<ApprovalRow>, StateError> {
-        self.read(|c| {
+        self.db().read(|c| {
             c.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM approvals WHERE session = ?1 AND call_id = ?2 \
                  AND consumed_at IS NOT NULL ORDER BY consumed_at DESC, id DESC LIMIT 1"
@@ -58,6 +57,7 @@ mod tests {
 
     use super::*;
     use crate::approvals::{CallOutcome, NewApproval};
+    use crate::db::StateDb;
 
     fn asked(id: &str, call: &str) -> ApprovalRow {
         NewApproval {
@@ -89,17 +89,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = StateDb::open(&dir.path().join("state.db")).unwrap();
         let at = Timestamp::from_second(12).unwrap();
-        store.record_dispatch(&approved("ap_1", "t1"), at).unwrap();
-        assert!(store.approvals(None).unwrap().is_empty(), "listed nowhere");
-        assert!(store.unsettled_approvals().unwrap().is_empty());
+        store
+            .approvals()
+            .record_dispatch(&approved("ap_1", "t1"), at)
+            .unwrap();
+        assert!(
+            store.approvals().approvals(None).unwrap().is_empty(),
+            "listed nowhere"
+        );
+        assert!(store.approvals().unsettled_approvals().unwrap().is_empty());
         let session = SessionId::parse("s1").unwrap();
-        let found = store.dispatched_call(&session, "t1").unwrap().unwrap();
+        let found = store
+            .approvals()
+            .dispatched_call(&session, "t1")
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (found.state, found.consumed_at, found.outcome),
             (ApprovalState::Approved, Some(at), None)
         );
         assert_eq!(
             store
+                .approvals()
                 .dispatched_without_outcome()
                 .unwrap()
                 .into_iter()
@@ -108,24 +119,32 @@ mod tests {
             ["ap_1"]
         );
         // Its outcome is set once, as a stored question's is.
-        assert!(store.finish_approval(&found.id, at).unwrap());
+        assert!(store.approvals().finish_approval(&found.id, at).unwrap());
         assert!(
             store
+                .approvals()
                 .close_effect_uncertain(&found.id, at)
                 .unwrap()
                 .is_none()
         );
         assert_eq!(
             store
+                .approvals()
                 .dispatched_call(&session, "t1")
                 .unwrap()
                 .unwrap()
                 .outcome,
             Some(CallOutcome::Finished)
         );
-        assert_eq!(store.dispatched_call(&session, "t2").unwrap(), None);
+        assert_eq!(
+            store.approvals().dispatched_call(&session, "t2").unwrap(),
+            None
+        );
         assert!(
-            store.record_dispatch(&approved("ap_1", "t1"), at).is_err(),
+            store
+                .approvals()
+                .record_dispatch(&approved("ap_1", "t1"), at)
+                .is_err(),
             "ids are never reused"
         );
     }
@@ -135,10 +154,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = StateDb::open(&dir.path().join("state.db")).unwrap();
         let at = Timestamp::from_second(12).unwrap();
-        assert!(store.record_dispatch(&asked("ap_1", "t1"), at).is_err());
+        assert!(
+            store
+                .approvals()
+                .record_dispatch(&asked("ap_1", "t1"), at)
+                .is_err()
+        );
         let mut rejected = approved("ap_2", "t1");
         rejected.state = ApprovalState::Rejected;
-        assert!(store.record_dispatch(&rejected, at).is_err());
-        assert!(store.all_approvals(None).unwrap().is_empty());
+        assert!(store.approvals().record_dispatch(&rejected, at).is_err());
+        assert!(store.approvals().all_approvals(None).unwrap().is_empty());
     }
 }

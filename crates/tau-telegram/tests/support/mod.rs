@@ -17,12 +17,10 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use jiff::Timestamp;
 use serde_json::{Value, json};
-use tau_core::approval::{
-    Answered, ApprovalState, NewApproval, StateDb, answer_durable, requested_event,
-};
-use tau_core::{ApprovalId, DecidedBy, EventBus, GrantId, SessionId, Tier};
-use tau_protocol::Allowance;
-use tau_state::Revoked;
+use tau_core::EventBus;
+use tau_core::approval::{answer_durable, requested_event};
+use tau_protocol::{Allowance, ApprovalId, DecidedBy, GrantId, SessionId, Tier};
+use tau_state::{Answered, ApprovalState, NewApproval, Revoked, StateDb};
 use tau_telegram::{Hub, HubError, HubEvent, Question, RefusedPress, Reply, Store, TelegramConfig};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -282,7 +280,7 @@ impl FakeHub {
 
     /// The channel's memory, in the same `state.db` as the hub's, as `tau serve` has it.
     pub fn store(&self) -> Store {
-        Store::new(self.approvals.clone())
+        Store::new(self.approvals.telegram_memory())
     }
 
     pub fn session_of(&self, key: &str) -> String {
@@ -303,7 +301,7 @@ impl FakeHub {
             .map(|(k, _)| k.clone())
     }
 
-    pub async fn emit(&self, key: &str, event: tau_core::ChannelEvent) {
+    pub async fn emit(&self, key: &str, event: tau_protocol::ChannelEvent) {
         self.events
             .send(HubEvent {
                 conversation: key.to_owned(),
@@ -320,7 +318,7 @@ impl FakeHub {
             "run_command",
             "runs a shell command in the workspace — code the agent wrote",
             arguments,
-            tau_core::CallCard::default(),
+            tau_protocol::CallCard::default(),
         )
         .await
     }
@@ -332,7 +330,7 @@ impl FakeHub {
         tool: &str,
         effect: &str,
         arguments: Value,
-        card: tau_core::CallCard,
+        card: tau_protocol::CallCard,
     ) -> String {
         let id = {
             let mut next = self.next.lock().unwrap();
@@ -354,7 +352,7 @@ impl FakeHub {
             card,
         }
         .into_row();
-        self.approvals.create_approval(&row).unwrap();
+        self.approvals.approvals().create_approval(&row).unwrap();
         self.emit(key, requested_event(&row)).await;
         id
     }
@@ -380,9 +378,15 @@ impl FakeHub {
         let Ok(id) = ApprovalId::parse(approval_id) else {
             return Ok(Answered::NotFound);
         };
-        let (answered, event) =
-            answer_durable(&self.approvals, &self.bus, &id, to, by, confirmation)
-                .map_err(|e| HubError::Hub(e.into()))?;
+        let (answered, event) = answer_durable(
+            &self.approvals.approvals(),
+            &self.bus,
+            &id,
+            to,
+            by,
+            confirmation,
+        )
+        .map_err(|e| HubError::Hub(e.into()))?;
         if let (Some(event), Answered::Decided(row)) = (event, &answered)
             && let Some(key) = self.key_of(row.session.as_str())
         {
@@ -406,8 +410,9 @@ impl FakeHub {
         self.row(id).state
     }
 
-    pub fn row(&self, id: &str) -> tau_core::approval::ApprovalRow {
+    pub fn row(&self, id: &str) -> tau_state::ApprovalRow {
         self.approvals
+            .approvals()
             .approval(&ApprovalId::parse(id).unwrap())
             .unwrap()
             .unwrap()
@@ -447,6 +452,7 @@ impl Hub for FakeHub {
         };
         let row = self
             .approvals
+            .approvals()
             .approval(&id)
             .map_err(|e| HubError::Hub(e.into()))?;
         Ok(row.map(|row| Question {
@@ -489,6 +495,7 @@ impl Hub for FakeHub {
     async fn pending(&self) -> Result<Vec<Question>, HubError> {
         let rows = self
             .approvals
+            .approvals()
             .approvals(Some(ApprovalState::Pending))
             .map_err(|e| HubError::Hub(e.into()))?;
         Ok(rows
@@ -504,6 +511,7 @@ impl Hub for FakeHub {
     async fn allowances(&self, user: &str) -> Result<Vec<Allowance>, HubError> {
         let grants = self
             .approvals
+            .grants()
             .grants(Some(Timestamp::now()))
             .map_err(|e| HubError::Hub(e.into()))?;
         Ok(grants
@@ -514,7 +522,7 @@ impl Hub for FakeHub {
     }
 
     async fn revoke(&self, grant: &GrantId, user: &str) -> Result<Revoked, HubError> {
-        match self.approvals.grant(grant) {
+        match self.approvals.grants().grant(grant) {
             Ok(Some(g)) if g.channel == "telegram" && g.person.as_deref() == Some(user) => {}
             Ok(_) => return Ok(Revoked::NotFound),
             Err(e) => return Err(HubError::Hub(e.into())),
@@ -524,6 +532,7 @@ impl Hub for FakeHub {
             user: Some(user.to_owned()),
         };
         self.approvals
+            .grants()
             .revoke_grant(grant, &by, Timestamp::now())
             .map_err(|e| HubError::Hub(e.into()))
     }
@@ -537,6 +546,7 @@ impl Hub for FakeHub {
         let found = match search {
             Some(text) => Some(
                 self.approvals
+                    .sessions()
                     .search_sessions(text)
                     .map_err(|e| HubError::Hub(e.into()))?,
             ),
@@ -552,7 +562,11 @@ impl Hub for FakeHub {
                 continue;
             }
             listed.push(tau_telegram::ChatConversation {
-                title: self.approvals.session_title(&id).unwrap_or_default(),
+                title: self
+                    .approvals
+                    .sessions()
+                    .session_title(&id)
+                    .unwrap_or_default(),
                 key,
                 message_count: 0,
                 updated_at: 0,
@@ -568,7 +582,7 @@ impl Hub for FakeHub {
             return Err(HubError::NothingWritten);
         };
         let id = SessionId::parse(&session).unwrap();
-        match self.approvals.rename_session(&id, title) {
+        match self.approvals.sessions().rename_session(&id, title) {
             Ok(true) => Ok(()),
             Ok(false) => Err(HubError::NothingWritten),
             Err(error) => Err(HubError::Hub(error.into())),
@@ -582,6 +596,7 @@ impl Hub for FakeHub {
     async fn waiting(&self) -> Result<Vec<Question>, HubError> {
         let rows = self
             .approvals
+            .approvals()
             .approvals(Some(ApprovalState::Pending))
             .map_err(|e| HubError::Hub(e.into()))?;
         Ok(rows

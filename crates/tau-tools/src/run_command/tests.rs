@@ -420,7 +420,7 @@ async fn pins_a_stored_card_brings_back_hold_the_call() {
     std::fs::write(dir.path().join("setup.sh"), "echo original >> ran.txt\n").unwrap();
     asked_by.record("setup.sh");
     let arguments = json!({"command": "sh setup.sh"});
-    let mut card = tau_core::CallCard::default();
+    let mut card = tau_protocol::CallCard::default();
     asking.write("run_command", &arguments, &mut card);
     assert_eq!(card.shown_files.len(), 1);
 

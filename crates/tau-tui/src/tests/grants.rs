@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tau_core::{ChannelEvent, Decision, GrantOffer, Language};
+use tau_core::Language;
+use tau_protocol::{ChannelEvent, Decision, GrantOffer};
 
 use super::*;
 use crate::app::Action;
@@ -23,7 +24,7 @@ fn offering(language: Language) -> App {
     app.event(&started(
         "t1",
         "run_command",
-        Some(tau_core::Tier::Physical),
+        Some(tau_protocol::Tier::Physical),
         command("echo x >> out.txt"),
     ));
     let ChannelEvent::ApprovalRequested(mut question) = requested(
@@ -45,7 +46,7 @@ fn offering(language: Language) -> App {
         suggestion: None,
     });
     // Asked again although a grant covers the call: a file it runs changed since.
-    question.card.push(tau_core::CardNote::warning(
+    question.card.push(tau_protocol::CardNote::warning(
         tau_core::GRANT_LABEL,
         tau_core::asked_again_text(&["job.py".to_owned()]),
     ));
@@ -55,12 +56,12 @@ fn offering(language: Language) -> App {
 }
 
 fn answered(grant: bool) -> Action {
-    answered_for(grant.then_some(tau_core::GrantScope::Conversation))
+    answered_for(grant.then_some(tau_protocol::GrantScope::Conversation))
 }
 
-fn answered_for(grant: Option<tau_core::GrantScope>) -> Action {
+fn answered_for(grant: Option<tau_protocol::GrantScope>) -> Action {
     Action::Answer {
-        approval_id: tau_core::ApprovalId::parse("ap_1").unwrap(),
+        approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
         decision: Decision::Approved,
         confirmation: None,
         grant,
@@ -113,7 +114,7 @@ fn always_all_grants_for_every_conversation_here_and_a_space_starts_no_word() {
     typed(&mut app, "always all", at);
     assert_eq!(
         app.key(key(KeyCode::Enter), at),
-        answered_for(Some(tau_core::GrantScope::Channel))
+        answered_for(Some(tau_protocol::GrantScope::Channel))
     );
     // Anything more after `all` is no word tau takes.
     let mut app = offering(Language::En);
@@ -121,8 +122,8 @@ fn always_all_grants_for_every_conversation_here_and_a_space_starts_no_word() {
     assert_eq!(app.key(key(KeyCode::Enter), at), Action::Nothing);
     assert_eq!(app.cards.len(), 1);
     for (word, scope) in [
-        ("always", Some(tau_core::GrantScope::Conversation)),
-        ("ALWAYS  All", Some(tau_core::GrantScope::Channel)),
+        ("always", Some(tau_protocol::GrantScope::Conversation)),
+        ("ALWAYS  All", Some(tau_protocol::GrantScope::Channel)),
         ("always al", None),
         ("all always", None),
     ] {

@@ -4,8 +4,9 @@
 use pretty_assertions::assert_eq;
 use ratatui::buffer::Buffer;
 use serde_json::json;
+use tau_core::Language;
 use tau_core::display::{RUN_CLOSE, RUN_OPEN, WRAP_MARK, is_escaped};
-use tau_core::{Approval, CallStatus, DecidedBy, Language, NoticeKind, Tier};
+use tau_protocol::{Approval, CallStatus, DecidedBy, NoticeKind, Tier};
 
 use super::*;
 

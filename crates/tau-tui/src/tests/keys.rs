@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tau_core::{Decision, Language, Tier};
+use tau_core::Language;
+use tau_protocol::{Decision, Tier};
 
 use super::*;
 use crate::app::{Action, Phase};
@@ -22,7 +23,7 @@ fn ctrl(c: char) -> KeyEvent {
 
 fn answer(id: &str, decision: Decision) -> Action {
     Action::Answer {
-        approval_id: tau_core::ApprovalId::parse(id).unwrap(),
+        approval_id: tau_protocol::ApprovalId::parse(id).unwrap(),
         decision,
         confirmation: None,
         grant: None,

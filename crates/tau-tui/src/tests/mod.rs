@@ -14,9 +14,9 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use serde_json::{Value, json};
-use tau_core::{
-    Approval, CallStatus, ChannelEvent, DecidedBy, Decision, Language, NoticeKind, Tier, TurnStop,
-    TurnUsage,
+use tau_core::Language;
+use tau_protocol::{
+    Approval, CallStatus, ChannelEvent, DecidedBy, Decision, NoticeKind, Tier, TurnStop, TurnUsage,
 };
 
 use crate::app::App;
@@ -107,8 +107,8 @@ pub(crate) fn requested(
     arguments: Value,
     deadline: Option<&str>,
 ) -> ChannelEvent {
-    ChannelEvent::ApprovalRequested(Box::new(tau_core::ApprovalQuestion {
-        approval_id: tau_core::ApprovalId::parse(approval_id).unwrap(),
+    ChannelEvent::ApprovalRequested(Box::new(tau_protocol::ApprovalQuestion {
+        approval_id: tau_protocol::ApprovalId::parse(approval_id).unwrap(),
         call_id: call_id.into(),
         tool: tool.into(),
         tier: Tier::Physical,
@@ -128,10 +128,10 @@ pub(crate) fn decided(
     by: DecidedBy,
 ) -> ChannelEvent {
     ChannelEvent::ApprovalDecided {
-        approval_id: tau_core::ApprovalId::parse(approval_id).unwrap(),
+        approval_id: tau_protocol::ApprovalId::parse(approval_id).unwrap(),
         call_id: call_id.into(),
         tool: "run_command".into(),
-        ruling: tau_core::Ruling::new(decision, by),
+        ruling: tau_protocol::Ruling::new(decision, by),
         grant: None,
     }
 }
@@ -148,7 +148,7 @@ pub(crate) fn finished(
     ChannelEvent::ToolCallFinished {
         call_id: call_id.into(),
         tool: tool.into(),
-        fate: tau_core::CallFate {
+        fate: tau_protocol::CallFate {
             status,
             approval,
             decided_by: by,

@@ -105,7 +105,7 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
     let db_copy = staging.path().join(STATE_DB);
     state.copy_to(&db_copy)?;
     let copied = tau_state::StateDb::open(&db_copy)?;
-    let head = copied.audit_head()?;
+    let head = copied.audit_anchor().audit_head()?;
     let schema = copied.schema_version()?;
     // 2. the log up to that head, then the chain checked in the copy.
     let log_copy = staging.path().join(AUDIT_LOG);

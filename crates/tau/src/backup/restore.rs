@@ -271,14 +271,14 @@ fn open_and_verify(home: &Home) -> anyhow::Result<Summary> {
         ));
     }
     let now = jiff::Timestamp::now();
-    let waiting = state.approvals(Some(ApprovalState::Pending))?;
+    let waiting = state.approvals().approvals(Some(ApprovalState::Pending))?;
     let summary = Summary {
-        sessions: state.list_sessions()?.len(),
+        sessions: state.sessions().list_sessions()?.len(),
         overdue: waiting.iter().filter(|row| row.deadline <= now).count(),
         waiting: waiting.len(),
-        grants: state.grants(Some(now))?.len(),
-        routines: state.stored_routines()?.len(),
-        devices: state.devices()?.len(),
+        grants: state.grants().grants(Some(now))?.len(),
+        routines: state.routines().stored_routines()?.len(),
+        devices: state.devices().devices()?.len(),
         audit: report.trim_end().to_owned(),
     };
     state.flush()?;

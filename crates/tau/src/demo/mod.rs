@@ -10,7 +10,8 @@ mod summary;
 
 use std::sync::Arc;
 
-use tau_agent::{ScriptedModel, SessionId};
+use tau_agent::ScriptedModel;
+use tau_protocol::SessionId;
 
 use crate::chat::{self, Chat};
 use crate::context::Context;

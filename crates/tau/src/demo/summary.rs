@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use tau_core::{Approval, AuditEvent, CallStatus, display};
+use tau_core::{AuditEvent, display};
+use tau_protocol::{Approval, CallStatus};
 
 /// What a person tries after the demo.
 const NEXT: &str = "\

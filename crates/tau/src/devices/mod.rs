@@ -33,7 +33,7 @@ pub(super) const DISCOVERY_CLIENT: &str = "-discovery";
 impl Context {
     /// The devices, discovery configs and states in `state.db`.
     pub(crate) fn device_store(&self) -> anyhow::Result<Arc<DeviceStore>> {
-        Ok(Arc::new(DeviceStore::new(self.state()?)))
+        Ok(Arc::new(DeviceStore::new(self.state()?.devices())))
     }
 
     pub(super) fn broker(&self) -> anyhow::Result<MqttBroker> {
@@ -67,7 +67,7 @@ impl Context {
     /// `tau.toml` and, when `state.db` exists, those kept there (for `tau config check`).
     pub(crate) fn device_tools_read_only(&self) -> anyhow::Result<Vec<tau_agent::SharedTool>> {
         let registry = match self.existing_state()? {
-            Some(state) => self.registry(&DeviceStore::new(state))?,
+            Some(state) => self.registry(&DeviceStore::new(state.devices()))?,
             None => config_registry(&self.loaded.config.devices)?,
         };
         Ok(DeviceTools {

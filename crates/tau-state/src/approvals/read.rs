@@ -1,0 +1,74 @@
+//! What a holder of an [`ApprovalReader`] can see: one question by id, the lists. Nothing
+//! here changes a row.
+
+use rusqlite::{OptionalExtension, params};
+use tau_protocol::ApprovalId;
+
+use super::columns::{get, select};
+use super::{ApprovalRow, ApprovalState};
+use crate::error::StateError;
+use crate::handles::ApprovalReader;
+
+impl ApprovalReader {
+    pub fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRow>, StateError> {
+        self.db.read(|c| get(c, id))
+    }
+
+    /// True when the question was shown (or was stored shown); false for one stored
+    /// hidden and not shown yet, and for no such row.
+    pub fn approval_shown(&self, id: &ApprovalId) -> Result<bool, StateError> {
+        self.db.read(|c| {
+            Ok(
+                c.prepare_cached("SELECT shown FROM approvals WHERE id = ?1")?
+                    .query_row(params![id.as_str()], |row| row.get::<_, bool>(0))
+                    .optional()?
+                    .unwrap_or(false),
+            )
+        })
+    }
+
+    /// Calls let through whose result was never stored (dispatched, no outcome), oldest
+    /// first: at a start, each was running when tau stopped.
+    pub fn dispatched_without_outcome(&self) -> Result<Vec<ApprovalRow>, StateError> {
+        select(
+            &self.db,
+            "WHERE consumed_at IS NOT NULL AND outcome IS NULL",
+            params![],
+        )
+    }
+
+    /// Rows in `state` that were shown, oldest first; all shown ones when `state` is
+    /// `None`. What a person is listed.
+    pub fn approvals(&self, state: Option<ApprovalState>) -> Result<Vec<ApprovalRow>, StateError> {
+        match state {
+            Some(state) => select(
+                &self.db,
+                "WHERE state = ?1 AND shown = 1",
+                params![state.as_str()],
+            ),
+            None => select(&self.db, "WHERE shown = 1", params![]),
+        }
+    }
+
+    /// Rows in `state`, shown or not, oldest first; all of them when `state` is `None`.
+    /// For tau's own bookkeeping (start-up, expiry), never for a listing.
+    pub fn all_approvals(
+        &self,
+        state: Option<ApprovalState>,
+    ) -> Result<Vec<ApprovalRow>, StateError> {
+        match state {
+            Some(state) => select(&self.db, "WHERE state = ?1", params![state.as_str()]),
+            None => select(&self.db, "", params![]),
+        }
+    }
+
+    /// Decided questions whose turn was not resumed or closed yet (the hub stopped in
+    /// between), oldest first.
+    pub fn unsettled_approvals(&self) -> Result<Vec<ApprovalRow>, StateError> {
+        select(
+            &self.db,
+            "WHERE state != 'pending' AND settled = 0",
+            params![],
+        )
+    }
+}
