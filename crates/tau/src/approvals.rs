@@ -10,46 +10,22 @@ use std::fmt::Write;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use tau_core::SessionId;
-use tau_core::{CardNote, Listing, NoteLevel, display};
+use tau_core::{CardNote, Listing, NoteLevel, channel_name, conversation, display, when};
 use tau_state::{ApprovalRow, ApprovalState};
 
 use crate::context::Context;
-
-/// The name a person knows a channel by; one tau does not know, escaped.
-pub(crate) fn channel_name(channel: &str) -> String {
-    match channel {
-        "web" => "TauBar".to_owned(),
-        "telegram" => "Telegram".to_owned(),
-        "terminal" => "tau chat".to_owned(),
-        "tui" => "tau tui".to_owned(),
-        other => display(other),
-    }
-}
 
 /// How long a question still waits, from `now`; its deadline in tau's zone, named.
 fn remaining(deadline: Timestamp, now: Timestamp, zone: &TimeZone) -> String {
     let seconds = deadline.as_second() - now.as_second();
     // Whole seconds: a person reads no nanoseconds.
-    let deadline = crate::routines::when(deadline, zone);
+    let deadline = when(deadline, zone);
     if seconds <= 0 {
         // Only `tau serve` closes a question; until it runs, a late one stays listed.
         return format!("deadline {deadline} passed");
     }
     let minutes = (seconds + 59) / 60;
     format!("until {deadline} ({minutes} min left)")
-}
-
-/// The conversation a question waits in, as a person knows it: `in “its title”` (escaped,
-/// its lookalike words flagged with the entry's), else `in session ID`.
-pub(crate) fn conversation(
-    entry: &mut Listing,
-    session: &SessionId,
-    title: Option<&str>,
-) -> String {
-    match title {
-        Some(title) => format!("in “{}”", entry.field("title", title)),
-        None => format!("in session {session}"),
-    }
 }
 
 /// The pending questions, oldest first, as the person reads them at `now` in `zone`; each

@@ -16,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 use tau_mcp::McpConfig;
 
 use crate::errors::usage;
-use crate::paths::{Env, Home, config_path};
+use tau_home::{Env, Home, config_path};
 
 /// Symlinks followed before giving up on resolving a path.
 const MAX_LINKS: u32 = 40;

@@ -12,11 +12,11 @@ use tau_terminal::{
 
 use crate::audit::AuditLog;
 use crate::audit::history::AuditHistory;
-use crate::chat_history::ChatHistory;
 use crate::context::{Context, Tools};
-use crate::lock::SessionLock;
-use crate::paths::Env;
 use crate::signals::Interrupts;
+use tau_home::ChatHistory;
+use tau_home::Env;
+use tau_home::SessionLock;
 
 /// A chat about to start.
 pub(crate) struct Chat {
@@ -178,7 +178,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     let stdout_tty = std::io::stdout().is_terminal();
     let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());
     let console = Console::new(Box::new(std::io::stdout()), stdout_tty, color, language);
-    let history = ChatHistory::of(&ctx.home);
+    let history = ChatHistory::of(&ctx.home, tau_terminal::HISTORY_ENTRIES);
     let mut editor = if scripted.is_none() && can_edit(&*ctx.env) {
         line_editor(&history)
     } else {

@@ -6,7 +6,6 @@ use tau_agent::{ContentBlock, Message, Role, SessionId, SessionRepository, ToolR
 use tau_core::{StoredSessions, ToolCatalog, display, json_for_terminal, sorted_json};
 use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
-use crate::approvals;
 use crate::context::Context;
 use crate::errors::{no_session, usage};
 
@@ -155,7 +154,7 @@ fn waiting(pending: &[ApprovalRow], session: &SessionId) -> String {
     format!(
         "{} {questions} on {}",
         rows.len(),
-        approvals::channel_name(&first.channel)
+        tau_core::channel_name(&first.channel)
     )
 }
 
@@ -181,7 +180,7 @@ fn waiting_lines(ctx: &Context, name: &str) -> anyhow::Result<String> {
                 out,
                 "  ? {} waits for your answer on {} ({})",
                 display(&row.tool),
-                approvals::channel_name(&row.channel),
+                tau_core::channel_name(&row.channel),
                 row.id
             );
         }

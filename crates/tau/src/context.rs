@@ -11,8 +11,8 @@ use tau_sandbox::{Sandbox, SandboxMode};
 use tau_state::StateDb;
 
 use crate::errors::usage;
-use crate::paths::{EnvFn, Home};
 use crate::settings::{Loaded, NO_MODEL_HELP};
+use tau_home::{EnvFn, Home};
 
 /// How long a start waits to learn whether the model answers.
 pub(crate) const MODEL_CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
@@ -95,13 +95,13 @@ impl Context {
     /// Creates the home (see [`Home::create`]); its `workspace/` only when it is the one
     /// in use.
     pub(crate) fn create_home(&self) -> anyhow::Result<()> {
-        self.home.create(self.own_workspace())
+        Ok(self.home.create(self.own_workspace())?)
     }
 
     /// Refuses a home in which an entry tau owns is a symbolic link (see
     /// [`Home::refuse_links`]).
     pub(crate) fn refuse_home_links(&self) -> anyhow::Result<()> {
-        self.home.refuse_links(self.own_workspace())
+        Ok(self.home.refuse_links(self.own_workspace())?)
     }
 
     /// The zone times are shown in: `[tools.clock] zone`, else the system's; the system's
@@ -153,7 +153,7 @@ impl Context {
             .loaded
             .path
             .clone()
-            .or_else(|| crate::paths::config_path(None, &*self.env).map(|(path, _)| path))
+            .or_else(|| tau_home::config_path(None, &*self.env).map(|(path, _)| path))
         {
             protected.push(file);
         }

@@ -12,7 +12,7 @@ use tau_models::ModelSpec;
 use tau_sandbox::Sandbox;
 
 use crate::context::Context;
-use crate::private::{DIR_MODE, FILE_MODE};
+use tau_home::private::{DIR_MODE, FILE_MODE};
 
 /// How long the model's server has to accept a connection.
 const CONNECT_WAIT: Duration = Duration::from_secs(3);

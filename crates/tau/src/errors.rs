@@ -43,10 +43,12 @@ pub(crate) fn no_grant(id: &GrantId) -> anyhow::Error {
 
 /// The exit code for an error that ended the program.
 pub(crate) fn exit_code(error: &anyhow::Error) -> u8 {
-    if error
-        .chain()
-        .any(|cause| cause.downcast_ref::<UsageError>().is_some())
-    {
+    if error.chain().any(|cause| {
+        cause.downcast_ref::<UsageError>().is_some()
+            || cause
+                .downcast_ref::<tau_home::HomeError>()
+                .is_some_and(tau_home::HomeError::is_usage)
+    }) {
         2
     } else {
         1

@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::Context;
 use crate::errors::usage;
-use crate::lock::SessionLock;
-use crate::paths::Home;
 use crate::settings::TauConfig;
+use tau_home::Home;
+use tau_home::SessionLock;
 
 /// The client id of the routines' MQTT subscriptions, beside `mqtt_publish`'s own.
 const MQTT_CLIENT_SUFFIX: &str = "-routines";

@@ -11,7 +11,6 @@ mod audit;
 mod backup;
 mod boundary;
 mod chat;
-mod chat_history;
 mod cli;
 mod commands;
 mod config_check;
@@ -24,13 +23,9 @@ mod errors;
 mod grant_stats;
 mod grants;
 mod hosted;
-mod lock;
-mod logging;
 mod mcp;
 mod output;
 mod owner;
-mod paths;
-mod private;
 mod routines;
 mod serve;
 mod serve_banner;
@@ -38,10 +33,6 @@ mod service;
 mod settings;
 mod signals;
 mod start_checks;
-mod systemd;
-#[cfg(test)]
-mod test_env;
-mod token_file;
 mod tui;
 
 use std::process::ExitCode;
@@ -54,7 +45,7 @@ use crate::cli::{
 };
 use crate::context::Context;
 use crate::errors::exit_code;
-use crate::paths::Home;
+use tau_home::Home;
 
 fn main() -> ExitCode {
     // tau started again as the sandbox launcher: before any thread or argument parsing.
@@ -128,7 +119,7 @@ fn before_command(
                 ));
             }
             // Never the workspace: these commands do not touch it.
-            ctx.home.refuse_links(false)
+            Ok(ctx.home.refuse_links(false)?)
         }
         // `tau doctor` says both among its findings.
         BadConfig::Report => Ok(()),
@@ -136,7 +127,7 @@ fn before_command(
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let env: Box<paths::EnvFn> = Box::new(|name| std::env::var(name).ok());
+    let env: Box<tau_home::EnvFn> = Box::new(|name| std::env::var(name).ok());
     if let Command::Completions { shell } = cli.command {
         // Into memory first: clap_complete panics when the writer it is handed fails.
         let mut script = Vec::new();
@@ -169,7 +160,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
-            logging::init(&ctx.home, &*ctx.env)?;
+            tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
             let (tools, problem) = ctx.conversation_tools().await?;
             if let Some(problem) = &problem {
                 output::eprint_line(&format!("tau: warning: {}", tau_core::display(problem)));
@@ -191,7 +182,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
-            logging::init(&ctx.home, &*ctx.env)?;
+            tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
             let (tools, problem) = ctx.conversation_tools().await?;
             return tui::run(&ctx, session, model, tools, problem.into_iter().collect()).await;
         }

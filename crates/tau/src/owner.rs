@@ -10,14 +10,13 @@ use std::sync::Arc;
 use jiff::tz::TimeZone;
 use tau_agent::SessionId;
 use tau_core::approval::ApprovalState;
-use tau_core::{EventBus, HubHold, display};
+use tau_core::{EventBus, HubHold, channel_name, display};
 use tau_state::{ApprovalRow, StateDb};
 
-use crate::approvals::channel_name;
 use crate::audit::{AuditLog, SessionAudit};
 use crate::context::Context;
 use crate::errors::usage;
-use crate::lock::SessionLock;
+use tau_home::SessionLock;
 
 /// The session's lock, once no other tau has it and the hub does not hold it (exit 2
 /// otherwise, nothing touched).
@@ -38,7 +37,7 @@ pub(crate) fn refusal(id: &SessionId, hold: &HubHold, zone: &TimeZone) -> String
                 "session {id} is held by tau serve: its question {} ({}) waits for an answer on {channel} until {}, and only tau serve runs the call a yes approves. Answer it on {channel} or let it expire, then open the session again",
                 row.id,
                 display(&row.tool),
-                crate::routines::when(row.deadline, zone),
+                tau_core::when(row.deadline, zone),
             )
         }
         HubHold::Paused { approval_id, row } => {

@@ -22,8 +22,8 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::AuditLog;
 use crate::context::Context;
 use crate::errors::usage;
-use crate::paths::Env;
 use crate::settings::TauConfig;
+use tau_home::Env;
 
 /// Runs shown by `tau routines show`.
 const SHOWN_RUNS: usize = 10;
@@ -110,13 +110,7 @@ fn find<'a>(book: &'a Book, name: &str) -> anyhow::Result<&'a Routine> {
         })
 }
 
-/// A time as a person reads it: to the second, in the configured zone (`zone`), which is
-/// named (`2026-12-03 11:02:19 +03`).
-pub(crate) fn when(at: Timestamp, zone: &TimeZone) -> String {
-    at.to_zoned_datetime(zone.clone())
-        .strftime("%Y-%m-%d %H:%M:%S %Z")
-        .to_string()
-}
+pub(crate) use tau_core::when;
 
 fn last_run(ctx: &Context, name: &str) -> anyhow::Result<String> {
     let zone = zone(&ctx.loaded.config)?;
@@ -292,7 +286,7 @@ pub(crate) async fn run(
 ) -> anyhow::Result<bool> {
     let (book, tools) = book(ctx).await?;
     let routine = find(&book, name)?.clone();
-    crate::logging::init(&ctx.home, &*ctx.env)?;
+    tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
     let events = ctx.events.clone();
     events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),

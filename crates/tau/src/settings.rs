@@ -12,7 +12,7 @@ use tau_web::WebConfig;
 
 use crate::audit::witness::AuditConfig;
 use crate::errors::usage;
-use crate::paths::{Env, Home, config_path};
+use tau_home::{Env, Home, config_path};
 
 /// The whole config file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ pub(crate) struct TauConfig {
     pub mcp: McpConfig,
     pub web: WebConfig,
     /// `[log]`: how large `tau.log` may grow under `tau serve`.
-    pub log: crate::logging::LogConfig,
+    pub log: tau_home::logging::LogConfig,
     /// `[telegram]`: the channel runs under `tau serve` when the section is there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telegram: Option<TelegramConfig>,

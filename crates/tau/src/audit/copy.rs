@@ -17,7 +17,7 @@ pub(crate) fn copy_to_head(
     head: Option<&Head>,
     out: &mut impl Write,
 ) -> anyhow::Result<u64> {
-    let file = match crate::private::open(path, OpenOptions::new().read(true)) {
+    let file = match tau_home::private::open(path, OpenOptions::new().read(true)) {
         Ok(file) => Some(file),
         Err(error) if error.kind() == io::ErrorKind::NotFound => None,
         Err(error) => return Err(anyhow::anyhow!("cannot read the audit log: {error}")),

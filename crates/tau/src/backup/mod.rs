@@ -110,7 +110,7 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
     // 2. the log up to that head, then the chain checked in the copy.
     let log_copy = staging.path().join(AUDIT_LOG);
     let mut log_out =
-        crate::private::open(&log_copy, OpenOptions::new().create_new(true).write(true))?;
+        tau_home::private::open(&log_copy, OpenOptions::new().create_new(true).write(true))?;
     let lines = crate::audit::copy_to_head(&ctx.home.audit_log(), head.as_ref(), &mut log_out)?;
     log_out.sync_all()?;
     drop(log_out);
@@ -188,12 +188,12 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
 /// Copies the home's private file `source` to `dest` (0600) when it exists; never through
 /// a link.
 fn copy_private(source: &Path, dest: &Path) -> anyhow::Result<bool> {
-    let mut from = match crate::private::open(source, OpenOptions::new().read(true)) {
+    let mut from = match tau_home::private::open(source, OpenOptions::new().read(true)) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(error) => return Err(anyhow::anyhow!("cannot read {error}")),
     };
-    let mut to = crate::private::open(dest, OpenOptions::new().create_new(true).write(true))?;
+    let mut to = tau_home::private::open(dest, OpenOptions::new().create_new(true).write(true))?;
     io::copy(&mut from, &mut to)?;
     to.sync_all()?;
     Ok(true)

@@ -21,7 +21,7 @@ use super::{
 };
 use crate::context::Context;
 use crate::errors::usage;
-use crate::paths::Home;
+use tau_home::Home;
 
 /// `tau restore FILE`, into the home `--home` names.
 pub(crate) fn restore(ctx: &Context, file: &Path) -> anyhow::Result<String> {
@@ -65,7 +65,7 @@ pub(crate) fn restore(ctx: &Context, file: &Path) -> anyhow::Result<String> {
         }
         let staged = staging.path().join(&name);
         let mut out =
-            crate::private::open(&staged, OpenOptions::new().create_new(true).write(true))?;
+            tau_home::private::open(&staged, OpenOptions::new().create_new(true).write(true))?;
         let mut tee = Tee {
             from: &mut entry,
             to: &mut out,

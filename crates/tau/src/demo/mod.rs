@@ -14,8 +14,8 @@ use tau_agent::{ScriptedModel, SessionId};
 
 use crate::chat::{self, Chat};
 use crate::context::Context;
-use crate::paths::Home;
 use crate::settings::Loaded;
+use tau_home::Home;
 
 const REPLAY: &str = include_str!("replay.json");
 const PROMPT: &str = "Please do the evening routine from my note.";
@@ -35,7 +35,7 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
     let home = Home::at(dir.path());
     home.create(true)?;
     std::fs::write(home.workspace().join("note.md"), NOTE)?;
-    crate::logging::init(&home, &*ctx.env)?;
+    tau_home::logging::init(&home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
     let lamp = lamp::start().await?;
 
     let mut config = ctx.loaded.config.clone();

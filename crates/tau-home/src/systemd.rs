@@ -5,29 +5,38 @@
 //! What systemd hears: a `STATUS=` line at each step of the start, `READY=1` once TauBar
 //! listens and the channels are handed to the hub, `WATCHDOG=1` at half of
 //! `WATCHDOG_USEC` from a task that first asks the hub whether it still serves
-//! ([`Hub::health`]): a hub that answers no, or does not answer at all, is not vouched
+//! (the hub's health, handed in): a hub that answers no, or does not answer at all, is not vouched
 //! for, and systemd restarts it when the watchdog's time runs out. `STOPPING=1` as soon as
 //! SIGTERM (or Ctrl-C) arrives.
 
 use std::time::Duration;
 
 use sd_notify::NotifyState;
-use tau_hub::{Hub, Unhealthy};
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use crate::paths::Env;
+use crate::home::Env;
+
+/// What the hub says when the watchdog asks whether it still serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    Serving,
+    /// It is shutting down: `STOPPING=1` said so already.
+    Stopping,
+    /// It does not serve, and why.
+    NotServing(String),
+}
 
 /// Tells systemd how `tau serve` is doing; does nothing outside systemd.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Notifier {
+pub struct Notifier {
     on: bool,
 }
 
 impl Notifier {
     /// On when systemd gave a socket to notify (`NOTIFY_SOCKET`).
-    pub(crate) fn from_env(env: Env<'_>) -> Self {
+    pub fn from_env(env: Env<'_>) -> Self {
         Self {
             on: env("NOTIFY_SOCKET").is_some_and(|socket| !socket.is_empty()),
         }
@@ -43,17 +52,17 @@ impl Notifier {
     }
 
     /// A line `systemctl status` shows.
-    pub(crate) fn status(self, text: &str) {
+    pub fn status(self, text: &str) {
         self.send(&[NotifyState::Status(text)]);
     }
 
     /// The start is done: the hub serves.
-    pub(crate) fn ready(self, status: &str) {
+    pub fn ready(self, status: &str) {
         self.send(&[NotifyState::Ready, NotifyState::Status(status)]);
     }
 
     /// The hub is stopping (SIGTERM or Ctrl-C arrived).
-    pub(crate) fn stopping(self) {
+    pub fn stopping(self) {
         self.send(&[
             NotifyState::Stopping,
             NotifyState::Status("stopping: running turns are cancelled, waiting questions stay"),
@@ -68,7 +77,7 @@ impl Notifier {
 /// How often the watchdog is fed: half of `WATCHDOG_USEC`, as sd_watchdog_enabled(3)
 /// advises. `None` when systemd asked for no watchdog, or asked it of another process
 /// (`WATCHDOG_PID` names a pid that is not `pid`).
-pub(crate) fn watchdog_interval(env: Env<'_>, pid: u32) -> Option<Duration> {
+pub fn watchdog_interval(env: Env<'_>, pid: u32) -> Option<Duration> {
     let usec: u64 = env("WATCHDOG_USEC")?
         .trim()
         .parse()
@@ -83,13 +92,13 @@ pub(crate) fn watchdog_interval(env: Env<'_>, pid: u32) -> Option<Duration> {
 }
 
 /// Feeds the watchdog every `interval` while the hub serves, until `stop`. Each time it
-/// first asks [`Hub::health`]: a hub that does not serve is not vouched for (the reason
+/// first asks `health`: a hub that does not serve is not vouched for (the reason
 /// goes to the log and to `systemctl status`), and one that hangs keeps this task from
 /// saying anything. Either way systemd restarts tau when the watchdog's time runs out.
-pub(crate) fn start_watchdog(
+pub fn start_watchdog(
     notifier: Notifier,
     interval: Duration,
-    hub: Hub,
+    health: impl Fn() -> Health + Send + 'static,
     stop: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -101,8 +110,8 @@ pub(crate) fn start_watchdog(
                 () = stop.cancelled() => return,
                 _ = ticks.tick() => {}
             }
-            match hub.health() {
-                Ok(()) => {
+            match health() {
+                Health::Serving => {
                     notifier.alive();
                     if failing {
                         failing = false;
@@ -111,8 +120,8 @@ pub(crate) fn start_watchdog(
                     }
                 }
                 // Shutting down: `STOPPING=1` said it already.
-                Err(Unhealthy::Stopping) => return,
-                Err(why) => {
+                Health::Stopping => return,
+                Health::NotServing(why) => {
                     failing = true;
                     tracing::warn!(%why, "the hub does not serve; systemd's watchdog is not fed");
                     notifier.status(&format!("not serving: {why}"));

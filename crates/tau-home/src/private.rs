@@ -10,15 +10,15 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-pub(crate) const DIR_MODE: u32 = 0o700;
-pub(crate) const FILE_MODE: u32 = 0o600;
+pub const DIR_MODE: u32 = 0o700;
+pub const FILE_MODE: u32 = 0o600;
 
 fn with_path(path: &Path, error: &io::Error) -> io::Error {
     io::Error::new(error.kind(), format!("{}: {error}", path.display()))
 }
 
 /// Creates `path` (and missing parents) as private folders; an existing one is tightened.
-pub(crate) fn create_dir(path: &Path) -> io::Result<()> {
+pub fn create_dir(path: &Path) -> io::Result<()> {
     DirBuilder::new()
         .recursive(true)
         .mode(DIR_MODE)
@@ -29,7 +29,7 @@ pub(crate) fn create_dir(path: &Path) -> io::Result<()> {
 
 /// Opens `path` with `options`, creating it 0600; an existing file is tightened to 0600. A
 /// symbolic link at `path` is refused, never followed.
-pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+pub fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     let file = options
         .mode(FILE_MODE)
         .custom_flags(no_follow())
@@ -51,12 +51,12 @@ pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
 
 /// Makes sure `path` exists as a private file, without touching what it holds. Never for
 /// `state.db`: its descriptor would be closed under SQLite's locks.
-pub(crate) fn ensure_file(path: &Path) -> io::Result<()> {
+pub fn ensure_file(path: &Path) -> io::Result<()> {
     open(path, OpenOptions::new().create(true).append(true)).map(drop)
 }
 
 /// Tightens `path` to 0600 when it exists; a missing file is fine.
-pub(crate) fn tighten_file(path: &Path) -> io::Result<()> {
+pub fn tighten_file(path: &Path) -> io::Result<()> {
     match std::fs::metadata(path) {
         Ok(_) => set_mode(path, FILE_MODE),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -65,17 +65,17 @@ pub(crate) fn tighten_file(path: &Path) -> io::Result<()> {
 }
 
 /// `O_NOFOLLOW`, as `OpenOptions::custom_flags` takes it.
-pub(crate) fn no_follow() -> i32 {
+pub fn no_follow() -> i32 {
     i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or_default()
 }
 
 /// True when an open with [`no_follow`] failed because the path is a symbolic link.
-pub(crate) fn is_link(error: &io::Error) -> bool {
+pub fn is_link(error: &io::Error) -> bool {
     error.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
 }
 
 /// What tau says when it would have opened `path` through a symbolic link.
-pub(crate) fn link_refused(path: &Path) -> String {
+pub fn link_refused(path: &Path) -> String {
     format!(
         "{} is a symbolic link, and tau never opens a file of its home through one; remove it",
         path.display()

@@ -9,7 +9,7 @@ use tracing_subscriber::fmt::format::{Format, Full, Writer};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::paths::Env;
+use crate::home::Env;
 
 /// True when `JOURNAL_STREAM` (`DEVICE:INODE`, set by systemd) names the stderr this
 /// process has: then stderr is the journal. A variable inherited by a process whose stderr

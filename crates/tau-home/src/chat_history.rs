@@ -7,28 +7,32 @@ use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use tau_terminal::HISTORY_ENTRIES;
-
-use crate::paths::Home;
+use crate::home::Home;
 use crate::private;
 
-/// Past this many lines the file is cut back to the last [`HISTORY_ENTRIES`] at start.
-const COMPACT_AFTER: usize = 2 * HISTORY_ENTRIES;
-
-pub(crate) struct ChatHistory {
+/// The prompts typed at `tau chat`, the last `keep` of them.
+pub struct ChatHistory {
     path: PathBuf,
+    keep: usize,
 }
 
 impl ChatHistory {
-    pub(crate) fn of(home: &Home) -> Self {
+    /// The home's history, keeping the last `keep` prompts (the line editor's size).
+    pub fn of(home: &Home, keep: usize) -> Self {
         Self {
             path: home.chat_history(),
+            keep,
         }
     }
 
-    /// The last [`HISTORY_ENTRIES`] prompts, oldest first; a line that is not a JSON
-    /// string is skipped. A missing file is an empty history.
-    pub(crate) fn load(&self) -> io::Result<Vec<String>> {
+    /// Past this many lines the file is cut back to the last `keep` at start.
+    fn compact_after(&self) -> usize {
+        self.keep.saturating_mul(2)
+    }
+
+    /// The last `keep` prompts, oldest first; a line that is not a JSON string is
+    /// skipped. A missing file is an empty history.
+    pub fn load(&self) -> io::Result<Vec<String>> {
         let file = private::open(
             &self.path,
             OpenOptions::new().read(true).append(true).create(true),
@@ -39,16 +43,16 @@ impl ChatHistory {
             .iter()
             .filter_map(|line| serde_json::from_str::<String>(line).ok())
             .collect();
-        let keep = entries.len().saturating_sub(HISTORY_ENTRIES);
+        let keep = entries.len().saturating_sub(self.keep);
         let entries = entries.into_iter().skip(keep).collect::<Vec<_>>();
-        if lines.len() > COMPACT_AFTER {
+        if lines.len() > self.compact_after() {
             self.rewrite(&entries)?;
         }
         Ok(entries)
     }
 
     /// Adds `prompt` at the end.
-    pub(crate) fn append(&self, prompt: &str) -> io::Result<()> {
+    pub fn append(&self, prompt: &str) -> io::Result<()> {
         let mut file = private::open(&self.path, OpenOptions::new().append(true).create(true))?;
         let line = serde_json::to_string(prompt).map_err(io::Error::other)? + "\n";
         // One write, so two chats appending at once never interleave within a line.
@@ -81,10 +85,13 @@ mod tests {
     use pretty_assertions::assert_eq;
     use std::os::unix::fs::PermissionsExt;
 
+    const HISTORY_ENTRIES: usize = 500;
+    const COMPACT_AFTER: usize = 2 * HISTORY_ENTRIES;
+
     fn history() -> (tempfile::TempDir, ChatHistory) {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(dir.path());
-        (dir, ChatHistory::of(&home))
+        (dir, ChatHistory::of(&home, HISTORY_ENTRIES))
     }
 
     fn mode(history: &ChatHistory) -> u32 {

@@ -28,7 +28,8 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-use crate::paths::{Env, Home};
+use crate::error::HomeError;
+use crate::home::{Env, Home};
 
 mod journal;
 
@@ -43,7 +44,7 @@ const MAX_KEEP_FILES: usize = 366;
 /// `[log]`: how much of the log `tau serve` keeps.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub(crate) struct LogConfig {
+pub struct LogConfig {
     /// A day's file stops growing at this size (bytes).
     pub max_file_bytes: u64,
     /// Files kept, today's among them: the last N days that logged anything.
@@ -60,7 +61,7 @@ impl Default for LogConfig {
 }
 
 impl LogConfig {
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), String> {
         if !(MIN_FILE_BYTES..=MAX_FILE_BYTES).contains(&self.max_file_bytes) {
             return Err(format!(
                 "log.max_file_bytes: must be from {MIN_FILE_BYTES} to {MAX_FILE_BYTES}, got {}",
@@ -77,23 +78,32 @@ impl LogConfig {
     }
 }
 
+/// Says which log targets may never be written, whatever `TAU_LOG` asks: a library that
+/// would write a secret (a model provider's response body may quote its API key).
+pub type Unscrubbed = fn(&str) -> bool;
+
 /// The log for a command: today's file, appended to; nothing is deleted or capped.
-pub(crate) fn init(home: &Home, env: Env<'_>) -> anyhow::Result<()> {
+pub fn init(home: &Home, env: Env<'_>, unscrubbed: Unscrubbed) -> Result<(), HomeError> {
     let log = DailyLog::open(&home.log_dir(), None, None, Timestamp::now())?;
-    install(log, env);
+    install(log, env, unscrubbed);
     Ok(())
 }
 
 /// The log for `tau serve`: today's file, capped, the last `keep_files` kept (see the
 /// module text).
-pub(crate) fn init_serve(home: &Home, env: Env<'_>, config: &LogConfig) -> anyhow::Result<()> {
+pub fn init_serve(
+    home: &Home,
+    env: Env<'_>,
+    config: &LogConfig,
+    unscrubbed: Unscrubbed,
+) -> Result<(), HomeError> {
     let log = DailyLog::open(
         &home.log_dir(),
         Some(config.keep_files),
         Some(config.max_file_bytes),
         Timestamp::now(),
     )?;
-    install(log, env);
+    install(log, env, unscrubbed);
     Ok(())
 }
 
@@ -175,10 +185,10 @@ impl DailyLog {
         keep: Option<usize>,
         cap: Option<u64>,
         now: Timestamp,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, HomeError> {
         tighten_logs(dir)?;
         let today = Today::of(dir, now);
-        make_private(dir, &today.name).map_err(|e| anyhow::anyhow!("cannot open the log: {e}"))?;
+        make_private(dir, &today.name).map_err(HomeError::OpenLog)?;
         let mut builder = RollingFileAppender::builder()
             .rotation(Rotation::DAILY)
             .filename_prefix(FILE_PREFIX);
@@ -191,7 +201,10 @@ impl DailyLog {
         }
         let appender = builder
             .build(dir)
-            .map_err(|e| anyhow::anyhow!("cannot open the log in {}: {e}", dir.display()))?;
+            .map_err(|error| HomeError::StartLog {
+                dir: dir.to_owned(),
+                error,
+            })?;
         Ok(Self {
             appender,
             dir: dir.to_owned(),
@@ -232,7 +245,7 @@ impl DailyLog {
 
 /// Tightens every log file in `dir` (earlier days', an earlier tau's `tau.log.N`) that
 /// another umask left readable; a link is never followed (and refused before this runs).
-fn tighten_logs(dir: &Path) -> anyhow::Result<()> {
+fn tighten_logs(dir: &Path) -> Result<(), HomeError> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
@@ -241,7 +254,7 @@ fn tighten_logs(dir: &Path) -> anyhow::Result<()> {
         let is_file = entry.file_type().is_ok_and(|t| t.is_file());
         if is_log && is_file {
             crate::private::tighten_file(&entry.path())
-                .map_err(|e| anyhow::anyhow!("cannot make the log private: {e}"))?;
+                .map_err(HomeError::TightenLog)?;
         }
     }
     Ok(())
@@ -273,7 +286,7 @@ impl<'a> MakeWriter<'a> for DailyLog {
     }
 }
 
-fn install(log: DailyLog, env: Env<'_>) {
+fn install(log: DailyLog, env: Env<'_>, unscrubbed: Unscrubbed) {
     let levels = || {
         env("TAU_LOG")
             .and_then(|f| EnvFilter::try_new(f).ok())
@@ -281,7 +294,7 @@ fn install(log: DailyLog, env: Env<'_>) {
     };
     // Beside the levels, not among them: no `TAU_LOG` can let the model library write a
     // response body (which may quote the API key) into the log.
-    let scrubbed = || filter_fn(|meta| !tau_models::is_unscrubbed_log_target(meta.target()));
+    let scrubbed = || filter_fn(move |meta| !unscrubbed(meta.target()));
     let file = tracing_subscriber::fmt::layer()
         .with_writer(log)
         .with_ansi(false)

@@ -4,28 +4,24 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::OpenOptionsExt;
 
-use tau_agent::SessionId;
+use tau_protocol::SessionId;
 
-use crate::errors::usage;
-use crate::paths::Home;
+use crate::error::HomeError;
+use crate::home::Home;
 
 /// Held while a chat has the session open.
 #[derive(Debug)]
-pub(crate) struct SessionLock {
+pub struct SessionLock {
     _file: File,
 }
 
 impl SessionLock {
-    pub(crate) fn acquire(home: &Home, id: &SessionId) -> anyhow::Result<Self> {
-        Self::try_acquire(home, id)?.ok_or_else(|| {
-            usage(format!(
-                "session '{id}' is already open in another tau (chat or serve); close that one first"
-            ))
-        })
+    pub fn acquire(home: &Home, id: &SessionId) -> Result<Self, HomeError> {
+        Self::try_acquire(home, id)?.ok_or_else(|| HomeError::SessionBusy(id.clone()))
     }
 
     /// The lock, or `None` when another tau holds it now.
-    pub(crate) fn try_acquire(home: &Home, id: &SessionId) -> anyhow::Result<Option<Self>> {
+    pub fn try_acquire(home: &Home, id: &SessionId) -> Result<Option<Self>, HomeError> {
         let path = home.locks().join(format!("{id}.lock"));
         let file = OpenOptions::new()
             .create(true)
@@ -33,19 +29,20 @@ impl SessionLock {
             .write(true)
             .custom_flags(crate::private::no_follow())
             .open(&path)
-            .map_err(|e| {
-                if crate::private::is_link(&e) {
-                    anyhow::anyhow!(crate::private::link_refused(&path))
+            .map_err(|error| {
+                if crate::private::is_link(&error) {
+                    HomeError::LinkRefused(path.clone())
                 } else {
-                    anyhow::anyhow!("cannot open {}: {e}", path.display())
+                    HomeError::Open {
+                        path: path.clone(),
+                        error,
+                    }
                 }
             })?;
         match file.try_lock() {
             Ok(()) => Ok(Some(Self { _file: file })),
             Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(error)) => {
-                Err(anyhow::anyhow!("cannot lock {}: {error}", path.display()))
-            }
+            Err(TryLockError::Error(error)) => Err(HomeError::Lock { path, error }),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::errors::usage;
+use crate::error::HomeError;
 use crate::private;
 
 /// The home directory: `state.db`, `audit.jsonl`, `logs/` (a file a day), `workspace/`, `locks/`,
@@ -11,19 +11,19 @@ use crate::private;
 ///
 /// No entry of the home that tau owns may be a symbolic link (see [`Home::refuse_links`]).
 #[derive(Debug, Clone)]
-pub(crate) struct Home {
+pub struct Home {
     root: PathBuf,
 }
 
 /// Reads an environment variable; the binary passes the real environment, tests a map.
-pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// The environment a command owns; `Sync` so MCP servers can be started concurrently.
-pub(crate) type EnvFn = dyn Fn(&str) -> Option<String> + Sync;
+pub type EnvFn = dyn Fn(&str) -> Option<String> + Sync;
 
 impl Home {
     /// `--home`, else `TAU_HOME`, else `$XDG_DATA_HOME/tau`, else `~/.local/share/tau`.
-    pub(crate) fn resolve(flag: Option<&Path>, env: Env<'_>) -> anyhow::Result<Self> {
+    pub fn resolve(flag: Option<&Path>, env: Env<'_>) -> Result<Self, HomeError> {
         if let Some(path) = flag {
             return Ok(Self {
                 root: path.to_owned(),
@@ -43,54 +43,52 @@ impl Home {
             Some(home) => Ok(Self {
                 root: PathBuf::from(home).join(".local/share/tau"),
             }),
-            None => Err(usage(
-                "cannot find a home for tau's state: pass --home DIR or set TAU_HOME",
-            )),
+            None => Err(HomeError::NoHome),
         }
     }
 
-    pub(crate) fn at(root: &Path) -> Self {
+    pub fn at(root: &Path) -> Self {
         Self {
             root: root.to_owned(),
         }
     }
 
-    pub(crate) fn state_db(&self) -> PathBuf {
+    pub fn state_db(&self) -> PathBuf {
         self.root.join("state.db")
     }
 
-    pub(crate) fn audit_log(&self) -> PathBuf {
+    pub fn audit_log(&self) -> PathBuf {
         self.root.join("audit.jsonl")
     }
 
-    pub(crate) fn log_dir(&self) -> PathBuf {
+    pub fn log_dir(&self) -> PathBuf {
         self.root.join("logs")
     }
 
-    pub(crate) fn workspace(&self) -> PathBuf {
+    pub fn workspace(&self) -> PathBuf {
         self.root.join("workspace")
     }
 
-    pub(crate) fn locks(&self) -> PathBuf {
+    pub fn locks(&self) -> PathBuf {
         self.root.join("locks")
     }
 
     /// The bearer token `tau mcp --http` generates when the config names none.
-    pub(crate) fn mcp_token(&self) -> PathBuf {
+    pub fn mcp_token(&self) -> PathBuf {
         self.root.join("mcp-token")
     }
 
     /// The prompts typed at `tau chat` (see `chat_history`).
-    pub(crate) fn chat_history(&self) -> PathBuf {
+    pub fn chat_history(&self) -> PathBuf {
         self.root.join("chat-history")
     }
 
     /// The token TauBar (`tau serve`) generates for its page and API.
-    pub(crate) fn web_token(&self) -> PathBuf {
+    pub fn web_token(&self) -> PathBuf {
         self.root.join("web-token")
     }
 
-    pub(crate) fn root(&self) -> &Path {
+    pub fn root(&self) -> &Path {
         &self.root
     }
 
@@ -100,19 +98,16 @@ impl Home {
     /// elsewhere). `state.db` is `tau-state`'s to create and protect, when it is first
     /// opened. The entries are checked for links once the home is tightened, so nobody
     /// else can plant one between the check and the use.
-    pub(crate) fn create(&self, own_workspace: bool) -> anyhow::Result<()> {
+    pub fn create(&self, own_workspace: bool) -> Result<(), HomeError> {
         if let Ok(meta) = std::fs::metadata(&self.root)
             && meta.permissions().mode() & 0o1000 != 0
         {
-            return Err(usage(format!(
-                "cannot keep tau's state in {}: it is a shared folder (sticky bit); pass --home with a folder of your own",
-                self.root.display()
-            )));
+            return Err(HomeError::SharedFolder(self.root.clone()));
         }
-        private::create_dir(&self.root).map_err(|e| anyhow::anyhow!("cannot create {e}"))?;
+        private::create_dir(&self.root).map_err(|error| HomeError::CreateDir { error })?;
         self.refuse_links(own_workspace)?;
         for dir in [self.log_dir(), self.locks()] {
-            private::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {e}"))?;
+            private::create_dir(&dir).map_err(|error| HomeError::CreateDir { error })?;
         }
         if own_workspace {
             let workspace = self.workspace();
@@ -120,7 +115,10 @@ impl Home {
                 .recursive(true)
                 .mode(private::DIR_MODE)
                 .create(&workspace)
-                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", workspace.display()))?;
+                .map_err(|error| HomeError::Create {
+                    path: workspace.clone(),
+                    error,
+                })?;
         }
         Ok(())
     }
@@ -167,7 +165,7 @@ impl Home {
     /// elsewhere with `--home` or `TAU_HOME`. The home itself may be a link: that is the
     /// person's own path to it. A `workspace` link is left alone when the config names
     /// the workspace elsewhere, since tau then never uses it.
-    pub(crate) fn refuse_links(&self, own_workspace: bool) -> anyhow::Result<()> {
+    pub fn refuse_links(&self, own_workspace: bool) -> Result<(), HomeError> {
         for entry in self.owned_entries(own_workspace) {
             let Ok(meta) = std::fs::symlink_metadata(&entry) else {
                 continue;
@@ -183,10 +181,11 @@ impl Home {
             } else {
                 "remove it; to keep tau's state elsewhere, move the whole home (--home DIR or TAU_HOME)"
             };
-            return Err(usage(format!(
-                "{} is a symbolic link (to {target}): tau never follows a link in its home, where someone who could once write the folder may have planted it; {remedy}",
-                tau_core::display(&entry.display().to_string())
-            )));
+            return Err(HomeError::PlantedLink {
+                entry: tau_core::display(&entry.display().to_string()),
+                target,
+                remedy,
+            });
         }
         Ok(())
     }
@@ -194,7 +193,7 @@ impl Home {
 
 /// `--config`, else `$XDG_CONFIG_HOME/tau/tau.toml`, else `~/.config/tau/tau.toml`. The
 /// default file may be missing; a file named with `--config` must exist.
-pub(crate) fn config_path(flag: Option<&Path>, env: Env<'_>) -> Option<(PathBuf, bool)> {
+pub fn config_path(flag: Option<&Path>, env: Env<'_>) -> Option<(PathBuf, bool)> {
     if let Some(path) = flag {
         return Some((path.to_owned(), true));
     }

@@ -18,11 +18,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::errors::usage;
+use crate::error::HomeError;
 
 /// Which systemd manager runs the unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub enum Scope {
     /// The person's own manager (`systemctl --user`).
     User,
     /// The system's, running tau as `user`.
@@ -31,7 +31,7 @@ pub(crate) enum Scope {
 
 /// What the unit names.
 #[derive(Debug, Clone)]
-pub(crate) struct UnitParts {
+pub struct UnitParts {
     pub scope: Scope,
     /// The tau binary, absolute.
     pub binary: PathBuf,
@@ -49,7 +49,7 @@ pub(crate) struct UnitParts {
 }
 
 /// The unit's text.
-pub(crate) fn render(parts: &UnitParts) -> anyhow::Result<String> {
+pub fn render(parts: &UnitParts) -> Result<String, HomeError> {
     let mut exec = vec![exec_word(&path_text(&parts.binary, "the tau binary")?)];
     if let Some(config) = &parts.config {
         exec.push("--config".to_owned());
@@ -134,23 +134,23 @@ pub(crate) fn render(parts: &UnitParts) -> anyhow::Result<String> {
 }
 
 /// `path` as unit text: `%` doubled (systemd's specifiers), no line break.
-fn path_text(path: &Path, what: &str) -> anyhow::Result<String> {
-    let text = path.to_str().ok_or_else(|| {
-        usage(format!(
-            "cannot name {what} ({}) in a systemd unit: its path is not UTF-8",
-            path.display()
-        ))
+fn path_text(path: &Path, what: &str) -> Result<String, HomeError> {
+    let text = path.to_str().ok_or_else(|| HomeError::UnitWord {
+        what: what.to_owned(),
+        shown: path.display().to_string(),
+        why: "its path is not UTF-8",
     })?;
     checked(text, what)
 }
 
 /// `text` with `%` doubled; a line break refused (it would end the setting).
-fn checked(text: &str, what: &str) -> anyhow::Result<String> {
+fn checked(text: &str, what: &str) -> Result<String, HomeError> {
     if text.contains(['\n', '\r']) {
-        return Err(usage(format!(
-            "cannot name {what} ({}) in a systemd unit: it holds a line break",
-            text.escape_debug()
-        )));
+        return Err(HomeError::UnitWord {
+            what: what.to_owned(),
+            shown: text.escape_debug().to_string(),
+            why: "it holds a line break",
+        });
     }
     Ok(text.replace('%', "%%"))
 }

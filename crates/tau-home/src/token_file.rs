@@ -6,14 +6,13 @@ use std::fmt::Write as _;
 use std::io::{ErrorKind, Write as _};
 use std::path::Path;
 
-use anyhow::Context as _;
-
+use crate::error::HomeError;
 use crate::private;
 
 const TOKEN_BYTES: usize = 32;
 
 /// The token in `path`, created when the file does not exist yet. The folder must exist.
-pub(crate) fn load_or_create(path: &Path) -> anyhow::Result<String> {
+pub fn load_or_create(path: &Path) -> Result<String, HomeError> {
     match read(path)? {
         Some(token) => Ok(token),
         None => create(path),
@@ -21,54 +20,60 @@ pub(crate) fn load_or_create(path: &Path) -> anyhow::Result<String> {
 }
 
 /// The token in `path` (tightened to 0600), or `None` when there is no file.
-fn read(path: &Path) -> anyhow::Result<Option<String>> {
+fn read(path: &Path) -> Result<Option<String>, HomeError> {
+    let cannot_read = |source| HomeError::Read {
+        path: path.to_owned(),
+        source,
+    };
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(error) if error.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
+        Err(error) => return Err(cannot_read(error)),
     };
     if !meta.is_file() {
-        anyhow::bail!(
-            "{} is not a regular file; remove it and start again",
-            path.display()
-        );
+        return Err(HomeError::NotAFile(path.to_owned()));
     }
-    private::tighten_file(path).with_context(|| format!("cannot protect {}", path.display()))?;
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    private::tighten_file(path).map_err(|source| HomeError::Protect {
+        path: path.to_owned(),
+        source,
+    })?;
+    let text = std::fs::read_to_string(path).map_err(cannot_read)?;
     let token = text.trim();
     if token.len() < 2 * TOKEN_BYTES || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
-        anyhow::bail!(
-            "{} does not hold a token tau made; remove it and start again",
-            path.display()
-        );
+        return Err(HomeError::NotAToken(path.to_owned()));
     }
     Ok(Some(token.to_owned()))
 }
 
 /// Writes a new token to a private temporary file and links it into place, so a second
 /// process starting at the same time reads a whole token: the first link wins.
-fn create(path: &Path) -> anyhow::Result<String> {
+fn create(path: &Path) -> Result<String, HomeError> {
     let token = generate()?;
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let cannot_write = |source| HomeError::WriteToken {
+        dir: dir.to_owned(),
+        source,
+    };
     // tempfile creates its files 0600.
-    let mut file = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write a token in {}", dir.display()))?;
-    file.write_all(format!("{token}\n").as_bytes())?;
-    file.as_file().sync_all()?;
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(cannot_write)?;
+    file.write_all(format!("{token}\n").as_bytes())
+        .map_err(cannot_write)?;
+    file.as_file().sync_all().map_err(cannot_write)?;
     match file.persist_noclobber(path) {
         Ok(_) => Ok(token),
         Err(error) if error.error.kind() == ErrorKind::AlreadyExists => {
-            read(path)?.with_context(|| format!("{} vanished while it was read", path.display()))
+            read(path)?.ok_or_else(|| HomeError::Vanished(path.to_owned()))
         }
-        Err(error) => Err(error.error).with_context(|| format!("cannot write {}", path.display())),
+        Err(error) => Err(HomeError::Write {
+            path: path.to_owned(),
+            source: error.error,
+        }),
     }
 }
 
-fn generate() -> anyhow::Result<String> {
+fn generate() -> Result<String, HomeError> {
     let mut bytes = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| anyhow::anyhow!("the operating system gave no random bytes: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(HomeError::NoRandom)?;
     Ok(bytes.iter().fold(String::new(), |mut hex, b| {
         let _ = write!(hex, "{b:02x}");
         hex
