@@ -19,6 +19,7 @@
 //!   device differs from what discovery says now
 //! - `store.rs`: the tables in `state.db` (stored devices, seen discovery configs, states)
 //! - `watch.rs`: records the discovery configs of pinned devices while tau runs
+//! - `listing.rs`: the registry as `tau devices` shows it, every field escaped and flagged
 //! - `example.rs`: an example home and its questions, which every channel's tests render
 
 mod card;
@@ -26,6 +27,7 @@ mod def;
 mod discovery;
 pub mod example;
 mod kind;
+pub mod listing;
 mod registry;
 mod store;
 mod tools;
