@@ -1,7 +1,7 @@
 //! tau: the command line. Parses arguments, loads the config, and runs a command.
 //!
-//! Owns the home directory layout, the audit log, the file log, session locks and the
-//! commands; the chat itself is tau-terminal's, the policy tau-core's. Exit codes: 0 done,
+//! Owns the audit log and the commands; the home and its files are tau-home's, the chat
+//! itself tau-terminal's, the policy tau-core's. Exit codes: 0 done,
 //! 1 failed, 2 a usage or configuration mistake. Nothing prints but through `output`: a
 //! reader that went away never makes tau panic.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
