@@ -111,15 +111,29 @@ impl Context {
         crate::routines::zone(&self.loaded.config).unwrap_or_else(|_| jiff::tz::TimeZone::system())
     }
 
-    /// Refuses a workspace that holds what tau trusts (see `boundary`).
+    /// Refuses a workspace that holds what tau trusts (see `tau_tools::check_workspace`).
     pub(crate) fn check_workspace(&self) -> anyhow::Result<()> {
-        crate::boundary::check_workspace(
+        let programs = self
+            .loaded
+            .config
+            .mcp
+            .servers
+            .iter()
+            .map(|(name, server)| {
+                let program = tau_tools::StartedProgram {
+                    command: server.command.clone(),
+                    args: server.args.clone(),
+                };
+                (name.clone(), program)
+            })
+            .collect();
+        Ok(tau_tools::check_workspace(
             &self.loaded.config.tools.workspace,
             &self.home,
             self.loaded.path.as_deref(),
-            &self.loaded.config.mcp,
+            &programs,
             &*self.env,
-        )
+        )?)
     }
 
     /// `state.db`, opened (and created, in a home that exists) on first use.

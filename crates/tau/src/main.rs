@@ -9,7 +9,6 @@
 mod approvals;
 mod audit;
 mod backup;
-mod boundary;
 mod chat;
 mod cli;
 mod commands;

@@ -9,27 +9,65 @@
 //! yet); "holds" means the path is the workspace or below it. A workspace inside tau's
 //! home (the default `home/workspace`) is fine.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use tau_mcp::McpConfig;
-
-use crate::errors::usage;
 use tau_home::{Env, Home, config_path};
+
+/// A program tau starts: an MCP server's command and its arguments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(test, derive(serde::Deserialize))]
+#[cfg_attr(test, serde(default))]
+pub struct StartedProgram {
+    pub command: Option<String>,
+    pub args: Vec<String>,
+}
+
+/// A workspace that holds something tau trusts or starts; a mistake in the config (the
+/// binary exits 2), named by its key.
+#[derive(Debug, thiserror::Error)]
+pub enum BoundaryError {
+    #[error(
+        "{file}: tools.workspace: '{}' {relation} {what}{shown}, which tools that write files must not reach; give the tools a folder of their own",
+        .workspace.display()
+    )]
+    Holds {
+        /// The config file, as named to the person.
+        file: String,
+        workspace: PathBuf,
+        /// `is` or `contains`.
+        relation: &'static str,
+        what: &'static str,
+        /// The protected path, quoted, after a space (nothing for the root).
+        shown: String,
+    },
+    #[error(
+        "{file}: {key}: {what}, inside the workspace '{}' (tools.workspace), where a tier-1 write can change what tau starts; keep the programs tau starts out of the workspace",
+        .workspace.display()
+    )]
+    Reaches {
+        file: String,
+        /// The config key of the program (`mcp.servers.NAME.command`).
+        key: String,
+        what: String,
+        workspace: PathBuf,
+    },
+}
 
 /// Symlinks followed before giving up on resolving a path.
 const MAX_LINKS: u32 = 40;
 
-/// Refuses a workspace that holds something tau trusts or starts, with one error naming
-/// the key. `config` is the file the config was read from, if any.
-pub(crate) fn check_workspace(
+/// Refuses a workspace that holds something tau trusts or starts (`programs`: the MCP
+/// servers, by name), with one error naming the key. `config` is the file the config was
+/// read from, if any.
+pub fn check_workspace(
     workspace: &Path,
     home: &Home,
     config: Option<&Path>,
-    mcp: &McpConfig,
+    programs: &BTreeMap<String, StartedProgram>,
     env: Env<'_>,
-) -> anyhow::Result<()> {
+) -> Result<(), BoundaryError> {
     let resolved = resolve(workspace);
     let file = config.map_or_else(|| "tau.toml".to_owned(), |c| c.display().to_string());
     let mut protected: Vec<(&str, PathBuf)> = vec![("the root of the file system", "/".into())];
@@ -67,18 +105,19 @@ pub(crate) fn check_workspace(
         } else {
             format!(" '{}'", path.display())
         };
-        return Err(usage(format!(
-            "{file}: tools.workspace: '{}' {relation} {what}{shown}, which tools that write files must not reach; give the tools a folder of their own",
-            workspace.display()
-        )));
+        return Err(BoundaryError::Holds {
+            file,
+            workspace: workspace.to_owned(),
+            relation,
+            what,
+            shown,
+        });
     }
-    check_programs(&resolved, mcp, env).map_err(|reach| {
-        usage(format!(
-            "{file}: {}: {}, inside the workspace '{}' (tools.workspace), where a tier-1 write can change what tau starts; keep the programs tau starts out of the workspace",
-            reach.key,
-            reach.what,
-            workspace.display()
-        ))
+    check_programs(&resolved, programs, env).map_err(|reach| BoundaryError::Reaches {
+        file,
+        key: reach.key,
+        what: reach.what,
+        workspace: workspace.to_owned(),
     })
 }
 
@@ -91,9 +130,13 @@ struct Reach {
 /// 1. a command with a `/` -> the file it names
 /// 2. a bare command -> every `PATH` folder up to the one that has it (all when none has)
 /// 3. each argument that is an absolute path or names a file -> that file
-fn check_programs(resolved: &Path, mcp: &McpConfig, env: Env<'_>) -> Result<(), Reach> {
+fn check_programs(
+    resolved: &Path,
+    programs: &BTreeMap<String, StartedProgram>,
+    env: Env<'_>,
+) -> Result<(), Reach> {
     let inside = |path: &Path| resolve(path).starts_with(resolved);
-    for (name, server) in &mcp.servers {
+    for (name, server) in programs {
         let Some(command) = &server.command else {
             continue;
         };
@@ -140,7 +183,7 @@ fn check_programs(resolved: &Path, mcp: &McpConfig, env: Env<'_>) -> Result<(), 
 
 /// `path` made absolute with every symlink followed, also where the rest of the path does
 /// not exist yet (like `realpath -m`): `..` applies to what a component resolved to.
-pub(crate) fn resolve(path: &Path) -> PathBuf {
+fn resolve(path: &Path) -> PathBuf {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
     let mut pending: VecDeque<OsString> = names(&absolute);
     let mut out = PathBuf::from("/");
@@ -185,13 +228,7 @@ mod tests {
 
     fn refused(workspace: &Path, home: &Path, config: Option<&Path>, person: &str) -> String {
         let env = |name: &str| (name == "HOME").then(|| person.to_owned());
-        match check_workspace(
-            workspace,
-            &Home::at(home),
-            config,
-            &McpConfig::default(),
-            &env,
-        ) {
+        match check_workspace(workspace, &Home::at(home), config, &BTreeMap::new(), &env) {
             Ok(()) => "fine".to_owned(),
             Err(error) => error
                 .to_string()
@@ -291,10 +328,14 @@ mod tests {
 
     /// The error for a workspace at `root/ws` and these MCP servers, with `PATH`.
     fn programs_refused(root: &Path, servers: &str, path: &str) -> String {
-        let mcp: McpConfig = toml::from_str(servers).unwrap();
+        #[derive(serde::Deserialize)]
+        struct Mcp {
+            servers: BTreeMap<String, StartedProgram>,
+        }
+        let mcp: Mcp = toml::from_str(servers).unwrap();
         let env = |name: &str| (name == "PATH").then(|| path.to_owned());
         let home = Home::at(&root.join("home"));
-        match check_workspace(&root.join("ws"), &home, None, &mcp, &env) {
+        match check_workspace(&root.join("ws"), &home, None, &mcp.servers, &env) {
             Ok(()) => "fine".to_owned(),
             Err(error) => error
                 .to_string()
@@ -413,12 +454,14 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::os::unix::fs::symlink(root.join("b"), root.join("a")).unwrap();
         std::os::unix::fs::symlink(root.join("a"), root.join("b")).unwrap();
-        // Once the links allowed are spent the loop's last name stands as it is: the
-        // answer names a place inside the loop's directory, never one outside it.
-        let resolved = resolve(&root.join("a/c"));
-        assert!(
-            [root.join("a/c"), root.join("b/c")].contains(&resolved),
-            "{resolved:?}"
-        );
+        // Resolving returns: once the links allowed are spent the loop's last name
+        // stands as it is. `a` and `b` take turns, each of the MAX_LINKS turns followed
+        // and the next one kept, so an even number of links ends at `a`.
+        assert_eq!(MAX_LINKS % 2, 0);
+        assert_eq!(resolve(&root.join("a/c")), root.join("a/c"));
+        assert_eq!(resolve(&root.join("b/c")), root.join("b/c"));
+        // One link fewer to spend (entered through `x -> a`) ends at the other name.
+        std::os::unix::fs::symlink(root.join("a"), root.join("x")).unwrap();
+        assert_eq!(resolve(&root.join("x/c")), root.join("b/c"));
     }
 }
