@@ -42,7 +42,7 @@ mod trigger;
 mod validate;
 
 pub use ask::{Asking, asking_on};
-pub use book::{Book, config_routines, load};
+pub use book::{Book, config_routines, load, toml_routines};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};
 pub use engine::{Engine, EngineParts, EngineSettings, Env, Fired, WebhookCall, WebhookReply};

@@ -34,10 +34,30 @@ pub(crate) struct Tools {
     pub catalog: ToolCatalog,
     pub startup_errors: Vec<AuditEvent>,
     /// Records what discovery says about pinned devices while the tools are in use.
-    pub watch: Option<crate::devices::WatchGuard>,
+    pub watch: Option<WatchGuard>,
+}
+
+/// Stops the discovery watch when dropped.
+pub(crate) struct WatchGuard(pub(crate) tokio_util::sync::CancellationToken);
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 impl Context {
+    /// The `tau.toml` routines, checked against `catalog` when given.
+    pub(crate) fn config_routines(
+        &self,
+        catalog: Option<&ToolCatalog>,
+    ) -> anyhow::Result<Vec<tau_reflex::Routine>> {
+        let zone = crate::settings::zone(&self.loaded.config)?;
+        let shown = self.config_name();
+        tau_reflex::toml_routines(&self.loaded.config.routines, &zone, &*self.env, catalog)
+            .map_err(|e| usage(format!("{shown}: {e}")))
+    }
+
     /// The configured model; exit 2 with the help paragraph when there is none.
     pub(crate) fn model(&self) -> anyhow::Result<Arc<dyn Model>> {
         if !self.loaded.model_configured {
@@ -108,7 +128,7 @@ impl Context {
     /// too when the configured one does not exist (a command that reads only the home
     /// says so and goes on; those that build tools refuse such a config first).
     pub(crate) fn shown_zone(&self) -> jiff::tz::TimeZone {
-        crate::routines::zone(&self.loaded.config).unwrap_or_else(|_| jiff::tz::TimeZone::system())
+        crate::settings::zone(&self.loaded.config).unwrap_or_else(|_| jiff::tz::TimeZone::system())
     }
 
     /// Refuses a workspace that holds what tau trusts (see `tau_tools::check_workspace`).
@@ -273,8 +293,8 @@ impl Context {
         let routine_tools = tau_reflex::routine_tools(tau_reflex::RoutineToolsParts {
             store: self.routine_store()?,
             catalog: tools.catalog.clone(),
-            config: crate::routines::config_routines(self, None)?,
-            zone: crate::routines::zone(&self.loaded.config)?,
+            config: self.config_routines(None)?,
+            zone: crate::settings::zone(&self.loaded.config)?,
         });
         tools.catalog.extend(routine_tools)?;
         Ok(tools)

@@ -26,10 +26,10 @@ fn routine_allowances(
     ctx: &Context,
     store: Option<&tau_state::StateDb>,
 ) -> anyhow::Result<Vec<RoutineAllowance>> {
-    let config = crate::routines::config_routines(ctx, None)?;
+    let config = ctx.config_routines(None)?;
     let book = match store {
         Some(store) => {
-            let zone = crate::routines::zone(&ctx.loaded.config)?;
+            let zone = crate::settings::zone(&ctx.loaded.config)?;
             let checks = tau_reflex::Checks {
                 tools: None,
                 zone: &zone,
@@ -54,7 +54,7 @@ fn routine_allowances(
 
 /// `tau grants list`.
 pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
-    let zone = crate::routines::zone(&ctx.loaded.config)?;
+    let zone = crate::settings::zone(&ctx.loaded.config)?;
     let store = ctx.existing_state()?;
     let routines = routine_allowances(ctx, store.as_ref())?;
     let grants = match &store {
@@ -81,7 +81,7 @@ fn parse_id(id: &str) -> anyhow::Result<GrantId> {
 /// `tau grants show ID`: one grant, also one that ended.
 pub(crate) fn show(ctx: &Context, id: &str) -> anyhow::Result<String> {
     let id = parse_id(id)?;
-    let zone = crate::routines::zone(&ctx.loaded.config)?;
+    let zone = crate::settings::zone(&ctx.loaded.config)?;
     let store = ctx.existing_state()?;
     let grant = match &store {
         Some(store) => store.grant(&id)?,
@@ -138,7 +138,7 @@ impl TuiGrants {
     ) -> anyhow::Result<Self> {
         Ok(Self {
             routines: routine_allowances(ctx, Some(&store))?,
-            zone: crate::routines::zone(&ctx.loaded.config)?,
+            zone: crate::settings::zone(&ctx.loaded.config)?,
             store,
             events,
         })

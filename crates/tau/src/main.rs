@@ -110,7 +110,7 @@ fn before_command(
                     "tau: warning: {} (ignored: this command reads only tau's home)",
                     tau_core::display(&format!("{error:#}"))
                 ));
-            } else if let Err(error) = routines::zone(&ctx.loaded.config) {
+            } else if let Err(error) = settings::zone(&ctx.loaded.config) {
                 output::eprint_line(&format!(
                     "tau: warning: {}: {}; times are shown in the system's zone",
                     ctx.config_name(),

@@ -8,13 +8,11 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use jiff::tz::TimeZone;
 use tau_agent::SessionRepository;
 use tau_core::{RoutineOutcome, StoredSessions, display};
 use tau_reflex::{
-    Action, ActionRun, Asking, Book, Checks, Origin, PromptApprover, Routine, RoutineDef, Trigger,
-    TurnPrompts, config_routines as validate_config, defs_from_toml, describe_action, record,
-    run_action,
+    Action, ActionRun, Asking, Book, Checks, Origin, PromptApprover, Routine, Trigger, TurnPrompts,
+    describe_action, record, run_action,
 };
 use tau_terminal::{Console, Input, TerminalApprover, start_stdin};
 use tokio_util::sync::CancellationToken;
@@ -22,72 +20,16 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::AuditLog;
 use crate::context::Context;
 use crate::errors::usage;
-use crate::settings::TauConfig;
-use tau_home::Env;
 
 /// Runs shown by `tau routines show`.
 const SHOWN_RUNS: usize = 10;
-
-/// The routine zone: `[tools.clock] zone`, else the system's.
-pub(crate) fn zone(config: &TauConfig) -> anyhow::Result<TimeZone> {
-    match &config.tools.clock.zone {
-        Some(name) => TimeZone::get(name).map_err(|_| {
-            usage(format!(
-                "tools.clock.zone: unknown time zone '{name}'; use an IANA name such as 'Europe/Istanbul'"
-            ))
-        }),
-        None => Ok(TimeZone::system()),
-    }
-}
-
-fn defs(config: &TauConfig) -> Result<Vec<RoutineDef>, tau_core::ConfigError> {
-    defs_from_toml(config.routines.clone())
-}
-
-/// Checks `[[routines]]` as far as it can without the tools: every key, trigger and
-/// action. The tools and their schemas are checked where routines run.
-pub(crate) fn check_config(config: &TauConfig, env: Env<'_>) -> anyhow::Result<()> {
-    if config.routines.is_empty() {
-        return Ok(());
-    }
-    let zone = zone(config)?;
-    let checks = Checks {
-        tools: None,
-        zone: &zone,
-        env,
-        now: Timestamp::now(),
-        at_must_be_future: false,
-        webhooks: None,
-    };
-    validate_config(&defs(config)?, &checks)?;
-    Ok(())
-}
-
-/// The `tau.toml` routines, checked against `catalog` when given.
-pub(crate) fn config_routines(
-    ctx: &Context,
-    catalog: Option<&tau_core::ToolCatalog>,
-) -> anyhow::Result<Vec<Routine>> {
-    let config = &ctx.loaded.config;
-    let zone = zone(config)?;
-    let checks = Checks {
-        tools: catalog,
-        zone: &zone,
-        env: &*ctx.env,
-        now: Timestamp::now(),
-        at_must_be_future: false,
-        webhooks: None,
-    };
-    let shown = ctx.config_name();
-    validate_config(&defs(config)?, &checks).map_err(|e| usage(format!("{shown}: {e}")))
-}
 
 /// Every routine, checked against every tool.
 async fn book(ctx: &Context) -> anyhow::Result<(Book, crate::context::Tools)> {
     ctx.create_home()?;
     let tools = ctx.catalog().await?;
-    let config = config_routines(ctx, Some(&tools.catalog))?;
-    let zone = zone(&ctx.loaded.config)?;
+    let config = ctx.config_routines(Some(&tools.catalog))?;
+    let zone = crate::settings::zone(&ctx.loaded.config)?;
     let checks = Checks {
         tools: Some(&tools.catalog),
         zone: &zone,
@@ -113,7 +55,7 @@ fn find<'a>(book: &'a Book, name: &str) -> anyhow::Result<&'a Routine> {
 pub(crate) use tau_core::when;
 
 fn last_run(ctx: &Context, name: &str) -> anyhow::Result<String> {
-    let zone = zone(&ctx.loaded.config)?;
+    let zone = crate::settings::zone(&ctx.loaded.config)?;
     Ok(ctx.routine_store()?.runs(name, 1)?.first().map_or_else(
         || "never".to_owned(),
         |run| format!("{} {}", run.outcome.as_str(), when(run.started_at, &zone)),
@@ -242,7 +184,7 @@ pub(crate) async fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
     );
     let _ = writeln!(out, "exemption  {}", exemption_line(routine));
     let _ = writeln!(out, "session    {}", routine.session());
-    let zone = zone(&ctx.loaded.config)?;
+    let zone = crate::settings::zone(&ctx.loaded.config)?;
     let runs = ctx.routine_store()?.runs(name, SHOWN_RUNS)?;
     if runs.is_empty() {
         out.push_str("runs       none yet\n");

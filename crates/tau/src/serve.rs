@@ -161,7 +161,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             Arc::clone(&hosted.routines) as _,
             tau_telegram::Store::new(state.clone()),
             config.ui.language(),
-            crate::routines::zone(config)?,
+            crate::settings::zone(config)?,
         )?;
         channels.push(telegram_channel);
         if config.audit.witness == Some(Witness::Telegram) {

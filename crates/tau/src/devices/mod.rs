@@ -45,7 +45,8 @@ impl Context {
     /// Every device: those of `tau.toml` (checked when the config was read), then those in
     /// `state.db`. A stored device that no longer fits is left out with a warning.
     pub(crate) fn registry(&self, store: &DeviceStore) -> anyhow::Result<Registry> {
-        let mut registry = config_registry(&self.loaded.config.devices)?;
+        let mut registry =
+            Registry::from_config(&self.loaded.config.devices).map_err(|e| usage(e.to_string()))?;
         for row in store.devices()? {
             let added = match row {
                 Ok(stored) => registry
@@ -69,7 +70,8 @@ impl Context {
     pub(crate) fn device_tools_read_only(&self) -> anyhow::Result<Vec<tau_agent::SharedTool>> {
         let registry = match self.existing_state()? {
             Some(state) => self.registry(&DeviceStore::new(state))?,
-            None => config_registry(&self.loaded.config.devices)?,
+            None => Registry::from_config(&self.loaded.config.devices)
+                .map_err(|e| usage(e.to_string()))?,
         };
         Ok(DeviceTools {
             registry: Arc::new(registry),
@@ -99,7 +101,7 @@ impl Context {
         &self,
         registry: &Registry,
         store: Arc<DeviceStore>,
-    ) -> anyhow::Result<Option<WatchGuard>> {
+    ) -> anyhow::Result<Option<crate::context::WatchGuard>> {
         let topics = tau_devices::pinned_topics(registry);
         if topics.is_empty() {
             return Ok(None);
@@ -110,23 +112,8 @@ impl Context {
         tokio::spawn(async move {
             tau_devices::watch_discovery(broker, topics, store, stopped.cancelled_owned()).await;
         });
-        Ok(Some(WatchGuard(stop)))
+        Ok(Some(crate::context::WatchGuard(stop)))
     }
-}
-
-/// Stops the discovery watch when dropped.
-pub(crate) struct WatchGuard(tokio_util::sync::CancellationToken);
-
-impl Drop for WatchGuard {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
-
-/// The devices of `tau.toml` alone; a mistake names its key.
-pub(crate) fn config_registry(devices: &[DeviceDef]) -> anyhow::Result<Registry> {
-    Registry::new(devices.iter().cloned().map(|d| (d, Origin::Config)))
-        .map_err(|e| usage(e.to_string()))
 }
 
 pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
