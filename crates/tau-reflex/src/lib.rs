@@ -22,7 +22,7 @@
 //!   port, and the routines as the hub's channels see them; `offers.rs`: what it offers routines,
 //!   and the check of the `tau.toml` routines against it (at start and by `tau config check`)
 //! - `prompt.rs`: prompt actions as turns
-//! - `tools.rs`: the routine tools
+//! - `tools.rs`: the routine tools; `listing.rs`: the routines as `tau routines` shows them
 
 mod ask;
 mod book;
@@ -32,6 +32,7 @@ mod engine;
 mod exemption;
 mod host;
 mod hosted;
+pub mod listing;
 mod offers;
 mod prompt;
 mod run;
