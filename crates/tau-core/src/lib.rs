@@ -30,7 +30,8 @@
 //! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
 //! - `pin.rs`: `WorkspacePinner`, what a grant of a tool that runs the workspace pins
 //! - `grants.rs`: grants and routines' exemptions as a person reads them, and a revoke
-//!   with its audit line; `shown.rs`: channel, conversation and time as a person reads them
+//!   with its audit line; `shown.rs`: channel, conversation and time as a person reads them;
+//!   `waiting.rs`: the questions that wait, as `tau approvals` lists them
 //! - `sessions.rs`: `StoredSessions`, the loop's `SessionRepository` over `state.db`'s
 //!   sessions (the store keeps their JSON and knows nothing of the loop)
 
@@ -55,6 +56,7 @@ mod sessions;
 mod shown;
 mod stored_call;
 mod turn;
+pub mod waiting;
 
 pub use approval::{
     Answer, ApprovalHistory, ApprovalQuestion, Approver, ApproverError, AutoRejectApprover, Check,
