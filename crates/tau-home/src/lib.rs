@@ -3,7 +3,7 @@
 //! Owns the home's layout (where `state.db`, `audit.jsonl`, `logs/`, `locks/`, the
 //! tokens and the workspace are), how its files are made private and never opened
 //! through a link, the session locks, the token files, the chat history, the daily file
-//! log, and `tau serve` under systemd (the unit's text and install, the notify protocol
+//! log, the backup file's format, and `tau serve` under systemd (the unit's text and install, the notify protocol
 //! and the watchdog). `state.db` is `tau-state`'s and `audit.jsonl` the audit log's:
 //! this crate names their paths and never opens them. Knows nothing of the hub, the
 //! channels or the model providers: what it needs of them (the hub's health, the log
@@ -18,8 +18,10 @@
 //! - `logging/`: the daily file log and the journal's lines
 //! - `service/`: the systemd unit, its text and where it is installed
 //! - `systemd.rs`: `READY=1`, `STATUS=`, the watchdog
+//! - `backup/`: the backup file (its manifest, staging, writing, reading it back)
 //! - `error.rs`: `HomeError`, and which of its cases are a person's mistake
 
+pub mod backup;
 mod chat_history;
 mod error;
 mod home;

@@ -47,6 +47,9 @@ pub(crate) fn exit_code(error: &anyhow::Error) -> u8 {
         cause.downcast_ref::<UsageError>().is_some()
             || cause.downcast_ref::<tau_tools::BoundaryError>().is_some()
             || cause
+                .downcast_ref::<tau_home::backup::BackupError>()
+                .is_some_and(tau_home::backup::BackupError::is_usage)
+            || cause
                 .downcast_ref::<tau_home::HomeError>()
                 .is_some_and(tau_home::HomeError::is_usage)
     }) {

@@ -199,12 +199,10 @@ impl DailyLog {
             // `opening_keeps_the_newest_files_and_writes_today_s_private`.
             builder = builder.max_log_files(keep.saturating_add(1));
         }
-        let appender = builder
-            .build(dir)
-            .map_err(|error| HomeError::StartLog {
-                dir: dir.to_owned(),
-                error,
-            })?;
+        let appender = builder.build(dir).map_err(|error| HomeError::StartLog {
+            dir: dir.to_owned(),
+            error,
+        })?;
         Ok(Self {
             appender,
             dir: dir.to_owned(),
@@ -253,8 +251,7 @@ fn tighten_logs(dir: &Path) -> Result<(), HomeError> {
         let is_log = entry.file_name().to_string_lossy().starts_with(FILE_PREFIX);
         let is_file = entry.file_type().is_ok_and(|t| t.is_file());
         if is_log && is_file {
-            crate::private::tighten_file(&entry.path())
-                .map_err(HomeError::TightenLog)?;
+            crate::private::tighten_file(&entry.path()).map_err(HomeError::TightenLog)?;
         }
     }
     Ok(())
