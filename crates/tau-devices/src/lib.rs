@@ -21,9 +21,11 @@
 //! - `watch.rs`: records the discovery configs of pinned devices while tau runs
 //! - `listing.rs`: the registry as `tau devices` shows it, every field escaped and flagged
 //! - `example.rs`: an example home and its questions, which every channel's tests render
+//! - `demo_lamp.rs`: `tau demo`'s lamp, a tiny MQTT endpoint that is broker and lamp
 
 mod card;
 mod def;
+pub mod demo_lamp;
 mod discovery;
 pub mod example;
 mod kind;

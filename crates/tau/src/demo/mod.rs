@@ -5,7 +5,6 @@
 //! registry, the gate, the prompts and the audit log are the ones `tau chat` uses. It ends
 //! with what the audit log recorded, a line per call, and the command to try next.
 
-mod lamp;
 mod summary;
 
 use std::sync::Arc;
@@ -36,7 +35,13 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
     home.create(true)?;
     std::fs::write(home.workspace().join("note.md"), NOTE)?;
     tau_home::logging::init(&home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
-    let lamp = lamp::start().await?;
+    let lamp = tau_devices::demo_lamp::start(Arc::new(|now: &str| {
+        crate::output::print(&format!(
+            "  [demo lamp] the living-room lamp is now {}\n",
+            tau_terminal::escape_for_terminal(now)
+        ));
+    }))
+    .await?;
 
     let mut config = ctx.loaded.config.clone();
     config.tools.workspace = home.workspace();
@@ -46,7 +51,7 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
     config.tools.mqtt.password_env = None;
     // The demo stays offline and the same every time: no MCP servers, one device.
     config.mcp.servers.clear();
-    config.devices = vec![lamp::device()];
+    config.devices = vec![tau_devices::demo_lamp::device()];
     let demo = Context {
         home,
         loaded: Loaded {

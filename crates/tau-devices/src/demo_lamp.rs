@@ -15,41 +15,39 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 const MAX_PACKET: usize = 64 * 1024;
-pub(crate) const COMMAND_TOPIC: &str = "home/living-room/lamp/set";
-pub(crate) const STATE_TOPIC: &str = "home/living-room/lamp/state";
+pub const COMMAND_TOPIC: &str = "home/living-room/lamp/set";
+pub const STATE_TOPIC: &str = "home/living-room/lamp/state";
 
-pub(crate) struct Lamp {
+/// The running lamp; [`Lamp::stop`] ends it.
+pub struct Lamp {
     port: u16,
     task: JoinHandle<()>,
 }
 
 impl Lamp {
-    pub(crate) fn port(&self) -> u16 {
+    pub fn port(&self) -> u16 {
         self.port
     }
 
-    pub(crate) fn stop(self) {
+    pub fn stop(self) {
         self.task.abort();
     }
 }
 
 /// The lamp as tau's registry knows it.
-pub(crate) fn device() -> tau_devices::DeviceDef {
-    tau_devices::DeviceDef {
+pub fn device() -> crate::DeviceDef {
+    crate::DeviceDef {
         name: "living-room-lamp".to_owned(),
         label: "Living-room lamp".to_owned(),
         room: Some("living room".to_owned()),
-        kind: tau_devices::DeviceKind::Light,
+        kind: crate::DeviceKind::Light,
         command_topic: Some(COMMAND_TOPIC.to_owned()),
         state_topic: Some(STATE_TOPIC.to_owned()),
         actions: [
-            (
-                "on".to_owned(),
-                tau_devices::ActionDef::Payload("ON".to_owned()),
-            ),
+            ("on".to_owned(), crate::ActionDef::Payload("ON".to_owned())),
             (
                 "off".to_owned(),
-                tau_devices::ActionDef::Payload("OFF".to_owned()),
+                crate::ActionDef::Payload("OFF".to_owned()),
             ),
         ]
         .into(),
@@ -58,19 +56,24 @@ pub(crate) fn device() -> tau_devices::DeviceDef {
     }
 }
 
-pub(crate) async fn start() -> std::io::Result<Lamp> {
+/// Hears what the lamp now is after each command (`ON`, `OFF`, or what else it was set
+/// to, as sent: the caller escapes it for its screen).
+pub type Said = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Starts the lamp on a free port of 127.0.0.1; `said` hears each change.
+pub async fn start(said: Said) -> std::io::Result<Lamp> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
     let state = Arc::new(Mutex::new("OFF".to_owned()));
     let task = tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(serve(stream, Arc::clone(&state)));
+            tokio::spawn(serve(stream, Arc::clone(&state), Arc::clone(&said)));
         }
     });
     Ok(Lamp { port, task })
 }
 
-fn replies(packet: Packet, state: &Mutex<String>) -> Option<Vec<Packet>> {
+fn replies(packet: Packet, state: &Mutex<String>, said: &Said) -> Option<Vec<Packet>> {
     let replies = match packet {
         Packet::Connect(_) => vec![Packet::ConnAck(ConnAck::new(
             ConnectReturnCode::Success,
@@ -100,10 +103,7 @@ fn replies(packet: Packet, state: &Mutex<String>) -> Option<Vec<Packet>> {
                     "ON" | "OFF" => payload.trim().to_owned(),
                     other => format!("set to {other:?}"),
                 };
-                crate::output::print(&format!(
-                    "  [demo lamp] the living-room lamp is now {}\n",
-                    tau_terminal::escape_for_terminal(&new)
-                ));
+                said(&new);
                 *state.lock().unwrap_or_else(PoisonError::into_inner) = new;
             }
             if publish.qos == QoS::AtMostOnce {
@@ -119,7 +119,7 @@ fn replies(packet: Packet, state: &Mutex<String>) -> Option<Vec<Packet>> {
     Some(replies)
 }
 
-async fn serve(mut stream: TcpStream, state: Arc<Mutex<String>>) {
+async fn serve(mut stream: TcpStream, state: Arc<Mutex<String>>, said: Said) {
     let mut buffer = BytesMut::with_capacity(4096);
     loop {
         let packet = match Packet::read(&mut buffer, MAX_PACKET) {
@@ -132,7 +132,7 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<String>>) {
             }
             Err(_) => return,
         };
-        let Some(replies) = replies(packet, &state) else {
+        let Some(replies) = replies(packet, &state, &said) else {
             return;
         };
         for reply in replies {
