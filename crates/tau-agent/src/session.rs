@@ -39,14 +39,15 @@ pub struct SessionSummary {
 pub enum SessionError {
     #[error(transparent)]
     InvalidId(#[from] InvalidSessionId),
-    /// The store could not be read or written (its own error, as text).
+    /// The store could not be read or written; the store's own error is the source.
     #[error("session store error: {0}")]
-    Store(String),
+    Store(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("session '{session}' has an unreadable record ({what}): {error}")]
     Corrupt {
         session: String,
         what: String,
-        error: String,
+        #[source]
+        error: serde_json::Error,
     },
     #[error("session '{session}' expected message {expected} next but was given {given}")]
     OutOfOrder {

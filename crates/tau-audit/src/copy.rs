@@ -38,7 +38,7 @@ pub fn copy_to_head(
     out: &mut impl Write,
 ) -> Result<u64, CopyError> {
     let shown = || path.display().to_string();
-    let file = match crate::private::open(path, OpenOptions::new().read(true)) {
+    let file = match tau_home::private::open(path, OpenOptions::new().read(true)) {
         Ok(file) => Some(file),
         Err(error) if error.kind() == io::ErrorKind::NotFound => None,
         Err(error) => return Err(CopyError::Open(error)),

@@ -13,7 +13,6 @@
 //! Layout
 //! - `log.rs`: [`AuditLog`], the appender, and [`SessionAudit`]
 //! - `record.rs`: [`AuditLine`], the typed reader
-//! - `private.rs`: the file opened 0600, never through a link
 //! - `verify.rs`: the chain and its end against the anchor
 //! - `verdict.rs`: [`Verdict`], what verify finds, and [`Broken`], why a line breaks it
 //! - `report.rs`: what `tau audit verify` and `tau audit head` print
@@ -32,7 +31,6 @@ mod grant_stats;
 mod grants;
 mod history;
 mod log;
-mod private;
 mod record;
 mod report;
 #[cfg(test)]

@@ -62,7 +62,7 @@ impl AuditLog {
     /// Opens (creating, 0600) the log at `path`, anchored in `anchor` (the home's
     /// `state.db`).
     pub fn open(path: &Path, session: &str, anchor: AuditAnchor) -> io::Result<Self> {
-        let file = crate::private::open(
+        let file = tau_home::private::open(
             path,
             OpenOptions::new().create(true).read(true).append(true),
         )?;

@@ -30,6 +30,9 @@
 //! - `failpoint.rs`: where a test build can be stopped dead (empty in any other build)
 //! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
 //! - `pin.rs`: `WorkspacePinner`, what a grant of a tool that runs the workspace pins
+//! - `grants.rs`: grants and routines' exemptions as a person reads them, and a revoke
+//!   with its audit line; `shown.rs`: channel, conversation and time as a person reads them;
+//!   `waiting.rs`: the questions that wait, as `tau approvals` lists them
 //! - `sessions.rs`: `StoredSessions`, the loop's `SessionRepository` over `state.db`'s
 //!   sessions (the store keeps their JSON and knows nothing of the loop)
 
@@ -44,14 +47,17 @@ pub mod display;
 pub mod failpoint;
 pub mod flood;
 mod gated;
+pub mod grants;
 mod hook;
 mod i18n;
 mod ids;
 mod pin;
 pub mod provenance;
 mod sessions;
+mod shown;
 mod stored_call;
 mod turn;
+pub mod waiting;
 
 pub use approval::{
     Answer, ApprovalHistory, Approver, ApproverError, AutoRejectApprover, GateGrants, GrantLedger,
@@ -82,6 +88,7 @@ pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_code, random_id};
 pub use pin::{GRANT_LABEL, WorkspacePinner, asked_again_text, no_grant_text, unpinned_text};
 pub use sessions::{StoredSessions, load_agent_state};
+pub use shown::{channel_name, conversation, when};
 pub use stored_call::{StoredAnswers, stored_gated_call};
 pub use turn::{
     ChannelSink, CutOff, HubHold, StoredTurnError, TauAgent, TurnError, TurnOutcome,

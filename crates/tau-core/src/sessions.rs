@@ -38,15 +38,15 @@ fn store(error: StateError) -> SessionError {
             expected,
             given,
         },
-        other => SessionError::Store(other.to_string()),
+        other => SessionError::Store(Box::new(other)),
     }
 }
 
-fn corrupt(id: &SessionId, what: String, error: &serde_json::Error) -> SessionError {
+fn corrupt(id: &SessionId, what: String, error: serde_json::Error) -> SessionError {
     SessionError::Corrupt {
         session: id.to_string(),
         what,
-        error: error.to_string(),
+        error,
     }
 }
 
@@ -64,7 +64,7 @@ fn summary(stored: StoredSession) -> SessionSummary {
 pub fn load_agent_state(db: &Sessions, id: &SessionId) -> Result<Option<AgentState>, SessionError> {
     db.agent_state(id)
         .map_err(store)?
-        .map(|body| serde_json::from_str(&body).map_err(|e| corrupt(id, "agent state".into(), &e)))
+        .map(|body| serde_json::from_str(&body).map_err(|e| corrupt(id, "agent state".into(), e)))
         .transpose()
 }
 
@@ -80,7 +80,7 @@ impl SessionRepository for StoredSessions {
         message: &Message,
     ) -> Result<(), SessionError> {
         let body = serde_json::to_string(message)
-            .map_err(|e| corrupt(id, format!("message {index}"), &e))?;
+            .map_err(|e| corrupt(id, format!("message {index}"), e))?;
         self.db.append_message(id, index, &body).map_err(store)
     }
 
@@ -91,7 +91,7 @@ impl SessionRepository for StoredSessions {
             .into_iter()
             .map(|stored| {
                 serde_json::from_str(&stored.body)
-                    .map_err(|e| corrupt(id, format!("message {}", stored.index), &e))
+                    .map_err(|e| corrupt(id, format!("message {}", stored.index), e))
             })
             .collect()
     }
@@ -102,7 +102,7 @@ impl SessionRepository for StoredSessions {
 
     fn save_state(&self, id: &SessionId, state: &AgentState) -> Result<(), SessionError> {
         let body =
-            serde_json::to_string(state).map_err(|e| corrupt(id, "agent state".into(), &e))?;
+            serde_json::to_string(state).map_err(|e| corrupt(id, "agent state".into(), e))?;
         self.db.save_agent_state(id, &body).map_err(store)
     }
 
@@ -276,6 +276,36 @@ mod tests {
                 .to_string()
                 .starts_with("session 's' has an unreadable record (agent state)"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn a_store_failure_carries_the_store_s_error_as_its_source() {
+        use std::error::Error as _;
+        let error = store(StateError::Unreadable {
+            what: "a session".into(),
+            why: "the disk went away".into(),
+        });
+        assert_eq!(
+            error.to_string(),
+            "session store error: state.db: a session is unreadable: the disk went away"
+        );
+        let source = error.source().and_then(|s| s.downcast_ref::<StateError>());
+        assert!(
+            matches!(source, Some(StateError::Unreadable { why, .. }) if why == "the disk went away"),
+            "{source:?}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let id = SessionId::parse("s").unwrap();
+        store.ensure_session(&id).unwrap();
+        store.db.append_message(&id, 0, "{broken").unwrap();
+        let error = store.messages(&id, 0).unwrap_err();
+        assert!(
+            error
+                .source()
+                .is_some_and(|s| s.downcast_ref::<serde_json::Error>().is_some()),
+            "{error:?}"
         );
     }
 }

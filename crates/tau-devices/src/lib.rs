@@ -19,13 +19,17 @@
 //!   device differs from what discovery says now
 //! - `store.rs`: the tables in `state.db` (stored devices, seen discovery configs, states)
 //! - `watch.rs`: records the discovery configs of pinned devices while tau runs
+//! - `listing.rs`: the registry as `tau devices` shows it, every field escaped and flagged
 //! - `example.rs`: an example home and its questions, which every channel's tests render
+//! - `demo_lamp.rs`: `tau demo`'s lamp, a tiny MQTT endpoint that is broker and lamp
 
 mod card;
 mod def;
+pub mod demo_lamp;
 mod discovery;
 pub mod example;
 mod kind;
+pub mod listing;
 mod registry;
 mod store;
 mod tools;

@@ -97,6 +97,11 @@ impl Command<'_> {
 }
 
 impl Registry {
+    /// The devices of `tau.toml` alone; a mistake names its key.
+    pub fn from_config(devices: &[DeviceDef]) -> Result<Self, RegistryError> {
+        Self::new(devices.iter().cloned().map(|d| (d, Origin::Config)))
+    }
+
     /// Checks every definition and that names and command topics are unique.
     pub fn new(
         devices: impl IntoIterator<Item = (DeviceDef, Origin)>,

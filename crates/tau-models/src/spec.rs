@@ -52,6 +52,28 @@ pub enum SpecError {
 const PROVIDERS: &str = "openai, anthropic, bedrock, ollama, openai-compatible, replay";
 
 impl ModelSpec {
+    /// The host and port a spec's requests go to.
+    pub fn endpoint(&self) -> (String, u16) {
+        let url = match self {
+            Self::OpenAi { .. } => "https://api.openai.com/v1".to_owned(),
+            Self::Anthropic { .. } => "https://api.anthropic.com/v1".to_owned(),
+            Self::Bedrock { .. } => "https://bedrock-runtime.us-east-1.amazonaws.com".to_owned(),
+            Self::Ollama { .. } => OLLAMA_DEFAULT_BASE_URL.to_owned(),
+            Self::OpenAiCompatible { base_url, .. } => base_url.clone(),
+            Self::Replay { .. } => String::new(),
+        };
+        let (scheme, rest) = url.split_once("://").unwrap_or(("http", url.as_str()));
+        let authority = rest.split('/').next().unwrap_or_default();
+        let default_port = if scheme == "https" { 443 } else { 80 };
+        match authority.rsplit_once(':') {
+            Some((host, port)) if !host.ends_with(']') || port.parse::<u16>().is_ok() => (
+                host.trim_matches(['[', ']']).to_owned(),
+                port.parse().unwrap_or(default_port),
+            ),
+            _ => (authority.trim_matches(['[', ']']).to_owned(), default_port),
+        }
+    }
+
     /// Parses a spec string; surrounding whitespace is ignored.
     pub fn parse(spec: &str) -> Result<Self, SpecError> {
         let spec = spec.trim();
@@ -321,5 +343,25 @@ mod tests {
             })
         );
         assert!(normalize_base_url("http://h/v1?x=1").is_err());
+    }
+
+    #[test]
+    fn the_endpoint_of_each_kind_of_spec() {
+        let cases = [
+            ("ollama:llama3.2", ("127.0.0.1", 11434)),
+            ("openai:gpt-4o-mini", ("api.openai.com", 443)),
+            (
+                "openai-compatible:q@http://10.0.0.2:8080/v1",
+                ("10.0.0.2", 8080),
+            ),
+            ("openai-compatible:q@https://llm.lan/v1", ("llm.lan", 443)),
+        ];
+        for (spec, (host, port)) in cases {
+            assert_eq!(
+                ModelSpec::parse(spec).unwrap().endpoint(),
+                (host.to_owned(), port),
+                "{spec}"
+            );
+        }
     }
 }

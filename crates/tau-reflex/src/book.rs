@@ -2,9 +2,11 @@
 //! validated against the tools, with its on/off switch applied. A `tau.toml` routine that
 //! does not validate is a config error; a stored one is reported and left out.
 
-use tau_core::ConfigError;
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use tau_core::{ConfigError, ToolCatalog};
 
-use crate::def::RoutineDef;
+use crate::def::{RoutineDef, defs_from_toml};
 use crate::store::{RoutineStore, StoreError};
 use crate::validate::{Checks, Origin, Routine, validate};
 
@@ -29,6 +31,26 @@ pub fn config_routines(
     defs.iter()
         .map(|def| validate(def.clone(), Origin::Config, checks))
         .collect()
+}
+
+/// The routines of `tau.toml` as written (`[[routines]]`), checked against `tools` when
+/// given; without them every key, trigger and action is checked, and the tools and their
+/// schemas where the routines run.
+pub fn toml_routines(
+    items: &[toml::Value],
+    zone: &TimeZone,
+    env: &dyn Fn(&str) -> Option<String>,
+    tools: Option<&ToolCatalog>,
+) -> Result<Vec<Routine>, ConfigError> {
+    let checks = Checks {
+        tools,
+        zone,
+        env,
+        now: Timestamp::now(),
+        at_must_be_future: false,
+        webhooks: None,
+    };
+    config_routines(&defs_from_toml(items.to_vec())?, &checks)
 }
 
 /// The `tau.toml` routines (already validated) and the stored ones, switches applied.

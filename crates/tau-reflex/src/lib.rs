@@ -22,7 +22,7 @@
 //!   port, and the routines as the hub's channels see them; `offers.rs`: what it offers routines,
 //!   and the check of the `tau.toml` routines against it (at start and by `tau config check`)
 //! - `prompt.rs`: prompt actions as turns
-//! - `tools.rs`: the routine tools
+//! - `tools.rs`: the routine tools; `listing.rs`: the routines as `tau routines` shows them
 
 mod ask;
 mod book;
@@ -32,6 +32,7 @@ mod engine;
 mod exemption;
 mod host;
 mod hosted;
+pub mod listing;
 mod offers;
 mod prompt;
 mod run;
@@ -42,7 +43,7 @@ mod trigger;
 mod validate;
 
 pub use ask::{Asking, asking_on};
-pub use book::{Book, config_routines, load};
+pub use book::{Book, config_routines, load, toml_routines};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};
 pub use engine::{Engine, EngineParts, EngineSettings, Env, Fired, WebhookCall, WebhookReply};

@@ -10,6 +10,7 @@
 
 mod approver;
 mod console;
+mod edited;
 mod editor;
 mod escape;
 mod input;
@@ -27,6 +28,7 @@ mod wrap;
 
 pub use approver::{NOWHERE_TO_ASK, TERMINAL_CHANNEL, TerminalApprover};
 pub use console::Console;
+pub use edited::can_edit;
 pub use editor::{Edited, EditorError, HISTORY_ENTRIES, PromptEditor};
 pub use escape::{escape_for_terminal, sorted_json};
 pub use input::{Answers, Prompts, Read, start as start_input};

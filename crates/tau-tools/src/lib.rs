@@ -14,6 +14,8 @@
 //! - `written.rs`, `command_card.rs`: the files the file tools wrote, shown (and pinned)
 //!   on the question of a command that names them, beside what the sandbox allows it
 //! - `workspace_tree.rs`: the workspace's tree, which a grant of `run_command` pins
+//! - `boundary.rs`: the workspace as a trust boundary: it may hold nothing tau trusts
+//!   (tau's home, the config) and no program tau starts
 //! - one file per tool: `clock.rs`, `read_file.rs`, `list_dir.rs`, `write_file.rs`,
 //!   `append_note.rs`, `run_command.rs` (with `run_command/`: output capture, the process,
 //!   `tree.rs` finding and stopping everything a command started), `mqtt_publish.rs` (with
@@ -21,6 +23,7 @@
 
 mod append_note;
 mod args;
+mod boundary;
 mod clock;
 mod command_card;
 mod config;
@@ -43,6 +46,7 @@ use tau_agent::SharedTool;
 use tau_core::{CardWriter, EventBus, WorkspacePinner};
 use tau_sandbox::Sandbox;
 
+pub use boundary::{BoundaryError, StartedProgram, check_workspace};
 pub use config::{ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError};
 pub use mqtt_link::{MqttBroker, MqttMessage, broker_options, check_topic};
 

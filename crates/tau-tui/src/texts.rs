@@ -275,7 +275,7 @@ mod tests {
             assert!(t.approvals.contains("{n}"));
             assert!(t.elsewhere.contains("{n}"));
             // The grant's word is the same in every language, as the answer keys are.
-            assert!(t.grant_key.contains(crate::app::GRANT_WORD));
+            assert!(t.grant_key.contains(crate::app::card_keys::GRANT_WORD));
             assert!(t.grant_line.contains("{hours}") && t.grant_line_pinned.contains("{hours}"));
             assert!(t.paste_cut.contains("{kib}"));
             assert!(t.by_person.contains("{channel}"));

@@ -6,17 +6,15 @@ use std::sync::Arc;
 
 use tau_agent::{Model, SessionRepository};
 use tau_core::{AgentParts, AuditEvent, EventBus, StoredSessions, build_agent};
-use tau_protocol::SessionId;
-use tau_terminal::{
-    Console, Edited, Input, PromptEditor, Prompts, Read, TerminalApprover, start_stdin, texts,
-};
+use tau_terminal::{Console, Input, PromptEditor, TerminalApprover, start_stdin, texts};
 
-use crate::chat_history::ChatHistory;
 use crate::context::{Context, Tools};
-use crate::lock::SessionLock;
-use crate::paths::Env;
 use crate::signals::Interrupts;
-use tau_audit::{AuditHistory, AuditLog};
+use tau_audit::AuditHistory;
+use tau_audit::AuditLog;
+use tau_home::ChatHistory;
+use tau_home::SessionLock;
+use tau_protocol::SessionId;
 
 /// A chat about to start.
 pub(crate) struct Chat {
@@ -179,8 +177,8 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     let stdout_tty = std::io::stdout().is_terminal();
     let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());
     let console = Console::new(Box::new(std::io::stdout()), stdout_tty, color, language);
-    let history = ChatHistory::of(&ctx.home);
-    let mut editor = if scripted.is_none() && can_edit(&*ctx.env) {
+    let history = ChatHistory::of(&ctx.home, tau_terminal::HISTORY_ENTRIES);
+    let mut editor = if scripted.is_none() && tau_terminal::can_edit((ctx.env)("TERM").as_deref()) {
         line_editor(&history)
     } else {
         None
@@ -242,7 +240,14 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     loop {
         let prompt = match (&mut scripted, &mut editor) {
             (Some(queue), _) => queue.pop_front(),
-            (None, Some(editor)) => edited_prompt(&mut prompts, editor, &history, &console).await,
+            (None, Some(editor)) => {
+                let keep = |text: &str| {
+                    if let Err(error) = history.append(text) {
+                        tracing::warn!(%error, "a prompt could not be added to the history");
+                    }
+                };
+                prompts.next_prompt(editor, &console, &keep).await
+            }
             (None, None) => {
                 if stdin_tty {
                     console.print("you> ");
@@ -293,14 +298,6 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     Ok(ended)
 }
 
-/// Terminals rustyline cannot draw on: there the prompt is read as a plain line.
-const NO_EDITING_TERMS: [&str; 3] = ["dumb", "cons25", "emacs"];
-
-/// Whether the terminal (by `TERM`) can draw the line editor.
-fn can_edit(env: Env<'_>) -> bool {
-    env("TERM").is_none_or(|term| !NO_EDITING_TERMS.contains(&term.as_str()))
-}
-
 /// The editor with the history kept in the home; without the history when it cannot be
 /// read (said once), without the editor when none can be made.
 fn line_editor(history: &ChatHistory) -> Option<PromptEditor> {
@@ -318,71 +315,5 @@ fn line_editor(history: &ChatHistory) -> Option<PromptEditor> {
             ));
             None
         }
-    }
-}
-
-/// The next prompt at a terminal with the line editor; `None` ends the chat (Ctrl-D, or
-/// Ctrl-C on an empty line).
-async fn edited_prompt(
-    prompts: &mut Prompts,
-    editor: &mut PromptEditor,
-    history: &ChatHistory,
-    console: &Console,
-) -> Option<String> {
-    let keep = |text: &str| {
-        if let Err(error) = history.append(text) {
-            tracing::warn!(%error, "a prompt could not be added to the history");
-        }
-    };
-    match prompts.next_edited(editor, "you> ").await? {
-        Read::TypedAhead(text) => {
-            // Typed while the turn ran: echoed then, shown whole now.
-            console.print(&format!(
-                "you> {}\n",
-                tau_terminal::escape_for_terminal(&text)
-            ));
-            if editor.remember(&text) {
-                keep(&text);
-            }
-            Some(text)
-        }
-        Read::Edited(Ok(Edited::Line { text, remember })) => {
-            if remember {
-                keep(&text);
-            }
-            Some(text)
-        }
-        Read::Edited(Ok(Edited::Interrupted | Edited::EndOfInput)) => {
-            console.print("\n");
-            None
-        }
-        Read::Edited(Err(error)) => {
-            console.notice(&error.to_string());
-            None
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_new_chat_never_gets_a_stored_session() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = tau_state::StateDb::open(&dir.path().join("state.db")).unwrap();
-        let old = SessionId::parse("20260101-000000-0000abcd").unwrap();
-        state.sessions().ensure_session(&old).unwrap();
-        let mut drawn = vec!["20260101-000000-0000abcd", "20260101-000000-0000abce"].into_iter();
-        let id =
-            unused_session_id(&state, || Ok(SessionId::parse(drawn.next().unwrap())?)).unwrap();
-        assert_eq!(id.as_str(), "20260101-000000-0000abce");
-        let error = unused_session_id(&state, || Ok(old.clone())).unwrap_err();
-        assert_eq!(error.to_string(), "no unused session id after 4 tries");
-
-        let id = new_session_id(&state).unwrap();
-        let bits = id.as_str().rsplit('-').next().unwrap();
-        assert_eq!(bits.len(), 8, "{id}");
-        assert!(bits.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
     }
 }

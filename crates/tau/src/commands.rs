@@ -7,7 +7,6 @@ use tau_core::{StoredSessions, ToolCatalog, display, json_for_terminal, sorted_j
 use tau_protocol::SessionId;
 use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
-use crate::approvals;
 use crate::context::Context;
 use crate::errors::{no_session, usage};
 
@@ -157,7 +156,7 @@ fn waiting(pending: &[ApprovalRow], session: &SessionId) -> String {
     format!(
         "{} {questions} on {}",
         rows.len(),
-        approvals::channel_name(&first.channel)
+        tau_core::channel_name(&first.channel)
     )
 }
 
@@ -183,7 +182,7 @@ fn waiting_lines(ctx: &Context, name: &str) -> anyhow::Result<String> {
                 out,
                 "  ? {} waits for your answer on {} ({})",
                 display(&row.tool),
-                approvals::channel_name(&row.channel),
+                tau_core::channel_name(&row.channel),
                 row.id
             );
         }

@@ -11,8 +11,8 @@ use tau_sandbox::{Sandbox, SandboxMode};
 use tau_state::StateDb;
 
 use crate::errors::usage;
-use crate::paths::{EnvFn, Home};
 use crate::settings::{Loaded, NO_MODEL_HELP};
+use tau_home::{EnvFn, Home};
 
 /// How long a start waits to learn whether the model answers.
 pub(crate) const MODEL_CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
@@ -34,10 +34,30 @@ pub(crate) struct Tools {
     pub catalog: ToolCatalog,
     pub startup_errors: Vec<AuditEvent>,
     /// Records what discovery says about pinned devices while the tools are in use.
-    pub watch: Option<crate::devices::WatchGuard>,
+    pub watch: Option<WatchGuard>,
+}
+
+/// Stops the discovery watch when dropped.
+pub(crate) struct WatchGuard(pub(crate) tokio_util::sync::CancellationToken);
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 impl Context {
+    /// The `tau.toml` routines, checked against `catalog` when given.
+    pub(crate) fn config_routines(
+        &self,
+        catalog: Option<&ToolCatalog>,
+    ) -> anyhow::Result<Vec<tau_reflex::Routine>> {
+        let zone = crate::settings::zone(&self.loaded.config)?;
+        let shown = self.config_name();
+        tau_reflex::toml_routines(&self.loaded.config.routines, &zone, &*self.env, catalog)
+            .map_err(|e| usage(format!("{shown}: {e}")))
+    }
+
     /// The configured model; exit 2 with the help paragraph when there is none.
     pub(crate) fn model(&self) -> anyhow::Result<Arc<dyn Model>> {
         if !self.loaded.model_configured {
@@ -95,31 +115,45 @@ impl Context {
     /// Creates the home (see [`Home::create`]); its `workspace/` only when it is the one
     /// in use.
     pub(crate) fn create_home(&self) -> anyhow::Result<()> {
-        self.home.create(self.own_workspace())
+        Ok(self.home.create(self.own_workspace())?)
     }
 
     /// Refuses a home in which an entry tau owns is a symbolic link (see
     /// [`Home::refuse_links`]).
     pub(crate) fn refuse_home_links(&self) -> anyhow::Result<()> {
-        self.home.refuse_links(self.own_workspace())
+        Ok(self.home.refuse_links(self.own_workspace())?)
     }
 
     /// The zone times are shown in: `[tools.clock] zone`, else the system's; the system's
     /// too when the configured one does not exist (a command that reads only the home
     /// says so and goes on; those that build tools refuse such a config first).
     pub(crate) fn shown_zone(&self) -> jiff::tz::TimeZone {
-        crate::routines::zone(&self.loaded.config).unwrap_or_else(|_| jiff::tz::TimeZone::system())
+        crate::settings::zone(&self.loaded.config).unwrap_or_else(|_| jiff::tz::TimeZone::system())
     }
 
-    /// Refuses a workspace that holds what tau trusts (see `boundary`).
+    /// Refuses a workspace that holds what tau trusts (see `tau_tools::check_workspace`).
     pub(crate) fn check_workspace(&self) -> anyhow::Result<()> {
-        crate::boundary::check_workspace(
+        let programs = self
+            .loaded
+            .config
+            .mcp
+            .servers
+            .iter()
+            .map(|(name, server)| {
+                let program = tau_tools::StartedProgram {
+                    command: server.command.clone(),
+                    args: server.args.clone(),
+                };
+                (name.clone(), program)
+            })
+            .collect();
+        Ok(tau_tools::check_workspace(
             &self.loaded.config.tools.workspace,
             &self.home,
             self.loaded.path.as_deref(),
-            &self.loaded.config.mcp,
+            &programs,
             &*self.env,
-        )
+        )?)
     }
 
     /// `state.db`, opened (and created, in a home that exists) on first use.
@@ -153,7 +187,7 @@ impl Context {
             .loaded
             .path
             .clone()
-            .or_else(|| crate::paths::config_path(None, &*self.env).map(|(path, _)| path))
+            .or_else(|| tau_home::config_path(None, &*self.env).map(|(path, _)| path))
         {
             protected.push(file);
         }
@@ -261,8 +295,8 @@ impl Context {
         let routine_tools = tau_reflex::routine_tools(tau_reflex::RoutineToolsParts {
             store: self.routine_store()?,
             catalog: tools.catalog.clone(),
-            config: crate::routines::config_routines(self, None)?,
-            zone: crate::routines::zone(&self.loaded.config)?,
+            config: self.config_routines(None)?,
+            zone: crate::settings::zone(&self.loaded.config)?,
         });
         tools.catalog.extend(routine_tools)?;
         Ok(tools)

@@ -12,7 +12,7 @@ use tau_models::ModelSpec;
 use tau_sandbox::Sandbox;
 
 use crate::context::Context;
-use crate::private::{DIR_MODE, FILE_MODE};
+use tau_home::private::{DIR_MODE, FILE_MODE};
 
 /// How long the model's server has to accept a connection.
 const CONNECT_WAIT: Duration = Duration::from_secs(3);
@@ -213,7 +213,7 @@ async fn model(ctx: &Context) -> (String, Vec<Row>) {
             Err(error) => Row::new("no", "script", format!("{}: {error}", path.display())),
         },
         Ok(spec) => {
-            let (host, port) = endpoint(&spec);
+            let (host, port) = spec.endpoint();
             let address = format!("{host}:{port}");
             match tokio::time::timeout(CONNECT_WAIT, tokio::net::TcpStream::connect(&address)).await
             {
@@ -228,52 +228,4 @@ async fn model(ctx: &Context) -> (String, Vec<Row>) {
         }
     };
     (title, vec![row])
-}
-
-/// The host and port a spec's requests go to.
-fn endpoint(spec: &ModelSpec) -> (String, u16) {
-    let url = match spec {
-        ModelSpec::OpenAi { .. } => "https://api.openai.com/v1".to_owned(),
-        ModelSpec::Anthropic { .. } => "https://api.anthropic.com/v1".to_owned(),
-        ModelSpec::Bedrock { .. } => "https://bedrock-runtime.us-east-1.amazonaws.com".to_owned(),
-        ModelSpec::Ollama { .. } => tau_models::OLLAMA_DEFAULT_BASE_URL.to_owned(),
-        ModelSpec::OpenAiCompatible { base_url, .. } => base_url.clone(),
-        ModelSpec::Replay { .. } => String::new(),
-    };
-    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url.as_str()));
-    let authority = rest.split('/').next().unwrap_or_default();
-    let default_port = if scheme == "https" { 443 } else { 80 };
-    match authority.rsplit_once(':') {
-        Some((host, port)) if !host.ends_with(']') || port.parse::<u16>().is_ok() => (
-            host.trim_matches(['[', ']']).to_owned(),
-            port.parse().unwrap_or(default_port),
-        ),
-        _ => (authority.trim_matches(['[', ']']).to_owned(), default_port),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    #[test]
-    fn the_endpoint_of_each_kind_of_spec() {
-        let cases = [
-            ("ollama:llama3.2", ("127.0.0.1", 11434)),
-            ("openai:gpt-4o-mini", ("api.openai.com", 443)),
-            (
-                "openai-compatible:q@http://10.0.0.2:8080/v1",
-                ("10.0.0.2", 8080),
-            ),
-            ("openai-compatible:q@https://llm.lan/v1", ("llm.lan", 443)),
-        ];
-        for (spec, (host, port)) in cases {
-            assert_eq!(
-                endpoint(&ModelSpec::parse(spec).unwrap()),
-                (host.to_owned(), port),
-                "{spec}"
-            );
-        }
-    }
 }

@@ -43,10 +43,16 @@ pub(crate) fn no_grant(id: &GrantId) -> anyhow::Error {
 
 /// The exit code for an error that ended the program.
 pub(crate) fn exit_code(error: &anyhow::Error) -> u8 {
-    if error
-        .chain()
-        .any(|cause| cause.downcast_ref::<UsageError>().is_some())
-    {
+    if error.chain().any(|cause| {
+        cause.downcast_ref::<UsageError>().is_some()
+            || cause.downcast_ref::<tau_tools::BoundaryError>().is_some()
+            || cause
+                .downcast_ref::<tau_home::backup::BackupError>()
+                .is_some_and(tau_home::backup::BackupError::is_usage)
+            || cause
+                .downcast_ref::<tau_home::HomeError>()
+                .is_some_and(tau_home::HomeError::is_usage)
+    }) {
         2
     } else {
         1
@@ -77,5 +83,30 @@ mod tests {
             );
         }
         assert_eq!(exit_code(&anyhow::anyhow!("disk gone")), 1);
+    }
+
+    #[test]
+    fn a_mistake_found_by_another_crate_exits_2_too() {
+        let boundary = anyhow::Error::new(tau_tools::BoundaryError::Holds {
+            file: "tau.toml".into(),
+            workspace: "/".into(),
+            relation: "is",
+            what: "the root of the file system",
+            shown: String::new(),
+        });
+        let link = anyhow::Error::new(tau_home::HomeError::PlantedLink {
+            entry: "/h/workspace".into(),
+            target: "/etc".into(),
+            remedy: "remove it",
+        });
+        let unreadable = anyhow::Error::new(tau_home::HomeError::NotAToken("/h/mcp-token".into()));
+        assert_eq!(
+            [
+                exit_code(&boundary.context("config check")),
+                exit_code(&link),
+                exit_code(&unreadable),
+            ],
+            [2, 2, 1]
+        );
     }
 }

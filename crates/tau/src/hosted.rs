@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::Context;
 use crate::errors::usage;
-use crate::lock::SessionLock;
-use crate::paths::Home;
 use crate::settings::TauConfig;
+use tau_home::Home;
+use tau_home::SessionLock;
 
 /// The client id of the routines' MQTT subscriptions, beside `mqtt_publish`'s own.
 const MQTT_CLIENT_SUFFIX: &str = "-routines";
@@ -112,7 +112,7 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
         catalog: Arc::new(catalog),
         events,
         host: Arc::clone(&host) as Arc<dyn RoutineHost>,
-        zone: crate::routines::zone(config)?,
+        zone: crate::settings::zone(config)?,
         clock: Arc::new(SystemClock),
         env: Arc::new(move |name: &str| {
             env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
@@ -127,8 +127,8 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
     let routines = Arc::new(HostedRoutines::new(
         engine.clone(),
         store,
-        crate::routines::config_routines(ctx, None)?,
-        crate::routines::zone(config)?,
+        ctx.config_routines(None)?,
+        crate::settings::zone(config)?,
     ));
     Ok(Hosted { engine, routines })
 }

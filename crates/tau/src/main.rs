@@ -1,7 +1,7 @@
 //! tau: the command line. Parses arguments, loads the config, and runs a command.
 //!
-//! Owns the home directory layout, the audit log, the file log, session locks and the
-//! commands; the chat itself is tau-terminal's, the policy tau-core's. Exit codes: 0 done,
+//! Owns the audit log and the commands; the home and its files are tau-home's, the chat
+//! itself tau-terminal's, the policy tau-core's. Exit codes: 0 done,
 //! 1 failed, 2 a usage or configuration mistake. Nothing prints but through `output`: a
 //! reader that went away never makes tau panic.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -9,9 +9,7 @@
 mod approvals;
 mod audit;
 mod backup;
-mod boundary;
 mod chat;
-mod chat_history;
 mod cli;
 mod commands;
 mod config_check;
@@ -22,13 +20,9 @@ mod doctor;
 mod errors;
 mod grants;
 mod hosted;
-mod lock;
-mod logging;
 mod mcp;
 mod output;
 mod owner;
-mod paths;
-mod private;
 mod routines;
 mod serve;
 mod serve_banner;
@@ -36,10 +30,6 @@ mod service;
 mod settings;
 mod signals;
 mod start_checks;
-mod systemd;
-#[cfg(test)]
-mod test_env;
-mod token_file;
 mod tui;
 
 use std::process::ExitCode;
@@ -52,7 +42,7 @@ use crate::cli::{
 };
 use crate::context::Context;
 use crate::errors::exit_code;
-use crate::paths::Home;
+use tau_home::Home;
 
 fn main() -> ExitCode {
     // tau started again as the sandbox launcher: before any thread or argument parsing.
@@ -118,7 +108,7 @@ fn before_command(
                     "tau: warning: {} (ignored: this command reads only tau's home)",
                     tau_core::display(&format!("{error:#}"))
                 ));
-            } else if let Err(error) = routines::zone(&ctx.loaded.config) {
+            } else if let Err(error) = settings::zone(&ctx.loaded.config) {
                 output::eprint_line(&format!(
                     "tau: warning: {}: {}; times are shown in the system's zone",
                     ctx.config_name(),
@@ -126,7 +116,7 @@ fn before_command(
                 ));
             }
             // Never the workspace: these commands do not touch it.
-            ctx.home.refuse_links(false)
+            Ok(ctx.home.refuse_links(false)?)
         }
         // `tau doctor` says both among its findings.
         BadConfig::Report => Ok(()),
@@ -134,7 +124,7 @@ fn before_command(
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let env: Box<paths::EnvFn> = Box::new(|name| std::env::var(name).ok());
+    let env: Box<tau_home::EnvFn> = Box::new(|name| std::env::var(name).ok());
     if let Command::Completions { shell } = cli.command {
         // Into memory first: clap_complete panics when the writer it is handed fails.
         let mut script = Vec::new();
@@ -167,7 +157,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
-            logging::init(&ctx.home, &*ctx.env)?;
+            tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
             let (tools, problem) = ctx.conversation_tools().await?;
             if let Some(problem) = &problem {
                 output::eprint_line(&format!("tau: warning: {}", tau_core::display(problem)));
@@ -189,7 +179,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
-            logging::init(&ctx.home, &*ctx.env)?;
+            tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
             let (tools, problem) = ctx.conversation_tools().await?;
             return tui::run(&ctx, session, model, tools, problem.into_iter().collect()).await;
         }

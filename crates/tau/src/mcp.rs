@@ -26,7 +26,7 @@ pub(crate) async fn run(ctx: &Context, http: Option<SocketAddr>) -> anyhow::Resu
         None => None,
     };
     ctx.create_home()?;
-    crate::logging::init(&ctx.home, &*ctx.env)?;
+    tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
     ctx.events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         AUDIT_SESSION,
@@ -42,7 +42,7 @@ pub(crate) async fn run(ctx: &Context, http: Option<SocketAddr>) -> anyhow::Resu
                 Some(token) => token,
                 None => {
                     let path = ctx.home.mcp_token();
-                    let token = crate::token_file::load_or_create(&path)?;
+                    let token = tau_home::token_file::load_or_create(&path)?;
                     crate::output::eprint_line(&format!(
                         "tau mcp: the bearer token is in {}",
                         path.display()

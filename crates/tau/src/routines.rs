@@ -3,17 +3,15 @@
 //! as `tau serve`: the routine's exemption applies, and any other tier-2 call is asked here
 //! at the terminal, where the person who typed the command is.
 
-use std::fmt::Write;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use jiff::tz::TimeZone;
 use tau_agent::SessionRepository;
+use tau_audit::AuditLog;
 use tau_core::{RoutineOutcome, StoredSessions, display};
 use tau_reflex::{
-    Action, ActionRun, Asking, Book, Checks, Origin, PromptApprover, Routine, RoutineDef, Trigger,
-    TurnPrompts, config_routines as validate_config, defs_from_toml, describe_action, record,
+    Action, ActionRun, Asking, Book, Checks, PromptApprover, Routine, TurnPrompts, record,
     run_action,
 };
 use tau_terminal::{Console, Input, TerminalApprover, start_stdin};
@@ -21,73 +19,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::Context;
 use crate::errors::usage;
-use crate::paths::Env;
-use crate::settings::TauConfig;
-use tau_audit::AuditLog;
 
 /// Runs shown by `tau routines show`.
 const SHOWN_RUNS: usize = 10;
-
-/// The routine zone: `[tools.clock] zone`, else the system's.
-pub(crate) fn zone(config: &TauConfig) -> anyhow::Result<TimeZone> {
-    match &config.tools.clock.zone {
-        Some(name) => TimeZone::get(name).map_err(|_| {
-            usage(format!(
-                "tools.clock.zone: unknown time zone '{name}'; use an IANA name such as 'Europe/Istanbul'"
-            ))
-        }),
-        None => Ok(TimeZone::system()),
-    }
-}
-
-fn defs(config: &TauConfig) -> Result<Vec<RoutineDef>, tau_core::ConfigError> {
-    defs_from_toml(config.routines.clone())
-}
-
-/// Checks `[[routines]]` as far as it can without the tools: every key, trigger and
-/// action. The tools and their schemas are checked where routines run.
-pub(crate) fn check_config(config: &TauConfig, env: Env<'_>) -> anyhow::Result<()> {
-    if config.routines.is_empty() {
-        return Ok(());
-    }
-    let zone = zone(config)?;
-    let checks = Checks {
-        tools: None,
-        zone: &zone,
-        env,
-        now: Timestamp::now(),
-        at_must_be_future: false,
-        webhooks: None,
-    };
-    validate_config(&defs(config)?, &checks)?;
-    Ok(())
-}
-
-/// The `tau.toml` routines, checked against `catalog` when given.
-pub(crate) fn config_routines(
-    ctx: &Context,
-    catalog: Option<&tau_core::ToolCatalog>,
-) -> anyhow::Result<Vec<Routine>> {
-    let config = &ctx.loaded.config;
-    let zone = zone(config)?;
-    let checks = Checks {
-        tools: catalog,
-        zone: &zone,
-        env: &*ctx.env,
-        now: Timestamp::now(),
-        at_must_be_future: false,
-        webhooks: None,
-    };
-    let shown = ctx.config_name();
-    validate_config(&defs(config)?, &checks).map_err(|e| usage(format!("{shown}: {e}")))
-}
 
 /// Every routine, checked against every tool.
 async fn book(ctx: &Context) -> anyhow::Result<(Book, crate::context::Tools)> {
     ctx.create_home()?;
     let tools = ctx.catalog().await?;
-    let config = config_routines(ctx, Some(&tools.catalog))?;
-    let zone = zone(&ctx.loaded.config)?;
+    let config = ctx.config_routines(Some(&tools.catalog))?;
+    let zone = crate::settings::zone(&ctx.loaded.config)?;
     let checks = Checks {
         tools: Some(&tools.catalog),
         zone: &zone,
@@ -110,164 +51,24 @@ fn find<'a>(book: &'a Book, name: &str) -> anyhow::Result<&'a Routine> {
         })
 }
 
-/// A time as a person reads it: to the second, in the configured zone (`zone`), which is
-/// named (`2026-12-03 11:02:19 +03`).
-pub(crate) fn when(at: Timestamp, zone: &TimeZone) -> String {
-    at.to_zoned_datetime(zone.clone())
-        .strftime("%Y-%m-%d %H:%M:%S %Z")
-        .to_string()
-}
-
-fn last_run(ctx: &Context, name: &str) -> anyhow::Result<String> {
-    let zone = zone(&ctx.loaded.config)?;
-    Ok(ctx.routine_store()?.runs(name, 1)?.first().map_or_else(
-        || "never".to_owned(),
-        |run| format!("{} {}", run.outcome.as_str(), when(run.started_at, &zone)),
-    ))
-}
+pub(crate) use tau_core::when;
 
 pub(crate) async fn list(ctx: &Context) -> anyhow::Result<String> {
     let (book, _) = book(ctx).await?;
-    if book.routines.is_empty() && book.problems.is_empty() {
-        return Ok(
-            "no routines yet: add [[routines]] to tau.toml, or ask for one in a chat\n".to_owned(),
-        );
-    }
-    let width = book
-        .routines
-        .iter()
-        .map(|r| r.name().len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let mut out = format!(
-        "{:<width$}  {:<3}  {:<24}  {:<32}  LAST RUN\n",
-        "NAME", "ON", "TRIGGER", "ACTION"
-    );
-    for routine in &book.routines {
-        let _ = writeln!(
-            out,
-            "{:<width$}  {:<3}  {:<24}  {:<32}  {}",
-            routine.name(),
-            if routine.enabled { "yes" } else { "no" },
-            display(&routine.trigger.describe()),
-            display(&shorten(&describe_action(&routine.action), 32)),
-            last_run(ctx, routine.name())?
-        );
-    }
-    for (name, problem) in &book.problems {
-        let _ = writeln!(
-            out,
-            "{:<width$}  left out: {}",
-            display(name),
-            display(problem)
-        );
-    }
-    Ok(out)
-}
-
-fn shorten(text: &str, chars: usize) -> String {
-    match text.char_indices().nth(chars.saturating_sub(1)) {
-        Some((cut, _)) if text.chars().count() > chars => format!("{}…", &text[..cut]),
-        _ => text.to_owned(),
-    }
-}
-
-fn exemption_line(routine: &Routine) -> &'static str {
-    match (&routine.action, routine.approved()) {
-        (Action::Prompt { .. }, _) => "none: a prompt action's tier-2 calls are always asked",
-        (Action::Tool { .. }, true) => {
-            "its call, with exactly these arguments, runs without asking"
-        }
-        (Action::Tool { .. }, false) => {
-            "none: it changed since it was approved, so its call is asked"
-        }
-    }
+    let zone = crate::settings::zone(&ctx.loaded.config)?;
+    Ok(tau_reflex::listing::list_text(
+        &book,
+        &*ctx.routine_store()?,
+        &zone,
+    )?)
 }
 
 pub(crate) async fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
     let (book, _) = book(ctx).await?;
     let routine = find(&book, name)?;
-    let mut out = String::new();
-    let _ = writeln!(out, "routine    {}", routine.name());
-    let _ = writeln!(
-        out,
-        "set up in  {}",
-        match routine.origin {
-            Origin::Config => "tau.toml",
-            Origin::Conversation { .. } => "a conversation (state.db)",
-        }
-    );
-    let _ = writeln!(
-        out,
-        "enabled    {}",
-        if routine.enabled { "yes" } else { "no" }
-    );
-    let _ = writeln!(out, "trigger    {}", display(&routine.trigger.describe()));
-    if let Trigger::Webhook { payload, .. } = &routine.trigger {
-        // Where the secret is, never the secret: the variable tau reads it from.
-        let secret = routine.def.webhook.as_ref().map_or_else(
-            || "<secret>".to_owned(),
-            |webhook| format!("<the secret in ${}>", display(&webhook.secret_env)),
-        );
-        let _ = writeln!(
-            out,
-            "           POST /hooks/{} with Authorization: Bearer {secret}",
-            routine.name()
-        );
-        if let Some(payload) = payload {
-            let _ = writeln!(
-                out,
-                "           body exactly {}",
-                display(&serde_json::Value::String(payload.clone()).to_string())
-            );
-        }
-    }
-    if let Trigger::Mqtt {
-        payload: Some(payload),
-        ..
-    } = &routine.trigger
-    {
-        let _ = writeln!(
-            out,
-            "           payload exactly {}",
-            display(&serde_json::Value::String(payload.clone()).to_string())
-        );
-    }
-    let _ = writeln!(
-        out,
-        "action     {}",
-        display(&describe_action(&routine.action))
-    );
-    let _ = writeln!(
-        out,
-        "ask        {}",
-        routine
-            .ask
-            .map_or("nobody: calls not exempt are refused", |a| a.as_str())
-    );
-    let _ = writeln!(out, "exemption  {}", exemption_line(routine));
-    let _ = writeln!(out, "session    {}", routine.session());
-    let zone = zone(&ctx.loaded.config)?;
+    let zone = crate::settings::zone(&ctx.loaded.config)?;
     let runs = ctx.routine_store()?.runs(name, SHOWN_RUNS)?;
-    if runs.is_empty() {
-        out.push_str("runs       none yet\n");
-    } else {
-        out.push_str("runs       (newest first)\n");
-        for run in runs {
-            let _ = writeln!(
-                out,
-                "  {}  {:<8}  {}{}",
-                when(run.started_at, &zone),
-                run.outcome.as_str(),
-                display(&run.trigger),
-                run.detail
-                    .map(|d| format!(" — {}", display(d.as_str())))
-                    .unwrap_or_default()
-            );
-        }
-    }
-    Ok(out)
+    Ok(tau_reflex::listing::show_text(routine, runs, &zone))
 }
 
 pub(crate) async fn switch(ctx: &Context, name: &str, enabled: bool) -> anyhow::Result<String> {
@@ -292,7 +93,7 @@ pub(crate) async fn run(
 ) -> anyhow::Result<bool> {
     let (book, tools) = book(ctx).await?;
     let routine = find(&book, name)?.clone();
-    crate::logging::init(&ctx.home, &*ctx.env)?;
+    tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
     let events = ctx.events.clone();
     events.subscribe(Arc::new(AuditLog::open(
         &ctx.home.audit_log(),

@@ -20,9 +20,9 @@ use tau_web::{REMOTE_RISK, WebChannel, WebError};
 
 use crate::context::Context;
 use crate::errors::usage;
-use crate::lock::SessionLock;
-use crate::paths::Home;
 use tau_audit::{AuditGrants, AuditHistory, AuditLog, SessionAudit, Witness};
+use tau_home::Home;
+use tau_home::SessionLock;
 
 /// The `session` of the hub's own audit lines (MCP servers that failed to start).
 const AUDIT_SESSION: &str = "serve";
@@ -35,11 +35,11 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         ctx.create_home()?;
         crate::output::print(&format!(
             "{}\n",
-            crate::token_file::load_or_create(&ctx.home.web_token())?
+            tau_home::token_file::load_or_create(&ctx.home.web_token())?
         ));
         return Ok(());
     }
-    let notifier = crate::systemd::Notifier::from_env(&*ctx.env);
+    let notifier = tau_home::systemd::Notifier::from_env(&*ctx.env);
     notifier.status("starting: checking the config");
     // Everything `tau config check` and `tau doctor` check too, before anything is
     // written or bound: a config refused here is refused there with the same words.
@@ -54,12 +54,17 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         None => None,
     };
     ctx.create_home()?;
-    crate::logging::init_serve(&ctx.home, &*ctx.env, &config.log)?;
+    tau_home::logging::init_serve(
+        &ctx.home,
+        &*ctx.env,
+        &config.log,
+        tau_models::is_unscrubbed_log_target,
+    )?;
     raise_open_files_limit();
     let token_path = ctx.home.web_token();
     let mut web_token = None;
     let web = if config.web.enabled {
-        let token = web_token.insert(crate::token_file::load_or_create(&token_path)?);
+        let token = web_token.insert(tau_home::token_file::load_or_create(&token_path)?);
         Some(
             WebChannel::bind(&config.web, token)
                 .await
@@ -153,7 +158,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             Arc::clone(&hosted.routines) as _,
             tau_telegram::Store::new(state.telegram_memory()),
             config.ui.language(),
-            crate::routines::zone(config)?,
+            crate::settings::zone(config)?,
         )?;
         channels.push(telegram_channel);
         if config.audit.witness == Some(Witness::Telegram) {
@@ -185,9 +190,16 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         config.telegram.is_some(),
         &recovery,
     ));
-    let watchdog = crate::systemd::watchdog_interval(&*ctx.env, std::process::id()).map(|every| {
-        crate::systemd::start_watchdog(notifier, every, hub.clone(), stop_routines.clone())
-    });
+    let watchdog =
+        tau_home::systemd::watchdog_interval(&*ctx.env, std::process::id()).map(|every| {
+            let hub = hub.clone();
+            let health = move || match hub.health() {
+                Ok(()) => tau_home::systemd::Health::Serving,
+                Err(tau_hub::Unhealthy::Stopping) => tau_home::systemd::Health::Stopping,
+                Err(why) => tau_home::systemd::Health::NotServing(why.to_string()),
+            };
+            tau_home::systemd::start_watchdog(notifier, every, health, stop_routines.clone())
+        });
     let stops = report_channel_stops(&hub, hub_events.clone(), notifier);
     // TauBar's socket listens since it was bound; the channels start serving as soon as
     // the hub runs them, right below.
@@ -267,7 +279,7 @@ fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
 fn report_channel_stops(
     hub: &Hub,
     events: EventBus,
-    notifier: crate::systemd::Notifier,
+    notifier: tau_home::systemd::Notifier,
 ) -> tokio::task::JoinHandle<()> {
     let mut stops = hub.channel_stops();
     tokio::spawn(async move {

@@ -11,8 +11,8 @@ use tau_tools::ToolsConfig;
 use tau_web::WebConfig;
 
 use crate::errors::usage;
-use crate::paths::{Env, Home, config_path};
 use tau_audit::AuditConfig;
+use tau_home::{Env, Home, config_path};
 
 /// The whole config file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ pub(crate) struct TauConfig {
     pub mcp: McpConfig,
     pub web: WebConfig,
     /// `[log]`: how large `tau.log` may grow under `tau serve`.
-    pub log: crate::logging::LogConfig,
+    pub log: tau_home::logging::LogConfig,
     /// `[telegram]`: the channel runs under `tau serve` when the section is there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telegram: Option<TelegramConfig>,
@@ -137,8 +137,13 @@ pub(crate) fn load(
         .audit
         .validate(config.telegram.is_some())
         .map_err(|e| usage(format!("{shown}: {e}")))?;
-    crate::devices::config_registry(&config.devices).map_err(|e| usage(format!("{shown}: {e}")))?;
-    crate::routines::check_config(&config, env).map_err(|e| usage(format!("{shown}: {e}")))?;
+    tau_devices::Registry::from_config(&config.devices)
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    if !config.routines.is_empty() {
+        let zone = zone(&config).map_err(|e| usage(format!("{shown}: {e}")))?;
+        tau_reflex::toml_routines(&config.routines, &zone, env, None)
+            .map_err(|e| usage(format!("{shown}: {e}")))?;
+    }
     Ok(Loaded {
         config,
         path,
@@ -169,3 +174,16 @@ tau needs a language model. Pick one with --model SPEC or put it in tau.toml und
 `openai:gpt-4o-mini` with OPENAI_API_KEY set, `anthropic:claude-sonnet-4-5` with ANTHROPIC_API_KEY set, \
 or `bedrock:MODEL_ID` with AWS_BEARER_TOKEN_BEDROCK and AWS_REGION set. \
 To try tau without any model, run `tau demo`.";
+
+/// The zone times are shown in and routines run by: `[tools.clock] zone`, else the
+/// system's.
+pub(crate) fn zone(config: &TauConfig) -> anyhow::Result<jiff::tz::TimeZone> {
+    match &config.tools.clock.zone {
+        Some(name) => jiff::tz::TimeZone::get(name).map_err(|_| {
+            usage(format!(
+                "tools.clock.zone: unknown time zone '{name}'; use an IANA name such as 'Europe/Istanbul'"
+            ))
+        }),
+        None => Ok(jiff::tz::TimeZone::system()),
+    }
+}

@@ -73,7 +73,7 @@ fn routines(ctx: &Context, catalog: &ToolCatalog) -> anyhow::Result<Vec<Unchecke
         defs_from_toml(config.routines.clone()).map_err(|e| usage(format!("{shown}: {e}")))?;
     crate::hosted::broker(ctx)?;
     let offers = crate::hosted::offers(config);
-    let zone = crate::routines::zone(config)?;
+    let zone = crate::settings::zone(config)?;
     let mut unchecked = Vec::new();
     for def in defs {
         let server = mcp_server_of(ctx, &def, catalog);

@@ -95,7 +95,7 @@ impl TauAgent {
         for tool_use in uses {
             let row = store
                 .dispatched_call(&session, &tool_use.tool_use_id)
-                .map_err(|e| AgentError::Session(SessionError::Store(e.to_string())))?;
+                .map_err(|e| AgentError::Session(SessionError::Store(Box::new(e))))?;
             let Some(row) = row else { continue };
             let said_before = row.outcome.is_some();
             // Closing it says so on the turn's sink (the `effect_uncertain` line becomes a

@@ -1,11 +1,13 @@
 //! `TauAgent`: one conversation, turn by turn, with the loop guard, notices in the UI
 //! language and every interrupt refused inside the turn. `TauAgent::stream` runs a turn
 //! and streams it to the channel as `ChannelEvent`s (`project.rs`). A paused turn goes on
-//! in `durable.rs`; `owner.rs` says when the hub holds a conversation; `cut_off.rs`
-//! closes the calls a crash cut off and tells the model.
+//! in `durable.rs`; `owner.rs` says when the hub holds a conversation (`hold_text.rs`:
+//! what a tau refused it says); `cut_off.rs` closes the calls a crash cut off and tells
+//! the model.
 
 mod cut_off;
 mod durable;
+mod hold_text;
 mod output;
 mod owner;
 mod project;

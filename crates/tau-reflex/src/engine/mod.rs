@@ -5,7 +5,9 @@
 //! - `timers.rs`: `every`, `cron` and `at`, and the runs missed while tau was not running
 //! - `mqtt.rs`: one subscription client for every `mqtt` trigger
 //! - `webhook.rs`: what the host's HTTP listener hands a `POST /hooks/NAME` to
+//! - `counted.rs`: skipped triggers and refused webhook calls, one record a window
 
+mod counted;
 mod mqtt;
 mod timers;
 mod webhook;
@@ -17,7 +19,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use rumqttc::MqttOptions;
-use tau_core::flood::{FLOOD_WINDOW, Flood, Sender, Tally};
+use tau_core::flood::{FLOOD_WINDOW, Flood, Tally};
 use tau_core::{
     AuditEvent, AutoRejectApprover, ConfigError, EventBus, RoutineOutcome, StoredAnswers,
     ToolCatalog,
@@ -26,13 +28,15 @@ use tau_protocol::SessionId;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use counted::{REFUSED_SECRET, refusals_summary, skips_summary};
+
 use crate::ask::{Asking, asking_on};
 use crate::book;
 use crate::clock::Clock;
 use crate::def::RoutineDef;
 use crate::host::RoutineHost;
 use crate::offers::{Offers, check_routines};
-use crate::run::{ActionRun, record, record_counted, run_action};
+use crate::run::{ActionRun, record, run_action};
 use crate::store::{RoutineStore, RunRecord};
 use crate::validate::{Checks, Routine};
 
@@ -128,60 +132,6 @@ struct Inner {
     /// Webhook calls refused before their body, by (routine, sender).
     refusals: Flood<(String, String)>,
 }
-
-/// Who a summary of counted events is about, as the log and the audit line say it.
-fn named(sender: &Sender<(String, String)>) -> (String, String) {
-    match sender {
-        Sender::One((first, second)) => (first.clone(), second.clone()),
-        Sender::Others => ("(others)".to_owned(), "(others)".to_owned()),
-    }
-}
-
-/// The summary of triggers skipped in one window: one run record that counts them.
-fn skips_summary(
-    store: Arc<RoutineStore>,
-    events: EventBus,
-    clock: Arc<dyn Clock>,
-) -> impl Fn(&Sender<(String, String)>, u64) + Send + Sync + 'static {
-    move |sender, count| {
-        let (routine, trigger) = named(sender);
-        let run = RunRecord {
-            routine,
-            trigger,
-            scheduled: true,
-            outcome: RoutineOutcome::Skipped,
-            detail: Some(skipped_detail(count)),
-            tool_use_id: None,
-            started_at: clock.now(),
-            duration_ms: None,
-        };
-        record_counted(&store, &events, &run, Some(count));
-    }
-}
-
-/// What a run record of `count` skipped triggers says.
-fn skipped_detail(count: u64) -> String {
-    let count = usize::try_from(count).unwrap_or(usize::MAX);
-    let skipped = tau_core::counted(count, "more trigger was", "more triggers were");
-    format!("{skipped} skipped while it ran or backed off")
-}
-
-/// The summary of webhook calls refused in one window: one log line, one audit line.
-fn refusals_summary(events: EventBus) -> impl Fn(&Sender<(String, String)>, u64) + Send + Sync {
-    move |sender, count| {
-        let (routine, sender) = named(sender);
-        tracing::warn!(routine = %routine, sender = %sender, count, "webhook calls refused: wrong or missing secret");
-        events.emit(&AuditEvent::WebhookRefused {
-            routine,
-            sender,
-            reason: REFUSED_SECRET.to_owned(),
-            count: Some(count),
-        });
-    }
-}
-
-/// Why a webhook call was refused before its body.
-pub(crate) const REFUSED_SECRET: &str = "wrong or missing secret";
 
 /// Whether a trigger started a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -531,22 +481,5 @@ impl Inner {
             }
             RoutineOutcome::Skipped | RoutineOutcome::Missed => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod skipped_tests {
-    use super::skipped_detail;
-
-    #[test]
-    fn skipped_triggers_are_counted_in_words() {
-        assert_eq!(
-            skipped_detail(1),
-            "1 more trigger was skipped while it ran or backed off"
-        );
-        assert_eq!(
-            skipped_detail(1200),
-            "1,200 more triggers were skipped while it ran or backed off"
-        );
     }
 }

@@ -127,7 +127,7 @@ fn always_all_grants_for_every_conversation_here_and_a_space_starts_no_word() {
         ("always al", None),
         ("all always", None),
     ] {
-        assert_eq!(crate::app::grant_scope(word), scope, "{word}");
+        assert_eq!(crate::app::card_keys::grant_scope(word), scope, "{word}");
     }
 }
 

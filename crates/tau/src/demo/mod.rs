@@ -5,7 +5,6 @@
 //! registry, the gate, the prompts and the audit log are the ones `tau chat` uses. It ends
 //! with what the audit log recorded, a line per call, and the command to try next.
 
-mod lamp;
 mod summary;
 
 use std::sync::Arc;
@@ -15,8 +14,8 @@ use tau_protocol::SessionId;
 
 use crate::chat::{self, Chat};
 use crate::context::Context;
-use crate::paths::Home;
 use crate::settings::Loaded;
+use tau_home::Home;
 
 const REPLAY: &str = include_str!("replay.json");
 const PROMPT: &str = "Please do the evening routine from my note.";
@@ -36,8 +35,14 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
     let home = Home::at(dir.path());
     home.create(true)?;
     std::fs::write(home.workspace().join("note.md"), NOTE)?;
-    crate::logging::init(&home, &*ctx.env)?;
-    let lamp = lamp::start().await?;
+    tau_home::logging::init(&home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
+    let lamp = tau_devices::demo_lamp::start(Arc::new(|now: &str| {
+        crate::output::print(&format!(
+            "  [demo lamp] the living-room lamp is now {}\n",
+            tau_terminal::escape_for_terminal(now)
+        ));
+    }))
+    .await?;
 
     let mut config = ctx.loaded.config.clone();
     config.tools.workspace = home.workspace();
@@ -47,7 +52,7 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
     config.tools.mqtt.password_env = None;
     // The demo stays offline and the same every time: no MCP servers, one device.
     config.mcp.servers.clear();
-    config.devices = vec![lamp::device()];
+    config.devices = vec![tau_devices::demo_lamp::device()];
     let demo = Context {
         home,
         loaded: Loaded {

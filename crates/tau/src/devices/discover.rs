@@ -4,33 +4,16 @@
 //! actions, topics, the reason one cannot be used) is shown through the display function
 //! and its lookalike words are flagged below it.
 
-use std::collections::BTreeSet;
-use std::fmt::Write;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use tau_core::{Listing, display};
-use tau_devices::{DeviceStore, Origin, Proposal, Registry, name_proposals, propose};
+use tau_core::display;
+use tau_devices::Origin;
 
-use super::{DISCOVERY_CLIENT, actions, drift, place, registered_place};
+use super::{DISCOVERY_CLIENT, listing};
 use crate::cli::PinDevice;
 use crate::context::Context;
 use crate::errors::usage;
-
-/// The proposals of every config recorded, named against the registry, and the topics of
-/// the devices already pinned.
-fn proposals(registry: &Registry, store: &DeviceStore) -> anyhow::Result<Vec<Proposal>> {
-    let pinned: BTreeSet<String> = tau_devices::pinned_topics(registry).into_iter().collect();
-    let mut proposals: Vec<Proposal> = store
-        .discoveries()?
-        .into_iter()
-        .filter(|seen| !pinned.contains(&seen.topic))
-        .map(|seen| propose(&seen.topic, &seen.payload))
-        .collect();
-    let taken: BTreeSet<String> = registry.names().into_iter().map(str::to_owned).collect();
-    name_proposals(&mut proposals, &taken);
-    Ok(proposals)
-}
 
 pub(crate) async fn discover(ctx: &Context, prefix: &str, seconds: f64) -> anyhow::Result<String> {
     ctx.create_home()?;
@@ -65,93 +48,20 @@ pub(crate) async fn discover(ctx: &Context, prefix: &str, seconds: f64) -> anyho
         )?;
     }
     let registry = ctx.registry(&store)?;
-    let proposals = proposals(&registry, &store)?;
-    let mut out = format!(
-        "Home Assistant discovery at {} ({}): {} config{}\n",
-        display(&broker.address()),
-        display(&filters.join(", ")),
+    Ok(listing::discovery_text(
+        &broker.address(),
+        &filters,
         messages.len(),
-        if messages.len() == 1 { "" } else { "s" }
-    );
-    let (usable, unusable): (Vec<_>, Vec<_>) = proposals.iter().partition(|p| p.def.is_ok());
-    if !usable.is_empty() {
-        out.push_str("\nproposed (nothing is added until you run `tau devices pin NAME`):\n");
-    }
-    for proposal in usable {
-        let Ok(def) = &proposal.def else { continue };
-        let mut entry = Listing::new();
-        let (names, problem): (Vec<String>, String) = match def.check() {
-            Ok(device) => (
-                device.actions.keys().map(ToString::to_string).collect(),
-                String::new(),
-            ),
-            Err(error) => (
-                def.actions.keys().cloned().collect(),
-                format!(
-                    "  ✗ cannot be pinned as is: {}",
-                    display(&error.to_string())
-                ),
-            ),
-        };
-        let _ = writeln!(
-            out,
-            "  {}  {}, a {}: {}  commands to {}  from {}{problem}",
-            entry.field("name", &def.name),
-            place(&mut entry, &def.label, def.room.as_deref()),
-            def.kind,
-            entry.field("actions", &names.join(", ")),
-            entry.field("command topic", def.command_topic.as_deref().unwrap_or("-")),
-            entry.field("config topic", &proposal.topic),
-        );
-        out.push_str(&entry.flags("    "));
-    }
-    if !unusable.is_empty() {
-        out.push_str("\nnot usable:\n");
-    }
-    for proposal in unusable {
-        if let Err(problem) = &proposal.def {
-            let mut entry = Listing::new();
-            let _ = writeln!(
-                out,
-                "  {}: {}",
-                entry.field("config topic", &proposal.topic),
-                // It quotes the config's words at most, which are flagged where they stand.
-                display(problem)
-            );
-            out.push_str(&entry.flags("    "));
-        }
-    }
-    let mut pinned_header = false;
-    for registered in registry.devices() {
-        let Origin::Pinned { .. } = &registered.origin else {
-            continue;
-        };
-        if !pinned_header {
-            out.push_str("\npinned:\n");
-            pinned_header = true;
-        }
-        let mut entry = Listing::new();
-        let name = entry.field("name", &registered.device.name);
-        let lines = drift(registered, &store)?;
-        if lines.is_empty() {
-            let _ = writeln!(out, "  {name}: as pinned");
-        } else {
-            let _ = writeln!(
-                out,
-                "  {name}: ⚠ discovery now differs; tau keeps what you pinned: {}",
-                entry.field("discovery now", &lines.join("; "))
-            );
-        }
-        out.push_str(&entry.flags("    "));
-    }
-    Ok(out)
+        &registry,
+        &store,
+    )?)
 }
 
 pub(crate) fn pin(ctx: &Context, pin: &PinDevice) -> anyhow::Result<String> {
     ctx.create_home()?;
     let store = ctx.device_store()?;
     let mut registry = ctx.registry(&store)?;
-    let proposals = proposals(&registry, &store)?;
+    let proposals = listing::proposals(&registry, &store)?;
     let proposal = proposals
         .iter()
         .find(|p| p.def.as_ref().is_ok_and(|d| d.name == pin.name))
@@ -190,18 +100,5 @@ pub(crate) fn pin(ctx: &Context, pin: &PinDevice) -> anyhow::Result<String> {
         )));
     }
     let registered = registry.named(&def.name).map_err(usage)?;
-    let mut entry = Listing::new();
-    Ok(format!(
-        "pinned {}: {}, a {}{} ({}); its name and room stay as pinned whatever discovery says later\n{}",
-        entry.field("name", &def.name),
-        registered_place(&mut entry, registered),
-        def.kind,
-        if registered.device.lock_class {
-            ", lock-class"
-        } else {
-            ""
-        },
-        actions(registered),
-        entry.flags("  ")
-    ))
+    Ok(listing::pinned_text(registered))
 }

@@ -8,15 +8,16 @@
 
 mod discover;
 
+use tau_devices::listing;
+
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use tau_core::{Listing, display};
+use tau_core::display;
 use tau_devices::{
     ActionDef, DeviceDef, DeviceKind, DeviceStore, DeviceTools, Origin, RangeDef, ReadWait,
-    Registered, Registry, mismatch,
+    Registry,
 };
 use tau_tools::MqttBroker;
 
@@ -44,7 +45,8 @@ impl Context {
     /// Every device: those of `tau.toml` (checked when the config was read), then those in
     /// `state.db`. A stored device that no longer fits is left out with a warning.
     pub(crate) fn registry(&self, store: &DeviceStore) -> anyhow::Result<Registry> {
-        let mut registry = config_registry(&self.loaded.config.devices)?;
+        let mut registry =
+            Registry::from_config(&self.loaded.config.devices).map_err(|e| usage(e.to_string()))?;
         for row in store.devices()? {
             let added = match row {
                 Ok(stored) => registry
@@ -68,7 +70,8 @@ impl Context {
     pub(crate) fn device_tools_read_only(&self) -> anyhow::Result<Vec<tau_agent::SharedTool>> {
         let registry = match self.existing_state()? {
             Some(state) => self.registry(&DeviceStore::new(state.devices()))?,
-            None => config_registry(&self.loaded.config.devices)?,
+            None => Registry::from_config(&self.loaded.config.devices)
+                .map_err(|e| usage(e.to_string()))?,
         };
         Ok(DeviceTools {
             registry: Arc::new(registry),
@@ -98,7 +101,7 @@ impl Context {
         &self,
         registry: &Registry,
         store: Arc<DeviceStore>,
-    ) -> anyhow::Result<Option<WatchGuard>> {
+    ) -> anyhow::Result<Option<crate::context::WatchGuard>> {
         let topics = tau_devices::pinned_topics(registry);
         if topics.is_empty() {
             return Ok(None);
@@ -109,121 +112,15 @@ impl Context {
         tokio::spawn(async move {
             tau_devices::watch_discovery(broker, topics, store, stopped.cancelled_owned()).await;
         });
-        Ok(Some(WatchGuard(stop)))
+        Ok(Some(crate::context::WatchGuard(stop)))
     }
-}
-
-/// Stops the discovery watch when dropped.
-pub(crate) struct WatchGuard(tokio_util::sync::CancellationToken);
-
-impl Drop for WatchGuard {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
-
-/// The devices of `tau.toml` alone; a mistake names its key.
-pub(crate) fn config_registry(devices: &[DeviceDef]) -> anyhow::Result<Registry> {
-    Registry::new(devices.iter().cloned().map(|d| (d, Origin::Config)))
-        .map_err(|e| usage(e.to_string()))
-}
-
-fn actions(registered: &Registered) -> String {
-    let names: Vec<_> = registered
-        .device
-        .actions
-        .keys()
-        .map(|a| a.as_str())
-        .collect();
-    if names.is_empty() {
-        "read only".to_owned()
-    } else {
-        names.join(", ")
-    }
-}
-
-/// `Label (room)`, each escaped, their lookalike words kept in `entry`.
-fn place(entry: &mut Listing, label: &str, room: Option<&str>) -> String {
-    let label = entry.field("label", label);
-    match room {
-        Some(room) => format!("{label} ({})", entry.field("room", room)),
-        None => label,
-    }
-}
-
-fn registered_place(entry: &mut Listing, registered: &Registered) -> String {
-    let device = &registered.device;
-    place(entry, &device.label, device.room.as_deref())
-}
-
-/// The mismatch lines of a pinned device, or none.
-fn drift(registered: &Registered, store: &DeviceStore) -> anyhow::Result<Vec<String>> {
-    let Origin::Pinned { discovery_topic } = &registered.origin else {
-        return Ok(Vec::new());
-    };
-    Ok(mismatch(
-        &registered.device.def,
-        store.discovery(discovery_topic)?.as_ref(),
-    ))
-}
-
-/// One device of `tau devices list`: its columns, escaped, and its flag lines.
-struct ListRow {
-    name: String,
-    place: String,
-    rest: String,
-    flags: String,
 }
 
 pub(crate) fn list(ctx: &Context) -> anyhow::Result<String> {
     ctx.create_home()?;
     let store = ctx.device_store()?;
     let registry = ctx.registry(&store)?;
-    if registry.is_empty() {
-        return Ok("no devices yet: add [[devices]] to tau.toml, `tau devices add`, or `tau devices discover` and `tau devices pin NAME`\n".to_owned());
-    }
-    let mut rows = Vec::new();
-    for registered in registry.devices() {
-        let device = &registered.device;
-        let mut entry = Listing::new();
-        let class = if device.lock_class {
-            ", lock-class"
-        } else {
-            ""
-        };
-        let warning = if drift(registered, &store)?.is_empty() {
-            ""
-        } else {
-            "  ⚠ discovery now differs (tau devices show)"
-        };
-        let name = entry.field("name", &device.name);
-        let place = registered_place(&mut entry, registered);
-        let rest = format!(
-            "{}{class}: {}  [{}]{warning}",
-            device.kind,
-            entry.field("actions", &actions(registered)),
-            entry.field("from", &registered.origin.describe()),
-        );
-        rows.push(ListRow {
-            name,
-            place,
-            rest,
-            flags: entry.flags("  "),
-        });
-    }
-    let width = rows.iter().map(|r| r.name.chars().count()).max();
-    let place_width = rows.iter().map(|r| r.place.chars().count()).max();
-    let (width, place_width) = (width.unwrap_or(0), place_width.unwrap_or(0));
-    let mut out = String::new();
-    for row in rows {
-        let _ = writeln!(
-            out,
-            "{:<width$}  {:<place_width$}  {}",
-            row.name, row.place, row.rest
-        );
-        out.push_str(&row.flags);
-    }
-    Ok(out)
+    Ok(listing::list_text(&registry, &store)?)
 }
 
 pub(crate) fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
@@ -231,78 +128,7 @@ pub(crate) fn show(ctx: &Context, name: &str) -> anyhow::Result<String> {
     let store = ctx.device_store()?;
     let registry = ctx.registry(&store)?;
     let registered = registry.named(name).map_err(usage)?;
-    let device = &registered.device;
-    let mut entry = Listing::new();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{}  {}",
-        entry.field("name", &device.name),
-        registered_place(&mut entry, registered)
-    );
-    let _ = writeln!(
-        out,
-        "kind           {}{}",
-        device.kind,
-        if device.lock_class {
-            " (lock-class: approving it takes a second step when [approval] confirm_high_risk is on)"
-        } else {
-            ""
-        }
-    );
-    let _ = writeln!(
-        out,
-        "from           {}",
-        entry.field("from", &registered.origin.describe())
-    );
-    if let Some(topic) = &device.command_topic {
-        let _ = writeln!(
-            out,
-            "command topic  {}{}",
-            entry.field("command topic", topic),
-            if device.retain { " (retained)" } else { "" }
-        );
-    }
-    if let Some(topic) = &device.state_topic {
-        let _ = writeln!(out, "state topic    {}", entry.field("state topic", topic));
-    }
-    for (action, payload) in &device.def.actions {
-        let label = format!("actions.{action}");
-        let sent = match payload {
-            ActionDef::Payload(payload) => entry.field(&label, &format!("{payload:?}")),
-            ActionDef::Range(range) => entry.field(
-                &label,
-                &format!(
-                    "{} to {}{}{}, sent as {:?}",
-                    tau_devices::number(range.min),
-                    tau_devices::number(range.max),
-                    range
-                        .unit
-                        .as_ref()
-                        .map(|u| format!(" {u}"))
-                        .unwrap_or_default(),
-                    range
-                        .step
-                        .map(|s| format!(" in steps of {}", tau_devices::number(s)))
-                        .unwrap_or_default(),
-                    range.payload
-                ),
-            ),
-        };
-        let _ = writeln!(out, "action {:<8}{sent}", display(action));
-    }
-    let lines = drift(registered, &store)?;
-    if !lines.is_empty() {
-        let _ = writeln!(
-            out,
-            "⚠ Home Assistant discovery now describes it differently; tau keeps what you pinned:"
-        );
-        for line in lines {
-            let _ = writeln!(out, "  {}", entry.field("discovery now", &line));
-        }
-    }
-    out.push_str(&entry.flags(""));
-    Ok(out)
+    Ok(listing::show_text(registered, &store)?)
 }
 
 /// `--action on=ON` and the like: `KEY=VALUE`.
@@ -397,15 +223,7 @@ pub(crate) fn add(ctx: &Context, add: &AddDevice) -> anyhow::Result<String> {
         )));
     }
     let registered = registry.named(&def.name).map_err(usage)?;
-    let mut entry = Listing::new();
-    Ok(format!(
-        "added {}: {}, a {} ({})\n{}",
-        entry.field("name", &def.name),
-        registered_place(&mut entry, registered),
-        def.kind,
-        actions(registered),
-        entry.flags("  ")
-    ))
+    Ok(listing::added_text(registered))
 }
 
 pub(crate) fn remove(ctx: &Context, name: &str) -> anyhow::Result<String> {
