@@ -28,7 +28,6 @@ mod serve;
 mod serve_banner;
 mod service;
 mod settings;
-mod signals;
 mod start_checks;
 mod tui;
 
