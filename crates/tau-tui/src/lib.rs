@@ -16,6 +16,8 @@
 //! - `transcript.rs`: the conversation as data; `input.rs`: the input line and its history
 //! - `approver.rs`: `TuiApprover`; `calls.rs`: the model-call counter for the status bar
 //! - `picker.rs`: the session picker; `screen.rs`: terminal modes, restored on every exit
+//! - `shelf.rs`: choosing a session over the caller's stored sessions; the count of
+//!   questions waiting on other channels
 //! - `commands.rs`: `/grants` and `/revoke`, answered by the TUI itself
 //! - `wrap.rs`: wrapping to a box's width; `texts.rs`: the words, in `en` and `tr`
 
@@ -30,6 +32,7 @@ mod picker;
 mod rows;
 mod run;
 mod screen;
+mod shelf;
 mod texts;
 mod transcript;
 mod ui;
@@ -44,6 +47,7 @@ pub use commands::GrantCommands;
 pub use picker::{Pick, SessionRow};
 pub use run::{ChatSetup, Exit, chat, pick_session};
 pub use screen::Screen;
+pub use shelf::{Chosen, SessionShelf, choose_session, count_waiting_elsewhere};
 
 /// Why the TUI could not go on.
 #[derive(Debug, thiserror::Error)]
