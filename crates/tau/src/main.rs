@@ -214,7 +214,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools => {
             ctx.create_home()?;
             let tools = ctx.catalog_with_routines().await?;
-            output::print(&commands::tools(&tools.catalog));
+            output::print(&tau_core::tools_table(&tools.catalog));
         }
         Command::Devices { command } => match command {
             DevicesCommand::List => output::print(&devices::list(&ctx)?),

@@ -51,8 +51,6 @@ fn find<'a>(book: &'a Book, name: &str) -> anyhow::Result<&'a Routine> {
         })
 }
 
-pub(crate) use tau_core::when;
-
 pub(crate) async fn list(ctx: &Context) -> anyhow::Result<String> {
     let (book, _) = book(ctx).await?;
     let zone = crate::settings::zone(&ctx.loaded.config)?;
