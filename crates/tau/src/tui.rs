@@ -106,7 +106,7 @@ pub(crate) async fn run(
     } = open_session(ctx, repository.as_ref(), &id, model, &startup_errors)?;
     let mut warnings = warnings;
     warnings.extend(cut_off);
-    let grant_commands = crate::grants::TuiGrants::new(ctx, state.clone(), events.clone())?;
+    let grant_commands = crate::grants::tui_grants(ctx, &state, events.clone())?;
     let approver = TuiApprover::new();
     let questions = approver.questions();
     let calls = ModelCalls::new();
