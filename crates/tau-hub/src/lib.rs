@@ -54,7 +54,7 @@
 //! channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `factory.rs` the agents, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `unawaited.rs` answers nothing waits on, `expiry.rs` deadlines and recovery, `health.rs` whether the hub still serves (a watchdog's question), `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
+//! resumed or closed, `unawaited.rs` answers nothing waits on, `expiry.rs` deadlines and recovery, `health.rs` whether the hub still serves (a watchdog's question), `stops.rs` SIGTERM and a channel that stops, `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
 //! start-up's cross-check of stored questions, `ids.rs`
 //! new conversations' ids (128 random bits; a taken one is drawn again, never reused).
 
@@ -68,6 +68,7 @@ mod hub;
 mod ids;
 mod live;
 mod port;
+mod stops;
 mod titles;
 mod turns;
 mod types;
@@ -83,6 +84,7 @@ pub use hub::{
 pub use port::{
     ChannelPort, RefusedAnswer, RoutineOrigin, RoutinePort, RoutineTurn, Routines, WebhookDelivery,
 };
+pub use stops::{report_channel_stops, stop_signal};
 
 /// Why a grant asked for with a yes cannot be given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

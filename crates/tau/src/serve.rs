@@ -7,7 +7,7 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use tau_core::{AuditEvent, EventBus, StoredSessions};
+use tau_core::{EventBus, StoredSessions};
 use tau_hub::{Channel, Hub, HubOptions, OpenError, StoredFactory};
 use tau_protocol::SessionId;
 use tau_state::StateDb;
@@ -53,7 +53,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         &config.log,
         tau_models::is_unscrubbed_log_target,
     )?;
-    raise_open_files_limit();
+    tau_web::raise_open_files_limit();
     let token_path = ctx.home.web_token();
     let mut web_token = None;
     let web = if config.web.enabled {
@@ -195,7 +195,11 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             };
             tau_home::systemd::start_watchdog(notifier, every, health, stop_routines.clone())
         });
-    let stops = report_channel_stops(&hub, hub_events.clone(), notifier);
+    // Said in the log by the hub, on stdout and to `systemctl status` here.
+    let stops = tau_hub::report_channel_stops(&hub, hub_events.clone(), move |said| {
+        notifier.status(said);
+        crate::output::print(&format!("tau serve: {said}\n"));
+    });
     // TauBar's socket listens since it was bound; the channels start serving as soon as
     // the hub runs them, right below.
     notifier.ready(&serving_status(
@@ -204,7 +208,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         recovery.pending.len(),
     ));
     let stop = async move {
-        stop_signal().await;
+        tau_hub::stop_signal().await;
         notifier.stopping();
     };
     let served = hub.run_channels(channels, stop).await;
@@ -222,40 +226,6 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Where the hard open-files limit is unlimited, the soft one is raised to this (Linux's
-/// default `fs.nr_open`).
-const OPEN_FILES_CEILING: u64 = 1 << 20;
-
-/// Raises the soft open-files limit to the hard one (said in the log at debug). TauBar
-/// computes its caps on connections from it and leaves half of it to tau's own work (its
-/// database and logs, commands and their pipes, MCP servers); the usual soft limit of
-/// 1,024 would leave both little room.
-fn raise_open_files_limit() {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let limit = getrlimit(Resource::Nofile);
-    let Some(soft) = limit.current else {
-        tracing::debug!("open files limit: unlimited");
-        return;
-    };
-    let hard = limit.maximum.unwrap_or(OPEN_FILES_CEILING);
-    if soft >= hard {
-        tracing::debug!(soft, "open files limit already at the hard limit");
-        return;
-    }
-    let raised = Rlimit {
-        current: Some(hard),
-        maximum: limit.maximum,
-    };
-    match setrlimit(Resource::Nofile, raised) {
-        Ok(()) => tracing::debug!(
-            from = soft,
-            to = hard,
-            "open files limit raised to the hard limit"
-        ),
-        Err(error) => tracing::debug!(soft, hard, %error, "open files limit not raised"),
-    }
-}
-
 /// What `systemctl status` says while the hub serves.
 fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
     let mut channels = Vec::new();
@@ -267,53 +237,6 @@ fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
     }
     let waiting = tau_core::counted(waiting, "question waits", "questions wait");
     format!("serving: {}; {waiting}", channels.join(", "))
-}
-
-/// A channel that stops with an error: one audit line and one line on stdout (the hub
-/// logs it), and `systemctl status` says it; the hub and the other channels go on.
-fn report_channel_stops(
-    hub: &Hub,
-    events: EventBus,
-    notifier: tau_home::systemd::Notifier,
-) -> tokio::task::JoinHandle<()> {
-    let mut stops = hub.channel_stops();
-    tokio::spawn(async move {
-        loop {
-            match stops.recv().await {
-                Ok(stopped) => {
-                    events.emit(&AuditEvent::ChannelStopped {
-                        channel: stopped.channel.clone(),
-                        error: stopped.message.clone(),
-                    });
-                    let said = format!(
-                        "the {} channel stopped: {}; the other channels and the routines go on",
-                        stopped.channel,
-                        tau_core::display(&stopped.message)
-                    );
-                    notifier.status(&said);
-                    crate::output::print(&format!("tau serve: {said}\n"));
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            }
-        }
-    })
-}
-
-/// SIGTERM or Ctrl-C.
-async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut interrupt)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot listen for SIGTERM and SIGINT; stop tau serve with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
-        _ = interrupt.recv() => tracing::info!("Ctrl-C: stopping"),
-    }
 }
 
 /// Whose grants a conversation's gate uses and makes ("yes, and allow this again").
