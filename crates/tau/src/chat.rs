@@ -104,6 +104,27 @@ pub(crate) fn open_session(
     })
 }
 
+/// "yes, and allow this again" at this terminal (`tau chat`, `tau tui`: one person):
+/// grants of this conversation, or of every conversation on the terminal.
+pub(crate) fn terminal_grants(
+    ctx: &Context,
+    state: &tau_state::StateDb,
+    id: &SessionId,
+) -> tau_core::GateGrants {
+    tau_core::GateGrants {
+        store: state.grants(),
+        conversations: state.conversations(),
+        session: id.clone(),
+        person: None,
+        hours: ctx.loaded.config.core().approval.grant_hours,
+        history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
+        ledger: Arc::new(tau_audit::AuditGrants::new(
+            ctx.home.audit_log(),
+            state.clone(),
+        )),
+    }
+}
+
 pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     let Chat {
         session,
@@ -123,20 +144,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         Some(id) => id,
         None => new_session_id(&state)?,
     };
-    // "yes, and allow this again" at this terminal: grants of this conversation, or of
-    // every conversation on the terminal (one person).
-    let grants = tau_core::GateGrants {
-        store: state.grants(),
-        conversations: state.conversations(),
-        session: id.clone(),
-        person: None,
-        hours: config.core().approval.grant_hours,
-        history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
-        ledger: Arc::new(tau_audit::AuditGrants::new(
-            ctx.home.audit_log(),
-            state.clone(),
-        )),
-    };
+    let grants = terminal_grants(ctx, &state, &id);
     let repository: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(state.sessions()));
     let OpenSession {
         lock: _lock,

@@ -14,10 +14,9 @@ use tau_tui::{
     count_waiting_elsewhere,
 };
 
-use crate::chat::{OpenSession, new_session_id, open_session};
+use crate::chat::{OpenSession, new_session_id, open_session, terminal_grants};
 use crate::context::{Context, Tools};
 use crate::errors::usage;
-use tau_audit::AuditHistory;
 
 /// The stored sessions as the picker reads and changes them.
 struct Shelf<'a> {
@@ -120,20 +119,7 @@ pub(crate) async fn run(
         session: Some((repository, id.clone())),
         events,
         durable: None,
-        // "yes, and allow this again" on the TUI (one person): the word `always` on a
-        // card makes a grant of exactly that call for this conversation.
-        grants: Some(tau_core::GateGrants {
-            store: state.grants(),
-            conversations: state.conversations(),
-            session: id.clone(),
-            person: None,
-            hours: config.core().approval.grant_hours,
-            history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
-            ledger: Arc::new(tau_audit::AuditGrants::new(
-                ctx.home.audit_log(),
-                state.clone(),
-            )),
-        }),
+        grants: Some(terminal_grants(ctx, &state, &id)),
         // A crash while an approved call runs is closed at the next start; the first
         // turn tells the model.
         dispatches: Some(tau_core::approval::DispatchRecord {

@@ -47,19 +47,11 @@ impl Context {
     pub(crate) fn registry(&self, store: &DeviceStore) -> anyhow::Result<Registry> {
         let mut registry =
             Registry::from_config(&self.loaded.config.devices).map_err(|e| usage(e.to_string()))?;
-        for row in store.devices()? {
-            let added = match row {
-                Ok(stored) => registry
-                    .add(&stored.def, stored.origin)
-                    .map_err(|e| e.to_string()),
-                Err((name, problem)) => Err(format!("devices.{name}: cannot be read: {problem}")),
-            };
-            if let Err(problem) = added {
-                crate::output::eprint_line(&format!(
-                    "tau: warning: a device in state.db is left out: {}",
-                    display(&problem)
-                ));
-            }
+        for problem in registry.add_stored(store)? {
+            crate::output::eprint_line(&format!(
+                "tau: warning: a device in state.db is left out: {}",
+                display(&problem)
+            ));
         }
         Ok(registry)
     }
