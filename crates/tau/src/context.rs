@@ -34,16 +34,7 @@ pub(crate) struct Tools {
     pub catalog: ToolCatalog,
     pub startup_errors: Vec<AuditEvent>,
     /// Records what discovery says about pinned devices while the tools are in use.
-    pub watch: Option<WatchGuard>,
-}
-
-/// Stops the discovery watch when dropped.
-pub(crate) struct WatchGuard(pub(crate) tokio_util::sync::CancellationToken);
-
-impl Drop for WatchGuard {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
+    pub watch: Option<tau_devices::DiscoveryWatch>,
 }
 
 impl Context {

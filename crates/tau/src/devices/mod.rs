@@ -88,23 +88,17 @@ impl Context {
     }
 
     /// Records what discovery says about pinned devices while this process runs; stops
-    /// when the guard is dropped.
+    /// when the watch is dropped.
     pub(crate) fn watch_discovery(
         &self,
         registry: &Registry,
         store: Arc<DeviceStore>,
-    ) -> anyhow::Result<Option<crate::context::WatchGuard>> {
-        let topics = tau_devices::pinned_topics(registry);
-        if topics.is_empty() {
+    ) -> anyhow::Result<Option<tau_devices::DiscoveryWatch>> {
+        if tau_devices::pinned_topics(registry).is_empty() {
             return Ok(None);
         }
         let broker = self.broker()?.companion(DISCOVERY_CLIENT);
-        let stop = tokio_util::sync::CancellationToken::new();
-        let stopped = stop.clone();
-        tokio::spawn(async move {
-            tau_devices::watch_discovery(broker, topics, store, stopped.cancelled_owned()).await;
-        });
-        Ok(Some(crate::context::WatchGuard(stop)))
+        Ok(tau_devices::start_discovery_watch(registry, broker, store))
     }
 }
 
