@@ -47,4 +47,4 @@ pub use kind::{ActionName, DeviceKind};
 pub use registry::{Command, Origin, Registered, Registry, RegistryError, number};
 pub use store::{DeviceStore, StoreError, StoredDevice, StoredRow};
 pub use tools::{DEVICE_SET_EFFECT, DeviceTools, ReadWait};
-pub use watch::{pinned_topics, watch_discovery};
+pub use watch::{DiscoveryWatch, pinned_topics, start_discovery_watch, watch_discovery};

@@ -120,6 +120,26 @@ impl DeviceStore {
     }
 }
 
+impl crate::Registry {
+    /// Adds every device `store` keeps after those already here (`tau.toml`'s). A stored
+    /// device that no longer fits is left out; the returned lines say which and why.
+    pub fn add_stored(&mut self, store: &DeviceStore) -> Result<Vec<String>, StoreError> {
+        let mut left_out = Vec::new();
+        for row in store.devices()? {
+            let added = match row {
+                Ok(stored) => self
+                    .add(&stored.def, stored.origin)
+                    .map_err(|e| e.to_string()),
+                Err((name, problem)) => Err(format!("devices.{name}: cannot be read: {problem}")),
+            };
+            if let Err(problem) = added {
+                left_out.push(problem);
+            }
+        }
+        Ok(left_out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

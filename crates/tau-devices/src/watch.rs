@@ -50,3 +50,32 @@ pub async fn watch_discovery(
         )
         .await;
 }
+
+/// The discovery watch of the pinned devices, running while this is held: dropping it
+/// stops the watch.
+pub struct DiscoveryWatch(tokio_util::sync::CancellationToken);
+
+impl Drop for DiscoveryWatch {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// Starts recording what discovery says about `registry`'s pinned devices (on a task of
+/// its own, over `broker`); `None` when none is pinned.
+pub fn start_discovery_watch(
+    registry: &Registry,
+    broker: MqttBroker,
+    store: Arc<DeviceStore>,
+) -> Option<DiscoveryWatch> {
+    let topics = pinned_topics(registry);
+    if topics.is_empty() {
+        return None;
+    }
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopped = stop.clone();
+    tokio::spawn(async move {
+        watch_discovery(broker, topics, store, stopped.cancelled_owned()).await;
+    });
+    Some(DiscoveryWatch(stop))
+}

@@ -15,6 +15,7 @@
 //! - `lock.rs`: one tau per session
 //! - `token_file.rs`: bearer tokens kept in the home
 //! - `chat_history.rs`: the prompts typed at `tau chat`
+//! - `doctor.rs`: the home's entries and their modes as `tau doctor` shows them
 //! - `logging/`: the daily file log and the journal's lines
 //! - `service/`: the systemd unit, its text and where it is installed
 //! - `systemd.rs`: `READY=1`, `STATUS=`, the watchdog
@@ -23,6 +24,7 @@
 
 pub mod backup;
 mod chat_history;
+mod doctor;
 mod error;
 mod home;
 mod lock;
@@ -35,6 +37,7 @@ mod test_env;
 pub mod token_file;
 
 pub use chat_history::ChatHistory;
+pub use doctor::DoctorRow;
 pub use error::HomeError;
 pub use home::{Env, EnvFn, Home, config_path};
 pub use lock::SessionLock;

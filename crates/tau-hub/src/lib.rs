@@ -4,8 +4,10 @@
 //! (both kept in `state.db` by `tau-state`), one turn at a time
 //! per session (turns of different sessions run concurrently), the expiry of stored
 //! questions, recovery after a restart, and the fan-out of each session's events to the
-//! channels. Knows no channel and no model: channels call the port below, and the binary
-//! hands in a [`SessionFactory`] that builds a conversation's agent.
+//! channels; and [`StoredFactory`], the [`SessionFactory`] that builds a conversation's
+//! agent over its stored session, its lock and its audit lines. Knows no channel and no
+//! model: channels call the port below, and the binary hands in the model, the tools and
+//! each channel's rule of whose grants a conversation has.
 //!
 //! # The channel-facing API
 //!
@@ -51,26 +53,29 @@
 //! page shows) and tells [`Hub::channel_stops`] (what the binary audits); the other
 //! channels go on.
 //!
-//! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `unawaited.rs` answers nothing waits on, `expiry.rs` deadlines and recovery, `health.rs` whether the hub still serves (a watchdog's question), `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
+//! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `factory.rs` the agents, `turns.rs` one session's turns and how a waiting turn is
+//! resumed or closed, `unawaited.rs` answers nothing waits on, `expiry.rs` deadlines and recovery, `health.rs` whether the hub still serves (a watchdog's question), `stops.rs` SIGTERM and a channel that stops, `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
 //! start-up's cross-check of stored questions, `ids.rs`
 //! new conversations' ids (128 random bits; a taken one is drawn again, never reused).
 
 mod channel;
 mod check;
 mod expiry;
+mod factory;
 mod grants;
 mod health;
 mod hub;
 mod ids;
 mod live;
 mod port;
+mod stops;
 mod titles;
 mod turns;
 mod types;
 mod unawaited;
 
 pub use channel::{Channel, ChannelError, ChannelStatus};
+pub use factory::{GrantPerson, StoredFactory};
 pub use health::Unhealthy;
 pub use hub::{
     ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,
@@ -79,6 +84,7 @@ pub use hub::{
 pub use port::{
     ChannelPort, RefusedAnswer, RoutineOrigin, RoutinePort, RoutineTurn, Routines, WebhookDelivery,
 };
+pub use stops::{report_channel_stops, stop_signal};
 
 /// Why a grant asked for with a yes cannot be given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -22,11 +22,12 @@
 //! - `drive.rs`: translation with an idle timeout; `errors.rs`: failures into `ModelError`
 //! - `secret.rs`: the API key, which never shows in Debug output or messages
 //! - `hints.rs`: what a person can do about a failure, per provider; `probe.rs`: the
-//!   start-up check that the model can be reached
+//!   start-up check that the model can be reached; `doctor.rs`: `tau doctor`'s model row
 
 mod bedrock;
 mod builder;
 mod config;
+mod doctor;
 mod drive;
 mod errors;
 mod genai_model;
@@ -44,6 +45,7 @@ pub use builder::{
 pub use config::{
     ConfigError, DEFAULT_MAX_TOKENS, DEFAULT_REQUEST_TIMEOUT_SECONDS, DEFAULT_SPEC, ModelConfig,
 };
+pub use doctor::{DoctorRow, doctor_row};
 pub use probe::{Reachability, check_model};
 pub use spec::{ModelSpec, OLLAMA_DEFAULT_BASE_URL, SpecError};
 

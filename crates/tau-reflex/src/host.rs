@@ -61,6 +61,17 @@ pub trait PromptRunner: Send + Sync {
     async fn run_prompt(&self, run: PromptRun) -> Result<PromptOutcome, HostError>;
 }
 
+/// Runs no prompt: for a routine of fixed calls, run where no turn can be (`tau routines
+/// run` of a fixed-argument routine).
+pub struct NoPrompts;
+
+#[async_trait]
+impl PromptRunner for NoPrompts {
+    async fn run_prompt(&self, _run: PromptRun) -> Result<PromptOutcome, HostError> {
+        Err(HostError::NoPrompt)
+    }
+}
+
 /// The process that hosts the engine: it runs prompt actions, and shows and records the
 /// answers to a routine's stored questions (`StoredAnswers`), expiring them at their
 /// deadline with every other question.

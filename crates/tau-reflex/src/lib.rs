@@ -48,7 +48,7 @@ pub use clock::{Clock, SystemClock, TokioClock};
 pub use def::{FieldError, RoutineDef, WebhookDef, defs_from_toml, toml_to_json};
 pub use engine::{Engine, EngineParts, EngineSettings, Env, Fired, WebhookCall, WebhookReply};
 pub use exemption::{add_exemption, allowances};
-pub use host::{HostError, PromptOutcome, PromptRun, PromptRunner, RoutineHost};
+pub use host::{HostError, NoPrompts, PromptOutcome, PromptRun, PromptRunner, RoutineHost};
 pub use hosted::{HostedRoutines, HubHost};
 pub use offers::{Offers, check_routines};
 pub use prompt::{PromptApprover, TurnPrompts};

@@ -43,7 +43,7 @@ mod watch;
 
 pub use launcher::launcher_main;
 pub use policy::{DEFAULT_DENY_READ, SandboxMode, expand_home};
-pub use probe::{Availability, Layers, probe};
+pub use probe::{Availability, DoctorRow, Layers, probe};
 pub use report::{Refusal, SandboxLayer};
 pub use spawn::{
     Allowance, Confinement, Lifeline, Pending, Prepared, Sandbox, SandboxError, Started,

@@ -44,6 +44,55 @@ impl Layers {
     }
 }
 
+/// One row of `tau doctor`'s sandbox section: its mark (`ok`, `no` for a problem, `--` for
+/// nothing to check), the layer and what was found.
+pub type DoctorRow = (&'static str, &'static str, String);
+
+impl Layers {
+    /// `tau doctor`'s sandbox section under the mode the config sets (`on`, `reduced`):
+    /// its title and a row per layer. "reduced" does without namespaces; "on" refuses
+    /// every command without them.
+    pub fn doctor_section(&self, on: bool, reduced: bool) -> (String, Vec<DoctorRow>) {
+        let title = match (on, reduced) {
+            (true, false) => {
+                "sandbox for commands and MCP servers ([tools.command] sandbox = \"on\")"
+            }
+            (true, true) => {
+                "sandbox for commands and MCP servers, reduced ([tools.command] sandbox = \
+                 \"reduced\"): without namespaces"
+            }
+            (false, _) => {
+                "sandbox: off ([tools.command] sandbox = \"off\"): commands run without a sandbox"
+            }
+        };
+        let rows = self
+            .rows()
+            .into_iter()
+            .map(|(name, available, detail)| {
+                let namespaces = name == "namespaces";
+                let mark = match available {
+                    true => "ok",
+                    false if on && !(namespaces && reduced) => "no",
+                    false => "--",
+                };
+                let detail = match (available, namespaces && on && !reduced) {
+                    (true, _) if namespaces && reduced => {
+                        format!("available: {detail} (not used: sandbox = \"reduced\")")
+                    }
+                    (true, _) => format!("available: {detail}"),
+                    (false, true) => format!(
+                        "not available: {detail}; every command is refused. `sandbox = \
+                         \"reduced\"` under [tools.command] runs them without namespaces"
+                    ),
+                    (false, false) => format!("not available: {detail}"),
+                };
+                (mark, name, detail)
+            })
+            .collect();
+        (title.to_owned(), rows)
+    }
+}
+
 /// Runs the probe in a child of tau (`launcher`: tau's executable).
 pub async fn probe(launcher: &Path) -> Layers {
     let output = tokio::process::Command::new(launcher)

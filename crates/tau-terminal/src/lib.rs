@@ -1,14 +1,16 @@
 //! tau-terminal: the terminal channel.
 //!
-//! Owns the line chat's input (one reader for stdin; answers only from a person at a
-//! terminal, and only for the question on screen; the line editor for prompts, never for
-//! answers), the console that renders a turn and its thinking indicator, the
-//! approval prompt (every argument whole, wrapped to the terminal, everything from the
-//! model through tau-core's display function), and `TerminalApprover`. Knows nothing of
-//! models, tools or the gate's rules: it renders what tau-core hands it and answers what
-//! tau-core asks.
+//! Owns the line chat's loop (a prompt, its turn, Ctrl-C; the binary opens the session and
+//! hands it the agent's parts), its input (one reader for stdin; answers only from a
+//! person at a terminal, and only for the question on screen; the line editor for
+//! prompts, never for answers, and their history in the home), the console that renders
+//! a turn and its thinking indicator, the approval prompt (every argument whole, wrapped
+//! to the terminal, everything from the model through tau-core's display function), and
+//! `TerminalApprover`. Knows nothing of models, tools or the gate's rules: it renders
+//! what tau-core hands it and answers what tau-core asks.
 
 mod approver;
+mod chat;
 mod console;
 mod edited;
 mod editor;
@@ -27,6 +29,7 @@ mod width;
 mod wrap;
 
 pub use approver::{NOWHERE_TO_ASK, TERMINAL_CHANNEL, TerminalApprover};
+pub use chat::{ChatError, ChatSetup, Ended, chat};
 pub use console::Console;
 pub use edited::can_edit;
 pub use editor::{Edited, EditorError, HISTORY_ENTRIES, PromptEditor};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use tau_sandbox::{DEFAULT_DENY_READ, SandboxMode};
+use tau_sandbox::{DEFAULT_DENY_READ, Sandbox, SandboxMode};
 
 /// A `[tools]` value the built-in tools cannot run with. Each message names its key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -223,6 +223,22 @@ impl CommandConfig {
             .filter_map(|path| tau_sandbox::expand_home(path, home))
             .chain(protected.iter().cloned())
             .collect()
+    }
+
+    /// How commands (and MCP servers started as programs) are confined: tau's own
+    /// executable is their launcher, and nothing of [`Self::denied_paths`] can be read.
+    pub fn sandbox(&self, home: Option<&std::path::Path>, protected: &[PathBuf]) -> Sandbox {
+        if self.sandbox == SandboxMode::Off {
+            return Sandbox::Off;
+        }
+        // `/proc/self/exe`, not the path tau was started by: a rebuilt or moved binary
+        // would launch something else.
+        let launcher = PathBuf::from("/proc/self/exe");
+        let deny = self.denied_paths(home, protected);
+        match self.sandbox {
+            SandboxMode::Reduced => Sandbox::reduced(launcher, deny),
+            SandboxMode::On | SandboxMode::Off => Sandbox::on(launcher, deny),
+        }
     }
 }
 

@@ -42,6 +42,7 @@ use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
 pub use decisions::{Decisions, DecisionsError};
+pub use server::raise_open_files_limit;
 
 /// The channel's name: what approval rows and `decided_by` say.
 pub const WEB: &str = "web";

@@ -47,6 +47,40 @@ pub(crate) fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
+/// Where the hard open-files limit is unlimited, the soft one is raised to this (Linux's
+/// default `fs.nr_open`).
+const OPEN_FILES_CEILING: u64 = 1 << 20;
+
+/// Raises the soft open-files limit to the hard one (said in the log at debug), before
+/// TauBar is bound. Its caps on connections are computed from it and leave half of it to
+/// tau's own work (its database and logs, commands and their pipes, MCP servers); the
+/// usual soft limit of 1,024 would leave both little room.
+pub fn raise_open_files_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let Some(soft) = limit.current else {
+        tracing::debug!("open files limit: unlimited");
+        return;
+    };
+    let hard = limit.maximum.unwrap_or(OPEN_FILES_CEILING);
+    if soft >= hard {
+        tracing::debug!(soft, "open files limit already at the hard limit");
+        return;
+    }
+    let raised = Rlimit {
+        current: Some(hard),
+        maximum: limit.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => tracing::debug!(
+            from = soft,
+            to = hard,
+            "open files limit raised to the hard limit"
+        ),
+        Err(error) => tracing::debug!(soft, hard, %error, "open files limit not raised"),
+    }
+}
+
 /// This process's open-files limit now (`tau serve` raised it to the hard limit).
 fn open_files_limit() -> u64 {
     rustix::process::getrlimit(rustix::process::Resource::Nofile)

@@ -1,15 +1,13 @@
-//! `tau chat`: the line chat in the terminal (and `tau demo`, which is the same chat with
-//! a replay model).
+//! `tau chat`: opens the session and the agent's parts for the line chat, whose loop is
+//! tau-terminal's (and `tau demo`, which is the same chat with a replay model).
 
-use std::io::IsTerminal;
 use std::sync::Arc;
 
 use tau_agent::{Model, SessionRepository};
 use tau_core::{AgentParts, AuditEvent, EventBus, StoredSessions, build_agent};
-use tau_terminal::{Console, Input, PromptEditor, TerminalApprover, start_stdin, texts};
+use tau_terminal::{ChatSetup, Ended};
 
 use crate::context::{Context, Tools};
-use crate::signals::Interrupts;
 use tau_audit::AuditHistory;
 use tau_audit::AuditLog;
 use tau_home::ChatHistory;
@@ -26,27 +24,6 @@ pub(crate) struct Chat {
     /// `--answers-from-stdin`: when stdin is not a terminal, its lines answer the
     /// approval prompts; otherwise the controlling terminal does, or nobody.
     pub answers_from_stdin: bool,
-}
-
-/// How a chat ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ended {
-    /// Turns that could not finish (the model or the store failed).
-    pub failed_turns: u32,
-    /// The prompts came from a pipe or a file: a script is reading the exit code.
-    pub piped: bool,
-}
-
-impl Ended {
-    /// 1 when a turn failed on a pipe, so a script learns that its prompt got no answer;
-    /// at a terminal the person saw the notice, and the chat ends as they chose.
-    pub(crate) fn exit_code(self) -> std::process::ExitCode {
-        if self.piped && self.failed_turns > 0 {
-            std::process::ExitCode::from(1)
-        } else {
-            std::process::ExitCode::SUCCESS
-        }
-    }
 }
 
 /// A new session id: the start time and 32 random bits, drawn again while a stored
@@ -127,6 +104,27 @@ pub(crate) fn open_session(
     })
 }
 
+/// "yes, and allow this again" at this terminal (`tau chat`, `tau tui`: one person):
+/// grants of this conversation, or of every conversation on the terminal.
+pub(crate) fn terminal_grants(
+    ctx: &Context,
+    state: &tau_state::StateDb,
+    id: &SessionId,
+) -> tau_core::GateGrants {
+    tau_core::GateGrants {
+        store: state.grants(),
+        conversations: state.conversations(),
+        session: id.clone(),
+        person: None,
+        hours: ctx.loaded.config.core().approval.grant_hours,
+        history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
+        ledger: Arc::new(tau_audit::AuditGrants::new(
+            ctx.home.audit_log(),
+            state.clone(),
+        )),
+    }
+}
+
 pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     let Chat {
         session,
@@ -137,31 +135,16 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
                 startup_errors,
                 watch: _watch,
             },
-        prompts: scripted,
+        prompts,
         answers_from_stdin,
     } = chat;
-    let mut scripted = scripted.map(std::collections::VecDeque::from);
     let config = &ctx.loaded.config;
-    let language = config.ui.language();
     let state = ctx.state()?;
     let id = match session {
         Some(id) => id,
         None => new_session_id(&state)?,
     };
-    // "yes, and allow this again" at this terminal: grants of this conversation, or of
-    // every conversation on the terminal (one person).
-    let grants = tau_core::GateGrants {
-        store: state.grants(),
-        conversations: state.conversations(),
-        session: id.clone(),
-        person: None,
-        hours: config.core().approval.grant_hours,
-        history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
-        ledger: Arc::new(tau_audit::AuditGrants::new(
-            ctx.home.audit_log(),
-            state.clone(),
-        )),
-    };
+    let grants = terminal_grants(ctx, &state, &id);
     let repository: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(state.sessions()));
     let OpenSession {
         lock: _lock,
@@ -173,147 +156,34 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     for line in &cut_off {
         crate::output::eprint_line(line);
     }
-
-    let stdout_tty = std::io::stdout().is_terminal();
-    let color = stdout_tty && (ctx.env)("NO_COLOR").is_none_or(|v| v.is_empty());
-    let console = Console::new(Box::new(std::io::stdout()), stdout_tty, color, language);
-    let history = ChatHistory::of(&ctx.home, tau_terminal::HISTORY_ENTRIES);
-    let mut editor = if scripted.is_none() && tau_terminal::can_edit((ctx.env)("TERM").as_deref()) {
-        line_editor(&history)
-    } else {
-        None
+    let setup = ChatSetup {
+        language: config.ui.language(),
+        session: id.clone(),
+        stored,
+        prompts,
+        answers_from_stdin,
+        no_color: (ctx.env)("NO_COLOR").is_some_and(|v| !v.is_empty()),
+        term: (ctx.env)("TERM"),
+        history: ChatHistory::of(&ctx.home, tau_terminal::HISTORY_ENTRIES),
     };
-    let Input {
-        mut prompts,
-        questions,
-        question_screen,
-        stdin_is_terminal: stdin_tty,
-        line_editing,
-    } = start_stdin(answers_from_stdin, stdout_tty, editor.is_some());
-    if !line_editing {
-        editor = None;
-    }
-    if let Some(screen) = question_screen {
-        console.draw_questions_also_on(screen);
-    }
-    let approver = Arc::new(TerminalApprover::new(
-        Arc::clone(&console),
-        questions.clone(),
-    ));
-
-    let mut agent = build_agent(AgentParts {
-        config: config.core(),
-        model,
-        catalog,
-        approver,
-        hooks: Vec::new(),
-        plugins: Vec::new(),
-        session: Some((repository, id.clone())),
-        events,
-        durable: None,
-        grants: Some(grants),
-        // A crash while an approved call runs is closed at the next start.
-        dispatches: Some(tau_core::approval::DispatchRecord {
-            store: state.approvals(),
-            session: id.clone(),
-        }),
-    })
-    .await?;
-    let t = texts(language);
-    if stored == 0 {
-        console.print(&format!("{} {id}\n", t.new_session));
-    } else {
-        console.print(&format!("{} {id} ({stored})\n", t.resumed_session));
-    }
-
-    let sink = console.sink();
-    // A call this session's last tau let through and never saw return: said now, and the
-    // model reads it with the next prompt.
-    if let Err(error) = agent.answer_cut_off_calls(Some(&sink)).await {
-        console.notice(&error.to_string());
-    }
-    let mut interrupts = Interrupts::listen()?;
-    let mut ended = Ended {
-        failed_turns: 0,
-        piped: !stdin_tty && scripted.is_none(),
+    let build = |approver| {
+        build_agent(AgentParts {
+            config: config.core(),
+            model,
+            catalog,
+            approver,
+            hooks: Vec::new(),
+            plugins: Vec::new(),
+            session: Some((repository, id.clone())),
+            events,
+            durable: None,
+            grants: Some(grants),
+            // A crash while an approved call runs is closed at the next start.
+            dispatches: Some(tau_core::approval::DispatchRecord {
+                store: state.approvals(),
+                session: id.clone(),
+            }),
+        })
     };
-    loop {
-        let prompt = match (&mut scripted, &mut editor) {
-            (Some(queue), _) => queue.pop_front(),
-            (None, Some(editor)) => {
-                let keep = |text: &str| {
-                    if let Err(error) = history.append(text) {
-                        tracing::warn!(%error, "a prompt could not be added to the history");
-                    }
-                };
-                prompts.next_prompt(editor, &console, &keep).await
-            }
-            (None, None) => {
-                if stdin_tty {
-                    console.print("you> ");
-                }
-                tokio::select! {
-                    prompt = prompts.next() => prompt,
-                    () = interrupts.next() => None,
-                }
-            }
-        };
-        let Some(prompt) = prompt else { break };
-        if !stdin_tty || scripted.is_some() {
-            console.print(&format!(
-                "you> {}\n",
-                tau_terminal::escape_for_terminal(&prompt)
-            ));
-        }
-        if prompt.trim().is_empty() {
-            continue;
-        }
-        let cancel = agent.cancel_handle();
-        console.thinking();
-        let turn = agent.stream(&prompt, Some(&sink));
-        tokio::pin!(turn);
-        let mut cancelled = false;
-        let result = loop {
-            tokio::select! {
-                result = &mut turn => break result,
-                () = interrupts.next() => {
-                    if cancelled {
-                        // A second Ctrl-C while the turn winds down: leave now.
-                        console.print("\n");
-                        return Ok(ended);
-                    }
-                    cancelled = true;
-                    cancel.cancel();
-                    questions.close();
-                }
-            }
-        };
-        if let Err(error) = result {
-            ended.failed_turns += 1;
-            if error.notice.is_none() {
-                console.notice(&error.to_string());
-            }
-        }
-    }
-    Ok(ended)
-}
-
-/// The editor with the history kept in the home; without the history when it cannot be
-/// read (said once), without the editor when none can be made.
-fn line_editor(history: &ChatHistory) -> Option<PromptEditor> {
-    let entries = history.load().unwrap_or_else(|error| {
-        crate::output::eprint_line(&format!(
-            "tau: warning: the prompt history cannot be read: {error}"
-        ));
-        Vec::new()
-    });
-    match PromptEditor::new(&entries) {
-        Ok(editor) => Some(editor),
-        Err(error) => {
-            crate::output::eprint_line(&format!(
-                "tau: warning: {error}; prompts are read as plain lines"
-            ));
-            None
-        }
-    }
+    Ok(tau_terminal::chat(setup, build).await?)
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use tau_agent::Model;
 use tau_core::{AuditEvent, EventBus, ToolCatalog};
 use tau_models::ModelBuildError;
-use tau_sandbox::{Sandbox, SandboxMode};
+use tau_sandbox::Sandbox;
 use tau_state::StateDb;
 
 use crate::errors::usage;
@@ -34,16 +34,7 @@ pub(crate) struct Tools {
     pub catalog: ToolCatalog,
     pub startup_errors: Vec<AuditEvent>,
     /// Records what discovery says about pinned devices while the tools are in use.
-    pub watch: Option<WatchGuard>,
-}
-
-/// Stops the discovery watch when dropped.
-pub(crate) struct WatchGuard(pub(crate) tokio_util::sync::CancellationToken);
-
-impl Drop for WatchGuard {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
+    pub watch: Option<tau_devices::DiscoveryWatch>,
 }
 
 impl Context {
@@ -178,10 +169,6 @@ impl Context {
     /// executable is their launcher, and nothing of tau's home (but the workspace), its
     /// config file or `[tools.command] deny_read` can be read.
     pub(crate) fn sandbox(&self) -> Sandbox {
-        let command = &self.loaded.config.tools.command;
-        if command.sandbox == SandboxMode::Off {
-            return Sandbox::Off;
-        }
         let mut protected = vec![self.home.root().to_owned()];
         if let Some(file) = self
             .loaded
@@ -194,14 +181,11 @@ impl Context {
         let person = (self.env)("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
-        // `/proc/self/exe`, not the path tau was started by: a rebuilt or moved binary
-        // would launch something else.
-        let launcher = PathBuf::from("/proc/self/exe");
-        let deny = command.denied_paths(person.as_deref(), &protected);
-        match command.sandbox {
-            SandboxMode::Reduced => Sandbox::reduced(launcher, deny),
-            SandboxMode::On | SandboxMode::Off => Sandbox::on(launcher, deny),
-        }
+        self.loaded
+            .config
+            .tools
+            .command
+            .sandbox(person.as_deref(), &protected)
     }
 
     /// The routines, switches and runs in `state.db`.

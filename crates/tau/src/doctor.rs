@@ -4,18 +4,11 @@
 //! `serve` refuses is never said to be fine here), and the model: whether one is set, and
 //! whether its server can be reached. Changes nothing.
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use tau_models::ModelSpec;
 use tau_sandbox::Sandbox;
 
 use crate::context::Context;
-use tau_home::private::{DIR_MODE, FILE_MODE};
-
-/// How long the model's server has to accept a connection.
-const CONNECT_WAIT: Duration = Duration::from_secs(3);
 
 /// One line of the report.
 struct Row {
@@ -23,6 +16,12 @@ struct Row {
     mark: &'static str,
     name: String,
     detail: String,
+}
+
+impl From<(&'static str, &'static str, String)> for Row {
+    fn from((mark, name, detail): (&'static str, &'static str, String)) -> Self {
+        Self::new(mark, name, detail)
+    }
 }
 
 impl Row {
@@ -72,91 +71,13 @@ async fn sandbox(ctx: &Context) -> (String, Vec<Row>) {
         Sandbox::On(confinement) => (true, confinement.is_reduced()),
         Sandbox::Off => (false, false),
     };
-    let title = match (on, reduced) {
-        (true, false) => "sandbox for commands and MCP servers ([tools.command] sandbox = \"on\")",
-        (true, true) => {
-            "sandbox for commands and MCP servers, reduced ([tools.command] sandbox = \
-             \"reduced\"): without namespaces"
-        }
-        (false, _) => {
-            "sandbox: off ([tools.command] sandbox = \"off\"): commands run without a sandbox"
-        }
-    };
-    let rows = layers
-        .rows()
-        .into_iter()
-        .map(|(name, available, detail)| {
-            let namespaces = name == "namespaces";
-            // "reduced" does without namespaces; "on" refuses every command without them.
-            let mark = match available {
-                true => "ok",
-                false if on && !(namespaces && reduced) => "no",
-                false => "--",
-            };
-            let detail = match (available, namespaces && on && !reduced) {
-                (true, _) if namespaces && reduced => {
-                    format!("available: {detail} (not used: sandbox = \"reduced\")")
-                }
-                (true, _) => format!("available: {detail}"),
-                (false, true) => format!(
-                    "not available: {detail}; every command is refused. `sandbox = \
-                     \"reduced\"` under [tools.command] runs them without namespaces"
-                ),
-                (false, false) => format!("not available: {detail}"),
-            };
-            Row::new(mark, name, detail)
-        })
-        .collect();
-    (title.to_owned(), rows)
+    let (title, rows) = layers.doctor_section(on, reduced);
+    (title, rows.into_iter().map(Row::from).collect())
 }
 
 fn home(ctx: &Context) -> (String, Vec<Row>) {
-    let home = &ctx.home;
-    let entries: [(&str, PathBuf, u32); 7] = [
-        ("home", home.root().to_owned(), DIR_MODE),
-        ("state.db", home.state_db(), FILE_MODE),
-        ("audit.jsonl", home.audit_log(), FILE_MODE),
-        ("logs", home.log_dir(), DIR_MODE),
-        ("locks", home.locks(), DIR_MODE),
-        ("web-token", home.web_token(), FILE_MODE),
-        ("mcp-token", home.mcp_token(), FILE_MODE),
-    ];
-    let rows = entries
-        .into_iter()
-        .map(|(name, path, wanted)| match home_entry(name, &path) {
-            Err(_) => Row::new("--", name, "not made yet"),
-            Ok(meta) if meta.file_type().is_symlink() => Row::new(
-                "no",
-                name,
-                "a symbolic link: tau refuses to start until it is removed",
-            ),
-            Ok(meta) => {
-                let mode = meta.permissions().mode() & 0o777;
-                if mode & !wanted == 0 {
-                    Row::new("ok", name, format!("{mode:04o}"))
-                } else {
-                    Row::new(
-                        "no",
-                        name,
-                        format!(
-                            "{mode:04o}: others may read it; tau tightens it to {wanted:04o} when it next opens it"
-                        ),
-                    )
-                }
-            }
-        })
-        .collect();
-    (format!("home {}", home.root().display()), rows)
-}
-
-/// What `path` is: the home itself followed (it may be a link, the person's own path to
-/// it; see `Home::refuse_links`), every entry in it as it is.
-fn home_entry(name: &str, path: &Path) -> std::io::Result<std::fs::Metadata> {
-    if name == "home" {
-        std::fs::metadata(path)
-    } else {
-        std::fs::symlink_metadata(path)
-    }
+    let (title, rows) = ctx.home.doctor_section();
+    (title, rows.into_iter().map(Row::from).collect())
 }
 
 fn workspace(ctx: &Context) -> (String, Vec<Row>) {
@@ -206,26 +127,8 @@ async fn model(ctx: &Context) -> (String, Vec<Row>) {
         );
     }
     let title = format!("model {}", tau_core::display(&spec_text));
-    let row = match ModelSpec::parse(&spec_text) {
-        Err(error) => Row::new("no", "spec", error.to_string()),
-        Ok(ModelSpec::Replay { path }) => match std::fs::metadata(&path) {
-            Ok(_) => Row::new("ok", "script", "readable"),
-            Err(error) => Row::new("no", "script", format!("{}: {error}", path.display())),
-        },
-        Ok(spec) => {
-            let (host, port) = spec.endpoint();
-            let address = format!("{host}:{port}");
-            match tokio::time::timeout(CONNECT_WAIT, tokio::net::TcpStream::connect(&address)).await
-            {
-                Ok(Ok(_)) => Row::new("ok", "server", format!("{address} accepts connections")),
-                Ok(Err(error)) => Row::new("no", "server", format!("{address}: {error}")),
-                Err(_) => Row::new(
-                    "no",
-                    "server",
-                    format!("{address}: no answer within {} s", CONNECT_WAIT.as_secs()),
-                ),
-            }
-        }
-    };
-    (title, vec![row])
+    (
+        title,
+        vec![Row::from(tau_models::doctor_row(&spec_text).await)],
+    )
 }

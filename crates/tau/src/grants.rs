@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use jiff::tz::TimeZone;
 use tau_core::display;
 use tau_core::grants::{render, render_one, revoke_grant, revoked_line};
 use tau_protocol::{DecidedBy, GrantId, RoutineAllowance, SessionId};
@@ -122,62 +121,18 @@ fn revoke_in(
 
 /// `/grants` and `/revoke` in `tau tui`: the same list as `tau grants list`, and a revoke
 /// by the TUI's person, written on the conversation's audit bus.
-pub(crate) struct TuiGrants {
-    store: tau_state::StateDb,
+pub(crate) fn tui_grants(
+    ctx: &Context,
+    store: &tau_state::StateDb,
     events: tau_core::EventBus,
-    zone: TimeZone,
-    /// Read when the TUI started (listing them starts no tool).
-    routines: Vec<RoutineAllowance>,
-}
-
-impl TuiGrants {
-    pub(crate) fn new(
-        ctx: &Context,
-        store: tau_state::StateDb,
-        events: tau_core::EventBus,
-    ) -> anyhow::Result<Self> {
-        Ok(Self {
-            routines: routine_allowances(ctx, Some(&store))?,
-            zone: crate::settings::zone(&ctx.loaded.config)?,
-            store,
-            events,
-        })
-    }
-}
-
-impl tau_tui::GrantCommands for TuiGrants {
-    fn list(&self) -> Vec<String> {
-        match self.store.grants().grants(None) {
-            Ok(grants) => render(
-                &grants,
-                &self.routines,
-                &|session| self.store.sessions().session_title(session).ok().flatten(),
-                Timestamp::now(),
-                &self.zone,
-            )
-            .lines()
-            .map(str::to_owned)
-            .collect(),
-            Err(error) => vec![format!("grants could not be read: {error}")],
-        }
-    }
-
-    fn revoke(&self, id: &str) -> String {
-        let Ok(id) = GrantId::parse(id) else {
-            return format!("{} is not a grant id (/grants lists them)", display(id));
-        };
-        match revoke_grant(
-            &self.store.grants(),
-            &self.events,
-            &id,
-            DecidedBy::person("tui"),
-        ) {
-            Ok(Revoked::Revoked(grant)) => revoked_line(&grant).trim_end().to_owned(),
-            Ok(Revoked::AlreadyRevoked(grant)) => format!("{} was revoked already", grant.id),
-            Ok(Revoked::NotFound) => format!("no grant {id}"),
-            Err(error) => format!("{id} could not be revoked: {error:#}"),
-        }
-    }
+) -> anyhow::Result<tau_tui::StoredGrants> {
+    Ok(tau_tui::StoredGrants {
+        grants: store.grants(),
+        sessions: store.sessions(),
+        events,
+        zone: crate::settings::zone(&ctx.loaded.config)?,
+        routines: routine_allowances(ctx, Some(store))?,
+    })
 }
 
 /// `tau grants revoke ID`: from its commit on the grant covers nothing; a `grant_revoked`

@@ -28,7 +28,6 @@ mod serve;
 mod serve_banner;
 mod service;
 mod settings;
-mod signals;
 mod start_checks;
 mod tui;
 
@@ -215,7 +214,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools => {
             ctx.create_home()?;
             let tools = ctx.catalog_with_routines().await?;
-            output::print(&commands::tools(&tools.catalog));
+            output::print(&tau_core::tools_table(&tools.catalog));
         }
         Command::Devices { command } => match command {
             DevicesCommand::List => output::print(&devices::list(&ctx)?),

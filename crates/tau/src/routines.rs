@@ -51,8 +51,6 @@ fn find<'a>(book: &'a Book, name: &str) -> anyhow::Result<&'a Routine> {
         })
 }
 
-pub(crate) use tau_core::when;
-
 pub(crate) async fn list(ctx: &Context) -> anyhow::Result<String> {
     let (book, _) = book(ctx).await?;
     let zone = crate::settings::zone(&ctx.loaded.config)?;
@@ -145,7 +143,7 @@ pub(crate) async fn run(
     };
     let _lock = crate::owner::open_own(ctx, routine.session())?;
     console.print(&format!("running routine {} now\n", routine.name()));
-    let no_prompts = NoPrompts;
+    let no_prompts = tau_reflex::NoPrompts;
     let run = run_action(ActionRun {
         routine: &routine,
         trigger: "manual".to_owned(),
@@ -176,17 +174,4 @@ pub(crate) async fn run(
             .unwrap_or_default()
     ));
     Ok(run.outcome == RoutineOutcome::Success)
-}
-
-/// A fixed-argument routine runs no prompt.
-struct NoPrompts;
-
-#[async_trait::async_trait]
-impl tau_reflex::PromptRunner for NoPrompts {
-    async fn run_prompt(
-        &self,
-        _run: tau_reflex::PromptRun,
-    ) -> Result<tau_reflex::PromptOutcome, tau_reflex::HostError> {
-        Err(tau_reflex::HostError::NoPrompt)
-    }
 }

@@ -7,13 +7,8 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use tau_agent::{Message, Model, SessionRepository};
-use tau_core::{
-    AgentParts, AuditEvent, AutoRejectApprover, CoreConfig, EventBus, StoredSessions, ToolCatalog,
-    approval::DurableQuestions, build_agent,
-};
-use tau_hub::{Channel, Hub, HubOptions, OpenError, Opened, SessionFactory};
+use tau_core::{EventBus, StoredSessions};
+use tau_hub::{Channel, Hub, HubOptions, OpenError, StoredFactory};
 use tau_protocol::SessionId;
 use tau_state::StateDb;
 use tau_web::{REMOTE_RISK, WebChannel, WebError};
@@ -21,8 +16,6 @@ use tau_web::{REMOTE_RISK, WebChannel, WebError};
 use crate::context::Context;
 use crate::errors::usage;
 use tau_audit::{AuditGrants, AuditHistory, AuditLog, SessionAudit, Witness};
-use tau_home::Home;
-use tau_home::SessionLock;
 
 /// The `session` of the hub's own audit lines (MCP servers that failed to start).
 const AUDIT_SESSION: &str = "serve";
@@ -60,7 +53,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         &config.log,
         tau_models::is_unscrubbed_log_target,
     )?;
-    raise_open_files_limit();
+    tau_web::raise_open_files_limit();
     let token_path = ctx.home.web_token();
     let mut web_token = None;
     let web = if config.web.enabled {
@@ -97,7 +90,8 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         hub_events.emit(event);
     }
 
-    let factory = Arc::new(Factory {
+    let people = state.clone();
+    let factory = Arc::new(StoredFactory {
         home: ctx.home.clone(),
         model: Arc::clone(&model),
         catalog: tools.catalog.clone(),
@@ -106,6 +100,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         audit: Arc::clone(&audit),
         history: Arc::new(AuditHistory::new(ctx.home.audit_log())),
         ledger: Arc::new(AuditGrants::new(ctx.home.audit_log(), state.clone())),
+        grant_person: Box::new(move |session, channel| grant_person(&people, session, channel)),
     });
     let hub = Hub::open(
         state.clone(),
@@ -200,7 +195,11 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             };
             tau_home::systemd::start_watchdog(notifier, every, health, stop_routines.clone())
         });
-    let stops = report_channel_stops(&hub, hub_events.clone(), notifier);
+    // Said in the log by the hub, on stdout and to `systemctl status` here.
+    let stops = tau_hub::report_channel_stops(&hub, hub_events.clone(), move |said| {
+        notifier.status(said);
+        crate::output::print(&format!("tau serve: {said}\n"));
+    });
     // TauBar's socket listens since it was bound; the channels start serving as soon as
     // the hub runs them, right below.
     notifier.ready(&serving_status(
@@ -209,7 +208,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         recovery.pending.len(),
     ));
     let stop = async move {
-        stop_signal().await;
+        tau_hub::stop_signal().await;
         notifier.stopping();
     };
     let served = hub.run_channels(channels, stop).await;
@@ -227,40 +226,6 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Where the hard open-files limit is unlimited, the soft one is raised to this (Linux's
-/// default `fs.nr_open`).
-const OPEN_FILES_CEILING: u64 = 1 << 20;
-
-/// Raises the soft open-files limit to the hard one (said in the log at debug). TauBar
-/// computes its caps on connections from it and leaves half of it to tau's own work (its
-/// database and logs, commands and their pipes, MCP servers); the usual soft limit of
-/// 1,024 would leave both little room.
-fn raise_open_files_limit() {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let limit = getrlimit(Resource::Nofile);
-    let Some(soft) = limit.current else {
-        tracing::debug!("open files limit: unlimited");
-        return;
-    };
-    let hard = limit.maximum.unwrap_or(OPEN_FILES_CEILING);
-    if soft >= hard {
-        tracing::debug!(soft, "open files limit already at the hard limit");
-        return;
-    }
-    let raised = Rlimit {
-        current: Some(hard),
-        maximum: limit.maximum,
-    };
-    match setrlimit(Resource::Nofile, raised) {
-        Ok(()) => tracing::debug!(
-            from = soft,
-            to = hard,
-            "open files limit raised to the hard limit"
-        ),
-        Err(error) => tracing::debug!(soft, hard, %error, "open files limit not raised"),
-    }
-}
-
 /// What `systemctl status` says while the hub serves.
 fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
     let mut channels = Vec::new();
@@ -274,174 +239,25 @@ fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
     format!("serving: {}; {waiting}", channels.join(", "))
 }
 
-/// A channel that stops with an error: one audit line and one line on stdout (the hub
-/// logs it), and `systemctl status` says it; the hub and the other channels go on.
-fn report_channel_stops(
-    hub: &Hub,
-    events: EventBus,
-    notifier: tau_home::systemd::Notifier,
-) -> tokio::task::JoinHandle<()> {
-    let mut stops = hub.channel_stops();
-    tokio::spawn(async move {
-        loop {
-            match stops.recv().await {
-                Ok(stopped) => {
-                    events.emit(&AuditEvent::ChannelStopped {
-                        channel: stopped.channel.clone(),
-                        error: stopped.message.clone(),
-                    });
-                    let said = format!(
-                        "the {} channel stopped: {}; the other channels and the routines go on",
-                        stopped.channel,
-                        tau_core::display(&stopped.message)
-                    );
-                    notifier.status(&said);
-                    crate::output::print(&format!("tau serve: {said}\n"));
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            }
+/// Whose grants a conversation's gate uses and makes ("yes, and allow this again").
+/// TauBar has one person (the token's holder). On Telegram a grant is one person's: a
+/// private chat's conversations are its user's (a private chat's id is the user's id); a
+/// group chat, where several people write, and a routine's conversation have none, so
+/// every call there is asked.
+fn grant_person(
+    state: &StateDb,
+    session: &SessionId,
+    channel: &str,
+) -> Result<Option<Option<String>>, OpenError> {
+    match channel {
+        "web" => Ok(Some(None)),
+        tau_telegram::CHANNEL => {
+            let conversation = state.conversations().conversation_of(session)?;
+            Ok(conversation
+                .and_then(|c| tau_telegram::chat_of(&c.key))
+                .filter(|chat| *chat > 0)
+                .map(|chat| Some(chat.to_string())))
         }
-    })
-}
-
-/// SIGTERM or Ctrl-C.
-async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut interrupt)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot listen for SIGTERM and SIGINT; stop tau serve with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
-        _ = interrupt.recv() => tracing::info!("Ctrl-C: stopping"),
-    }
-}
-
-/// Builds each conversation's agent as `tau chat` builds its own, with stored questions.
-struct Factory {
-    home: Home,
-    model: Arc<dyn Model>,
-    catalog: ToolCatalog,
-    config: CoreConfig,
-    sessions: StateDb,
-    audit: Arc<AuditLog>,
-    /// A person's approvals read back from the log, shared by every conversation.
-    history: Arc<AuditHistory>,
-    /// What the log records of grants, read on as it grows, shared likewise.
-    ledger: Arc<AuditGrants>,
-}
-
-/// The model one stored conversation talks to. The one place a per-session model (a
-/// `replay:` script that continues after the replies the session holds) plugs in.
-fn model_for_session(model: &Arc<dyn Model>, stored: &[Message]) -> Arc<dyn Model> {
-    model
-        .for_session(stored)
-        .unwrap_or_else(|| Arc::clone(model))
-}
-
-impl Factory {
-    /// Whose grants a conversation's gate uses and makes ("yes, and allow this again"),
-    /// `None` when it has none. TauBar has one person (the token's holder). On Telegram a
-    /// grant is one person's: a private chat's conversations are its user's (a private
-    /// chat's id is the user's id); a group chat, where several people write, and a
-    /// routine's conversation have none, so every call there is asked.
-    fn grant_person(
-        &self,
-        session: &SessionId,
-        channel: &str,
-    ) -> Result<Option<Option<String>>, OpenError> {
-        match channel {
-            "web" => Ok(Some(None)),
-            tau_telegram::CHANNEL => {
-                let conversation = self.sessions.conversations().conversation_of(session)?;
-                Ok(conversation
-                    .and_then(|c| tau_telegram::chat_of(&c.key))
-                    .filter(|chat| *chat > 0)
-                    .map(|chat| Some(chat.to_string())))
-            }
-            _ => Ok(None),
-        }
-    }
-}
-
-#[async_trait]
-impl SessionFactory for Factory {
-    fn recorded_answers(&self) -> Result<Vec<tau_state::RecordedAnswer>, OpenError> {
-        tau_audit::recorded_answers(&self.home.audit_log()).map_err(OpenError::AuditLog)
-    }
-
-    fn grant_ledger(&self) -> Option<Arc<dyn tau_core::GrantLedger>> {
-        Some(Arc::clone(&self.ledger) as _)
-    }
-
-    fn open_elsewhere(&self, session: &SessionId) -> bool {
-        // Taken and let go at once: a tau that holds it may still be running its call.
-        match SessionLock::try_acquire(&self.home, session) {
-            Ok(Some(_)) => false,
-            Ok(None) => true,
-            Err(error) => {
-                tracing::warn!(%session, error = %format!("{error:#}"), "cannot tell whether another tau has the session open");
-                true
-            }
-        }
-    }
-
-    fn events(&self, session: &SessionId) -> EventBus {
-        let bus = EventBus::new();
-        bus.subscribe(Arc::new(SessionAudit {
-            log: Arc::clone(&self.audit),
-            session: session.to_string(),
-        }));
-        bus
-    }
-
-    async fn open(
-        &self,
-        session: &SessionId,
-        durable: DurableQuestions,
-        events: EventBus,
-    ) -> Result<Opened, OpenError> {
-        let lock =
-            SessionLock::acquire(&self.home, session).map_err(|e| OpenError::Locked(e.into()))?;
-        let repository = StoredSessions::new(self.sessions.sessions());
-        let stored = repository.messages(session, 0)?;
-        let grants =
-            self.grant_person(session, &durable.channel)?
-                .map(|person| tau_core::GateGrants {
-                    store: self.sessions.grants(),
-                    conversations: self.sessions.conversations(),
-                    session: session.clone(),
-                    person,
-                    hours: self.config.approval.grant_hours,
-                    history: Some(Arc::clone(&self.history) as _),
-                    ledger: Arc::clone(&self.ledger) as _,
-                });
-        let agent = build_agent(AgentParts {
-            config: self.config.clone(),
-            model: model_for_session(&self.model, &stored),
-            catalog: self.catalog.clone(),
-            // Never asked: a hub conversation's gate stores its questions.
-            approver: Arc::new(AutoRejectApprover),
-            hooks: Vec::new(),
-            plugins: Vec::new(),
-            session: Some((
-                Arc::new(repository) as Arc<dyn SessionRepository>,
-                session.clone(),
-            )),
-            events,
-            durable: Some(durable),
-            grants,
-            // Its stored questions record what they let through.
-            dispatches: None,
-        })
-        .await?;
-        Ok(Opened {
-            agent,
-            guard: Box::new(lock),
-        })
+        _ => Ok(None),
     }
 }

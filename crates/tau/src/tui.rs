@@ -4,51 +4,56 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tau_agent::{Model, SessionRepository};
 use tau_core::{AgentParts, StoredSessions, build_agent};
 use tau_protocol::SessionId;
-use tau_state::{ApprovalReader, ApprovalState};
-use tau_tui::{ChatSetup, Exit, ModelCalls, Pick, Screen, SessionRow, TuiApprover};
+use tau_state::ApprovalState;
+use tau_tui::{
+    ChatSetup, Chosen, ModelCalls, Screen, SessionRow, SessionShelf, TuiApprover, choose_session,
+    count_waiting_elsewhere,
+};
 
-use crate::chat::{OpenSession, new_session_id, open_session};
+use crate::chat::{OpenSession, new_session_id, open_session, terminal_grants};
 use crate::context::{Context, Tools};
 use crate::errors::usage;
-use tau_audit::AuditHistory;
 
-/// How often the count of questions waiting on other channels is read again.
-const ELSEWHERE_EVERY: Duration = Duration::from_secs(1);
-
-/// Keeps `count` at the number of questions that wait for the person on other channels
-/// (the hub's stored questions: the TUI asks its own in memory), until the TUI is gone.
-async fn count_waiting_elsewhere(state: ApprovalReader, count: tokio::sync::watch::Sender<usize>) {
-    let mut reported = false;
-    while !count.is_closed() {
-        let db = state.clone();
-        let read = tokio::task::spawn_blocking(move || {
-            db.approvals(Some(ApprovalState::Pending))
-                .map(|rows| rows.len())
-        })
-        .await;
-        match read {
-            Ok(Ok(n)) => {
-                count.send_if_modified(|shown| std::mem::replace(shown, n) != n);
-            }
-            // The count keeps its last value; the log says why, once.
-            Ok(Err(error)) if !reported => {
-                reported = true;
-                tracing::warn!(%error, "cannot count the questions waiting elsewhere");
-            }
-            Ok(Err(_)) | Err(_) => {}
-        }
-        tokio::time::sleep(ELSEWHERE_EVERY).await;
-    }
+/// The stored sessions as the picker reads and changes them.
+struct Shelf<'a> {
+    ctx: &'a Context,
+    state: &'a tau_state::StateDb,
+    repository: &'a dyn SessionRepository,
 }
 
-/// The exit code after a signal: 128 + its number, as a shell reports it.
-fn signal_code(number: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(128 + number).unwrap_or(1))
+impl SessionShelf for Shelf<'_> {
+    type Error = anyhow::Error;
+
+    fn rows(&self) -> anyhow::Result<Vec<SessionRow>> {
+        Ok(self
+            .repository
+            .list_sessions()?
+            .into_iter()
+            .map(|s| SessionRow {
+                title: self.state.sessions().session_title(&s.id).ok().flatten(),
+                name: s.id.to_string(),
+                updated_at: s.updated_at,
+                message_count: s.message_count,
+            })
+            .collect())
+    }
+
+    fn rename(&self, name: &str, title: Option<&str>) -> anyhow::Result<()> {
+        // A title the store refuses (too long) leaves the name as it was.
+        self.state
+            .sessions()
+            .rename_session(&SessionId::parse(name)?, title)?;
+        Ok(())
+    }
+
+    fn delete(&self, name: &str) -> anyhow::Result<()> {
+        // A session another tau has open is not deleted (its lock says so).
+        crate::commands::sessions_delete(self.ctx, name).map(drop)
+    }
 }
 
 pub(crate) async fn run(
@@ -78,42 +83,18 @@ pub(crate) async fn run(
     let mut screen = Screen::enter()?;
     let id = match session {
         Some(id) => id,
-        None => loop {
-            // Sessions nobody wrote in are not offered; each with its title.
-            let rows = repository
-                .list_sessions()?
-                .into_iter()
-                .filter(|s| s.message_count > 0)
-                .map(|s| SessionRow {
-                    title: state.sessions().session_title(&s.id).ok().flatten(),
-                    name: s.id.to_string(),
-                    updated_at: s.updated_at,
-                    message_count: s.message_count,
-                })
-                .collect();
-            match tau_tui::pick_session(&mut screen, language, rows, ctx.shown_zone()).await? {
-                Pick::New => break new_session_id(&state)?,
-                Pick::Open(name) => break SessionId::parse(&name)?,
-                Pick::Rename { name, title } => {
-                    let wanted = (!title.trim().is_empty()).then_some(title.as_str());
-                    // A title the store refuses (too long) leaves the name as it was.
-                    if let Err(error) = state
-                        .sessions()
-                        .rename_session(&SessionId::parse(&name)?, wanted)
-                    {
-                        tracing::warn!(%error, "the session was not renamed");
-                    }
-                }
-                Pick::Delete(name) => {
-                    // A session another tau has open is not deleted (its lock says so).
-                    if let Err(error) = crate::commands::sessions_delete(ctx, &name) {
-                        tracing::warn!(%error, "the session was not deleted");
-                    }
-                }
-                Pick::Quit => return Ok(ExitCode::SUCCESS),
-                Pick::Signal(number) => return Ok(signal_code(number)),
+        None => {
+            let shelf = Shelf {
+                ctx,
+                state: &state,
+                repository: repository.as_ref(),
+            };
+            match choose_session(&mut screen, language, &shelf, ctx.shown_zone()).await? {
+                Chosen::New => new_session_id(&state)?,
+                Chosen::Open(name) => SessionId::parse(&name)?,
+                Chosen::Exit(exit) => return Ok(exit.code()),
             }
-        },
+        }
     };
     let OpenSession {
         lock: _lock,
@@ -124,7 +105,7 @@ pub(crate) async fn run(
     } = open_session(ctx, repository.as_ref(), &id, model, &startup_errors)?;
     let mut warnings = warnings;
     warnings.extend(cut_off);
-    let grant_commands = crate::grants::TuiGrants::new(ctx, state.clone(), events.clone())?;
+    let grant_commands = crate::grants::tui_grants(ctx, &state, events.clone())?;
     let approver = TuiApprover::new();
     let questions = approver.questions();
     let calls = ModelCalls::new();
@@ -138,20 +119,7 @@ pub(crate) async fn run(
         session: Some((repository, id.clone())),
         events,
         durable: None,
-        // "yes, and allow this again" on the TUI (one person): the word `always` on a
-        // card makes a grant of exactly that call for this conversation.
-        grants: Some(tau_core::GateGrants {
-            store: state.grants(),
-            conversations: state.conversations(),
-            session: id.clone(),
-            person: None,
-            hours: config.core().approval.grant_hours,
-            history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
-            ledger: Arc::new(tau_audit::AuditGrants::new(
-                ctx.home.audit_log(),
-                state.clone(),
-            )),
-        }),
+        grants: Some(terminal_grants(ctx, &state, &id)),
         // A crash while an approved call runs is closed at the next start; the first
         // turn tells the model.
         dispatches: Some(tau_core::approval::DispatchRecord {
@@ -160,8 +128,13 @@ pub(crate) async fn run(
         }),
     })
     .await?;
-    let (elsewhere, waiting_elsewhere) = tokio::sync::watch::channel(0);
-    let counter = tokio::spawn(count_waiting_elsewhere(state.approval_reader(), elsewhere));
+    // The hub's stored questions: the TUI asks its own in memory.
+    let reader = state.approval_reader();
+    let (waiting_elsewhere, counter) = count_waiting_elsewhere(move || {
+        reader
+            .approvals(Some(ApprovalState::Pending))
+            .map(|rows| rows.len())
+    });
     let setup = ChatSetup {
         language,
         session: id.to_string(),
@@ -176,8 +149,5 @@ pub(crate) async fn run(
     counter.abort();
     let exit = exit?;
     drop(screen);
-    Ok(match exit {
-        Exit::Quit => ExitCode::SUCCESS,
-        Exit::Signal(number) => signal_code(number),
-    })
+    Ok(exit.code())
 }

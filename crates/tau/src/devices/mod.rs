@@ -47,19 +47,11 @@ impl Context {
     pub(crate) fn registry(&self, store: &DeviceStore) -> anyhow::Result<Registry> {
         let mut registry =
             Registry::from_config(&self.loaded.config.devices).map_err(|e| usage(e.to_string()))?;
-        for row in store.devices()? {
-            let added = match row {
-                Ok(stored) => registry
-                    .add(&stored.def, stored.origin)
-                    .map_err(|e| e.to_string()),
-                Err((name, problem)) => Err(format!("devices.{name}: cannot be read: {problem}")),
-            };
-            if let Err(problem) = added {
-                crate::output::eprint_line(&format!(
-                    "tau: warning: a device in state.db is left out: {}",
-                    display(&problem)
-                ));
-            }
+        for problem in registry.add_stored(store)? {
+            crate::output::eprint_line(&format!(
+                "tau: warning: a device in state.db is left out: {}",
+                display(&problem)
+            ));
         }
         Ok(registry)
     }
@@ -96,23 +88,17 @@ impl Context {
     }
 
     /// Records what discovery says about pinned devices while this process runs; stops
-    /// when the guard is dropped.
+    /// when the watch is dropped.
     pub(crate) fn watch_discovery(
         &self,
         registry: &Registry,
         store: Arc<DeviceStore>,
-    ) -> anyhow::Result<Option<crate::context::WatchGuard>> {
-        let topics = tau_devices::pinned_topics(registry);
-        if topics.is_empty() {
+    ) -> anyhow::Result<Option<tau_devices::DiscoveryWatch>> {
+        if tau_devices::pinned_topics(registry).is_empty() {
             return Ok(None);
         }
         let broker = self.broker()?.companion(DISCOVERY_CLIENT);
-        let stop = tokio_util::sync::CancellationToken::new();
-        let stopped = stop.clone();
-        tokio::spawn(async move {
-            tau_devices::watch_discovery(broker, topics, store, stopped.cancelled_owned()).await;
-        });
-        Ok(Some(crate::context::WatchGuard(stop)))
+        Ok(tau_devices::start_discovery_watch(registry, broker, store))
     }
 }
 
