@@ -69,16 +69,7 @@ impl App {
             }
             KeyCode::Esc => Decision::Rejected,
             code => {
-                card.scroll = match code {
-                    KeyCode::Up => card.scroll.saturating_sub(1),
-                    KeyCode::Down => card.scroll + 1,
-                    KeyCode::PageUp => card.scroll.saturating_sub(page),
-                    KeyCode::PageDown | KeyCode::Char(' ') => card.scroll + page,
-                    KeyCode::Home => 0,
-                    KeyCode::End => max_scroll,
-                    _ => card.scroll,
-                }
-                .min(max_scroll);
+                card.scroll = scrolled(card.scroll, code, page, max_scroll);
                 return Action::Nothing;
             }
         };
@@ -136,16 +127,7 @@ impl App {
                 return Action::Nothing;
             }
             code => {
-                card.scroll = match code {
-                    KeyCode::Up => card.scroll.saturating_sub(1),
-                    KeyCode::Down => card.scroll + 1,
-                    KeyCode::PageUp => card.scroll.saturating_sub(page),
-                    KeyCode::PageDown | KeyCode::Char(' ') => card.scroll + page,
-                    KeyCode::Home => 0,
-                    KeyCode::End => max_scroll,
-                    _ => card.scroll,
-                }
-                .min(max_scroll);
+                card.scroll = scrolled(card.scroll, code, page, max_scroll);
                 return Action::Nothing;
             }
         };
@@ -191,6 +173,20 @@ pub(crate) fn grant_scope(typed: &str) -> Option<tau_protocol::GrantScope> {
 }
 
 /// `y`, `yes`, `e`, `evet` (any case): a plain yes, which a second step ignores.
+/// Where a card's view is after a key that moves it; any other key leaves it.
+fn scrolled(scroll: usize, code: KeyCode, page: usize, max_scroll: usize) -> usize {
+    match code {
+        KeyCode::Up => scroll.saturating_sub(1),
+        KeyCode::Down => scroll + 1,
+        KeyCode::PageUp => scroll.saturating_sub(page),
+        KeyCode::PageDown | KeyCode::Char(' ') => scroll + page,
+        KeyCode::Home => 0,
+        KeyCode::End => max_scroll,
+        _ => scroll,
+    }
+    .min(max_scroll)
+}
+
 fn is_bare_yes(typed: &str) -> bool {
     matches!(
         typed.trim().to_lowercase().as_str(),
