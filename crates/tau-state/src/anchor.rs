@@ -71,38 +71,37 @@ impl AuditAnchor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
     fn the_head_is_one_row_that_each_set_replaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        let anchor = StateDb::open(&path).unwrap().audit_anchor();
-        assert_eq!(anchor.audit_head().unwrap(), None);
-        for seq in [1, 2] {
-            anchor
-                .set_audit_head(&AuditHead {
-                    seq,
-                    hash: format!("h{seq}"),
+        for dir in crate::test_stores::stores() {
+            let anchor = dir.open().audit_anchor();
+            assert_eq!(anchor.audit_head().unwrap(), None);
+            for seq in [1, 2] {
+                anchor
+                    .set_audit_head(&AuditHead {
+                        seq,
+                        hash: format!("h{seq}"),
+                    })
+                    .unwrap();
+            }
+            let reader = dir.open().audit_anchor();
+            assert_eq!(
+                reader.audit_head().unwrap(),
+                Some(AuditHead {
+                    seq: 2,
+                    hash: "h2".into()
                 })
-                .unwrap();
+            );
+            assert_eq!(reader.audit_announced().unwrap(), None, "a row of its own");
+            let next = AuditHead {
+                seq: 3,
+                hash: "h3".into(),
+            };
+            anchor.announce_audit_line(&next).unwrap();
+            assert_eq!(reader.audit_announced().unwrap(), Some(next));
+            assert_eq!(reader.audit_head().unwrap().map(|h| h.seq), Some(2));
         }
-        let reader = StateDb::open(&path).unwrap().audit_anchor();
-        assert_eq!(
-            reader.audit_head().unwrap(),
-            Some(AuditHead {
-                seq: 2,
-                hash: "h2".into()
-            })
-        );
-        assert_eq!(reader.audit_announced().unwrap(), None, "a row of its own");
-        let next = AuditHead {
-            seq: 3,
-            hash: "h3".into(),
-        };
-        anchor.announce_audit_line(&next).unwrap();
-        assert_eq!(reader.audit_announced().unwrap(), Some(next));
-        assert_eq!(reader.audit_head().unwrap().map(|h| h.seq), Some(2));
     }
 }

@@ -73,27 +73,25 @@ CREATE TABLE grant_pins (
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
     fn a_pin_is_kept_and_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = StateDb::open(&dir.path().join("state.db"))
-            .unwrap()
-            .grants();
-        let id = GrantId::parse("gr_1").unwrap();
-        assert_eq!(db.grant_pin(&id).unwrap(), None);
-        let mut tree = WorkspaceTree {
-            sha256: "a".repeat(64),
-            entries: [("job.py".to_owned(), format!("file {}", "b".repeat(64)))].into(),
-            bytes: 12,
-        };
-        db.pin_grant(&id, &tree).unwrap();
-        assert_eq!(db.grant_pin(&id).unwrap(), Some(tree.clone()));
-        tree.sha256 = "c".repeat(64);
-        tree.entries.insert("Makefile".into(), "file d".into());
-        db.pin_grant(&id, &tree).unwrap();
-        assert_eq!(db.grant_pin(&id).unwrap(), Some(tree));
+        for dir in crate::test_stores::stores() {
+            let db = dir.open().grants();
+            let id = GrantId::parse("gr_1").unwrap();
+            assert_eq!(db.grant_pin(&id).unwrap(), None);
+            let mut tree = WorkspaceTree {
+                sha256: "a".repeat(64),
+                entries: [("job.py".to_owned(), format!("file {}", "b".repeat(64)))].into(),
+                bytes: 12,
+            };
+            db.pin_grant(&id, &tree).unwrap();
+            assert_eq!(db.grant_pin(&id).unwrap(), Some(tree.clone()));
+            tree.sha256 = "c".repeat(64);
+            tree.entries.insert("Makefile".into(), "file d".into());
+            db.pin_grant(&id, &tree).unwrap();
+            assert_eq!(db.grant_pin(&id).unwrap(), Some(tree));
+        }
     }
 }

@@ -64,7 +64,12 @@ mod sessions;
 mod snapshot;
 mod sql;
 mod telegram;
+#[cfg(test)]
+mod test_stores;
 mod titles;
+
+#[cfg(test)]
+extern crate self as tau_state;
 
 pub use anchor::AuditHead;
 pub use approvals::{

@@ -57,7 +57,7 @@ fn time(text: &str) -> Timestamp {
 fn bump(tx: &Sql<'_>) -> Result<(), StateError> {
     tx.execute(
         "INSERT INTO routine_meta (key, value) VALUES ('generation', 1)
-         ON CONFLICT(key) DO UPDATE SET value = value + 1",
+         ON CONFLICT(key) DO UPDATE SET value = routine_meta.value + 1",
         params![],
     )?;
     Ok(())
@@ -268,122 +268,122 @@ impl Routines {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
+    use crate::test_stores::TestStore;
     use pretty_assertions::assert_eq;
 
     fn at(text: &str) -> Timestamp {
         text.parse().unwrap()
     }
 
-    fn open(dir: &tempfile::TempDir) -> Routines {
-        StateDb::open(&dir.path().join("state.db"))
-            .unwrap()
-            .routines()
+    fn open(dir: &TestStore) -> Routines {
+        dir.open().routines()
     }
 
     #[test]
     fn a_routine_is_stored_once_and_every_change_moves_the_generation() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        let row = RoutineRow {
-            name: "lamp".into(),
-            definition: r#"{"name":"lamp"}"#.into(),
-            approved_hash: "h".into(),
-            created_at: at("2026-01-01T00:00:00Z"),
-            created_in: Some("kitchen".into()),
-        };
-        let mut generation = store.routines_generation().unwrap();
-        let mut moved = || {
-            let now = store.routines_generation().unwrap();
-            let changed = now != generation;
-            generation = now;
-            changed
-        };
-        store
-            .set_routine_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
-            .unwrap();
-        assert!(moved());
-        assert!(store.create_routine(&row).unwrap());
-        assert!(moved());
-        assert!(!store.create_routine(&row).unwrap());
-        assert!(!moved());
-        assert_eq!(store.stored_routines().unwrap(), vec![row.clone()]);
-        assert!(
-            store.routine_switches().unwrap().is_empty(),
-            "a new routine has its own switch"
-        );
-        assert!(store.replace_routine_definition("lamp", "{}").unwrap());
-        assert!(moved());
-        assert_eq!(store.stored_routines().unwrap()[0].approved_hash, "h");
-        assert!(store.delete_routine("lamp").unwrap());
-        assert!(moved());
-        assert!(!store.delete_routine("lamp").unwrap());
-        assert!(store.stored_routines().unwrap().is_empty());
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let row = RoutineRow {
+                name: "lamp".into(),
+                definition: r#"{"name":"lamp"}"#.into(),
+                approved_hash: "h".into(),
+                created_at: at("2026-01-01T00:00:00Z"),
+                created_in: Some("kitchen".into()),
+            };
+            let mut generation = store.routines_generation().unwrap();
+            let mut moved = || {
+                let now = store.routines_generation().unwrap();
+                let changed = now != generation;
+                generation = now;
+                changed
+            };
+            store
+                .set_routine_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
+                .unwrap();
+            assert!(moved());
+            assert!(store.create_routine(&row).unwrap());
+            assert!(moved());
+            assert!(!store.create_routine(&row).unwrap());
+            assert!(!moved());
+            assert_eq!(store.stored_routines().unwrap(), vec![row.clone()]);
+            assert!(
+                store.routine_switches().unwrap().is_empty(),
+                "a new routine has its own switch"
+            );
+            assert!(store.replace_routine_definition("lamp", "{}").unwrap());
+            assert!(moved());
+            assert_eq!(store.stored_routines().unwrap()[0].approved_hash, "h");
+            assert!(store.delete_routine("lamp").unwrap());
+            assert!(moved());
+            assert!(!store.delete_routine("lamp").unwrap());
+            assert!(store.stored_routines().unwrap().is_empty());
+        }
     }
 
     #[test]
     fn runs_switches_and_marks_are_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        store
-            .set_routine_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
-            .unwrap();
-        assert_eq!(
-            store.routine_switches().unwrap().get("lamp"),
-            Some(&Switch {
-                enabled: false,
-                changed_at: at("2026-01-01T00:00:00Z")
-            })
-        );
-        let run = |outcome: &str, scheduled, started: &str| RunRow {
-            routine: "lamp".into(),
-            trigger: "every 10m".into(),
-            scheduled,
-            outcome: outcome.into(),
-            detail: None,
-            tool_use_id: None,
-            started_at: at(started),
-            duration_ms: Some(3),
-        };
-        store
-            .record_routine_run(&run("success", true, "2026-01-01T00:10:00Z"))
-            .unwrap();
-        store
-            .record_routine_run(&run("success", false, "2026-01-01T00:15:00Z"))
-            .unwrap();
-        store
-            .record_routine_run(&run("missed", true, "2026-01-01T00:20:00Z"))
-            .unwrap();
-        assert_eq!(
-            store.last_scheduled_run("lamp").unwrap(),
-            Some(at("2026-01-01T00:10:00Z")),
-            "manual runs and missed runs are not the schedule's"
-        );
-        let runs = store.routine_runs("lamp", 2).unwrap();
-        assert_eq!(
-            runs,
-            vec![
-                run("missed", true, "2026-01-01T00:20:00Z"),
-                run("success", false, "2026-01-01T00:15:00Z")
-            ]
-        );
-        assert_eq!(
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
             store
-                .mark_routine("lamp", "h1", at("2026-01-01T00:00:00Z"))
-                .unwrap(),
-            at("2026-01-01T00:00:00Z")
-        );
-        assert_eq!(
+                .set_routine_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
+                .unwrap();
+            assert_eq!(
+                store.routine_switches().unwrap().get("lamp"),
+                Some(&Switch {
+                    enabled: false,
+                    changed_at: at("2026-01-01T00:00:00Z")
+                })
+            );
+            let run = |outcome: &str, scheduled, started: &str| RunRow {
+                routine: "lamp".into(),
+                trigger: "every 10m".into(),
+                scheduled,
+                outcome: outcome.into(),
+                detail: None,
+                tool_use_id: None,
+                started_at: at(started),
+                duration_ms: Some(3),
+            };
             store
-                .mark_routine("lamp", "h1", at("2026-02-01T00:00:00Z"))
-                .unwrap(),
-            at("2026-01-01T00:00:00Z")
-        );
-        assert_eq!(
+                .record_routine_run(&run("success", true, "2026-01-01T00:10:00Z"))
+                .unwrap();
             store
-                .mark_routine("lamp", "h2", at("2026-02-01T00:00:00Z"))
-                .unwrap(),
-            at("2026-02-01T00:00:00Z")
-        );
+                .record_routine_run(&run("success", false, "2026-01-01T00:15:00Z"))
+                .unwrap();
+            store
+                .record_routine_run(&run("missed", true, "2026-01-01T00:20:00Z"))
+                .unwrap();
+            assert_eq!(
+                store.last_scheduled_run("lamp").unwrap(),
+                Some(at("2026-01-01T00:10:00Z")),
+                "manual runs and missed runs are not the schedule's"
+            );
+            let runs = store.routine_runs("lamp", 2).unwrap();
+            assert_eq!(
+                runs,
+                vec![
+                    run("missed", true, "2026-01-01T00:20:00Z"),
+                    run("success", false, "2026-01-01T00:15:00Z")
+                ]
+            );
+            assert_eq!(
+                store
+                    .mark_routine("lamp", "h1", at("2026-01-01T00:00:00Z"))
+                    .unwrap(),
+                at("2026-01-01T00:00:00Z")
+            );
+            assert_eq!(
+                store
+                    .mark_routine("lamp", "h1", at("2026-02-01T00:00:00Z"))
+                    .unwrap(),
+                at("2026-01-01T00:00:00Z")
+            );
+            assert_eq!(
+                store
+                    .mark_routine("lamp", "h2", at("2026-02-01T00:00:00Z"))
+                    .unwrap(),
+                at("2026-02-01T00:00:00Z")
+            );
+        }
     }
 }
