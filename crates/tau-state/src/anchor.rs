@@ -21,7 +21,7 @@ pub struct AuditHead {
 
 /// The one row of `table` (`audit_anchor` or `audit_announced`).
 fn row(c: &Sql<'_>, table: &str) -> Result<Option<AuditHead>, StateError> {
-    Ok(c.query_optional(
+    c.query_optional(
         &format!("SELECT seq, hash FROM {table} WHERE id = 1"),
         params![],
         |row| {
@@ -30,7 +30,7 @@ fn row(c: &Sql<'_>, table: &str) -> Result<Option<AuditHead>, StateError> {
                 hash: row.get(1)?,
             })
         },
-    )?)
+    )
 }
 
 impl AuditAnchor {

@@ -116,11 +116,11 @@ impl Conversations {
                  VALUES (?1, ?2, ?3, ?4) ON CONFLICT (channel, key) DO NOTHING",
                 params![channel, key, session.as_str(), Timestamp::now().to_string()],
             )?;
-            Ok(tx.query_optional(
+            tx.query_optional(
                 &format!("SELECT {COLUMNS} FROM conversations WHERE channel = ?1 AND key = ?2"),
                 params![channel, key],
                 read_row,
-            )?)
+            )
         })?;
         parse(row.ok_or_else(|| StateError::Vanished {
             channel: channel.to_owned(),
@@ -132,11 +132,11 @@ impl Conversations {
     pub fn conversation_of(&self, session: &SessionId) -> Result<Option<Conversation>, StateError> {
         self.db
             .read(|c| {
-                Ok(c.query_optional(
+                c.query_optional(
                     &format!("SELECT {COLUMNS} FROM conversations WHERE session = ?1"),
                     params![session.as_str()],
                     read_row,
-                )?)
+                )
             })?
             .map(parse)
             .transpose()

@@ -58,7 +58,7 @@ pub struct StateDb {
 
 enum Store {
     Sqlite(SqliteStore),
-    Postgres(PgStore),
+    Postgres(Box<PgStore>),
 }
 
 struct SqliteStore {
@@ -123,7 +123,7 @@ impl StateDb {
             let store = PgStore::connect(url)?;
             migrate::postgres_to_latest(&store)?;
             Ok(Self {
-                inner: Arc::new(Store::Postgres(store)),
+                inner: Arc::new(Store::Postgres(Box::new(store))),
             })
         })
     }

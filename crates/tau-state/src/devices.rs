@@ -134,11 +134,11 @@ impl Devices {
     /// The latest config seen at `topic`.
     pub fn discovery(&self, topic: &str) -> Result<Option<SeenConfig>, StateError> {
         self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT topic, payload, since, seen_at FROM device_discoveries WHERE topic = ?1",
                 params![topic],
                 seen_config,
-            )?)
+            )
         })
     }
 

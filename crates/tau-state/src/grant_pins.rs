@@ -33,7 +33,7 @@ impl Grants {
     /// The tree grant `id` was last pinned to, when it is kept and reads.
     pub fn grant_pin(&self, id: &GrantId) -> Result<Option<WorkspaceTree>, StateError> {
         let row = self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT sha256, entries, bytes FROM grant_pins WHERE grant_id = ?1",
                 params![id.as_str()],
                 |row| {
@@ -43,7 +43,7 @@ impl Grants {
                         row.get::<_, i64>(2)?,
                     ))
                 },
-            )?)
+            )
         })?;
         let Some((sha256, entries, bytes)) = row else {
             return Ok(None);

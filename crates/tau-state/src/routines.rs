@@ -225,13 +225,13 @@ impl Routines {
     /// When the last scheduled run (any outcome but `missed`) of `name` started.
     pub fn last_scheduled_run(&self, name: &str) -> Result<Option<Timestamp>, StateError> {
         let started: Option<String> = self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT started_at FROM routine_runs
                      WHERE routine = ?1 AND scheduled = 1 AND outcome != 'missed'
                      ORDER BY id DESC LIMIT 1",
                 params![name],
                 |row| row.get(0),
-            )?)
+            )
         })?;
         Ok(started.map(|s| time(&s)))
     }

@@ -76,11 +76,11 @@ impl Sessions {
     /// channel names the conversation by; `None` for a session without one.
     pub fn first_prompt(&self, id: &SessionId) -> Result<Option<String>, StateError> {
         let body: Option<String> = self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT body FROM messages WHERE session_id = ?1 AND idx = 0",
                 params![id.as_str()],
                 |row| row.get(0),
-            )?)
+            )
         })?;
         // A message that does not read names nothing; the session itself says why when
         // it is opened.
@@ -162,11 +162,11 @@ impl Sessions {
         // The last index plus one, from the key's last entry: messages are stored in order
         // from 0, so it is their count without reading every row.
         let next: i64 = self.db.read(|c| {
-            Ok(c.query_row(
+            c.query_row(
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1",
                 params![id.as_str()],
                 |row| row.get(0),
-            )?)
+            )
         })?;
         Ok(u64::try_from(next).unwrap_or(0))
     }
@@ -186,11 +186,11 @@ impl Sessions {
     /// The agent's state of session `id`, as stored; `None` when none was saved.
     pub fn agent_state(&self, id: &SessionId) -> Result<Option<String>, StateError> {
         self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT body FROM agent_state WHERE session_id = ?1",
                 params![id.as_str()],
                 |row| row.get(0),
-            )?)
+            )
         })
     }
 
@@ -355,11 +355,9 @@ mod tests {
             let (busy, log, copied): (i64, i64, i64) = store
                 .db
                 .read(|c| {
-                    Ok(
-                        c.query_row("PRAGMA wal_checkpoint(PASSIVE)", params![], |row| {
-                            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                        })?,
-                    )
+                    c.query_row("PRAGMA wal_checkpoint(PASSIVE)", params![], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })
                 })
                 .unwrap();
             assert_eq!((busy, log), (0, copied));

@@ -22,11 +22,11 @@ impl TelegramMemory {
     /// The next update to ask the Bot API for; `None` before the first one was handled.
     pub fn telegram_offset(&self) -> Result<Option<i64>, StateError> {
         self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT next FROM telegram_offset WHERE id = 1",
                 params![],
                 |r| r.get(0),
-            )?)
+            )
         })
     }
 
@@ -56,19 +56,19 @@ impl TelegramMemory {
     /// `/new` in `chat`: the next generation, stored.
     pub fn next_telegram_generation(&self, chat: i64) -> Result<u32, StateError> {
         self.db.write(|tx| {
-            Ok(tx.query_row(
+            tx.query_row(
                 "INSERT INTO telegram_chats (chat, generation) VALUES (?1, 1)
                  ON CONFLICT (chat) DO UPDATE SET generation = telegram_chats.generation + 1
                  RETURNING generation",
                 params![chat],
                 |r| r.get(0),
-            )?)
+            )
         })
     }
 
     pub fn telegram_question(&self, id: &ApprovalId) -> Result<Option<ShownQuestion>, StateError> {
         self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT chat, message_id, closed FROM telegram_questions WHERE approval_id = ?1",
                 params![id.as_str()],
                 |r| {
@@ -78,7 +78,7 @@ impl TelegramMemory {
                         closed: r.get(2)?,
                     })
                 },
-            )?)
+            )
         })
     }
 

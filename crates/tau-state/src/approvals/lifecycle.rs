@@ -51,10 +51,10 @@ impl Approvals {
     /// on them, and tau stopped before it showed them.
     pub fn show_waiting_approvals(&self) -> Result<usize, StateError> {
         self.db().write_durable(|tx| {
-            Ok(tx.execute(
+            tx.execute(
                 "UPDATE approvals SET shown = 1 WHERE shown = 0 AND state = 'pending'",
                 params![],
-            )?)
+            )
         })
     }
 
@@ -88,7 +88,7 @@ impl Approvals {
             .transpose()
             .map_err(StateError::encode("a grant request"))?;
         let inserted = self.db().write_durable(|tx| {
-            Ok(tx.execute(
+            tx.execute(
                 &format!(
                     "INSERT INTO approvals ({COLUMNS}, shown, settled) VALUES \
                      (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
@@ -118,7 +118,7 @@ impl Approvals {
                     shown,
                     settled,
                 ],
-            )?)
+            )
         })?;
         if inserted == 1 {
             Ok(())
