@@ -7,10 +7,9 @@
 
 use rusqlite::params;
 
-use crate::sql::Sql;
-
 use crate::error::StateError;
 use crate::handles::AuditAnchor;
+use crate::sql::Sql;
 
 /// The last line the appender wrote and anchored.
 #[derive(Debug, Clone, PartialEq, Eq)]

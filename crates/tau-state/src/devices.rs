@@ -7,10 +7,9 @@
 use jiff::Timestamp;
 use rusqlite::params;
 
-use crate::sql::Row;
-
 use crate::error::StateError;
 use crate::handles::Devices;
+use crate::sql::Row;
 
 /// A device as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,10 +9,9 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use rusqlite::params;
 
-use crate::sql::Sql;
-
 use crate::error::StateError;
 use crate::handles::Routines;
+use crate::sql::Sql;
 
 /// A routine made in a conversation, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,15 +78,20 @@ impl Routines {
     /// Every routine made in a conversation, by name.
     pub fn stored_routines(&self) -> Result<Vec<RoutineRow>, StateError> {
         self.db.read(|c| {
-            c.query_map("SELECT name, definition, approved_hash, created_at, created_in FROM routines ORDER BY name", params![], |row| {
-                Ok(RoutineRow {
-                    name: row.get(0)?,
-                    definition: row.get(1)?,
-                    approved_hash: row.get(2)?,
-                    created_at: time(&row.get::<_, String>(3)?),
-                    created_in: row.get(4)?,
-                })
-            })
+            c.query_map(
+                "SELECT name, definition, approved_hash, created_at, created_in \
+                 FROM routines ORDER BY name",
+                params![],
+                |row| {
+                    Ok(RoutineRow {
+                        name: row.get(0)?,
+                        definition: row.get(1)?,
+                        approved_hash: row.get(2)?,
+                        created_at: time(&row.get::<_, String>(3)?),
+                        created_in: row.get(4)?,
+                    })
+                },
+            )
         })
     }
 
@@ -185,17 +189,20 @@ impl Routines {
 
     pub fn record_routine_run(&self, run: &RunRow) -> Result<(), StateError> {
         self.db.write(|tx| {
-            tx.execute("INSERT INTO routine_runs (routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", params![
-                run.routine,
-                run.trigger,
-                run.scheduled,
-                run.outcome,
-                run.detail,
-                run.tool_use_id,
-                run.started_at.to_string(),
-                run.duration_ms.and_then(|d| i64::try_from(d).ok()),
-            ])?;
+            tx.execute(
+                "INSERT INTO routine_runs (routine, trigger, scheduled, outcome, detail, \
+                 tool_use_id, started_at, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    run.routine,
+                    run.trigger,
+                    run.scheduled,
+                    run.outcome,
+                    run.detail,
+                    run.tool_use_id,
+                    run.started_at.to_string(),
+                    run.duration_ms.and_then(|d| i64::try_from(d).ok()),
+                ],
+            )?;
             Ok(())
         })
     }
@@ -204,21 +211,25 @@ impl Routines {
     pub fn routine_runs(&self, name: &str, limit: usize) -> Result<Vec<RunRow>, StateError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.db.read(|c| {
-            c.query_map("SELECT routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms
-                 FROM routine_runs WHERE routine = ?1 ORDER BY id DESC LIMIT ?2", params![name, limit], |row| {
-                Ok(RunRow {
-                    routine: row.get(0)?,
-                    trigger: row.get(1)?,
-                    scheduled: row.get(2)?,
-                    outcome: row.get(3)?,
-                    detail: row.get(4)?,
-                    tool_use_id: row.get(5)?,
-                    started_at: time(&row.get::<_, String>(6)?),
-                    duration_ms: row
-                        .get::<_, Option<i64>>(7)?
-                        .and_then(|d| u64::try_from(d).ok()),
-                })
-            })
+            c.query_map(
+                "SELECT routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, \
+                 duration_ms FROM routine_runs WHERE routine = ?1 ORDER BY id DESC LIMIT ?2",
+                params![name, limit],
+                |row| {
+                    Ok(RunRow {
+                        routine: row.get(0)?,
+                        trigger: row.get(1)?,
+                        scheduled: row.get(2)?,
+                        outcome: row.get(3)?,
+                        detail: row.get(4)?,
+                        tool_use_id: row.get(5)?,
+                        started_at: time(&row.get::<_, String>(6)?),
+                        duration_ms: row
+                            .get::<_, Option<i64>>(7)?
+                            .and_then(|d| u64::try_from(d).ok()),
+                    })
+                },
+            )
         })
     }
 
