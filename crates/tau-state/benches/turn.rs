@@ -22,7 +22,6 @@ use tau_protocol::{ApprovalId, CallCard, DecidedBy, SessionId, Tier};
 use tau_state::{ApprovalState, NewApproval, StateDb};
 
 #[path = "../src/test_stores.rs"]
-#[allow(dead_code)]
 mod test_stores;
 
 fn turn(db: &StateDb, n: u64) {
