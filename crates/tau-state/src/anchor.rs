@@ -5,10 +5,11 @@
 //! line past the head is tau's only when it was announced. The appender moves both under
 //! its lock on the log; `tau audit verify` reads them.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::params;
 
 use crate::error::StateError;
 use crate::handles::AuditAnchor;
+use crate::sql::Sql;
 
 /// The last line the appender wrote and anchored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,16 +19,16 @@ pub struct AuditHead {
 }
 
 /// The one row of `table` (`audit_anchor` or `audit_announced`).
-fn row(c: &Connection, table: &str) -> Result<Option<AuditHead>, StateError> {
-    Ok(
-        c.prepare_cached(&format!("SELECT seq, hash FROM {table} WHERE id = 1"))?
-            .query_row([], |row| {
-                Ok(AuditHead {
-                    seq: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
-                    hash: row.get(1)?,
-                })
+fn row(c: &Sql<'_>, table: &str) -> Result<Option<AuditHead>, StateError> {
+    c.query_optional(
+        &format!("SELECT seq, hash FROM {table} WHERE id = 1"),
+        params![],
+        |row| {
+            Ok(AuditHead {
+                seq: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+                hash: row.get(1)?,
             })
-            .optional()?,
+        },
     )
 }
 
@@ -54,14 +55,13 @@ impl AuditAnchor {
 
     fn put_audit_row(&self, table: &str, head: &AuditHead) -> Result<(), StateError> {
         self.db.write(|tx| {
-            tx.prepare_cached(&format!(
-                "INSERT INTO {table} (id, seq, hash) VALUES (1, ?1, ?2)
+            tx.execute(
+                &format!(
+                    "INSERT INTO {table} (id, seq, hash) VALUES (1, ?1, ?2)
                  ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
-            ))?
-            .execute(params![
-                i64::try_from(head.seq).unwrap_or(i64::MAX),
-                head.hash
-            ])?;
+                ),
+                params![i64::try_from(head.seq).unwrap_or(i64::MAX), head.hash],
+            )?;
             Ok(())
         })
     }
@@ -70,38 +70,37 @@ impl AuditAnchor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
     fn the_head_is_one_row_that_each_set_replaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        let anchor = StateDb::open(&path).unwrap().audit_anchor();
-        assert_eq!(anchor.audit_head().unwrap(), None);
-        for seq in [1, 2] {
-            anchor
-                .set_audit_head(&AuditHead {
-                    seq,
-                    hash: format!("h{seq}"),
+        for dir in crate::test_stores::stores() {
+            let anchor = dir.open().audit_anchor();
+            assert_eq!(anchor.audit_head().unwrap(), None);
+            for seq in [1, 2] {
+                anchor
+                    .set_audit_head(&AuditHead {
+                        seq,
+                        hash: format!("h{seq}"),
+                    })
+                    .unwrap();
+            }
+            let reader = dir.open().audit_anchor();
+            assert_eq!(
+                reader.audit_head().unwrap(),
+                Some(AuditHead {
+                    seq: 2,
+                    hash: "h2".into()
                 })
-                .unwrap();
+            );
+            assert_eq!(reader.audit_announced().unwrap(), None, "a row of its own");
+            let next = AuditHead {
+                seq: 3,
+                hash: "h3".into(),
+            };
+            anchor.announce_audit_line(&next).unwrap();
+            assert_eq!(reader.audit_announced().unwrap(), Some(next));
+            assert_eq!(reader.audit_head().unwrap().map(|h| h.seq), Some(2));
         }
-        let reader = StateDb::open(&path).unwrap().audit_anchor();
-        assert_eq!(
-            reader.audit_head().unwrap(),
-            Some(AuditHead {
-                seq: 2,
-                hash: "h2".into()
-            })
-        );
-        assert_eq!(reader.audit_announced().unwrap(), None, "a row of its own");
-        let next = AuditHead {
-            seq: 3,
-            hash: "h3".into(),
-        };
-        anchor.announce_audit_line(&next).unwrap();
-        assert_eq!(reader.audit_announced().unwrap(), Some(next));
-        assert_eq!(reader.audit_head().unwrap().map(|h| h.seq), Some(2));
     }
 }

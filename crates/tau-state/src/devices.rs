@@ -5,10 +5,11 @@
 //! keeps the text.
 
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::params;
 
 use crate::error::StateError;
 use crate::handles::Devices;
+use crate::sql::Row;
 
 /// A device as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,18 +61,18 @@ impl Devices {
     /// Every stored device, by name.
     pub fn devices(&self) -> Result<Vec<DeviceRow>, StateError> {
         self.db.read(|c| {
-            let mut statement = c.prepare_cached(
+            c.query_map(
                 "SELECT name, definition, discovery_topic, added_at FROM devices ORDER BY name",
-            )?;
-            let rows = statement.query_map([], |row| {
-                Ok(DeviceRow {
-                    name: row.get(0)?,
-                    definition: row.get(1)?,
-                    discovery_topic: row.get(2)?,
-                    added_at: time(&row.get::<_, String>(3)?),
-                })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                params![],
+                |row| {
+                    Ok(DeviceRow {
+                        name: row.get(0)?,
+                        definition: row.get(1)?,
+                        discovery_topic: row.get(2)?,
+                        added_at: time(&row.get::<_, String>(3)?),
+                    })
+                },
+            )
         })
     }
 
@@ -79,8 +80,8 @@ impl Devices {
     pub fn add_device(&self, row: &DeviceRow) -> Result<bool, StateError> {
         self.db.write(|tx| {
             Ok(tx.execute(
-                "INSERT OR IGNORE INTO devices (name, definition, discovery_topic, added_at)
-                 VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO devices (name, definition, discovery_topic, added_at)
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
                 params![
                     row.name,
                     row.definition,
@@ -119,7 +120,8 @@ impl Devices {
             tx.execute(
                 "INSERT INTO device_discoveries (topic, payload, since, seen_at) VALUES (?1, ?2, ?3, ?3)
                  ON CONFLICT(topic) DO UPDATE SET
-                     since = CASE WHEN payload = excluded.payload THEN since ELSE excluded.since END,
+                     since = CASE WHEN device_discoveries.payload = excluded.payload
+                                  THEN device_discoveries.since ELSE excluded.since END,
                      payload = excluded.payload,
                      seen_at = excluded.seen_at",
                 params![topic, payload, now.to_string()],
@@ -131,22 +133,22 @@ impl Devices {
     /// The latest config seen at `topic`.
     pub fn discovery(&self, topic: &str) -> Result<Option<SeenConfig>, StateError> {
         self.db.read(|c| {
-            Ok(c.prepare_cached(
+            c.query_optional(
                 "SELECT topic, payload, since, seen_at FROM device_discoveries WHERE topic = ?1",
-            )?
-            .query_row(params![topic], seen_config)
-            .optional()?)
+                params![topic],
+                seen_config,
+            )
         })
     }
 
     /// Every config seen, by topic.
     pub fn discoveries(&self) -> Result<Vec<SeenConfig>, StateError> {
         self.db.read(|c| {
-            let mut statement = c.prepare_cached(
+            c.query_map(
                 "SELECT topic, payload, since, seen_at FROM device_discoveries ORDER BY topic",
-            )?;
-            let rows = statement.query_map([], seen_config)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                params![],
+                seen_config,
+            )
         })
     }
 
@@ -159,12 +161,11 @@ impl Devices {
     ) -> Result<SeenState, StateError> {
         self.db.write(|tx| {
             let before: Option<(Vec<u8>, String)> = tx
-                .query_row(
+                .query_optional(
                     "SELECT payload, since FROM device_states WHERE device = ?1",
                     params![device],
                     |row| Ok((row.get(0)?, row.get(1)?)),
-                )
-                .optional()?;
+                )?;
             let (since, changed) = match before {
                 Some((old, since)) if old == payload => (time(&since), false),
                 Some(_) | None => (now, true),
@@ -187,90 +188,91 @@ impl Devices {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
+    use crate::test_stores::TestStore;
     use pretty_assertions::assert_eq;
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(seconds).unwrap()
     }
 
-    fn open(dir: &tempfile::TempDir) -> Devices {
-        StateDb::open(&dir.path().join("state.db"))
-            .unwrap()
-            .devices()
+    fn open(dir: &TestStore) -> Devices {
+        dir.open().devices()
     }
 
     #[test]
     fn devices_are_added_once_read_back_and_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        let row = |name: &str, topic: Option<&str>, added: i64| DeviceRow {
-            name: name.into(),
-            definition: format!("{{\"name\":\"{name}\"}}"),
-            discovery_topic: topic.map(str::to_owned),
-            added_at: at(added),
-        };
-        assert!(store.add_device(&row("porch-light", None, 10)).unwrap());
-        assert!(!store.add_device(&row("porch-light", None, 20)).unwrap());
-        let garage = row("garage-door", Some("homeassistant/cover/garage/config"), 30);
-        assert!(store.add_device(&garage).unwrap());
-        store
-            .observe_device_state("porch-light", b"ON", at(40))
-            .unwrap();
-        assert_eq!(
-            store.devices().unwrap(),
-            vec![garage.clone(), row("porch-light", None, 10)]
-        );
-        assert!(store.remove_device("porch-light").unwrap());
-        assert!(!store.remove_device("porch-light").unwrap());
-        assert_eq!(store.devices().unwrap(), vec![garage]);
-        let again = store
-            .observe_device_state("porch-light", b"ON", at(50))
-            .unwrap();
-        assert!(again.changed, "a removed device's last state went with it");
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let row = |name: &str, topic: Option<&str>, added: i64| DeviceRow {
+                name: name.into(),
+                definition: format!("{{\"name\":\"{name}\"}}"),
+                discovery_topic: topic.map(str::to_owned),
+                added_at: at(added),
+            };
+            assert!(store.add_device(&row("porch-light", None, 10)).unwrap());
+            assert!(!store.add_device(&row("porch-light", None, 20)).unwrap());
+            let garage = row("garage-door", Some("homeassistant/cover/garage/config"), 30);
+            assert!(store.add_device(&garage).unwrap());
+            store
+                .observe_device_state("porch-light", b"ON", at(40))
+                .unwrap();
+            assert_eq!(
+                store.devices().unwrap(),
+                vec![garage.clone(), row("porch-light", None, 10)]
+            );
+            assert!(store.remove_device("porch-light").unwrap());
+            assert!(!store.remove_device("porch-light").unwrap());
+            assert_eq!(store.devices().unwrap(), vec![garage]);
+            let again = store
+                .observe_device_state("porch-light", b"ON", at(50))
+                .unwrap();
+            assert!(again.changed, "a removed device's last state went with it");
+        }
     }
 
     #[test]
     fn a_discovery_config_keeps_since_until_it_changes() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        let topic = "homeassistant/cover/garage/config";
-        store
-            .record_discovery(topic, "{\"name\":\"Garage\"}", at(10))
-            .unwrap();
-        store
-            .record_discovery(topic, "{\"name\":\"Garage\"}", at(20))
-            .unwrap();
-        let seen = store.discovery(topic).unwrap().unwrap();
-        assert_eq!((seen.since, seen.seen_at), (at(10), at(20)));
-        store
-            .record_discovery(topic, "{\"name\":\"kitchen light\"}", at(30))
-            .unwrap();
-        let seen = store.discovery(topic).unwrap().unwrap();
-        assert_eq!(
-            (seen.payload.as_str(), seen.since, seen.seen_at),
-            ("{\"name\":\"kitchen light\"}", at(30), at(30))
-        );
-        store.record_discovery(topic, "", at(40)).unwrap();
-        assert_eq!(store.discovery(topic).unwrap(), None);
-        assert_eq!(store.discoveries().unwrap(), vec![]);
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let topic = "homeassistant/cover/garage/config";
+            store
+                .record_discovery(topic, "{\"name\":\"Garage\"}", at(10))
+                .unwrap();
+            store
+                .record_discovery(topic, "{\"name\":\"Garage\"}", at(20))
+                .unwrap();
+            let seen = store.discovery(topic).unwrap().unwrap();
+            assert_eq!((seen.since, seen.seen_at), (at(10), at(20)));
+            store
+                .record_discovery(topic, "{\"name\":\"kitchen light\"}", at(30))
+                .unwrap();
+            let seen = store.discovery(topic).unwrap().unwrap();
+            assert_eq!(
+                (seen.payload.as_str(), seen.since, seen.seen_at),
+                ("{\"name\":\"kitchen light\"}", at(30), at(30))
+            );
+            store.record_discovery(topic, "", at(40)).unwrap();
+            assert_eq!(store.discovery(topic).unwrap(), None);
+            assert_eq!(store.discoveries().unwrap(), vec![]);
+        }
     }
 
     #[test]
     fn a_state_is_aged_from_when_tau_first_saw_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        let first = store
-            .observe_device_state("porch-light", b"ON", at(10))
-            .unwrap();
-        assert_eq!((first.since, first.changed), (at(10), true));
-        let again = store
-            .observe_device_state("porch-light", b"ON", at(50))
-            .unwrap();
-        assert_eq!((again.since, again.changed), (at(10), false));
-        let other = store
-            .observe_device_state("porch-light", b"OFF", at(60))
-            .unwrap();
-        assert_eq!((other.since, other.changed), (at(60), true));
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let first = store
+                .observe_device_state("porch-light", b"ON", at(10))
+                .unwrap();
+            assert_eq!((first.since, first.changed), (at(10), true));
+            let again = store
+                .observe_device_state("porch-light", b"ON", at(50))
+                .unwrap();
+            assert_eq!((again.since, again.changed), (at(10), false));
+            let other = store
+                .observe_device_state("porch-light", b"OFF", at(60))
+                .unwrap();
+            assert_eq!((other.since, other.changed), (at(60), true));
+        }
     }
 }

@@ -16,8 +16,9 @@ impl StateDb {
         let target = dest
             .to_str()
             .ok_or_else(|| StateError::NotUtf8Path(dest.display().to_string()))?;
+        self.sqlite_only("a copy of the store through SQLite")?;
         self.read(|connection| {
-            connection.execute("VACUUM INTO ?1", [target])?;
+            connection.execute("VACUUM INTO ?1", rusqlite::params![target])?;
             Ok(())
         })?;
         crate::db::protect(dest)
@@ -25,7 +26,7 @@ impl StateDb {
 
     /// The tau that brought the schema to its step (`0.1.0`), when one said.
     pub fn schema_by(&self) -> Result<Option<String>, StateError> {
-        self.read(|connection| Ok(migrate::schema_by(connection)?))
+        self.read(migrate::schema_by)
     }
 }
 
