@@ -6,7 +6,7 @@
 //! `TAU_PEERS_REQUIRED=1`.
 
 // A test peer: when it cannot do what a test asks, failing the test loudly is its job.
-#![allow(clippy::panic)]
+#![allow(clippy::panic, clippy::indexing_slicing)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
