@@ -14,13 +14,14 @@ pub type DoctorRow = (&'static str, &'static str, String);
 impl Home {
     /// `tau doctor`'s home section: its title and a row per entry.
     pub fn doctor_section(&self) -> (String, Vec<DoctorRow>) {
-        let entries: [(&'static str, PathBuf, u32); 7] = [
+        let entries: [(&'static str, PathBuf, u32); 8] = [
             ("home", self.root().to_owned(), DIR_MODE),
             ("state.db", self.state_db(), FILE_MODE),
             ("audit.jsonl", self.audit_log(), FILE_MODE),
             ("logs", self.log_dir(), DIR_MODE),
             ("locks", self.locks(), DIR_MODE),
             ("web-token", self.web_token(), FILE_MODE),
+            ("push-key", self.push_key(), FILE_MODE),
             ("mcp-token", self.mcp_token(), FILE_MODE),
         ];
         let rows = entries

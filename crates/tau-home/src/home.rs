@@ -88,6 +88,12 @@ impl Home {
         self.root.join("web-token")
     }
 
+    /// The private key TauBar signs its pushes with (VAPID, RFC 8292): 32 random bytes,
+    /// hex, made once, so the devices subscribed with its public key keep receiving.
+    pub fn push_key(&self) -> PathBuf {
+        self.root.join("push-key")
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -136,6 +142,7 @@ impl Home {
             self.audit_log(),
             self.mcp_token(),
             self.web_token(),
+            self.push_key(),
             self.chat_history(),
             self.log_dir(),
             self.locks(),

@@ -54,6 +54,8 @@
 //!   `grants_check.rs`: a row against the audit log's grant lines; `grant_pins.rs`: the
 //!   workspace tree a grant was last pinned to
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
+//! - `push.rs`: [`PushSubscriptions`], the devices each person is told on when a question
+//!   waits for them
 //! - `titles.rs`: what a session is called (a person's name for it, else its first
 //!   prompt's) and search over titles and message text
 
@@ -70,6 +72,7 @@ mod handles;
 mod migrate;
 mod pg;
 mod pg_value;
+mod push;
 mod routines;
 mod sessions;
 mod snapshot;
@@ -98,6 +101,7 @@ pub use handles::{
     TelegramMemory,
 };
 pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};
+pub use push::{PushSubscription, PushSubscriptions};
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use sessions::{StoredMessage, StoredSession};
 pub use telegram::ShownQuestion;

@@ -235,6 +235,7 @@ const STEPS: &[Step] = &[
     Step::same(crate::titles::SESSION_TITLE),
     Step::same(UNSETTLED_BY_SESSION),
     Step::same(crate::grant_pins::GRANT_PINS),
+    Step::same(crate::push::PUSH_SUBSCRIPTIONS),
 ];
 
 /// A step's SQLite text in PostgreSQL's words: every integer column `BIGINT` (SQLite's

@@ -24,20 +24,20 @@ fn required() -> bool {
     std::env::var_os("TAU_PEERS_REQUIRED").is_some_and(|v| v == "1")
 }
 
-/// The `node_modules` folder holding `telegram-test-api`, or `None` after saying why not
-/// (a failure instead when peers are required).
-fn modules() -> Option<PathBuf> {
+/// The `node_modules` folder holding the npm package `package`, or `None` after saying why
+/// not (a failure instead when peers are required).
+pub(crate) fn npm_modules(package: &str) -> Option<PathBuf> {
     let bin = std::env::var("TAU_TEST_NPM_BIN").map_or_else(
         |_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.npm-peers/node_modules/.bin"),
         PathBuf::from,
     );
     let modules = bin.parent().map(Path::to_path_buf).unwrap_or_default();
     let node = Command::new("node").arg("--version").output();
-    if modules.join("telegram-test-api/package.json").exists() && node.is_ok() {
+    if modules.join(package).join("package.json").exists() && node.is_ok() {
         return Some(modules);
     }
     let reason = format!(
-        "there is no npm peer telegram-test-api (and node) in {}; set TAU_TEST_NPM_BIN or run scripts/test, which installs it",
+        "there is no npm peer {package} (and node) in {}; set TAU_TEST_NPM_BIN or run scripts/test, which installs it",
         modules.display()
     );
     assert!(!required(), "TAU_PEERS_REQUIRED is set, but {reason}");
@@ -68,7 +68,7 @@ pub struct Emulator {
 impl Emulator {
     /// Starts one for the bot with `token`, or says why it cannot (`None`).
     pub fn start(token: &str) -> Option<Self> {
-        let modules = modules()?;
+        let modules = npm_modules("telegram-test-api")?;
         let mut child = Command::new("node")
             .arg(SCRIPT)
             .env("NODE_PATH", &modules)

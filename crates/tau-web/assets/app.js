@@ -2,9 +2,10 @@
 // the API's display view (escaped by tau's display function on the server) and is set
 // with textContent, never as HTML.
 //
-// Three scripts, run in this order: app.js (the helpers, login, the conversations, the
+// Four scripts, run in this order: app.js (the helpers, login, the conversations, the
 // transcript and its live events, the start), cards.js (the questions' cards and what waits
-// elsewhere), panels.js (notifications, channels, routines, grants, decisions).
+// elsewhere), panels.js (notifications, channels, routines, grants, decisions), push.js
+// (the service worker, the Push switch, a push's question opened).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -573,6 +574,9 @@ async function start() {
   await loadGrants();
   await loadDecisions();
   await loadChannels();
+  // A push's locator (push.js): the question it points at, in its conversation.
+  const question = new URLSearchParams(location.hash.slice(1)).get("q");
+  if (question && (await openQuestion(question))) return;
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
   if (wanted && state.sessions.some((s) => s.id === wanted)) {
     await select(wanted);

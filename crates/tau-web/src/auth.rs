@@ -18,9 +18,10 @@ use crate::peers::Connection;
 pub(crate) const COOKIE: &str = "tau_web";
 
 /// The page's content security policy: its own script and style, nothing inline, no
-/// frames, no other origin.
+/// frames, no other origin; its own manifest and service worker (for pushes).
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+connect-src 'self'; img-src 'self' data:; manifest-src 'self'; worker-src 'self'; base-uri 'none'; \
+form-action 'self'; frame-ancestors 'none'";
 
 /// How a request proved it may ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,12 +89,14 @@ impl Auth {
         }
     }
 
-    /// A browser always sends `Origin` with a POST; it must be this server. Without one
-    /// (a script), only the bearer token counts, never the cookie.
+    /// A browser always sends `Origin` with a POST; it must be this server (reached over
+    /// `https` too, through a proxy that gives the page the secure context a service worker
+    /// needs). Without one (a script), only the bearer token counts, never the cookie.
     pub(crate) fn origin_ok(&self, headers: &HeaderMap, via: Via) -> bool {
         match headers.get(header::ORIGIN).and_then(|h| h.to_str().ok()) {
             Some(origin) => origin
                 .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"))
                 .is_some_and(|host| self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))),
             None => via == Via::Bearer,
         }
@@ -231,6 +234,9 @@ mod tests {
         );
         let origin = |o: &str| headers(&[(header::ORIGIN, o)]);
         assert!(auth.origin_ok(&origin("http://127.0.0.1:7878"), Via::Cookie));
+        assert!(auth.origin_ok(&origin("https://localhost:7878"), Via::Cookie));
+        assert!(!auth.origin_ok(&origin("https://evil.example"), Via::Cookie));
+        assert!(!auth.origin_ok(&origin("ftp://127.0.0.1:7878"), Via::Cookie));
         assert!(!auth.origin_ok(&origin("http://evil.example"), Via::Cookie));
         assert!(!auth.origin_ok(&origin("http://evil.example"), Via::Bearer));
         assert!(!auth.origin_ok(&origin("null"), Via::Cookie));

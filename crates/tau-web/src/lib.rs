@@ -11,7 +11,9 @@
 //! approves), `events.rs` the event stream, `shown.rs` the display view,
 //! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked,
 //! `decisions.rs` the history of decisions (read by the host), `server.rs` the accept
-//! loop and its deadlines, `peers.rs` connections by peer and their caps, `assets/` the page.
+//! loop and its deadlines, `peers.rs` connections by peer and their caps, `push/` Web Push
+//! (subscriptions, and a push to a person's devices when a question waits for them),
+//! `assets/` the page, its service worker, manifest and icons.
 
 mod answer;
 mod api;
@@ -21,6 +23,7 @@ mod decisions;
 mod events;
 mod grants;
 mod peers;
+mod push;
 mod routines;
 mod server;
 mod sessions;
@@ -42,6 +45,7 @@ use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
 pub use decisions::{Decisions, DecisionsError};
+pub use push::{NotAKey, PushError, WebPush};
 pub use server::raise_open_files_limit;
 
 /// The channel's name: what approval rows and `decided_by` say.
@@ -58,6 +62,11 @@ const APP_JS: &str = include_str!("../assets/app.js");
 const CARDS_JS: &str = include_str!("../assets/cards.js");
 const PANELS_JS: &str = include_str!("../assets/panels.js");
 const APP_CSS: &str = include_str!("../assets/app.css");
+const PUSH_JS: &str = include_str!("../assets/push.js");
+const SERVICE_WORKER_JS: &str = include_str!("../assets/sw.js");
+const MANIFEST: &str = include_str!("../assets/manifest.webmanifest");
+const ICON_SVG: &str = include_str!("../assets/icon.svg");
+const ICON_MASKABLE_SVG: &str = include_str!("../assets/icon-maskable.svg");
 
 #[derive(Clone)]
 pub(crate) struct App {
@@ -67,6 +76,7 @@ pub(crate) struct App {
     stop: CancellationToken,
     routines: Option<Arc<dyn Routines>>,
     decisions: Option<Arc<dyn Decisions>>,
+    push: Option<Arc<WebPush>>,
 }
 
 /// TauBar could not start.
@@ -91,6 +101,7 @@ pub struct WebChannel {
     hosts: Vec<String>,
     routines: Option<Arc<dyn Routines>>,
     decisions: Option<Arc<dyn Decisions>>,
+    push: Option<Arc<WebPush>>,
 }
 
 impl WebChannel {
@@ -115,6 +126,7 @@ impl WebChannel {
             token: token.to_owned(),
             routines: None,
             decisions: None,
+            push: None,
         })
     }
 
@@ -129,6 +141,14 @@ impl WebChannel {
     #[must_use]
     pub fn with_decisions(mut self, decisions: Arc<dyn Decisions>) -> Self {
         self.decisions = Some(decisions);
+        self
+    }
+
+    /// Serves Web Push (`/api/push/...`) and pushes each question that waits to the
+    /// devices its person subscribed.
+    #[must_use]
+    pub fn with_push(mut self, push: WebPush) -> Self {
+        self.push = Some(Arc::new(push));
         self
     }
 
@@ -169,8 +189,16 @@ impl Channel for WebChannel {
             stop: stop.clone(),
             routines: self.routines.clone(),
             decisions: self.decisions.clone(),
+            push: self.push.clone(),
         };
+        let pump = self
+            .push
+            .clone()
+            .map(|push| tokio::spawn(push::pump(push, Arc::clone(&app.hub), stop.clone())));
         server::serve(listener, router(app), stop).await;
+        if let Some(pump) = pump {
+            pump.abort();
+        }
         Ok(())
     }
 }
@@ -220,6 +248,31 @@ fn router(app: App) -> Router {
         .route(
             "/app.css",
             get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
+        )
+        .route(
+            "/push.js",
+            get(|| async { asset("text/javascript; charset=utf-8", PUSH_JS) }),
+        )
+        .route(
+            "/sw.js",
+            get(|| async { asset("text/javascript; charset=utf-8", SERVICE_WORKER_JS) }),
+        )
+        .route(
+            "/manifest.webmanifest",
+            get(|| async { asset("application/manifest+json", MANIFEST) }),
+        )
+        .route(
+            "/icon.svg",
+            get(|| async { asset("image/svg+xml", ICON_SVG) }),
+        )
+        .route(
+            "/icon-maskable.svg",
+            get(|| async { asset("image/svg+xml", ICON_MASKABLE_SVG) }),
+        )
+        .route("/api/push/key", get(push::key))
+        .route(
+            "/api/push/subscriptions",
+            post(push::subscribe).delete(push::unsubscribe),
         )
         .route("/api/login", post(api::login))
         .route(

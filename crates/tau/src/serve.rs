@@ -130,11 +130,17 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
     let mut web_url = None;
     if let Some(web) = web {
+        // The key each device subscribes with: made once, kept in the home.
+        let push_key = tau_home::token_file::load_or_create(&ctx.home.push_key())?;
         let web = web
             .with_routines(Arc::clone(&hosted.routines) as _)
             .with_decisions(Arc::new(crate::audit::Decisions(
                 tau_audit::AuditDecisions::new(ctx.home.audit_log()),
-            )));
+            )))
+            .with_push(tau_web::WebPush::new(
+                &push_key,
+                state.push_subscriptions(),
+            )?);
         if !config.web.listen.ip().is_loopback() {
             crate::output::eprint_line(&format!(
                 "tau serve: warning: TauBar listens on {}: {REMOTE_RISK}",

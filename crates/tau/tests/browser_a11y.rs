@@ -266,7 +266,7 @@ async fn the_keyboard_alone_sends_a_prompt_and_approves_its_call() {
     // Tab from the top of the page: the bar's buttons, then "New chat"; Enter presses it
     // and the message box takes the focus.
     let path = focus_until(&client, &[Key::Tab], "#new-session").await;
-    assert_eq!(path, ["#notify", "#sound", "#new-session"]);
+    assert_eq!(path, ["#notify", "#sound", "#push", "#new-session"]);
     press(&client, &[Key::Enter]).await;
     until(
         &client,

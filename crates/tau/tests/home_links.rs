@@ -209,6 +209,7 @@ fn a_planted_link_at_any_file_tau_owns_is_refused_and_its_target_untouched() {
         "logs/tau.log",
         "locks/s1.lock",
         "web-token",
+        "push-key",
         "chat-history",
     ] {
         let tau = Tau::new();
