@@ -43,6 +43,8 @@
 //!   `grants_check.rs`: a row against the audit log's grant lines; `grant_pins.rs`: the
 //!   workspace tree a grant was last pinned to
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
+//! - `passkeys.rs`: passkeys, enrollment secrets, TauBar's signed-in sessions and the
+//!   WebAuthn ceremonies under way (single use)
 //! - `titles.rs`: what a session is called (a person's name for it, else its first
 //!   prompt's) and search over titles and message text
 
@@ -57,6 +59,7 @@ mod grants;
 mod grants_check;
 mod handles;
 mod migrate;
+mod passkeys;
 mod routines;
 mod sessions;
 mod snapshot;
@@ -79,6 +82,7 @@ pub use handles::{
     TelegramMemory,
 };
 pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};
+pub use passkeys::{Ceremony, CeremonyKind, Passkeys, StoredPasskey, secret_sha256};
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use sessions::{StoredMessage, StoredSession};
 pub use telegram::ShownQuestion;
