@@ -19,6 +19,7 @@ mod auth;
 mod config;
 mod decisions;
 mod events;
+mod passkey;
 mod grants;
 mod peers;
 mod routines;
