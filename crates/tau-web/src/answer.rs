@@ -44,6 +44,10 @@ struct Answer {
     /// with it. Needed by every approving answer; a reject may leave it out.
     #[serde(default)]
     card_sha256: Option<String>,
+    /// The passkey assertion a lock-class question takes on TauBar once anyone has a
+    /// passkey: it stands in for the typed second step.
+    #[serde(default)]
+    step_up: Option<crate::passkey::StepUpAnswer>,
 }
 
 /// The 409's `error` for an answer nothing waited for.
@@ -118,6 +122,7 @@ pub(crate) async fn answer(
         confirm,
         grant,
         card_sha256,
+        step_up,
     }) = serde_json::from_slice::<Answer>(&body)
     else {
         return error_response(
@@ -134,7 +139,7 @@ pub(crate) async fn answer(
     let Ok(id) = ApprovalId::parse(&id) else {
         return error_response(StatusCode::NOT_FOUND, "no such approval");
     };
-    let reply = match (decision, confirm, grant) {
+    let mut reply = match (decision, confirm, grant) {
         (Decision::Approve, Some(_), Some(_)) => {
             return error_response(
                 StatusCode::BAD_REQUEST,
@@ -159,7 +164,21 @@ pub(crate) async fn answer(
     if approving && let Some(refused) = refused_card(&app, &id, card_sha256.as_deref()) {
         return refused;
     }
-    match app.hub.answer(None, &id, reply).await {
+    let mut user = None;
+    if approving && let Ok(Some(row)) = answerable(&app, &id) {
+        match crate::signin::checked_step_up(&app, &row, step_up.as_ref()) {
+            Err(refused) => return refused,
+            // The passkey stands in for the typed second step.
+            Ok(Some(person)) => {
+                if let Some(step) = &row.card.confirm {
+                    reply = Reply::Confirm(step.word.clone());
+                }
+                user = Some(person);
+            }
+            Ok(None) => {}
+        }
+    }
+    match app.hub.answer(user, &id, reply).await {
         Ok(Answered::Decided(row)) => Json(row_json(&app, &row, false)).into_response(),
         Ok(Answered::AlreadyDecided(row)) => (
             StatusCode::CONFLICT,

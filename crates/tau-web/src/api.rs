@@ -335,6 +335,10 @@ pub(crate) fn row_json(app: &App, row: &ApprovalRow, display: bool) -> Value {
     let mut value = if display { drawn } else { value };
     if let Value::Object(fields) = &mut value {
         fields.insert("card_sha256".into(), Value::String(hash));
+        // Not part of the card: how a yes to it is confirmed.
+        if let Some(offer) = crate::signin::step_up_offer(app, row) {
+            fields.insert("step_up".into(), offer);
+        }
     }
     value
 }

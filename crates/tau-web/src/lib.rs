@@ -19,13 +19,14 @@ mod auth;
 mod config;
 mod decisions;
 mod events;
-mod passkey;
 mod grants;
+mod passkey;
 mod peers;
 mod routines;
 mod server;
 mod sessions;
 mod shown;
+mod signin;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -43,7 +44,9 @@ use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
 pub use decisions::{Decisions, DecisionsError};
+pub use passkey::PasskeyError;
 pub use server::raise_open_files_limit;
+pub use signin::{ENROLL_HOURS, IMPLICIT_PERSON, enroll_secret};
 
 /// The channel's name: what approval rows and `decided_by` say.
 pub const WEB: &str = "web";
@@ -68,6 +71,8 @@ pub(crate) struct App {
     stop: CancellationToken,
     routines: Option<Arc<dyn Routines>>,
     decisions: Option<Arc<dyn Decisions>>,
+    /// Passkeys: enrollment, sign-in and the step-up of lock-class questions.
+    passkeys: Option<signin::PasskeySite>,
 }
 
 /// TauBar could not start.
@@ -92,6 +97,9 @@ pub struct WebChannel {
     hosts: Vec<String>,
     routines: Option<Arc<dyn Routines>>,
     decisions: Option<Arc<dyn Decisions>>,
+    /// `[web] hosts` as configured: the first name among them is the passkeys' relying party.
+    configured_hosts: Vec<String>,
+    passkeys: Option<tau_state::Passkeys>,
 }
 
 impl WebChannel {
@@ -116,6 +124,8 @@ impl WebChannel {
             token: token.to_owned(),
             routines: None,
             decisions: None,
+            configured_hosts: config.hosts.clone(),
+            passkeys: None,
         })
     }
 
@@ -130,6 +140,14 @@ impl WebChannel {
     #[must_use]
     pub fn with_decisions(mut self, decisions: Arc<dyn Decisions>) -> Self {
         self.decisions = Some(decisions);
+        self
+    }
+
+    /// Keeps passkeys in `store`: TauBar then enrolls them (`/enroll`), signs people in
+    /// with them, and asks for one to approve a lock-class question once anyone has one.
+    #[must_use]
+    pub fn with_passkeys(mut self, store: tau_state::Passkeys) -> Self {
+        self.passkeys = Some(store);
         self
     }
 
@@ -170,6 +188,9 @@ impl Channel for WebChannel {
             stop: stop.clone(),
             routines: self.routines.clone(),
             decisions: self.decisions.clone(),
+            passkeys: self.passkeys.clone().and_then(|store| {
+                signin::PasskeySite::new(store, &self.hosts, &self.configured_hosts)
+            }),
         };
         server::serve(listener, router(app), stop).await;
         Ok(())
@@ -223,6 +244,21 @@ fn router(app: App) -> Router {
             get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
         )
         .route("/api/login", post(api::login))
+        .route(
+            "/enroll",
+            get(|| async { asset("text/html; charset=utf-8", signin::ENROLL_HTML) }),
+        )
+        .route(
+            "/passkey.js",
+            get(|| async { asset("text/javascript; charset=utf-8", signin::PASSKEY_JS) }),
+        )
+        .route("/passkeys/enroll/start", post(signin::enroll_start))
+        .route("/passkeys/enroll/finish", post(signin::enroll_finish))
+        .route("/passkeys/signin/start", post(signin::sign_in_start))
+        .route("/passkeys/signin/finish", post(signin::sign_in_finish))
+        .route("/api/passkeys", get(signin::list))
+        .route("/api/passkeys/{id}", delete(signin::remove))
+        .route("/api/approvals/{id}/step_up", post(signin::step_up))
         .route(
             "/api/sessions",
             get(api::sessions).post(api::create_session),

@@ -20,7 +20,7 @@ pub(crate) const CEREMONY_SECONDS: i64 = 5 * 60;
 
 /// What went wrong with a passkey, before or during a ceremony.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum PasskeyError {
+pub enum PasskeyError {
     #[error("TauBar's address cannot name a relying party: {0}")]
     Origin(String),
     #[error("the passkey ceremony failed: {0}")]
@@ -97,7 +97,10 @@ fn ceremony_error(error: impl std::fmt::Display) -> PasskeyError {
     PasskeyError::Ceremony(error.to_string())
 }
 
-fn stored_passkeys(store: &Passkeys, person: Option<&str>) -> Result<Vec<(String, Passkey)>, PasskeyError> {
+fn stored_passkeys(
+    store: &Passkeys,
+    person: Option<&str>,
+) -> Result<Vec<(String, Passkey)>, PasskeyError> {
     Ok(store
         .list(person)?
         .into_iter()
@@ -207,8 +210,8 @@ fn start_assertion(
         .map_err(ceremony_error)?;
     let random = options.public_key.challenge.clone();
     let Some(bind) = bind else {
-        let state = serde_json::to_string(&AssertionState { auth, nonce: None })
-            .map_err(ceremony_error)?;
+        let state =
+            serde_json::to_string(&AssertionState { auth, nonce: None }).map_err(ceremony_error)?;
         return Ok((random, options, state, None));
     };
     // The relying party draws its challenge itself: the bound one replaces it in what the
@@ -223,7 +226,11 @@ fn start_assertion(
         .ok_or_else(|| ceremony_error("the options carry no challenge"))?;
     match auth.get_mut("ast").and_then(|ast| ast.get_mut("challenge")) {
         Some(slot) => *slot = swapped,
-        None => return Err(ceremony_error("the relying party's state carries no challenge")),
+        None => {
+            return Err(ceremony_error(
+                "the relying party's state carries no challenge",
+            ));
+        }
     }
     let auth: PasskeyAuthentication = serde_json::from_value(auth).map_err(ceremony_error)?;
     let state = serde_json::to_string(&AssertionState {

@@ -103,7 +103,10 @@ fn a_step_up_refusal_says_what_to_do_and_is_recorded_in_few_words() {
         ]
     );
     for refusal in all {
-        assert!(refusal.text().ends_with("nothing was decided"), "{refusal:?}");
+        assert!(
+            refusal.text().ends_with("nothing was decided"),
+            "{refusal:?}"
+        );
     }
 }
 
