@@ -167,7 +167,7 @@ pub(crate) async fn answer(
     let mut user = None;
     if approving && let Ok(Some(row)) = answerable(&app, &id) {
         match crate::signin::checked_step_up(&app, &row, step_up.as_ref()) {
-            Err(refused) => return refused,
+            Err(refused) => return *refused,
             // The passkey stands in for the typed second step.
             Ok(Some(person)) => {
                 if let Some(step) = &row.card.confirm {

@@ -191,13 +191,24 @@ struct AssertionState {
     nonce: Option<String>,
 }
 
-/// Starts an assertion over every enrolled passkey, with `challenge` in place of the
-/// relying party's random one when it is given (a step-up's bound challenge).
+/// Makes a step-up's challenge from the relying party's random one.
+type Bind<'a> = &'a dyn Fn(&[u8]) -> Vec<u8>;
+
+/// An assertion ceremony's first half: the challenge, the options for the browser and the
+/// state to keep.
+struct Started {
+    challenge: Vec<u8>,
+    options: RequestChallengeResponse,
+    state: String,
+}
+
+/// Starts an assertion over every enrolled passkey, with the challenge `bind` makes in
+/// place of the relying party's random one when it is given (a step-up's bound challenge).
 fn start_assertion(
     rp: &Webauthn,
     store: &Passkeys,
-    bind: Option<&dyn Fn(&[u8]) -> Vec<u8>>,
-) -> Result<(Vec<u8>, RequestChallengeResponse, String, Option<Vec<u8>>), PasskeyError> {
+    bind: Option<Bind<'_>>,
+) -> Result<Started, PasskeyError> {
     let passkeys: Vec<Passkey> = stored_passkeys(store, None)?
         .into_iter()
         .map(|(_, passkey)| passkey)
@@ -212,7 +223,11 @@ fn start_assertion(
     let Some(bind) = bind else {
         let state =
             serde_json::to_string(&AssertionState { auth, nonce: None }).map_err(ceremony_error)?;
-        return Ok((random, options, state, None));
+        return Ok(Started {
+            challenge: random,
+            options,
+            state,
+        });
     };
     // The relying party draws its challenge itself: the bound one replaces it in what the
     // browser signs and in what the signature is checked against.
@@ -238,7 +253,11 @@ fn start_assertion(
         nonce: Some(hex(&random)),
     })
     .map_err(ceremony_error)?;
-    Ok((challenge, options, state, Some(random)))
+    Ok(Started {
+        challenge,
+        options,
+        state,
+    })
 }
 
 /// Checks `credential` against a taken ceremony's state; the passkey that signed it is
@@ -275,7 +294,11 @@ pub(crate) fn start_sign_in(
     rp: &Webauthn,
     store: &Passkeys,
 ) -> Result<(String, RequestChallengeResponse), PasskeyError> {
-    let (challenge, options, state, _) = start_assertion(rp, store, None)?;
+    let Started {
+        challenge,
+        options,
+        state,
+    } = start_assertion(rp, store, None)?;
     let id = hex(&challenge);
     let now = now();
     store.add_ceremony(
@@ -341,7 +364,11 @@ pub(crate) fn start_step_up(
     deadline: i64,
 ) -> Result<(String, RequestChallengeResponse), PasskeyError> {
     let bind = |nonce: &[u8]| step_up_challenge(binding, nonce);
-    let (challenge, options, state, _) = start_assertion(rp, store, Some(&bind))?;
+    let Started {
+        challenge,
+        options,
+        state,
+    } = start_assertion(rp, store, Some(&bind))?;
     let id = hex(&challenge);
     let now = now();
     store.add_ceremony(
@@ -472,7 +499,7 @@ pub(crate) fn finish_step_up(
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

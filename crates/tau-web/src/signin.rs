@@ -123,32 +123,35 @@ fn no_passkeys() -> Response {
 }
 
 /// A ceremony's call must come from this page, like every change made with a cookie.
-fn from_this_page(app: &App, headers: &HeaderMap) -> Result<(), Response> {
+/// The answer a request gets instead of going on.
+type Refused = Box<Response>;
+
+fn from_this_page(app: &App, headers: &HeaderMap) -> Result<(), Refused> {
     if app.auth.origin_ok(headers, Via::Cookie) {
         Ok(())
     } else {
-        Err(error_response(
+        Err(Box::new(error_response(
             StatusCode::FORBIDDEN,
             "a request that changes something must come from this page",
-        ))
+        )))
     }
 }
 
-fn site_for<'a>(app: &'a App, headers: &HeaderMap) -> Result<&'a PasskeySite, Response> {
+fn site_for<'a>(app: &'a App, headers: &HeaderMap) -> Result<&'a PasskeySite, Refused> {
     from_this_page(app, headers)?;
-    app.passkeys.as_ref().ok_or_else(no_passkeys)
+    app.passkeys.as_ref().ok_or_else(|| Box::new(no_passkeys()))
 }
 
 fn read<T: for<'de> Deserialize<'de>>(
     body: Result<Bytes, BytesRejection>,
     shape: &str,
-) -> Result<T, Response> {
-    let body = body.map_err(|rejection| body_error(&rejection))?;
+) -> Result<T, Refused> {
+    let body = body.map_err(|rejection| Box::new(body_error(&rejection)))?;
     serde_json::from_slice(&body).map_err(|_| {
-        error_response(
+        Box::new(error_response(
             StatusCode::BAD_REQUEST,
             &format!("the body must be {shape}"),
-        )
+        ))
     })
 }
 
@@ -172,11 +175,11 @@ pub(crate) async fn enroll_start(
 ) -> Response {
     let site = match site_for(&app, &headers) {
         Ok(site) => site,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let EnrollStart { secret } = match read(body, "{\"secret\": \"...\"}") {
         Ok(body) => body,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let person = match site.store.enrollment_person(&secret, passkey::now()) {
         Ok(Some(person)) => person,
@@ -212,7 +215,7 @@ pub(crate) async fn enroll_finish(
 ) -> Response {
     let site = match site_for(&app, &headers) {
         Ok(site) => site,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let EnrollFinish {
         secret,
@@ -223,7 +226,7 @@ pub(crate) async fn enroll_finish(
         "{\"secret\": \"...\", \"ceremony\": \"...\", \"credential\": {...}}",
     ) {
         Ok(body) => body,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     match passkey::finish_enrollment(&site.rp, &site.store, &secret, &ceremony, &credential) {
         Ok(Some(person)) => {
@@ -239,7 +242,7 @@ pub(crate) async fn enroll_finish(
 pub(crate) async fn sign_in_start(State(app): State<App>, headers: HeaderMap) -> Response {
     let site = match site_for(&app, &headers) {
         Ok(site) => site,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     match passkey::start_sign_in(&site.rp, &site.store) {
         Ok((ceremony, options)) => {
@@ -265,20 +268,18 @@ pub(crate) async fn sign_in_finish(
 ) -> Response {
     let site = match site_for(&app, &headers) {
         Ok(site) => site,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let SignInFinish {
         ceremony,
         credential,
     } = match read(body, "{\"ceremony\": \"...\", \"credential\": {...}}") {
         Ok(body) => body,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
-    let asserted = match passkey::finish_sign_in(&site.rp, &site.store, &ceremony, &credential) {
-        Ok(Some(asserted)) => asserted,
-        Ok(None) | Err(_) => {
-            return error_response(StatusCode::FORBIDDEN, SIGN_IN_REFUSED);
-        }
+    let Ok(Some(asserted)) = passkey::finish_sign_in(&site.rp, &site.store, &ceremony, &credential)
+    else {
+        return error_response(StatusCode::FORBIDDEN, SIGN_IN_REFUSED);
     };
     let id = match passkey::random_hex() {
         Ok(id) => id,
@@ -405,7 +406,7 @@ pub(crate) fn checked_step_up(
     app: &App,
     row: &ApprovalRow,
     answer: Option<&StepUpAnswer>,
-) -> Result<Option<String>, Response> {
+) -> Result<Option<String>, Refused> {
     let Some(site) = app.passkeys.as_ref().filter(|_| needs_step_up(app, row)) else {
         return Ok(None);
     };
@@ -430,11 +431,13 @@ pub(crate) fn checked_step_up(
                 reason: refusal.reason().to_owned(),
                 count: None,
             });
-            Err((
-                StatusCode::UNPROCESSABLE_ENTITY,
-                Json(json!({ "error": refusal.text(), "refused": refusal.code() })),
-            )
-                .into_response())
+            Err(Box::new(
+                (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Json(json!({ "error": refusal.text(), "refused": refusal.code() })),
+                )
+                    .into_response(),
+            ))
         }
     }
 }
