@@ -158,7 +158,7 @@ function card(row) {
   const step = row.card && row.card.confirm;
   let typed = null;
   const stepNodes = [];
-  if (step && row.step_up) {
+  if (row.step_up) {
     // Once anyone has a passkey, the second step is the passkey itself.
     stepNodes.push(el("div", "step", "Second step: Approve asks for your passkey. Nothing runs without it."));
   } else if (step) {
@@ -172,7 +172,7 @@ function card(row) {
     typed.placeholder = `${step.word} or ${step.code}`;
     stepNodes.push(ask, typed);
   }
-  const granted = row.grant_covers && !step ? grantBox(row) : null;
+  const granted = row.grant_covers && !step && !row.step_up ? grantBox(row) : null;
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));
   const granting = granted ? [granted.always, granted.everywhere] : [];

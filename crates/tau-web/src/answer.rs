@@ -53,6 +53,10 @@ struct Answer {
 /// The 409's `error` for an answer nothing waited for.
 pub(crate) const NOT_USED_TEXT: &str = "nothing waits for this answer any more (no paused turn is left to run the call), so it was not used and nothing ran; the question is closed";
 
+/// The 400 of a grant asked with a passkey's yes.
+pub(crate) const NO_GRANT_WITH_PASSKEY: &str =
+    "a question that takes a passkey is asked every time: it takes no grant";
+
 /// Longer than any device name or number: not an answer to a second step.
 const MAX_CONFIRM_CHARS: usize = 64;
 
@@ -168,8 +172,12 @@ pub(crate) async fn answer(
     if approving && let Ok(Some(row)) = answerable(&app, &id) {
         match crate::signin::checked_step_up(&app, &row, step_up.as_ref()) {
             Err(refused) => return *refused,
-            // The passkey stands in for the typed second step.
+            // The passkey stands in for the typed second step; it is asked every time, so
+            // it makes no grant.
             Ok(Some(person)) => {
+                if let Reply::ApproveWithGrant(_) = reply {
+                    return error_response(StatusCode::BAD_REQUEST, NO_GRANT_WITH_PASSKEY);
+                }
                 if let Some(step) = &row.card.confirm {
                     reply = Reply::Confirm(step.word.clone());
                 }

@@ -100,6 +100,8 @@ pub struct WebChannel {
     /// `[web] hosts` as configured: the first name among them is the passkeys' relying party.
     configured_hosts: Vec<String>,
     passkeys: Option<tau_state::Passkeys>,
+    /// Tools whose yes takes a passkey (`[tools.step_up]`), besides lock-class devices.
+    step_up_tools: Vec<String>,
 }
 
 impl WebChannel {
@@ -126,6 +128,7 @@ impl WebChannel {
             decisions: None,
             configured_hosts: config.hosts.clone(),
             passkeys: None,
+            step_up_tools: Vec::new(),
         })
     }
 
@@ -144,10 +147,12 @@ impl WebChannel {
     }
 
     /// Keeps passkeys in `store`: TauBar then enrolls them (`/enroll`), signs people in
-    /// with them, and asks for one to approve a lock-class question once anyone has one.
+    /// with them, and asks for one to approve a lock-class question, or one of
+    /// `step_up_tools`, once anyone has one.
     #[must_use]
-    pub fn with_passkeys(mut self, store: tau_state::Passkeys) -> Self {
+    pub fn with_passkeys(mut self, store: tau_state::Passkeys, step_up_tools: Vec<String>) -> Self {
         self.passkeys = Some(store);
+        self.step_up_tools = step_up_tools;
         self
     }
 
@@ -189,7 +194,12 @@ impl Channel for WebChannel {
             routines: self.routines.clone(),
             decisions: self.decisions.clone(),
             passkeys: self.passkeys.clone().and_then(|store| {
-                signin::PasskeySite::new(store, &self.hosts, &self.configured_hosts)
+                signin::PasskeySite::new(
+                    store,
+                    &self.hosts,
+                    &self.configured_hosts,
+                    self.step_up_tools.clone(),
+                )
             }),
         };
         server::serve(listener, router(app), stop).await;

@@ -47,15 +47,23 @@ pub(crate) struct Person(pub String);
 pub(crate) struct PasskeySite {
     store: Passkeys,
     rp: std::sync::Arc<Webauthn>,
+    /// Tools whose yes takes a passkey, besides lock-class devices.
+    step_up_tools: std::sync::Arc<[String]>,
 }
 
 impl PasskeySite {
     /// `None` (said in the log) when TauBar's addresses name no relying party.
-    pub(crate) fn new(store: Passkeys, hosts: &[String], configured: &[String]) -> Option<Self> {
+    pub(crate) fn new(
+        store: Passkeys,
+        hosts: &[String],
+        configured: &[String],
+        step_up_tools: Vec<String>,
+    ) -> Option<Self> {
         match passkey::relying_party(hosts, configured) {
             Ok(rp) => Some(Self {
                 store,
                 rp: std::sync::Arc::new(rp),
+                step_up_tools: step_up_tools.into(),
             }),
             Err(error) => {
                 tracing::warn!(%error, "TauBar serves no passkeys");
@@ -353,9 +361,12 @@ pub(crate) async fn remove(
 }
 
 /// Whether approving `row` on TauBar takes a passkey: a question with a second step (a
-/// lock-class device) while anyone has enrolled one.
+/// lock-class device) or of a tool marked `step_up = "passkey"`, while anyone has enrolled
+/// one.
 pub(crate) fn needs_step_up(app: &App, row: &ApprovalRow) -> bool {
-    row.card.confirm.is_some() && app.passkeys.as_ref().is_some_and(PasskeySite::any)
+    app.passkeys.as_ref().is_some_and(|site| {
+        (row.card.confirm.is_some() || site.step_up_tools.contains(&row.tool)) && site.any()
+    })
 }
 
 /// The `step_up` object a question that takes a passkey carries in the API.

@@ -132,7 +132,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     if let Some(web) = web {
         let web = web
             .with_routines(Arc::clone(&hosted.routines) as _)
-            .with_passkeys(state.passkeys())
+            .with_passkeys(state.passkeys(), config.tools.passkey_tools())
             .with_decisions(Arc::new(crate::audit::Decisions(
                 tau_audit::AuditDecisions::new(ctx.home.audit_log()),
             )));
