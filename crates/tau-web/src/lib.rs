@@ -1,8 +1,8 @@
 //! tau-web: TauBar, tau's web page, and the JSON API and event stream it uses.
 //!
 //! Owns the `[web]` config, the HTTP server (axum on hyper), who may use it (a bearer
-//! token, or the HttpOnly cookie the page trades it for; `Host` checked on every request,
-//! `Origin` on every change), the API handlers, the page's assets (embedded) and the
+//! token, the HttpOnly cookie the page trades it for, or the session a passkey sign-in
+//! gives; `Host` checked on every request, `Origin` on every change), the API handlers, the page's assets (embedded) and the
 //! `display=true` view that runs every string through tau's display function. Talks to
 //! the hub only through the `ChannelPort` `tau-hub` hands it, bound to `web`; knows no model, tool or other channel.
 //!
@@ -10,7 +10,9 @@
 //! `api.rs` the JSON API, `answer.rs` a person's answer (a yes names the card it
 //! approves), `events.rs` the event stream, `shown.rs` the display view,
 //! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked,
-//! `decisions.rs` the history of decisions (read by the host), `server.rs` the accept
+//! `decisions.rs` the history of decisions (read by the host), `passkey.rs` TauBar as a
+//! WebAuthn relying party (enrollment, sign-in, the step-up bound to one question),
+//! `signin.rs` their routes and the session cookie, `server.rs` the accept
 //! loop and its deadlines, `peers.rs` connections by peer and their caps, `assets/` the page.
 
 mod answer;

@@ -292,7 +292,7 @@ async fn a_passkey_enrolled_signs_in_and_alone_opens_the_garage_for_exactly_its_
         &json!({"isUserVerified": true}),
     )
     .await;
-    assert_eq!(pending(&client).await, [first.clone()], "still open");
+    assert_eq!(pending(&client).await, vec![first.clone()], "still open");
     assert_eq!(garage.commands(), Vec::<String>::new(), "nothing ran");
 
     // The assertion for exactly this question opens the garage.
@@ -329,7 +329,7 @@ async fn a_passkey_enrolled_signs_in_and_alone_opens_the_garage_for_exactly_its_
     assert_eq!(refused(&replay), (422, "step_up_unknown"));
     let elsewhere = step_up(&client, &second, &first, "").await;
     assert_eq!(refused(&elsewhere), (422, "step_up_other_question"));
-    assert_eq!(pending(&client).await, [second.clone()], "still open");
+    assert_eq!(pending(&client).await, vec![second.clone()], "still open");
     assert_eq!(garage.commands(), ["OPEN"], "nothing more ran");
 
     // The card's own Approve asks the authenticator and closes the garage.
