@@ -47,7 +47,7 @@ struct Answer {
     /// The passkey assertion a lock-class question takes on TauBar once anyone has a
     /// passkey: it stands in for the typed second step.
     #[serde(default)]
-    step_up: Option<crate::passkey::StepUpAnswer>,
+    step_up: Option<crate::step_up::StepUpAnswer>,
 }
 
 /// The 409's `error` for an answer nothing waited for.

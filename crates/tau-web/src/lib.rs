@@ -11,7 +11,8 @@
 //! approves), `events.rs` the event stream, `shown.rs` the display view,
 //! `routines.rs` webhooks and the routine list, `grants.rs` grants listed and revoked,
 //! `decisions.rs` the history of decisions (read by the host), `passkey.rs` TauBar as a
-//! WebAuthn relying party (enrollment, sign-in, the step-up bound to one question),
+//! WebAuthn relying party (enrollment, sign-in), `step_up.rs` the passkey a lock-class
+//! yes takes, its challenge bound to one question,
 //! `signin.rs` their routes and the session cookie, `server.rs` the accept
 //! loop and its deadlines, `peers.rs` connections by peer and their caps, `assets/` the page.
 
@@ -29,6 +30,7 @@ mod server;
 mod sessions;
 mod shown;
 mod signin;
+mod step_up;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};

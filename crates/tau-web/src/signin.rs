@@ -21,7 +21,8 @@ use webauthn_rs::prelude::{PublicKeyCredential, RegisterPublicKeyCredential, Web
 use crate::App;
 use crate::api::{body_error, current_card_sha256, error_response};
 use crate::auth::Via;
-use crate::passkey::{self, Binding, StepUpAnswer, StepUpRefusal};
+use crate::passkey;
+use crate::step_up::{self, Binding, StepUpAnswer, StepUpRefusal};
 
 pub(crate) const ENROLL_HTML: &str = include_str!("../assets/enroll.html");
 pub(crate) const PASSKEY_JS: &str = include_str!("../assets/passkey.js");
@@ -402,7 +403,7 @@ pub(crate) async fn step_up(State(app): State<App>, Path(id): Path<String>) -> R
         arguments_sha256: &row.arguments_sha256,
         card_sha256: &card,
     };
-    match passkey::start_step_up(&site.rp, &site.store, binding, row.deadline.as_second()) {
+    match step_up::start_step_up(&site.rp, &site.store, binding, row.deadline.as_second()) {
         Ok((ceremony, options)) => {
             Json(json!({ "ceremony": ceremony, "options": options })).into_response()
         }
@@ -429,7 +430,7 @@ pub(crate) fn checked_step_up(
     };
     let checked = match answer {
         None => Err(StepUpRefusal::Missing),
-        Some(answer) => passkey::finish_step_up(&site.rp, &site.store, binding, answer),
+        Some(answer) => step_up::finish_step_up(&site.rp, &site.store, binding, answer),
     };
     match checked {
         Ok(asserted) => Ok(Some(asserted.person)),
