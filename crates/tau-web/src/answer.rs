@@ -162,7 +162,7 @@ pub(crate) async fn answer(
         (Decision::Reject, _, None) => Reply::Reject,
     };
     let approving = match &reply {
-        Reply::Approve | Reply::Confirm(_) | Reply::ApproveWithGrant(_) => true,
+        Reply::Approve | Reply::Confirm(_) | Reply::ApproveWithGrant(_) | Reply::Passkey => true,
         Reply::Reject => false,
     };
     if approving && let Some(refused) = refused_card(&app, &id, card_sha256.as_deref()) {
@@ -178,9 +178,7 @@ pub(crate) async fn answer(
                 if let Reply::ApproveWithGrant(_) = reply {
                     return error_response(StatusCode::BAD_REQUEST, NO_GRANT_WITH_PASSKEY);
                 }
-                if let Some(step) = &row.card.confirm {
-                    reply = Reply::Confirm(step.word.clone());
-                }
+                reply = Reply::Passkey;
                 user = Some(person);
             }
             Ok(None) => {}

@@ -32,7 +32,9 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         HubError::Busy => StatusCode::TOO_MANY_REQUESTS,
         HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         HubError::TimedOut { .. } => StatusCode::GATEWAY_TIMEOUT,
-        HubError::Grant(_) | HubError::Title(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        HubError::Grant(_) | HubError::Title(_) | HubError::PasskeyElsewhere(_) => {
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
         HubError::Store(_)
         | HubError::StoredTurn(_)
         | HubError::Session(_)
@@ -56,7 +58,8 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         | HubError::Session(_)
         | HubError::NoRandomness(_)
         | HubError::InvalidSessionId(_)
-        | HubError::NoFreshId { .. } => error.to_string(),
+        | HubError::NoFreshId { .. }
+        | HubError::PasskeyElsewhere(_) => error.to_string(),
     };
     if status == StatusCode::INTERNAL_SERVER_ERROR {
         tracing::error!(%error, "web request failed");

@@ -169,6 +169,18 @@ impl WebChannel {
     pub fn url(&self) -> String {
         format!("http://{}/", self.bound)
     }
+
+    /// The address passkeys work at: by the relying party's name (the first name in
+    /// `[web] hosts`, else `localhost`), never by an IP address.
+    pub fn passkey_url(&self) -> String {
+        let name = self
+            .configured_hosts
+            .iter()
+            .map(|host| host.split(':').next().unwrap_or(host))
+            .find(|name| !name.is_empty() && name.parse::<std::net::IpAddr>().is_err())
+            .unwrap_or("localhost");
+        format!("http://{name}:{}/", self.bound.port())
+    }
 }
 
 #[async_trait]

@@ -109,6 +109,10 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             remote_timeout: config.approval.remote_timeout(),
             audit: hub_events.clone(),
             language: config.ui.language(),
+            passkey_step: tau_hub::PasskeyStep {
+                taubar: web.as_ref().map(WebChannel::passkey_url),
+                tools: config.tools.passkey_tools(),
+            },
         },
     );
     let routine_events = EventBus::new();
