@@ -401,6 +401,15 @@ impl Hub {
         Ok(answered)
     }
 
+    /// Where a yes to question `id` must be given instead, when it takes a passkey and
+    /// anyone has one (a channel that cannot ask for one says so on the question).
+    pub fn passkey_elsewhere(&self, id: &ApprovalId) -> Option<crate::PasskeyElsewhere> {
+        let row = self.inner.state.approvals().approval(id).ok()??;
+        let step = &self.inner.options.passkey_step;
+        step.refuses(&self.inner.state, &row, &Reply::Approve)
+            .then(|| step.elsewhere(&row))
+    }
+
     /// Shows a question stored outside a turn (a routine's, asked on its `ask` channel), or
     /// how it ended, on its conversation and hub-wide, as a turn's own questions are shown.
     pub fn show_question(&self, row: &ApprovalRow) {

@@ -220,26 +220,25 @@ fn once_a_passkey_is_enrolled_the_number_on_telegram_opens_nothing() {
     assert!(store.enroll(&secret, &passkey, now).unwrap());
 
     emulator.write(OWNER, OWNER, "open the garage");
+    // The question says where to approve it, and offers Reject alone.
     let asked = emulator.wait("the garage question", |messages| {
         messages
             .iter()
-            .find(|m| m.buttons.iter().any(|b| b.starts_with("v1:c")))
+            .find(|m| m.text.contains("takes a passkey"))
             .cloned()
     });
-    let code = asked
-        .text
-        .split("press ")
-        .nth(1)
-        .and_then(|rest| rest.get(..2))
-        .unwrap()
-        .to_owned();
-    let id = asked
-        .buttons
-        .iter()
-        .find_map(|b| b.strip_prefix(&format!("v1:c{code}:")))
-        .unwrap()
-        .to_owned();
-    emulator.press(OWNER, OWNER, &format!("v1:c{code}:{id}"));
+    let link = format!("http://localhost:{}/#session=", _serve.addr.port());
+    assert!(
+        asked.text.contains(
+            "<b>🔐 This takes a passkey: approve it on TauBar. Nothing pressed here approves it.</b>"
+        ) && asked.text.contains(&link),
+        "{}",
+        asked.text
+    );
+    assert_eq!(asked.buttons.len(), 1, "{:?}", asked.buttons);
+    let id = asked.buttons[0].rsplit(':').next().unwrap().to_owned();
+    // A number pressed all the same (an old or forged button).
+    emulator.press(OWNER, OWNER, &format!("v1:c47:{id}"));
     let refused = wait_for("the press refused", || {
         tau.audit_events()
             .into_iter()
