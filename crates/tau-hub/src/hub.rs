@@ -344,8 +344,29 @@ impl Hub {
         if row.channel != channel {
             return Err(unknown());
         }
+        // Once anyone has a passkey, a lock-class yes is TauBar's, with one.
+        let step = &self.inner.options.passkey_step;
+        if step.refuses(&self.inner.state, &row, &reply) {
+            let refused = step.elsewhere(&row);
+            tracing::info!(approval_id = %row.id, channel, "a yes that takes a passkey, given where none can be asked");
+            self.audit(&tau_core::AuditEvent::AnswerRefused {
+                channel: channel.to_owned(),
+                approval_id: Some(row.id.to_string()),
+                user,
+                place: None,
+                reason: crate::PASSKEY_ELSEWHERE_REASON.to_owned(),
+                count: None,
+            });
+            return Err(refused.into());
+        }
         let (to, confirmation, grant) = match reply {
             Reply::Approve => (ApprovalState::Approved, None, None),
+            // The passkey stands in for the typed second step.
+            Reply::Passkey => (
+                ApprovalState::Approved,
+                row.card.confirm.as_ref().map(|step| step.word.clone()),
+                None,
+            ),
             Reply::Confirm(typed) => (ApprovalState::Approved, Some(typed), None),
             Reply::ApproveWithGrant(wanted) => {
                 let Some(offer) = &row.grant_offer else {
@@ -378,6 +399,15 @@ impl Hub {
             self.settle_later(&row.session).await;
         }
         Ok(answered)
+    }
+
+    /// Where a yes to question `id` must be given instead, when it takes a passkey and
+    /// anyone has one (a channel that cannot ask for one says so on the question).
+    pub fn passkey_elsewhere(&self, id: &ApprovalId) -> Option<crate::PasskeyElsewhere> {
+        let row = self.inner.state.approvals().approval(id).ok()??;
+        let step = &self.inner.options.passkey_step;
+        step.refuses(&self.inner.state, &row, &Reply::Approve)
+            .then(|| step.elsewhere(&row))
     }
 
     /// Shows a question stored outside a turn (a routine's, asked on its `ask` channel), or

@@ -67,6 +67,7 @@ mod health;
 mod hub;
 mod ids;
 mod live;
+mod passkey_step;
 mod port;
 mod stops;
 mod titles;
@@ -81,6 +82,7 @@ pub use hub::{
     ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,
     Recovery, Refused, RefusedGrant, Reply, SessionEvent, SessionFactory,
 };
+pub use passkey_step::{PASSKEY_ELSEWHERE_REASON, PasskeyElsewhere, PasskeyStep};
 pub use port::{
     ChannelPort, RefusedAnswer, RoutineOrigin, RoutinePort, RoutineTurn, Routines, WebhookDelivery,
 };
@@ -161,6 +163,9 @@ pub enum HubError {
     InvalidSessionId(#[from] tau_protocol::InvalidSessionId),
     #[error("no unused id for a new {channel} conversation after {attempts} tries")]
     NoFreshId { channel: String, attempts: usize },
+    /// A yes that takes a passkey, given where none can be asked: nothing was approved.
+    #[error(transparent)]
+    PasskeyElsewhere(#[from] PasskeyElsewhere),
 }
 
 #[cfg(test)]

@@ -114,6 +114,12 @@ pub trait ChannelPort: Send + Sync {
     ) -> Result<Answered, HubError>;
     /// Records an answer that did not count.
     fn refused_answer(&self, refused: RefusedAnswer);
+    /// Where a yes to question `id` must be given instead, when it takes a passkey this
+    /// channel cannot ask for (see `passkey_step.rs`); `None` when a yes here may count.
+    fn passkey_elsewhere(&self, id: &ApprovalId) -> Option<crate::PasskeyElsewhere> {
+        let _ = id;
+        None
+    }
 
     /// The live grants made on this channel, oldest first.
     fn grants(&self) -> Result<Vec<Grant>, HubError>;
@@ -245,6 +251,10 @@ impl ChannelPort for HubPort {
         reply: Reply,
     ) -> Result<Answered, HubError> {
         self.hub.answer(&self.channel, user, id, reply).await
+    }
+
+    fn passkey_elsewhere(&self, id: &ApprovalId) -> Option<crate::PasskeyElsewhere> {
+        self.hub.passkey_elsewhere(id)
     }
 
     fn refused_answer(&self, refused: RefusedAnswer) {

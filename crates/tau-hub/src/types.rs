@@ -55,6 +55,9 @@ pub enum Reply {
     /// [`crate::HubError::Grant`] when the question offered none or the request is out of
     /// bounds, so a person never believes a grant was made when none was.
     ApproveWithGrant(GrantRequest),
+    /// A yes a passkey confirmed: the channel (TauBar) checked an assertion bound to this
+    /// question. It stands in for the second step.
+    Passkey,
     Reject,
 }
 
@@ -135,6 +138,8 @@ pub struct HubOptions {
     pub audit: EventBus,
     /// The language of what the hub itself tells a conversation (an answer it did not use).
     pub language: tau_core::Language,
+    /// Which questions take a passkey once anyone has one, and where TauBar is.
+    pub passkey_step: crate::PasskeyStep,
 }
 
 /// A conversation as a channel lists it.

@@ -105,6 +105,7 @@ impl Serve {
                 remote_timeout: timeout,
                 audit: self.audit.clone(),
                 language: tau_core::Language::En,
+                passkey_step: tau_hub::PasskeyStep::default(),
             },
         );
         hub.start().await.unwrap();

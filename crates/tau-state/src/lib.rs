@@ -56,6 +56,8 @@
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
 //! - `push.rs`: [`PushSubscriptions`], the devices each person is told on when a question
 //!   waits for them
+//! - `passkeys.rs`: passkeys, enrollment secrets, TauBar's signed-in sessions and the
+//!   WebAuthn ceremonies under way (single use)
 //! - `titles.rs`: what a session is called (a person's name for it, else its first
 //!   prompt's) and search over titles and message text
 
@@ -70,6 +72,7 @@ mod grants;
 mod grants_check;
 mod handles;
 mod migrate;
+mod passkeys;
 mod pg;
 mod pg_value;
 mod push;
@@ -101,6 +104,7 @@ pub use handles::{
     TelegramMemory,
 };
 pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};
+pub use passkeys::{Ceremony, CeremonyKind, Passkeys, StoredPasskey, secret_sha256};
 pub use push::{PushSubscription, PushSubscriptions};
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use sessions::{StoredMessage, StoredSession};

@@ -236,6 +236,7 @@ const STEPS: &[Step] = &[
     Step::same(UNSETTLED_BY_SESSION),
     Step::same(crate::grant_pins::GRANT_PINS),
     Step::same(crate::push::PUSH_SUBSCRIPTIONS),
+    Step::same(crate::passkeys::PASSKEYS),
 ];
 
 /// A step's SQLite text in PostgreSQL's words: every integer column `BIGINT` (SQLite's

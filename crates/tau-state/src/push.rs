@@ -136,25 +136,25 @@ mod tests {
 
     #[test]
     fn kept_per_person_replaced_by_endpoint_and_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = StateDb::open(&dir.path().join("state.db")).unwrap();
-        let push = db.push_subscriptions();
-        assert_eq!(push.of_person("owner").unwrap(), vec![]);
-        push.keep(&subscription("https://a", "owner")).unwrap();
-        push.keep(&subscription("https://b", "ana")).unwrap();
-        let mut again = subscription("https://a", "owner");
-        again.auth = "new".to_owned();
-        push.keep(&again).unwrap();
-        assert_eq!(push.of_person("owner").unwrap(), vec![again.clone()]);
-        assert_eq!(
-            push.of_person("ana").unwrap(),
-            vec![subscription("https://b", "ana")]
-        );
-        // One person cannot remove another's device.
-        assert!(!push.remove("owner", "https://b").unwrap());
-        assert!(push.remove("ana", "https://b").unwrap());
-        assert!(push.forget_endpoint("https://a").unwrap());
-        assert!(!push.forget_endpoint("https://a").unwrap());
-        assert_eq!(push.of_person("owner").unwrap(), vec![]);
+        for store in crate::test_stores::stores() {
+            let push = store.open().push_subscriptions();
+            assert_eq!(push.of_person("owner").unwrap(), vec![]);
+            push.keep(&subscription("https://a", "owner")).unwrap();
+            push.keep(&subscription("https://b", "ana")).unwrap();
+            let mut again = subscription("https://a", "owner");
+            again.auth = "new".to_owned();
+            push.keep(&again).unwrap();
+            assert_eq!(push.of_person("owner").unwrap(), vec![again.clone()]);
+            assert_eq!(
+                push.of_person("ana").unwrap(),
+                vec![subscription("https://b", "ana")]
+            );
+            // One person cannot remove another's device.
+            assert!(!push.remove("owner", "https://b").unwrap());
+            assert!(push.remove("ana", "https://b").unwrap());
+            assert!(push.forget_endpoint("https://a").unwrap());
+            assert!(!push.forget_endpoint("https://a").unwrap());
+            assert_eq!(push.of_person("owner").unwrap(), vec![]);
+        }
     }
 }

@@ -15,7 +15,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 use crate::api::{ApiError, BotApi, Keyboard};
 use crate::hub::Hub;
 use crate::names::Names;
-use crate::question::{all_arguments, closed, not_found, question};
+use crate::question::{all_arguments, closed, not_found, question_or_passkey};
 use crate::store::Store;
 use crate::view::TurnView;
 
@@ -198,7 +198,13 @@ impl Chat {
             Ok(Some(_)) => return,
             Err(error) => tracing::warn!("telegram: {error}"),
         }
-        let (html, keyboard) = question(asked, self.parts.language, &self.parts.zone);
+        let passkey = self.parts.hub.passkey_elsewhere(asked.approval_id.as_str());
+        let (html, keyboard) = question_or_passkey(
+            asked,
+            self.parts.language,
+            &self.parts.zone,
+            passkey.as_ref(),
+        );
         let Some(message_id) = self.send(&html, Some(&keyboard)).await else {
             return;
         };

@@ -170,6 +170,12 @@ pub trait Hub: Send + Sync {
     async fn waiting(&self) -> Result<Vec<Question>, HubError>;
     /// Records a press that did not count.
     fn refused_press(&self, press: &RefusedPress);
+    /// Where a yes to `approval_id` is given instead, when it takes a passkey (which a
+    /// message cannot ask for): the question then offers only Reject.
+    fn passkey_elsewhere(&self, approval_id: &str) -> Option<tau_hub::PasskeyElsewhere> {
+        let _ = approval_id;
+        None
+    }
     /// What runs without a question for `user` (a Telegram user id): their live grants on
     /// this channel, oldest first, then the routines' exemptions (revoked by disabling the
     /// routine, not here). What `/grants` lists.

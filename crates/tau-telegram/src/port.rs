@@ -102,6 +102,11 @@ impl Hub for PortHub {
         row.map(|row| self.question_of(row)).transpose()
     }
 
+    fn passkey_elsewhere(&self, approval_id: &str) -> Option<tau_hub::PasskeyElsewhere> {
+        let id = ApprovalId::parse(approval_id).ok()?;
+        self.hub.passkey_elsewhere(&id)
+    }
+
     async fn answer(
         &self,
         approval_id: &str,

@@ -29,10 +29,22 @@ pub(crate) fn when(at: Timestamp, zone: &TimeZone) -> String {
 }
 
 /// The question message and its buttons.
+#[cfg(test)]
 pub(crate) fn question(
     asked: &ApprovalQuestion,
     language: Language,
     zone: &TimeZone,
+) -> (String, Keyboard) {
+    question_or_passkey(asked, language, zone, None)
+}
+
+/// [`question`], or, for a question whose yes takes a passkey (`passkey`), the same card
+/// saying where to approve it, with Reject alone.
+pub(crate) fn question_or_passkey(
+    asked: &ApprovalQuestion,
+    language: Language,
+    zone: &TimeZone,
+    passkey: Option<&tau_hub::PasskeyElsewhere>,
 ) -> (String, Keyboard) {
     let t = texts(language);
     let (mut html, cut) = body(asked, t);
@@ -53,6 +65,13 @@ pub(crate) fn question(
             .ok()
             .filter(|n| (10..=99).contains(n))
     });
+    if let Some(elsewhere) = passkey {
+        html.push_str(&format!("\n\n<b>{}</b>", escape(t.passkey_step)));
+        if let Some(link) = &elsewhere.link {
+            html.push_str(&format!("\n{}", escape(link)));
+        }
+        return (html, vec![vec![reject]]);
+    }
     let mut keyboard = match step {
         // A second step without a number to press cannot be passed here: Reject only.
         Some(None) => vec![vec![reject]],

@@ -334,3 +334,39 @@ fn who_decided_is_named_as_telegram_names_them_else_by_their_id() {
     assert!(!shots.contains('\u{202e}'), "{shots}");
     insta::assert_snapshot!(shots);
 }
+
+#[test]
+fn a_question_that_takes_a_passkey_says_where_and_offers_reject_alone() {
+    let a = asked(json!({"command": "ls"}));
+    let elsewhere = tau_hub::PasskeyElsewhere {
+        link: Some("http://localhost:7878/#session=web-1".into()),
+    };
+    let said: Vec<(String, Keyboard)> = [Language::En, Language::Tr]
+        .into_iter()
+        .map(|language| {
+            let (html, keyboard) =
+                question_or_passkey(&a, language, &TimeZone::UTC, Some(&elsewhere));
+            let tail = html.rsplit("\n\n").next().unwrap().to_owned();
+            (tail, keyboard)
+        })
+        .collect();
+    let reject = |word: &str| {
+        vec![vec![(
+            word.to_owned(),
+            "v1:r:ap_0123456789abcdef0123456789abcdef".to_owned(),
+        )]]
+    };
+    assert_eq!(
+        said,
+        [
+            (
+                "<b>🔐 This takes a passkey: approve it on TauBar. Nothing pressed here approves it.</b>\nhttp://localhost:7878/#session=web-1".to_owned(),
+                reject("Reject")
+            ),
+            (
+                "<b>🔐 Bunun için geçiş anahtarı gerekir: TauBar'da onayla. Burada basılan hiçbir şey onaylamaz.</b>\nhttp://localhost:7878/#session=web-1".to_owned(),
+                reject("Reddet")
+            ),
+        ]
+    );
+}

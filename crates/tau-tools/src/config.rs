@@ -58,6 +58,30 @@ pub struct ToolsConfig {
     /// `[tools.provenance.NAME]`: a tool's provenance rule, key by key (`trusted`,
     /// `reach`, `outbound`, `after_untrusted`), over its own or its MCP server's.
     pub provenance: BTreeMap<String, tau_core::provenance::RuleOverride>,
+    /// `[tools.step_up]`: tools whose yes on TauBar takes more than a tap, by name
+    /// (`run_command = "passkey"`): a passkey assertion bound to the question, once anyone
+    /// has enrolled a passkey, as for a lock-class device.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub step_up: BTreeMap<String, StepUp>,
+}
+
+/// What a tool's yes takes beyond the yes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepUp {
+    /// A passkey assertion on TauBar.
+    Passkey,
+}
+
+impl ToolsConfig {
+    /// The tools whose yes takes a passkey.
+    pub fn passkey_tools(&self) -> Vec<String> {
+        self.step_up
+            .iter()
+            .filter(|(_, step)| **step == StepUp::Passkey)
+            .map(|(tool, _)| tool.clone())
+            .collect()
+    }
 }
 
 impl Default for ToolsConfig {
@@ -69,6 +93,7 @@ impl Default for ToolsConfig {
             command: CommandConfig::default(),
             mqtt: MqttConfig::default(),
             provenance: BTreeMap::new(),
+            step_up: BTreeMap::new(),
         }
     }
 }
@@ -309,6 +334,7 @@ mod tests {
                     client_id: "tau".into(),
                 },
                 provenance: BTreeMap::new(),
+                step_up: BTreeMap::new(),
             }
         );
         assert_eq!(config.validate(), Ok(()));
@@ -354,6 +380,7 @@ mod tests {
                     client_id: "tau-kitchen".into(),
                 },
                 provenance: BTreeMap::new(),
+                step_up: BTreeMap::new(),
             }
         );
     }

@@ -47,7 +47,7 @@ use tau_core::{CardWriter, EventBus, WorkspacePinner};
 use tau_sandbox::Sandbox;
 
 pub use boundary::{BoundaryError, StartedProgram, check_workspace};
-pub use config::{ClockConfig, CommandConfig, MqttConfig, ToolsConfig, ToolsConfigError};
+pub use config::{ClockConfig, CommandConfig, MqttConfig, StepUp, ToolsConfig, ToolsConfigError};
 pub use mqtt_link::{MqttBroker, MqttMessage, broker_options, check_topic};
 
 use crate::append_note::AppendNote;

@@ -158,7 +158,10 @@ function card(row) {
   const step = row.card && row.card.confirm;
   let typed = null;
   const stepNodes = [];
-  if (step) {
+  if (row.step_up) {
+    // Once anyone has a passkey, the second step is the passkey itself.
+    stepNodes.push(el("div", "step", "Second step: Approve asks for your passkey. Nothing runs without it."));
+  } else if (step) {
     const ask = el("div", "step", `Second step: type ${step.word} or ${step.code} to approve. Approve alone does not run it.`);
     typed = el("input", "confirm mono");
     typed.type = "text";
@@ -169,7 +172,7 @@ function card(row) {
     typed.placeholder = `${step.word} or ${step.code}`;
     stepNodes.push(ask, typed);
   }
-  const granted = row.grant_covers && !step ? grantBox(row) : null;
+  const granted = row.grant_covers && !step && !row.step_up ? grantBox(row) : null;
   const outcome = el("span", "outcome");
   const when = el("span", "when", remaining(row.deadline));
   const granting = granted ? [granted.always, granted.everywhere] : [];
@@ -234,6 +237,15 @@ function card(row) {
     if (decision === "approve") body.card_sha256 = row.card_sha256;
     if (typed && decision === "approve") body.confirm = typed.value;
     if (grant) body.grant = grant;
+    if (row.step_up && decision === "approve") {
+      try {
+        body.step_up = await stepUpAssertion(row);
+      } catch (error) {
+        enable(true);
+        outcome.textContent = `The passkey did not confirm it: ${error.message}`;
+        return;
+      }
+    }
     const { status, data } = await api("POST", `/api/approvals/${encodeURIComponent(row.id)}`, body);
     if (status === 200) {
       closeCard(row.id, data.state, data.decided_by);

@@ -44,10 +44,18 @@ struct Answer {
     /// with it. Needed by every approving answer; a reject may leave it out.
     #[serde(default)]
     card_sha256: Option<String>,
+    /// The passkey assertion a lock-class question takes on TauBar once anyone has a
+    /// passkey: it stands in for the typed second step.
+    #[serde(default)]
+    step_up: Option<crate::step_up::StepUpAnswer>,
 }
 
 /// The 409's `error` for an answer nothing waited for.
 pub(crate) const NOT_USED_TEXT: &str = "nothing waits for this answer any more (no paused turn is left to run the call), so it was not used and nothing ran; the question is closed";
+
+/// The 400 of a grant asked with a passkey's yes.
+pub(crate) const NO_GRANT_WITH_PASSKEY: &str =
+    "a question that takes a passkey is asked every time: it takes no grant";
 
 /// Longer than any device name or number: not an answer to a second step.
 const MAX_CONFIRM_CHARS: usize = 64;
@@ -118,6 +126,7 @@ pub(crate) async fn answer(
         confirm,
         grant,
         card_sha256,
+        step_up,
     }) = serde_json::from_slice::<Answer>(&body)
     else {
         return error_response(
@@ -134,7 +143,7 @@ pub(crate) async fn answer(
     let Ok(id) = ApprovalId::parse(&id) else {
         return error_response(StatusCode::NOT_FOUND, "no such approval");
     };
-    let reply = match (decision, confirm, grant) {
+    let mut reply = match (decision, confirm, grant) {
         (Decision::Approve, Some(_), Some(_)) => {
             return error_response(
                 StatusCode::BAD_REQUEST,
@@ -153,13 +162,29 @@ pub(crate) async fn answer(
         (Decision::Reject, _, None) => Reply::Reject,
     };
     let approving = match &reply {
-        Reply::Approve | Reply::Confirm(_) | Reply::ApproveWithGrant(_) => true,
+        Reply::Approve | Reply::Confirm(_) | Reply::ApproveWithGrant(_) | Reply::Passkey => true,
         Reply::Reject => false,
     };
     if approving && let Some(refused) = refused_card(&app, &id, card_sha256.as_deref()) {
         return refused;
     }
-    match app.hub.answer(None, &id, reply).await {
+    let mut user = None;
+    if approving && let Ok(Some(row)) = answerable(&app, &id) {
+        match crate::signin::checked_step_up(&app, &row, step_up.as_ref()) {
+            Err(refused) => return *refused,
+            // The passkey stands in for the typed second step; it is asked every time, so
+            // it makes no grant.
+            Ok(Some(person)) => {
+                if let Reply::ApproveWithGrant(_) = reply {
+                    return error_response(StatusCode::BAD_REQUEST, NO_GRANT_WITH_PASSKEY);
+                }
+                reply = Reply::Passkey;
+                user = Some(person);
+            }
+            Ok(None) => {}
+        }
+    }
+    match app.hub.answer(user, &id, reply).await {
         Ok(Answered::Decided(row)) => Json(row_json(&app, &row, false)).into_response(),
         Ok(Answered::AlreadyDecided(row)) => (
             StatusCode::CONFLICT,

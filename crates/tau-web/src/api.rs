@@ -32,7 +32,9 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         HubError::Busy => StatusCode::TOO_MANY_REQUESTS,
         HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         HubError::TimedOut { .. } => StatusCode::GATEWAY_TIMEOUT,
-        HubError::Grant(_) | HubError::Title(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        HubError::Grant(_) | HubError::Title(_) | HubError::PasskeyElsewhere(_) => {
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
         HubError::Store(_)
         | HubError::StoredTurn(_)
         | HubError::Session(_)
@@ -56,7 +58,8 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         | HubError::Session(_)
         | HubError::NoRandomness(_)
         | HubError::InvalidSessionId(_)
-        | HubError::NoFreshId { .. } => error.to_string(),
+        | HubError::NoFreshId { .. }
+        | HubError::PasskeyElsewhere(_) => error.to_string(),
     };
     if status == StatusCode::INTERNAL_SERVER_ERROR {
         tracing::error!(%error, "web request failed");
@@ -335,6 +338,10 @@ pub(crate) fn row_json(app: &App, row: &ApprovalRow, display: bool) -> Value {
     let mut value = if display { drawn } else { value };
     if let Value::Object(fields) = &mut value {
         fields.insert("card_sha256".into(), Value::String(hash));
+        // Not part of the card: how a yes to it is confirmed.
+        if let Some(offer) = crate::signin::step_up_offer(app, row) {
+            fields.insert("step_up".into(), offer);
+        }
     }
     value
 }

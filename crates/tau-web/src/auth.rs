@@ -126,8 +126,14 @@ pub(crate) async fn guard(State(app): State<App>, request: Request, next: Next) 
     response
 }
 
-async fn checked(app: &App, request: Request, next: Next) -> Response {
+async fn checked(app: &App, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
+    // The token and the cookie the page traded it for speak for the implicit person; a
+    // passkey's signed-in session for the person who signed in.
+    let signed_in = match app.auth.via(headers) {
+        Some(via) => Some((via, crate::signin::IMPLICIT_PERSON.to_owned())),
+        None => crate::signin::session_person(app, headers).map(|person| (Via::Cookie, person)),
+    };
     let mut response = if !app.auth.host_ok(headers) {
         error(
             StatusCode::FORBIDDEN,
@@ -136,7 +142,7 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
         .into_response()
     } else if request.uri().path().starts_with("/api/") {
         let changes = !matches!(*request.method(), Method::GET | Method::HEAD);
-        match app.auth.via(headers) {
+        match signed_in {
             None => {
                 let mut response =
                     error(StatusCode::UNAUTHORIZED, "the token is required").into_response();
@@ -145,22 +151,25 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                 response
             }
-            Some(via) if changes && !app.auth.origin_ok(headers, via) => error(
+            Some((via, _)) if changes && !app.auth.origin_ok(headers, via) => error(
                 StatusCode::FORBIDDEN,
                 "a request that changes something must come from this page",
             )
             .into_response(),
-            Some(_) => {
+            Some((_, person)) => {
                 if let Some(connection) = request.extensions().get::<Arc<Connection>>() {
                     connection.prove();
                 }
+                request
+                    .extensions_mut()
+                    .insert(crate::signin::Person(person));
                 next.run(request).await
             }
         }
     } else {
         // The page and its files: a browser's first request on a connection is often one
         // of these, and its cookie proves the connection as well as an API call would.
-        if app.auth.via(headers).is_some()
+        if signed_in.is_some()
             && let Some(connection) = request.extensions().get::<Arc<Connection>>()
         {
             connection.prove();

@@ -1,8 +1,8 @@
 //! tau-web: TauBar, tau's web page, and the JSON API and event stream it uses.
 //!
 //! Owns the `[web]` config, the HTTP server (axum on hyper), who may use it (a bearer
-//! token, or the HttpOnly cookie the page trades it for; `Host` checked on every request,
-//! `Origin` on every change), the API handlers, the page's assets (embedded) and the
+//! token, the HttpOnly cookie the page trades it for, or the session a passkey sign-in
+//! gives; `Host` checked on every request, `Origin` on every change), the API handlers, the page's assets (embedded) and the
 //! `display=true` view that runs every string through tau's display function. Talks to
 //! the hub only through the `ChannelPort` `tau-hub` hands it, bound to `web`; knows no model, tool or other channel.
 //!
@@ -14,6 +14,11 @@
 //! loop and its deadlines, `peers.rs` connections by peer and their caps, `push/` Web Push
 //! (subscriptions, and a push to a person's devices when a question waits for them),
 //! `assets/` the page, its service worker, manifest and icons.
+//! `decisions.rs` the history of decisions (read by the host), `passkey.rs` TauBar as a
+//! WebAuthn relying party (enrollment, sign-in), `step_up.rs` the passkey a lock-class
+//! yes takes, its challenge bound to one question,
+//! `signin.rs` their routes and the session cookie, `server.rs` the accept
+//! loop and its deadlines, `peers.rs` connections by peer and their caps, `assets/` the page.
 
 mod answer;
 mod api;
@@ -22,12 +27,15 @@ mod config;
 mod decisions;
 mod events;
 mod grants;
+mod passkey;
 mod peers;
 mod push;
 mod routines;
 mod server;
 mod sessions;
 mod shown;
+mod signin;
+mod step_up;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -45,8 +53,10 @@ use tower_http::timeout::TimeoutLayer;
 
 pub use config::{REMOTE_RISK, WebConfig, WebConfigError};
 pub use decisions::{Decisions, DecisionsError};
+pub use passkey::PasskeyError;
 pub use push::{NotAKey, PushError, WebPush};
 pub use server::raise_open_files_limit;
+pub use signin::{ENROLL_HOURS, IMPLICIT_PERSON, enroll_secret};
 
 /// The channel's name: what approval rows and `decided_by` say.
 pub const WEB: &str = "web";
@@ -77,6 +87,8 @@ pub(crate) struct App {
     routines: Option<Arc<dyn Routines>>,
     decisions: Option<Arc<dyn Decisions>>,
     push: Option<Arc<WebPush>>,
+    /// Passkeys: enrollment, sign-in and the step-up of lock-class questions.
+    passkeys: Option<signin::PasskeySite>,
 }
 
 /// TauBar could not start.
@@ -102,6 +114,11 @@ pub struct WebChannel {
     routines: Option<Arc<dyn Routines>>,
     decisions: Option<Arc<dyn Decisions>>,
     push: Option<Arc<WebPush>>,
+    /// `[web] hosts` as configured: the first name among them is the passkeys' relying party.
+    configured_hosts: Vec<String>,
+    passkeys: Option<tau_state::Passkeys>,
+    /// Tools whose yes takes a passkey (`[tools.step_up]`), besides lock-class devices.
+    step_up_tools: Vec<String>,
 }
 
 impl WebChannel {
@@ -127,6 +144,9 @@ impl WebChannel {
             routines: None,
             decisions: None,
             push: None,
+            configured_hosts: config.hosts.clone(),
+            passkeys: None,
+            step_up_tools: Vec::new(),
         })
     }
 
@@ -152,6 +172,16 @@ impl WebChannel {
         self
     }
 
+    /// Keeps passkeys in `store`: TauBar then enrolls them (`/enroll`), signs people in
+    /// with them, and asks for one to approve a lock-class question, or one of
+    /// `step_up_tools`, once anyone has one.
+    #[must_use]
+    pub fn with_passkeys(mut self, store: tau_state::Passkeys, step_up_tools: Vec<String>) -> Self {
+        self.passkeys = Some(store);
+        self.step_up_tools = step_up_tools;
+        self
+    }
+
     /// Where it listens (the port is known even when `listen` asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.bound
@@ -160,6 +190,18 @@ impl WebChannel {
     /// The address to open in a browser.
     pub fn url(&self) -> String {
         format!("http://{}/", self.bound)
+    }
+
+    /// The address passkeys work at: by the relying party's name (the first name in
+    /// `[web] hosts`, else `localhost`), never by an IP address.
+    pub fn passkey_url(&self) -> String {
+        let name = self
+            .configured_hosts
+            .iter()
+            .map(|host| host.split(':').next().unwrap_or(host))
+            .find(|name| !name.is_empty() && name.parse::<std::net::IpAddr>().is_err())
+            .unwrap_or("localhost");
+        format!("http://{name}:{}/", self.bound.port())
     }
 }
 
@@ -190,6 +232,14 @@ impl Channel for WebChannel {
             routines: self.routines.clone(),
             decisions: self.decisions.clone(),
             push: self.push.clone(),
+            passkeys: self.passkeys.clone().and_then(|store| {
+                signin::PasskeySite::new(
+                    store,
+                    &self.hosts,
+                    &self.configured_hosts,
+                    self.step_up_tools.clone(),
+                )
+            }),
         };
         let pump = self
             .push
@@ -275,6 +325,21 @@ fn router(app: App) -> Router {
             post(push::subscribe).delete(push::unsubscribe),
         )
         .route("/api/login", post(api::login))
+        .route(
+            "/enroll",
+            get(|| async { asset("text/html; charset=utf-8", signin::ENROLL_HTML) }),
+        )
+        .route(
+            "/passkey.js",
+            get(|| async { asset("text/javascript; charset=utf-8", signin::PASSKEY_JS) }),
+        )
+        .route("/passkeys/enroll/start", post(signin::enroll_start))
+        .route("/passkeys/enroll/finish", post(signin::enroll_finish))
+        .route("/passkeys/signin/start", post(signin::sign_in_start))
+        .route("/passkeys/signin/finish", post(signin::sign_in_finish))
+        .route("/api/passkeys", get(signin::list))
+        .route("/api/passkeys/{id}", delete(signin::remove))
+        .route("/api/approvals/{id}/step_up", post(signin::step_up))
         .route(
             "/api/sessions",
             get(api::sessions).post(api::create_session),

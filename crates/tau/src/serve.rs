@@ -109,6 +109,10 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             remote_timeout: config.approval.remote_timeout(),
             audit: hub_events.clone(),
             language: config.ui.language(),
+            passkey_step: tau_hub::PasskeyStep {
+                taubar: web.as_ref().map(WebChannel::passkey_url),
+                tools: config.tools.passkey_tools(),
+            },
         },
     );
     let routine_events = EventBus::new();
@@ -134,6 +138,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         let push_key = tau_home::token_file::load_or_create(&ctx.home.push_key())?;
         let web = web
             .with_routines(Arc::clone(&hosted.routines) as _)
+            .with_passkeys(state.passkeys(), config.tools.passkey_tools())
             .with_decisions(Arc::new(crate::audit::Decisions(
                 tau_audit::AuditDecisions::new(ctx.home.audit_log()),
             )))

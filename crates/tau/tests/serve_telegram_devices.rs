@@ -159,3 +159,97 @@ fn only_the_number_the_message_names_opens_the_garage() {
             .cloned()
     });
 }
+
+/// Once anyone has a passkey, the garage's yes is TauBar's: the number the message names,
+/// pressed on Telegram, approves nothing, is recorded, and the question stays open.
+#[test]
+fn once_a_passkey_is_enrolled_the_number_on_telegram_opens_nothing() {
+    let Some(emulator) = Emulator::start(TOKEN) else {
+        return;
+    };
+    let Some(broker) = Mosquitto::start("allow_anonymous true").unwrap() else {
+        return;
+    };
+    let garage = DeviceStandIn::start(
+        broker.port,
+        StandInSpec {
+            client_id: "garage-door".into(),
+            command_topic: "home/garage/door/set".into(),
+            state_topic: "home/garage/door/state".into(),
+            initial_state: Some("CLOSED".into()),
+            states: Vec::new(),
+        },
+    )
+    .unwrap();
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call(
+            "t1",
+            "device_set",
+            &json!({"device": "garage-door", "action": "open"})
+        ),
+        answer("The garage is open."),
+    ]));
+    let config = tau.serve_config(&format!(
+        "[tools.mqtt]\nport = {}\n\n[[devices]]\nname = \"garage-door\"\nlabel = \"Garage door\"\n\
+         room = \"garage\"\nkind = \"garage\"\ncommand_topic = \"home/garage/door/set\"\n\
+         actions = {{ open = \"OPEN\", close = \"CLOSE\" }}\n\n\
+         [telegram]\nowners = [{OWNER}]\napi_url = \"{}\"\npoll_timeout_seconds = 0\n\
+         min_poll_interval_ms = 50\nedit_interval_ms = 50\n",
+        broker.port, emulator.url
+    ));
+    let _serve = tau.serve_env(&model, &config, &[("TAU_TELEGRAM_TOKEN", TOKEN)]);
+    // A passkey, kept as TauBar's enrollment keeps one.
+    let store = tau_state::StateDb::open(&tau.home().join("state.db"))
+        .unwrap()
+        .passkeys();
+    let secret = tau_web::enroll_secret(&store, tau_web::IMPLICIT_PERSON).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .try_into()
+        .unwrap();
+    let passkey = tau_state::StoredPasskey {
+        id: "00ff".into(),
+        person: "owner".into(),
+        credential: "{}".into(),
+        created_at: now,
+        last_used_at: None,
+    };
+    assert!(store.enroll(&secret, &passkey, now).unwrap());
+
+    emulator.write(OWNER, OWNER, "open the garage");
+    // The question says where to approve it, and offers Reject alone.
+    let asked = emulator.wait("the garage question", |messages| {
+        messages
+            .iter()
+            .find(|m| m.text.contains("takes a passkey"))
+            .cloned()
+    });
+    let link = format!("http://localhost:{}/#session=", _serve.addr.port());
+    assert!(
+        asked.text.contains(
+            "<b>🔐 This takes a passkey: approve it on TauBar. Nothing pressed here approves it.</b>"
+        ) && asked.text.contains(&link),
+        "{}",
+        asked.text
+    );
+    assert_eq!(asked.buttons.len(), 1, "{:?}", asked.buttons);
+    let id = asked.buttons[0].rsplit(':').next().unwrap().to_owned();
+    // A number pressed all the same (an old or forged button).
+    emulator.press(OWNER, OWNER, &format!("v1:c47:{id}"));
+    let refused = wait_for("the press refused", || {
+        tau.audit_events()
+            .into_iter()
+            .find(|e| e["type"] == "answer_refused")
+    });
+    assert_eq!(
+        refused,
+        json!({"type": "answer_refused", "channel": "telegram", "approval_id": "ap_1",
+               "user": OWNER.to_string(),
+               "reason": "a yes where no passkey can be asked"})
+    );
+    assert_eq!(state_of(&tau, &id), "pending");
+    assert_eq!(garage.commands(), Vec::<String>::new());
+}

@@ -198,6 +198,7 @@ impl Setup {
                 remote_timeout: timeout,
                 audit: self.bus.clone(),
                 language: tau_core::Language::En,
+                passkey_step: tau_hub::PasskeyStep::default(),
             },
         )
     }

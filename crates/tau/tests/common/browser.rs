@@ -114,13 +114,25 @@ pub async fn connect(driver: &Driver, chromium: &Path, width: u32, height: u32) 
 /// Runs the DevTools command `cmd` in `client`'s browser through chromedriver's
 /// `goog/cdp/execute` (fantoccini has no call for it) and returns its result.
 pub async fn cdp(driver: &Driver, client: &Client, cmd: &str, params: Value) -> Value {
+    session_call(
+        driver,
+        client,
+        "goog/cdp/execute",
+        &json!({"cmd": cmd, "params": params}),
+    )
+    .await
+}
+
+/// POSTs `body` to chromedriver's `/session/{id}/{path}` (a WebDriver extension fantoccini
+/// has no call for: DevTools, the WebAuthn virtual authenticators) and returns its `value`.
+pub async fn session_call(driver: &Driver, client: &Client, path: &str, body: &Value) -> Value {
     use std::io::{Read, Write};
     let session = client.session_id().await.unwrap().unwrap();
-    let body = json!({"cmd": cmd, "params": params}).to_string();
+    let body = body.to_string();
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", driver.port)).unwrap();
     write!(
         stream,
-        "POST /session/{session}/goog/cdp/execute HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /session/{session}/{path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         driver.port,
         body.len()
     )
@@ -130,7 +142,7 @@ pub async fn cdp(driver: &Driver, client: &Client, cmd: &str, params: Value) -> 
     let mut chunk = [0u8; 4096];
     loop {
         let read = stream.read(&mut chunk).unwrap();
-        assert!(read > 0, "{cmd}: chromedriver closed the connection");
+        assert!(read > 0, "{path}: chromedriver closed the connection");
         response.extend_from_slice(&chunk[..read]);
         let text = String::from_utf8_lossy(&response);
         let Some((head, body)) = text.split_once("\r\n\r\n") else {
@@ -143,11 +155,11 @@ pub async fn cdp(driver: &Driver, client: &Client, cmd: &str, params: Value) -> 
                 name.eq_ignore_ascii_case("content-length")
                     .then(|| value.trim().parse().ok())?
             })
-            .unwrap_or_else(|| panic!("{cmd}: no length in {head}"));
+            .unwrap_or_else(|| panic!("{path}: no length in {head}"));
         if body.len() < length {
             continue;
         }
-        assert!(head.starts_with("HTTP/1.1 200"), "{cmd}: {text}");
+        assert!(head.starts_with("HTTP/1.1 200"), "{path}: {text}");
         let reply: Value = serde_json::from_str(body).unwrap();
         return reply["value"].clone();
     }
