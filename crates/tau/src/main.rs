@@ -29,6 +29,7 @@ mod serve_banner;
 mod service;
 mod settings;
 mod start_checks;
+mod store;
 mod tui;
 
 use std::process::ExitCode;
