@@ -5,7 +5,9 @@
 //! line past the head is tau's only when it was announced. The appender moves both under
 //! its lock on the log; `tau audit verify` reads them.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::params;
+
+use crate::sql::Sql;
 
 use crate::error::StateError;
 use crate::handles::AuditAnchor;
@@ -18,17 +20,17 @@ pub struct AuditHead {
 }
 
 /// The one row of `table` (`audit_anchor` or `audit_announced`).
-fn row(c: &Connection, table: &str) -> Result<Option<AuditHead>, StateError> {
-    Ok(
-        c.prepare_cached(&format!("SELECT seq, hash FROM {table} WHERE id = 1"))?
-            .query_row([], |row| {
-                Ok(AuditHead {
-                    seq: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
-                    hash: row.get(1)?,
-                })
+fn row(c: &Sql<'_>, table: &str) -> Result<Option<AuditHead>, StateError> {
+    Ok(c.query_optional(
+        &format!("SELECT seq, hash FROM {table} WHERE id = 1"),
+        params![],
+        |row| {
+            Ok(AuditHead {
+                seq: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+                hash: row.get(1)?,
             })
-            .optional()?,
-    )
+        },
+    )?)
 }
 
 impl AuditAnchor {
@@ -54,14 +56,13 @@ impl AuditAnchor {
 
     fn put_audit_row(&self, table: &str, head: &AuditHead) -> Result<(), StateError> {
         self.db.write(|tx| {
-            tx.prepare_cached(&format!(
-                "INSERT INTO {table} (id, seq, hash) VALUES (1, ?1, ?2)
+            tx.execute(
+                &format!(
+                    "INSERT INTO {table} (id, seq, hash) VALUES (1, ?1, ?2)
                  ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
-            ))?
-            .execute(params![
-                i64::try_from(head.seq).unwrap_or(i64::MAX),
-                head.hash
-            ])?;
+                ),
+                params![i64::try_from(head.seq).unwrap_or(i64::MAX), head.hash],
+            )?;
             Ok(())
         })
     }

@@ -2,7 +2,9 @@
 //! chat, a routine's questions) talks to, so a restart finds them again.
 
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::params;
+
+use crate::sql::Row;
 use tau_protocol::SessionId;
 
 use crate::error::StateError;
@@ -61,20 +63,12 @@ fn parse(
     })
 }
 
-/// True when `error` is SQLite refusing a row that breaks a key or a `UNIQUE` column.
-fn is_taken(error: &rusqlite::Error) -> bool {
-    matches!(
-        error,
-        rusqlite::Error::SqliteFailure(failure, _)
-            if failure.code == rusqlite::ErrorCode::ConstraintViolation
-    )
-}
-
 impl Conversations {
     /// A new conversation `(channel, key)` talking to the new session `session`; `None`
     /// (nothing written) when the key or the session is taken already: by a conversation,
-    /// or by a stored session that belongs to none (`tau chat --session`). A plain
-    /// `INSERT`, so a collision is never read back as the new conversation.
+    /// or by a stored session that belongs to none (`tau chat --session`). An `INSERT` that
+    /// writes nothing on a collision with any key, so a collision is never read back as
+    /// the new conversation.
     pub fn create_conversation(
         &self,
         channel: &str,
@@ -84,22 +78,21 @@ impl Conversations {
         let created_at = Timestamp::now();
         let created = self.db.write(|tx| {
             let stored = tx
-                .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
-                .query_row(params![session.as_str()], |_| Ok(()))
-                .optional()?
+                .query_optional(
+                    "SELECT 1 FROM sessions WHERE id = ?1",
+                    params![session.as_str()],
+                    |_| Ok(()),
+                )?
                 .is_some();
             if stored {
                 return Ok(false);
             }
-            match tx.execute(
+            let inserted = tx.execute(
                 "INSERT INTO conversations (channel, key, session, created_at) \
-                 VALUES (?1, ?2, ?3, ?4)",
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
                 params![channel, key, session.as_str(), created_at.to_string()],
-            ) {
-                Ok(_) => Ok(true),
-                Err(error) if is_taken(&error) => Ok(false),
-                Err(error) => Err(error.into()),
-            }
+            )?;
+            Ok(inserted == 1)
         })?;
         Ok(created.then(|| Conversation {
             channel: channel.to_owned(),
@@ -123,13 +116,11 @@ impl Conversations {
                  VALUES (?1, ?2, ?3, ?4) ON CONFLICT (channel, key) DO NOTHING",
                 params![channel, key, session.as_str(), Timestamp::now().to_string()],
             )?;
-            Ok(tx
-                .query_row(
-                    &format!("SELECT {COLUMNS} FROM conversations WHERE channel = ?1 AND key = ?2"),
-                    params![channel, key],
-                    read_row,
-                )
-                .optional()?)
+            Ok(tx.query_optional(
+                &format!("SELECT {COLUMNS} FROM conversations WHERE channel = ?1 AND key = ?2"),
+                params![channel, key],
+                read_row,
+            )?)
         })?;
         parse(row.ok_or_else(|| StateError::Vanished {
             channel: channel.to_owned(),
@@ -141,11 +132,11 @@ impl Conversations {
     pub fn conversation_of(&self, session: &SessionId) -> Result<Option<Conversation>, StateError> {
         self.db
             .read(|c| {
-                Ok(c.prepare_cached(&format!(
-                    "SELECT {COLUMNS} FROM conversations WHERE session = ?1"
-                ))?
-                .query_row(params![session.as_str()], read_row)
-                .optional()?)
+                Ok(c.query_optional(
+                    &format!("SELECT {COLUMNS} FROM conversations WHERE session = ?1"),
+                    params![session.as_str()],
+                    read_row,
+                )?)
             })?
             .map(parse)
             .transpose()
@@ -156,11 +147,14 @@ impl Conversations {
     /// conversation. Its questions are not touched: the caller refuses while one waits.
     pub fn delete_conversation(&self, session: &SessionId) -> Result<bool, StateError> {
         self.db.write(|tx| {
-            let deleted = tx
-                .prepare_cached("DELETE FROM conversations WHERE session = ?1")?
-                .execute(params![session.as_str()])?;
-            tx.prepare_cached("DELETE FROM sessions WHERE id = ?1")?
-                .execute(params![session.as_str()])?;
+            let deleted = tx.execute(
+                "DELETE FROM conversations WHERE session = ?1",
+                params![session.as_str()],
+            )?;
+            tx.execute(
+                "DELETE FROM sessions WHERE id = ?1",
+                params![session.as_str()],
+            )?;
             Ok(deleted == 1)
         })
     }
@@ -168,11 +162,9 @@ impl Conversations {
     /// Every conversation of `channel`, oldest first.
     pub fn conversations_of(&self, channel: &str) -> Result<Vec<Conversation>, StateError> {
         let rows = self.db.read(|c| {
-            let mut statement = c.prepare_cached(&format!(
+            c.query_map(&format!(
                 "SELECT {COLUMNS} FROM conversations WHERE channel = ?1 ORDER BY created_at, key"
-            ))?;
-            let rows = statement.query_map(params![channel], read_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            ), params![channel], read_row)
         })?;
         rows.into_iter().map(parse).collect()
     }
@@ -287,8 +279,7 @@ mod tests {
         store
             .write(|tx| {
                 tx.execute(
-                    "INSERT INTO conversations VALUES ('web', 'k', '../etc', '2026-01-01T00:00:00Z')",
-                    [],
+                    "INSERT INTO conversations VALUES ('web', 'k', '../etc', '2026-01-01T00:00:00Z')", params![],
                 )?;
                 Ok(())
             })

@@ -1,15 +1,20 @@
-//! [`StateDb`]: the one way into `state.db`. It opens the file (private, without a second
-//! descriptor), applies the pragma policy and the migrations, and runs every read and write
-//! of this process on one connection, off the async workers.
+//! [`StateDb`]: the one way into tau's store, `state.db` or a PostgreSQL database. It opens
+//! the file (private, without a second descriptor) and applies the pragma policy, or
+//! connects; applies the migrations; and runs every read and write of this process on one
+//! connection, off the async workers.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 
 use crate::error::StateError;
 use crate::migrate;
+use crate::pg::PgStore;
+use crate::sql::Sql;
 
 /// How long a statement waits for another process's write before it fails.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -18,25 +23,55 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const AUTOCHECKPOINT_PAGES: i64 = 16_384;
 /// After a checkpoint the log file is cut back to this.
 const JOURNAL_SIZE_LIMIT: i64 = 4 << 20;
+/// How often [`StateDb::wait_for_change`] looks at a SQLite file's `data_version`.
+const SQLITE_CHANGE_POLL: Duration = Duration::from_millis(50);
 /// The mode of `state.db` and of the `-wal` and `-shm` files SQLite makes beside it.
 const PRIVATE_MODE: u32 = 0o600;
 
-/// `state.db`, open. Cheap to clone; every clone is the same connection. Safe to share
-/// between threads, and other processes may open the same file at the same time.
-#[derive(Clone)]
-pub struct StateDb {
-    inner: Arc<Inner>,
+/// Where tau's store is: the embedded SQLite file (the default, in the home) or a
+/// PostgreSQL database that several hubs share.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    Sqlite(PathBuf),
+    /// A `postgres://` url; it may hold a password, so it is never shown (see
+    /// [`StateDb::describe`]).
+    Postgres {
+        url: String,
+    },
 }
 
-struct Inner {
+impl std::fmt::Debug for StoreLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            Self::Postgres { .. } => f.write_str("Postgres { .. }"),
+        }
+    }
+}
+
+/// The store, open. Cheap to clone; every clone is the same connection. Safe to share
+/// between threads, and other processes may open the same store at the same time.
+#[derive(Clone)]
+pub struct StateDb {
+    inner: Arc<Store>,
+}
+
+enum Store {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+struct SqliteStore {
     path: PathBuf,
     connection: Mutex<Connection>,
+    /// The `data_version` the last [`StateDb::wait_for_change`] saw.
+    seen: AtomicI64,
 }
 
 impl std::fmt::Debug for StateDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StateDb")
-            .field("path", &self.inner.path)
+            .field("store", &self.describe())
             .finish_non_exhaustive()
     }
 }
@@ -59,11 +94,13 @@ impl StateDb {
         let mut connection = connection;
         configure(&connection)?;
         migrate::to_latest(&mut connection)?;
+        let seen = connection.query_row("PRAGMA data_version", params![], |row| row.get(0))?;
         Ok(Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new(Store::Sqlite(SqliteStore {
                 path: path.to_owned(),
                 connection: Mutex::new(connection),
-            }),
+                seen: AtomicI64::new(seen),
+            })),
         })
     }
 
@@ -79,38 +116,87 @@ impl StateDb {
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.inner.path
+    /// Connects to the PostgreSQL database at `url` and brings its tables to this tau's
+    /// schema (creating them in an empty database).
+    pub fn connect(url: &str) -> Result<Self, StateError> {
+        off_the_runtime(|| {
+            let store = PgStore::connect(url)?;
+            migrate::postgres_to_latest(&store)?;
+            Ok(Self {
+                inner: Arc::new(Store::Postgres(store)),
+            })
+        })
+    }
+
+    /// Opens the store at `location`: [`Self::open`] or [`Self::connect`].
+    pub fn open_store(location: &StoreLocation) -> Result<Self, StateError> {
+        match location {
+            StoreLocation::Sqlite(path) => Self::open(path),
+            StoreLocation::Postgres { url } => Self::connect(url),
+        }
+    }
+
+    /// The SQLite file, when the store is one.
+    pub fn path(&self) -> Option<&Path> {
+        match &*self.inner {
+            Store::Sqlite(store) => Some(&store.path),
+            Store::Postgres(_) => None,
+        }
+    }
+
+    /// The store for a message: the SQLite file's path, or `postgres://host:port/db`
+    /// (never a user or a password).
+    pub fn describe(&self) -> String {
+        match &*self.inner {
+            Store::Sqlite(store) => store.path.display().to_string(),
+            Store::Postgres(store) => store.description().to_owned(),
+        }
+    }
+
+    /// Whether the store is PostgreSQL (shared by several hubs) rather than a file.
+    pub fn is_shared(&self) -> bool {
+        matches!(&*self.inner, Store::Postgres(_))
     }
 
     /// Runs `read` on the connection.
     pub(crate) fn read<T>(
         &self,
-        read: impl FnOnce(&Connection) -> Result<T, StateError>,
+        read: impl FnOnce(&Sql<'_>) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
-        off_the_runtime(|| read(&self.lock()))
+        match &*self.inner {
+            Store::Sqlite(store) => off_the_runtime(|| read(&Sql::Sqlite(&store.lock()))),
+            Store::Postgres(store) => off_the_runtime(|| store.with(|c| read(&Sql::Postgres(c)))),
+        }
     }
 
     /// Runs `write` in one transaction that takes the write lock at its start (a
     /// transaction that read first could find another process wrote meanwhile, and fail
-    /// instead of waiting). A commit survives a killed process; see [`Self::write_durable`]
-    /// for one that survives a power cut too.
+    /// instead of waiting): SQLite's `BEGIN IMMEDIATE`, PostgreSQL's advisory lock that
+    /// every hub sharing the database takes. A commit survives a killed process; see
+    /// [`Self::write_durable`] for one that survives a power cut too.
     pub(crate) fn write<T>(
         &self,
-        write: impl FnOnce(&Transaction<'_>) -> Result<T, StateError>,
+        write: impl FnOnce(&Sql<'_>) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
-        off_the_runtime(|| transaction(&mut self.lock(), write))
+        match &*self.inner {
+            Store::Sqlite(store) => off_the_runtime(|| transaction(&mut store.lock(), write)),
+            Store::Postgres(store) => off_the_runtime(|| store.write(|c| write(&Sql::Postgres(c)))),
+        }
     }
 
     /// [`Self::write`], with the log flushed to the disk at its commit: this write and
     /// every one before it survive a power cut once it returns. For what must never be
-    /// lost: a person's answer, a call let through, the end of a turn.
+    /// lost: a person's answer, a call let through, the end of a turn. (Every PostgreSQL
+    /// commit is flushed so.)
     pub(crate) fn write_durable<T>(
         &self,
-        write: impl FnOnce(&Transaction<'_>) -> Result<T, StateError>,
+        write: impl FnOnce(&Sql<'_>) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
+        let Store::Sqlite(store) = &*self.inner else {
+            return self.write(write);
+        };
         off_the_runtime(|| {
-            let mut connection = self.lock();
+            let mut connection = store.lock();
             connection.pragma_update(None, "synchronous", "FULL")?;
             let result = transaction(&mut connection, write);
             let restored = connection.pragma_update(None, "synchronous", "NORMAL");
@@ -122,48 +208,107 @@ impl StateDb {
 
     /// Makes every write so far survive a power cut: one durable commit (the log is
     /// flushed with it), then a checkpoint that copies the log into the database file
-    /// without waiting for readers in other processes.
+    /// without waiting for readers in other processes. On PostgreSQL every commit is
+    /// durable when it returns: nothing to do.
     pub fn flush(&self) -> Result<(), StateError> {
+        let Store::Sqlite(store) = &*self.inner else {
+            return Ok(());
+        };
         self.write_durable(|tx| {
             tx.execute(
                 "INSERT INTO state_meta (key, value) VALUES ('flushed_at', ?1)
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [jiff::Timestamp::now().to_string()],
+                params![jiff::Timestamp::now().to_string()],
             )?;
             Ok(())
         })?;
-        self.read(|connection| {
-            connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        off_the_runtime(|| {
+            store
+                .lock()
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", params![], |_| Ok(()))?;
             Ok(())
         })
     }
 
-    /// SQLite's own check of the whole file: `["ok"]` when it is sound.
+    /// SQLite's own check of the whole file: `["ok"]` when it is sound. On PostgreSQL
+    /// (which checks its own pages) the closest honest check: the database answers and
+    /// its schema is at this tau's step.
     pub fn integrity_check(&self) -> Result<Vec<String>, StateError> {
-        self.read(|connection| {
-            let mut statement = connection.prepare("PRAGMA integrity_check")?;
-            let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
-        })
+        match &*self.inner {
+            Store::Sqlite(_) => self.read(|c| {
+                c.query_map("PRAGMA integrity_check", params![], |row| {
+                    row.get::<_, String>(0)
+                })
+            }),
+            Store::Postgres(_) => {
+                let step = self.schema_version()?;
+                Ok(vec![if step == migrate::LATEST {
+                    "ok".to_owned()
+                } else {
+                    format!("schema step {step}, not {}", migrate::LATEST)
+                }])
+            }
+        }
     }
 
-    /// A number that changes when another process committed to the file since the last
-    /// call on this connection (SQLite's `data_version`); this process's own commits do
-    /// not change it.
+    /// A number that changes when another process committed to the store since the last
+    /// call on this connection (SQLite's `data_version`; on PostgreSQL a counter every
+    /// write transaction bumps); this process's own commits do not change it.
     pub fn data_version(&self) -> Result<i64, StateError> {
-        self.read(|connection| {
-            Ok(connection.query_row("PRAGMA data_version", [], |row| row.get(0))?)
-        })
+        match &*self.inner {
+            Store::Sqlite(store) => off_the_runtime(|| {
+                Ok(store
+                    .lock()
+                    .query_row("PRAGMA data_version", params![], |row| row.get(0))?)
+            }),
+            Store::Postgres(store) => off_the_runtime(|| store.data_version()),
+        }
     }
 
-    /// The schema version the file is at.
+    /// Waits up to `timeout` for another process's commit: true when one came since the
+    /// last wait. PostgreSQL wakes it at once (`LISTEN`); on SQLite it looks at
+    /// [`Self::data_version`] every few milliseconds. A hub that only polls
+    /// `data_version` misses nothing either.
+    pub fn wait_for_change(&self, timeout: Duration) -> Result<bool, StateError> {
+        match &*self.inner {
+            Store::Sqlite(store) => {
+                let started = std::time::Instant::now();
+                loop {
+                    let version = self.data_version()?;
+                    if store.seen.swap(version, Ordering::Relaxed) != version {
+                        return Ok(true);
+                    }
+                    let left = timeout.saturating_sub(started.elapsed());
+                    if left.is_zero() {
+                        return Ok(false);
+                    }
+                    std::thread::sleep(left.min(SQLITE_CHANGE_POLL));
+                }
+            }
+            Store::Postgres(store) => Ok(off_the_runtime(|| store.wait_for_change(timeout))),
+        }
+    }
+
+    /// The schema step the store is at.
     pub fn schema_version(&self) -> Result<i64, StateError> {
-        self.read(|connection| Ok(migrate::version(connection)?))
+        self.read(migrate::version)
     }
 
+    /// The SQLite store, or what to say when an operation needs one.
+    pub(crate) fn sqlite_only(&self, what: &'static str) -> Result<(), StateError> {
+        match &*self.inner {
+            Store::Sqlite(_) => Ok(()),
+            Store::Postgres(store) => Err(StateError::Unsupported {
+                what,
+                store: store.description().to_owned(),
+            }),
+        }
+    }
+}
+
+impl SqliteStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.inner
-            .connection
+        self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -171,10 +316,10 @@ impl StateDb {
 
 fn transaction<T>(
     connection: &mut Connection,
-    write: impl FnOnce(&Transaction<'_>) -> Result<T, StateError>,
+    write: impl FnOnce(&Sql<'_>) -> Result<T, StateError>,
 ) -> Result<T, StateError> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let value = write(&tx)?;
+    let value = write(&Sql::Sqlite(&tx))?;
     tx.commit()?;
     Ok(value)
 }
@@ -185,7 +330,8 @@ fn transaction<T>(
 /// what must survive a power cut on the disk), a wait for a busy file, foreign keys.
 fn configure(connection: &Connection) -> Result<(), StateError> {
     connection.busy_timeout(BUSY_TIMEOUT)?;
-    let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    let mode: String =
+        connection.query_row("PRAGMA journal_mode = WAL", params![], |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StateError::NoWriteAheadLog { mode });
     }
@@ -255,9 +401,9 @@ mod tests {
         }
         let pragma = |name: &str| -> String {
             db.read(|c| {
-                Ok(c.query_row(&format!("PRAGMA {name}"), [], |row| {
+                c.query_row(&format!("PRAGMA {name}"), params![], |row| {
                     row.get::<_, rusqlite::types::Value>(0)
-                })?)
+                })
             })
             .map(|v| format!("{v:?}"))
             .unwrap()

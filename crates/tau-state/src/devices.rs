@@ -5,7 +5,9 @@
 //! keeps the text.
 
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::params;
+
+use crate::sql::Row;
 
 use crate::error::StateError;
 use crate::handles::Devices;
@@ -60,18 +62,18 @@ impl Devices {
     /// Every stored device, by name.
     pub fn devices(&self) -> Result<Vec<DeviceRow>, StateError> {
         self.db.read(|c| {
-            let mut statement = c.prepare_cached(
+            c.query_map(
                 "SELECT name, definition, discovery_topic, added_at FROM devices ORDER BY name",
-            )?;
-            let rows = statement.query_map([], |row| {
-                Ok(DeviceRow {
-                    name: row.get(0)?,
-                    definition: row.get(1)?,
-                    discovery_topic: row.get(2)?,
-                    added_at: time(&row.get::<_, String>(3)?),
-                })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                params![],
+                |row| {
+                    Ok(DeviceRow {
+                        name: row.get(0)?,
+                        definition: row.get(1)?,
+                        discovery_topic: row.get(2)?,
+                        added_at: time(&row.get::<_, String>(3)?),
+                    })
+                },
+            )
         })
     }
 
@@ -79,8 +81,8 @@ impl Devices {
     pub fn add_device(&self, row: &DeviceRow) -> Result<bool, StateError> {
         self.db.write(|tx| {
             Ok(tx.execute(
-                "INSERT OR IGNORE INTO devices (name, definition, discovery_topic, added_at)
-                 VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO devices (name, definition, discovery_topic, added_at)
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
                 params![
                     row.name,
                     row.definition,
@@ -131,22 +133,22 @@ impl Devices {
     /// The latest config seen at `topic`.
     pub fn discovery(&self, topic: &str) -> Result<Option<SeenConfig>, StateError> {
         self.db.read(|c| {
-            Ok(c.prepare_cached(
+            Ok(c.query_optional(
                 "SELECT topic, payload, since, seen_at FROM device_discoveries WHERE topic = ?1",
-            )?
-            .query_row(params![topic], seen_config)
-            .optional()?)
+                params![topic],
+                seen_config,
+            )?)
         })
     }
 
     /// Every config seen, by topic.
     pub fn discoveries(&self) -> Result<Vec<SeenConfig>, StateError> {
         self.db.read(|c| {
-            let mut statement = c.prepare_cached(
+            c.query_map(
                 "SELECT topic, payload, since, seen_at FROM device_discoveries ORDER BY topic",
-            )?;
-            let rows = statement.query_map([], seen_config)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                params![],
+                seen_config,
+            )
         })
     }
 
@@ -159,12 +161,11 @@ impl Devices {
     ) -> Result<SeenState, StateError> {
         self.db.write(|tx| {
             let before: Option<(Vec<u8>, String)> = tx
-                .query_row(
+                .query_optional(
                     "SELECT payload, since FROM device_states WHERE device = ?1",
                     params![device],
                     |row| Ok((row.get(0)?, row.get(1)?)),
-                )
-                .optional()?;
+                )?;
             let (since, changed) = match before {
                 Some((old, since)) if old == payload => (time(&since), false),
                 Some(_) | None => (now, true),

@@ -20,6 +20,24 @@ pub enum StateError {
     },
     #[error("state.db: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The PostgreSQL store could not be reached when it was opened (`store` names it
+    /// without user or password; `why` never holds the password either).
+    #[error("cannot connect to {store}: {why}")]
+    Connect { store: String, why: String },
+    /// The connection to the PostgreSQL store is lost: what was asked did not happen (or,
+    /// for a commit cut short, may not have). The next call connects again.
+    #[error("{store} is unavailable: {why}; nothing is approved or run until it answers")]
+    Unavailable { store: String, why: String },
+    /// PostgreSQL refused a statement.
+    #[error("{store}: {source}")]
+    Postgres {
+        store: String,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// What only an embedded SQLite file has (a copy through SQLite, a file to check).
+    #[error("{what} is not available on {store}: use the database's own tools")]
+    Unsupported { what: &'static str, store: String },
     /// The file is at a schema step this tau does not know: a newer tau wrote it. It is
     /// refused and never changed.
     #[error(

@@ -3,7 +3,7 @@
 //! pinned): whether a grant covers a call is decided by the tree's SHA-256 in the audit
 //! log's `grant_created` and `grant_pinned` lines, which `state.db` cannot rewrite.
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use tau_protocol::{GrantId, WorkspaceTree};
 
 use crate::error::StateError;
@@ -15,17 +15,17 @@ impl Grants {
         let entries =
             serde_json::to_string(&tree.entries).map_err(StateError::encode("a pinned tree"))?;
         self.db.write(|tx| {
-            tx.prepare_cached(
+            tx.execute(
                 "INSERT INTO grant_pins (grant_id, sha256, entries, bytes) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (grant_id) DO UPDATE SET sha256 = excluded.sha256,
                  entries = excluded.entries, bytes = excluded.bytes",
-            )?
-            .execute(params![
-                id.as_str(),
-                tree.sha256,
-                entries,
-                i64::try_from(tree.bytes).unwrap_or(i64::MAX)
-            ])?;
+                params![
+                    id.as_str(),
+                    tree.sha256,
+                    entries,
+                    i64::try_from(tree.bytes).unwrap_or(i64::MAX)
+                ],
+            )?;
             Ok(())
         })
     }
@@ -33,17 +33,17 @@ impl Grants {
     /// The tree grant `id` was last pinned to, when it is kept and reads.
     pub fn grant_pin(&self, id: &GrantId) -> Result<Option<WorkspaceTree>, StateError> {
         let row = self.db.read(|c| {
-            Ok(c.prepare_cached(
+            Ok(c.query_optional(
                 "SELECT sha256, entries, bytes FROM grant_pins WHERE grant_id = ?1",
-            )?
-            .query_row(params![id.as_str()], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, i64>(2)?,
-                ))
-            })
-            .optional()?)
+                params![id.as_str()],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, i64>(2)?,
+                    ))
+                },
+            )?)
         })?;
         let Some((sha256, entries, bytes)) = row else {
             return Ok(None);
@@ -69,10 +69,6 @@ CREATE TABLE grant_pins (
     bytes INTEGER NOT NULL
 );
 ";
-
-pub(crate) fn grant_pins_step(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(GRANT_PINS)
-}
 
 #[cfg(test)]
 mod tests {

@@ -11,7 +11,9 @@
 //! revoke's row.
 
 use jiff::Timestamp;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::params;
+
+use crate::sql::{Row, Sql};
 use tau_protocol::{ApprovalId, DecidedBy, Grant, GrantId, GrantScope, SessionId, Tier};
 
 use crate::approvals::canonical_arguments;
@@ -177,18 +179,20 @@ pub fn is_live(grant: &Grant, at: Timestamp) -> bool {
             .is_ok_and(|expires| at < expires)
 }
 
-fn get(connection: &Connection, id: &GrantId) -> Result<Option<Grant>, StateError> {
+fn get(connection: &Sql<'_>, id: &GrantId) -> Result<Option<Grant>, StateError> {
     connection
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM grants WHERE id = ?1"))?
-        .query_row(params![id.as_str()], read_row)
-        .optional()?
+        .query_optional(
+            &format!("SELECT {COLUMNS} FROM grants WHERE id = ?1"),
+            params![id.as_str()],
+            read_row,
+        )?
         .map(parse)
         .transpose()
 }
 
 /// The oldest live grant that covers exactly `call` at `at`.
 fn live_candidate(
-    connection: &Connection,
+    connection: &Sql<'_>,
     call: &GrantedCall<'_>,
     at: Timestamp,
 ) -> Result<Option<Grant>, StateError> {
@@ -198,21 +202,21 @@ fn live_candidate(
 /// The live grants that cover exactly `call` at `at`, oldest first (only `only` when it
 /// is given).
 fn covering(
-    connection: &Connection,
+    connection: &Sql<'_>,
     call: &GrantedCall<'_>,
     at: Timestamp,
     only: Option<&GrantId>,
 ) -> Result<Vec<Grant>, StateError> {
-    let mut statement = connection.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM grants WHERE tool = ?1 AND tier = ?2 \
+    let rows = connection.query_map(
+        &format!(
+            "SELECT {COLUMNS} FROM grants WHERE tool = ?1 AND tier = ?2 \
          AND schema_sha256 = ?3 AND arguments_sha256 = ?4 AND card_sha256 = ?5 \
          AND channel = ?6 AND revoked_at IS NULL \
          AND ((scope = 'conversation' AND session = ?7) \
-              OR (scope = 'channel' AND person IS ?8)) \
+              OR (scope = 'channel' AND person IS NOT DISTINCT FROM ?8)) \
          AND (max_uses IS NULL OR uses < max_uses) \
          ORDER BY created_at, id"
-    ))?;
-    let rows = statement.query_map(
+        ),
         params![
             call.tool,
             tier_number(call.tier),
@@ -223,7 +227,8 @@ fn covering(
             call.session.as_str(),
             call.person,
         ],
-        read_row,
+        // A row that does not read is passed on to be left out below.
+        |row| Ok(read_row(row)),
     )?;
     let mut found = Vec::new();
     for raw in rows {
@@ -267,8 +272,8 @@ impl Grants {
         let inserted = self.db.write_durable(|tx| {
             Ok(tx.execute(
                 &format!(
-                    "INSERT OR IGNORE INTO grants ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
-                     ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 0, ?16, NULL, NULL, NULL, ?17)"
+                    "INSERT INTO grants ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
+                     ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 0, ?16, NULL, NULL, NULL, ?17) ON CONFLICT DO NOTHING"
                 ),
                 params![
                     grant.id.as_str(),
@@ -305,11 +310,11 @@ impl Grants {
     /// Every grant, oldest first; only those live at `live_at` when it is given.
     pub fn grants(&self, live_at: Option<Timestamp>) -> Result<Vec<Grant>, StateError> {
         let raws = self.db.read(|c| {
-            let mut statement = c.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM grants ORDER BY created_at, id"
-            ))?;
-            let rows = statement.query_map([], read_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            c.query_map(
+                &format!("SELECT {COLUMNS} FROM grants ORDER BY created_at, id"),
+                params![],
+                read_row,
+            )
         })?;
         let grants = raws.into_iter().map(parse).collect::<Result<Vec<_>, _>>()?;
         Ok(grants
@@ -334,12 +339,11 @@ impl Grants {
             let Some(grant) = live_candidate(tx, call, at)? else {
                 return Ok(None);
             };
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE grants SET uses = uses + 1, last_used_at = ?2 WHERE id = ?1 \
+            let changed = tx.execute(
+                "UPDATE grants SET uses = uses + 1, last_used_at = ?2 WHERE id = ?1 \
                      AND revoked_at IS NULL AND (max_uses IS NULL OR uses < max_uses)",
-                )?
-                .execute(params![grant.id.as_str(), at.to_string()])?;
+                params![grant.id.as_str(), at.to_string()],
+            )?;
             if changed != 1 {
                 return Ok(None);
             }
@@ -370,12 +374,11 @@ impl Grants {
             if covering(tx, call, at, Some(id))?.is_empty() {
                 return Ok(None);
             }
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE grants SET uses = uses + 1, last_used_at = ?2 WHERE id = ?1 \
+            let changed = tx.execute(
+                "UPDATE grants SET uses = uses + 1, last_used_at = ?2 WHERE id = ?1 \
                      AND revoked_at IS NULL AND (max_uses IS NULL OR uses < max_uses)",
-                )?
-                .execute(params![id.as_str(), at.to_string()])?;
+                params![id.as_str(), at.to_string()],
+            )?;
             if changed != 1 {
                 return Ok(None);
             }
@@ -392,12 +395,11 @@ impl Grants {
     ) -> Result<Revoked, StateError> {
         let by = json(by)?;
         self.db.write_durable(|tx| {
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE grants SET revoked_at = ?2, revoked_by = ?3 \
+            let changed = tx.execute(
+                "UPDATE grants SET revoked_at = ?2, revoked_by = ?3 \
                      WHERE id = ?1 AND revoked_at IS NULL",
-                )?
-                .execute(params![id.as_str(), at.to_string(), by])?;
+                params![id.as_str(), at.to_string(), by],
+            )?;
             Ok(match (changed, get(tx, id)?) {
                 (_, None) => Revoked::NotFound,
                 (1, Some(grant)) => Revoked::Revoked(grant),

@@ -57,9 +57,12 @@ mod grants;
 mod grants_check;
 mod handles;
 mod migrate;
+mod pg;
+mod pg_value;
 mod routines;
 mod sessions;
 mod snapshot;
+mod sql;
 mod telegram;
 mod titles;
 
@@ -69,7 +72,7 @@ pub use approvals::{
     RecordedAnswer, Untrusted, canonical_arguments, cross_check, needs_check, recheck,
 };
 pub use conversations::{Conversation, ROUTINE_SESSION_PREFIX, routine_key, routine_of_key};
-pub use db::StateDb;
+pub use db::{StateDb, StoreLocation};
 pub use devices::{DeviceRow, SeenConfig, SeenState};
 pub use error::{StateError, TitleError};
 pub use grants::{GrantedCall, Revoked, is_live};

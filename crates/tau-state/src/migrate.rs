@@ -1,15 +1,18 @@
-//! The schema, as numbered steps. `PRAGMA user_version` says which step a file is at; a
-//! file is brought to the last step when it is opened, in one transaction, so a second
-//! process opening it at the same moment waits and then finds nothing left to do.
+//! The schema, as numbered steps, one list for both stores. `PRAGMA user_version` says
+//! which step a file is at (a PostgreSQL database: its `schema_version` row); a store is
+//! brought to the last step when it is opened, in one transaction, so a second process
+//! opening it at the same moment waits and then finds nothing left to do.
 //!
 //! Step 1 is the schema tau kept before this crate owned the file, exactly, created only
 //! where it is missing: a home from then (at version 0, its tables made table by table by
 //! their old owners, some before questions had cards) is taken over in place, with all it
 //! holds.
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{Connection, TransactionBehavior, params};
 
 use crate::error::StateError;
+use crate::pg::PgStore;
+use crate::sql::{Sql, StoreKind};
 
 /// Step 1: every table as tau made it before it had one owner for the file.
 const TABLES_BEFORE_ONE_OWNER: &str = "
@@ -133,35 +136,32 @@ CREATE TABLE IF NOT EXISTS audit_announced (
 );
 ";
 
-/// Step 1: the tables as they were, and the card column a table of questions made
-/// before cards lacks.
-fn before_one_owner(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(TABLES_BEFORE_ONE_OWNER)?;
-    let has_card = tx
-        .prepare("SELECT 1 FROM pragma_table_info('approvals') WHERE name = 'card'")?
-        .exists([])?;
+/// Step 1 on SQLite: what an old file may lack after [`TABLES_BEFORE_ONE_OWNER`] ran (the
+/// card column of a table of questions made before cards).
+fn add_missing_card(sql: &Sql<'_>) -> Result<(), StateError> {
+    let has_card = sql.exists(
+        "SELECT 1 FROM pragma_table_info('approvals') WHERE name = 'card'",
+        params![],
+    )?;
     if !has_card {
-        tx.execute_batch("ALTER TABLE approvals ADD COLUMN card TEXT NOT NULL DEFAULT '{}'")?;
+        sql.execute_batch("ALTER TABLE approvals ADD COLUMN card TEXT NOT NULL DEFAULT '{}'")?;
     }
     Ok(())
 }
 
-fn state_meta(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(STATE_META)
-}
+/// Step 1 on PostgreSQL: the row order SQLite keeps in every table (`rowid`), as a column,
+/// where tau reads rows in the order they were written.
+const POSTGRES_ROWIDS: &str = "
+ALTER TABLE telegram_questions ADD COLUMN rowid BIGINT GENERATED ALWAYS AS IDENTITY;
+";
 
-/// Step 2: the store's own small facts (when it was last flushed).
+/// Step 2: the store's own small facts (which tau wrote the schema, when it was flushed).
 const STATE_META: &str = "
 CREATE TABLE state_meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
 ";
-
-/// Step 3: grants, a person's "yes, and allow exactly this again".
-fn grants(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(crate::grants::GRANTS_TABLE)
-}
 
 /// Step 4: what became of an approved call once it was let through (`outcome`: `finished`
 /// or `effect_uncertain`, and when). A call let through (`consumed_at`) without an outcome
@@ -171,10 +171,6 @@ ALTER TABLE approvals ADD COLUMN outcome TEXT;
 ALTER TABLE approvals ADD COLUMN outcome_at TEXT;
 ";
 
-fn call_outcome(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(CALL_OUTCOME)
-}
-
 /// Step 5: whether a question may be shown. The conversation gate stores its question
 /// before the turn's paused state is saved and shows it only after; a question never
 /// shown is listed nowhere and answers nothing, so a kill in between cancels a question
@@ -183,10 +179,6 @@ const QUESTION_SHOWN: &str = "
 ALTER TABLE approvals ADD COLUMN shown INTEGER NOT NULL DEFAULT 1;
 ";
 
-fn question_shown(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(QUESTION_SHOWN)
-}
-
 /// Step 6: a stored question's grant offer (what "yes, and allow this again" would
 /// cover, as the gate worked it out when it asked) and the grant its yes asked for.
 const STORED_GRANTS: &str = "
@@ -194,35 +186,66 @@ ALTER TABLE approvals ADD COLUMN grant_offer TEXT;
 ALTER TABLE approvals ADD COLUMN grant_request TEXT;
 ";
 
-fn stored_grants(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(STORED_GRANTS)
-}
-
 /// Step 8: a session's decided questions its turn has not settled yet, found without
 /// reading the session's every question (the hub looks after each turn).
 const UNSETTLED_BY_SESSION: &str = "
 CREATE INDEX IF NOT EXISTS approvals_unsettled ON approvals (session) WHERE settled = 0;
 ";
 
-fn unsettled_by_session(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(UNSETTLED_BY_SESSION)
+/// One step of the schema, run inside the migration's transaction, the same on both
+/// stores: SQLite's text, and PostgreSQL's where it is not SQLite's with PostgreSQL's type
+/// names ([`postgres_text`]).
+pub(crate) struct Step {
+    sqlite: &'static str,
+    /// PostgreSQL's text, when the translation of `sqlite` is not it.
+    postgres: Option<&'static str>,
+    /// PostgreSQL only: run after the step's text.
+    postgres_after: Option<&'static str>,
+    /// SQLite only: what an old file may still lack once `sqlite` ran.
+    repair: Option<fn(&Sql<'_>) -> Result<(), StateError>>,
 }
 
-/// One step of the schema, run inside the migration's transaction.
-type Step = fn(&Transaction<'_>) -> rusqlite::Result<()>;
+impl Step {
+    const fn same(sqlite: &'static str) -> Self {
+        Self {
+            sqlite,
+            postgres: None,
+            postgres_after: None,
+            repair: None,
+        }
+    }
+}
 
-/// Every step, in order; a file at version N has had the first N.
+/// Every step, in order; a store at version N has had the first N. A new step is one
+/// more entry here.
 const STEPS: &[Step] = &[
-    before_one_owner,
-    state_meta,
-    grants,
-    call_outcome,
-    question_shown,
-    stored_grants,
-    crate::titles::session_title_step,
-    unsettled_by_session,
-    crate::grant_pins::grant_pins_step,
+    Step {
+        repair: Some(add_missing_card),
+        postgres_after: Some(POSTGRES_ROWIDS),
+        ..Step::same(TABLES_BEFORE_ONE_OWNER)
+    },
+    Step::same(STATE_META),
+    Step::same(crate::grants::GRANTS_TABLE),
+    Step::same(CALL_OUTCOME),
+    Step::same(QUESTION_SHOWN),
+    Step::same(STORED_GRANTS),
+    Step::same(crate::titles::SESSION_TITLE),
+    Step::same(UNSETTLED_BY_SESSION),
+    Step::same(crate::grant_pins::GRANT_PINS),
 ];
+
+/// A step's SQLite text in PostgreSQL's words: every integer column `BIGINT` (SQLite's
+/// `INTEGER` is 64 bits), a row id counted by the database an identity column, bytes
+/// `BYTEA`.
+fn postgres_text(sqlite: &str) -> String {
+    sqlite
+        .replace(
+            "INTEGER PRIMARY KEY AUTOINCREMENT",
+            "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+        )
+        .replace(" INTEGER", " BIGINT")
+        .replace(" BLOB", " BYTEA")
+}
 
 /// The version a file has once this tau opened it.
 pub const LATEST: i64 = STEPS.len() as i64;
@@ -233,40 +256,65 @@ pub const TAU_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The `state_meta` key that names the tau which brought the schema to its step.
 const SCHEMA_BY: &str = "schema_by";
 
-pub(crate) fn version(connection: &Connection) -> rusqlite::Result<i64> {
-    connection.query_row("PRAGMA user_version", [], |row| row.get(0))
+/// The step the store is at: SQLite's `user_version`, PostgreSQL's `schema_version` row
+/// (0 before there is one).
+pub(crate) fn version(sql: &Sql<'_>) -> Result<i64, StateError> {
+    match sql.store() {
+        StoreKind::Sqlite => sql.query_row("PRAGMA user_version", params![], |row| row.get(0)),
+        StoreKind::Postgres => {
+            if !has_table(sql, "schema_version")? {
+                return Ok(0);
+            }
+            Ok(sql
+                .query_optional(
+                    "SELECT step FROM schema_version WHERE id = 1",
+                    params![],
+                    |row| row.get(0),
+                )?
+                .unwrap_or(0))
+        }
+    }
+}
+
+fn has_table(sql: &Sql<'_>, name: &str) -> Result<bool, StateError> {
+    match sql.store() {
+        StoreKind::Sqlite => sql.exists(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            params![name],
+        ),
+        StoreKind::Postgres => sql.exists(
+            "SELECT 1 FROM information_schema.tables
+             WHERE table_schema = current_schema() AND table_name = ?1",
+            params![name],
+        ),
+    }
 }
 
 /// The tau that brought the schema to its step (`0.1.0`), when one said (`state_meta` came
 /// at step 2, `schema_by` later).
-pub(crate) fn schema_by(connection: &Connection) -> rusqlite::Result<Option<String>> {
-    let has_meta = connection
-        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state_meta'")?
-        .exists([])?;
-    if !has_meta {
+pub(crate) fn schema_by(sql: &Sql<'_>) -> Result<Option<String>, StateError> {
+    if !has_table(sql, "state_meta")? {
         return Ok(None);
     }
-    connection
-        .query_row(
-            "SELECT value FROM state_meta WHERE key = ?1",
-            [SCHEMA_BY],
-            |row| row.get(0),
-        )
-        .optional()
+    sql.query_optional(
+        "SELECT value FROM state_meta WHERE key = ?1",
+        params![SCHEMA_BY],
+        |row| row.get(0),
+    )
 }
 
-fn record_schema_by(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute(
+fn record_schema_by(sql: &Sql<'_>) -> Result<(), StateError> {
+    sql.execute(
         "INSERT INTO state_meta (key, value) VALUES (?1, ?2)
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [SCHEMA_BY, TAU_VERSION],
+        params![SCHEMA_BY, TAU_VERSION],
     )?;
     Ok(())
 }
 
-/// The refusal of a file at step `found`, naming the tau that wrote it and this one.
-fn newer(connection: &Connection, found: i64) -> StateError {
-    let by = match schema_by(connection) {
+/// The refusal of a store at step `found`, naming the tau that wrote it and this one.
+fn newer(sql: &Sql<'_>, found: i64) -> StateError {
+    let by = match schema_by(sql) {
         Ok(Some(version)) => format!("tau {version}"),
         Ok(None) | Err(_) => "a newer tau".to_owned(),
     };
@@ -282,28 +330,102 @@ fn newer(connection: &Connection, found: i64) -> StateError {
 /// from a newer tau is refused, never changed. A file already at [`LATEST`] that does not
 /// say which tau wrote it (made before tau recorded it) is given this tau's version once.
 pub(crate) fn to_latest(connection: &mut Connection) -> Result<(), StateError> {
-    let current = version(connection)?;
+    let current = version(&Sql::Sqlite(connection))?;
     if current > LATEST {
-        return Err(newer(connection, current));
+        return Err(newer(&Sql::Sqlite(connection), current));
     }
-    if current == LATEST && schema_by(connection)?.is_some() {
+    if current == LATEST && schema_by(&Sql::Sqlite(connection))?.is_some() {
         return Ok(());
     }
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let sql = Sql::Sqlite(&tx);
     // Read again under the write lock: another process may have migrated meanwhile.
-    let current = version(&tx)?;
+    let current = version(&sql)?;
     if current > LATEST {
-        return Err(newer(&tx, current));
+        return Err(newer(&sql, current));
     }
     let done = usize::try_from(current).unwrap_or(0);
     for (step, run) in STEPS.iter().enumerate().skip(done) {
-        run(&tx)?;
+        sql.execute_batch(run.sqlite)?;
+        if let Some(repair) = run.repair {
+            repair(&sql)?;
+        }
         tx.pragma_update(None, "user_version", step + 1)?;
         tracing::info!(version = step + 1, "state.db migrated");
     }
-    if current < LATEST || schema_by(&tx)?.is_none() {
-        record_schema_by(&tx)?;
+    if current < LATEST || schema_by(&sql)?.is_none() {
+        record_schema_by(&sql)?;
     }
     tx.commit()?;
+    Ok(())
+}
+
+/// The PostgreSQL store's own tables: the schema step it is at, and the counter every
+/// write transaction bumps (see [`crate::StateDb::data_version`]).
+const POSTGRES_BOOKKEEPING: &str = "
+CREATE TABLE IF NOT EXISTS schema_version (
+    id BIGINT PRIMARY KEY CHECK (id = 1),
+    step BIGINT NOT NULL
+);
+INSERT INTO schema_version (id, step) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+CREATE TABLE IF NOT EXISTS tau_changes (
+    id BIGINT PRIMARY KEY CHECK (id = 1),
+    version BIGINT NOT NULL
+);
+INSERT INTO tau_changes (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+";
+
+/// Brings a PostgreSQL database to [`LATEST`], in one transaction behind the write lock
+/// (a second hub connecting at the same moment waits, then finds nothing to do); an empty
+/// database gets every step at once. A database from a newer tau is refused, never changed.
+pub(crate) fn postgres_to_latest(store: &PgStore) -> Result<(), StateError> {
+    store.with(|c| {
+        let sql = Sql::Postgres(c);
+        let current = version(&sql)?;
+        if current > LATEST {
+            return Err(newer(&sql, current));
+        }
+        if current == LATEST && schema_by(&sql)?.is_some() {
+            return Ok(());
+        }
+        c.execute_batch(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock({});",
+            crate::pg::WRITE_LOCK
+        ))?;
+        let migrated = postgres_steps(&sql);
+        match migrated {
+            Ok(()) => c.execute_batch("COMMIT"),
+            Err(error) => {
+                let _ = c.execute_batch("ROLLBACK");
+                Err(error)
+            }
+        }
+    })
+}
+
+fn postgres_steps(sql: &Sql<'_>) -> Result<(), StateError> {
+    sql.execute_batch(POSTGRES_BOOKKEEPING)?;
+    let current = version(sql)?;
+    if current > LATEST {
+        return Err(newer(sql, current));
+    }
+    let done = usize::try_from(current).unwrap_or(0);
+    for (step, run) in STEPS.iter().enumerate().skip(done) {
+        match run.postgres {
+            Some(text) => sql.execute_batch(text)?,
+            None => sql.execute_batch(&postgres_text(run.sqlite))?,
+        }
+        if let Some(after) = run.postgres_after {
+            sql.execute_batch(after)?;
+        }
+        sql.execute(
+            "UPDATE schema_version SET step = ?1 WHERE id = 1",
+            params![i64::try_from(step + 1).unwrap_or(i64::MAX)],
+        )?;
+        tracing::info!(version = step + 1, "the PostgreSQL store migrated");
+    }
+    if current < LATEST || schema_by(sql)?.is_none() {
+        record_schema_by(sql)?;
+    }
     Ok(())
 }

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::params;
+
+use crate::sql::Sql;
 
 use crate::error::StateError;
 use crate::handles::Routines;
@@ -52,11 +54,11 @@ fn time(text: &str) -> Timestamp {
     text.parse().unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-fn bump(tx: &Transaction<'_>) -> Result<(), StateError> {
+fn bump(tx: &Sql<'_>) -> Result<(), StateError> {
     tx.execute(
         "INSERT INTO routine_meta (key, value) VALUES ('generation', 1)
          ON CONFLICT(key) DO UPDATE SET value = value + 1",
-        [],
+        params![],
     )?;
     Ok(())
 }
@@ -65,22 +67,19 @@ impl Routines {
     /// A number that changes whenever a routine is made, deleted, edited or switched.
     pub fn routines_generation(&self) -> Result<i64, StateError> {
         self.db.read(|c| {
-            Ok(
-                c.prepare_cached("SELECT value FROM routine_meta WHERE key = 'generation'")?
-                    .query_row([], |row| row.get(0))
-                    .optional()?
-                    .unwrap_or(0),
-            )
+            Ok(c.query_optional(
+                "SELECT value FROM routine_meta WHERE key = 'generation'",
+                params![],
+                |row| row.get(0),
+            )?
+            .unwrap_or(0))
         })
     }
 
     /// Every routine made in a conversation, by name.
     pub fn stored_routines(&self) -> Result<Vec<RoutineRow>, StateError> {
         self.db.read(|c| {
-            let mut statement = c.prepare_cached(
-                "SELECT name, definition, approved_hash, created_at, created_in FROM routines ORDER BY name",
-            )?;
-            let rows = statement.query_map([], |row| {
+            c.query_map("SELECT name, definition, approved_hash, created_at, created_in FROM routines ORDER BY name", params![], |row| {
                 Ok(RoutineRow {
                     name: row.get(0)?,
                     definition: row.get(1)?,
@@ -88,8 +87,7 @@ impl Routines {
                     created_at: time(&row.get::<_, String>(3)?),
                     created_in: row.get(4)?,
                 })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
         })
     }
 
@@ -98,8 +96,8 @@ impl Routines {
     pub fn create_routine(&self, row: &RoutineRow) -> Result<bool, StateError> {
         self.db.write(|tx| {
             let inserted = tx.execute(
-                "INSERT OR IGNORE INTO routines (name, definition, approved_hash, created_at, created_in)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO routines (name, definition, approved_hash, created_at, created_in)
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
                 params![
                     row.name,
                     row.definition,
@@ -109,7 +107,10 @@ impl Routines {
                 ],
             )?;
             if inserted == 1 {
-                tx.execute("DELETE FROM routine_switches WHERE name = ?1", params![row.name])?;
+                tx.execute(
+                    "DELETE FROM routine_switches WHERE name = ?1",
+                    params![row.name],
+                )?;
                 bump(tx)?;
             }
             Ok(inserted == 1)
@@ -165,28 +166,27 @@ impl Routines {
 
     pub fn routine_switches(&self) -> Result<BTreeMap<String, Switch>, StateError> {
         self.db.read(|c| {
-            let mut statement =
-                c.prepare_cached("SELECT name, enabled, changed_at FROM routine_switches")?;
-            let rows = statement.query_map([], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    Switch {
-                        enabled: row.get(1)?,
-                        changed_at: time(&row.get::<_, String>(2)?),
-                    },
-                ))
-            })?;
-            Ok(rows.collect::<Result<BTreeMap<_, _>, _>>()?)
+            let rows = c.query_map(
+                "SELECT name, enabled, changed_at FROM routine_switches",
+                params![],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        Switch {
+                            enabled: row.get(1)?,
+                            changed_at: time(&row.get::<_, String>(2)?),
+                        },
+                    ))
+                },
+            )?;
+            Ok(rows.into_iter().collect())
         })
     }
 
     pub fn record_routine_run(&self, run: &RunRow) -> Result<(), StateError> {
         self.db.write(|tx| {
-            tx.prepare_cached(
-                "INSERT INTO routine_runs (routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
+            tx.execute("INSERT INTO routine_runs (routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", params![
                 run.routine,
                 run.trigger,
                 run.scheduled,
@@ -204,11 +204,8 @@ impl Routines {
     pub fn routine_runs(&self, name: &str, limit: usize) -> Result<Vec<RunRow>, StateError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.db.read(|c| {
-            let mut statement = c.prepare_cached(
-                "SELECT routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms
-                 FROM routine_runs WHERE routine = ?1 ORDER BY id DESC LIMIT ?2",
-            )?;
-            let rows = statement.query_map(params![name, limit], |row| {
+            c.query_map("SELECT routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms
+                 FROM routine_runs WHERE routine = ?1 ORDER BY id DESC LIMIT ?2", params![name, limit], |row| {
                 Ok(RunRow {
                     routine: row.get(0)?,
                     trigger: row.get(1)?,
@@ -221,21 +218,20 @@ impl Routines {
                         .get::<_, Option<i64>>(7)?
                         .and_then(|d| u64::try_from(d).ok()),
                 })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
         })
     }
 
     /// When the last scheduled run (any outcome but `missed`) of `name` started.
     pub fn last_scheduled_run(&self, name: &str) -> Result<Option<Timestamp>, StateError> {
         let started: Option<String> = self.db.read(|c| {
-            Ok(c.prepare_cached(
+            Ok(c.query_optional(
                 "SELECT started_at FROM routine_runs
                      WHERE routine = ?1 AND scheduled = 1 AND outcome != 'missed'
                      ORDER BY id DESC LIMIT 1",
-            )?
-            .query_row(params![name], |row| row.get(0))
-            .optional()?)
+                params![name],
+                |row| row.get(0),
+            )?)
         })?;
         Ok(started.map(|s| time(&s)))
     }
@@ -249,13 +245,11 @@ impl Routines {
         now: Timestamp,
     ) -> Result<Timestamp, StateError> {
         self.db.write(|tx| {
-            let existing: Option<(String, String)> = tx
-                .query_row(
-                    "SELECT content_hash, since FROM routine_marks WHERE name = ?1",
-                    params![name],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )
-                .optional()?;
+            let existing: Option<(String, String)> = tx.query_optional(
+                "SELECT content_hash, since FROM routine_marks WHERE name = ?1",
+                params![name],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?;
             if let Some((hash, since)) = existing
                 && hash == content_hash
             {

@@ -8,7 +8,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use serde_json::Value;
 use tau_protocol::SessionId;
 
@@ -63,10 +63,12 @@ impl Sessions {
     /// True when a session of that id is stored.
     pub fn session_exists(&self, id: &SessionId) -> Result<bool, StateError> {
         self.db.read(|c| {
-            Ok(c.prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
-                .query_row(params![id.as_str()], |_| Ok(()))
-                .optional()?
-                .is_some())
+            Ok(c.query_optional(
+                "SELECT 1 FROM sessions WHERE id = ?1",
+                params![id.as_str()],
+                |_| Ok(()),
+            )?
+            .is_some())
         })
     }
 
@@ -74,11 +76,11 @@ impl Sessions {
     /// channel names the conversation by; `None` for a session without one.
     pub fn first_prompt(&self, id: &SessionId) -> Result<Option<String>, StateError> {
         let body: Option<String> = self.db.read(|c| {
-            Ok(
-                c.prepare_cached("SELECT body FROM messages WHERE session_id = ?1 AND idx = 0")?
-                    .query_row(params![id.as_str()], |row| row.get(0))
-                    .optional()?,
-            )
+            Ok(c.query_optional(
+                "SELECT body FROM messages WHERE session_id = ?1 AND idx = 0",
+                params![id.as_str()],
+                |row| row.get(0),
+            )?)
         })?;
         // A message that does not read names nothing; the session itself says why when
         // it is opened.
@@ -90,7 +92,8 @@ impl Sessions {
         let now = now();
         self.db.write(|tx| {
             Ok(tx.execute(
-                "INSERT OR IGNORE INTO sessions (id, created_at, updated_at) VALUES (?1, ?2, ?2)",
+                "INSERT INTO sessions (id, created_at, updated_at) VALUES (?1, ?2, ?2) \
+                 ON CONFLICT DO NOTHING",
                 params![id.as_str(), now],
             )? == 1)
         })
@@ -104,11 +107,11 @@ impl Sessions {
         self.db.write(|tx| {
             // The primary key (session_id, idx) answers this from its last entry, where a
             // COUNT(*) would read every row of the session on every append.
-            let expected: i64 = tx
-                .prepare_cached(
-                    "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1",
-                )?
-                .query_row(params![id.as_str()], |row| row.get(0))?;
+            let expected: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1",
+                params![id.as_str()],
+                |row| row.get(0),
+            )?;
             let expected = u64::try_from(expected).unwrap_or(0);
             if expected != index {
                 // Failing the transaction rolls it back: nothing was written.
@@ -118,16 +121,16 @@ impl Sessions {
                     given: index,
                 });
             }
-            tx.prepare_cached(
+            tx.execute(
                 "INSERT INTO messages (session_id, idx, body, created_at) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![id.as_str(), index_to_sql(index), body, now])?;
+                params![id.as_str(), index_to_sql(index), body, now],
+            )?;
             // At most one write a second: a message written in the same second as the last
             // one leaves the session row, and its page, alone.
-            tx.prepare_cached(
+            tx.execute(
                 "UPDATE sessions SET updated_at = ?2 WHERE id = ?1 AND updated_at <> ?2",
-            )?
-            .execute(params![id.as_str(), now])?;
+                params![id.as_str(), now],
+            )?;
             Ok(())
         })
     }
@@ -139,13 +142,11 @@ impl Sessions {
         from: u64,
     ) -> Result<Vec<StoredMessage>, StateError> {
         let rows = self.db.read(|c| {
-            let mut statement = c.prepare_cached(
+            c.query_map(
                 "SELECT idx, body FROM messages WHERE session_id = ?1 AND idx >= ?2 ORDER BY idx",
-            )?;
-            let rows = statement.query_map(params![id.as_str(), index_to_sql(from)], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                params![id.as_str(), index_to_sql(from)],
+                |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
+            )
         })?;
         Ok(rows
             .into_iter()
@@ -161,10 +162,11 @@ impl Sessions {
         // The last index plus one, from the key's last entry: messages are stored in order
         // from 0, so it is their count without reading every row.
         let next: i64 = self.db.read(|c| {
-            Ok(c.prepare_cached(
+            Ok(c.query_row(
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1",
-            )?
-            .query_row(params![id.as_str()], |row| row.get(0))?)
+                params![id.as_str()],
+                |row| row.get(0),
+            )?)
         })?;
         Ok(u64::try_from(next).unwrap_or(0))
     }
@@ -172,11 +174,11 @@ impl Sessions {
     /// Keeps `body` (JSON text) as the agent's state of session `id`, in place of the last.
     pub fn save_agent_state(&self, id: &SessionId, body: &str) -> Result<(), StateError> {
         self.db.write(|tx| {
-            tx.prepare_cached(
+            tx.execute(
                 "INSERT INTO agent_state (session_id, body) VALUES (?1, ?2)
                  ON CONFLICT(session_id) DO UPDATE SET body = excluded.body",
-            )?
-            .execute(params![id.as_str(), body])?;
+                params![id.as_str(), body],
+            )?;
             Ok(())
         })
     }
@@ -184,31 +186,27 @@ impl Sessions {
     /// The agent's state of session `id`, as stored; `None` when none was saved.
     pub fn agent_state(&self, id: &SessionId) -> Result<Option<String>, StateError> {
         self.db.read(|c| {
-            Ok(
-                c.prepare_cached("SELECT body FROM agent_state WHERE session_id = ?1")?
-                    .query_row(params![id.as_str()], |row| row.get(0))
-                    .optional()?,
-            )
+            Ok(c.query_optional(
+                "SELECT body FROM agent_state WHERE session_id = ?1",
+                params![id.as_str()],
+                |row| row.get(0),
+            )?)
         })
     }
 
     /// Every stored session, most recently updated first.
     pub fn list_sessions(&self) -> Result<Vec<StoredSession>, StateError> {
         let rows = self.db.read(|c| {
-            let mut statement = c.prepare_cached(
-                "SELECT s.id, s.created_at, s.updated_at,
+            c.query_map("SELECT s.id, s.created_at, s.updated_at,
                         (SELECT COALESCE(MAX(m.idx) + 1, 0) FROM messages m WHERE m.session_id = s.id)
-                 FROM sessions s ORDER BY s.updated_at DESC, s.id",
-            )?;
-            let rows = statement.query_map([], |row| {
+                 FROM sessions s ORDER BY s.updated_at DESC, s.id", params![], |row| {
                 Ok((
                     row.get::<_, String>(0)?,
                     row.get::<_, i64>(1)?,
                     row.get::<_, i64>(2)?,
                     row.get::<_, i64>(3)?,
                 ))
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
         })?;
         Ok(rows
             .into_iter()
@@ -354,9 +352,11 @@ mod tests {
         let (busy, log, copied): (i64, i64, i64) = store
             .db
             .read(|c| {
-                Ok(c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                })?)
+                Ok(
+                    c.query_row("PRAGMA wal_checkpoint(PASSIVE)", params![], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })?,
+                )
             })
             .unwrap();
         assert_eq!((busy, log), (0, copied));

@@ -16,8 +16,9 @@ impl StateDb {
         let target = dest
             .to_str()
             .ok_or_else(|| StateError::NotUtf8Path(dest.display().to_string()))?;
+        self.sqlite_only("a copy of the store through SQLite")?;
         self.read(|connection| {
-            connection.execute("VACUUM INTO ?1", [target])?;
+            connection.execute("VACUUM INTO ?1", rusqlite::params![target])?;
             Ok(())
         })?;
         crate::db::protect(dest)

@@ -3,7 +3,7 @@
 //! question (so a question decided, expired or replaced while tau was down still loses its
 //! buttons).
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use tau_protocol::ApprovalId;
 
 use crate::error::StateError;
@@ -22,21 +22,21 @@ impl TelegramMemory {
     /// The next update to ask the Bot API for; `None` before the first one was handled.
     pub fn telegram_offset(&self) -> Result<Option<i64>, StateError> {
         self.db.read(|c| {
-            Ok(
-                c.prepare_cached("SELECT next FROM telegram_offset WHERE id = 1")?
-                    .query_row([], |r| r.get(0))
-                    .optional()?,
-            )
+            Ok(c.query_optional(
+                "SELECT next FROM telegram_offset WHERE id = 1",
+                params![],
+                |r| r.get(0),
+            )?)
         })
     }
 
     pub fn set_telegram_offset(&self, next: i64) -> Result<(), StateError> {
         self.db.write(|tx| {
-            tx.prepare_cached(
+            tx.execute(
                 "INSERT INTO telegram_offset (id, next) VALUES (1, ?1)
                  ON CONFLICT (id) DO UPDATE SET next = excluded.next",
-            )?
-            .execute(params![next])?;
+                params![next],
+            )?;
             Ok(())
         })
     }
@@ -44,12 +44,12 @@ impl TelegramMemory {
     /// How many times `/new` was said in `chat`.
     pub fn telegram_generation(&self, chat: i64) -> Result<u32, StateError> {
         self.db.read(|c| {
-            Ok(
-                c.prepare_cached("SELECT generation FROM telegram_chats WHERE chat = ?1")?
-                    .query_row(params![chat], |r| r.get(0))
-                    .optional()?
-                    .unwrap_or(0),
-            )
+            Ok(c.query_optional(
+                "SELECT generation FROM telegram_chats WHERE chat = ?1",
+                params![chat],
+                |r| r.get(0),
+            )?
+            .unwrap_or(0))
         })
     }
 
@@ -68,17 +68,17 @@ impl TelegramMemory {
 
     pub fn telegram_question(&self, id: &ApprovalId) -> Result<Option<ShownQuestion>, StateError> {
         self.db.read(|c| {
-            Ok(c.prepare_cached(
+            Ok(c.query_optional(
                 "SELECT chat, message_id, closed FROM telegram_questions WHERE approval_id = ?1",
-            )?
-            .query_row(params![id.as_str()], |r| {
-                Ok(ShownQuestion {
-                    chat: r.get(0)?,
-                    message_id: r.get(1)?,
-                    closed: r.get(2)?,
-                })
-            })
-            .optional()?)
+                params![id.as_str()],
+                |r| {
+                    Ok(ShownQuestion {
+                        chat: r.get(0)?,
+                        message_id: r.get(1)?,
+                        closed: r.get(2)?,
+                    })
+                },
+            )?)
         })
     }
 
@@ -89,9 +89,15 @@ impl TelegramMemory {
         chat: i64,
         message_id: i64,
     ) -> Result<(), StateError> {
+        // SQLite's `INSERT OR REPLACE`, in words both stores know: the row written anew
+        // is the newest, as a replaced row is.
         self.db.write(|tx| {
             tx.execute(
-                "INSERT OR REPLACE INTO telegram_questions (approval_id, chat, message_id, closed)
+                "DELETE FROM telegram_questions WHERE approval_id = ?1",
+                params![id.as_str()],
+            )?;
+            tx.execute(
+                "INSERT INTO telegram_questions (approval_id, chat, message_id, closed)
                  VALUES (?1, ?2, ?3, 0)",
                 params![id.as_str(), chat, message_id],
             )?;
@@ -114,11 +120,11 @@ impl TelegramMemory {
     /// not read is left out (and stays as it is).
     pub fn open_telegram_questions(&self) -> Result<Vec<ApprovalId>, StateError> {
         let ids: Vec<String> = self.db.read(|c| {
-            let mut statement = c.prepare_cached(
+            c.query_map(
                 "SELECT approval_id FROM telegram_questions WHERE closed = 0 ORDER BY rowid",
-            )?;
-            let rows = statement.query_map([], |r| r.get(0))?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                params![],
+                |r| r.get(0),
+            )
         })?;
         Ok(ids
             .iter()

@@ -3,11 +3,12 @@
 //! sessions by it, and search looks in it and in the messages. Titles are the person's
 //! (or the first prompt's) text: channels show them through the display function.
 
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::params;
 use tau_protocol::SessionId;
 
 use crate::error::{StateError, TitleError};
 use crate::handles::Sessions;
+use crate::sql::StoreKind;
 
 /// The longest title taken from a first prompt, in characters (then `…`).
 pub const TITLE_CHARS: usize = 60;
@@ -16,11 +17,23 @@ pub const TITLE_CHARS: usize = 60;
 pub const MAX_TITLE_CHARS: usize = 120;
 
 /// Step 7 of the schema: a session's own title, when a person named it.
-const SESSION_TITLE: &str = "ALTER TABLE sessions ADD COLUMN title TEXT;";
+pub(crate) const SESSION_TITLE: &str = "ALTER TABLE sessions ADD COLUMN title TEXT;";
 
-pub(crate) fn session_title_step(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(SESSION_TITLE)
-}
+/// [`Sessions::search_sessions`] on PostgreSQL: a message body is JSON text there too, read
+/// as JSON where it is (`pg_input_is_valid` is PostgreSQL 16's; a body tau did not write as
+/// an object is left out before the cast), its `content` blocks' `text` matched with
+/// `ILIKE` (SQLite's `LIKE` ignores the case of ASCII letters).
+const SEARCH_POSTGRES: &str = "SELECT s.id FROM sessions s
+     WHERE s.title ILIKE ?1 ESCAPE '\\'
+        OR EXISTS (
+            SELECT 1
+            FROM (SELECT body::jsonb AS body FROM messages
+                  WHERE session_id = s.id AND body LIKE '{%}') AS m,
+                 jsonb_array_elements(CASE jsonb_typeof(m.body -> 'content')
+                                      WHEN 'array' THEN m.body -> 'content'
+                                      ELSE jsonb_build_array(m.body -> 'content') END) AS block
+            WHERE jsonb_typeof(block) = 'object' AND block ->> 'text' ILIKE ?1 ESCAPE '\\')
+     ORDER BY s.updated_at DESC, s.id";
 
 /// The title a first prompt gives: its first non-empty line, trimmed, cut at
 /// [`TITLE_CHARS`] with `…`; `None` for a prompt of blanks.
@@ -66,12 +79,12 @@ impl Sessions {
     /// when it has neither (an empty session).
     pub fn session_title(&self, id: &SessionId) -> Result<Option<String>, StateError> {
         let given: Option<String> = self.db.read(|c| {
-            Ok(
-                c.prepare_cached("SELECT title FROM sessions WHERE id = ?1")?
-                    .query_row(params![id.as_str()], |row| row.get(0))
-                    .optional()?
-                    .flatten(),
-            )
+            Ok(c.query_optional(
+                "SELECT title FROM sessions WHERE id = ?1",
+                params![id.as_str()],
+                |row| row.get(0),
+            )?
+            .flatten())
         })?;
         if given.is_some() {
             return Ok(given);
@@ -87,10 +100,10 @@ impl Sessions {
     pub fn rename_session(&self, id: &SessionId, title: Option<&str>) -> Result<bool, StateError> {
         let title = title.map(checked_title).transpose()?;
         self.db.write(|tx| {
-            Ok(tx
-                .prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1")?
-                .execute(params![id.as_str(), title])?
-                == 1)
+            Ok(tx.execute(
+                "UPDATE sessions SET title = ?2 WHERE id = ?1",
+                params![id.as_str(), title],
+            )? == 1)
         })
     }
 
@@ -103,7 +116,12 @@ impl Sessions {
             return Ok(Vec::new());
         }
         let ids: Vec<String> = self.db.read(|c| {
-            let mut statement = c.prepare_cached(
+            if c.store() == StoreKind::Postgres {
+                return c.query_map(SEARCH_POSTGRES, params![like_pattern(text)], |row| {
+                    row.get(0)
+                });
+            }
+            c.query_map(
                 "SELECT s.id FROM sessions s
                  WHERE s.title LIKE ?1 ESCAPE '\\'
                     OR EXISTS (
@@ -113,9 +131,9 @@ impl Sessions {
                              json_each(m.body, '$.content') AS block
                         WHERE json_extract(block.value, '$.text') LIKE ?1 ESCAPE '\\')
                  ORDER BY s.updated_at DESC, s.id",
-            )?;
-            let rows = statement.query_map(params![like_pattern(text)], |row| row.get(0))?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                params![like_pattern(text)],
+                |row| row.get(0),
+            )
         })?;
         Ok(ids
             .iter()

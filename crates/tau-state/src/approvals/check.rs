@@ -115,13 +115,12 @@ impl Approvals {
         let by = serde_json::to_string(&DecidedBy::ApproverFailed)
             .map_err(StateError::encode("who decided"))?;
         self.db().write_durable(|tx| {
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE approvals SET state = 'cancelled', decided_by = ?2, decided_at = ?3, \
+            let changed = tx.execute(
+                "UPDATE approvals SET state = 'cancelled', decided_by = ?2, decided_at = ?3, \
                      settled = 0 WHERE id = ?1 AND consumed_at IS NULL \
                      AND state IN ('pending', 'approved')",
-                )?
-                .execute(params![id.as_str(), by, at.to_string()])?;
+                params![id.as_str(), by, at.to_string()],
+            )?;
             if changed == 1 { get(tx, id) } else { Ok(None) }
         })
     }

@@ -2,7 +2,9 @@
 //! not read an error, never a default.
 
 use jiff::Timestamp;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::params;
+
+use crate::sql::{Row, Sql};
 use tau_protocol::{ApprovalId, DecidedBy, SessionId, Tier};
 
 use super::{ApprovalRow, ApprovalState, CallOutcome};
@@ -124,13 +126,15 @@ pub(super) fn parse(raw: Raw) -> Result<ApprovalRow, StateError> {
 }
 
 pub(super) fn get(
-    connection: &Connection,
+    connection: &Sql<'_>,
     id: &ApprovalId,
 ) -> Result<Option<ApprovalRow>, StateError> {
     connection
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"))?
-        .query_row(params![id.as_str()], read_row)
-        .optional()?
+        .query_optional(
+            &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
+            params![id.as_str()],
+            read_row,
+        )?
         .map(parse)
         .transpose()
 }
@@ -139,14 +143,14 @@ pub(super) fn get(
 pub(super) fn select(
     db: &StateDb,
     filter: &str,
-    values: impl rusqlite::Params,
+    values: crate::sql::Params<'_>,
 ) -> Result<Vec<ApprovalRow>, StateError> {
     let raws = db.read(|c| {
-        let mut statement = c.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM approvals {filter} ORDER BY created_at, id"
-        ))?;
-        let rows = statement.query_map(values, read_row)?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        c.query_map(
+            &format!("SELECT {COLUMNS} FROM approvals {filter} ORDER BY created_at, id"),
+            values,
+            read_row,
+        )
     })?;
     let mut rows = raws.into_iter().map(parse).collect::<Result<Vec<_>, _>>()?;
     // Timestamps are ordered as instants, not as the text they are stored in.

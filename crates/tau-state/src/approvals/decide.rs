@@ -45,20 +45,19 @@ impl Approvals {
             .transpose()
             .map_err(StateError::encode("a grant request"))?;
         self.db().write_durable(|tx| {
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE approvals SET state = ?2, decided_by = ?3, decided_at = ?4, \
+            let changed = tx.execute(
+                "UPDATE approvals SET state = ?2, decided_by = ?3, decided_at = ?4, \
                      grant_request = CASE WHEN grant_offer IS NULL THEN NULL ELSE ?6 END \
                      WHERE id = ?1 AND state = 'pending' AND (shown = 1 OR ?5 = 0)",
-                )?
-                .execute(params![
+                params![
                     id.as_str(),
                     to.as_str(),
                     by,
                     at.to_string(),
                     decided_by.is_person(),
                     grant
-                ])?;
+                ],
+            )?;
             Ok(match (changed, get(tx, id)?) {
                 (_, None) => Answered::NotFound,
                 // Still pending after a person's answer: it was not shown.

@@ -4,7 +4,7 @@
 //! dispatch without an outcome, closed at the next start as `effect_uncertain`.
 
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use tau_protocol::SessionId;
 
 use super::columns::{COLUMNS, parse, read_row};
@@ -37,12 +37,14 @@ impl Approvals {
         call_id: &str,
     ) -> Result<Option<ApprovalRow>, StateError> {
         self.db().read(|c| {
-            c.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM approvals WHERE session = ?1 AND call_id = ?2 \
+            c.query_optional(
+                &format!(
+                    "SELECT {COLUMNS} FROM approvals WHERE session = ?1 AND call_id = ?2 \
                  AND consumed_at IS NOT NULL ORDER BY consumed_at DESC, id DESC LIMIT 1"
-            ))?
-            .query_row(params![session.as_str(), call_id], read_row)
-            .optional()?
+                ),
+                params![session.as_str(), call_id],
+                read_row,
+            )?
             .map(parse)
             .transpose()
         })

@@ -39,10 +39,10 @@ impl Approvals {
     /// question a person may see is never hidden again by a power cut.
     pub fn show_approval(&self, id: &ApprovalId) -> Result<bool, StateError> {
         self.db().write_durable(|tx| {
-            Ok(tx
-                .prepare_cached("UPDATE approvals SET shown = 1 WHERE id = ?1")?
-                .execute(params![id.as_str()])?
-                == 1)
+            Ok(tx.execute(
+                "UPDATE approvals SET shown = 1 WHERE id = ?1",
+                params![id.as_str()],
+            )? == 1)
         })
     }
 
@@ -51,11 +51,10 @@ impl Approvals {
     /// on them, and tau stopped before it showed them.
     pub fn show_waiting_approvals(&self) -> Result<usize, StateError> {
         self.db().write_durable(|tx| {
-            Ok(tx
-                .prepare_cached(
-                    "UPDATE approvals SET shown = 1 WHERE shown = 0 AND state = 'pending'",
-                )?
-                .execute([])?)
+            Ok(tx.execute(
+                "UPDATE approvals SET shown = 1 WHERE shown = 0 AND state = 'pending'",
+                params![],
+            )?)
         })
     }
 
@@ -91,9 +90,9 @@ impl Approvals {
         let inserted = self.db().write_durable(|tx| {
             Ok(tx.execute(
                 &format!(
-                    "INSERT OR IGNORE INTO approvals ({COLUMNS}, shown, settled) VALUES \
+                    "INSERT INTO approvals ({COLUMNS}, shown, settled) VALUES \
                      (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
-                     ?17, ?18, ?19, ?20, ?21, ?22)"
+                     ?17, ?18, ?19, ?20, ?21, ?22) ON CONFLICT DO NOTHING"
                 ),
                 params![
                     row.id.as_str(),
@@ -130,13 +129,11 @@ impl Approvals {
     /// Marks an approved, unconsumed row consumed; false when it was not both.
     pub fn consume_approval(&self, id: &ApprovalId, at: Timestamp) -> Result<bool, StateError> {
         self.db().write_durable(|tx| {
-            Ok(tx
-                .prepare_cached(
-                    "UPDATE approvals SET consumed_at = ?2 \
+            Ok(tx.execute(
+                "UPDATE approvals SET consumed_at = ?2 \
                      WHERE id = ?1 AND state = 'approved' AND consumed_at IS NULL",
-                )?
-                .execute(params![id.as_str(), at.to_string()])?
-                == 1)
+                params![id.as_str(), at.to_string()],
+            )? == 1)
         })
     }
 
@@ -165,12 +162,11 @@ impl Approvals {
         at: Timestamp,
     ) -> Result<Option<ApprovalRow>, StateError> {
         self.db().write_durable(|tx| {
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE approvals SET outcome = ?2, outcome_at = ?3 \
+            let changed = tx.execute(
+                "UPDATE approvals SET outcome = ?2, outcome_at = ?3 \
                      WHERE id = ?1 AND consumed_at IS NOT NULL AND outcome IS NULL",
-                )?
-                .execute(params![id.as_str(), outcome.as_str(), at.to_string()])?;
+                params![id.as_str(), outcome.as_str(), at.to_string()],
+            )?;
             if changed == 1 { get(tx, id) } else { Ok(None) }
         })
     }
@@ -178,10 +174,10 @@ impl Approvals {
     /// hub's own bookkeeping; the gate never reads it.
     pub fn mark_approval_settled(&self, id: &ApprovalId) -> Result<(), StateError> {
         self.db().write(|tx| {
-            tx.prepare_cached(
+            tx.execute(
                 "UPDATE approvals SET settled = 1 WHERE id = ?1 AND state != 'pending'",
-            )?
-            .execute(params![id.as_str()])?;
+                params![id.as_str()],
+            )?;
             Ok(())
         })
     }
@@ -195,19 +191,18 @@ impl Approvals {
         waiting: &[ApprovalId],
     ) -> Result<usize, StateError> {
         self.db().write(|tx| {
-            let unsettled = tx
-                .prepare_cached(
-                    "SELECT id FROM approvals WHERE session = ?1 AND settled = 0 AND state != 'pending'",
-                )?
-                .query_map(params![session.as_str()], |row| row.get::<_, String>(0))?
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut settle = tx.prepare_cached("UPDATE approvals SET settled = 1 WHERE id = ?1")?;
+            let unsettled = tx.query_map(
+                "SELECT id FROM approvals WHERE session = ?1 AND settled = 0 AND state != 'pending'",
+                params![session.as_str()],
+                |row| row.get::<_, String>(0),
+            )?;
             let mut settled = 0;
             for id in unsettled
                 .iter()
                 .filter(|id| !waiting.iter().any(|w| w.as_str() == id.as_str()))
             {
-                settled += settle.execute(params![id])?;
+                settled +=
+                    tx.execute("UPDATE approvals SET settled = 1 WHERE id = ?1", params![id])?;
             }
             Ok(settled)
         })

@@ -1,7 +1,7 @@
 //! What a holder of an [`ApprovalReader`] can see: one question by id, the lists. Nothing
 //! here changes a row.
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use tau_protocol::ApprovalId;
 
 use super::columns::{get, select};
@@ -18,12 +18,12 @@ impl ApprovalReader {
     /// hidden and not shown yet, and for no such row.
     pub fn approval_shown(&self, id: &ApprovalId) -> Result<bool, StateError> {
         self.db.read(|c| {
-            Ok(
-                c.prepare_cached("SELECT shown FROM approvals WHERE id = ?1")?
-                    .query_row(params![id.as_str()], |row| row.get::<_, bool>(0))
-                    .optional()?
-                    .unwrap_or(false),
-            )
+            Ok(c.query_optional(
+                "SELECT shown FROM approvals WHERE id = ?1",
+                params![id.as_str()],
+                |row| row.get::<_, bool>(0),
+            )?
+            .unwrap_or(false))
         })
     }
 

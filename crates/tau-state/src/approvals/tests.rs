@@ -6,6 +6,7 @@ use crate::db::StateDb;
 use crate::error::StateError;
 use crate::handles::Approvals;
 use pretty_assertions::assert_eq;
+use rusqlite::params;
 use serde_json::json;
 
 fn open(dir: &tempfile::TempDir) -> Approvals {
@@ -211,7 +212,10 @@ fn a_dispatched_call_gets_one_outcome_and_only_after_it_was_dispatched() {
     store
         .db()
         .write(|tx| {
-            tx.execute("UPDATE approvals SET outcome = 'ran' WHERE id = 'ap_1'", [])?;
+            tx.execute(
+                "UPDATE approvals SET outcome = 'ran' WHERE id = 'ap_1'",
+                params![],
+            )?;
             Ok(())
         })
         .unwrap();
@@ -349,7 +353,7 @@ fn a_tampered_row_is_an_error_never_a_default() {
             .write(|tx| {
                 tx.execute(
                     &format!("UPDATE approvals SET {column} = {value} WHERE id = 'ap_1'"),
-                    [],
+                    params![],
                 )?;
                 Ok(())
             })
@@ -358,7 +362,7 @@ fn a_tampered_row_is_an_error_never_a_default() {
         store
             .db()
             .write(|tx| {
-                tx.execute("DELETE FROM approvals", [])?;
+                tx.execute("DELETE FROM approvals", params![])?;
                 Ok(())
             })
             .unwrap();
@@ -367,7 +371,10 @@ fn a_tampered_row_is_an_error_never_a_default() {
     store
         .db()
         .write(|tx| {
-            tx.execute("UPDATE approvals SET state = 'yes' WHERE id = 'ap_1'", [])?;
+            tx.execute(
+                "UPDATE approvals SET state = 'yes' WHERE id = 'ap_1'",
+                params![],
+            )?;
             Ok(())
         })
         .unwrap();
