@@ -21,7 +21,7 @@
 //! Whoever opens the file holds [`StateDb`] whole and hands every other part a narrow handle
 //! of one concern (`handles.rs`): [`Sessions`], [`Conversations`], [`ApprovalReader`] (read
 //! only) and [`Approvals`] (the only one that decides a question), [`Grants`], [`Routines`],
-//! [`Devices`], [`TelegramMemory`], [`AuditAnchor`]. Each is a clone of the one connection
+//! [`Devices`], [`TelegramMemory`], [`AuditAnchor`], [`Leases`]. Each is a clone of the one connection
 //! and reaches nothing else.
 //!
 //! Layout
@@ -43,6 +43,8 @@
 //!   `grants_check.rs`: a row against the audit log's grant lines; `grant_pins.rs`: the
 //!   workspace tree a grant was last pinned to
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
+//! - `leases.rs`: names held by one of several hubs until a time (a hub alive, a bot's
+//!   poller), claimed and renewed by compare-and-set
 //! - `titles.rs`: what a session is called (a person's name for it, else its first
 //!   prompt's) and search over titles and message text
 
@@ -56,6 +58,7 @@ mod grant_pins;
 mod grants;
 mod grants_check;
 mod handles;
+mod leases;
 mod migrate;
 mod pg;
 mod pg_value;
@@ -78,9 +81,10 @@ pub use error::{StateError, TitleError};
 pub use grants::{GrantedCall, Revoked, is_live};
 pub use grants_check::{RecordedGrant, UntrustedGrant, cross_check_grant};
 pub use handles::{
-    ApprovalReader, Approvals, AuditAnchor, Conversations, Devices, Grants, Routines, Sessions,
-    TelegramMemory,
+    ApprovalReader, Approvals, AuditAnchor, Conversations, Devices, Grants, Leases, Routines,
+    Sessions, TelegramMemory,
 };
+pub use leases::{Lease, hub_lease};
 pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use sessions::{StoredMessage, StoredSession};

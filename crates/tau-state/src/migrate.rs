@@ -192,6 +192,19 @@ const UNSETTLED_BY_SESSION: &str = "
 CREATE INDEX IF NOT EXISTS approvals_unsettled ON approvals (session) WHERE settled = 0;
 ";
 
+/// Step 10: several hubs on one store. `leases`: a name (`hub:<id>`, a Telegram bot, a
+/// routine) held by one holder until `expires_at` (milliseconds since the epoch), claimed
+/// and renewed by compare-and-set; `approvals.dispatched_by`: the hub that let a call
+/// through, so a start closes only the cut-off calls of hubs that are gone.
+const SEVERAL_HUBS: &str = "
+CREATE TABLE leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+ALTER TABLE approvals ADD COLUMN dispatched_by TEXT;
+";
+
 /// One step of the schema, run inside the migration's transaction, the same on both
 /// stores: SQLite's text, and PostgreSQL's where it is not SQLite's with PostgreSQL's type
 /// names ([`postgres_text`]).
@@ -232,6 +245,7 @@ const STEPS: &[Step] = &[
     Step::same(crate::titles::SESSION_TITLE),
     Step::same(UNSETTLED_BY_SESSION),
     Step::same(crate::grant_pins::GRANT_PINS),
+    Step::same(SEVERAL_HUBS),
 ];
 
 /// A step's SQLite text in PostgreSQL's words: every integer column `BIGINT` (SQLite's

@@ -12,7 +12,7 @@ use tau_state::StateDb;
 
 use crate::errors::usage;
 use crate::settings::{Loaded, NO_MODEL_HELP};
-use crate::store::StoreLocation;
+use crate::store::ConfiguredStore;
 use tau_home::{EnvFn, Home};
 
 /// How long a start waits to learn whether the model answers.
@@ -149,7 +149,7 @@ impl Context {
     }
 
     /// Where the store is: `[state] url` or `TAU_STATE_URL`, else `state.db` in the home.
-    pub(crate) fn store_location(&self) -> anyhow::Result<StoreLocation> {
+    pub(crate) fn store_location(&self) -> anyhow::Result<ConfiguredStore> {
         self.loaded
             .config
             .state

@@ -1,6 +1,6 @@
 //! Where the store is: `state.db` in the home (the default), or a PostgreSQL database
 //! several hubs share, named by `[state] url` in `tau.toml` or `TAU_STATE_URL`. Every
-//! command reaches the store through [`StoreLocation::open`] (by way of
+//! command reaches the store through [`ConfiguredStore::open`] (by way of
 //! `Context::state`), so there is one opener.
 //!
 //! A password never sits in `tau.toml` or a url, where a backup, a screenshot or a shell's
@@ -34,7 +34,7 @@ pub(crate) struct StateConfig {
 
 /// Where the store is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StoreLocation {
+pub(crate) enum ConfiguredStore {
     /// `state.db` in the home.
     Home(PathBuf),
     /// A PostgreSQL database several hubs may share.
@@ -87,7 +87,7 @@ impl StateConfig {
         &self,
         env: tau_home::Env<'_>,
         home_db: &Path,
-    ) -> Result<StoreLocation, StoreConfigError> {
+    ) -> Result<ConfiguredStore, StoreConfigError> {
         let from_env = env(URL_VARIABLE).filter(|url| !url.is_empty());
         let (url, source_name) = match (from_env, &self.url) {
             (Some(url), _) => (url, URL_VARIABLE),
@@ -96,7 +96,7 @@ impl StateConfig {
                 if self.password_file.is_some() {
                     return Err(StoreConfigError::PasswordFileWithoutUrl);
                 }
-                return Ok(StoreLocation::Home(home_db.to_owned()));
+                return Ok(ConfiguredStore::Home(home_db.to_owned()));
             }
         };
         check_url(&url, source_name)?;
@@ -105,7 +105,7 @@ impl StateConfig {
             (_, Some(file)) => PasswordSource::File(file.clone()),
             (_, None) => PasswordSource::None,
         };
-        Ok(StoreLocation::Shared(SharedStore { url, password }))
+        Ok(ConfiguredStore::Shared(SharedStore { url, password }))
     }
 }
 
@@ -142,13 +142,29 @@ fn check_url(url: &str, source_name: &'static str) -> Result<(), StoreConfigErro
     Ok(())
 }
 
+/// `url` with `password` as its `password` parameter, percent-encoded: what the driver
+/// reads, made here and handed over, never shown or kept.
+fn with_password(url: &str, password: &str) -> String {
+    let mut encoded = String::with_capacity(password.len() * 3);
+    for byte in password.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    let joint = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{joint}password={encoded}")
+}
+
 impl SharedStore {
     /// Connects to the database and brings its tables to this tau's schema.
     fn connect(&self, env: tau_home::Env<'_>) -> anyhow::Result<StateDb> {
-        let _password = self.password(env)?;
-        Err(anyhow::anyhow!(
-            "state.url: this build of tau cannot open a PostgreSQL store"
-        ))
+        let url = match self.password(env)? {
+            Some(password) => with_password(&self.url, &password),
+            None => self.url.clone(),
+        };
+        Ok(StateDb::connect(&url)?)
     }
 
     /// The password, read now: `TAU_STATE_PASSWORD`, else the first line of
@@ -170,7 +186,7 @@ impl SharedStore {
     }
 }
 
-impl StoreLocation {
+impl ConfiguredStore {
     /// Opens the store, creating it (`state.db` in a home that exists; a shared store's
     /// tables) and bringing it to this tau's schema.
     pub(crate) fn open(&self, env: tau_home::Env<'_>) -> anyhow::Result<StateDb> {
@@ -188,14 +204,6 @@ impl StoreLocation {
             Self::Shared(shared) => shared.connect(env).map(Some),
         }
     }
-
-    /// What tau shows of the store: the home's file, or the url (which holds no password).
-    pub(crate) fn shown(&self) -> String {
-        match self {
-            Self::Home(path) => path.display().to_string(),
-            Self::Shared(shared) => tau_core::display(&shared.url),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -206,7 +214,7 @@ mod tests {
     fn located(
         config: &StateConfig,
         vars: &[(&str, &str)],
-    ) -> Result<StoreLocation, StoreConfigError> {
+    ) -> Result<ConfiguredStore, StoreConfigError> {
         let vars: Vec<(String, String)> = vars
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -226,13 +234,13 @@ mod tests {
     fn without_a_url_the_store_is_the_home_s_file() {
         assert_eq!(
             located(&StateConfig::default(), &[]),
-            Ok(StoreLocation::Home(
+            Ok(ConfiguredStore::Home(
                 "/home/me/.local/share/tau/state.db".into()
             ))
         );
         assert_eq!(
             located(&StateConfig::default(), &[("TAU_STATE_URL", "")]),
-            Ok(StoreLocation::Home(
+            Ok(ConfiguredStore::Home(
                 "/home/me/.local/share/tau/state.db".into()
             )),
             "an empty variable is no url"
@@ -242,7 +250,7 @@ mod tests {
     #[test]
     fn the_variable_names_the_store_over_the_file() {
         let shared = |url: &str, password| {
-            Ok(StoreLocation::Shared(SharedStore {
+            Ok(ConfiguredStore::Shared(SharedStore {
                 url: url.to_owned(),
                 password,
             }))
@@ -325,6 +333,18 @@ mod tests {
         assert!(check_url("postgres://me%40home@db:5432/tau", "state.url").is_ok());
         assert!(check_url("postgres://db/tau", "state.url").is_ok());
         assert!(check_url("postgres://[::1]:5432/tau", "state.url").is_ok());
+    }
+
+    #[test]
+    fn the_password_is_handed_over_as_an_encoded_parameter() {
+        assert_eq!(
+            with_password("postgres://tau@db/tau", "p@ss word&=ü"),
+            "postgres://tau@db/tau?password=p%40ss%20word%26%3D%C3%BC"
+        );
+        assert_eq!(
+            with_password("postgres://tau@db/tau?sslmode=require", "x"),
+            "postgres://tau@db/tau?sslmode=require&password=x"
+        );
     }
 
     #[test]
