@@ -88,6 +88,12 @@ impl Home {
         self.root.join("web-token")
     }
 
+    /// This home's hub id, random and kept (`token_file`'s format): what a store several
+    /// hubs share knows this hub by.
+    pub fn hub_id(&self) -> PathBuf {
+        self.root.join("hub-id")
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -136,6 +142,7 @@ impl Home {
             self.audit_log(),
             self.mcp_token(),
             self.web_token(),
+            self.hub_id(),
             self.chat_history(),
             self.log_dir(),
             self.locks(),

@@ -163,7 +163,12 @@ impl Context {
         if let Some(state) = self.state.get() {
             return Ok(state.clone());
         }
-        let opened = self.store_location()?.open(&*self.env)?;
+        let mut opened = self.store_location()?.open(&*self.env)?;
+        // Of a store several hubs share, this home is one hub (a file's store is one hub's).
+        if opened.is_shared() && self.home.root().is_dir() {
+            let hub = tau_home::token_file::load_or_create(&self.home.hub_id())?;
+            opened = opened.for_hub(&hub);
+        }
         Ok(self.state.get_or_init(|| opened).clone())
     }
 
@@ -173,10 +178,15 @@ impl Context {
         if let Some(state) = self.state.get() {
             return Ok(Some(state.clone()));
         }
-        Ok(self
-            .store_location()?
-            .open_existing(&*self.env)?
-            .map(|opened| self.state.get_or_init(|| opened).clone()))
+        let Some(mut opened) = self.store_location()?.open_existing(&*self.env)? else {
+            return Ok(None);
+        };
+        if opened.is_shared()
+            && let Some(hub) = tau_home::token_file::load(&self.home.hub_id())?
+        {
+            opened = opened.for_hub(&hub);
+        }
+        Ok(Some(self.state.get_or_init(|| opened).clone()))
     }
 
     /// How commands (and MCP servers started as programs) are confined: tau's own

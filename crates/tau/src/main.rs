@@ -20,6 +20,7 @@ mod doctor;
 mod errors;
 mod grants;
 mod hosted;
+mod hub_lease;
 mod mcp;
 mod output;
 mod owner;

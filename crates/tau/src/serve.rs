@@ -79,6 +79,9 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         ));
     }
     let state = ctx.state()?;
+    // Held before anything is recovered: no other hub takes this one's running calls for
+    // cut off while it serves.
+    let _alive = crate::hub_lease::hold(&state)?;
     let audit = Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         AUDIT_SESSION,
