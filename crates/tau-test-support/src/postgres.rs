@@ -145,13 +145,35 @@ impl Postgres {
         Ok(self.url(&name))
     }
 
-    /// Runs `statement` on the `postgres` database with `psql`; its output.
+    /// Runs `statement` on the `postgres` database with `psql`, as the superuser over the
+    /// unix socket; its output.
     pub fn sql(&self, statement: &str) -> Result<String, String> {
         run(Command::new(self.bin.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d"])
-            .arg(self.admin_url())
+            .args([
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-d",
+                "postgres",
+            ])
+            .args(["-U", SUPERUSER, "-p", &self.port.to_string(), "-h"])
+            .arg(self.dir.path())
             .arg("-c")
             .arg(statement))
+    }
+
+    /// From now on the server asks every connection over TCP for its password
+    /// (`scram-sha-256`), as a real one does; the unix socket stays `trust`, so
+    /// [`Postgres::sql`] still gets in.
+    pub fn require_passwords(&mut self) -> Result<(), String> {
+        let rules = "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n";
+        let hba = self.data().join("pg_hba.conf");
+        // Written over the file initdb made, which keeps its owner.
+        std::fs::write(&hba, rules).map_err(|e| format!("cannot write {}: {e}", hba.display()))?;
+        self.pg_ctl(&["reload"]).map(drop)
     }
 
     /// Stops the server at once (`-m immediate`: like a crash, every connection cut).

@@ -139,10 +139,6 @@ pub(crate) fn load(
         .audit
         .validate(config.telegram.is_some())
         .map_err(|e| usage(format!("{shown}: {e}")))?;
-    config
-        .state
-        .location(env, &home.state_db())
-        .map_err(|e| usage(format!("{shown}: {e}")))?;
     tau_devices::Registry::from_config(&config.devices)
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     if !config.routines.is_empty() {

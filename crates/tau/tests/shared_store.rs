@@ -1,0 +1,200 @@
+//! Several hubs on one PostgreSQL store, driven through the real binary: the url and its
+//! password as the config gives them (never shown), `tau doctor` and `tau backup` on such a
+//! store, and two `tau serve` with homes of their own sharing one database. Each test
+//! starts a throwaway PostgreSQL (`tau_test_support::Postgres`); a missing installation
+//! fails the test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::{Tau, answer};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use tau_test_support::Postgres;
+
+/// The report's section that starts with `title`.
+fn section(report: &str, title: &str) -> Vec<String> {
+    let mut lines = report.lines().skip_while(|l| !l.starts_with(title));
+    let first = lines.next().into_iter();
+    first
+        .chain(lines.take_while(|l| l.starts_with("  ")))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_password_in_the_url_is_refused_and_never_shown() {
+    let tau = Tau::new();
+    let run = tau.run_env(
+        &["sessions", "list"],
+        &[("TAU_STATE_URL", "postgres://tau:s3cret@db.example:5432/tau")],
+        "",
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(!run.stderr.contains("s3cret"), "{}", run.stderr);
+    insta::assert_snapshot!(run.stderr.trim_end(), @"tau: TAU_STATE_URL: the url holds a password, and tau keeps none in a url: write it as postgres://USER@HOST:PORT/DATABASE and put the password in TAU_STATE_PASSWORD or in a file named by [state] password_file");
+
+    let config = tau.config("[state]\nurl = \"postgresql://tau:s3cret@db.example/tau\"\n");
+    let run = tau.run(
+        &["--config", config.to_str().unwrap(), "sessions", "list"],
+        "",
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(!run.stderr.contains("s3cret"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("state.url: the url holds a password"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn the_password_comes_from_the_environment_or_a_file_and_is_never_shown() {
+    let mut server = Postgres::start().unwrap();
+    server
+        .sql("CREATE ROLE hub LOGIN PASSWORD 'pw with spaces&='")
+        .unwrap();
+    let database = server.fresh_database().unwrap();
+    let name = database.rsplit('/').next().unwrap().to_owned();
+    server
+        .sql(&format!("ALTER DATABASE {name} OWNER TO hub"))
+        .unwrap();
+    // `trust` lets anyone in; a password is asked once the server says so.
+    server.require_passwords().unwrap();
+    let url = format!("postgres://hub@127.0.0.1:{}/{name}", server.port());
+    let tau = Tau::new();
+    let listed = |env: &[(&str, &str)], config: Option<&std::path::Path>| {
+        let mut args = vec![];
+        if let Some(config) = config {
+            args.extend(["--config", config.to_str().unwrap()]);
+        }
+        args.extend(["sessions", "list"]);
+        let mut env = env.to_vec();
+        env.push(("TAU_STATE_URL", &url));
+        tau.run_env(&args, &env, "")
+    };
+    let refused = listed(&[], None);
+    assert_ne!(
+        refused.code, 0,
+        "no password, no way in: {}",
+        refused.stdout
+    );
+    let by_variable = listed(&[("TAU_STATE_PASSWORD", "pw with spaces&=")], None);
+    assert_eq!(by_variable.code, 0, "{}", by_variable.stderr);
+    let file = tau.dir.path().join("db-password");
+    std::fs::write(&file, "pw with spaces&=\n").unwrap();
+    let config = tau.config(&format!(
+        "[state]\npassword_file = \"{}\"\n",
+        file.display()
+    ));
+    let by_file = listed(&[], Some(&config));
+    assert_eq!(by_file.code, 0, "{}", by_file.stderr);
+    for run in [&refused, &by_variable, &by_file] {
+        assert!(!run.stderr.contains("pw with"), "{}", run.stderr);
+        assert!(!run.stdout.contains("pw with"), "{}", run.stdout);
+    }
+}
+
+#[test]
+fn the_doctor_checks_the_connection_the_schema_and_the_leases() {
+    let mut server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("unused")]));
+    let doctor = |tau: &Tau| {
+        let run = tau.run_env(
+            &["--model", &model, "doctor"],
+            &[("TAU_STATE_URL", &url)],
+            "",
+        );
+        let port = server_port(&url);
+        let shown = section(&run.stdout, "store")
+            .join("\n")
+            .replace(&port, "<port>")
+            .replace(url.rsplit('/').next().unwrap(), "<database>");
+        (run.code, shown)
+    };
+    let (_, shown) = doctor(&tau);
+    insta::assert_snapshot!(shown, @r"
+    store postgres://postgres@127.0.0.1:<port>/<database>
+      ok  connection   answers
+      ok  schema       step 10, this tau's
+      ok  leases       readable: 0 held (0 by a running hub), 0 run out
+    ");
+    server.stop().unwrap();
+    let (code, shown) = doctor(&tau);
+    assert_eq!(code, 1);
+    let rows: Vec<&str> = shown.lines().map(|l| l.get(..18).unwrap_or(l)).collect();
+    assert_eq!(
+        rows,
+        [
+            "store postgres://p",
+            "  no  connection  ",
+            "  --  schema      ",
+            "  --  leases      "
+        ],
+        "{shown}"
+    );
+}
+
+fn server_port(url: &str) -> String {
+    url.split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_backup_of_a_shared_store_is_pg_dump_s() {
+    let tau = Tau::new();
+    let file = tau.dir.path().join("tau.backup");
+    let run = tau.run_env(
+        &["backup", file.to_str().unwrap()],
+        &[("TAU_STATE_URL", "postgres://tau@db.example:5432/tau")],
+        "",
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(!file.exists());
+    insta::assert_snapshot!(run.stderr.trim_end(), @"tau: tau backup copies a home whose store is its state.db; this one's is the PostgreSQL database postgres://tau@db.example:5432/tau: back it up with PostgreSQL's own tools (pg_dump -Fc), and keep this home's audit.jsonl and hub-id with it");
+}
+
+#[test]
+fn a_question_asked_on_one_hub_is_answered_on_another_and_runs_once() {
+    let server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    let (one, two) = (Tau::new(), Tau::new());
+    let env = [("TAU_STATE_URL", url.as_str())];
+    let first = one.serve_env(&one.make_proof(), &one.serve_config(""), &env);
+    let second = two.serve_env(&two.make_proof(), &two.serve_config(""), &env);
+    let session = first.new_session();
+    let question = first.ask(&session, "make the proof");
+    let id = question["id"].as_str().unwrap();
+    let listed = second.until(|api| api.question(id));
+    assert_eq!(listed["tool"], "run_command");
+    let answered = second.approve(id);
+    assert_eq!(answered.status, 200, "{answered:?}");
+    first.until_answered(&session, "Done.");
+    let made = || {
+        [one.proof(), two.proof()]
+            .into_iter()
+            .flatten()
+            .collect::<String>()
+    };
+    // Once, on one of the hubs: today the one that took the answer resumes the turn
+    // (docs/several-hubs.md says so).
+    assert_eq!(made(), "made\n", "run once, on one of the hubs");
+    // Both hubs say it was answered; neither runs it again.
+    let again = first.approve(id);
+    assert_ne!(again.status, 500, "{again:?}");
+    let late = second.approve(id);
+    assert_ne!(late.status, 500, "{late:?}");
+    assert_eq!(made(), "made\n");
+}
