@@ -195,7 +195,8 @@ CREATE INDEX IF NOT EXISTS approvals_unsettled ON approvals (session) WHERE sett
 /// Step 10: several hubs on one store. `leases`: a name (`hub:<id>`, a Telegram bot, a
 /// routine) held by one holder until `expires_at` (milliseconds since the epoch), claimed
 /// and renewed by compare-and-set; `approvals.dispatched_by`: the hub that let a call
-/// through, so a start closes only the cut-off calls of hubs that are gone.
+/// through, so a start closes only the cut-off calls of hubs that are gone;
+/// `audit_heads`: each hub's audit anchor and announced line (`anchor.rs`).
 const SEVERAL_HUBS: &str = "
 CREATE TABLE leases (
     name TEXT PRIMARY KEY,
@@ -203,6 +204,13 @@ CREATE TABLE leases (
     expires_at INTEGER NOT NULL
 );
 ALTER TABLE approvals ADD COLUMN dispatched_by TEXT;
+CREATE TABLE audit_heads (
+    hub TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    PRIMARY KEY (hub, kind)
+);
 ";
 
 /// One step of the schema, run inside the migration's transaction, the same on both

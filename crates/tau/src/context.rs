@@ -165,7 +165,8 @@ impl Context {
         }
         let mut opened = self.store_location()?.open(&*self.env)?;
         // Of a store several hubs share, this home is one hub (a file's store is one hub's).
-        if opened.is_shared() && self.home.root().is_dir() {
+        if opened.is_shared() {
+            self.create_home()?;
             let hub = tau_home::token_file::load_or_create(&self.home.hub_id())?;
             opened = opened.for_hub(&hub);
         }
@@ -173,20 +174,17 @@ impl Context {
     }
 
     /// The store when it exists; `None`, and nothing created, when `state.db` does not
-    /// (a shared store always exists: it is opened).
+    /// (a shared store always exists: it is opened as [`Context::state`] does).
     pub(crate) fn existing_state(&self) -> anyhow::Result<Option<StateDb>> {
         if let Some(state) = self.state.get() {
             return Ok(Some(state.clone()));
         }
-        let Some(mut opened) = self.store_location()?.open_existing(&*self.env)? else {
-            return Ok(None);
-        };
-        if opened.is_shared()
-            && let Some(hub) = tau_home::token_file::load(&self.home.hub_id())?
-        {
-            opened = opened.for_hub(&hub);
+        match self.store_location()? {
+            ConfiguredStore::Home(path) => Ok(StateDb::open_existing(&path)?
+                .map(|opened| self.state.get_or_init(|| opened).clone())),
+            // A shared store always exists; this home is one of its hubs from the first use.
+            ConfiguredStore::Shared(_) => self.state().map(Some),
         }
-        Ok(Some(self.state.get_or_init(|| opened).clone()))
     }
 
     /// How commands (and MCP servers started as programs) are confined: tau's own

@@ -195,15 +195,6 @@ impl ConfiguredStore {
             Self::Shared(shared) => shared.connect(env),
         }
     }
-
-    /// [`Self::open`], but `None` (nothing created) when `state.db` is not there. A shared
-    /// store is always opened: the database exists, or the url is wrong.
-    pub(crate) fn open_existing(&self, env: tau_home::Env<'_>) -> anyhow::Result<Option<StateDb>> {
-        match self {
-            Self::Home(path) => Ok(StateDb::open_existing(path)?),
-            Self::Shared(shared) => shared.connect(env).map(Some),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -197,4 +197,34 @@ fn a_question_asked_on_one_hub_is_answered_on_another_and_runs_once() {
     let late = second.approve(id);
     assert_ne!(late.status, 500, "{late:?}");
     assert_eq!(made(), "made\n");
+    // Each hub's chain is its own, in its home, anchored by its own row of the store.
+    for tau in [&one, &two] {
+        let verified = tau.run_env(&["audit", "verify"], &env, "");
+        assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    }
+}
+
+#[test]
+fn a_lost_store_refuses_new_work_and_the_hub_recovers_when_it_returns() {
+    let mut server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    let tau = Tau::new();
+    let model = tau.replay(&json!([answer("first"), answer("second")]));
+    let serve = tau.serve_env(&model, &tau.serve_config(""), &[("TAU_STATE_URL", &url)]);
+    let session = serve.new_session();
+    server.stop().unwrap();
+    let refused = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        &json!({"text": "hello"}).to_string(),
+    );
+    let refused_session = serve.post("/api/sessions", "");
+    server.start_again().unwrap();
+    let body = json!({"text": "hello again"}).to_string();
+    let accepted = serve.post(&format!("/api/sessions/{session}/messages"), &body);
+    assert_eq!(
+        (refused.status, refused_session.status, accepted.status),
+        (503, 503, 202),
+        "{refused:?} {refused_session:?} {accepted:?}"
+    );
+    serve.until_answered(&session, "first");
 }
