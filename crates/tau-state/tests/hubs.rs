@@ -168,3 +168,37 @@ fn postgres_many_claims_at_once_give_one_holder() {
     });
     assert_eq!(won, 1);
 }
+
+fn a_scheduled_tick_is_claimed_once(store: &Shared) {
+    let due = Timestamp::from_second(1_800_000_000).unwrap();
+    let later = due + jiff::SignedDuration::from_secs(60);
+    let (a, b) = (store.a.routines(), store.b.routines());
+    assert!(a.claim_scheduled_tick("lamp", due).unwrap());
+    assert!(!b.claim_scheduled_tick("lamp", due).unwrap(), "a runs it");
+    assert!(
+        !a.claim_scheduled_tick("lamp", due).unwrap(),
+        "once, even for a"
+    );
+    assert!(
+        b.claim_scheduled_tick("lamp", later).unwrap(),
+        "the next is anyone's"
+    );
+    assert!(
+        !a.claim_scheduled_tick("lamp", due).unwrap(),
+        "never an older one"
+    );
+    assert!(
+        a.claim_scheduled_tick("heater", due).unwrap(),
+        "a lease per routine"
+    );
+}
+
+#[test]
+fn sqlite_a_scheduled_tick_is_claimed_once() {
+    a_scheduled_tick_is_claimed_once(&sqlite());
+}
+
+#[test]
+fn postgres_a_scheduled_tick_is_claimed_once() {
+    a_scheduled_tick_is_claimed_once(&postgres());
+}
