@@ -57,7 +57,7 @@ fn time(text: &str) -> Timestamp {
 fn bump(tx: &Sql<'_>) -> Result<(), StateError> {
     tx.execute(
         "INSERT INTO routine_meta (key, value) VALUES ('generation', 1)
-         ON CONFLICT(key) DO UPDATE SET value = value + 1",
+         ON CONFLICT(key) DO UPDATE SET value = routine_meta.value + 1",
         params![],
     )?;
     Ok(())

@@ -148,17 +148,14 @@ impl Postgres {
     /// Runs `statement` on the `postgres` database with `psql`, as the superuser over the
     /// unix socket; its output.
     pub fn sql(&self, statement: &str) -> Result<String, String> {
+        self.sql_on("postgres", statement)
+    }
+
+    /// [`Postgres::sql`] on database `database`.
+    pub fn sql_on(&self, database: &str, statement: &str) -> Result<String, String> {
         run(Command::new(self.bin.join("psql"))
-            .args([
-                "-X",
-                "-q",
-                "-A",
-                "-t",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-d",
-                "postgres",
-            ])
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
+            .args(["-d", database])
             .args(["-U", SUPERUSER, "-p", &self.port.to_string(), "-h"])
             .arg(self.dir.path())
             .arg("-c")

@@ -228,3 +228,88 @@ fn a_lost_store_refuses_new_work_and_the_hub_recovers_when_it_returns() {
     );
     serve.until_answered(&session, "first");
 }
+
+const SECRET: &str = "a-doorbell-secret-long-enough";
+
+#[test]
+fn a_routine_runs_once_per_occurrence_across_hubs_and_a_switch_reaches_both() {
+    let server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    let database = url.rsplit('/').next().unwrap().to_owned();
+    let routines = "[[routines]]\nname = \"tick\"\nevery = \"1s\"\ntool = \"append_note\"\n\
+        arguments = { text = \"tick\" }\n\
+        [[routines]]\nname = \"doorbell\"\nwebhook = { secret_env = \"TAU_TEST_DOORBELL\" }\n\
+        payload = \"ring\"\ntool = \"run_command\"\narguments = { command = \"echo ding\" }\n";
+    let env = [
+        ("TAU_STATE_URL", url.as_str()),
+        ("TAU_TEST_DOORBELL", SECRET),
+    ];
+    let (one, two) = (Tau::new(), Tau::new());
+    let model = |tau: &Tau| tau.replay(&json!([answer("unused")]));
+    let first = one.serve_env(&model(&one), &one.serve_config(routines), &env);
+    let second = two.serve_env(&model(&two), &two.serve_config(routines), &env);
+
+    // Every run of `tick` is a row of the shared store: one a second, whichever hub ran
+    // it. Run twice (once by each hub), the rows would come twice as fast as the seconds.
+    let runs = || -> (usize, f64) {
+        let rows = server
+            .sql_on(
+                &database,
+                "SELECT started_at FROM routine_runs WHERE routine = 'tick' \
+                 AND outcome != 'missed' ORDER BY id",
+            )
+            .unwrap();
+        let times: Vec<jiff::Timestamp> = rows.lines().map(|l| l.parse().unwrap()).collect();
+        let span = match (times.first(), times.last()) {
+            (Some(a), Some(b)) => b.duration_since(*a).as_secs_f64(),
+            _ => 0.0,
+        };
+        (times.len(), span)
+    };
+    let (count, span) = first.until(|_| Some(runs()).filter(|(count, _)| *count >= 5));
+    assert!(
+        (count as f64) <= span + 1.5,
+        "{count} runs in {span:.1} s: an occurrence ran on both hubs"
+    );
+    let notes = |tau: &Tau| {
+        std::fs::read_to_string(tau.workspace().join("notes.md"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert!(
+        notes(&one) + notes(&two) >= 5,
+        "each run wrote its note once"
+    );
+
+    // `tau routines disable` on any home reaches every hub: the doorbell's webhook is gone
+    // from both (404; an enabled one answers a wrong payload with 400 and runs nothing).
+    let probe = |serve: &common::serve::Serve| {
+        let host = serve.host();
+        let bearer = format!("Bearer {SECRET}");
+        common::serve::request(
+            serve.addr,
+            "POST",
+            "/hooks/doorbell",
+            &[("Host", host.as_str()), ("Authorization", bearer.as_str())],
+            Some("knock"),
+        )
+        .status
+    };
+    assert_eq!((probe(&first), probe(&second)), (400, 400));
+    let config = two.serve_config(routines);
+    let disabled = two.run_env(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "routines",
+            "disable",
+            "doorbell",
+        ],
+        &env,
+        "",
+    );
+    assert_eq!(disabled.code, 0, "{}", disabled.stderr);
+    first.until(|serve| (probe(serve) == 404).then_some(()));
+    second.until(|serve| (probe(serve) == 404).then_some(()));
+}
