@@ -84,6 +84,19 @@ fn a_live_hub_s_running_call_is_left_to_it(store: &Shared) {
     dispatch(&store.b, 2);
     assert_eq!(cut_off(&store.a), ["ap_1"], "a's own, not b's: b is alive");
     assert_eq!(cut_off(&store.b), ["ap_2"]);
+    let unsettled = |hub: &StateDb| -> Vec<String> {
+        hub.approvals()
+            .unsettled_approvals()
+            .unwrap()
+            .into_iter()
+            .map(|row| row.id.to_string())
+            .collect()
+    };
+    assert_eq!(
+        unsettled(&store.a),
+        ["ap_1"],
+        "b runs its turn: a resumes none of it"
+    );
     // a is gone: its lease runs out, and its call is anyone's to close, once.
     assert!(leases.claim(&hub_lease("a"), "a", Duration::ZERO).unwrap());
     assert_eq!(cut_off(&store.b), ["ap_1", "ap_2"]);

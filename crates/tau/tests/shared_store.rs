@@ -313,3 +313,57 @@ fn a_routine_runs_once_per_occurrence_across_hubs_and_a_switch_reaches_both() {
     first.until(|serve| (probe(serve) == 404).then_some(()));
     second.until(|serve| (probe(serve) == 404).then_some(()));
 }
+
+/// What a start says when it closed a call another tau let through and never saw return.
+const CLOSED_AT_START: &str = "tau serve: 1 approved call was running when tau stopped: it may or may not have run, and is not run again";
+
+#[test]
+fn a_hub_killed_mid_call_leaves_it_uncertain_and_no_live_hub_takes_another_s_call() {
+    let server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    let (one, two) = (Tau::new(), Tau::new());
+    let mark = one.home().join("failpoint-reached");
+    let stopping = [
+        ("TAU_STATE_URL", url.as_str()),
+        ("TAU_FAILPOINT", "dispatched"),
+        ("TAU_FAILPOINT_MARK", mark.to_str().unwrap()),
+    ];
+    let env = [("TAU_STATE_URL", url.as_str())];
+    let (model, config) = (one.make_proof(), one.serve_config(""));
+    let first = one.serve_env(&model, &config, &stopping);
+    let second_config = two.serve_config("");
+    let second = two.serve_env(&two.make_proof(), &second_config, &env);
+    let session = first.new_session();
+    let id = first.ask(&session, "make the proof")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(first.approve(&id).status, 200);
+    // The first hub let the call through and stops dead there, alive: its lease holds.
+    first.until(|_| one.at_failpoint("dispatched"));
+
+    // Another hub starting now leaves the call to the hub that runs it.
+    second.terminate();
+    let second = two.serve_env(&two.make_proof(), &second_config, &env);
+    assert!(
+        !second.banner.iter().any(|l| l == CLOSED_AT_START),
+        "{:?}",
+        second.banner
+    );
+
+    // The first hub dies; at its next start its call is uncertain, never run again.
+    first.kill_hard();
+    let first = one.serve_env(&model, &config, &env);
+    assert!(
+        first.banner.iter().any(|l| l == CLOSED_AT_START),
+        "{:?}",
+        first.banner
+    );
+    assert_eq!((one.proof(), two.proof()), (None, None), "never run");
+    let again = second.approve(&id);
+    assert_ne!(
+        again.status, 200,
+        "a closed call takes no second yes: {again:?}"
+    );
+    assert_eq!((one.proof(), two.proof()), (None, None), "never run");
+}
