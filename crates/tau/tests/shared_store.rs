@@ -367,3 +367,41 @@ fn a_hub_killed_mid_call_leaves_it_uncertain_and_no_live_hub_takes_another_s_cal
     );
     assert_eq!((one.proof(), two.proof()), (None, None), "never run");
 }
+
+#[test]
+fn two_hubs_answering_at_once_agree_on_the_first_answer() {
+    let server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    let (one, two) = (Tau::new(), Tau::new());
+    let env = [("TAU_STATE_URL", url.as_str())];
+    let first = one.serve_env(&one.make_proof(), &one.serve_config(""), &env);
+    let second = two.serve_env(&two.make_proof(), &two.serve_config(""), &env);
+    let session = first.new_session();
+    let id = first.ask(&session, "make the proof")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    second.until(|api| api.question(&id));
+    let (yes, no) = (first.api(), second.api());
+    let (approved, rejected) = std::thread::scope(|scope| {
+        let approving = scope.spawn(|| yes.approve(&id));
+        let rejecting = scope.spawn(|| no.answer(&id, &json!({"decision": "reject"})));
+        (approving.join().unwrap(), rejecting.join().unwrap())
+    });
+    let mut statuses = [approved.status, rejected.status];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 409], "{approved:?} {rejected:?}");
+    let won = if approved.status == 200 {
+        "approved"
+    } else {
+        "rejected"
+    };
+    // Both hubs list the one answer that won, and the call ran only if it was the yes.
+    for api in [&yes, &no] {
+        let state = api.until(|api| api.question(&id).map(|r| r["state"].clone()));
+        assert_eq!(state, won);
+    }
+    first.until_answered(&session, "Done.");
+    let made: String = [one.proof(), two.proof()].into_iter().flatten().collect();
+    assert_eq!(made, if won == "approved" { "made\n" } else { "" });
+}
