@@ -405,3 +405,45 @@ fn two_hubs_answering_at_once_agree_on_the_first_answer() {
     let made: String = [one.proof(), two.proof()].into_iter().flatten().collect();
     assert_eq!(made, if won == "approved" { "made\n" } else { "" });
 }
+
+#[test]
+fn one_hub_polls_a_bot_however_many_share_the_store() {
+    let Some(emulator) = tau_test_support::telegram::Emulator::start(common::serve::TELEGRAM_TOKEN)
+    else {
+        return;
+    };
+    let server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    let (one, two) = (Tau::new(), Tau::new());
+    let env = [
+        ("TAU_STATE_URL", url.as_str()),
+        ("TAU_TELEGRAM_TOKEN", common::serve::TELEGRAM_TOKEN),
+    ];
+    let config = |tau: &Tau| {
+        tau.serve_config(&format!(
+            "[telegram]\nowners = [4242]\napi_url = \"{}\"\npoll_timeout_seconds = 0\n",
+            emulator.url
+        ))
+    };
+    let model = |tau: &Tau| tau.replay(&json!([answer("unused")]));
+    let first = one.serve_env(&model(&one), &config(&one), &env);
+    let second = two.serve_env(&model(&two), &config(&two), &env);
+    let polling = |serve: &common::serve::Serve| {
+        serve
+            .banner
+            .iter()
+            .any(|l| l == "tau serve: Telegram: answering the owners named in [telegram]")
+    };
+    assert_eq!((polling(&first), polling(&second)), (true, false));
+    assert!(
+        second.banner.iter().any(|l| l
+            == "tau serve: Telegram: another hub sharing the store polls this bot; this one does not (it takes over when started again after that hub stops)"),
+        "{:?}",
+        second.banner
+    );
+    // Once the first hub stopped (its lease given up), a hub started after it polls.
+    first.terminate();
+    second.terminate();
+    let again = two.serve_env(&model(&two), &config(&two), &env);
+    assert!(polling(&again), "{:?}", again.banner);
+}
