@@ -281,6 +281,11 @@ fn a_routine_runs_once_per_occurrence_across_hubs_and_a_switch_reaches_both() {
         notes(&one) + notes(&two) >= 5,
         "each run wrote its note once"
     );
+    // Both hubs wrote their audit lines meanwhile, each to its own chain: both verify.
+    for tau in [&one, &two] {
+        let verified = tau.run_env(&["audit", "verify"], &env, "");
+        assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    }
 
     // `tau routines disable` on any home reaches every hub: the doorbell's webhook is gone
     // from both (404; an enabled one answers a wrong payload with 400 and runs nothing).
