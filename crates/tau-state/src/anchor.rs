@@ -7,10 +7,9 @@
 
 use rusqlite::params;
 
-use crate::sql::Sql;
-
 use crate::error::StateError;
 use crate::handles::AuditAnchor;
+use crate::sql::Sql;
 
 /// The last line the appender wrote and anchored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,61 +100,64 @@ impl AuditAnchor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
     fn each_hub_of_a_shared_store_has_a_head_of_its_own() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        let one = StateDb::open(&path).unwrap().for_hub("one").audit_anchor();
-        let two = StateDb::open(&path).unwrap().for_hub("two").audit_anchor();
-        let head = |seq| AuditHead {
-            seq,
-            hash: format!("h{seq}"),
-        };
-        one.set_audit_head(&head(7)).unwrap();
-        two.set_audit_head(&head(2)).unwrap();
-        two.announce_audit_line(&head(3)).unwrap();
-        assert_eq!(
-            (one.audit_head().unwrap(), one.audit_announced().unwrap()),
-            (Some(head(7)), None)
-        );
-        assert_eq!(
-            (two.audit_head().unwrap(), two.audit_announced().unwrap()),
-            (Some(head(2)), Some(head(3)))
-        );
+        for store in crate::test_stores::stores() {
+            let one = store.open().for_hub("one").audit_anchor();
+            let two = store.open().for_hub("two").audit_anchor();
+            let head = |seq| AuditHead {
+                seq,
+                hash: format!("h{seq}"),
+            };
+            one.set_audit_head(&head(7)).unwrap();
+            two.set_audit_head(&head(2)).unwrap();
+            two.announce_audit_line(&head(3)).unwrap();
+            assert_eq!(
+                (one.audit_head().unwrap(), one.audit_announced().unwrap()),
+                (Some(head(7)), None),
+                "{}",
+                store.kind
+            );
+            assert_eq!(
+                (two.audit_head().unwrap(), two.audit_announced().unwrap()),
+                (Some(head(2)), Some(head(3))),
+                "{}",
+                store.kind
+            );
+        }
     }
 
     #[test]
     fn the_head_is_one_row_that_each_set_replaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        let anchor = StateDb::open(&path).unwrap().audit_anchor();
-        assert_eq!(anchor.audit_head().unwrap(), None);
-        for seq in [1, 2] {
-            anchor
-                .set_audit_head(&AuditHead {
-                    seq,
-                    hash: format!("h{seq}"),
+        for dir in crate::test_stores::stores() {
+            let anchor = dir.open().audit_anchor();
+            assert_eq!(anchor.audit_head().unwrap(), None);
+            for seq in [1, 2] {
+                anchor
+                    .set_audit_head(&AuditHead {
+                        seq,
+                        hash: format!("h{seq}"),
+                    })
+                    .unwrap();
+            }
+            let reader = dir.open().audit_anchor();
+            assert_eq!(
+                reader.audit_head().unwrap(),
+                Some(AuditHead {
+                    seq: 2,
+                    hash: "h2".into()
                 })
-                .unwrap();
+            );
+            assert_eq!(reader.audit_announced().unwrap(), None, "a row of its own");
+            let next = AuditHead {
+                seq: 3,
+                hash: "h3".into(),
+            };
+            anchor.announce_audit_line(&next).unwrap();
+            assert_eq!(reader.audit_announced().unwrap(), Some(next));
+            assert_eq!(reader.audit_head().unwrap().map(|h| h.seq), Some(2));
         }
-        let reader = StateDb::open(&path).unwrap().audit_anchor();
-        assert_eq!(
-            reader.audit_head().unwrap(),
-            Some(AuditHead {
-                seq: 2,
-                hash: "h2".into()
-            })
-        );
-        assert_eq!(reader.audit_announced().unwrap(), None, "a row of its own");
-        let next = AuditHead {
-            seq: 3,
-            hash: "h3".into(),
-        };
-        anchor.announce_audit_line(&next).unwrap();
-        assert_eq!(reader.audit_announced().unwrap(), Some(next));
-        assert_eq!(reader.audit_head().unwrap().map(|h| h.seq), Some(2));
     }
 }

@@ -116,11 +116,11 @@ impl Conversations {
                  VALUES (?1, ?2, ?3, ?4) ON CONFLICT (channel, key) DO NOTHING",
                 params![channel, key, session.as_str(), Timestamp::now().to_string()],
             )?;
-            Ok(tx.query_optional(
+            tx.query_optional(
                 &format!("SELECT {COLUMNS} FROM conversations WHERE channel = ?1 AND key = ?2"),
                 params![channel, key],
                 read_row,
-            )?)
+            )
         })?;
         parse(row.ok_or_else(|| StateError::Vanished {
             channel: channel.to_owned(),
@@ -132,11 +132,11 @@ impl Conversations {
     pub fn conversation_of(&self, session: &SessionId) -> Result<Option<Conversation>, StateError> {
         self.db
             .read(|c| {
-                Ok(c.query_optional(
+                c.query_optional(
                     &format!("SELECT {COLUMNS} FROM conversations WHERE session = ?1"),
                     params![session.as_str()],
                     read_row,
-                )?)
+                )
             })?
             .map(parse)
             .transpose()
@@ -173,110 +173,111 @@ impl Conversations {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
     fn a_conversation_keeps_its_session() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = StateDb::open(&dir.path().join("state.db")).unwrap();
-        let first = SessionId::parse("web-a").unwrap();
-        let made = store
-            .conversations()
-            .find_or_create_conversation("web", "a", &first)
-            .unwrap();
-        let other = SessionId::parse("web-b").unwrap();
-        let again = store
-            .conversations()
-            .find_or_create_conversation("web", "a", &other)
-            .unwrap();
-        assert_eq!(made, again, "the first session stays");
-        assert_eq!(again.session, first);
-        assert_eq!(
-            store.conversations().conversation_of(&first).unwrap(),
-            Some(made.clone())
-        );
-        assert_eq!(store.conversations().conversation_of(&other).unwrap(), None);
-        store
-            .conversations()
-            .find_or_create_conversation(
-                "telegram",
-                "42",
-                &SessionId::parse("telegram-42").unwrap(),
-            )
-            .unwrap();
-        assert_eq!(
-            store.conversations().conversations_of("web").unwrap(),
-            vec![made]
-        );
-        assert!(
+        for dir in crate::test_stores::stores() {
+            let store = dir.open();
+            let first = SessionId::parse("web-a").unwrap();
+            let made = store
+                .conversations()
+                .find_or_create_conversation("web", "a", &first)
+                .unwrap();
+            let other = SessionId::parse("web-b").unwrap();
+            let again = store
+                .conversations()
+                .find_or_create_conversation("web", "a", &other)
+                .unwrap();
+            assert_eq!(made, again, "the first session stays");
+            assert_eq!(again.session, first);
+            assert_eq!(
+                store.conversations().conversation_of(&first).unwrap(),
+                Some(made.clone())
+            );
+            assert_eq!(store.conversations().conversation_of(&other).unwrap(), None);
             store
                 .conversations()
-                .find_or_create_conversation("telegram", "43", &first)
-                .is_err(),
-            "a session belongs to one conversation"
-        );
+                .find_or_create_conversation(
+                    "telegram",
+                    "42",
+                    &SessionId::parse("telegram-42").unwrap(),
+                )
+                .unwrap();
+            assert_eq!(
+                store.conversations().conversations_of("web").unwrap(),
+                vec![made]
+            );
+            assert!(
+                store
+                    .conversations()
+                    .find_or_create_conversation("telegram", "43", &first)
+                    .is_err(),
+                "a session belongs to one conversation"
+            );
+        }
     }
 
     #[test]
     fn a_new_conversation_never_takes_a_used_key_or_session() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = StateDb::open(&dir.path().join("state.db")).unwrap();
-        let first = SessionId::parse("web-a").unwrap();
-        let made = store
-            .conversations()
-            .create_conversation("web", "web-a", &first)
-            .unwrap()
-            .expect("a fresh key and session");
-        assert_eq!(
-            store.conversations().conversations_of("web").unwrap(),
-            vec![made.clone()]
-        );
+        for dir in crate::test_stores::stores() {
+            let store = dir.open();
+            let first = SessionId::parse("web-a").unwrap();
+            let made = store
+                .conversations()
+                .create_conversation("web", "web-a", &first)
+                .unwrap()
+                .expect("a fresh key and session");
+            assert_eq!(
+                store.conversations().conversations_of("web").unwrap(),
+                vec![made.clone()]
+            );
 
-        let other = SessionId::parse("web-b").unwrap();
-        assert_eq!(
-            store
-                .conversations()
-                .create_conversation("web", "web-a", &other)
-                .unwrap(),
-            None,
-            "the key is taken"
-        );
-        assert_eq!(
-            store
-                .conversations()
-                .create_conversation("telegram", "7", &first)
-                .unwrap(),
-            None,
-            "the session is another conversation's"
-        );
-        let chat = SessionId::parse("web-c").unwrap();
-        store.sessions().ensure_session(&chat).unwrap();
-        assert_eq!(
-            store
-                .conversations()
-                .create_conversation("web", "web-c", &chat)
-                .unwrap(),
-            None,
-            "a stored session that belongs to no conversation is taken too"
-        );
-        assert_eq!(
-            store.conversations().conversations_of("web").unwrap(),
-            vec![made]
-        );
-        assert_eq!(
-            store.conversations().conversations_of("telegram").unwrap(),
-            vec![]
-        );
-        assert_eq!(store.conversations().conversation_of(&other).unwrap(), None);
-        assert_eq!(store.conversations().conversation_of(&chat).unwrap(), None);
+            let other = SessionId::parse("web-b").unwrap();
+            assert_eq!(
+                store
+                    .conversations()
+                    .create_conversation("web", "web-a", &other)
+                    .unwrap(),
+                None,
+                "the key is taken"
+            );
+            assert_eq!(
+                store
+                    .conversations()
+                    .create_conversation("telegram", "7", &first)
+                    .unwrap(),
+                None,
+                "the session is another conversation's"
+            );
+            let chat = SessionId::parse("web-c").unwrap();
+            store.sessions().ensure_session(&chat).unwrap();
+            assert_eq!(
+                store
+                    .conversations()
+                    .create_conversation("web", "web-c", &chat)
+                    .unwrap(),
+                None,
+                "a stored session that belongs to no conversation is taken too"
+            );
+            assert_eq!(
+                store.conversations().conversations_of("web").unwrap(),
+                vec![made]
+            );
+            assert_eq!(
+                store.conversations().conversations_of("telegram").unwrap(),
+                vec![]
+            );
+            assert_eq!(store.conversations().conversation_of(&other).unwrap(), None);
+            assert_eq!(store.conversations().conversation_of(&chat).unwrap(), None);
+        }
     }
 
     #[test]
     fn a_tampered_row_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = StateDb::open(&dir.path().join("state.db")).unwrap();
-        store
+        for dir in crate::test_stores::stores() {
+            let store = dir.open();
+            store
             .write(|tx| {
                 tx.execute(
                     "INSERT INTO conversations VALUES ('web', 'k', '../etc', '2026-01-01T00:00:00Z')", params![],
@@ -284,6 +285,7 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        assert!(store.conversations().conversations_of("web").is_err());
+            assert!(store.conversations().conversations_of("web").is_err());
+        }
     }
 }

@@ -61,7 +61,7 @@ pub struct StateDb {
 
 enum Store {
     Sqlite(SqliteStore),
-    Postgres(PgStore),
+    Postgres(Box<PgStore>),
 }
 
 struct SqliteStore {
@@ -127,7 +127,7 @@ impl StateDb {
             let store = PgStore::connect(url)?;
             migrate::postgres_to_latest(&store)?;
             Ok(Self {
-                inner: Arc::new(Store::Postgres(store)),
+                inner: Arc::new(Store::Postgres(Box::new(store))),
                 hub: None,
             })
         })

@@ -7,10 +7,9 @@
 use jiff::Timestamp;
 use rusqlite::params;
 
-use crate::sql::Row;
-
 use crate::error::StateError;
 use crate::handles::Devices;
+use crate::sql::Row;
 
 /// A device as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,7 +120,8 @@ impl Devices {
             tx.execute(
                 "INSERT INTO device_discoveries (topic, payload, since, seen_at) VALUES (?1, ?2, ?3, ?3)
                  ON CONFLICT(topic) DO UPDATE SET
-                     since = CASE WHEN payload = excluded.payload THEN since ELSE excluded.since END,
+                     since = CASE WHEN device_discoveries.payload = excluded.payload
+                                  THEN device_discoveries.since ELSE excluded.since END,
                      payload = excluded.payload,
                      seen_at = excluded.seen_at",
                 params![topic, payload, now.to_string()],
@@ -133,11 +133,11 @@ impl Devices {
     /// The latest config seen at `topic`.
     pub fn discovery(&self, topic: &str) -> Result<Option<SeenConfig>, StateError> {
         self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT topic, payload, since, seen_at FROM device_discoveries WHERE topic = ?1",
                 params![topic],
                 seen_config,
-            )?)
+            )
         })
     }
 
@@ -188,90 +188,91 @@ impl Devices {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
+    use crate::test_stores::TestStore;
     use pretty_assertions::assert_eq;
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(seconds).unwrap()
     }
 
-    fn open(dir: &tempfile::TempDir) -> Devices {
-        StateDb::open(&dir.path().join("state.db"))
-            .unwrap()
-            .devices()
+    fn open(dir: &TestStore) -> Devices {
+        dir.open().devices()
     }
 
     #[test]
     fn devices_are_added_once_read_back_and_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        let row = |name: &str, topic: Option<&str>, added: i64| DeviceRow {
-            name: name.into(),
-            definition: format!("{{\"name\":\"{name}\"}}"),
-            discovery_topic: topic.map(str::to_owned),
-            added_at: at(added),
-        };
-        assert!(store.add_device(&row("porch-light", None, 10)).unwrap());
-        assert!(!store.add_device(&row("porch-light", None, 20)).unwrap());
-        let garage = row("garage-door", Some("homeassistant/cover/garage/config"), 30);
-        assert!(store.add_device(&garage).unwrap());
-        store
-            .observe_device_state("porch-light", b"ON", at(40))
-            .unwrap();
-        assert_eq!(
-            store.devices().unwrap(),
-            vec![garage.clone(), row("porch-light", None, 10)]
-        );
-        assert!(store.remove_device("porch-light").unwrap());
-        assert!(!store.remove_device("porch-light").unwrap());
-        assert_eq!(store.devices().unwrap(), vec![garage]);
-        let again = store
-            .observe_device_state("porch-light", b"ON", at(50))
-            .unwrap();
-        assert!(again.changed, "a removed device's last state went with it");
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let row = |name: &str, topic: Option<&str>, added: i64| DeviceRow {
+                name: name.into(),
+                definition: format!("{{\"name\":\"{name}\"}}"),
+                discovery_topic: topic.map(str::to_owned),
+                added_at: at(added),
+            };
+            assert!(store.add_device(&row("porch-light", None, 10)).unwrap());
+            assert!(!store.add_device(&row("porch-light", None, 20)).unwrap());
+            let garage = row("garage-door", Some("homeassistant/cover/garage/config"), 30);
+            assert!(store.add_device(&garage).unwrap());
+            store
+                .observe_device_state("porch-light", b"ON", at(40))
+                .unwrap();
+            assert_eq!(
+                store.devices().unwrap(),
+                vec![garage.clone(), row("porch-light", None, 10)]
+            );
+            assert!(store.remove_device("porch-light").unwrap());
+            assert!(!store.remove_device("porch-light").unwrap());
+            assert_eq!(store.devices().unwrap(), vec![garage]);
+            let again = store
+                .observe_device_state("porch-light", b"ON", at(50))
+                .unwrap();
+            assert!(again.changed, "a removed device's last state went with it");
+        }
     }
 
     #[test]
     fn a_discovery_config_keeps_since_until_it_changes() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        let topic = "homeassistant/cover/garage/config";
-        store
-            .record_discovery(topic, "{\"name\":\"Garage\"}", at(10))
-            .unwrap();
-        store
-            .record_discovery(topic, "{\"name\":\"Garage\"}", at(20))
-            .unwrap();
-        let seen = store.discovery(topic).unwrap().unwrap();
-        assert_eq!((seen.since, seen.seen_at), (at(10), at(20)));
-        store
-            .record_discovery(topic, "{\"name\":\"kitchen light\"}", at(30))
-            .unwrap();
-        let seen = store.discovery(topic).unwrap().unwrap();
-        assert_eq!(
-            (seen.payload.as_str(), seen.since, seen.seen_at),
-            ("{\"name\":\"kitchen light\"}", at(30), at(30))
-        );
-        store.record_discovery(topic, "", at(40)).unwrap();
-        assert_eq!(store.discovery(topic).unwrap(), None);
-        assert_eq!(store.discoveries().unwrap(), vec![]);
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let topic = "homeassistant/cover/garage/config";
+            store
+                .record_discovery(topic, "{\"name\":\"Garage\"}", at(10))
+                .unwrap();
+            store
+                .record_discovery(topic, "{\"name\":\"Garage\"}", at(20))
+                .unwrap();
+            let seen = store.discovery(topic).unwrap().unwrap();
+            assert_eq!((seen.since, seen.seen_at), (at(10), at(20)));
+            store
+                .record_discovery(topic, "{\"name\":\"kitchen light\"}", at(30))
+                .unwrap();
+            let seen = store.discovery(topic).unwrap().unwrap();
+            assert_eq!(
+                (seen.payload.as_str(), seen.since, seen.seen_at),
+                ("{\"name\":\"kitchen light\"}", at(30), at(30))
+            );
+            store.record_discovery(topic, "", at(40)).unwrap();
+            assert_eq!(store.discovery(topic).unwrap(), None);
+            assert_eq!(store.discoveries().unwrap(), vec![]);
+        }
     }
 
     #[test]
     fn a_state_is_aged_from_when_tau_first_saw_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        let first = store
-            .observe_device_state("porch-light", b"ON", at(10))
-            .unwrap();
-        assert_eq!((first.since, first.changed), (at(10), true));
-        let again = store
-            .observe_device_state("porch-light", b"ON", at(50))
-            .unwrap();
-        assert_eq!((again.since, again.changed), (at(10), false));
-        let other = store
-            .observe_device_state("porch-light", b"OFF", at(60))
-            .unwrap();
-        assert_eq!((other.since, other.changed), (at(60), true));
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let first = store
+                .observe_device_state("porch-light", b"ON", at(10))
+                .unwrap();
+            assert_eq!((first.since, first.changed), (at(10), true));
+            let again = store
+                .observe_device_state("porch-light", b"ON", at(50))
+                .unwrap();
+            assert_eq!((again.since, again.changed), (at(10), false));
+            let other = store
+                .observe_device_state("porch-light", b"OFF", at(60))
+                .unwrap();
+            assert_eq!((other.since, other.changed), (at(60), true));
+        }
     }
 }

@@ -33,7 +33,7 @@ impl Grants {
     /// The tree grant `id` was last pinned to, when it is kept and reads.
     pub fn grant_pin(&self, id: &GrantId) -> Result<Option<WorkspaceTree>, StateError> {
         let row = self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT sha256, entries, bytes FROM grant_pins WHERE grant_id = ?1",
                 params![id.as_str()],
                 |row| {
@@ -43,7 +43,7 @@ impl Grants {
                         row.get::<_, i64>(2)?,
                     ))
                 },
-            )?)
+            )
         })?;
         let Some((sha256, entries, bytes)) = row else {
             return Ok(None);
@@ -73,27 +73,25 @@ CREATE TABLE grant_pins (
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
     fn a_pin_is_kept_and_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = StateDb::open(&dir.path().join("state.db"))
-            .unwrap()
-            .grants();
-        let id = GrantId::parse("gr_1").unwrap();
-        assert_eq!(db.grant_pin(&id).unwrap(), None);
-        let mut tree = WorkspaceTree {
-            sha256: "a".repeat(64),
-            entries: [("job.py".to_owned(), format!("file {}", "b".repeat(64)))].into(),
-            bytes: 12,
-        };
-        db.pin_grant(&id, &tree).unwrap();
-        assert_eq!(db.grant_pin(&id).unwrap(), Some(tree.clone()));
-        tree.sha256 = "c".repeat(64);
-        tree.entries.insert("Makefile".into(), "file d".into());
-        db.pin_grant(&id, &tree).unwrap();
-        assert_eq!(db.grant_pin(&id).unwrap(), Some(tree));
+        for dir in crate::test_stores::stores() {
+            let db = dir.open().grants();
+            let id = GrantId::parse("gr_1").unwrap();
+            assert_eq!(db.grant_pin(&id).unwrap(), None);
+            let mut tree = WorkspaceTree {
+                sha256: "a".repeat(64),
+                entries: [("job.py".to_owned(), format!("file {}", "b".repeat(64)))].into(),
+                bytes: 12,
+            };
+            db.pin_grant(&id, &tree).unwrap();
+            assert_eq!(db.grant_pin(&id).unwrap(), Some(tree.clone()));
+            tree.sha256 = "c".repeat(64);
+            tree.entries.insert("Makefile".into(), "file d".into());
+            db.pin_grant(&id, &tree).unwrap();
+            assert_eq!(db.grant_pin(&id).unwrap(), Some(tree));
+        }
     }
 }

@@ -270,7 +270,7 @@ impl Grants {
         let (created_at, expires_at) = (time(&grant.created_at)?, time(&grant.expires_at)?);
         let created_by = json(&grant.created_by)?;
         let inserted = self.db.write_durable(|tx| {
-            Ok(tx.execute(
+            tx.execute(
                 &format!(
                     "INSERT INTO grants ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
                      ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 0, ?16, NULL, NULL, NULL, ?17) ON CONFLICT DO NOTHING"
@@ -294,7 +294,7 @@ impl Grants {
                     grant.max_uses.map(i64::from),
                     grant.workspace_sha256,
                 ],
-            )?)
+            )
         })?;
         if inserted == 1 {
             Ok(())

@@ -1,4 +1,5 @@
-//! tau-state: the one owner of `state.db`.
+//! tau-state: the one owner of tau's store: `state.db`, or a PostgreSQL database several
+//! hubs share.
 //!
 //! Owns the file and everything in it: the one way to open it ([`StateDb::open`]: mode
 //! 0600 set by path, never through a second descriptor, whose closing would drop the locks
@@ -9,22 +10,32 @@
 //! read and write runs off the async workers. Nothing else in tau opens, creates, chmods,
 //! renames or closes a descriptor on `state.db` or its `-wal` and `-shm` files.
 //!
+//! The same API runs over PostgreSQL ([`StateDb::connect`], [`StoreLocation`]): the
+//! statements are written once in words both accept (`sql.rs`), every write transaction
+//! takes one advisory lock first, so a compare-and-set holds across hubs as it does across
+//! processes on one file, and a lost connection fails the call with
+//! [`StateError::Unavailable`] (nothing is decided) and is made again on the next.
+//!
 //! Durability: a commit survives a killed process when it returns. Writes that must also
 //! survive a power cut (a person's answer, a stored question, a call let through, the end
-//! of each turn) are committed with the log flushed to the disk ([`StateDb::flush`]).
+//! of each turn) are committed with the log flushed to the disk ([`StateDb::flush`]; every
+//! PostgreSQL commit is).
 //!
 //! It knows what is stored, not what it means: the gate's rules, a routine's definition,
 //! a channel's texts and the agent loop's messages are the crates above (a session's
 //! messages and state are kept as the JSON text they were given); the typed ids are
 //! `tau-protocol`'s. It depends on nothing of tau but `tau-protocol`.
 //!
-//! Whoever opens the file holds [`StateDb`] whole and hands every other part a narrow handle
-//! of one concern (`handles.rs`): [`Sessions`], [`Conversations`], [`ApprovalReader`] (read
-//! only) and [`Approvals`] (the only one that decides a question), [`Grants`], [`Routines`],
-//! [`Devices`], [`TelegramMemory`], [`AuditAnchor`], [`Leases`]. Each is a clone of the one connection
-//! and reaches nothing else.
+//! Whoever opens the store holds [`StateDb`] whole and hands every other part a narrow
+//! handle of one concern (`handles.rs`): [`Sessions`], [`Conversations`], [`ApprovalReader`]
+//! (read only) and [`Approvals`] (the only one that decides a question), [`Grants`],
+//! [`Routines`], [`Devices`], [`TelegramMemory`], [`AuditAnchor`], [`Leases`]. Each is a
+//! clone of the one connection and reaches nothing else.
 //!
 //! Layout
+//! - `sql.rs`: the statements' one surface over both stores; `pg.rs`: the PostgreSQL
+//!   connection, its thread, its write lock and change notices; `pg_value.rs`: values
+//!   between the two stores' types
 //! - `db.rs`: [`StateDb`], the pragma policy, transactions, flush; `handles.rs`: the narrow
 //!   handles and where `StateDb` hands them out; `migrate.rs`: the schema
 //!   and the tau that wrote it (`state_meta.schema_by`); `snapshot.rs`: a consistent copy
@@ -67,7 +78,12 @@ mod sessions;
 mod snapshot;
 mod sql;
 mod telegram;
+#[cfg(test)]
+mod test_stores;
 mod titles;
+
+#[cfg(test)]
+extern crate self as tau_state;
 
 pub use anchor::AuditHead;
 pub use approvals::{

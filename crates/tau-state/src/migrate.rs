@@ -223,8 +223,11 @@ pub(crate) struct Step {
     /// PostgreSQL only: run after the step's text.
     postgres_after: Option<&'static str>,
     /// SQLite only: what an old file may still lack once `sqlite` ran.
-    repair: Option<fn(&Sql<'_>) -> Result<(), StateError>>,
+    repair: Option<Repair>,
 }
+
+/// A SQLite step's repair of an old file.
+type Repair = fn(&Sql<'_>) -> Result<(), StateError>;
 
 impl Step {
     const fn same(sqlite: &'static str) -> Self {

@@ -70,7 +70,7 @@ impl PgStore {
             url.parse()
                 .map_err(|error: tokio_postgres::Error| StateError::Connect {
                     store: "the PostgreSQL url".to_owned(),
-                    why: redact(&error.to_string(), url),
+                    why: redact(&with_causes(&error), url),
                 })?;
         config
             .connect_timeout(CONNECT_TIMEOUT)
@@ -181,10 +181,10 @@ impl PgStore {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn unavailable(&self, why: impl std::fmt::Display) -> StateError {
+    fn unavailable(&self, why: impl std::error::Error) -> StateError {
         StateError::Unavailable {
             store: self.description.clone(),
-            why: why.to_string(),
+            why: with_causes(&why),
         }
     }
 
@@ -199,7 +199,7 @@ impl PgStore {
             .map_err(|error| self.unavailable(error))?;
         let client = receiver
             .recv()
-            .map_err(|_| self.unavailable("the connection's thread ended"))?
+            .map_err(|error| self.unavailable(error))?
             .map_err(|error| self.unavailable(error))?;
         let connection = PgConnection {
             client,
@@ -315,7 +315,7 @@ impl PgConnection {
         if error.is_closed() || io {
             return StateError::Unavailable {
                 store: self.description.clone(),
-                why: error.to_string(),
+                why: with_causes(&error),
             };
         }
         StateError::Postgres {
@@ -323,6 +323,22 @@ impl PgConnection {
             source: error,
         }
     }
+}
+
+/// `error` and what caused it (`error connecting to server: Connection refused`): the
+/// driver's own words stop at the first.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        let more = error.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = error.source();
+    }
+    text
 }
 
 /// `postgres://host:port/db`: the url without user, password or options.

@@ -21,7 +21,7 @@ impl<'a> PgValue<'a> {
         values.iter().map(PgValue).collect()
     }
 
-    pub(crate) fn refs<'s>(values: &'s [Self]) -> Vec<&'s (dyn ToSql + Sync)> {
+    pub(crate) fn refs(values: &[Self]) -> Vec<&(dyn ToSql + Sync)> {
         values.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
     }
 }
@@ -76,7 +76,11 @@ impl ToSql for PgValue<'_> {
 pub(crate) fn read_row(row: &Row) -> Result<Vec<Value>, String> {
     (0..row.len())
         .map(|index| {
-            let ty = row.columns()[index].type_().clone();
+            let ty = row
+                .columns()
+                .get(index)
+                .map(|column| column.type_().clone())
+                .ok_or_else(|| format!("column {index} is missing"))?;
             let failed = |error: tokio_postgres::Error| format!("column {index}: {error}");
             let value = match ty {
                 Type::INT8 => row

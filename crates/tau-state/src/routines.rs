@@ -9,10 +9,9 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use rusqlite::params;
 
-use crate::sql::Sql;
-
 use crate::error::StateError;
 use crate::handles::Routines;
+use crate::sql::Sql;
 
 /// A routine made in a conversation, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,15 +78,20 @@ impl Routines {
     /// Every routine made in a conversation, by name.
     pub fn stored_routines(&self) -> Result<Vec<RoutineRow>, StateError> {
         self.db.read(|c| {
-            c.query_map("SELECT name, definition, approved_hash, created_at, created_in FROM routines ORDER BY name", params![], |row| {
-                Ok(RoutineRow {
-                    name: row.get(0)?,
-                    definition: row.get(1)?,
-                    approved_hash: row.get(2)?,
-                    created_at: time(&row.get::<_, String>(3)?),
-                    created_in: row.get(4)?,
-                })
-            })
+            c.query_map(
+                "SELECT name, definition, approved_hash, created_at, created_in \
+                 FROM routines ORDER BY name",
+                params![],
+                |row| {
+                    Ok(RoutineRow {
+                        name: row.get(0)?,
+                        definition: row.get(1)?,
+                        approved_hash: row.get(2)?,
+                        created_at: time(&row.get::<_, String>(3)?),
+                        created_in: row.get(4)?,
+                    })
+                },
+            )
         })
     }
 
@@ -185,17 +189,20 @@ impl Routines {
 
     pub fn record_routine_run(&self, run: &RunRow) -> Result<(), StateError> {
         self.db.write(|tx| {
-            tx.execute("INSERT INTO routine_runs (routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", params![
-                run.routine,
-                run.trigger,
-                run.scheduled,
-                run.outcome,
-                run.detail,
-                run.tool_use_id,
-                run.started_at.to_string(),
-                run.duration_ms.and_then(|d| i64::try_from(d).ok()),
-            ])?;
+            tx.execute(
+                "INSERT INTO routine_runs (routine, trigger, scheduled, outcome, detail, \
+                 tool_use_id, started_at, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    run.routine,
+                    run.trigger,
+                    run.scheduled,
+                    run.outcome,
+                    run.detail,
+                    run.tool_use_id,
+                    run.started_at.to_string(),
+                    run.duration_ms.and_then(|d| i64::try_from(d).ok()),
+                ],
+            )?;
             Ok(())
         })
     }
@@ -204,34 +211,38 @@ impl Routines {
     pub fn routine_runs(&self, name: &str, limit: usize) -> Result<Vec<RunRow>, StateError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.db.read(|c| {
-            c.query_map("SELECT routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, duration_ms
-                 FROM routine_runs WHERE routine = ?1 ORDER BY id DESC LIMIT ?2", params![name, limit], |row| {
-                Ok(RunRow {
-                    routine: row.get(0)?,
-                    trigger: row.get(1)?,
-                    scheduled: row.get(2)?,
-                    outcome: row.get(3)?,
-                    detail: row.get(4)?,
-                    tool_use_id: row.get(5)?,
-                    started_at: time(&row.get::<_, String>(6)?),
-                    duration_ms: row
-                        .get::<_, Option<i64>>(7)?
-                        .and_then(|d| u64::try_from(d).ok()),
-                })
-            })
+            c.query_map(
+                "SELECT routine, trigger, scheduled, outcome, detail, tool_use_id, started_at, \
+                 duration_ms FROM routine_runs WHERE routine = ?1 ORDER BY id DESC LIMIT ?2",
+                params![name, limit],
+                |row| {
+                    Ok(RunRow {
+                        routine: row.get(0)?,
+                        trigger: row.get(1)?,
+                        scheduled: row.get(2)?,
+                        outcome: row.get(3)?,
+                        detail: row.get(4)?,
+                        tool_use_id: row.get(5)?,
+                        started_at: time(&row.get::<_, String>(6)?),
+                        duration_ms: row
+                            .get::<_, Option<i64>>(7)?
+                            .and_then(|d| u64::try_from(d).ok()),
+                    })
+                },
+            )
         })
     }
 
     /// When the last scheduled run (any outcome but `missed`) of `name` started.
     pub fn last_scheduled_run(&self, name: &str) -> Result<Option<Timestamp>, StateError> {
         let started: Option<String> = self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT started_at FROM routine_runs
                      WHERE routine = ?1 AND scheduled = 1 AND outcome != 'missed'
                      ORDER BY id DESC LIMIT 1",
                 params![name],
                 |row| row.get(0),
-            )?)
+            )
         })?;
         Ok(started.map(|s| time(&s)))
     }
@@ -284,122 +295,122 @@ impl Routines {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
+    use crate::test_stores::TestStore;
     use pretty_assertions::assert_eq;
 
     fn at(text: &str) -> Timestamp {
         text.parse().unwrap()
     }
 
-    fn open(dir: &tempfile::TempDir) -> Routines {
-        StateDb::open(&dir.path().join("state.db"))
-            .unwrap()
-            .routines()
+    fn open(dir: &TestStore) -> Routines {
+        dir.open().routines()
     }
 
     #[test]
     fn a_routine_is_stored_once_and_every_change_moves_the_generation() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        let row = RoutineRow {
-            name: "lamp".into(),
-            definition: r#"{"name":"lamp"}"#.into(),
-            approved_hash: "h".into(),
-            created_at: at("2026-01-01T00:00:00Z"),
-            created_in: Some("kitchen".into()),
-        };
-        let mut generation = store.routines_generation().unwrap();
-        let mut moved = || {
-            let now = store.routines_generation().unwrap();
-            let changed = now != generation;
-            generation = now;
-            changed
-        };
-        store
-            .set_routine_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
-            .unwrap();
-        assert!(moved());
-        assert!(store.create_routine(&row).unwrap());
-        assert!(moved());
-        assert!(!store.create_routine(&row).unwrap());
-        assert!(!moved());
-        assert_eq!(store.stored_routines().unwrap(), vec![row.clone()]);
-        assert!(
-            store.routine_switches().unwrap().is_empty(),
-            "a new routine has its own switch"
-        );
-        assert!(store.replace_routine_definition("lamp", "{}").unwrap());
-        assert!(moved());
-        assert_eq!(store.stored_routines().unwrap()[0].approved_hash, "h");
-        assert!(store.delete_routine("lamp").unwrap());
-        assert!(moved());
-        assert!(!store.delete_routine("lamp").unwrap());
-        assert!(store.stored_routines().unwrap().is_empty());
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let row = RoutineRow {
+                name: "lamp".into(),
+                definition: r#"{"name":"lamp"}"#.into(),
+                approved_hash: "h".into(),
+                created_at: at("2026-01-01T00:00:00Z"),
+                created_in: Some("kitchen".into()),
+            };
+            let mut generation = store.routines_generation().unwrap();
+            let mut moved = || {
+                let now = store.routines_generation().unwrap();
+                let changed = now != generation;
+                generation = now;
+                changed
+            };
+            store
+                .set_routine_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
+                .unwrap();
+            assert!(moved());
+            assert!(store.create_routine(&row).unwrap());
+            assert!(moved());
+            assert!(!store.create_routine(&row).unwrap());
+            assert!(!moved());
+            assert_eq!(store.stored_routines().unwrap(), vec![row.clone()]);
+            assert!(
+                store.routine_switches().unwrap().is_empty(),
+                "a new routine has its own switch"
+            );
+            assert!(store.replace_routine_definition("lamp", "{}").unwrap());
+            assert!(moved());
+            assert_eq!(store.stored_routines().unwrap()[0].approved_hash, "h");
+            assert!(store.delete_routine("lamp").unwrap());
+            assert!(moved());
+            assert!(!store.delete_routine("lamp").unwrap());
+            assert!(store.stored_routines().unwrap().is_empty());
+        }
     }
 
     #[test]
     fn runs_switches_and_marks_are_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        store
-            .set_routine_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
-            .unwrap();
-        assert_eq!(
-            store.routine_switches().unwrap().get("lamp"),
-            Some(&Switch {
-                enabled: false,
-                changed_at: at("2026-01-01T00:00:00Z")
-            })
-        );
-        let run = |outcome: &str, scheduled, started: &str| RunRow {
-            routine: "lamp".into(),
-            trigger: "every 10m".into(),
-            scheduled,
-            outcome: outcome.into(),
-            detail: None,
-            tool_use_id: None,
-            started_at: at(started),
-            duration_ms: Some(3),
-        };
-        store
-            .record_routine_run(&run("success", true, "2026-01-01T00:10:00Z"))
-            .unwrap();
-        store
-            .record_routine_run(&run("success", false, "2026-01-01T00:15:00Z"))
-            .unwrap();
-        store
-            .record_routine_run(&run("missed", true, "2026-01-01T00:20:00Z"))
-            .unwrap();
-        assert_eq!(
-            store.last_scheduled_run("lamp").unwrap(),
-            Some(at("2026-01-01T00:10:00Z")),
-            "manual runs and missed runs are not the schedule's"
-        );
-        let runs = store.routine_runs("lamp", 2).unwrap();
-        assert_eq!(
-            runs,
-            vec![
-                run("missed", true, "2026-01-01T00:20:00Z"),
-                run("success", false, "2026-01-01T00:15:00Z")
-            ]
-        );
-        assert_eq!(
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
             store
-                .mark_routine("lamp", "h1", at("2026-01-01T00:00:00Z"))
-                .unwrap(),
-            at("2026-01-01T00:00:00Z")
-        );
-        assert_eq!(
+                .set_routine_enabled("lamp", false, at("2026-01-01T00:00:00Z"))
+                .unwrap();
+            assert_eq!(
+                store.routine_switches().unwrap().get("lamp"),
+                Some(&Switch {
+                    enabled: false,
+                    changed_at: at("2026-01-01T00:00:00Z")
+                })
+            );
+            let run = |outcome: &str, scheduled, started: &str| RunRow {
+                routine: "lamp".into(),
+                trigger: "every 10m".into(),
+                scheduled,
+                outcome: outcome.into(),
+                detail: None,
+                tool_use_id: None,
+                started_at: at(started),
+                duration_ms: Some(3),
+            };
             store
-                .mark_routine("lamp", "h1", at("2026-02-01T00:00:00Z"))
-                .unwrap(),
-            at("2026-01-01T00:00:00Z")
-        );
-        assert_eq!(
+                .record_routine_run(&run("success", true, "2026-01-01T00:10:00Z"))
+                .unwrap();
             store
-                .mark_routine("lamp", "h2", at("2026-02-01T00:00:00Z"))
-                .unwrap(),
-            at("2026-02-01T00:00:00Z")
-        );
+                .record_routine_run(&run("success", false, "2026-01-01T00:15:00Z"))
+                .unwrap();
+            store
+                .record_routine_run(&run("missed", true, "2026-01-01T00:20:00Z"))
+                .unwrap();
+            assert_eq!(
+                store.last_scheduled_run("lamp").unwrap(),
+                Some(at("2026-01-01T00:10:00Z")),
+                "manual runs and missed runs are not the schedule's"
+            );
+            let runs = store.routine_runs("lamp", 2).unwrap();
+            assert_eq!(
+                runs,
+                vec![
+                    run("missed", true, "2026-01-01T00:20:00Z"),
+                    run("success", false, "2026-01-01T00:15:00Z")
+                ]
+            );
+            assert_eq!(
+                store
+                    .mark_routine("lamp", "h1", at("2026-01-01T00:00:00Z"))
+                    .unwrap(),
+                at("2026-01-01T00:00:00Z")
+            );
+            assert_eq!(
+                store
+                    .mark_routine("lamp", "h1", at("2026-02-01T00:00:00Z"))
+                    .unwrap(),
+                at("2026-01-01T00:00:00Z")
+            );
+            assert_eq!(
+                store
+                    .mark_routine("lamp", "h2", at("2026-02-01T00:00:00Z"))
+                    .unwrap(),
+                at("2026-02-01T00:00:00Z")
+            );
+        }
     }
 }

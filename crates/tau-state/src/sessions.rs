@@ -76,11 +76,11 @@ impl Sessions {
     /// channel names the conversation by; `None` for a session without one.
     pub fn first_prompt(&self, id: &SessionId) -> Result<Option<String>, StateError> {
         let body: Option<String> = self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT body FROM messages WHERE session_id = ?1 AND idx = 0",
                 params![id.as_str()],
                 |row| row.get(0),
-            )?)
+            )
         })?;
         // A message that does not read names nothing; the session itself says why when
         // it is opened.
@@ -162,11 +162,11 @@ impl Sessions {
         // The last index plus one, from the key's last entry: messages are stored in order
         // from 0, so it is their count without reading every row.
         let next: i64 = self.db.read(|c| {
-            Ok(c.query_row(
+            c.query_row(
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1",
                 params![id.as_str()],
                 |row| row.get(0),
-            )?)
+            )
         })?;
         Ok(u64::try_from(next).unwrap_or(0))
     }
@@ -186,11 +186,11 @@ impl Sessions {
     /// The agent's state of session `id`, as stored; `None` when none was saved.
     pub fn agent_state(&self, id: &SessionId) -> Result<Option<String>, StateError> {
         self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT body FROM agent_state WHERE session_id = ?1",
                 params![id.as_str()],
                 |row| row.get(0),
-            )?)
+            )
         })
     }
 
@@ -233,13 +233,11 @@ impl Sessions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
+    use crate::test_stores::TestStore;
     use pretty_assertions::assert_eq;
 
-    fn open(dir: &tempfile::TempDir) -> Sessions {
-        StateDb::open(&dir.path().join("state.db"))
-            .unwrap()
-            .sessions()
+    fn open(dir: &TestStore) -> Sessions {
+        dir.open().sessions()
     }
 
     const HI: &str = r#"{"role":"user","content":[{"text":"hi"}]}"#;
@@ -254,112 +252,116 @@ mod tests {
 
     #[test]
     fn messages_and_state_round_trip_and_delete_cascades() {
-        let dir = tempfile::tempdir().unwrap();
-        let id = SessionId::parse("kitchen").unwrap();
-        {
+        for dir in crate::test_stores::stores() {
+            let id = SessionId::parse("kitchen").unwrap();
+            {
+                let store = open(&dir);
+                assert!(store.ensure_session(&id).unwrap());
+                assert!(!store.ensure_session(&id).unwrap());
+                store.append_message(&id, 0, HI).unwrap();
+                store.append_message(&id, 1, HELLO).unwrap();
+                let error = store.append_message(&id, 5, HI).unwrap_err();
+                assert_eq!(
+                    error.to_string(),
+                    "session 'kitchen' expected message 2 next but was given 5"
+                );
+                store
+                    .save_agent_state(&id, r#"{"removedCount":1}"#)
+                    .unwrap();
+            }
             let store = open(&dir);
-            assert!(store.ensure_session(&id).unwrap());
-            assert!(!store.ensure_session(&id).unwrap());
-            store.append_message(&id, 0, HI).unwrap();
-            store.append_message(&id, 1, HELLO).unwrap();
-            let error = store.append_message(&id, 5, HI).unwrap_err();
             assert_eq!(
-                error.to_string(),
-                "session 'kitchen' expected message 2 next but was given 5"
+                store.stored_messages(&id, 0).unwrap(),
+                vec![stored(0, HI), stored(1, HELLO)]
             );
-            store
-                .save_agent_state(&id, r#"{"removedCount":1}"#)
-                .unwrap();
+            assert_eq!(
+                store.stored_messages(&id, 1).unwrap(),
+                vec![stored(1, HELLO)]
+            );
+            assert_eq!(store.message_count(&id).unwrap(), 2);
+            assert_eq!(
+                store.agent_state(&id).unwrap().as_deref(),
+                Some(r#"{"removedCount":1}"#)
+            );
+            let listed = store.list_sessions().unwrap();
+            assert_eq!(listed.len(), 1);
+            assert_eq!(
+                (listed[0].id.as_str(), listed[0].message_count),
+                ("kitchen", 2)
+            );
+            assert!(store.session_exists(&id).unwrap());
+            assert!(store.delete_session(&id).unwrap());
+            assert!(!store.delete_session(&id).unwrap());
+            assert!(!store.session_exists(&id).unwrap());
+            assert_eq!(store.message_count(&id).unwrap(), 0);
+            assert_eq!(store.agent_state(&id).unwrap(), None);
         }
-        let store = open(&dir);
-        assert_eq!(
-            store.stored_messages(&id, 0).unwrap(),
-            vec![stored(0, HI), stored(1, HELLO)]
-        );
-        assert_eq!(
-            store.stored_messages(&id, 1).unwrap(),
-            vec![stored(1, HELLO)]
-        );
-        assert_eq!(store.message_count(&id).unwrap(), 2);
-        assert_eq!(
-            store.agent_state(&id).unwrap().as_deref(),
-            Some(r#"{"removedCount":1}"#)
-        );
-        let listed = store.list_sessions().unwrap();
-        assert_eq!(listed.len(), 1);
-        assert_eq!(
-            (listed[0].id.as_str(), listed[0].message_count),
-            ("kitchen", 2)
-        );
-        assert!(store.session_exists(&id).unwrap());
-        assert!(store.delete_session(&id).unwrap());
-        assert!(!store.delete_session(&id).unwrap());
-        assert!(!store.session_exists(&id).unwrap());
-        assert_eq!(store.message_count(&id).unwrap(), 0);
-        assert_eq!(store.agent_state(&id).unwrap(), None);
     }
 
     /// What a message is stored as is what it was given, byte for byte: the crate above
     /// reads it back with the types it wrote it with.
     #[test]
     fn a_body_is_kept_as_given_even_when_it_does_not_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        let id = SessionId::parse("s").unwrap();
-        store.ensure_session(&id).unwrap();
-        store.append_message(&id, 0, "{broken").unwrap();
-        assert_eq!(
-            store.stored_messages(&id, 0).unwrap(),
-            vec![stored(0, "{broken")]
-        );
-        assert_eq!(store.first_prompt(&id).unwrap(), None);
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let id = SessionId::parse("s").unwrap();
+            store.ensure_session(&id).unwrap();
+            store.append_message(&id, 0, "{broken").unwrap();
+            assert_eq!(
+                store.stored_messages(&id, 0).unwrap(),
+                vec![stored(0, "{broken")]
+            );
+            assert_eq!(store.first_prompt(&id).unwrap(), None);
+        }
     }
 
     #[test]
     fn the_first_prompt_is_the_first_text_of_the_first_message() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir);
-        let id = SessionId::parse("s").unwrap();
-        store.ensure_session(&id).unwrap();
-        assert_eq!(store.first_prompt(&id).unwrap(), None);
-        store
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let id = SessionId::parse("s").unwrap();
+            store.ensure_session(&id).unwrap();
+            assert_eq!(store.first_prompt(&id).unwrap(), None);
+            store
             .append_message(
                 &id,
                 0,
                 r#"{"role":"user","content":[{"toolResult":{"toolUseId":"t1","status":"success","content":[{"text":"no"}]}},{"text":"water the plants"}]}"#,
             )
             .unwrap();
-        store.append_message(&id, 1, HELLO).unwrap();
-        assert_eq!(
-            store.first_prompt(&id).unwrap().as_deref(),
-            Some("water the plants")
-        );
+            store.append_message(&id, 1, HELLO).unwrap();
+            assert_eq!(
+                store.first_prompt(&id).unwrap().as_deref(),
+                Some("water the plants")
+            );
+        }
     }
 
     #[test]
     fn flush_leaves_everything_in_the_database_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let id = SessionId::parse("s").unwrap();
-        let store = open(&dir);
-        store.ensure_session(&id).unwrap();
-        for index in 0..50 {
-            let body = format!(r#"{{"role":"user","content":[{{"text":"m{index}"}}]}}"#);
-            store.append_message(&id, index, &body).unwrap();
-        }
-        store.flush().unwrap();
-        // Every frame of the log was copied into the database file: (busy, log frames,
-        // frames copied).
-        let (busy, log, copied): (i64, i64, i64) = store
-            .db
-            .read(|c| {
-                Ok(
+        // The file and its log are SQLite's alone.
+        {
+            let dir = crate::test_stores::sqlite();
+            let id = SessionId::parse("s").unwrap();
+            let store = open(&dir);
+            store.ensure_session(&id).unwrap();
+            for index in 0..50 {
+                let body = format!(r#"{{"role":"user","content":[{{"text":"m{index}"}}]}}"#);
+                store.append_message(&id, index, &body).unwrap();
+            }
+            store.flush().unwrap();
+            // Every frame of the log was copied into the database file: (busy, log frames,
+            // frames copied).
+            let (busy, log, copied): (i64, i64, i64) = store
+                .db
+                .read(|c| {
                     c.query_row("PRAGMA wal_checkpoint(PASSIVE)", params![], |row| {
                         Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                    })?,
-                )
-            })
-            .unwrap();
-        assert_eq!((busy, log), (0, copied));
-        assert!(log > 0);
+                    })
+                })
+                .unwrap();
+            assert_eq!((busy, log), (0, copied));
+            assert!(log > 0);
+        }
     }
 }

@@ -26,7 +26,7 @@ impl StateDb {
 
     /// The tau that brought the schema to its step (`0.1.0`), when one said.
     pub fn schema_by(&self) -> Result<Option<String>, StateError> {
-        self.read(|connection| Ok(migrate::schema_by(connection)?))
+        self.read(migrate::schema_by)
     }
 }
 

@@ -182,13 +182,12 @@ pub(crate) fn numbered_placeholders(sql: &str) -> String {
     for c in sql.chars() {
         match quote {
             Some(q) if c == q => quote = None,
-            Some(_) => {}
             None if c == '\'' || c == '"' => quote = Some(c),
             None if c == '?' => {
                 out.push('$');
                 continue;
             }
-            None => {}
+            Some(_) | None => {}
         }
         out.push(c);
     }

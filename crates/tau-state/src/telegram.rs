@@ -22,11 +22,11 @@ impl TelegramMemory {
     /// The next update to ask the Bot API for; `None` before the first one was handled.
     pub fn telegram_offset(&self) -> Result<Option<i64>, StateError> {
         self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT next FROM telegram_offset WHERE id = 1",
                 params![],
                 |r| r.get(0),
-            )?)
+            )
         })
     }
 
@@ -56,19 +56,19 @@ impl TelegramMemory {
     /// `/new` in `chat`: the next generation, stored.
     pub fn next_telegram_generation(&self, chat: i64) -> Result<u32, StateError> {
         self.db.write(|tx| {
-            Ok(tx.query_row(
+            tx.query_row(
                 "INSERT INTO telegram_chats (chat, generation) VALUES (?1, 1)
-                 ON CONFLICT (chat) DO UPDATE SET generation = generation + 1
+                 ON CONFLICT (chat) DO UPDATE SET generation = telegram_chats.generation + 1
                  RETURNING generation",
                 params![chat],
                 |r| r.get(0),
-            )?)
+            )
         })
     }
 
     pub fn telegram_question(&self, id: &ApprovalId) -> Result<Option<ShownQuestion>, StateError> {
         self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT chat, message_id, closed FROM telegram_questions WHERE approval_id = ?1",
                 params![id.as_str()],
                 |r| {
@@ -78,7 +78,7 @@ impl TelegramMemory {
                         closed: r.get(2)?,
                     })
                 },
-            )?)
+            )
         })
     }
 
@@ -136,43 +136,42 @@ impl TelegramMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
 
     #[test]
     fn offset_and_questions_survive_a_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        let id = |text: &str| ApprovalId::parse(text).unwrap();
-        {
-            let store = StateDb::open(&path).unwrap().telegram_memory();
-            assert_eq!(store.telegram_offset().unwrap(), None);
-            store.set_telegram_offset(10).unwrap();
-            store.set_telegram_offset(12).unwrap();
-            store
-                .remember_telegram_question(&id("ap_1"), 42, 7)
-                .unwrap();
-            store
-                .remember_telegram_question(&id("ap_2"), 42, 8)
-                .unwrap();
-            store.close_telegram_question(&id("ap_1")).unwrap();
-            assert_eq!(store.telegram_generation(42).unwrap(), 0);
-            assert_eq!(store.next_telegram_generation(42).unwrap(), 1);
-            assert_eq!(store.next_telegram_generation(42).unwrap(), 2);
+        for dir in crate::test_stores::stores() {
+            let id = |text: &str| ApprovalId::parse(text).unwrap();
+            {
+                let store = dir.open().telegram_memory();
+                assert_eq!(store.telegram_offset().unwrap(), None);
+                store.set_telegram_offset(10).unwrap();
+                store.set_telegram_offset(12).unwrap();
+                store
+                    .remember_telegram_question(&id("ap_1"), 42, 7)
+                    .unwrap();
+                store
+                    .remember_telegram_question(&id("ap_2"), 42, 8)
+                    .unwrap();
+                store.close_telegram_question(&id("ap_1")).unwrap();
+                assert_eq!(store.telegram_generation(42).unwrap(), 0);
+                assert_eq!(store.next_telegram_generation(42).unwrap(), 1);
+                assert_eq!(store.next_telegram_generation(42).unwrap(), 2);
+            }
+            let store = dir.open().telegram_memory();
+            assert_eq!(store.telegram_offset().unwrap(), Some(12));
+            assert_eq!(
+                store.telegram_question(&id("ap_1")).unwrap(),
+                Some(ShownQuestion {
+                    chat: 42,
+                    message_id: 7,
+                    closed: true
+                })
+            );
+            assert_eq!(store.open_telegram_questions().unwrap(), vec![id("ap_2")]);
+            assert_eq!(store.telegram_question(&id("ap_3")).unwrap(), None);
+            assert_eq!(store.telegram_generation(42).unwrap(), 2);
+            assert_eq!(store.telegram_generation(43).unwrap(), 0);
         }
-        let store = StateDb::open(&path).unwrap().telegram_memory();
-        assert_eq!(store.telegram_offset().unwrap(), Some(12));
-        assert_eq!(
-            store.telegram_question(&id("ap_1")).unwrap(),
-            Some(ShownQuestion {
-                chat: 42,
-                message_id: 7,
-                closed: true
-            })
-        );
-        assert_eq!(store.open_telegram_questions().unwrap(), vec![id("ap_2")]);
-        assert_eq!(store.telegram_question(&id("ap_3")).unwrap(), None);
-        assert_eq!(store.telegram_generation(42).unwrap(), 2);
-        assert_eq!(store.telegram_generation(43).unwrap(), 0);
     }
 }

@@ -147,7 +147,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::db::StateDb;
 
     fn stored(db: &Sessions, id: &str, prompt: &str) -> SessionId {
         let id = SessionId::parse(id).unwrap_or_else(|e| panic!("{e}"));
@@ -160,61 +159,60 @@ mod tests {
 
     #[test]
     fn a_title_comes_from_the_first_prompt_until_a_person_names_the_session() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let db = StateDb::open(&dir.path().join("state.db"))
-            .unwrap_or_else(|e| panic!("{e}"))
-            .sessions();
-        let id = stored(&db, "s1", "\n  Water the plants at 7\nand the lawn");
-        assert_eq!(
-            db.session_title(&id).ok().flatten().as_deref(),
-            Some("Water the plants at 7")
-        );
-        assert_eq!(
-            db.rename_session(&id, Some("  Garden \n chores ")).ok(),
-            Some(true)
-        );
-        assert_eq!(
-            db.session_title(&id).ok().flatten().as_deref(),
-            Some("Garden chores")
-        );
-        let too_long = "x".repeat(MAX_TITLE_CHARS + 1);
-        for (bad, why, words) in [
-            ("", TitleError::Empty, "a title cannot be empty"),
-            ("   ", TitleError::Empty, "a title cannot be empty"),
-            (
-                too_long.as_str(),
-                TitleError::TooLong {
-                    max: MAX_TITLE_CHARS,
-                },
-                "a title is at most 120 characters",
-            ),
-            (
-                "a\u{7}b",
-                TitleError::ControlCharacters,
-                "a title cannot hold control characters",
-            ),
-        ] {
-            match db.rename_session(&id, Some(bad)) {
-                Err(StateError::Title(found)) => {
-                    assert_eq!(
-                        (found, found.to_string()),
-                        (why, words.to_owned()),
-                        "{bad:?}"
-                    );
+        for dir in crate::test_stores::stores() {
+            let db = dir.open().sessions();
+            let id = stored(&db, "s1", "\n  Water the plants at 7\nand the lawn");
+            assert_eq!(
+                db.session_title(&id).ok().flatten().as_deref(),
+                Some("Water the plants at 7")
+            );
+            assert_eq!(
+                db.rename_session(&id, Some("  Garden \n chores ")).ok(),
+                Some(true)
+            );
+            assert_eq!(
+                db.session_title(&id).ok().flatten().as_deref(),
+                Some("Garden chores")
+            );
+            let too_long = "x".repeat(MAX_TITLE_CHARS + 1);
+            for (bad, why, words) in [
+                ("", TitleError::Empty, "a title cannot be empty"),
+                ("   ", TitleError::Empty, "a title cannot be empty"),
+                (
+                    too_long.as_str(),
+                    TitleError::TooLong {
+                        max: MAX_TITLE_CHARS,
+                    },
+                    "a title is at most 120 characters",
+                ),
+                (
+                    "a\u{7}b",
+                    TitleError::ControlCharacters,
+                    "a title cannot hold control characters",
+                ),
+            ] {
+                match db.rename_session(&id, Some(bad)) {
+                    Err(StateError::Title(found)) => {
+                        assert_eq!(
+                            (found, found.to_string()),
+                            (why, words.to_owned()),
+                            "{bad:?}"
+                        );
+                    }
+                    other => panic!("{bad:?}: {other:?}"),
                 }
-                other => panic!("{bad:?}: {other:?}"),
             }
+            assert_eq!(db.rename_session(&id, None).ok(), Some(true));
+            assert_eq!(
+                db.session_title(&id).ok().flatten().as_deref(),
+                Some("Water the plants at 7")
+            );
+            let unknown = SessionId::parse("nope").unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(db.rename_session(&unknown, Some("x")).ok(), Some(false));
+            let empty = SessionId::parse("empty").unwrap_or_else(|e| panic!("{e}"));
+            db.ensure_session(&empty).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(db.session_title(&empty).ok(), Some(None));
         }
-        assert_eq!(db.rename_session(&id, None).ok(), Some(true));
-        assert_eq!(
-            db.session_title(&id).ok().flatten().as_deref(),
-            Some("Water the plants at 7")
-        );
-        let unknown = SessionId::parse("nope").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(db.rename_session(&unknown, Some("x")).ok(), Some(false));
-        let empty = SessionId::parse("empty").unwrap_or_else(|e| panic!("{e}"));
-        db.ensure_session(&empty).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(db.session_title(&empty).ok(), Some(None));
     }
 
     #[test]
@@ -228,26 +226,25 @@ mod tests {
 
     #[test]
     fn search_finds_titles_and_messages_and_takes_wildcards_literally() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let db = StateDb::open(&dir.path().join("state.db"))
-            .unwrap_or_else(|e| panic!("{e}"))
-            .sessions();
-        let plants = stored(&db, "s1", "water the plants");
-        let quoted = stored(&db, "s2", r#"say "100% done" \o/"#);
-        let named = stored(&db, "s3", "something else");
-        db.rename_session(&named, Some("Kitchen lights"))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let found = |text: &str| db.search_sessions(text).unwrap_or_default();
-        assert_eq!(found("PLANTS"), vec![plants]);
-        assert_eq!(found("kitchen"), vec![named]);
-        assert_eq!(found("100% done"), vec![quoted.clone()]);
-        assert_eq!(found(r#""100"#), vec![quoted.clone()]);
-        assert_eq!(found(r"\o/"), vec![quoted]);
-        assert_eq!(found("%"), found("100%"));
-        // The JSON a message is stored as is not searched, only its text.
-        assert!(found("role").is_empty());
-        assert!(found("content").is_empty());
-        assert!(found("  ").is_empty());
-        assert!(found("nothing like it").is_empty());
+        for dir in crate::test_stores::stores() {
+            let db = dir.open().sessions();
+            let plants = stored(&db, "s1", "water the plants");
+            let quoted = stored(&db, "s2", r#"say "100% done" \o/"#);
+            let named = stored(&db, "s3", "something else");
+            db.rename_session(&named, Some("Kitchen lights"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let found = |text: &str| db.search_sessions(text).unwrap_or_default();
+            assert_eq!(found("PLANTS"), vec![plants]);
+            assert_eq!(found("kitchen"), vec![named]);
+            assert_eq!(found("100% done"), vec![quoted.clone()]);
+            assert_eq!(found(r#""100"#), vec![quoted.clone()]);
+            assert_eq!(found(r"\o/"), vec![quoted]);
+            assert_eq!(found("%"), found("100%"));
+            // The JSON a message is stored as is not searched, only its text.
+            assert!(found("role").is_empty());
+            assert!(found("content").is_empty());
+            assert!(found("  ").is_empty());
+            assert!(found("nothing like it").is_empty());
+        }
     }
 }

@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 use tau_protocol::{DecidedBy, Grant, GrantId, GrantScope, SessionId, Tier};
 use tau_state::{GrantedCall, Revoked, StateDb, canonical_arguments};
 
+#[path = "../src/test_stores.rs"]
+mod test_stores;
+
 const SCHEMA: &str = "5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c";
 const CARD: &str = "cacacacacacacacacacacacacacacacacacacacacacacacacacacacacacacaca";
 
@@ -102,10 +105,15 @@ impl Call {
     }
 }
 
-fn store() -> (tempfile::TempDir, StateDb) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = StateDb::open(&dir.path().join("state.db")).unwrap();
-    (dir, db)
+/// Every store, each with a connection open.
+fn stores() -> Vec<(test_stores::TestStore, StateDb)> {
+    test_stores::stores()
+        .into_iter()
+        .map(|store| {
+            let db = store.open();
+            (store, db)
+        })
+        .collect()
 }
 
 fn command(text: &str) -> Value {
@@ -271,200 +279,121 @@ fn only_the_exact_call_is_covered() {
             },
         ),
     ];
-    let (_dir, db) = store();
-    db.grants()
-        .create_grant(&grant(
-            "gr_conversation",
-            command("npm run test"),
-            GrantScope::Conversation,
-            None,
-        ))
-        .unwrap();
-    for (name, call) in &cases {
-        assert_eq!(call.try_use(&db, at(1)), None, "{name}");
+    for (_dir, db) in stores() {
+        db.grants()
+            .create_grant(&grant(
+                "gr_conversation",
+                command("npm run test"),
+                GrantScope::Conversation,
+                None,
+            ))
+            .unwrap();
+        for (name, call) in &cases {
+            assert_eq!(call.try_use(&db, at(1)), None, "{name}");
+        }
+        let used = Call::exact()
+            .try_use(&db, at(1))
+            .expect("the exact call is covered");
+        assert_eq!(used.uses, 1);
+        assert_eq!(used.last_used_at, Some(at(1).to_string()));
+        // Key order is no difference: the canonical JSON is the same.
+        let reordered = Call {
+            arguments: serde_json::from_str(r#"{"command":"npm run test"}"#).unwrap(),
+            ..Call::exact()
+        };
+        assert_eq!(reordered.try_use(&db, at(1)).unwrap().uses, 2);
     }
-    let used = Call::exact()
-        .try_use(&db, at(1))
-        .expect("the exact call is covered");
-    assert_eq!(used.uses, 1);
-    assert_eq!(used.last_used_at, Some(at(1).to_string()));
-    // Key order is no difference: the canonical JSON is the same.
-    let reordered = Call {
-        arguments: serde_json::from_str(r#"{"command":"npm run test"}"#).unwrap(),
-        ..Call::exact()
-    };
-    assert_eq!(reordered.try_use(&db, at(1)).unwrap().uses, 2);
 }
 
 #[test]
 fn a_channel_grant_covers_the_person_s_other_conversations_and_nobody_else() {
-    let (_dir, db) = store();
-    db.grants()
-        .create_grant(&grant(
-            "gr_channel",
-            command("npm run test"),
-            GrantScope::Channel,
-            None,
-        ))
-        .unwrap();
-    let elsewhere = Call {
-        session: session(7),
-        ..Call::exact()
-    };
-    assert!(elsewhere.try_use(&db, at(1)).is_some());
-    for (name, call) in [
-        (
-            "another person",
-            Call {
-                person: Some("4243"),
-                ..elsewhere.clone()
-            },
-        ),
-        (
-            "nobody named",
-            Call {
-                person: None,
-                ..elsewhere.clone()
-            },
-        ),
-        (
-            "another channel",
-            Call {
-                channel: "web",
-                ..elsewhere.clone()
-            },
-        ),
-    ] {
-        assert_eq!(call.try_use(&db, at(1)), None, "{name}");
+    for (_dir, db) in stores() {
+        db.grants()
+            .create_grant(&grant(
+                "gr_channel",
+                command("npm run test"),
+                GrantScope::Channel,
+                None,
+            ))
+            .unwrap();
+        let elsewhere = Call {
+            session: session(7),
+            ..Call::exact()
+        };
+        assert!(elsewhere.try_use(&db, at(1)).is_some());
+        for (name, call) in [
+            (
+                "another person",
+                Call {
+                    person: Some("4243"),
+                    ..elsewhere.clone()
+                },
+            ),
+            (
+                "nobody named",
+                Call {
+                    person: None,
+                    ..elsewhere.clone()
+                },
+            ),
+            (
+                "another channel",
+                Call {
+                    channel: "web",
+                    ..elsewhere.clone()
+                },
+            ),
+        ] {
+            assert_eq!(call.try_use(&db, at(1)), None, "{name}");
+        }
     }
 }
 
 #[test]
 fn a_grant_ends_at_its_expiry_and_after_its_uses() {
-    let (_dir, db) = store();
-    db.grants()
-        .create_grant(&grant(
-            "gr_twice",
-            command("npm run test"),
-            GrantScope::Conversation,
-            Some(2),
-        ))
-        .unwrap();
-    assert_eq!(Call::exact().try_use(&db, at(1)).unwrap().uses, 1);
-    assert_eq!(Call::exact().try_use(&db, at(2)).unwrap().uses, 2);
-    assert_eq!(Call::exact().try_use(&db, at(3)), None, "used up");
+    for (_dir, db) in stores() {
+        db.grants()
+            .create_grant(&grant(
+                "gr_twice",
+                command("npm run test"),
+                GrantScope::Conversation,
+                Some(2),
+            ))
+            .unwrap();
+        assert_eq!(Call::exact().try_use(&db, at(1)).unwrap().uses, 1);
+        assert_eq!(Call::exact().try_use(&db, at(2)).unwrap().uses, 2);
+        assert_eq!(Call::exact().try_use(&db, at(3)), None, "used up");
 
-    db.grants()
-        .create_grant(&grant(
-            "gr_day",
-            command("npm run test"),
-            GrantScope::Conversation,
+        db.grants()
+            .create_grant(&grant(
+                "gr_day",
+                command("npm run test"),
+                GrantScope::Conversation,
+                None,
+            ))
+            .unwrap();
+        assert!(Call::exact().try_use(&db, at(23)).is_some());
+        assert_eq!(
+            Call::exact().try_use(&db, at(24)),
             None,
-        ))
-        .unwrap();
-    assert!(Call::exact().try_use(&db, at(23)).is_some());
-    assert_eq!(
-        Call::exact().try_use(&db, at(24)),
-        None,
-        "expired at its hour"
-    );
-    let live: Vec<_> = db
-        .grants()
-        .grants(Some(at(2)))
-        .unwrap()
-        .into_iter()
-        .map(|g| g.id.to_string())
-        .collect();
-    assert_eq!(live, vec!["gr_day"], "the used-up grant is not live");
-    assert_eq!(db.grants().grants(None).unwrap().len(), 2);
+            "expired at its hour"
+        );
+        let live: Vec<_> = db
+            .grants()
+            .grants(Some(at(2)))
+            .unwrap()
+            .into_iter()
+            .map(|g| g.id.to_string())
+            .collect();
+        assert_eq!(live, vec!["gr_day"], "the used-up grant is not live");
+        assert_eq!(db.grants().grants(None).unwrap().len(), 2);
+    }
 }
 
 #[test]
 fn a_revoked_grant_covers_nothing_and_a_revoke_happens_once() {
-    let (_dir, db) = store();
-    let id = GrantId::parse("gr_revoked").unwrap();
-    db.grants()
-        .create_grant(&grant(
-            id.as_str(),
-            command("npm run test"),
-            GrantScope::Conversation,
-            None,
-        ))
-        .unwrap();
-    assert!(Call::exact().try_use(&db, at(1)).is_some());
-    let by = DecidedBy::person("cli");
-    let Revoked::Revoked(revoked) = db.grants().revoke_grant(&id, &by, at(2)).unwrap() else {
-        panic!("the first revoke revokes");
-    };
-    assert_eq!(
-        (revoked.uses, revoked.revoked_by.clone()),
-        (1, Some(by.clone()))
-    );
-    assert_eq!(Call::exact().try_use(&db, at(3)), None);
-    assert_eq!(
-        db.grants()
-            .revoke_grant(&id, &DecidedBy::person("web"), at(4))
-            .unwrap(),
-        Revoked::AlreadyRevoked(revoked)
-    );
-    assert_eq!(
-        db.grants()
-            .revoke_grant(&GrantId::parse("gr_none").unwrap(), &by, at(4))
-            .unwrap(),
-        Revoked::NotFound
-    );
-}
-
-#[test]
-fn a_row_whose_arguments_were_changed_behind_tau_s_back_covers_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    let db = StateDb::open(&path).unwrap();
-    db.grants()
-        .create_grant(&grant(
-            "gr_tampered",
-            command("npm run test"),
-            GrantScope::Conversation,
-            None,
-        ))
-        .unwrap();
-    let raw = rusqlite::Connection::open(&path).unwrap();
-    // The hash still says "npm run test"; the arguments now say something else.
-    raw.execute(
-        "UPDATE grants SET arguments = ?1",
-        [r#"{"command":"npm run test && rm -rf ~"}"#],
-    )
-    .unwrap();
-    assert_eq!(Call::exact().try_use(&db, at(1)), None);
-    assert!(
-        db.grants().grants(None).is_err(),
-        "the list says the row does not read"
-    );
-}
-
-#[test]
-fn arguments_that_do_not_hash_to_the_grant_s_hash_are_refused_when_stored() {
-    let (_dir, db) = store();
-    let mut wrong = grant(
-        "gr_wrong",
-        command("npm run test"),
-        GrantScope::Conversation,
-        None,
-    );
-    wrong.arguments = command("rm -rf ~");
-    assert!(db.grants().create_grant(&wrong).is_err());
-    assert!(db.grants().grants(None).unwrap().is_empty());
-}
-
-/// Uses in one thread, a revoke in another, many times over: after the revoke returns no
-/// use succeeds, and the number of uses the revoke saw is the number that succeeded.
-#[test]
-fn a_revoke_racing_uses_has_one_order() {
-    for round in 0..20 {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        let db = StateDb::open(&path).unwrap();
-        let id = GrantId::parse(&format!("gr_race{round}")).unwrap();
+    for (_dir, db) in stores() {
+        let id = GrantId::parse("gr_revoked").unwrap();
         db.grants()
             .create_grant(&grant(
                 id.as_str(),
@@ -473,40 +402,122 @@ fn a_revoke_racing_uses_has_one_order() {
                 None,
             ))
             .unwrap();
-        let revoked = Arc::new(AtomicBool::new(false));
-        let user = {
-            // Another connection, as another process would have.
-            let db = StateDb::open(&path).unwrap();
-            let revoked = Arc::clone(&revoked);
-            std::thread::spawn(move || {
-                let mut ran = 0u32;
-                let mut after_revoke = 0u32;
-                for _ in 0..200 {
-                    let was_revoked = revoked.load(Ordering::SeqCst);
-                    if Call::exact().try_use(&db, at(1)).is_some() {
-                        ran += 1;
-                        if was_revoked {
-                            after_revoke += 1;
+        assert!(Call::exact().try_use(&db, at(1)).is_some());
+        let by = DecidedBy::person("cli");
+        let Revoked::Revoked(revoked) = db.grants().revoke_grant(&id, &by, at(2)).unwrap() else {
+            panic!("the first revoke revokes");
+        };
+        assert_eq!(
+            (revoked.uses, revoked.revoked_by.clone()),
+            (1, Some(by.clone()))
+        );
+        assert_eq!(Call::exact().try_use(&db, at(3)), None);
+        assert_eq!(
+            db.grants()
+                .revoke_grant(&id, &DecidedBy::person("web"), at(4))
+                .unwrap(),
+            Revoked::AlreadyRevoked(revoked)
+        );
+        assert_eq!(
+            db.grants()
+                .revoke_grant(&GrantId::parse("gr_none").unwrap(), &by, at(4))
+                .unwrap(),
+            Revoked::NotFound
+        );
+    }
+}
+
+#[test]
+fn a_row_whose_arguments_were_changed_behind_tau_s_back_covers_nothing() {
+    for dir in test_stores::stores() {
+        let db = dir.open();
+        db.grants()
+            .create_grant(&grant(
+                "gr_tampered",
+                command("npm run test"),
+                GrantScope::Conversation,
+                None,
+            ))
+            .unwrap();
+        // The hash still says "npm run test"; the arguments now say something else.
+        test_stores::tamper(
+            &dir,
+            r#"UPDATE grants SET arguments = '{"command":"npm run test && rm -rf ~"}'"#,
+        );
+        assert_eq!(Call::exact().try_use(&db, at(1)), None);
+        assert!(
+            db.grants().grants(None).is_err(),
+            "the list says the row does not read"
+        );
+    }
+}
+
+#[test]
+fn arguments_that_do_not_hash_to_the_grant_s_hash_are_refused_when_stored() {
+    for (_dir, db) in stores() {
+        let mut wrong = grant(
+            "gr_wrong",
+            command("npm run test"),
+            GrantScope::Conversation,
+            None,
+        );
+        wrong.arguments = command("rm -rf ~");
+        assert!(db.grants().create_grant(&wrong).is_err());
+        assert!(db.grants().grants(None).unwrap().is_empty());
+    }
+}
+
+/// Uses in one thread, a revoke in another, many times over: after the revoke returns no
+/// use succeeds, and the number of uses the revoke saw is the number that succeeded.
+#[test]
+fn a_revoke_racing_uses_has_one_order() {
+    for round in 0..20 {
+        for dir in test_stores::stores() {
+            let db = dir.open();
+            let id = GrantId::parse(&format!("gr_race{round}")).unwrap();
+            db.grants()
+                .create_grant(&grant(
+                    id.as_str(),
+                    command("npm run test"),
+                    GrantScope::Conversation,
+                    None,
+                ))
+                .unwrap();
+            let revoked = Arc::new(AtomicBool::new(false));
+            let user = {
+                // Another connection, as another process would have.
+                let db = dir.open();
+                let revoked = Arc::clone(&revoked);
+                std::thread::spawn(move || {
+                    let mut ran = 0u32;
+                    let mut after_revoke = 0u32;
+                    for _ in 0..200 {
+                        let was_revoked = revoked.load(Ordering::SeqCst);
+                        if Call::exact().try_use(&db, at(1)).is_some() {
+                            ran += 1;
+                            if was_revoked {
+                                after_revoke += 1;
+                            }
                         }
                     }
-                }
-                (ran, after_revoke)
-            })
-        };
-        std::thread::yield_now();
-        let Revoked::Revoked(row) = db
-            .grants()
-            .revoke_grant(&id, &DecidedBy::person("cli"), at(1))
-            .unwrap()
-        else {
-            panic!("revoked");
-        };
-        revoked.store(true, Ordering::SeqCst);
-        let (ran, after_revoke) = user.join().unwrap();
-        assert_eq!(after_revoke, 0, "no call ran after the revoke returned");
-        assert_eq!(
-            row.uses, ran,
-            "the revoke counted exactly the uses before it"
-        );
+                    (ran, after_revoke)
+                })
+            };
+            std::thread::yield_now();
+            let Revoked::Revoked(row) = db
+                .grants()
+                .revoke_grant(&id, &DecidedBy::person("cli"), at(1))
+                .unwrap()
+            else {
+                panic!("revoked");
+            };
+            revoked.store(true, Ordering::SeqCst);
+            let (ran, after_revoke) = user.join().unwrap();
+            assert_eq!(after_revoke, 0, "no call ran after the revoke returned");
+            assert_eq!(
+                row.uses, ran,
+                "the revoke counted exactly the uses before it"
+            );
+        }
     }
 }

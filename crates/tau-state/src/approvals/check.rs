@@ -130,7 +130,6 @@ impl Approvals {
 mod tests {
     use super::*;
     use crate::approvals::NewApproval;
-    use crate::db::StateDb;
     use pretty_assertions::assert_eq;
     use serde_json::json;
     use tau_protocol::{CallCard, SessionId, Tier};
@@ -268,55 +267,56 @@ mod tests {
 
     #[test]
     fn closing_is_a_compare_and_set_on_what_could_still_act() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = StateDb::open(&dir.path().join("state.db")).unwrap();
-        let row = pending();
-        store.approvals().create_approval(&row).unwrap();
-        let at = Timestamp::from_second(40).unwrap();
-        let closed = store
-            .approvals()
-            .close_untrusted(&row.id, at)
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            (closed.state, closed.decided_by, closed.decided_at),
-            (
-                ApprovalState::Cancelled,
-                Some(DecidedBy::ApproverFailed),
-                Some(at)
-            )
-        );
-        assert_eq!(
-            store.approvals().close_untrusted(&row.id, at).unwrap(),
-            None
-        );
-        assert_eq!(
-            store.approvals().unsettled_approvals().unwrap().len(),
-            1,
-            "its turn is resumed"
-        );
+        for dir in crate::test_stores::stores() {
+            let store = dir.open();
+            let row = pending();
+            store.approvals().create_approval(&row).unwrap();
+            let at = Timestamp::from_second(40).unwrap();
+            let closed = store
+                .approvals()
+                .close_untrusted(&row.id, at)
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                (closed.state, closed.decided_by, closed.decided_at),
+                (
+                    ApprovalState::Cancelled,
+                    Some(DecidedBy::ApproverFailed),
+                    Some(at)
+                )
+            );
+            assert_eq!(
+                store.approvals().close_untrusted(&row.id, at).unwrap(),
+                None
+            );
+            assert_eq!(
+                store.approvals().unsettled_approvals().unwrap().len(),
+                1,
+                "its turn is resumed"
+            );
 
-        // An approval already let through is history, not something to close.
-        let mut used = pending();
-        used.id = ApprovalId::parse("ap_2").unwrap();
-        store.approvals().create_approval(&used).unwrap();
-        store
-            .approvals()
-            .decide_approval(
-                &used.id,
-                ApprovalState::Approved,
-                &DecidedBy::person("web"),
-                at,
-            )
-            .unwrap();
-        assert!(store.approvals().consume_approval(&used.id, at).unwrap());
-        assert_eq!(
-            store.approvals().close_untrusted(&used.id, at).unwrap(),
-            None
-        );
-        assert_eq!(
-            store.approvals().approval(&used.id).unwrap().unwrap().state,
-            ApprovalState::Approved
-        );
+            // An approval already let through is history, not something to close.
+            let mut used = pending();
+            used.id = ApprovalId::parse("ap_2").unwrap();
+            store.approvals().create_approval(&used).unwrap();
+            store
+                .approvals()
+                .decide_approval(
+                    &used.id,
+                    ApprovalState::Approved,
+                    &DecidedBy::person("web"),
+                    at,
+                )
+                .unwrap();
+            assert!(store.approvals().consume_approval(&used.id, at).unwrap());
+            assert_eq!(
+                store.approvals().close_untrusted(&used.id, at).unwrap(),
+                None
+            );
+            assert_eq!(
+                store.approvals().approval(&used.id).unwrap().unwrap().state,
+                ApprovalState::Approved
+            );
+        }
     }
 }

@@ -59,7 +59,6 @@ mod tests {
 
     use super::*;
     use crate::approvals::{CallOutcome, NewApproval};
-    use crate::db::StateDb;
 
     fn asked(id: &str, call: &str) -> ApprovalRow {
         NewApproval {
@@ -88,83 +87,85 @@ mod tests {
 
     #[test]
     fn a_dispatch_is_a_consumed_approval_nobody_lists_and_a_crash_leaves_it_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = StateDb::open(&dir.path().join("state.db")).unwrap();
-        let at = Timestamp::from_second(12).unwrap();
-        store
-            .approvals()
-            .record_dispatch(&approved("ap_1", "t1"), at)
-            .unwrap();
-        assert!(
-            store.approvals().approvals(None).unwrap().is_empty(),
-            "listed nowhere"
-        );
-        assert!(store.approvals().unsettled_approvals().unwrap().is_empty());
-        let session = SessionId::parse("s1").unwrap();
-        let found = store
-            .approvals()
-            .dispatched_call(&session, "t1")
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            (found.state, found.consumed_at, found.outcome),
-            (ApprovalState::Approved, Some(at), None)
-        );
-        assert_eq!(
-            store
-                .approvals()
-                .dispatched_without_outcome()
-                .unwrap()
-                .into_iter()
-                .map(|r| r.id.to_string())
-                .collect::<Vec<_>>(),
-            ["ap_1"]
-        );
-        // Its outcome is set once, as a stored question's is.
-        assert!(store.approvals().finish_approval(&found.id, at).unwrap());
-        assert!(
-            store
-                .approvals()
-                .close_effect_uncertain(&found.id, at)
-                .unwrap()
-                .is_none()
-        );
-        assert_eq!(
-            store
-                .approvals()
-                .dispatched_call(&session, "t1")
-                .unwrap()
-                .unwrap()
-                .outcome,
-            Some(CallOutcome::Finished)
-        );
-        assert_eq!(
-            store.approvals().dispatched_call(&session, "t2").unwrap(),
-            None
-        );
-        assert!(
+        for dir in crate::test_stores::stores() {
+            let store = dir.open();
+            let at = Timestamp::from_second(12).unwrap();
             store
                 .approvals()
                 .record_dispatch(&approved("ap_1", "t1"), at)
-                .is_err(),
-            "ids are never reused"
-        );
+                .unwrap();
+            assert!(
+                store.approvals().approvals(None).unwrap().is_empty(),
+                "listed nowhere"
+            );
+            assert!(store.approvals().unsettled_approvals().unwrap().is_empty());
+            let session = SessionId::parse("s1").unwrap();
+            let found = store
+                .approvals()
+                .dispatched_call(&session, "t1")
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                (found.state, found.consumed_at, found.outcome),
+                (ApprovalState::Approved, Some(at), None)
+            );
+            assert_eq!(
+                store
+                    .approvals()
+                    .dispatched_without_outcome()
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| r.id.to_string())
+                    .collect::<Vec<_>>(),
+                ["ap_1"]
+            );
+            // Its outcome is set once, as a stored question's is.
+            assert!(store.approvals().finish_approval(&found.id, at).unwrap());
+            assert!(
+                store
+                    .approvals()
+                    .close_effect_uncertain(&found.id, at)
+                    .unwrap()
+                    .is_none()
+            );
+            assert_eq!(
+                store
+                    .approvals()
+                    .dispatched_call(&session, "t1")
+                    .unwrap()
+                    .unwrap()
+                    .outcome,
+                Some(CallOutcome::Finished)
+            );
+            assert_eq!(
+                store.approvals().dispatched_call(&session, "t2").unwrap(),
+                None
+            );
+            assert!(
+                store
+                    .approvals()
+                    .record_dispatch(&approved("ap_1", "t1"), at)
+                    .is_err(),
+                "ids are never reused"
+            );
+        }
     }
 
     #[test]
     fn only_a_person_s_yes_is_let_through() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = StateDb::open(&dir.path().join("state.db")).unwrap();
-        let at = Timestamp::from_second(12).unwrap();
-        assert!(
-            store
-                .approvals()
-                .record_dispatch(&asked("ap_1", "t1"), at)
-                .is_err()
-        );
-        let mut rejected = approved("ap_2", "t1");
-        rejected.state = ApprovalState::Rejected;
-        assert!(store.approvals().record_dispatch(&rejected, at).is_err());
-        assert!(store.approvals().all_approvals(None).unwrap().is_empty());
+        for dir in crate::test_stores::stores() {
+            let store = dir.open();
+            let at = Timestamp::from_second(12).unwrap();
+            assert!(
+                store
+                    .approvals()
+                    .record_dispatch(&asked("ap_1", "t1"), at)
+                    .is_err()
+            );
+            let mut rejected = approved("ap_2", "t1");
+            rejected.state = ApprovalState::Rejected;
+            assert!(store.approvals().record_dispatch(&rejected, at).is_err());
+            assert!(store.approvals().all_approvals(None).unwrap().is_empty());
+        }
     }
 }

@@ -51,10 +51,10 @@ impl Approvals {
     /// on them, and tau stopped before it showed them.
     pub fn show_waiting_approvals(&self) -> Result<usize, StateError> {
         self.db().write_durable(|tx| {
-            Ok(tx.execute(
+            tx.execute(
                 "UPDATE approvals SET shown = 1 WHERE shown = 0 AND state = 'pending'",
                 params![],
-            )?)
+            )
         })
     }
 

@@ -1,0 +1,255 @@
+//! What differs between the two stores and what must not: a password in a url is never
+//! shown, a cut connection fails closed (nothing is decided) and the store answers again
+//! once it is back, another process's commit is seen (and wakes a waiter) on both, and
+//! what only a SQLite file has is refused on PostgreSQL with a typed error. The tests that
+//! need a PostgreSQL server run when `TAU_TEST_POSTGRES_URL` names one.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use tau_protocol::{ApprovalId, CallCard, DecidedBy, SessionId, Tier};
+use tau_state::{Answered, ApprovalState, NewApproval, StateDb, StateError, StoreLocation};
+
+#[path = "../src/test_stores.rs"]
+mod test_stores;
+
+const PASSWORD: &str = "hunter2-not-for-logs";
+
+fn question(name: &str) -> tau_state::ApprovalRow {
+    NewApproval {
+        id: ApprovalId::parse(name).unwrap(),
+        session: SessionId::parse("web-1").unwrap(),
+        call_id: "t1".into(),
+        tool: "lights".into(),
+        tier: Tier::Physical,
+        effect: "switches lights".into(),
+        arguments: json!({"room": "kitchen"}),
+        channel: "web".into(),
+        created_at: Timestamp::now(),
+        deadline: Timestamp::now() + jiff::SignedDuration::from_mins(30),
+        card: CallCard::default(),
+    }
+    .into_row()
+}
+
+#[test]
+fn a_password_in_the_url_never_appears_in_an_error() {
+    // Nothing listens on port 1; a url that does not parse; a port that is not one.
+    for url in [
+        format!("postgres://tau:{PASSWORD}@127.0.0.1:1/tau"),
+        format!("postgres://tau:{PASSWORD}@127.0.0.1:1/tau?sslmode=nonsense"),
+        format!("postgres://tau:{PASSWORD}@127.0.0.1:notaport/tau"),
+    ] {
+        let error = StateDb::connect(&url).unwrap_err();
+        let shown = format!("{error} / {error:?}");
+        assert!(!shown.contains(PASSWORD), "{shown}");
+        assert!(
+            matches!(error, StateError::Connect { .. }),
+            "a typed refusal: {shown}"
+        );
+        let location = format!("{:?}", StoreLocation::Postgres { url });
+        assert!(!location.contains(PASSWORD), "{location}");
+    }
+}
+
+#[test]
+fn another_connection_s_commit_is_seen_and_wakes_a_waiter_and_ours_does_not() {
+    for store in test_stores::stores() {
+        let kind = store.kind;
+        let ours = store.open();
+        let theirs = store.open();
+        let before = ours.data_version().unwrap();
+        ours.approvals().create_approval(&question("ap_1")).unwrap();
+        assert_eq!(
+            ours.data_version().unwrap(),
+            before,
+            "{kind}: our own commit"
+        );
+        assert!(
+            !ours.wait_for_change(Duration::ZERO).unwrap(),
+            "{kind}: our own commit wakes nobody here"
+        );
+        theirs
+            .approvals()
+            .create_approval(&question("ap_2"))
+            .unwrap();
+        assert_ne!(ours.data_version().unwrap(), before, "{kind}: theirs");
+        assert!(
+            ours.wait_for_change(Duration::from_secs(30)).unwrap(),
+            "{kind}: their commit wakes a waiter"
+        );
+        assert!(!ours.wait_for_change(Duration::ZERO).unwrap(), "{kind}");
+    }
+}
+
+#[test]
+fn what_only_a_file_has_is_refused_on_postgres_and_the_schema_is_checked() {
+    let Some(store) = test_stores::postgres() else {
+        return;
+    };
+    let db = store.open();
+    assert_eq!(db.path(), None);
+    assert!(db.is_shared());
+    assert!(
+        db.describe().starts_with("postgres://127.0.0.1:"),
+        "{}",
+        db.describe()
+    );
+    assert_eq!(db.schema_version().unwrap(), tau_state::SCHEMA_VERSION);
+    assert_eq!(db.integrity_check().unwrap(), ["ok"]);
+    assert_eq!(
+        db.schema_by().unwrap().as_deref(),
+        Some(tau_state::TAU_VERSION)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let refused = db.copy_to(&dir.path().join("copy.db")).unwrap_err();
+    assert!(
+        matches!(refused, StateError::Unsupported { .. }),
+        "{refused}"
+    );
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "a copy of the store through SQLite is not available on {}: use the database's own tools",
+            db.describe()
+        )
+    );
+    db.flush().unwrap();
+    // A second hub on the same database finds the schema done.
+    assert_eq!(
+        store.open().schema_version().unwrap(),
+        tau_state::SCHEMA_VERSION
+    );
+}
+
+#[test]
+fn a_cut_connection_decides_nothing_and_the_store_answers_once_it_is_back() {
+    let Some(store) = test_stores::postgres() else {
+        return;
+    };
+    let url = store.url().unwrap().to_owned();
+    let proxy = Proxy::start(&url);
+    let hub = StateDb::connect(&proxy.url).unwrap();
+    let approvals = hub.approvals();
+    let id = ApprovalId::parse("ap_1").unwrap();
+    approvals.create_approval(&question("ap_1")).unwrap();
+
+    proxy.cut();
+    let by = DecidedBy::person("web");
+    let refused = approvals.decide_approval(&id, ApprovalState::Approved, &by, Timestamp::now());
+    assert!(
+        matches!(refused, Err(StateError::Unavailable { .. })),
+        "{refused:?}"
+    );
+    let again = approvals.decide_approval(&id, ApprovalState::Approved, &by, Timestamp::now());
+    assert!(
+        matches!(again, Err(StateError::Unavailable { .. })),
+        "still cut: {again:?}"
+    );
+    let stored = store.open().approvals().approval(&id).unwrap().unwrap();
+    assert_eq!(stored.state, ApprovalState::Pending, "nothing was approved");
+
+    proxy.restore();
+    let answered = approvals
+        .decide_approval(&id, ApprovalState::Approved, &by, Timestamp::now())
+        .unwrap();
+    assert!(matches!(answered, Answered::Decided(_)), "{answered:?}");
+    assert_eq!(
+        store
+            .open()
+            .approvals()
+            .approval(&id)
+            .unwrap()
+            .unwrap()
+            .state,
+        ApprovalState::Approved
+    );
+}
+
+/// A TCP relay between the store and the server that can be cut (every open connection
+/// shut, new ones dropped at once) and restored, as a network that goes away would.
+struct Proxy {
+    url: String,
+    cut: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    fn start(url: &str) -> Self {
+        let config: tokio_postgres::Config = url.parse().unwrap();
+        let host = match &config.get_hosts()[0] {
+            tokio_postgres::config::Host::Tcp(host) => host.clone(),
+            other => panic!("the test needs a TCP server, not {other:?}"),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let upstream = format!("{host}:{port}");
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let relay = listener.local_addr().unwrap().to_string();
+        let cut = Arc::new(AtomicBool::new(false));
+        let open = Arc::new(Mutex::new(Vec::new()));
+        {
+            let (cut, open) = (Arc::clone(&cut), Arc::clone(&open));
+            let upstream = upstream.clone();
+            std::thread::spawn(move || {
+                for client in listener.incoming() {
+                    let Ok(client) = client else { continue };
+                    if cut.load(Ordering::SeqCst) {
+                        let _ = client.shutdown(Shutdown::Both);
+                        continue;
+                    }
+                    let server = TcpStream::connect(&upstream).unwrap();
+                    let mut open = open.lock().unwrap();
+                    open.push(client.try_clone().unwrap());
+                    open.push(server.try_clone().unwrap());
+                    pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+                    pipe(server, client);
+                }
+            });
+        }
+        Self {
+            url: url.replacen(&upstream, &relay, 1),
+            cut,
+            open,
+        }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 8192];
+        loop {
+            match from.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if to.write_all(&buffer[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+    });
+}
