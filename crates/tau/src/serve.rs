@@ -154,6 +154,16 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         None => None,
     };
     let polls_telegram = matches!(poller, Some(crate::hub_lease::TelegramPoller::Here { .. }));
+    if let (crate::store::ConfiguredStore::Shared(shared), Some(hub)) =
+        (ctx.store_location()?, state.hub())
+    {
+        // The url as configured, which holds no password (one that did was refused).
+        crate::output::print(&format!(
+            "tau serve: store {}, shared with other hubs; this one is hub {}\n",
+            tau_core::display(&shared.url),
+            crate::hub_lease::short(hub)
+        ));
+    }
     if matches!(poller, Some(crate::hub_lease::TelegramPoller::Elsewhere)) {
         crate::output::print(TELEGRAM_ELSEWHERE);
     }

@@ -174,6 +174,15 @@ fn a_question_asked_on_one_hub_is_answered_on_another_and_runs_once() {
     let env = [("TAU_STATE_URL", url.as_str())];
     let first = one.serve_env(&one.make_proof(), &one.serve_config(""), &env);
     let second = two.serve_env(&two.make_proof(), &two.serve_config(""), &env);
+    let hub_id = std::fs::read_to_string(one.home().join("hub-id")).unwrap();
+    assert!(
+        first.banner.contains(&format!(
+            "tau serve: store {url}, shared with other hubs; this one is hub {}",
+            &hub_id[..12]
+        )),
+        "{:?}",
+        first.banner
+    );
     let session = first.new_session();
     let question = first.ask(&session, "make the proof");
     let id = question["id"].as_str().unwrap();
