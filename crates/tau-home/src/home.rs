@@ -94,6 +94,12 @@ impl Home {
         self.root.join("push-key")
     }
 
+    /// This home's hub id, random and kept (`token_file`'s format): what a store several
+    /// hubs share knows this hub by.
+    pub fn hub_id(&self) -> PathBuf {
+        self.root.join("hub-id")
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -143,6 +149,7 @@ impl Home {
             self.mcp_token(),
             self.web_token(),
             self.push_key(),
+            self.hub_id(),
             self.chat_history(),
             self.log_dir(),
             self.locks(),

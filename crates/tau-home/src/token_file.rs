@@ -19,6 +19,11 @@ pub fn load_or_create(path: &Path) -> Result<String, HomeError> {
     }
 }
 
+/// The token in `path`, or `None` (nothing created) when there is no file.
+pub fn load(path: &Path) -> Result<Option<String>, HomeError> {
+    read(path)
+}
+
 /// The token in `path` (tightened to 0600), or `None` when there is no file.
 fn read(path: &Path) -> Result<Option<String>, HomeError> {
     let cannot_read = |source| HomeError::Read {

@@ -159,6 +159,12 @@ impl RoutineStore {
             .collect())
     }
 
+    /// Whether this process runs `name`'s occurrence due at `due`: true for the first of
+    /// the hubs sharing the store to claim it.
+    pub fn claim_tick(&self, name: &str, due: Timestamp) -> Result<bool, StoreError> {
+        Ok(self.db.claim_scheduled_tick(name, due)?)
+    }
+
     /// When the last scheduled run (any outcome but `missed`) of `name` started.
     pub fn last_scheduled_run(&self, name: &str) -> Result<Option<Timestamp>, StoreError> {
         Ok(self.db.last_scheduled_run(name)?)

@@ -18,50 +18,80 @@ pub struct AuditHead {
     pub hash: String,
 }
 
-/// The one row of `table` (`audit_anchor` or `audit_announced`).
-fn row(c: &Sql<'_>, table: &str) -> Result<Option<AuditHead>, StateError> {
-    c.query_optional(
-        &format!("SELECT seq, hash FROM {table} WHERE id = 1"),
-        params![],
-        |row| {
-            Ok(AuditHead {
-                seq: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
-                hash: row.get(1)?,
-            })
-        },
-    )
+/// The one row of `table` (`audit_anchor` or `audit_announced`) of a store one hub
+/// keeps; of a store several hubs share (each with a chain of its own in its home), the
+/// row of `kind` (`anchor` or `announced`) keyed by the hub's id in `audit_heads`, so no
+/// hub moves another's head.
+fn row(
+    c: &Sql<'_>,
+    hub: Option<&str>,
+    (table, kind): (&str, &str),
+) -> Result<Option<AuditHead>, StateError> {
+    let read = |row: &crate::sql::Row<'_>| {
+        Ok(AuditHead {
+            seq: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+            hash: row.get(1)?,
+        })
+    };
+    match hub {
+        None => c.query_optional(
+            &format!("SELECT seq, hash FROM {table} WHERE id = 1"),
+            params![],
+            read,
+        ),
+        Some(hub) => c.query_optional(
+            "SELECT seq, hash FROM audit_heads WHERE hub = ?1 AND kind = ?2",
+            params![hub, kind],
+            read,
+        ),
+    }
 }
+
+const ANCHOR: (&str, &str) = ("audit_anchor", "anchor");
+const ANNOUNCED: (&str, &str) = ("audit_announced", "announced");
 
 impl AuditAnchor {
     /// The head, or `None` before the first anchored line.
     pub fn audit_head(&self) -> Result<Option<AuditHead>, StateError> {
-        self.db.read(|c| row(c, "audit_anchor"))
+        self.db.read(|c| row(c, self.db.hub(), ANCHOR))
     }
 
     /// The line last announced, or `None` before the first.
     pub fn audit_announced(&self) -> Result<Option<AuditHead>, StateError> {
-        self.db.read(|c| row(c, "audit_announced"))
+        self.db.read(|c| row(c, self.db.hub(), ANNOUNCED))
     }
 
     /// Moves the head to `head`, once its line is written.
     pub fn set_audit_head(&self, head: &AuditHead) -> Result<(), StateError> {
-        self.put_audit_row("audit_anchor", head)
+        self.put_audit_row(ANCHOR, head)
     }
 
     /// Says which line is about to be written, before it is.
     pub fn announce_audit_line(&self, line: &AuditHead) -> Result<(), StateError> {
-        self.put_audit_row("audit_announced", line)
+        self.put_audit_row(ANNOUNCED, line)
     }
 
-    fn put_audit_row(&self, table: &str, head: &AuditHead) -> Result<(), StateError> {
+    fn put_audit_row(
+        &self,
+        (table, kind): (&str, &str),
+        head: &AuditHead,
+    ) -> Result<(), StateError> {
+        let seq = i64::try_from(head.seq).unwrap_or(i64::MAX);
         self.db.write(|tx| {
-            tx.execute(
-                &format!(
-                    "INSERT INTO {table} (id, seq, hash) VALUES (1, ?1, ?2)
+            match self.db.hub() {
+                None => tx.execute(
+                    &format!(
+                        "INSERT INTO {table} (id, seq, hash) VALUES (1, ?1, ?2)
                  ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
-                ),
-                params![i64::try_from(head.seq).unwrap_or(i64::MAX), head.hash],
-            )?;
+                    ),
+                    params![seq, head.hash],
+                )?,
+                Some(hub) => tx.execute(
+                    "INSERT INTO audit_heads (hub, kind, seq, hash) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (hub, kind) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+                    params![hub, kind, seq, head.hash],
+                )?,
+            };
             Ok(())
         })
     }
@@ -71,6 +101,33 @@ impl AuditAnchor {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn each_hub_of_a_shared_store_has_a_head_of_its_own() {
+        for store in crate::test_stores::stores() {
+            let one = store.open().for_hub("one").audit_anchor();
+            let two = store.open().for_hub("two").audit_anchor();
+            let head = |seq| AuditHead {
+                seq,
+                hash: format!("h{seq}"),
+            };
+            one.set_audit_head(&head(7)).unwrap();
+            two.set_audit_head(&head(2)).unwrap();
+            two.announce_audit_line(&head(3)).unwrap();
+            assert_eq!(
+                (one.audit_head().unwrap(), one.audit_announced().unwrap()),
+                (Some(head(7)), None),
+                "{}",
+                store.kind
+            );
+            assert_eq!(
+                (two.audit_head().unwrap(), two.audit_announced().unwrap()),
+                (Some(head(2)), Some(head(3))),
+                "{}",
+                store.kind
+            );
+        }
+    }
 
     #[test]
     fn the_head_is_one_row_that_each_set_replaces() {

@@ -54,6 +54,9 @@ impl std::fmt::Debug for StoreLocation {
 #[derive(Clone)]
 pub struct StateDb {
     inner: Arc<Store>,
+    /// The hub this process is (see [`StateDb::for_hub`]): the calls it lets through are
+    /// recorded as its own.
+    hub: Option<Arc<str>>,
 }
 
 enum Store {
@@ -101,6 +104,7 @@ impl StateDb {
                 connection: Mutex::new(connection),
                 seen: AtomicI64::new(seen),
             })),
+            hub: None,
         })
     }
 
@@ -124,6 +128,7 @@ impl StateDb {
             migrate::postgres_to_latest(&store)?;
             Ok(Self {
                 inner: Arc::new(Store::Postgres(Box::new(store))),
+                hub: None,
             })
         })
     }
@@ -134,6 +139,21 @@ impl StateDb {
             StoreLocation::Sqlite(path) => Self::open(path),
             StoreLocation::Postgres { url } => Self::connect(url),
         }
+    }
+
+    /// This store as seen by hub `hub` (a stable id per home): every clone and handle of
+    /// the result records the calls it lets through as that hub's, and at a start closes
+    /// only its own cut-off calls and those of hubs whose lease has run out
+    /// (`leases.rs`), never a call another live hub is running.
+    #[must_use]
+    pub fn for_hub(mut self, hub: &str) -> Self {
+        self.hub = Some(Arc::from(hub));
+        self
+    }
+
+    /// The hub this handle is, when [`Self::for_hub`] said.
+    pub fn hub(&self) -> Option<&str> {
+        self.hub.as_deref()
     }
 
     /// The SQLite file, when the store is one.

@@ -82,6 +82,11 @@ handle!(
     /// The audit log's anchor and the line announced before it is written.
     AuditAnchor
 );
+handle!(
+    /// Leases: which of the hubs sharing the store holds a name (itself alive, a bot's
+    /// poller) until when.
+    Leases
+);
 
 /// The gate's durable questions: stored, shown, decided (the compare-and-set every answer
 /// and expiry goes through), let through, closed and settled. Whoever may decide may read:
@@ -142,5 +147,9 @@ impl StateDb {
 
     pub fn audit_anchor(&self) -> AuditAnchor {
         AuditAnchor { db: self.clone() }
+    }
+
+    pub fn leases(&self) -> Leases {
+        Leases { db: self.clone() }
     }
 }

@@ -29,8 +29,8 @@
 //! Whoever opens the store holds [`StateDb`] whole and hands every other part a narrow
 //! handle of one concern (`handles.rs`): [`Sessions`], [`Conversations`], [`ApprovalReader`]
 //! (read only) and [`Approvals`] (the only one that decides a question), [`Grants`],
-//! [`Routines`], [`Devices`], [`TelegramMemory`], [`AuditAnchor`]. Each is a clone of the
-//! one connection and reaches nothing else.
+//! [`Routines`], [`Devices`], [`TelegramMemory`], [`AuditAnchor`], [`Leases`]. Each is a
+//! clone of the one connection and reaches nothing else.
 //!
 //! Layout
 //! - `sql.rs`: the statements' one surface over both stores; `pg.rs`: the PostgreSQL
@@ -58,6 +58,8 @@
 //!   waits for them
 //! - `passkeys.rs`: passkeys, enrollment secrets, TauBar's signed-in sessions and the
 //!   WebAuthn ceremonies under way (single use)
+//! - `leases.rs`: names held by one of several hubs until a time (a hub alive, a bot's
+//!   poller), claimed and renewed by compare-and-set
 //! - `titles.rs`: what a session is called (a person's name for it, else its first
 //!   prompt's) and search over titles and message text
 
@@ -71,6 +73,7 @@ mod grant_pins;
 mod grants;
 mod grants_check;
 mod handles;
+mod leases;
 mod migrate;
 mod passkeys;
 mod pg;
@@ -100,9 +103,10 @@ pub use error::{StateError, TitleError};
 pub use grants::{GrantedCall, Revoked, is_live};
 pub use grants_check::{RecordedGrant, UntrustedGrant, cross_check_grant};
 pub use handles::{
-    ApprovalReader, Approvals, AuditAnchor, Conversations, Devices, Grants, Routines, Sessions,
-    TelegramMemory,
+    ApprovalReader, Approvals, AuditAnchor, Conversations, Devices, Grants, Leases, Routines,
+    Sessions, TelegramMemory,
 };
+pub use leases::{Lease, hub_lease};
 pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};
 pub use passkeys::{Ceremony, CeremonyKind, Passkeys, StoredPasskey, secret_sha256};
 pub use push::{PushSubscription, PushSubscriptions};

@@ -192,6 +192,27 @@ const UNSETTLED_BY_SESSION: &str = "
 CREATE INDEX IF NOT EXISTS approvals_unsettled ON approvals (session) WHERE settled = 0;
 ";
 
+/// Step 12: several hubs on one store. `leases`: a name (`hub:<id>`, a Telegram bot, a
+/// routine) held by one holder until `expires_at` (milliseconds since the epoch), claimed
+/// and renewed by compare-and-set; `approvals.dispatched_by`: the hub that let a call
+/// through, so a start closes only the cut-off calls of hubs that are gone;
+/// `audit_heads`: each hub's audit anchor and announced line (`anchor.rs`).
+const SEVERAL_HUBS: &str = "
+CREATE TABLE leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+ALTER TABLE approvals ADD COLUMN dispatched_by TEXT;
+CREATE TABLE audit_heads (
+    hub TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    PRIMARY KEY (hub, kind)
+);
+";
+
 /// One step of the schema, run inside the migration's transaction, the same on both
 /// stores: SQLite's text, and PostgreSQL's where it is not SQLite's with PostgreSQL's type
 /// names ([`postgres_text`]).
@@ -237,6 +258,7 @@ const STEPS: &[Step] = &[
     Step::same(crate::grant_pins::GRANT_PINS),
     Step::same(crate::push::PUSH_SUBSCRIPTIONS),
     Step::same(crate::passkeys::PASSKEYS),
+    Step::same(SEVERAL_HUBS),
 ];
 
 /// A step's SQLite text in PostgreSQL's words: every integer column `BIGINT` (SQLite's

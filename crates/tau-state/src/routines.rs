@@ -247,6 +247,22 @@ impl Routines {
         Ok(started.map(|s| time(&s)))
     }
 
+    /// Claims the scheduled run of `name` due at `due`: true for the first process to claim
+    /// it, false for every other (another hub sharing the store runs it). A compare-and-set
+    /// on the routine's lease (`routine:<name>`), whose time is the last tick claimed: a
+    /// tick is claimed once, and only a later one moves it.
+    pub fn claim_scheduled_tick(&self, name: &str, due: Timestamp) -> Result<bool, StateError> {
+        let holder = self.db.hub().unwrap_or("this hub").to_owned();
+        self.db.write(|tx| {
+            Ok(tx.execute(
+                "INSERT INTO leases (name, holder, expires_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, \
+                 expires_at = excluded.expires_at WHERE leases.expires_at < excluded.expires_at",
+                params![format!("routine:{name}"), holder, due.as_millisecond()],
+            )? == 1)
+        })
+    }
+
     /// Since when the engine has kept `name`'s schedule with this content: the stored time
     /// when the content is the same as last time, else `now` (stored).
     pub fn mark_routine(

@@ -3,18 +3,20 @@
 //! Owns helpers that make recorded events comparable as whole values, and the real peers
 //! several suites talk to: an MQTT broker (`mosquitto.rs`), a device on it (`device.rs`)
 //! the Telegram Bot API emulator (`telegram`), npm's mock Web Push service
-//! (`web_push.rs`), and `state.db` changed behind tau's
-//! back by another program (`state_db.rs`). Used only as a dev-dependency; knows nothing of
+//! (`web_push.rs`), a throwaway PostgreSQL server (`postgres.rs`), and `state.db` changed
+//! behind tau's back by another program (`state_db.rs`). Used only as a dev-dependency; knows nothing of
 //! tau's crates, only the JSON and the tables they write and the peers they talk to.
 
 mod device;
 mod mosquitto;
+mod postgres;
 mod state_db;
 pub mod telegram;
 mod web_push;
 
 pub use device::{DeviceStandIn, StandInSpec, publish};
 pub use mosquitto::Mosquitto;
+pub use postgres::{Postgres, postgres_bin};
 pub use state_db::{edit_behind_tau, tamper_approval};
 pub use web_push::PushService;
 

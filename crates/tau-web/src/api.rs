@@ -30,7 +30,11 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         HubError::UnknownApproval(_) | HubError::UnknownSession(_) => StatusCode::NOT_FOUND,
         HubError::Open { .. } | HubError::InUse(_) => StatusCode::CONFLICT,
         HubError::Busy => StatusCode::TOO_MANY_REQUESTS,
-        HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+        // A store that does not answer (a shared one's connection lost): nothing is taken
+        // in until it does, and the client may try again.
+        HubError::ShuttingDown | HubError::Store(tau_state::StateError::Unavailable { .. }) => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
         HubError::TimedOut { .. } => StatusCode::GATEWAY_TIMEOUT,
         HubError::Grant(_) | HubError::Title(_) | HubError::PasskeyElsewhere(_) => {
             StatusCode::UNPROCESSABLE_ENTITY

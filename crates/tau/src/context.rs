@@ -12,6 +12,7 @@ use tau_state::StateDb;
 
 use crate::errors::usage;
 use crate::settings::{Loaded, NO_MODEL_HELP};
+use crate::store::ConfiguredStore;
 use tau_home::{EnvFn, Home};
 
 /// How long a start waits to learn whether the model answers.
@@ -23,8 +24,8 @@ pub(crate) struct Context {
     pub env: Box<EnvFn>,
     /// Every event of this run; the command subscribes the audit log to it.
     pub events: EventBus,
-    /// `state.db`, opened once for the whole run: one connection per process, so no
-    /// second open (and close) of the file can drop the locks SQLite holds on it.
+    /// The store, opened once for the whole run: one connection per process, so no
+    /// second open (and close) of `state.db` can drop the locks SQLite holds on it.
     pub state: OnceLock<StateDb>,
 }
 
@@ -147,22 +148,43 @@ impl Context {
         )?)
     }
 
-    /// `state.db`, opened (and created, in a home that exists) on first use.
+    /// Where the store is: `[state] url` or `TAU_STATE_URL`, else `state.db` in the home.
+    pub(crate) fn store_location(&self) -> anyhow::Result<ConfiguredStore> {
+        self.loaded
+            .config
+            .state
+            .location(&*self.env, &self.home.state_db())
+            .map_err(|e| usage(e.to_string()))
+    }
+
+    /// The store, opened (and created: `state.db` in a home that exists, the tables of a
+    /// shared store) on first use.
     pub(crate) fn state(&self) -> anyhow::Result<StateDb> {
         if let Some(state) = self.state.get() {
             return Ok(state.clone());
         }
-        let opened = StateDb::open(&self.home.state_db())?;
+        let mut opened = self.store_location()?.open(&*self.env)?;
+        // Of a store several hubs share, this home is one hub (a file's store is one hub's).
+        if opened.is_shared() {
+            self.create_home()?;
+            let hub = tau_home::token_file::load_or_create(&self.home.hub_id())?;
+            opened = opened.for_hub(&hub);
+        }
         Ok(self.state.get_or_init(|| opened).clone())
     }
 
-    /// `state.db` when it exists; `None`, and nothing created, when it does not.
+    /// The store when it exists; `None`, and nothing created, when `state.db` does not
+    /// (a shared store always exists: it is opened as [`Context::state`] does).
     pub(crate) fn existing_state(&self) -> anyhow::Result<Option<StateDb>> {
         if let Some(state) = self.state.get() {
             return Ok(Some(state.clone()));
         }
-        Ok(StateDb::open_existing(&self.home.state_db())?
-            .map(|opened| self.state.get_or_init(|| opened).clone()))
+        match self.store_location()? {
+            ConfiguredStore::Home(path) => Ok(StateDb::open_existing(&path)?
+                .map(|opened| self.state.get_or_init(|| opened).clone())),
+            // A shared store always exists; this home is one of its hubs from the first use.
+            ConfiguredStore::Shared(_) => self.state().map(Some),
+        }
     }
 
     /// How commands (and MCP servers started as programs) are confined: tau's own

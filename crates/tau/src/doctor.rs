@@ -2,13 +2,16 @@
 //! for real in a throwaway process), the modes of the home and its files, the workspace
 //! boundary, the config (through the very checks `tau serve` runs at start, so a config
 //! `serve` refuses is never said to be fine here), and the model: whether one is set, and
-//! whether its server can be reached. Changes nothing.
+//! whether its server can be reached; a store several hubs share: its connection, schema
+//! step and leases. Changes nothing (but connecting to a shared store brings an empty
+//! database's tables to this tau's schema, as every command does).
 
 use std::path::Path;
 
 use tau_sandbox::Sandbox;
 
 use crate::context::Context;
+use crate::store::ConfiguredStore;
 
 /// One line of the report.
 struct Row {
@@ -39,13 +42,9 @@ impl Row {
 pub(crate) async fn run(ctx: &Context, config_error: Option<&anyhow::Error>) -> (String, bool) {
     let mut text = String::new();
     let mut healthy = true;
-    let sections = [
-        sandbox(ctx).await,
-        home(ctx),
-        workspace(ctx),
-        config(ctx, config_error),
-        model(ctx).await,
-    ];
+    let mut sections = vec![sandbox(ctx).await, home(ctx)];
+    sections.extend(shared_store(ctx));
+    sections.extend([workspace(ctx), config(ctx, config_error), model(ctx).await]);
     for (title, rows) in sections {
         text.push_str(&title);
         text.push('\n');
@@ -78,6 +77,69 @@ async fn sandbox(ctx: &Context) -> (String, Vec<Row>) {
 fn home(ctx: &Context) -> (String, Vec<Row>) {
     let (title, rows) = ctx.home.doctor_section();
     (title, rows.into_iter().map(Row::from).collect())
+}
+
+/// A store several hubs share: whether it answers, its schema step, its leases. Nothing
+/// for `state.db` in the home (the home's section has it).
+fn shared_store(ctx: &Context) -> Option<(String, Vec<Row>)> {
+    let shared = match ctx.store_location() {
+        Ok(ConfiguredStore::Shared(shared)) => shared,
+        Ok(ConfiguredStore::Home(_)) => return None,
+        Err(error) => {
+            let why = tau_core::display(&format!("{error:#}"));
+            return Some(("store".to_owned(), vec![Row::new("no", "url", why)]));
+        }
+    };
+    let title = format!("store {}", tau_core::display(&shared.url));
+    let state = match ctx.existing_state() {
+        Ok(Some(state)) => state,
+        Ok(None) => return None,
+        Err(error) => {
+            let why = tau_core::display(&format!("{error:#}"));
+            return Some((
+                title,
+                vec![
+                    Row::new("no", "connection", why),
+                    Row::new("--", "schema", "not checked: no connection"),
+                    Row::new("--", "leases", "not checked: no connection"),
+                ],
+            ));
+        }
+    };
+    let schema = match state.schema_version() {
+        Ok(step) if step == tau_state::SCHEMA_VERSION => {
+            Row::new("ok", "schema", format!("step {step}, this tau's"))
+        }
+        Ok(step) => Row::new(
+            "no",
+            "schema",
+            format!("step {step}; this tau knows {}", tau_state::SCHEMA_VERSION),
+        ),
+        Err(error) => Row::new("no", "schema", tau_core::display(&error.to_string())),
+    };
+    let leases = match state.leases().leases() {
+        Ok(leases) => {
+            let now = jiff::Timestamp::now();
+            let live = leases.iter().filter(|l| l.is_live(now)).count();
+            let hubs = leases
+                .iter()
+                .filter(|l| l.is_live(now) && l.name.starts_with("hub:"))
+                .count();
+            Row::new(
+                "ok",
+                "leases",
+                format!(
+                    "readable: {live} held ({hubs} by a running hub), {} run out",
+                    leases.len() - live
+                ),
+            )
+        }
+        Err(error) => Row::new("no", "leases", tau_core::display(&error.to_string())),
+    };
+    Some((
+        title,
+        vec![Row::new("ok", "connection", "answers"), schema, leases],
+    ))
 }
 
 fn workspace(ctx: &Context) -> (String, Vec<Row>) {

@@ -20,6 +20,7 @@ mod doctor;
 mod errors;
 mod grants;
 mod hosted;
+mod hub_lease;
 mod mcp;
 mod output;
 mod owner;
@@ -29,6 +30,7 @@ mod serve_banner;
 mod service;
 mod settings;
 mod start_checks;
+mod store;
 mod tui;
 
 use std::process::ExitCode;
@@ -99,6 +101,11 @@ fn before_command(
     bad_config: BadConfig,
     config_error: Option<&anyhow::Error>,
 ) -> anyhow::Result<()> {
+    // Where the store is, and a password where none may be, are said before anything runs
+    // (`tau doctor` says it among its findings).
+    if bad_config != BadConfig::Report {
+        ctx.store_location()?;
+    }
     match bad_config {
         BadConfig::Refuse => ctx.refuse_home_links(),
         BadConfig::GoOn => {

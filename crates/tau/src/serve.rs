@@ -79,6 +79,9 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         ));
     }
     let state = ctx.state()?;
+    // Held before anything is recovered: no other hub takes this one's running calls for
+    // cut off while it serves.
+    let _alive = crate::hub_lease::hold(&state)?;
     let audit = Arc::new(AuditLog::open(
         &ctx.home.audit_log(),
         AUDIT_SESSION,
@@ -156,7 +159,27 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         channels.push(Arc::new(web));
     }
     let mut witness = None;
-    if let (Some(telegram), Some(token)) = (&config.telegram, telegram_token) {
+    // One poller per bot across the hubs sharing a store.
+    let poller = match &telegram_token {
+        Some(token) => Some(crate::hub_lease::telegram_poller(&state, token)?),
+        None => None,
+    };
+    let polls_telegram = matches!(poller, Some(crate::hub_lease::TelegramPoller::Here { .. }));
+    if let (crate::store::ConfiguredStore::Shared(shared), Some(hub)) =
+        (ctx.store_location()?, state.hub())
+    {
+        // The url as configured, which holds no password (one that did was refused).
+        crate::output::print(&format!(
+            "tau serve: store {}, shared with other hubs; this one is hub {}\n",
+            tau_core::display(&shared.url),
+            crate::hub_lease::short(hub)
+        ));
+    }
+    if matches!(poller, Some(crate::hub_lease::TelegramPoller::Elsewhere)) {
+        crate::output::print(TELEGRAM_ELSEWHERE);
+    }
+    if let (Some(telegram), Some(token), true) = (&config.telegram, telegram_token, polls_telegram)
+    {
         let (telegram_channel, channel) = tau_telegram::host(
             telegram,
             &token,
@@ -193,7 +216,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             token_path: &token_path,
             token: token.as_deref(),
         }),
-        config.telegram.is_some(),
+        polls_telegram,
         &recovery,
     ));
     let watchdog =
@@ -215,7 +238,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     // the hub runs them, right below.
     notifier.ready(&serving_status(
         web_url.as_deref(),
-        config.telegram.is_some(),
+        polls_telegram,
         recovery.pending.len(),
     ));
     let stop = async move {
@@ -238,6 +261,9 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
 }
 
 /// What `systemctl status` says while the hub serves.
+/// What a hub says when another hub sharing its store polls the bot.
+const TELEGRAM_ELSEWHERE: &str = "tau serve: Telegram: another hub sharing the store polls this bot; this one does not (it takes over when started again after that hub stops)\n";
+
 fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
     let mut channels = Vec::new();
     if let Some(url) = url {

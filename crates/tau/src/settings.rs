@@ -38,6 +38,8 @@ pub(crate) struct TauConfig {
     /// `[[routines]]`, as written; read by `tau-reflex` (`Context::routine_defs`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routines: Vec<toml::Value>,
+    /// `[state]`: a PostgreSQL store several hubs share; absent, `state.db` in the home.
+    pub state: crate::store::StateConfig,
 }
 
 /// The config as loaded, with what was set explicitly.

@@ -153,7 +153,17 @@ pub(super) async fn keep(inner: Arc<Inner>, slot: Arc<Slot>) {
         if !sleep_until(&inner, &slot, due).await {
             return;
         }
-        inner.fire(&slot, trigger.describe());
+        // One run per occurrence across the hubs sharing the store: the first to claim
+        // it runs it. A claim that fails runs nothing (the store is not answering).
+        match inner.store.claim_tick(slot.routine.name(), due) {
+            Ok(true) => {
+                inner.fire(&slot, trigger.describe());
+            }
+            Ok(false) => {}
+            Err(error) => {
+                tracing::warn!(routine = slot.routine.name(), %error, "cannot claim this run; it is not run");
+            }
+        }
         next = next_after(&inner, &trigger, due, anchor);
     }
 }

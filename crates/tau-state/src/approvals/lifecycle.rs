@@ -87,8 +87,9 @@ impl Approvals {
             .map(serde_json::to_string)
             .transpose()
             .map_err(StateError::encode("a grant request"))?;
+        let hub = self.db().hub();
         let inserted = self.db().write_durable(|tx| {
-            tx.execute(
+            let inserted = tx.execute(
                 &format!(
                     "INSERT INTO approvals ({COLUMNS}, shown, settled) VALUES \
                      (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
@@ -118,7 +119,15 @@ impl Approvals {
                     shown,
                     settled,
                 ],
-            )
+            )?;
+            if inserted == 1 && row.consumed_at.is_some() {
+                // Let through as it is stored: the hub that runs it is recorded with it.
+                tx.execute(
+                    "UPDATE approvals SET dispatched_by = ?2 WHERE id = ?1",
+                    params![row.id.as_str(), hub],
+                )?;
+            }
+            Ok(inserted)
         })?;
         if inserted == 1 {
             Ok(())
@@ -130,9 +139,9 @@ impl Approvals {
     pub fn consume_approval(&self, id: &ApprovalId, at: Timestamp) -> Result<bool, StateError> {
         self.db().write_durable(|tx| {
             Ok(tx.execute(
-                "UPDATE approvals SET consumed_at = ?2 \
+                "UPDATE approvals SET consumed_at = ?2, dispatched_by = ?3 \
                      WHERE id = ?1 AND state = 'approved' AND consumed_at IS NULL",
-                params![id.as_str(), at.to_string()],
+                params![id.as_str(), at.to_string(), self.db().hub()],
             )? == 1)
         })
     }

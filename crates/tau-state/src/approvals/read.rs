@@ -28,12 +28,17 @@ impl ApprovalReader {
     }
 
     /// Calls let through whose result was never stored (dispatched, no outcome), oldest
-    /// first: at a start, each was running when tau stopped.
+    /// first: at a start, each was running when tau stopped. Of a store several hubs
+    /// share, only those this hub let through (see [`crate::StateDb::for_hub`]), those of
+    /// hubs whose lease ran out, and those from before hubs were recorded: never a call a
+    /// live hub is running.
     pub fn dispatched_without_outcome(&self) -> Result<Vec<ApprovalRow>, StateError> {
         select(
             &self.db,
-            "WHERE consumed_at IS NOT NULL AND outcome IS NULL",
-            params![],
+            "WHERE consumed_at IS NOT NULL AND outcome IS NULL AND (dispatched_by IS NULL \
+             OR dispatched_by = ?1 OR NOT EXISTS (SELECT 1 FROM leases \
+             WHERE leases.name = 'hub:' || approvals.dispatched_by AND leases.expires_at > ?2))",
+            params![self.db.hub(), crate::leases::now_millis()],
         )
     }
 
@@ -63,12 +68,16 @@ impl ApprovalReader {
     }
 
     /// Decided questions whose turn was not resumed or closed yet (the hub stopped in
-    /// between), oldest first.
+    /// between), oldest first. Of a store several hubs share, never one whose call another
+    /// live hub let through: that hub is running its turn.
     pub fn unsettled_approvals(&self) -> Result<Vec<ApprovalRow>, StateError> {
         select(
             &self.db,
-            "WHERE state != 'pending' AND settled = 0",
-            params![],
+            "WHERE state != 'pending' AND settled = 0 AND NOT (consumed_at IS NOT NULL \
+             AND dispatched_by IS NOT NULL AND dispatched_by != COALESCE(?1, '') \
+             AND EXISTS (SELECT 1 FROM leases \
+             WHERE leases.name = 'hub:' || approvals.dispatched_by AND leases.expires_at > ?2))",
+            params![self.db.hub(), crate::leases::now_millis()],
         )
     }
 }

@@ -26,11 +26,18 @@ use tau_home::backup::{
 
 use crate::context::Context;
 use crate::errors::usage;
+use crate::store::ConfiguredStore;
 
 pub(crate) use restore::restore;
 
 /// `tau backup FILE`.
 pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
+    if let ConfiguredStore::Shared(shared) = ctx.store_location()? {
+        return Err(usage(format!(
+            "tau backup copies a home whose store is its state.db; this one's is the PostgreSQL database {}: back it up with PostgreSQL's own tools (pg_dump -Fc), and keep this home's audit.jsonl and hub-id with it",
+            tau_core::display(&shared.url)
+        )));
+    }
     if std::fs::symlink_metadata(file).is_ok() {
         return Err(usage(format!(
             "{} exists: tau never writes a backup over a file; name a new one",

@@ -21,6 +21,12 @@ use tau_home::Home;
 
 /// `tau restore FILE`, into the home `--home` names.
 pub(crate) fn restore(ctx: &Context, file: &Path) -> anyhow::Result<String> {
+    if let crate::store::ConfiguredStore::Shared(shared) = ctx.store_location()? {
+        return Err(usage(format!(
+            "tau restore brings back a home whose store is its state.db; this config's store is the PostgreSQL database {}: restore it with PostgreSQL's own tools (pg_restore)",
+            tau_core::display(&shared.url)
+        )));
+    }
     let home = &ctx.home;
     refuse_home_with_state(home)?;
     let source = std::fs::File::open(file)

@@ -1,0 +1,217 @@
+//! Several hubs on one store, on both stores: a lease is one hub's at a time, and a start
+//! closes only the cut-off calls of hubs that are gone, never a call a live hub runs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use tau_protocol::{ApprovalId, CallCard, DecidedBy, SessionId, Tier};
+use tau_state::{ApprovalState, NewApproval, StateDb, hub_lease};
+use tau_test_support::Postgres;
+
+const LIVE: Duration = Duration::from_secs(60);
+
+/// Two hubs' connections to one store, and what keeps it alive.
+struct Shared {
+    a: StateDb,
+    b: StateDb,
+    _keep: Box<dyn std::any::Any>,
+}
+
+fn sqlite() -> Shared {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    Shared {
+        a: StateDb::open(&path).unwrap().for_hub("a"),
+        b: StateDb::open(&path).unwrap().for_hub("b"),
+        _keep: Box::new(dir),
+    }
+}
+
+fn postgres() -> Shared {
+    let server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    Shared {
+        a: StateDb::connect(&url).unwrap().for_hub("a"),
+        b: StateDb::connect(&url).unwrap().for_hub("b"),
+        _keep: Box::new(server),
+    }
+}
+
+/// Stores call `n`'s question, approves it and lets it through on `hub`.
+fn dispatch(hub: &StateDb, n: u32) -> ApprovalId {
+    let id = ApprovalId::parse(&format!("ap_{n}")).unwrap();
+    let now = Timestamp::now();
+    let row = NewApproval {
+        id: id.clone(),
+        session: SessionId::parse(&format!("s{n}")).unwrap(),
+        call_id: format!("t{n}"),
+        tool: "run_command".into(),
+        tier: Tier::Physical,
+        effect: "runs a command".into(),
+        arguments: json!({"command": "echo made"}),
+        channel: "web".into(),
+        created_at: now,
+        deadline: now + jiff::SignedDuration::from_secs(600),
+        card: CallCard::default(),
+    }
+    .into_row();
+    let approvals = hub.approvals();
+    approvals.create_approval(&row).unwrap();
+    approvals
+        .decide_approval(&id, ApprovalState::Approved, &DecidedBy::person("web"), now)
+        .unwrap();
+    assert!(approvals.consume_approval(&id, now).unwrap());
+    id
+}
+
+fn cut_off(hub: &StateDb) -> Vec<String> {
+    hub.approvals()
+        .dispatched_without_outcome()
+        .unwrap()
+        .into_iter()
+        .map(|row| row.id.to_string())
+        .collect()
+}
+
+fn a_live_hub_s_running_call_is_left_to_it(store: &Shared) {
+    let leases = store.a.leases();
+    assert!(leases.claim(&hub_lease("a"), "a", LIVE).unwrap());
+    assert!(store.b.leases().claim(&hub_lease("b"), "b", LIVE).unwrap());
+    dispatch(&store.a, 1);
+    dispatch(&store.b, 2);
+    assert_eq!(cut_off(&store.a), ["ap_1"], "a's own, not b's: b is alive");
+    assert_eq!(cut_off(&store.b), ["ap_2"]);
+    let unsettled = |hub: &StateDb| -> Vec<String> {
+        hub.approvals()
+            .unsettled_approvals()
+            .unwrap()
+            .into_iter()
+            .map(|row| row.id.to_string())
+            .collect()
+    };
+    assert_eq!(
+        unsettled(&store.a),
+        ["ap_1"],
+        "b runs its turn: a resumes none of it"
+    );
+    // a is gone: its lease runs out, and its call is anyone's to close, once.
+    assert!(leases.claim(&hub_lease("a"), "a", Duration::ZERO).unwrap());
+    assert_eq!(cut_off(&store.b), ["ap_1", "ap_2"]);
+    let at = Timestamp::now();
+    let id = ApprovalId::parse("ap_1").unwrap();
+    assert!(
+        store
+            .b
+            .approvals()
+            .close_effect_uncertain(&id, at)
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .a
+            .approvals()
+            .close_effect_uncertain(&id, at)
+            .unwrap()
+            .is_none()
+    );
+}
+
+fn a_lease_is_one_hub_s(store: &Shared) {
+    let (a, b) = (store.a.leases(), store.b.leases());
+    assert!(a.claim("telegram:42", "a", LIVE).unwrap());
+    assert!(!b.claim("telegram:42", "b", LIVE).unwrap());
+    assert!(a.claim("telegram:42", "a", LIVE).unwrap(), "renewed");
+    a.release("telegram:42", "a").unwrap();
+    assert!(b.claim("telegram:42", "b", LIVE).unwrap());
+    assert_eq!(
+        a.leases()
+            .unwrap()
+            .iter()
+            .map(|l| (l.name.as_str(), l.holder.as_str()))
+            .collect::<Vec<_>>(),
+        [("telegram:42", "b")]
+    );
+}
+
+#[test]
+fn sqlite_a_live_hub_s_running_call_is_left_to_it() {
+    a_live_hub_s_running_call_is_left_to_it(&sqlite());
+}
+
+#[test]
+fn postgres_a_live_hub_s_running_call_is_left_to_it() {
+    a_live_hub_s_running_call_is_left_to_it(&postgres());
+}
+
+#[test]
+fn sqlite_a_lease_is_one_hub_s() {
+    a_lease_is_one_hub_s(&sqlite());
+}
+
+#[test]
+fn postgres_a_lease_is_one_hub_s() {
+    a_lease_is_one_hub_s(&postgres());
+}
+
+#[test]
+fn postgres_many_claims_at_once_give_one_holder() {
+    let server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    let hubs: Vec<StateDb> = (0..4).map(|_| StateDb::connect(&url).unwrap()).collect();
+    let won: usize = std::thread::scope(|scope| {
+        let claims: Vec<_> = hubs
+            .iter()
+            .enumerate()
+            .map(|(n, hub)| {
+                scope.spawn(move || {
+                    hub.leases()
+                        .claim("routine:lamp", &format!("h{n}"), LIVE)
+                        .unwrap()
+                })
+            })
+            .collect();
+        claims
+            .into_iter()
+            .map(|c| usize::from(c.join().unwrap()))
+            .sum()
+    });
+    assert_eq!(won, 1);
+}
+
+fn a_scheduled_tick_is_claimed_once(store: &Shared) {
+    let due = Timestamp::from_second(1_800_000_000).unwrap();
+    let later = due + jiff::SignedDuration::from_secs(60);
+    let (a, b) = (store.a.routines(), store.b.routines());
+    assert!(a.claim_scheduled_tick("lamp", due).unwrap());
+    assert!(!b.claim_scheduled_tick("lamp", due).unwrap(), "a runs it");
+    assert!(
+        !a.claim_scheduled_tick("lamp", due).unwrap(),
+        "once, even for a"
+    );
+    assert!(
+        b.claim_scheduled_tick("lamp", later).unwrap(),
+        "the next is anyone's"
+    );
+    assert!(
+        !a.claim_scheduled_tick("lamp", due).unwrap(),
+        "never an older one"
+    );
+    assert!(
+        a.claim_scheduled_tick("heater", due).unwrap(),
+        "a lease per routine"
+    );
+}
+
+#[test]
+fn sqlite_a_scheduled_tick_is_claimed_once() {
+    a_scheduled_tick_is_claimed_once(&sqlite());
+}
+
+#[test]
+fn postgres_a_scheduled_tick_is_claimed_once() {
+    a_scheduled_tick_is_claimed_once(&postgres());
+}

@@ -1,0 +1,169 @@
+//! Load on hubs sharing one PostgreSQL store, beside one hub on it and one hub on its own
+//! `state.db`: every conversation sends one message at once, a `replay:` model answers each
+//! with one tier-0 call (`clock`) and then a text. Prints each setup's turns per second (all
+//! hubs together) and what each hub of two kept of one hub's rate on the same store, and
+//! checks every hub's audit chain.
+//!
+//! ```sh
+//! cargo bench -p tau --bench serve_shared_load                    # 300 conversations a hub
+//! cargo bench -p tau --bench serve_shared_load -- --sessions 100
+//! ```
+//!
+//! Needs PostgreSQL (Debian's `postgresql`; see `tau_test_support::Postgres`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::print_stdout,
+    clippy::cast_precision_loss
+)]
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::serve::Serve;
+use common::{Tau, answer, tool_call};
+use serde_json::json;
+use tau_test_support::Postgres;
+
+/// Clients sending at once to each hub.
+const SENDERS: usize = 32;
+
+/// One hub under load: its home, its process, its conversations.
+struct Loaded {
+    tau: Tau,
+    serve: Serve,
+    sessions: Vec<String>,
+}
+
+fn hub(url: Option<&str>, sessions: usize) -> Loaded {
+    let tau = Tau::new();
+    let model = tau.replay(&json!([
+        tool_call("t1", "clock", &json!({})),
+        answer("It is now.")
+    ]));
+    let env: Vec<(&str, &str)> = url.map(|u| ("TAU_STATE_URL", u)).into_iter().collect();
+    let serve = tau.serve_env(&model, &tau.serve_config(""), &env);
+    let sessions = (0..sessions).map(|_| serve.new_session()).collect();
+    Loaded {
+        tau,
+        serve,
+        sessions,
+    }
+}
+
+/// Sends every hub's messages at once; the seconds until every turn ended.
+fn load(hubs: &[Loaded]) -> f64 {
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for hub in hubs {
+            let queue = Arc::new(Mutex::new(hub.sessions.clone()));
+            let (addr, bearer) = (hub.serve.addr, format!("Bearer {}", hub.serve.token));
+            for _ in 0..SENDERS {
+                let (queue, bearer) = (Arc::clone(&queue), bearer.clone());
+                scope.spawn(move || {
+                    let (host, origin) = (addr.to_string(), format!("http://{addr}"));
+                    let headers = [
+                        ("Host", host.as_str()),
+                        ("Authorization", bearer.as_str()),
+                        ("Origin", origin.as_str()),
+                    ];
+                    while let Some(id) = queue.lock().unwrap().pop() {
+                        let reply = common::serve::request(
+                            addr,
+                            "POST",
+                            &format!("/api/sessions/{id}/messages"),
+                            &headers,
+                            Some(r#"{"text": "What time is it?"}"#),
+                        );
+                        assert_eq!(reply.status, 202, "{reply:?}");
+                    }
+                });
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(900);
+    for hub in hubs {
+        loop {
+            let ended = hub
+                .tau
+                .audit()
+                .iter()
+                .filter(|l| l["type"] == "turn_end")
+                .count();
+            if ended >= hub.sessions.len() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "only {ended} turns ended");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    start.elapsed().as_secs_f64()
+}
+
+/// Stops each hub and checks its chain (against its own anchor in the store).
+fn finish(hubs: Vec<Loaded>, url: Option<&str>) {
+    let env: Vec<(&str, &str)> = url.map(|u| ("TAU_STATE_URL", u)).into_iter().collect();
+    for hub in hubs {
+        let (code, _) = hub.serve.terminate();
+        assert_eq!(code, 0, "tau serve did not stop cleanly");
+        let verified = hub.tau.run_env(&["audit", "verify"], &env, "");
+        assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    }
+}
+
+fn measure(url: Option<&str>, hubs: usize, sessions: usize) -> f64 {
+    let loaded: Vec<Loaded> = (0..hubs).map(|_| hub(url, sessions)).collect();
+    let seconds = load(&loaded);
+    finish(loaded, url);
+    (hubs * sessions) as f64 / seconds
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (mut sessions, mut rounds) = (300, 3);
+    while let Some(arg) = args.next() {
+        let value = args.next().and_then(|n| n.parse().ok());
+        match arg.as_str() {
+            "--sessions" => sessions = value.unwrap_or(sessions),
+            "--rounds" => rounds = value.unwrap_or(rounds),
+            // `cargo bench` passes `--bench`.
+            _ => {}
+        }
+    }
+    let server = Postgres::start().unwrap();
+    let (mut sqlite, mut one, mut two) = (Vec::new(), Vec::new(), Vec::new());
+    // Alternated, so a machine that gets busier does not favour one.
+    for _ in 0..rounds {
+        sqlite.push(measure(None, 1, sessions));
+        let url = server.fresh_database().unwrap();
+        one.push(measure(Some(&url), 1, sessions));
+        let url = server.fresh_database().unwrap();
+        two.push(measure(Some(&url), 2, sessions));
+    }
+    let (sqlite, one, two) = (median(sqlite), median(one), median(two));
+    println!(
+        "tau serve, {sessions} conversations a hub sending one message each at once ({SENDERS} clients a hub), one tier-0 call a turn, medians of {rounds} rounds"
+    );
+    println!();
+    println!("| store | hubs | turns/s (all hubs) | turns/s a hub |");
+    println!("| --- | ---: | ---: | ---: |");
+    println!("| state.db | 1 | {sqlite:.0} | {sqlite:.0} |");
+    println!("| PostgreSQL | 1 | {one:.0} | {one:.0} |");
+    println!("| PostgreSQL | 2 | {two:.0} | {:.0} |", two / 2.0);
+    println!();
+    println!(
+        "each of two hubs keeps {:.0}% of one hub's rate on PostgreSQL; one hub on PostgreSQL does {:.0}% of one on state.db",
+        100.0 * two / 2.0 / one,
+        100.0 * one / sqlite
+    );
+}
