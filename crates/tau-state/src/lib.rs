@@ -21,7 +21,7 @@
 //! Whoever opens the file holds [`StateDb`] whole and hands every other part a narrow handle
 //! of one concern (`handles.rs`): [`Sessions`], [`Conversations`], [`ApprovalReader`] (read
 //! only) and [`Approvals`] (the only one that decides a question), [`Grants`], [`Routines`],
-//! [`Devices`], [`TelegramMemory`], [`AuditAnchor`]. Each is a clone of the one connection
+//! [`Devices`], [`TelegramMemory`], [`AuditAnchor`], [`People`]. Each is a clone of the one connection
 //! and reaches nothing else.
 //!
 //! Layout
@@ -42,6 +42,8 @@
 //! - `grants.rs`: grants, their exact match, and their uses and revokes (one order);
 //!   `grants_check.rs`: a row against the audit log's grant lines; `grant_pins.rs`: the
 //!   workspace tree a grant was last pinned to
+//! - `people.rs`: people's TauBar tokens and invites (hashed), and whose each
+//!   conversation and grant is
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
 //! - `titles.rs`: what a session is called (a person's name for it, else its first
 //!   prompt's) and search over titles and message text
@@ -57,6 +59,7 @@ mod grants;
 mod grants_check;
 mod handles;
 mod migrate;
+mod people;
 mod routines;
 mod sessions;
 mod snapshot;
@@ -75,10 +78,11 @@ pub use error::{StateError, TitleError};
 pub use grants::{GrantedCall, Revoked, is_live};
 pub use grants_check::{RecordedGrant, UntrustedGrant, cross_check_grant};
 pub use handles::{
-    ApprovalReader, Approvals, AuditAnchor, Conversations, Devices, Grants, Routines, Sessions,
-    TelegramMemory,
+    ApprovalReader, Approvals, AuditAnchor, Conversations, Devices, Grants, People, Routines,
+    Sessions, TelegramMemory,
 };
 pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};
+pub use people::secret_sha256;
 pub use routines::{RoutineRow, RunRow, Switch};
 pub use sessions::{StoredMessage, StoredSession};
 pub use telegram::ShownQuestion;

@@ -222,6 +222,7 @@ const STEPS: &[Step] = &[
     crate::titles::session_title_step,
     unsettled_by_session,
     crate::grant_pins::grant_pins_step,
+    crate::people::people_step,
 ];
 
 /// The version a file has once this tau opened it.

@@ -23,6 +23,8 @@ mod hosted;
 mod mcp;
 mod output;
 mod owner;
+mod people;
+mod people_file;
 mod routines;
 mod serve;
 mod serve_banner;
@@ -37,7 +39,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::cli::{
     AuditCommand, BadConfig, Cli, Command, ConfigCommand, DevicesCommand, GrantsCommand,
-    RoutinesCommand, ServiceCommand, SessionsCommand,
+    PeopleCommand, RoutinesCommand, ServiceCommand, SessionsCommand,
 };
 use crate::context::Context;
 use crate::errors::exit_code;
@@ -226,6 +228,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             DevicesCommand::Pin(pin) => output::print(&devices::pin(&ctx, &pin)?),
         },
+        Command::People { command } => output::print(&match command {
+            PeopleCommand::List => people::list(&ctx)?,
+            PeopleCommand::Add(add) => people::add(&ctx, &add)?,
+            PeopleCommand::Remove { name } => people::remove(&ctx, &name)?,
+            PeopleCommand::Token { name, revoke } => people::token(&ctx, &name, revoke)?,
+            PeopleCommand::Invite { name } => people::invite(&ctx, &name)?,
+        }),
         Command::Routines { command } => match command {
             RoutinesCommand::List => output::print(&routines::list(&ctx).await?),
             RoutinesCommand::Show { name } => output::print(&routines::show(&ctx, &name).await?),

@@ -1,0 +1,302 @@
+//! What `state.db` keeps of the household's people: each person's own TauBar token and
+//! one-time invites (both only as SHA-256, so a copy of the file signs nobody in), and
+//! whose each conversation and each grant is. The people themselves are `tau.toml`'s
+//! `[[people]]`; these tables only name them, keyed by the ids the other tables use.
+
+use jiff::Timestamp;
+use rusqlite::{OptionalExtension, params};
+use tau_protocol::{GrantId, PersonName, SessionId};
+
+use crate::error::StateError;
+use crate::handles::People;
+
+/// Step 10 of the schema: people's tokens and invites, and the person of a conversation
+/// and of a grant (beside their tables, so a home from before keeps every row as it was:
+/// a conversation or grant without a person here is the first person's).
+pub(crate) const PEOPLE: &str = "
+CREATE TABLE person_tokens (
+    person TEXT PRIMARY KEY,
+    sha256 TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE person_invites (
+    sha256 TEXT PRIMARY KEY,
+    person TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+CREATE TABLE conversation_people (
+    session TEXT PRIMARY KEY,
+    person TEXT NOT NULL
+);
+CREATE TABLE grant_people (
+    grant_id TEXT PRIMARY KEY,
+    person TEXT NOT NULL
+);
+";
+
+pub(crate) fn people_step(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(PEOPLE)
+}
+
+/// The SHA-256 of a token or an invite's secret, in hex: what is kept of it and looked up.
+pub fn secret_sha256(secret: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(secret.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn stored_person(text: &str, what: &str) -> Result<PersonName, StateError> {
+    PersonName::parse(text).map_err(|e| StateError::unreadable(what.to_owned(), e))
+}
+
+impl People {
+    /// Keeps `sha256` as `person`'s TauBar token, replacing the one before.
+    pub fn set_token(
+        &self,
+        person: &PersonName,
+        sha256: &str,
+        now: Timestamp,
+    ) -> Result<(), StateError> {
+        self.db.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO person_tokens (person, sha256, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (person) DO UPDATE SET sha256 = excluded.sha256,
+                 created_at = excluded.created_at",
+            )?
+            .execute(params![person.as_str(), sha256, now.to_string()])?;
+            Ok(())
+        })
+    }
+
+    /// Ends `person`'s token; false when they had none.
+    pub fn revoke_token(&self, person: &PersonName) -> Result<bool, StateError> {
+        self.db.write(|tx| {
+            Ok(tx
+                .prepare_cached("DELETE FROM person_tokens WHERE person = ?1")?
+                .execute(params![person.as_str()])?
+                > 0)
+        })
+    }
+
+    /// Whether `person` holds a token of their own now.
+    pub fn has_token(&self, person: &PersonName) -> Result<bool, StateError> {
+        self.db.read(|c| {
+            Ok(
+                c.prepare_cached("SELECT 1 FROM person_tokens WHERE person = ?1")?
+                    .exists(params![person.as_str()])?,
+            )
+        })
+    }
+
+    /// Whose token hashes to `sha256`, if anyone's.
+    pub fn person_of_token(&self, sha256: &str) -> Result<Option<PersonName>, StateError> {
+        let name = self.db.read(|c| {
+            Ok(
+                c.prepare_cached("SELECT person FROM person_tokens WHERE sha256 = ?1")?
+                    .query_row(params![sha256], |row| row.get::<_, String>(0))
+                    .optional()?,
+            )
+        })?;
+        name.map(|n| stored_person(&n, "a person's token"))
+            .transpose()
+    }
+
+    /// Keeps an invite for `person` whose secret hashes to `sha256`, usable once until
+    /// `expires_at`.
+    pub fn add_invite(
+        &self,
+        person: &PersonName,
+        sha256: &str,
+        now: Timestamp,
+        expires_at: Timestamp,
+    ) -> Result<(), StateError> {
+        self.db.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO person_invites (sha256, person, created_at, expires_at)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![
+                sha256,
+                person.as_str(),
+                now.to_string(),
+                expires_at.to_string()
+            ])?;
+            Ok(())
+        })
+    }
+
+    /// Uses up the invite whose secret hashes to `sha256`: its person when it was there
+    /// and had not expired at `now`. Either way it is gone after, so a second use of the
+    /// same link finds nothing.
+    pub fn take_invite(
+        &self,
+        sha256: &str,
+        now: Timestamp,
+    ) -> Result<Option<PersonName>, StateError> {
+        let found = self.db.write(|tx| {
+            let row = tx
+                .prepare_cached("SELECT person, expires_at FROM person_invites WHERE sha256 = ?1")?
+                .query_row(params![sha256], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })
+                .optional()?;
+            tx.prepare_cached("DELETE FROM person_invites WHERE sha256 = ?1 OR expires_at <= ?2")?
+                .execute(params![sha256, now.to_string()])?;
+            Ok(row)
+        })?;
+        let Some((name, expires_at)) = found else {
+            return Ok(None);
+        };
+        let expires_at: Timestamp = expires_at
+            .parse()
+            .map_err(|e| StateError::unreadable("an invite", e))?;
+        if expires_at <= now {
+            return Ok(None);
+        }
+        stored_person(&name, "an invite").map(Some)
+    }
+
+    /// Records `person` as whose conversation `session` is. The first one stays: a
+    /// conversation never changes hands.
+    pub fn claim_conversation(
+        &self,
+        session: &SessionId,
+        person: &PersonName,
+    ) -> Result<PersonName, StateError> {
+        let name = self.db.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO conversation_people (session, person) VALUES (?1, ?2)
+                 ON CONFLICT (session) DO NOTHING",
+            )?
+            .execute(params![session.as_str(), person.as_str()])?;
+            Ok(tx
+                .prepare_cached("SELECT person FROM conversation_people WHERE session = ?1")?
+                .query_row(params![session.as_str()], |row| row.get::<_, String>(0))?)
+        })?;
+        stored_person(&name, "a conversation's person")
+    }
+
+    /// Whose conversation `session` is, when it was recorded.
+    pub fn conversation_person(
+        &self,
+        session: &SessionId,
+    ) -> Result<Option<PersonName>, StateError> {
+        let name = self.db.read(|c| {
+            Ok(
+                c.prepare_cached("SELECT person FROM conversation_people WHERE session = ?1")?
+                    .query_row(params![session.as_str()], |row| row.get::<_, String>(0))
+                    .optional()?,
+            )
+        })?;
+        name.map(|n| stored_person(&n, "a conversation's person"))
+            .transpose()
+    }
+
+    /// Forgets whose a deleted conversation was.
+    pub fn forget_conversation(&self, session: &SessionId) -> Result<(), StateError> {
+        self.db.write(|tx| {
+            tx.prepare_cached("DELETE FROM conversation_people WHERE session = ?1")?
+                .execute(params![session.as_str()])?;
+            Ok(())
+        })
+    }
+
+    /// Records `person` as whose grant `id` is.
+    pub fn claim_grant(&self, id: &GrantId, person: &PersonName) -> Result<(), StateError> {
+        self.db.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO grant_people (grant_id, person) VALUES (?1, ?2)
+                 ON CONFLICT (grant_id) DO NOTHING",
+            )?
+            .execute(params![id.as_str(), person.as_str()])?;
+            Ok(())
+        })
+    }
+
+    /// Whose grant `id` is, when it was recorded.
+    pub fn grant_person(&self, id: &GrantId) -> Result<Option<PersonName>, StateError> {
+        let name = self.db.read(|c| {
+            Ok(
+                c.prepare_cached("SELECT person FROM grant_people WHERE grant_id = ?1")?
+                    .query_row(params![id.as_str()], |row| row.get::<_, String>(0))
+                    .optional()?,
+            )
+        })?;
+        name.map(|n| stored_person(&n, "a grant's person"))
+            .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::StateDb;
+    use pretty_assertions::assert_eq;
+
+    fn people() -> (tempfile::TempDir, People) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(&dir.path().join("state.db")).unwrap();
+        (dir, db.people())
+    }
+
+    fn name(text: &str) -> PersonName {
+        PersonName::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_new_token_replaces_the_old_and_a_revoke_ends_it() {
+        let (_dir, people) = people();
+        let now = Timestamp::UNIX_EPOCH;
+        people.set_token(&name("ana"), "h1", now).unwrap();
+        people.set_token(&name("bob"), "h2", now).unwrap();
+        assert_eq!(people.person_of_token("h1").unwrap(), Some(name("ana")));
+        people.set_token(&name("ana"), "h3", now).unwrap();
+        assert_eq!(people.person_of_token("h1").unwrap(), None);
+        assert_eq!(people.person_of_token("h3").unwrap(), Some(name("ana")));
+        assert!(people.revoke_token(&name("ana")).unwrap());
+        assert!(!people.revoke_token(&name("ana")).unwrap());
+        assert_eq!(people.person_of_token("h3").unwrap(), None);
+        assert_eq!(people.person_of_token("h2").unwrap(), Some(name("bob")));
+    }
+
+    #[test]
+    fn an_invite_is_taken_once_and_never_after_it_expired() {
+        let (_dir, people) = people();
+        let now: Timestamp = "2026-12-06T00:00:00Z".parse().unwrap();
+        let later: Timestamp = "2026-12-07T00:00:00Z".parse().unwrap();
+        people.add_invite(&name("ana"), "i1", now, later).unwrap();
+        people.add_invite(&name("bob"), "i2", now, later).unwrap();
+        assert_eq!(people.take_invite("i1", now).unwrap(), Some(name("ana")));
+        assert_eq!(people.take_invite("i1", now).unwrap(), None, "single use");
+        assert_eq!(people.take_invite("nope", now).unwrap(), None);
+        assert_eq!(people.take_invite("i2", later).unwrap(), None, "expired");
+    }
+
+    #[test]
+    fn a_conversation_and_a_grant_keep_their_first_person() {
+        let (_dir, people) = people();
+        let session = SessionId::parse("web-1").unwrap();
+        assert_eq!(people.conversation_person(&session).unwrap(), None);
+        assert_eq!(
+            people.claim_conversation(&session, &name("ana")).unwrap(),
+            name("ana")
+        );
+        assert_eq!(
+            people.claim_conversation(&session, &name("bob")).unwrap(),
+            name("ana")
+        );
+        assert_eq!(
+            people.conversation_person(&session).unwrap(),
+            Some(name("ana"))
+        );
+        people.forget_conversation(&session).unwrap();
+        assert_eq!(people.conversation_person(&session).unwrap(), None);
+        let grant = GrantId::parse("gr_1").unwrap();
+        people.claim_grant(&grant, &name("bob")).unwrap();
+        people.claim_grant(&grant, &name("ana")).unwrap();
+        assert_eq!(people.grant_person(&grant).unwrap(), Some(name("bob")));
+    }
+}
