@@ -334,6 +334,21 @@ impl Hub {
         approval_id: &ApprovalId,
         reply: Reply,
     ) -> Result<Answered, HubError> {
+        self.answer_as(channel, None, user, approval_id, reply)
+            .await
+    }
+
+    /// [`Hub::answer`] by `person` of the household (`None`: the channel did not say,
+    /// which only a home without `[[people]]` takes). An answer that is not theirs to
+    /// give is refused ([`HubError::NotYours`]) and audited; nothing is decided.
+    pub async fn answer_as(
+        &self,
+        channel: &str,
+        person: Option<&tau_protocol::PersonName>,
+        user: Option<String>,
+        approval_id: &ApprovalId,
+        reply: Reply,
+    ) -> Result<Answered, HubError> {
         let unknown = || HubError::UnknownApproval(approval_id.to_string());
         let row = self
             .inner
@@ -343,6 +358,10 @@ impl Hub {
             .ok_or_else(unknown)?;
         if row.channel != channel {
             return Err(unknown());
+        }
+        if let Some(reason) = self.answer_refusal(&row, person)? {
+            self.audit_not_theirs(channel, &row, user, person, reason.clone());
+            return Err(HubError::NotYours(reason));
         }
         let (to, confirmation, grant) = match reply {
             Reply::Approve => (ApprovalState::Approved, None, None),

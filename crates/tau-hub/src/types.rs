@@ -135,6 +135,8 @@ pub struct HubOptions {
     pub audit: EventBus,
     /// The language of what the hub itself tells a conversation (an answer it did not use).
     pub language: tau_core::Language,
+    /// The household, and who alone may answer which questions.
+    pub people: crate::people::HubPeople,
 }
 
 /// A conversation as a channel lists it.

@@ -105,6 +105,7 @@ impl Serve {
                 remote_timeout: timeout,
                 audit: self.audit.clone(),
                 language: tau_core::Language::En,
+                people: tau_hub::HubPeople::default(),
             },
         );
         hub.start().await.unwrap();

@@ -79,7 +79,7 @@ handle!(
     TelegramMemory
 );
 handle!(
-    /// People's TauBar tokens and invites, and whose each conversation and grant is.
+    /// People's TauBar tokens and invites, and whose each conversation is.
     People
 );
 handle!(

@@ -43,7 +43,7 @@
 //!   `grants_check.rs`: a row against the audit log's grant lines; `grant_pins.rs`: the
 //!   workspace tree a grant was last pinned to
 //! - `people.rs`: people's TauBar tokens and invites (hashed), and whose each
-//!   conversation and grant is
+//!   conversation is
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
 //! - `titles.rs`: what a session is called (a person's name for it, else its first
 //!   prompt's) and search over titles and message text

@@ -1,18 +1,18 @@
 //! What `state.db` keeps of the household's people: each person's own TauBar token and
 //! one-time invites (both only as SHA-256, so a copy of the file signs nobody in), and
-//! whose each conversation and each grant is. The people themselves are `tau.toml`'s
+//! whose each conversation is (a grant names its person in its own row). The people themselves are `tau.toml`'s
 //! `[[people]]`; these tables only name them, keyed by the ids the other tables use.
 
 use jiff::Timestamp;
 use rusqlite::{OptionalExtension, params};
-use tau_protocol::{GrantId, PersonName, SessionId};
+use tau_protocol::{PersonName, SessionId};
 
 use crate::error::StateError;
 use crate::handles::People;
 
 /// Step 10 of the schema: people's tokens and invites, and the person of a conversation
-/// and of a grant (beside their tables, so a home from before keeps every row as it was:
-/// a conversation or grant without a person here is the first person's).
+/// (beside its table, so a home from before keeps every row as it was: a conversation
+/// without a person here is the first person's).
 pub(crate) const PEOPLE: &str = "
 CREATE TABLE person_tokens (
     person TEXT PRIMARY KEY,
@@ -27,10 +27,6 @@ CREATE TABLE person_invites (
 );
 CREATE TABLE conversation_people (
     session TEXT PRIMARY KEY,
-    person TEXT NOT NULL
-);
-CREATE TABLE grant_people (
-    grant_id TEXT PRIMARY KEY,
     person TEXT NOT NULL
 );
 ";
@@ -203,31 +199,6 @@ impl People {
             Ok(())
         })
     }
-
-    /// Records `person` as whose grant `id` is.
-    pub fn claim_grant(&self, id: &GrantId, person: &PersonName) -> Result<(), StateError> {
-        self.db.write(|tx| {
-            tx.prepare_cached(
-                "INSERT INTO grant_people (grant_id, person) VALUES (?1, ?2)
-                 ON CONFLICT (grant_id) DO NOTHING",
-            )?
-            .execute(params![id.as_str(), person.as_str()])?;
-            Ok(())
-        })
-    }
-
-    /// Whose grant `id` is, when it was recorded.
-    pub fn grant_person(&self, id: &GrantId) -> Result<Option<PersonName>, StateError> {
-        let name = self.db.read(|c| {
-            Ok(
-                c.prepare_cached("SELECT person FROM grant_people WHERE grant_id = ?1")?
-                    .query_row(params![id.as_str()], |row| row.get::<_, String>(0))
-                    .optional()?,
-            )
-        })?;
-        name.map(|n| stored_person(&n, "a grant's person"))
-            .transpose()
-    }
 }
 
 #[cfg(test)]
@@ -276,7 +247,7 @@ mod tests {
     }
 
     #[test]
-    fn a_conversation_and_a_grant_keep_their_first_person() {
+    fn a_conversation_keeps_its_first_person() {
         let (_dir, people) = people();
         let session = SessionId::parse("web-1").unwrap();
         assert_eq!(people.conversation_person(&session).unwrap(), None);
@@ -294,9 +265,5 @@ mod tests {
         );
         people.forget_conversation(&session).unwrap();
         assert_eq!(people.conversation_person(&session).unwrap(), None);
-        let grant = GrantId::parse("gr_1").unwrap();
-        people.claim_grant(&grant, &name("bob")).unwrap();
-        people.claim_grant(&grant, &name("ana")).unwrap();
-        assert_eq!(people.grant_person(&grant).unwrap(), Some(name("bob")));
     }
 }

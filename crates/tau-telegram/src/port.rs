@@ -240,6 +240,7 @@ impl Hub for PortHub {
         self.hub.refused_answer(RefusedAnswer {
             approval_id: press.approval_id.clone(),
             user: press.user.map(|u| u.to_string()),
+            person: None,
             place: press.chat.map(|c| c.to_string()),
             reason: press.reason.as_str().to_owned(),
             count: press.count,

@@ -9,7 +9,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::Deserialize;
@@ -106,6 +106,7 @@ pub(crate) fn card_refusal(current: &str, sent: Option<&str>) -> Option<CardRefu
 /// answer not used); 422 for a yes that does not name the current card.
 pub(crate) async fn answer(
     State(app): State<App>,
+    Extension(speaker): Extension<crate::auth::Speaker>,
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -156,10 +157,19 @@ pub(crate) async fn answer(
         Reply::Approve | Reply::Confirm(_) | Reply::ApproveWithGrant(_) => true,
         Reply::Reject => false,
     };
-    if approving && let Some(refused) = refused_card(&app, &id, card_sha256.as_deref()) {
+    // A question that is not this person's to answer is refused as such (403, audited
+    // with who tried), whatever card it names.
+    let theirs = match app.hub.question(&id) {
+        Ok(Some(row)) => app.hub.waits_for(&row, &speaker.0),
+        Ok(None) | Err(_) => true,
+    };
+    if approving
+        && theirs
+        && let Some(refused) = refused_card(&app, &speaker, &id, card_sha256.as_deref())
+    {
         return refused;
     }
-    match app.hub.answer(None, &id, reply).await {
+    match app.hub.answer_as(&speaker.0, None, &id, reply).await {
         Ok(Answered::Decided(row)) => Json(row_json(&app, &row, false)).into_response(),
         Ok(Answered::AlreadyDecided(row)) => (
             StatusCode::CONFLICT,
@@ -198,7 +208,12 @@ pub(crate) async fn answer(
 /// counts without its hash), or a 404 for a question this page does not have or has not
 /// shown; `None` when the yes may go on to be decided. The 422 does not say the current
 /// hash: whoever answers reads the question first.
-fn refused_card(app: &App, id: &ApprovalId, sent: Option<&str>) -> Option<Response> {
+fn refused_card(
+    app: &App,
+    speaker: &crate::auth::Speaker,
+    id: &ApprovalId,
+    sent: Option<&str>,
+) -> Option<Response> {
     let row = match answerable(app, id) {
         Ok(Some(row)) => row,
         Ok(None) => return Some(error_response(StatusCode::NOT_FOUND, "no such approval")),
@@ -209,6 +224,12 @@ fn refused_card(app: &App, id: &ApprovalId, sent: Option<&str>) -> Option<Respon
     app.hub.refused_answer(RefusedAnswer {
         approval_id: Some(id.to_string()),
         user: None,
+        // Named only in a home that names people: a one-person home's line is as before.
+        person: app
+            .hub
+            .household()
+            .is_named()
+            .then(|| speaker.0.to_string()),
         place: None,
         reason: refusal.reason().to_owned(),
         count: None,

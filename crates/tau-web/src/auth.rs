@@ -22,6 +22,12 @@ pub(crate) const COOKIE: &str = "tau_web";
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
 connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/// The person of the household a request speaks for: the holder of TauBar's token (and
+/// its cookie) is the household's first person (`owner` when nobody is named); a person's
+/// own token (`tau people token NAME`) is that person's alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Speaker(pub(crate) tau_protocol::PersonName);
+
 /// How a request proved it may ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Via {
@@ -33,6 +39,8 @@ pub(crate) struct Auth {
     token: String,
     cookie: String,
     hosts: Vec<String>,
+    /// People's own tokens, kept as their SHA-256 (none in a test without a store).
+    people: Option<tau_state::People>,
 }
 
 /// Equal without telling, through timing, how much of it was right.
@@ -50,7 +58,48 @@ impl Auth {
             token: token.to_owned(),
             cookie,
             hosts,
+            people: None,
         }
+    }
+
+    /// Also takes people's own tokens, looked up in `people` by their SHA-256.
+    pub(crate) fn with_people(mut self, people: Option<tau_state::People>) -> Self {
+        self.people = people;
+        self
+    }
+
+    /// The person whose own token the request carries as its bearer, if it does.
+    fn person_token(&self, headers: &HeaderMap) -> Option<tau_protocol::PersonName> {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.strip_prefix("Bearer "))?
+            .trim();
+        if given.is_empty() {
+            return None;
+        }
+        let people = self.people.as_ref()?;
+        match people.person_of_token(&tau_state::secret_sha256(given)) {
+            Ok(person) => person,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read people's tokens");
+                None
+            }
+        }
+    }
+
+    /// How the request proved it may ask, and for whom (`first`: the household's first
+    /// person, whose TauBar's own token is).
+    pub(crate) fn speaker(
+        &self,
+        headers: &HeaderMap,
+        first: &tau_protocol::PersonName,
+    ) -> Option<(Via, Speaker)> {
+        if let Some(via) = self.via(headers) {
+            return Some((via, Speaker(first.clone())));
+        }
+        self.person_token(headers)
+            .map(|person| (Via::Bearer, Speaker(person)))
     }
 
     pub(crate) fn host_ok(&self, headers: &HeaderMap) -> bool {
@@ -133,7 +182,8 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
         .into_response()
     } else if request.uri().path().starts_with("/api/") {
         let changes = !matches!(*request.method(), Method::GET | Method::HEAD);
-        match app.auth.via(headers) {
+        let first = app.hub.household().first();
+        match app.auth.speaker(headers, &first) {
             None => {
                 let mut response =
                     error(StatusCode::UNAUTHORIZED, "the token is required").into_response();
@@ -142,15 +192,17 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                 response
             }
-            Some(via) if changes && !app.auth.origin_ok(headers, via) => error(
+            Some((via, _)) if changes && !app.auth.origin_ok(headers, via) => error(
                 StatusCode::FORBIDDEN,
                 "a request that changes something must come from this page",
             )
             .into_response(),
-            Some(_) => {
+            Some((_, speaker)) => {
                 if let Some(connection) = request.extensions().get::<Arc<Connection>>() {
                     connection.prove();
                 }
+                let mut request = request;
+                request.extensions_mut().insert(speaker);
                 next.run(request).await
             }
         }

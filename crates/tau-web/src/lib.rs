@@ -91,6 +91,7 @@ pub struct WebChannel {
     hosts: Vec<String>,
     routines: Option<Arc<dyn Routines>>,
     decisions: Option<Arc<dyn Decisions>>,
+    people: Option<tau_state::People>,
 }
 
 impl WebChannel {
@@ -115,6 +116,7 @@ impl WebChannel {
             token: token.to_owned(),
             routines: None,
             decisions: None,
+            people: None,
         })
     }
 
@@ -129,6 +131,13 @@ impl WebChannel {
     #[must_use]
     pub fn with_decisions(mut self, decisions: Arc<dyn Decisions>) -> Self {
         self.decisions = Some(decisions);
+        self
+    }
+
+    /// Takes people's own tokens (`tau people token NAME`), each as its person's.
+    #[must_use]
+    pub fn with_people(mut self, people: tau_state::People) -> Self {
+        self.people = Some(people);
         self
     }
 
@@ -165,7 +174,9 @@ impl Channel for WebChannel {
             })?;
         let app = App {
             hub,
-            auth: Arc::new(auth::Auth::new(&self.token, self.hosts.clone())),
+            auth: Arc::new(
+                auth::Auth::new(&self.token, self.hosts.clone()).with_people(self.people.clone()),
+            ),
             stop: stop.clone(),
             routines: self.routines.clone(),
             decisions: self.decisions.clone(),
@@ -176,6 +187,13 @@ impl Channel for WebChannel {
 }
 
 impl App {
+    /// Whether `session` is `speaker`'s conversation: another person's is not found here.
+    pub(crate) fn owns(&self, speaker: &auth::Speaker, session: &tau_protocol::SessionId) -> bool {
+        self.hub
+            .person_of(session)
+            .is_ok_and(|person| person == speaker.0)
+    }
+
     /// The routine whose conversation has `key`, when it is a routine's.
     pub(crate) fn origin_of_key(&self, key: &str) -> Option<RoutineOrigin> {
         self.routines.as_ref()?.origin(key)

@@ -198,6 +198,7 @@ impl Setup {
                 remote_timeout: timeout,
                 audit: self.bus.clone(),
                 language: tau_core::Language::En,
+                people: tau_hub::HubPeople::default(),
             },
         )
     }

@@ -1,0 +1,163 @@
+//! A household on TauBar through the real `tau serve`: each person signs in with their
+//! own token (`tau people token NAME`); a conversation is its person's alone (another
+//! person neither lists, reads, writes in, renames nor answers it: 404, and 403 for an
+//! answer, audited with who tried); TauBar's own token is the first person's.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::Tau;
+use common::serve::Api;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const PEOPLE: &str =
+    "[[people]]\nname = \"ana\"\n\n[[people]]\nname = \"bob\"\n\n[[people]]\nname = \"cyd\"\n";
+
+/// A person's own TauBar token, made as a person makes it.
+fn token(tau: &Tau, config: &std::path::Path, name: &str) -> String {
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "people",
+            "token",
+            name,
+        ],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.stdout.trim().to_owned()
+}
+
+fn as_person(serve: &common::serve::Serve, token: String) -> Api {
+    Api {
+        addr: serve.addr,
+        token,
+    }
+}
+
+fn ids(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_conversation_is_its_persons_alone() {
+    let tau = Tau::new();
+    let config = tau.serve_config(PEOPLE);
+    let (ana_token, bob_token) = (token(&tau, &config, "ana"), token(&tau, &config, "bob"));
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let (ana, bob) = (as_person(&serve, ana_token), as_person(&serve, bob_token));
+
+    let session = ana.new_session();
+    let row = ana.ask(&session, "make the proof");
+    let id = row["id"].as_str().unwrap().to_owned();
+    let bobs = bob.new_session();
+
+    // Bob does not find Ana's conversation anywhere.
+    assert_eq!(ids(&bob.get("/api/sessions").json()), vec![bobs.clone()]);
+    assert_eq!(ids(&ana.get("/api/sessions").json()), vec![session.clone()]);
+    for (method, path, body) in [
+        ("GET", format!("/api/sessions/{session}/messages"), None),
+        (
+            "POST",
+            format!("/api/sessions/{session}/messages"),
+            Some(r#"{"text": "hi"}"#),
+        ),
+        (
+            "PATCH",
+            format!("/api/sessions/{session}"),
+            Some(r#"{"title": "mine"}"#),
+        ),
+        ("DELETE", format!("/api/sessions/{session}"), None),
+        ("GET", format!("/api/sessions/{session}/events"), None),
+    ] {
+        let reply = bob.call(method, &path, body);
+        assert_eq!(
+            (reply.status, reply.json()),
+            (404, json!({"error": "no such session"})),
+            "{method} {path}"
+        );
+    }
+    assert_eq!(bob.get("/api/approvals?state=pending").json(), json!([]));
+    assert_eq!(
+        bob.get("/api/approvals?state=pending&channel=all").json(),
+        json!([])
+    );
+
+    // Bob's yes, even naming Ana's card, is refused and recorded with his name.
+    let body = json!({"decision": "approve", "card_sha256": row["card_sha256"]});
+    let reply = bob.post(&format!("/api/approvals/{id}"), &body.to_string());
+    assert_eq!(
+        (reply.status, reply.json()),
+        (
+            403,
+            json!({"error": "not yours: the conversation is ana's"})
+        )
+    );
+    let refused: Vec<Value> = tau
+        .audit()
+        .into_iter()
+        .filter(|line| line["type"] == "answer_refused")
+        .map(|mut line| {
+            let fields = line.as_object_mut().unwrap();
+            for key in ["at", "ts", "seq", "prev", "session"] {
+                fields.remove(key);
+            }
+            line
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        vec![json!({
+            "type": "answer_refused",
+            "channel": "web",
+            "approval_id": id,
+            "person": "bob",
+            "reason": "not yours: the conversation is ana's",
+        })]
+    );
+    assert_eq!(tau.proof(), None);
+
+    // TauBar's own token is the first person's: Ana's conversation, hers to answer.
+    let first = serve.api();
+    assert_eq!(
+        ids(&first.get("/api/sessions").json()),
+        vec![session.clone()]
+    );
+    assert_eq!(ana.approve(&id).status, 200);
+    ana.until_answered(&session, "Done.");
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
+}
+
+#[test]
+fn a_revoked_token_signs_nobody_in() {
+    let tau = Tau::new();
+    let config = tau.serve_config(PEOPLE);
+    let cyd_token = token(&tau, &config, "cyd");
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let cyd = as_person(&serve, cyd_token);
+    assert_eq!(cyd.get("/api/sessions").status, 200);
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "people",
+            "token",
+            "cyd",
+            "--revoke",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(cyd.get("/api/sessions").status, 401);
+}
