@@ -383,6 +383,11 @@ impl Hub {
         let by = DecidedBy::Person {
             channel: channel.to_owned(),
             user,
+            // Named only in a home that names people: a one-person home's record is as
+            // before.
+            person: person
+                .filter(|_| self.household().is_named())
+                .map(ToString::to_string),
         };
         // The row read above is the one answered: the compare-and-set decides on the
         // stored state, so an answer that lost a race learns the winner's.

@@ -175,6 +175,7 @@ impl Hub for PortHub {
         let by = DecidedBy::Person {
             channel: CHANNEL.to_owned(),
             user: Some(user.to_owned()),
+            person: None,
         };
         self.hub.revoke_grant(grant, &by).map_err(HubError::Hub)
     }

@@ -58,6 +58,9 @@ pub struct ToolsConfig {
     /// `[tools.provenance.NAME]`: a tool's provenance rule, key by key (`trusted`,
     /// `reach`, `outbound`, `after_untrusted`), over its own or its MCP server's.
     pub provenance: BTreeMap<String, tau_core::provenance::RuleOverride>,
+    /// `[tools.approvers]`: tool name to the people of `[[people]]` who alone may answer
+    /// a question to run it, wherever it was asked (`run_command = ["ana"]`).
+    pub approvers: BTreeMap<String, Vec<String>>,
 }
 
 impl Default for ToolsConfig {
@@ -69,6 +72,7 @@ impl Default for ToolsConfig {
             command: CommandConfig::default(),
             mqtt: MqttConfig::default(),
             provenance: BTreeMap::new(),
+            approvers: BTreeMap::new(),
         }
     }
 }
@@ -309,6 +313,7 @@ mod tests {
                     client_id: "tau".into(),
                 },
                 provenance: BTreeMap::new(),
+                approvers: BTreeMap::new(),
             }
         );
         assert_eq!(config.validate(), Ok(()));
@@ -354,6 +359,7 @@ mod tests {
                     client_id: "tau-kitchen".into(),
                 },
                 provenance: BTreeMap::new(),
+                approvers: BTreeMap::new(),
             }
         );
     }

@@ -183,8 +183,156 @@ fn web_base(ctx: &Context) -> String {
 
 /// The household as the hub holds it, with who alone may answer which questions.
 pub(crate) fn hub_people(config: &crate::settings::TauConfig) -> tau_hub::HubPeople {
+    let approvers = Approvers::from_config(config);
     tau_hub::HubPeople {
         household: config.household(),
-        approvers: std::sync::Arc::new(|_| None),
+        approvers: std::sync::Arc::new(move |row| {
+            // The stored arguments are tau's own canonical JSON.
+            let arguments = serde_json::from_str(&row.arguments).unwrap_or_default();
+            approvers.of(&row.tool, &arguments)
+        }),
+    }
+}
+
+/// Who alone may answer a question, as `tau.toml` names them: `[tools.approvers]` by
+/// tool, `approvers` on a `[[devices]]` entry (its `device_set` calls) and on an
+/// `[mcp.servers.NAME]` entry (every tool of that server).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Approvers {
+    tools: std::collections::BTreeMap<String, Vec<String>>,
+    devices: std::collections::BTreeMap<String, Vec<String>>,
+    servers: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// The tool that acts on a device (its `device` argument names which).
+const DEVICE_SET: &str = "device_set";
+
+impl Approvers {
+    pub(crate) fn from_config(config: &crate::settings::TauConfig) -> Self {
+        let named = |list: &Vec<String>| !list.is_empty();
+        Self {
+            tools: config
+                .tools
+                .approvers
+                .iter()
+                .filter(|(_, list)| named(list))
+                .map(|(tool, list)| (tool.clone(), list.clone()))
+                .collect(),
+            devices: config
+                .devices
+                .iter()
+                .filter(|device| named(&device.approvers))
+                .map(|device| (device.name.clone(), device.approvers.clone()))
+                .collect(),
+            servers: config
+                .mcp
+                .servers
+                .iter()
+                .filter(|(_, entry)| named(&entry.approvers))
+                .map(|(server, entry)| (server.clone(), entry.approvers.clone()))
+                .collect(),
+        }
+    }
+
+    /// Every list with where it was written, for the check at start.
+    fn lists(&self) -> impl Iterator<Item = (String, &Vec<String>)> {
+        let tools = self
+            .tools
+            .iter()
+            .map(|(tool, list)| (format!("tools.approvers.{tool}"), list));
+        let devices = self
+            .devices
+            .iter()
+            .map(|(device, list)| (format!("devices '{device}': approvers"), list));
+        let servers = self
+            .servers
+            .iter()
+            .map(|(server, list)| (format!("mcp.servers.{server}.approvers"), list));
+        tools.chain(devices).chain(servers)
+    }
+
+    /// Checks that each approver is a person of `household`.
+    pub(crate) fn check(&self, household: &Household) -> Result<(), String> {
+        for (key, list) in self.lists() {
+            for name in list {
+                if !household.is_named() || household.get(name).is_none() {
+                    return Err(format!(
+                        "{key}: '{name}' is not a person of [[people]]; approvers name people there"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Who alone may answer a call of `tool` with `arguments`.
+    pub(crate) fn of(&self, tool: &str, arguments: &serde_json::Value) -> Option<Vec<PersonName>> {
+        let list = self.tools.get(tool).or_else(|| {
+            if tool == DEVICE_SET {
+                let device = arguments.get("device")?.as_str()?;
+                self.devices.get(device)
+            } else {
+                let (server, _) = tool.split_once("__")?;
+                self.servers.get(server)
+            }
+        })?;
+        Some(
+            list.iter()
+                .filter_map(|name| PersonName::parse(name).ok())
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn names(list: &[&str]) -> Option<Vec<PersonName>> {
+        Some(list.iter().map(|n| PersonName::parse(n).unwrap()).collect())
+    }
+
+    #[test]
+    fn a_tool_a_device_and_a_server_name_their_approvers() {
+        let config: crate::settings::TauConfig = toml::from_str(
+            r#"
+            [tools.approvers]
+            run_command = ["ana"]
+
+            [[devices]]
+            name = "front-door"
+            label = "Front door"
+            kind = "lock"
+            command_topic = "home/door/set"
+            actions = { lock = "LOCK", unlock = "UNLOCK" }
+            approvers = ["ana", "bob"]
+
+            [mcp.servers.office]
+            command = "office"
+            approvers = ["cyd"]
+            "#,
+        )
+        .unwrap();
+        let approvers = Approvers::from_config(&config);
+        assert_eq!(approvers.of("run_command", &json!({})), names(&["ana"]));
+        assert_eq!(
+            approvers.of(
+                DEVICE_SET,
+                &json!({"device": "front-door", "action": "unlock"})
+            ),
+            names(&["ana", "bob"])
+        );
+        assert_eq!(approvers.of(DEVICE_SET, &json!({"device": "lamp"})), None);
+        assert_eq!(
+            approvers.of("office__send_email", &json!({})),
+            names(&["cyd"])
+        );
+        assert_eq!(approvers.of("write_file", &json!({})), None);
+        assert_eq!(
+            approvers.check(&Household::default()),
+            Err("tools.approvers.run_command: 'ana' is not a person of [[people]]; approvers name people there".to_owned())
+        );
     }
 }

@@ -147,7 +147,11 @@ pub(crate) fn load(
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     tau_devices::Registry::from_config(&config.devices)
         .map_err(|e| usage(format!("{shown}: {e}")))?;
-    tau_core::Household::from_config(&config.people).map_err(|e| usage(format!("{shown}: {e}")))?;
+    let household = tau_core::Household::from_config(&config.people)
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    crate::people::Approvers::from_config(&config)
+        .check(&household)
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
     if !config.routines.is_empty() {
         let zone = zone(&config).map_err(|e| usage(format!("{shown}: {e}")))?;
         tau_reflex::toml_routines(&config.routines, &zone, env, None)

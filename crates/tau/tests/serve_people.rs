@@ -161,3 +161,69 @@ fn a_revoked_token_signs_nobody_in() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(cyd.get("/api/sessions").status, 401);
 }
+
+#[test]
+fn only_the_approvers_a_tool_names_may_answer_it_wherever_it_was_asked() {
+    let tau = Tau::new();
+    let config = tau.serve_config(&format!(
+        "[tools.approvers]\nrun_command = [\"cyd\"]\n\n{PEOPLE}"
+    ));
+    let (ana_token, cyd_token) = (token(&tau, &config, "ana"), token(&tau, &config, "cyd"));
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let (ana, cyd) = (as_person(&serve, ana_token), as_person(&serve, cyd_token));
+    let session = ana.new_session();
+    let row = ana.ask(&session, "make the proof");
+    let id = row["id"].as_str().unwrap().to_owned();
+
+    // Ana's own conversation asked, and still only Cyd may answer.
+    let body = json!({"decision": "approve", "card_sha256": row["card_sha256"]});
+    let reply = ana.post(&format!("/api/approvals/{id}"), &body.to_string());
+    assert_eq!(
+        (reply.status, reply.json()),
+        (403, json!({"error": "not yours: only cyd may answer it"}))
+    );
+    // It waits for Cyd, though the conversation is not hers (which she still cannot read).
+    assert_eq!(
+        ids(&cyd.get("/api/approvals?state=pending").json()),
+        vec![id.clone()]
+    );
+    assert_eq!(
+        cyd.get(&format!("/api/sessions/{session}/messages")).status,
+        404
+    );
+    assert_eq!(cyd.approve(&id).status, 200);
+    ana.until_answered(&session, "Done.");
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
+    let decided: Vec<Value> = tau
+        .audit()
+        .into_iter()
+        .filter(|line| line["type"] == "approval" && line["approval_id"] == id)
+        .map(|line| line["decided_by"].clone())
+        .collect();
+    assert_eq!(
+        decided,
+        vec![json!({"kind": "person", "channel": "web", "person": "cyd"})]
+    );
+}
+
+#[test]
+fn an_approver_who_is_nobody_is_refused_at_start() {
+    let tau = Tau::new();
+    let config = tau.serve_config(&format!(
+        "[tools.approvers]\nrun_command = [\"zed\"]\n\n{PEOPLE}"
+    ));
+    let run = tau.run(
+        &["--config", config.to_str().unwrap(), "people", "list"],
+        "",
+    );
+    assert_eq!(
+        (run.code, run.stderr),
+        (
+            2,
+            format!(
+                "tau: {}: tools.approvers.run_command: 'zed' is not a person of [[people]]; approvers name people there\n",
+                config.display()
+            )
+        )
+    );
+}
