@@ -121,7 +121,21 @@ impl Hub for PortHub {
         let Ok(id) = ApprovalId::parse(approval_id) else {
             return Ok(Answered::NotFound);
         };
-        match self.hub.answer(Some(user.to_owned()), &id, reply).await {
+        // In a home that names people, the user id is a person's (or nobody's: then the
+        // hub refuses the answer as nobody's to give, and records it).
+        let person = user
+            .parse::<i64>()
+            .ok()
+            .and_then(|id| self.hub.household().by_telegram(id).cloned());
+        let answered = match &person {
+            Some(person) => {
+                self.hub
+                    .answer_as(person, Some(user.to_owned()), &id, reply)
+                    .await
+            }
+            None => self.hub.answer(Some(user.to_owned()), &id, reply).await,
+        };
+        match answered {
             Ok(answered) => Ok(answered),
             Err(tau_hub::HubError::UnknownApproval(_)) => Ok(Answered::NotFound),
             Err(error) => Err(HubError::Hub(error)),

@@ -30,6 +30,9 @@ pub(crate) enum Command {
         /// Resume this conversation, or start it under this name
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
+        /// Who sits here, when tau.toml names several people and none by this unix user
+        #[arg(long, value_name = "NAME")]
+        person: Option<String>,
         #[command(flatten)]
         answers: AnswerArgs,
     },
@@ -39,6 +42,9 @@ pub(crate) enum Command {
         /// Resume this conversation, or start it under this name
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
+        /// Who sits here, when tau.toml names several people and none by this unix user
+        #[arg(long, value_name = "NAME")]
+        person: Option<String>,
     },
     /// A scripted conversation, offline, with real approval prompts
     Demo {

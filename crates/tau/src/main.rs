@@ -154,7 +154,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     before_command(&ctx, bad_config, config_error.as_ref())?;
     match cli.command {
-        Command::Chat { session, answers } => {
+        Command::Chat {
+            session,
+            answers,
+            person,
+        } => {
+            people::at_terminal(&ctx, person.as_deref())?;
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
@@ -176,7 +181,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .await?;
             return Ok(ended.exit_code());
         }
-        Command::Tui { session } => {
+        Command::Tui { session, person } => {
+            people::at_terminal(&ctx, person.as_deref())?;
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;

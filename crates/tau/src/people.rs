@@ -181,6 +181,17 @@ fn web_base(ctx: &Context) -> String {
     }
 }
 
+/// Who sits at this terminal (`--person`, else the person whose `unix_user` is this
+/// account, else the only person); several and none matching exits 2 naming the flag.
+pub(crate) fn at_terminal(ctx: &Context, flag: Option<&str>) -> anyhow::Result<PersonName> {
+    let user = (ctx.env)("USER").or_else(|| (ctx.env)("LOGNAME"));
+    ctx.loaded
+        .config
+        .household()
+        .at_terminal(flag, user.as_deref())
+        .map_err(|e| usage(e.to_string()))
+}
+
 /// The household as the hub holds it, with who alone may answer which questions.
 pub(crate) fn hub_people(config: &crate::settings::TauConfig) -> tau_hub::HubPeople {
     let approvers = Approvers::from_config(config);

@@ -151,8 +151,15 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     }
     let mut witness = None;
     if let (Some(telegram), Some(token)) = (&config.telegram, telegram_token) {
+        // A person of `[[people]]` with a Telegram id owns the bot too.
+        let mut telegram = telegram.clone();
+        for id in config.household().telegram_ids() {
+            if !telegram.owners.contains(&id) {
+                telegram.owners.push(id);
+            }
+        }
         let (telegram_channel, channel) = tau_telegram::host(
-            telegram,
+            &telegram,
             &token,
             hub.port(tau_telegram::CHANNEL),
             Arc::clone(&hosted.routines) as _,

@@ -149,3 +149,32 @@ fn an_invite_is_a_link_with_a_secret_after_the_hash() {
     assert_eq!(secret.len(), 64);
     assert_eq!(rest, "(for ana, once, within 24 hours)\n");
 }
+
+#[test]
+fn the_terminal_is_the_unix_users_person_or_says_to_name_one() {
+    let tau = Tau::new();
+    let config = tau.config(
+        "[model]\nspec = \"replay:none.json\"\n\n[[people]]\nname = \"ana\"\nunix_user = \"ana\"\n\n[[people]]\nname = \"bob\"\n",
+    );
+    let path = config.to_str().unwrap();
+    let run = tau.run_env(&["--config", path, "chat"], &[("USER", "root")], "");
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            2,
+            "tau: tau.toml names several people and none has unix_user = \"root\"; say who you are with --person NAME\n"
+        )
+    );
+    let run = tau.run_env(
+        &["--config", path, "chat", "--person", "zed"],
+        &[("USER", "ana")],
+        "",
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            2,
+            "tau: no person is called 'zed' in [[people]]; `tau people list` names them\n"
+        )
+    );
+}
