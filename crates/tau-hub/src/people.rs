@@ -81,12 +81,16 @@ impl Hub {
     }
 
     /// Records `person` as whose conversation `session` is, when nobody was yet; the
-    /// person it belongs to.
+    /// person it belongs to. A home without `[[people]]` records nothing: its one person
+    /// is the first person of the household it may name later, who so keeps them.
     pub fn claim_conversation(
         &self,
         session: &SessionId,
         person: &PersonName,
     ) -> Result<PersonName, HubError> {
+        if !self.household().is_named() {
+            return self.person_of(session);
+        }
         Ok(self
             .inner
             .state

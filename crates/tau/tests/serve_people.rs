@@ -227,3 +227,31 @@ fn an_approver_who_is_nobody_is_refused_at_start() {
         )
     );
 }
+
+#[test]
+fn a_home_from_before_people_keeps_its_conversations_as_the_first_persons() {
+    let tau = Tau::new();
+    let before = tau.serve_config("");
+    let serve = tau.serve(&tau.make_proof(), &before);
+    let session = serve.new_session();
+    let row = serve.ask(&session, "make the proof");
+    let id = row["id"].as_str().unwrap().to_owned();
+    let old_token = serve.token.clone();
+    let (code, _) = serve.terminate();
+    assert_eq!(code, 0);
+
+    let config = tau.serve_config(PEOPLE);
+    let (ana_token, bob_token) = (token(&tau, &config, "ana"), token(&tau, &config, "bob"));
+    let serve = tau.serve(&tau.make_proof(), &config);
+    assert_eq!(serve.token, old_token, "TauBar's token stays");
+    let (ana, bob) = (as_person(&serve, ana_token), as_person(&serve, bob_token));
+    assert_eq!(ids(&ana.get("/api/sessions").json()), vec![session.clone()]);
+    assert_eq!(ids(&bob.get("/api/sessions").json()), Vec::<String>::new());
+    assert_eq!(
+        ids(&ana.get("/api/approvals?state=pending").json()),
+        vec![id.clone()]
+    );
+    assert_eq!(ana.approve(&id).status, 200);
+    ana.until_answered(&session, "Done.");
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
+}
