@@ -64,8 +64,19 @@ impl PortHub {
         Ok(Question { row, conversation })
     }
 
+    /// The session of conversation `key`; a private chat's is the person whose Telegram
+    /// id the chat is (a private chat's id is its user's).
     fn session(&self, key: &str) -> Result<SessionId, HubError> {
-        self.hub.open_conversation(key).map_err(HubError::Hub)
+        let session = self.hub.open_conversation(key).map_err(HubError::Hub)?;
+        if let Some(person) = chat_of(key)
+            .filter(|chat| *chat > 0)
+            .and_then(|chat| self.hub.household().by_telegram(chat).cloned())
+        {
+            self.hub
+                .claim_conversation(&session, &person)
+                .map_err(HubError::Hub)?;
+        }
+        Ok(session)
     }
 }
 
