@@ -255,3 +255,44 @@ fn a_home_from_before_people_keeps_its_conversations_as_the_first_persons() {
     ana.until_answered(&session, "Done.");
     assert_eq!(tau.proof().as_deref(), Some("made\n"));
 }
+
+#[test]
+fn a_grant_is_its_persons_and_another_persons_identical_call_is_asked() {
+    let tau = Tau::new();
+    let config = tau.serve_config(PEOPLE);
+    let (ana_token, bob_token) = (token(&tau, &config, "ana"), token(&tau, &config, "bob"));
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let (ana, bob) = (as_person(&serve, ana_token), as_person(&serve, bob_token));
+    let first = ana.new_session();
+    let row = ana.ask(&first, "make the proof");
+    let id = row["id"].as_str().unwrap();
+    let reply = ana.answer(
+        id,
+        &json!({"decision": "approve", "grant": {"scope": "channel"}}),
+    );
+    assert_eq!(reply.status, 200, "{reply:?}");
+    ana.until_answered(&first, "Done.");
+    let grants = ana.get("/api/grants").json();
+    assert_eq!(grants.as_array().unwrap().len(), 1, "{grants}");
+    assert_eq!(grants[0]["person"], "ana");
+    assert_eq!(bob.get("/api/grants").json(), json!([]));
+    let grant = grants[0]["id"].as_str().unwrap();
+    assert_eq!(
+        bob.call("DELETE", &format!("/api/grants/{grant}"), None)
+            .status,
+        404
+    );
+
+    // Ana's next conversation runs the same call under her grant; Bob's is asked.
+    let second = ana.new_session();
+    let reply = ana.post(
+        &format!("/api/sessions/{second}/messages"),
+        r#"{"text": "again"}"#,
+    );
+    assert_eq!(reply.status, 202);
+    ana.until_answered(&second, "Done.");
+    let bobs = bob.new_session();
+    let asked = bob.ask(&bobs, "make the proof");
+    assert_eq!(asked["session"], bobs);
+    assert_eq!(tau.proof().as_deref(), Some("made\nmade\n"));
+}
