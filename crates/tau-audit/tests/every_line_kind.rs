@@ -184,8 +184,19 @@ fn samples() -> Vec<AuditEvent> {
             channel: "telegram".into(),
             approval_id: Some("ap_1".into()),
             user: Some("666".into()),
+            person: None,
             place: None,
             reason: "not an owner".into(),
+            count: None,
+        },
+        // A person of the household whose answer was not theirs to give.
+        AuditEvent::AnswerRefused {
+            channel: "web".into(),
+            approval_id: Some("ap_2".into()),
+            user: None,
+            person: Some("bob".into()),
+            place: None,
+            reason: "not yours: the conversation is ana's".into(),
             count: None,
         },
         AuditEvent::WebhookRefused {

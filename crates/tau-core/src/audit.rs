@@ -164,6 +164,10 @@ pub enum AuditEvent {
         /// Who answered, as the channel names people (a Telegram user id).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         user: Option<String>,
+        /// The person of `[[people]]` who answered, when tau knew them: one whose answer
+        /// was not theirs to give.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        person: Option<String>,
         /// Where they answered (a Telegram chat id).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         place: Option<String>,
@@ -442,6 +446,7 @@ mod tests {
             channel: "telegram".into(),
             approval_id: Some("ap_1".into()),
             user: Some("666".into()),
+            person: None,
             place: Some("4242".into()),
             reason: "not an owner".into(),
             count: None,
@@ -454,6 +459,7 @@ mod tests {
             channel: "telegram".into(),
             approval_id: None,
             user: Some("666".into()),
+            person: None,
             place: Some("4242".into()),
             reason: "not an owner".into(),
             count: Some(299),

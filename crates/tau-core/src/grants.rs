@@ -127,6 +127,7 @@ fn who(entry: &mut Listing, decided_by: &DecidedBy) -> String {
         DecidedBy::Person {
             channel,
             user: Some(user),
+            ..
         } => format!(
             "a person on {} ({})",
             channel_name(channel),
@@ -135,6 +136,7 @@ fn who(entry: &mut Listing, decided_by: &DecidedBy) -> String {
         DecidedBy::Person {
             channel,
             user: None,
+            ..
         } => {
             format!("a person on {}", channel_name(channel))
         }

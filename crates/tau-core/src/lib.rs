@@ -29,6 +29,7 @@
 //!   and the cap for outside texts in logs and audit lines
 //! - `failpoint.rs`: where a test build can be stopped dead (empty in any other build)
 //! - `child_env.rs`: the environment a child process (a command, an MCP server) starts with
+//! - `people.rs`: `[[people]]`, the `Household`, and who speaks at the terminal
 //! - `pin.rs`: `WorkspacePinner`, what a grant of a tool that runs the workspace pins
 //! - `grants.rs`: grants and routines' exemptions as a person reads them, and a revoke
 //!   with its audit line; `shown.rs`: channel, conversation and time as a person reads them;
@@ -52,6 +53,7 @@ mod hook;
 mod i18n;
 mod ids;
 mod listings;
+mod people;
 mod pin;
 pub mod provenance;
 mod sessions;
@@ -88,6 +90,7 @@ pub use hook::{TIER_GATE_HOOK, TierHook};
 pub use i18n::{Language, Notice};
 pub use ids::{NoRandomness, random_code, random_id};
 pub use listings::{session_transcript, sessions_table, tools_table};
+pub use people::{Household, Person, PersonDef, WhoError};
 pub use pin::{GRANT_LABEL, WorkspacePinner, asked_again_text, no_grant_text, unpinned_text};
 pub use sessions::{StoredSessions, load_agent_state};
 pub use shown::{channel_name, conversation, when};

@@ -176,6 +176,7 @@ async fn an_approved_question_runs_the_call_once_and_the_turn_goes_on() {
     let person = DecidedBy::Person {
         channel: "web".into(),
         user: Some("owner".into()),
+        person: None,
     };
     assert!(matches!(
         hub.answer(&id, ApprovalState::Approved, person.clone()),

@@ -51,6 +51,10 @@ pub struct DeviceDef {
     /// a heater, `false` drops it for a cover that is only a blind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub high_risk: Option<bool>,
+    /// The people of `[[people]]` who alone may answer a question to act on it, wherever
+    /// it was asked; empty: the conversation's person answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
 }
 
 /// What an action sends.

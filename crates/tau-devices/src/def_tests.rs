@@ -291,6 +291,7 @@ fn a_sensor_has_a_state_topic_and_no_actions() {
         actions: BTreeMap::new(),
         retain: false,
         high_risk: None,
+        approvers: Vec::new(),
     };
     assert!(sensor.check().unwrap().actions.is_empty());
 }

@@ -53,6 +53,7 @@ pub fn device() -> crate::DeviceDef {
         .into(),
         retain: false,
         high_risk: None,
+        approvers: Vec::new(),
     }
 }
 

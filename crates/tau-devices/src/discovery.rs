@@ -215,6 +215,7 @@ fn read_config(topic: &str, payload: &str) -> Result<DeviceDef, String> {
         actions,
         retain: false,
         high_risk: None,
+        approvers: Vec::new(),
     })
 }
 

@@ -42,6 +42,7 @@ fn a_garage_config_becomes_a_lock_class_garage_proposal() {
             .into(),
             retain: false,
             high_risk: None,
+            approvers: Vec::new(),
         }
     );
     assert!(def.check().unwrap().lock_class);

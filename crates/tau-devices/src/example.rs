@@ -35,6 +35,7 @@ fn def(
             .collect::<BTreeMap<_, _>>(),
         retain: false,
         high_risk: None,
+        approvers: Vec::new(),
     }
 }
 

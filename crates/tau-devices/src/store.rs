@@ -157,6 +157,7 @@ mod tests {
             actions: [("on".to_owned(), crate::def::ActionDef::Payload("ON".into()))].into(),
             retain: false,
             high_risk: None,
+            approvers: Vec::new(),
         }
     }
 

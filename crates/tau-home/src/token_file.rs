@@ -76,7 +76,9 @@ fn create(path: &Path) -> Result<String, HomeError> {
     }
 }
 
-fn generate() -> Result<String, HomeError> {
+/// A fresh secret as the token file holds one: 256 random bits, in hex. Also a person's
+/// own token and an invite's secret.
+pub fn generate() -> Result<String, HomeError> {
     let mut bytes = [0u8; TOKEN_BYTES];
     getrandom::fill(&mut bytes).map_err(HomeError::NoRandom)?;
     Ok(bytes.iter().fold(String::new(), |mut hex, b| {

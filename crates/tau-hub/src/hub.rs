@@ -334,6 +334,21 @@ impl Hub {
         approval_id: &ApprovalId,
         reply: Reply,
     ) -> Result<Answered, HubError> {
+        self.answer_as(channel, None, user, approval_id, reply)
+            .await
+    }
+
+    /// [`Hub::answer`] by `person` of the household (`None`: the channel did not say,
+    /// which only a home without `[[people]]` takes). An answer that is not theirs to
+    /// give is refused ([`HubError::NotYours`]) and audited; nothing is decided.
+    pub async fn answer_as(
+        &self,
+        channel: &str,
+        person: Option<&tau_protocol::PersonName>,
+        user: Option<String>,
+        approval_id: &ApprovalId,
+        reply: Reply,
+    ) -> Result<Answered, HubError> {
         let unknown = || HubError::UnknownApproval(approval_id.to_string());
         let row = self
             .inner
@@ -343,6 +358,10 @@ impl Hub {
             .ok_or_else(unknown)?;
         if row.channel != channel {
             return Err(unknown());
+        }
+        if let Some(reason) = self.answer_refusal(&row, person)? {
+            self.audit_not_theirs(channel, &row, user, person, reason.clone());
+            return Err(HubError::NotYours(reason));
         }
         // Once anyone has a passkey, a lock-class yes is TauBar's, with one.
         let step = &self.inner.options.passkey_step;
@@ -356,6 +375,7 @@ impl Hub {
                 place: None,
                 reason: crate::PASSKEY_ELSEWHERE_REASON.to_owned(),
                 count: None,
+                person: person.map(|p| p.as_str().to_owned()),
             });
             return Err(refused.into());
         }
@@ -385,6 +405,11 @@ impl Hub {
         let by = DecidedBy::Person {
             channel: channel.to_owned(),
             user,
+            // Named only in a home that names people: a one-person home's record is as
+            // before.
+            person: person
+                .filter(|_| self.household().is_named())
+                .map(ToString::to_string),
         };
         // The row read above is the one answered: the compare-and-set decides on the
         // stored state, so an answer that lost a race learns the winner's.

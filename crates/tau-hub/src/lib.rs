@@ -54,7 +54,7 @@
 //! channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `factory.rs` the agents, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `unawaited.rs` answers nothing waits on, `expiry.rs` deadlines and recovery, `health.rs` whether the hub still serves (a watchdog's question), `stops.rs` SIGTERM and a channel that stops, `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
+//! resumed or closed, `unawaited.rs` answers nothing waits on, `expiry.rs` deadlines and recovery, `health.rs` whether the hub still serves (a watchdog's question), `stops.rs` SIGTERM and a channel that stops, `people.rs` whose a conversation is and who may answer it, `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
 //! start-up's cross-check of stored questions, `ids.rs`
 //! new conversations' ids (128 random bits; a taken one is drawn again, never reused).
 
@@ -68,6 +68,7 @@ mod hub;
 mod ids;
 mod live;
 mod passkey_step;
+mod people;
 mod port;
 mod stops;
 mod titles;
@@ -83,6 +84,7 @@ pub use hub::{
     Recovery, Refused, RefusedGrant, Reply, SessionEvent, SessionFactory,
 };
 pub use passkey_step::{PASSKEY_ELSEWHERE_REASON, PasskeyElsewhere, PasskeyStep};
+pub use people::{ApproversOf, HubPeople};
 pub use port::{
     ChannelPort, RefusedAnswer, RoutineOrigin, RoutinePort, RoutineTurn, Routines, WebhookDelivery,
 };
@@ -137,6 +139,10 @@ pub enum HubError {
     /// A grant was asked for that this question cannot give; nothing was decided.
     #[error(transparent)]
     Grant(#[from] GrantRefused),
+    /// The answer was not the answerer's to give (another person's conversation, or a
+    /// question only its approvers answer); nothing was decided. Says why.
+    #[error("{0}")]
+    NotYours(String),
     /// The conversation is in use; nothing was changed.
     #[error(transparent)]
     InUse(#[from] InUse),

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tau_agent::Message;
-use tau_core::AuditEvent;
+use tau_core::{AuditEvent, Household};
 
 use tau_protocol::{
-    ApprovalId, CallFate, CallStatus, ChannelEvent, DecidedBy, Grant, GrantId, RoutineAllowance,
-    SessionId, TurnStop,
+    ApprovalId, CallFate, CallStatus, ChannelEvent, DecidedBy, Grant, GrantId, PersonName,
+    RoutineAllowance, SessionId, TurnStop,
 };
 use tau_state::{
     Answered, ApprovalRow, ApprovalState, Approvals, Conversation, Revoked, routine_key,
@@ -34,6 +34,8 @@ pub struct RefusedAnswer {
     pub approval_id: Option<String>,
     /// Who answered, as the channel names people (a Telegram user id).
     pub user: Option<String>,
+    /// The person of `[[people]]` who answered, when the channel knew them.
+    pub person: Option<String>,
     /// Where they answered (a Telegram chat id).
     pub place: Option<String>,
     pub reason: String,
@@ -112,6 +114,15 @@ pub trait ChannelPort: Send + Sync {
         id: &ApprovalId,
         reply: Reply,
     ) -> Result<Answered, HubError>;
+    /// [`ChannelPort::answer`] by `person` of the household: refused, and audited, when
+    /// the question is not theirs to answer.
+    async fn answer_as(
+        &self,
+        person: &PersonName,
+        user: Option<String>,
+        id: &ApprovalId,
+        reply: Reply,
+    ) -> Result<Answered, HubError>;
     /// Records an answer that did not count.
     fn refused_answer(&self, refused: RefusedAnswer);
     /// Where a yes to question `id` must be given instead, when it takes a passkey this
@@ -120,6 +131,20 @@ pub trait ChannelPort: Send + Sync {
         let _ = id;
         None
     }
+
+    /// The household (one implicit person when `[[people]]` names nobody).
+    fn household(&self) -> &Household;
+    /// Whose conversation `session` is.
+    fn person_of(&self, session: &SessionId) -> Result<PersonName, HubError>;
+    /// Records `person` as whose conversation `session` is, when nobody was yet; whose
+    /// it is.
+    fn claim_conversation(
+        &self,
+        session: &SessionId,
+        person: &PersonName,
+    ) -> Result<PersonName, HubError>;
+    /// Whether question `row` waits for `person`: theirs to answer.
+    fn waits_for(&self, row: &ApprovalRow, person: &PersonName) -> bool;
 
     /// The live grants made on this channel, oldest first.
     fn grants(&self) -> Result<Vec<Grant>, HubError>;
@@ -257,11 +282,44 @@ impl ChannelPort for HubPort {
         self.hub.passkey_elsewhere(id)
     }
 
+    async fn answer_as(
+        &self,
+        person: &PersonName,
+        user: Option<String>,
+        id: &ApprovalId,
+        reply: Reply,
+    ) -> Result<Answered, HubError> {
+        self.hub
+            .answer_as(&self.channel, Some(person), user, id, reply)
+            .await
+    }
+
+    fn household(&self) -> &Household {
+        self.hub.household()
+    }
+
+    fn person_of(&self, session: &SessionId) -> Result<PersonName, HubError> {
+        self.hub.person_of(session)
+    }
+
+    fn claim_conversation(
+        &self,
+        session: &SessionId,
+        person: &PersonName,
+    ) -> Result<PersonName, HubError> {
+        self.hub.claim_conversation(session, person)
+    }
+
+    fn waits_for(&self, row: &ApprovalRow, person: &PersonName) -> bool {
+        self.hub.waits_for(row, person)
+    }
+
     fn refused_answer(&self, refused: RefusedAnswer) {
         self.hub.audit(&AuditEvent::AnswerRefused {
             channel: self.channel.clone(),
             approval_id: refused.approval_id,
             user: refused.user,
+            person: refused.person,
             place: refused.place,
             reason: refused.reason,
             count: refused.count,

@@ -85,6 +85,7 @@ impl Hub {
         {
             return Err(HubError::UnknownSession(session.to_string()));
         }
+        self.inner.state.people().forget_conversation(session)?;
         tracing::info!(%session, channel, "conversation deleted");
         Ok(())
     }

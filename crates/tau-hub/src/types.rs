@@ -9,6 +9,9 @@ use tau_state::{ApprovalRow, Conversation};
 use tokio::sync::broadcast;
 
 /// What happens in a session, in order, as its subscribers see it.
+// Nearly every event is a turn's: boxing it would allocate for each one to save the bytes
+// of the rare prompt.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionEvent {
     /// A person's message, as the turn that answers it starts.
@@ -140,6 +143,8 @@ pub struct HubOptions {
     pub language: tau_core::Language,
     /// Which questions take a passkey once anyone has one, and where TauBar is.
     pub passkey_step: crate::PasskeyStep,
+    /// The household, and who alone may answer which questions.
+    pub people: crate::people::HubPeople,
 }
 
 /// A conversation as a channel lists it.

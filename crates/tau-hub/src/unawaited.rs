@@ -76,6 +76,7 @@ impl Hub {
             channel: channel.to_owned(),
             approval_id: Some(row.id.to_string()),
             user,
+            person: None,
             place: None,
             reason: NOT_USED_REASON.to_owned(),
             count: None,

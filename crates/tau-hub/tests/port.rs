@@ -78,6 +78,7 @@ async fn an_answer_a_channel_did_not_count_is_audited_as_that_channel_s() {
     hub.port("telegram").refused_answer(RefusedAnswer {
         approval_id: Some("ap_1".into()),
         user: Some("666".into()),
+        person: None,
         place: Some("4242".into()),
         reason: "not an owner".into(),
         count: None,
@@ -94,6 +95,7 @@ async fn an_answer_a_channel_did_not_count_is_audited_as_that_channel_s() {
             channel: "telegram".into(),
             approval_id: Some("ap_1".into()),
             user: Some("666".into()),
+            person: None,
             place: Some("4242".into()),
             reason: "not an owner".into(),
             count: None,

@@ -115,6 +115,7 @@ async fn a_yes_nothing_waits_for_is_not_used_and_the_question_is_closed() {
             channel: "web".into(),
             approval_id: Some(id.to_string()),
             user: Some("ada".into()),
+            person: None,
             place: None,
             reason: "the answer was not used: no paused turn and no routine's run waits for this question any more, so nothing would run it; the question was closed".into(),
             count: None,

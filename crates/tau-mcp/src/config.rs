@@ -100,6 +100,10 @@ pub struct ServerEntry {
     /// read text from outside; by default egress tools are, local ones are not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after_untrusted: Option<AfterUntrusted>,
+    /// The people of `[[people]]` who alone may answer a question about one of its tools,
+    /// wherever it was asked; empty: the conversation's person answers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
 }
 
 impl Default for ServerEntry {
@@ -120,6 +124,7 @@ impl Default for ServerEntry {
             trusted: false,
             reach: Reach::Egress,
             after_untrusted: None,
+            approvers: Vec::new(),
         }
     }
 }

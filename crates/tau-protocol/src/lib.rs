@@ -26,6 +26,7 @@
 //! - `workspace_tree.rs`: [`WorkspaceTree`], the workspace's files as a grant pins them
 //! - `provenance.rs`: [`Source`] (who put a text into a conversation) and
 //!   [`CallProvenance`] (what a call's arguments owe to outside text)
+//! - `person.rs`: [`PersonName`], who a conversation, a grant and an answer belong to
 //! - `text.rs`: [`ellipsized`], a text shortened for one line
 //! - `decision_row.rs`: [`DecisionRow`], one decided tier-2 call as TauBar's history
 //!   lists it, and its [`DecisionOutcome`]
@@ -37,6 +38,7 @@ mod event;
 mod grant;
 mod ids;
 mod output;
+mod person;
 mod provenance;
 mod question;
 mod text;
@@ -55,6 +57,7 @@ pub use grant::{
 };
 pub use ids::{ApprovalId, InvalidApprovalId, InvalidSessionId, SessionId};
 pub use output::{OUTPUT_LINES, OutputBlock, shown_lines};
+pub use person::{InvalidPersonName, PersonName};
 pub use provenance::{CallProvenance, Source, TracedValue};
 pub use question::{ApprovalQuestion, CallCard, CardNote, ConfirmStep, NoteLevel, ShownFile};
 pub use text::ellipsized;

@@ -65,6 +65,10 @@ pub enum DecidedBy {
         channel: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         user: Option<String>,
+        /// The person of `[[people]]` who answered, in a home that names people (absent
+        /// in one that does not, so its lines read as before).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        person: Option<String>,
     },
     /// Nobody answered before the deadline.
     Timeout,
@@ -92,6 +96,7 @@ impl DecidedBy {
         Self::Person {
             channel: channel.into(),
             user: None,
+            person: None,
         }
     }
 
@@ -135,6 +140,7 @@ mod tests {
                 DecidedBy::Person {
                     channel: "telegram".into(),
                     user: Some("424242".into()),
+                    person: None,
                 },
                 json!({"kind": "person", "channel": "telegram", "user": "424242"}),
             ),

@@ -106,6 +106,7 @@ impl Serve {
                 audit: self.audit.clone(),
                 language: tau_core::Language::En,
                 passkey_step: tau_hub::PasskeyStep::default(),
+                people: tau_hub::HubPeople::default(),
             },
         );
         hub.start().await.unwrap();

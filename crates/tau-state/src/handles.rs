@@ -79,6 +79,10 @@ handle!(
     TelegramMemory
 );
 handle!(
+    /// People's TauBar tokens and invites, and whose each conversation is.
+    People
+);
+handle!(
     /// The audit log's anchor and the line announced before it is written.
     AuditAnchor
 );
@@ -143,6 +147,10 @@ impl StateDb {
 
     pub fn telegram_memory(&self) -> TelegramMemory {
         TelegramMemory { db: self.clone() }
+    }
+
+    pub fn people(&self) -> People {
+        People { db: self.clone() }
     }
 
     pub fn audit_anchor(&self) -> AuditAnchor {

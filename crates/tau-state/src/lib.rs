@@ -29,7 +29,8 @@
 //! Whoever opens the store holds [`StateDb`] whole and hands every other part a narrow
 //! handle of one concern (`handles.rs`): [`Sessions`], [`Conversations`], [`ApprovalReader`]
 //! (read only) and [`Approvals`] (the only one that decides a question), [`Grants`],
-//! [`Routines`], [`Devices`], [`TelegramMemory`], [`AuditAnchor`], [`Leases`]. Each is a
+//! [`Routines`], [`Devices`], [`TelegramMemory`], [`AuditAnchor`], [`Leases`],
+//! [`People`], [`Passkeys`], [`PushSubscriptions`]. Each is a
 //! clone of the one connection and reaches nothing else.
 //!
 //! Layout
@@ -53,6 +54,8 @@
 //! - `grants.rs`: grants, their exact match, and their uses and revokes (one order);
 //!   `grants_check.rs`: a row against the audit log's grant lines; `grant_pins.rs`: the
 //!   workspace tree a grant was last pinned to
+//! - `people.rs`: people's TauBar tokens and invites (hashed), and whose each
+//!   conversation is
 //! - `anchor.rs`: the audit log's anchor and the line announced before it is written
 //! - `push.rs`: [`PushSubscriptions`], the devices each person is told on when a question
 //!   waits for them
@@ -76,6 +79,7 @@ mod handles;
 mod leases;
 mod migrate;
 mod passkeys;
+mod people;
 mod pg;
 mod pg_value;
 mod push;
@@ -103,8 +107,8 @@ pub use error::{StateError, TitleError};
 pub use grants::{GrantedCall, Revoked, is_live};
 pub use grants_check::{RecordedGrant, UntrustedGrant, cross_check_grant};
 pub use handles::{
-    ApprovalReader, Approvals, AuditAnchor, Conversations, Devices, Grants, Leases, Routines,
-    Sessions, TelegramMemory,
+    ApprovalReader, Approvals, AuditAnchor, Conversations, Devices, Grants, Leases, People,
+    Routines, Sessions, TelegramMemory,
 };
 pub use leases::{Lease, hub_lease};
 pub use migrate::{LATEST as SCHEMA_VERSION, TAU_VERSION};

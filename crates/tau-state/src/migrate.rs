@@ -259,6 +259,7 @@ const STEPS: &[Step] = &[
     Step::same(crate::push::PUSH_SUBSCRIPTIONS),
     Step::same(crate::passkeys::PASSKEYS),
     Step::same(SEVERAL_HUBS),
+    Step::same(crate::people::PEOPLE),
 ];
 
 /// A step's SQLite text in PostgreSQL's words: every integer column `BIGINT` (SQLite's

@@ -128,6 +128,7 @@ mod tests {
             created_by: DecidedBy::Person {
                 channel: "telegram".into(),
                 user: Some("4242".into()),
+                person: None,
             },
             approval_id: Some(tau_protocol::ApprovalId::parse("ap_1").unwrap()),
             created_at: "2026-12-03T12:00:00Z".into(),

@@ -64,8 +64,19 @@ impl PortHub {
         Ok(Question { row, conversation })
     }
 
+    /// The session of conversation `key`; a private chat's is the person whose Telegram
+    /// id the chat is (a private chat's id is its user's).
     fn session(&self, key: &str) -> Result<SessionId, HubError> {
-        self.hub.open_conversation(key).map_err(HubError::Hub)
+        let session = self.hub.open_conversation(key).map_err(HubError::Hub)?;
+        if let Some(person) = chat_of(key)
+            .filter(|chat| *chat > 0)
+            .and_then(|chat| self.hub.household().by_telegram(chat).cloned())
+        {
+            self.hub
+                .claim_conversation(&session, &person)
+                .map_err(HubError::Hub)?;
+        }
+        Ok(session)
     }
 }
 
@@ -126,7 +137,21 @@ impl Hub for PortHub {
         let Ok(id) = ApprovalId::parse(approval_id) else {
             return Ok(Answered::NotFound);
         };
-        match self.hub.answer(Some(user.to_owned()), &id, reply).await {
+        // In a home that names people, the user id is a person's (or nobody's: then the
+        // hub refuses the answer as nobody's to give, and records it).
+        let person = user
+            .parse::<i64>()
+            .ok()
+            .and_then(|id| self.hub.household().by_telegram(id).cloned());
+        let answered = match &person {
+            Some(person) => {
+                self.hub
+                    .answer_as(person, Some(user.to_owned()), &id, reply)
+                    .await
+            }
+            None => self.hub.answer(Some(user.to_owned()), &id, reply).await,
+        };
+        match answered {
             Ok(answered) => Ok(answered),
             Err(tau_hub::HubError::UnknownApproval(_)) => Ok(Answered::NotFound),
             Err(error) => Err(HubError::Hub(error)),
@@ -180,6 +205,7 @@ impl Hub for PortHub {
         let by = DecidedBy::Person {
             channel: CHANNEL.to_owned(),
             user: Some(user.to_owned()),
+            person: None,
         };
         self.hub.revoke_grant(grant, &by).map_err(HubError::Hub)
     }
@@ -245,6 +271,7 @@ impl Hub for PortHub {
         self.hub.refused_answer(RefusedAnswer {
             approval_id: press.approval_id.clone(),
             user: press.user.map(|u| u.to_string()),
+            person: None,
             place: press.chat.map(|c| c.to_string()),
             reason: press.reason.as_str().to_owned(),
             count: press.count,

@@ -214,6 +214,7 @@ fn who(decided_by: &DecidedBy, names: &Names) -> String {
         DecidedBy::Person {
             channel,
             user: None,
+            ..
         } => channel.clone(),
         DecidedBy::Timeout => "timeout".into(),
         DecidedBy::EndOfInput => "end_of_input".into(),

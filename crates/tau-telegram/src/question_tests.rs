@@ -46,6 +46,7 @@ fn owner() -> Option<DecidedBy> {
     Some(DecidedBy::Person {
         channel: "telegram".into(),
         user: Some("424242".into()),
+        person: None,
     })
 }
 

@@ -69,6 +69,7 @@ fn person(user: i64) -> DecidedBy {
     DecidedBy::Person {
         channel: "telegram".into(),
         user: Some(user.to_string()),
+        person: None,
     }
 }
 

@@ -38,6 +38,7 @@ fn grant(n: u32, person: i64) -> Grant {
         created_by: DecidedBy::Person {
             channel: "telegram".into(),
             user: Some(person.to_string()),
+            person: None,
         },
         approval_id: None,
         created_at: jiff::Timestamp::now().to_string(),
@@ -137,7 +138,8 @@ async fn grants_lists_ones_own_and_revoke_takes_only_ones_own() {
         revoked.revoked_by,
         Some(DecidedBy::Person {
             channel: "telegram".into(),
-            user: Some(OWNER.to_string())
+            user: Some(OWNER.to_string()),
+            person: None,
         })
     );
     api.push_updates(&[press(6, OWNER, OWNER, 1, &format!("v1:v:{}", mine.id))]);

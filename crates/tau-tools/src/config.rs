@@ -63,6 +63,9 @@ pub struct ToolsConfig {
     /// has enrolled a passkey, as for a lock-class device.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub step_up: BTreeMap<String, StepUp>,
+    /// `[tools.approvers]`: tool name to the people of `[[people]]` who alone may answer
+    /// a question to run it, wherever it was asked (`run_command = ["ana"]`).
+    pub approvers: BTreeMap<String, Vec<String>>,
 }
 
 /// What a tool's yes takes beyond the yes.
@@ -94,6 +97,7 @@ impl Default for ToolsConfig {
             mqtt: MqttConfig::default(),
             provenance: BTreeMap::new(),
             step_up: BTreeMap::new(),
+            approvers: BTreeMap::new(),
         }
     }
 }
@@ -335,6 +339,7 @@ mod tests {
                 },
                 provenance: BTreeMap::new(),
                 step_up: BTreeMap::new(),
+                approvers: BTreeMap::new(),
             }
         );
         assert_eq!(config.validate(), Ok(()));
@@ -381,6 +386,7 @@ mod tests {
                 },
                 provenance: BTreeMap::new(),
                 step_up: BTreeMap::new(),
+                approvers: BTreeMap::new(),
             }
         );
     }

@@ -9,7 +9,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::Deserialize;
@@ -56,6 +56,10 @@ pub(crate) const NOT_USED_TEXT: &str = "nothing waits for this answer any more (
 /// The 400 of a grant asked with a passkey's yes.
 pub(crate) const NO_GRANT_WITH_PASSKEY: &str =
     "a question that takes a passkey is asked every time: it takes no grant";
+
+/// The 403 of a passkey's yes given by someone signed in as another person.
+pub(crate) const PASSKEY_NOT_THE_SPEAKERS: &str =
+    "that passkey is another person's: a yes takes a passkey of the person who gives it";
 
 /// Longer than any device name or number: not an answer to a second step.
 const MAX_CONFIRM_CHARS: usize = 64;
@@ -114,6 +118,7 @@ pub(crate) fn card_refusal(current: &str, sent: Option<&str>) -> Option<CardRefu
 /// answer not used); 422 for a yes that does not name the current card.
 pub(crate) async fn answer(
     State(app): State<App>,
+    Extension(speaker): Extension<crate::auth::Speaker>,
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -165,16 +170,29 @@ pub(crate) async fn answer(
         Reply::Approve | Reply::Confirm(_) | Reply::ApproveWithGrant(_) | Reply::Passkey => true,
         Reply::Reject => false,
     };
-    if approving && let Some(refused) = refused_card(&app, &id, card_sha256.as_deref()) {
+    // A question that is not this person's to answer is refused as such (403, audited
+    // with who tried), whatever card it names.
+    let theirs = match app.hub.question(&id) {
+        Ok(Some(row)) => app.hub.waits_for(&row, &speaker.0),
+        Ok(None) | Err(_) => true,
+    };
+    if approving
+        && theirs
+        && let Some(refused) = refused_card(&app, &speaker, &id, card_sha256.as_deref())
+    {
         return refused;
     }
     let mut user = None;
     if approving && let Ok(Some(row)) = answerable(&app, &id) {
-        match crate::signin::checked_step_up(&app, &row, step_up.as_ref()) {
+        match crate::signin::checked_step_up(&app, &row, step_up.as_ref(), speaker.0.as_str()) {
             Err(refused) => return *refused,
             // The passkey stands in for the typed second step; it is asked every time, so
             // it makes no grant.
             Ok(Some(person)) => {
+                // The passkey proves who says yes: the person speaking, no one else.
+                if person != speaker.0.as_str() {
+                    return error_response(StatusCode::FORBIDDEN, PASSKEY_NOT_THE_SPEAKERS);
+                }
                 if let Reply::ApproveWithGrant(_) = reply {
                     return error_response(StatusCode::BAD_REQUEST, NO_GRANT_WITH_PASSKEY);
                 }
@@ -184,7 +202,7 @@ pub(crate) async fn answer(
             Ok(None) => {}
         }
     }
-    match app.hub.answer(user, &id, reply).await {
+    match app.hub.answer_as(&speaker.0, user, &id, reply).await {
         Ok(Answered::Decided(row)) => Json(row_json(&app, &row, false)).into_response(),
         Ok(Answered::AlreadyDecided(row)) => (
             StatusCode::CONFLICT,
@@ -223,7 +241,12 @@ pub(crate) async fn answer(
 /// counts without its hash), or a 404 for a question this page does not have or has not
 /// shown; `None` when the yes may go on to be decided. The 422 does not say the current
 /// hash: whoever answers reads the question first.
-fn refused_card(app: &App, id: &ApprovalId, sent: Option<&str>) -> Option<Response> {
+fn refused_card(
+    app: &App,
+    speaker: &crate::auth::Speaker,
+    id: &ApprovalId,
+    sent: Option<&str>,
+) -> Option<Response> {
     let row = match answerable(app, id) {
         Ok(Some(row)) => row,
         Ok(None) => return Some(error_response(StatusCode::NOT_FOUND, "no such approval")),
@@ -234,6 +257,12 @@ fn refused_card(app: &App, id: &ApprovalId, sent: Option<&str>) -> Option<Respon
     app.hub.refused_answer(RefusedAnswer {
         approval_id: Some(id.to_string()),
         user: None,
+        // Named only in a home that names people: a one-person home's line is as before.
+        person: app
+            .hub
+            .household()
+            .is_named()
+            .then(|| speaker.0.to_string()),
         place: None,
         reason: refusal.reason().to_owned(),
         count: None,

@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
@@ -15,6 +15,7 @@ use tau_protocol::{GrantScope, SessionId};
 use tau_state::{ApprovalRow, ApprovalState};
 
 use crate::App;
+use crate::auth::Speaker;
 use crate::shown::{card_sha256, shown};
 
 /// The longest message a person may send, in bytes.
@@ -39,6 +40,7 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         HubError::Grant(_) | HubError::Title(_) | HubError::PasskeyElsewhere(_) => {
             StatusCode::UNPROCESSABLE_ENTITY
         }
+        HubError::NotYours(_) => StatusCode::FORBIDDEN,
         HubError::Store(_)
         | HubError::StoredTurn(_)
         | HubError::Session(_)
@@ -51,6 +53,7 @@ pub(crate) fn hub_error(error: &HubError) -> Response {
         HubError::UnknownApproval(_) => "no such approval".to_owned(),
         HubError::UnknownSession(_) => "no such session".to_owned(),
         HubError::Open { .. }
+        | HubError::NotYours(_)
         | HubError::Busy
         | HubError::ShuttingDown
         | HubError::Grant(_)
@@ -128,6 +131,7 @@ pub(crate) struct SessionsQuery {
 /// `GET /api/sessions`: the web conversations, the most recent first.
 pub(crate) async fn sessions(
     State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
     query: Result<Query<SessionsQuery>, QueryRejection>,
 ) -> Response {
     let Ok(Query(query)) = query else {
@@ -143,6 +147,8 @@ pub(crate) async fn sessions(
         Ok(list) => list,
         Err(error) => return hub_error(&error),
     };
+    // Another person's conversations are not listed: they are not found here at all.
+    list.retain(|info| app.owns(&speaker, &info.conversation.session));
     if let Some(text) = query.search.as_deref().filter(|t| !t.trim().is_empty()) {
         let found = match app.hub.search_conversations(text) {
             Ok(found) => found,
@@ -211,8 +217,15 @@ pub(crate) async fn channels(
 }
 
 /// `POST /api/sessions`: a new conversation.
-pub(crate) async fn create_session(State(app): State<App>) -> Response {
-    match app.hub.new_conversation() {
+pub(crate) async fn create_session(
+    State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
+) -> Response {
+    let made = app
+        .hub
+        .new_conversation()
+        .and_then(|id| app.hub.claim_conversation(&id, &speaker.0).map(|_| id));
+    match made {
         Ok(id) => (StatusCode::CREATED, Json(json!({ "id": id.as_str() }))).into_response(),
         Err(error) => hub_error(&error),
     }
@@ -227,6 +240,7 @@ struct NewMessage {
 /// `POST /api/sessions/{id}/messages`: 202, the turn runs (after the one before it).
 pub(crate) async fn send(
     State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -244,6 +258,9 @@ pub(crate) async fn send(
             "the body must be {\"text\": \"...\"}",
         );
     };
+    if !app.owns(&speaker, &session) {
+        return error_response(StatusCode::NOT_FOUND, "no such session");
+    }
     if text.trim().is_empty() {
         return error_response(StatusCode::BAD_REQUEST, "the text is empty");
     }
@@ -274,6 +291,7 @@ pub(crate) async fn send(
 /// `GET /api/sessions/{id}/messages`: the stored messages in the Converse shape.
 pub(crate) async fn messages(
     State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
     Path(id): Path<String>,
     query: Result<Query<View>, QueryRejection>,
 ) -> Response {
@@ -287,6 +305,9 @@ pub(crate) async fn messages(
         Ok(session) => session,
         Err(response) => return *response,
     };
+    if !app.owns(&speaker, &session) {
+        return error_response(StatusCode::NOT_FOUND, "no such session");
+    }
     match app.hub.messages(&session) {
         Ok(messages) => {
             let mut value = serde_json::to_value(&messages).unwrap_or(Value::Null);
@@ -401,6 +422,7 @@ fn row_value(app: &App, row: &ApprovalRow) -> Value {
 /// every channel's, oldest first.
 pub(crate) async fn approvals(
     State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
     query: Result<Query<ApprovalQuery>, QueryRejection>,
 ) -> Response {
     let Ok(Query(query)) = query else {
@@ -437,6 +459,9 @@ pub(crate) async fn approvals(
     match rows {
         Ok(rows) => Json(Value::Array(
             rows.iter()
+                // What waits for this person (theirs to answer, wherever it was asked),
+                // and what their own conversations asked; never another's.
+                .filter(|r| app.hub.waits_for(r, &speaker.0) || app.owns(&speaker, &r.session))
                 .map(|r| row_json(&app, r, query.display))
                 .collect(),
         ))

@@ -23,6 +23,12 @@ pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src '
 connect-src 'self'; img-src 'self' data:; manifest-src 'self'; worker-src 'self'; base-uri 'none'; \
 form-action 'self'; frame-ancestors 'none'";
 
+/// The person of the household a request speaks for: the holder of TauBar's token (and
+/// its cookie) is the household's first person (`owner` when nobody is named); a person's
+/// own token (`tau people token NAME`) is that person's alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Speaker(pub(crate) tau_protocol::PersonName);
+
 /// How a request proved it may ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Via {
@@ -34,6 +40,8 @@ pub(crate) struct Auth {
     token: String,
     cookie: String,
     hosts: Vec<String>,
+    /// People's own tokens, kept as their SHA-256 (none in a test without a store).
+    people: Option<tau_state::People>,
 }
 
 /// Equal without telling, through timing, how much of it was right.
@@ -51,7 +59,48 @@ impl Auth {
             token: token.to_owned(),
             cookie,
             hosts,
+            people: None,
         }
+    }
+
+    /// Also takes people's own tokens, looked up in `people` by their SHA-256.
+    pub(crate) fn with_people(mut self, people: Option<tau_state::People>) -> Self {
+        self.people = people;
+        self
+    }
+
+    /// The person whose own token the request carries as its bearer, if it does.
+    fn person_token(&self, headers: &HeaderMap) -> Option<tau_protocol::PersonName> {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.strip_prefix("Bearer "))?
+            .trim();
+        if given.is_empty() {
+            return None;
+        }
+        let people = self.people.as_ref()?;
+        match people.person_of_token(&tau_state::secret_sha256(given)) {
+            Ok(person) => person,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read people's tokens");
+                None
+            }
+        }
+    }
+
+    /// How the request proved it may ask, and for whom (`first`: the household's first
+    /// person, whose TauBar's own token is).
+    pub(crate) fn speaker(
+        &self,
+        headers: &HeaderMap,
+        first: &tau_protocol::PersonName,
+    ) -> Option<(Via, Speaker)> {
+        if let Some(via) = self.via(headers) {
+            return Some((via, Speaker(first.clone())));
+        }
+        self.person_token(headers)
+            .map(|person| (Via::Bearer, Speaker(person)))
     }
 
     pub(crate) fn host_ok(&self, headers: &HeaderMap) -> bool {
@@ -126,13 +175,16 @@ pub(crate) async fn guard(State(app): State<App>, request: Request, next: Next) 
     response
 }
 
-async fn checked(app: &App, mut request: Request, next: Next) -> Response {
+async fn checked(app: &App, request: Request, next: Next) -> Response {
     let headers = request.headers();
     // The token and the cookie the page traded it for speak for the implicit person; a
     // passkey's signed-in session for the person who signed in.
-    let signed_in = match app.auth.via(headers) {
-        Some(via) => Some((via, crate::signin::IMPLICIT_PERSON.to_owned())),
-        None => crate::signin::session_person(app, headers).map(|person| (Via::Cookie, person)),
+    let first = app.hub.household().first();
+    let speaking = match app.auth.speaker(headers, &first) {
+        Some(found) => Some(found),
+        None => crate::signin::session_person(app, headers)
+            .and_then(|person| tau_protocol::PersonName::parse(&person).ok())
+            .map(|person| (Via::Cookie, Speaker(person))),
     };
     let mut response = if !app.auth.host_ok(headers) {
         error(
@@ -142,7 +194,7 @@ async fn checked(app: &App, mut request: Request, next: Next) -> Response {
         .into_response()
     } else if request.uri().path().starts_with("/api/") {
         let changes = !matches!(*request.method(), Method::GET | Method::HEAD);
-        match signed_in {
+        match speaking {
             None => {
                 let mut response =
                     error(StatusCode::UNAUTHORIZED, "the token is required").into_response();
@@ -156,20 +208,22 @@ async fn checked(app: &App, mut request: Request, next: Next) -> Response {
                 "a request that changes something must come from this page",
             )
             .into_response(),
-            Some((_, person)) => {
+            Some((_, speaker)) => {
                 if let Some(connection) = request.extensions().get::<Arc<Connection>>() {
                     connection.prove();
                 }
+                let mut request = request;
                 request
                     .extensions_mut()
-                    .insert(crate::signin::Person(person));
+                    .insert(crate::signin::Person(speaker.0.as_str().to_owned()));
+                request.extensions_mut().insert(speaker);
                 next.run(request).await
             }
         }
     } else {
         // The page and its files: a browser's first request on a connection is often one
         // of these, and its cookie proves the connection as well as an API call would.
-        if signed_in.is_some()
+        if speaking.is_some()
             && let Some(connection) = request.extensions().get::<Arc<Connection>>()
         {
             connection.prove();

@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
@@ -23,6 +23,7 @@ use crate::shown::shown;
 
 pub(crate) async fn stream(
     State(app): State<App>,
+    Extension(speaker): Extension<crate::auth::Speaker>,
     Path(id): Path<String>,
     query: Result<Query<View>, QueryRejection>,
 ) -> Response {
@@ -36,6 +37,9 @@ pub(crate) async fn stream(
     let Ok(session) = SessionId::parse(&id) else {
         return error(StatusCode::NOT_FOUND, "no such session").into_response();
     };
+    if !app.owns(&speaker, &session) {
+        return error(StatusCode::NOT_FOUND, "no such session").into_response();
+    }
     let Ok(receiver) = app.hub.subscribe(&session) else {
         return error(StatusCode::NOT_FOUND, "no such session").into_response();
     };

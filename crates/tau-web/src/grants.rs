@@ -1,11 +1,12 @@
 //! Grants on the web listener: `GET /api/grants` (the live grants made on TauBar: what
 //! each covers, until when, its uses; then the routines' exemptions, marked as theirs)
 //! and `DELETE /api/grants/{id}` (a revoke, which takes effect before any later call). A grant is made by answering a question with
-//! `"grant"` (`POST /api/approvals/{id}`, in `api.rs`).
+//! `"grant"` (`POST /api/approvals/{id}`, in `api.rs`). Each person lists and revokes
+//! their own grants only; one made before people were named is the first person's.
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::json;
@@ -13,6 +14,7 @@ use tau_protocol::{Allowance, DecidedBy, GrantId};
 use tau_state::Revoked;
 
 use crate::api::{View, error, hub_error, view};
+use crate::auth::Speaker;
 use crate::{App, WEB};
 
 /// `GET /api/grants`: what runs without a question: the live grants made on this page,
@@ -21,6 +23,7 @@ use crate::{App, WEB};
 /// function shows it (the arguments are the model's).
 pub(crate) async fn list(
     State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
     query: Result<Query<View>, QueryRejection>,
 ) -> Response {
     let Ok(Query(wanted)) = query else {
@@ -36,6 +39,7 @@ pub(crate) async fn list(
     };
     let mut allowances: Vec<Allowance> = grants
         .into_iter()
+        .filter(|grant| app.grant_is(grant, &speaker))
         .map(|grant| Allowance::Grant(Box::new(grant)))
         .collect();
     if let Some(routines) = &app.routines {
@@ -50,11 +54,21 @@ pub(crate) async fn list(
 
 /// `DELETE /api/grants/{id}`: 200 with the grant as revoked, 409 when it was revoked
 /// before, 404 for an id this page never made.
-pub(crate) async fn revoke(State(app): State<App>, Path(id): Path<String>) -> Response {
+pub(crate) async fn revoke(
+    State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
+    Path(id): Path<String>,
+) -> Response {
     let not_found = || error(StatusCode::NOT_FOUND, "no such grant").into_response();
     let Ok(id) = GrantId::parse(&id) else {
         return not_found();
     };
+    // Another person's grant is not found here.
+    match app.hub.grant(&id) {
+        Ok(Some(grant)) if app.grant_is(&grant, &speaker) => {}
+        Ok(_) => return not_found(),
+        Err(failure) => return hub_error(&failure),
+    }
     match app.hub.revoke_grant(&id, &DecidedBy::person(WEB)) {
         Ok(Revoked::Revoked(grant)) => Json(json!({ "revoked": grant })).into_response(),
         Ok(Revoked::AlreadyRevoked(grant)) => (
@@ -64,5 +78,16 @@ pub(crate) async fn revoke(State(app): State<App>, Path(id): Path<String>) -> Re
             .into_response(),
         Ok(Revoked::NotFound) => not_found(),
         Err(failure) => hub_error(&failure),
+    }
+}
+
+impl App {
+    /// Whether `grant` is `speaker`'s: made by them (a grant that names nobody was made
+    /// before people were named, by the first person).
+    fn grant_is(&self, grant: &tau_protocol::Grant, speaker: &Speaker) -> bool {
+        match &grant.person {
+            Some(person) => person == speaker.0.as_str(),
+            None => self.hub.household().first() == speaker.0,
+        }
     }
 }

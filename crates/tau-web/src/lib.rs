@@ -119,6 +119,7 @@ pub struct WebChannel {
     passkeys: Option<tau_state::Passkeys>,
     /// Tools whose yes takes a passkey (`[tools.step_up]`), besides lock-class devices.
     step_up_tools: Vec<String>,
+    people: Option<tau_state::People>,
 }
 
 impl WebChannel {
@@ -147,6 +148,7 @@ impl WebChannel {
             configured_hosts: config.hosts.clone(),
             passkeys: None,
             step_up_tools: Vec::new(),
+            people: None,
         })
     }
 
@@ -179,6 +181,13 @@ impl WebChannel {
     pub fn with_passkeys(mut self, store: tau_state::Passkeys, step_up_tools: Vec<String>) -> Self {
         self.passkeys = Some(store);
         self.step_up_tools = step_up_tools;
+        self
+    }
+
+    /// Takes people's own tokens (`tau people token NAME`), each as its person's.
+    #[must_use]
+    pub fn with_people(mut self, people: tau_state::People) -> Self {
+        self.people = Some(people);
         self
     }
 
@@ -227,7 +236,9 @@ impl Channel for WebChannel {
             })?;
         let app = App {
             hub,
-            auth: Arc::new(auth::Auth::new(&self.token, self.hosts.clone())),
+            auth: Arc::new(
+                auth::Auth::new(&self.token, self.hosts.clone()).with_people(self.people.clone()),
+            ),
             stop: stop.clone(),
             routines: self.routines.clone(),
             decisions: self.decisions.clone(),
@@ -254,6 +265,13 @@ impl Channel for WebChannel {
 }
 
 impl App {
+    /// Whether `session` is `speaker`'s conversation: another person's is not found here.
+    pub(crate) fn owns(&self, speaker: &auth::Speaker, session: &tau_protocol::SessionId) -> bool {
+        self.hub
+            .person_of(session)
+            .is_ok_and(|person| person == speaker.0)
+    }
+
     /// The routine whose conversation has `key`, when it is a routine's.
     pub(crate) fn origin_of_key(&self, key: &str) -> Option<RoutineOrigin> {
         self.routines.as_ref()?.origin(key)

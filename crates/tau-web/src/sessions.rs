@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::Deserialize;
@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::App;
 use crate::api::{error_response, hub_error, session_id};
+use crate::auth::Speaker;
 
 /// The body of a rename: the title, or `null` for the first prompt's.
 #[derive(Debug, Deserialize)]
@@ -24,6 +25,7 @@ pub(crate) struct Rename {
 /// overlong title; 404 for no conversation of this page.
 pub(crate) async fn rename(
     State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
     Path(id): Path<String>,
     body: Result<Json<Rename>, JsonRejection>,
 ) -> Response {
@@ -31,6 +33,9 @@ pub(crate) async fn rename(
         Ok(session) => session,
         Err(response) => return *response,
     };
+    if !app.owns(&speaker, &session) {
+        return error_response(StatusCode::NOT_FOUND, "no such session");
+    }
     let Ok(Json(Rename { title })) = body else {
         return error_response(
             StatusCode::BAD_REQUEST,
@@ -46,11 +51,18 @@ pub(crate) async fn rename(
 
 /// `DELETE /api/sessions/{id}`: 204 once it and its messages are gone; 409 while a turn
 /// runs or a question waits in it; 404 for no conversation of this page.
-pub(crate) async fn delete(State(app): State<App>, Path(id): Path<String>) -> Response {
+pub(crate) async fn delete(
+    State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
+    Path(id): Path<String>,
+) -> Response {
     let session = match session_id(&id) {
         Ok(session) => session,
         Err(response) => return *response,
     };
+    if !app.owns(&speaker, &session) {
+        return error_response(StatusCode::NOT_FOUND, "no such session");
+    }
     match app.hub.delete_conversation(&session).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(error) => hub_error(&error),

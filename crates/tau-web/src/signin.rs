@@ -418,6 +418,7 @@ pub(crate) fn checked_step_up(
     app: &App,
     row: &ApprovalRow,
     answer: Option<&StepUpAnswer>,
+    speaker: &str,
 ) -> Result<Option<String>, Refused> {
     let Some(site) = app.passkeys.as_ref().filter(|_| needs_step_up(app, row)) else {
         return Ok(None);
@@ -442,6 +443,7 @@ pub(crate) fn checked_step_up(
                 place: None,
                 reason: refusal.reason().to_owned(),
                 count: None,
+                person: app.hub.household().is_named().then(|| speaker.to_owned()),
             });
             Err(Box::new(
                 (

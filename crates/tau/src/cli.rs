@@ -30,6 +30,9 @@ pub(crate) enum Command {
         /// Resume this conversation, or start it under this name
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
+        /// Who sits here, when tau.toml names several people and none by this unix user
+        #[arg(long, value_name = "NAME")]
+        person: Option<String>,
         #[command(flatten)]
         answers: AnswerArgs,
     },
@@ -39,6 +42,9 @@ pub(crate) enum Command {
         /// Resume this conversation, or start it under this name
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
+        /// Who sits here, when tau.toml names several people and none by this unix user
+        #[arg(long, value_name = "NAME")]
+        person: Option<String>,
     },
     /// A scripted conversation, offline, with real approval prompts
     Demo {
@@ -72,6 +78,12 @@ pub(crate) enum Command {
     Devices {
         #[command(subcommand)]
         command: DevicesCommand,
+    },
+    /// The household's people ([[people]] in tau.toml): list, add, remove, a person's own
+    /// TauBar token, and a one-time link to enroll a passkey
+    People {
+        #[command(subcommand)]
+        command: PeopleCommand,
     },
     /// Routines: triggers that call tools through the gate
     Routines {
@@ -171,6 +183,41 @@ pub(crate) enum SessionsCommand {
     },
     /// Deletes a session and its messages
     Delete { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PeopleCommand {
+    /// Every person, with their Telegram id, unix user, language and whether they hold a
+    /// TauBar token
+    List,
+    /// Adds a [[people]] entry at the end of tau.toml (the rest of the file stays as it is)
+    Add(AddPerson),
+    /// Removes a person's [[people]] entry from tau.toml and ends their TauBar token
+    Remove { name: String },
+    /// Prints a new TauBar bearer token of NAME's own (the one before stops working); with
+    /// --revoke, ends it
+    Token {
+        name: String,
+        #[arg(long)]
+        revoke: bool,
+    },
+    /// Prints a one-time link that enrolls a passkey for NAME (valid 24 hours)
+    Invite { name: String },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AddPerson {
+    /// 3 to 32 of a-z, 0-9 and '-'
+    pub name: String,
+    /// Their Telegram user id: they own the bot
+    #[arg(long, value_name = "ID")]
+    pub telegram: Option<i64>,
+    /// The unix account whose terminal is theirs
+    #[arg(long, value_name = "USER")]
+    pub unix_user: Option<String>,
+    /// en or tr
+    #[arg(long, value_name = "CODE")]
+    pub language: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -354,6 +401,7 @@ impl Command {
             | Command::Grants { .. }
             | Command::Tools
             | Command::Devices { .. }
+            | Command::People { .. }
             | Command::Routines { .. }
             | Command::Mcp { .. }
             | Command::Config { .. }

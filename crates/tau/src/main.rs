@@ -24,6 +24,8 @@ mod hub_lease;
 mod mcp;
 mod output;
 mod owner;
+mod people;
+mod people_file;
 mod routines;
 mod serve;
 mod serve_banner;
@@ -39,7 +41,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::cli::{
     AuditCommand, BadConfig, Cli, Command, ConfigCommand, DevicesCommand, GrantsCommand,
-    RoutinesCommand, ServiceCommand, SessionsCommand,
+    PeopleCommand, RoutinesCommand, ServiceCommand, SessionsCommand,
 };
 use crate::context::Context;
 use crate::errors::exit_code;
@@ -159,7 +161,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     before_command(&ctx, bad_config, config_error.as_ref())?;
     match cli.command {
-        Command::Chat { session, answers } => {
+        Command::Chat {
+            session,
+            answers,
+            person,
+        } => {
+            people::at_terminal(&ctx, person.as_deref())?;
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
@@ -181,7 +188,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .await?;
             return Ok(ended.exit_code());
         }
-        Command::Tui { session } => {
+        Command::Tui { session, person } => {
+            people::at_terminal(&ctx, person.as_deref())?;
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
@@ -233,6 +241,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             DevicesCommand::Pin(pin) => output::print(&devices::pin(&ctx, &pin)?),
         },
+        Command::People { command } => output::print(&match command {
+            PeopleCommand::List => people::list(&ctx)?,
+            PeopleCommand::Add(add) => people::add(&ctx, &add)?,
+            PeopleCommand::Remove { name } => people::remove(&ctx, &name)?,
+            PeopleCommand::Token { name, revoke } => people::token(&ctx, &name, revoke)?,
+            PeopleCommand::Invite { name } => people::invite(&ctx, &name)?,
+        }),
         Command::Routines { command } => match command {
             RoutinesCommand::List => output::print(&routines::list(&ctx).await?),
             RoutinesCommand::Show { name } => output::print(&routines::show(&ctx, &name).await?),

@@ -94,6 +94,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     }
 
     let people = state.clone();
+    let household = config.household();
     let factory = Arc::new(StoredFactory {
         home: ctx.home.clone(),
         model: Arc::clone(&model),
@@ -103,7 +104,9 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         audit: Arc::clone(&audit),
         history: Arc::new(AuditHistory::new(ctx.home.audit_log())),
         ledger: Arc::new(AuditGrants::new(ctx.home.audit_log(), state.clone())),
-        grant_person: Box::new(move |session, channel| grant_person(&people, session, channel)),
+        grant_person: Box::new(move |session, channel| {
+            grant_person(&people, &household, session, channel)
+        }),
     });
     let hub = Hub::open(
         state.clone(),
@@ -116,6 +119,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
                 taubar: web.as_ref().map(WebChannel::passkey_url),
                 tools: config.tools.passkey_tools(),
             },
+            people: crate::people::hub_people(config),
         },
     );
     let routine_events = EventBus::new();
@@ -140,6 +144,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         // The key each device subscribes with: made once, kept in the home.
         let push_key = tau_home::token_file::load_or_create(&ctx.home.push_key())?;
         let web = web
+            .with_people(state.people())
             .with_routines(Arc::clone(&hosted.routines) as _)
             .with_passkeys(state.passkeys(), config.tools.passkey_tools())
             .with_decisions(Arc::new(crate::audit::Decisions(
@@ -180,8 +185,15 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     }
     if let (Some(telegram), Some(token), true) = (&config.telegram, telegram_token, polls_telegram)
     {
+        // A person of `[[people]]` with a Telegram id owns the bot too.
+        let mut telegram = telegram.clone();
+        for id in config.household().telegram_ids() {
+            if !telegram.owners.contains(&id) {
+                telegram.owners.push(id);
+            }
+        }
         let (telegram_channel, channel) = tau_telegram::host(
-            telegram,
+            &telegram,
             &token,
             hub.port(tau_telegram::CHANNEL),
             Arc::clone(&hosted.routines) as _,
@@ -277,16 +289,26 @@ fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
 }
 
 /// Whose grants a conversation's gate uses and makes ("yes, and allow this again").
-/// TauBar has one person (the token's holder). On Telegram a grant is one person's: a
+/// TauBar has one person (the token's holder) unless `[[people]]` names several: then a
+/// conversation's grants are its person's. On Telegram a grant is one person's: a
 /// private chat's conversations are its user's (a private chat's id is the user's id); a
 /// group chat, where several people write, and a routine's conversation have none, so
 /// every call there is asked.
 fn grant_person(
     state: &StateDb,
+    household: &tau_core::Household,
     session: &SessionId,
     channel: &str,
 ) -> Result<Option<Option<String>>, OpenError> {
     match channel {
+        // With people named, a TauBar conversation's grants are its person's.
+        "web" if household.is_named() => {
+            let person = state
+                .people()
+                .conversation_person(session)?
+                .unwrap_or_else(|| household.first());
+            Ok(Some(Some(person.to_string())))
+        }
         "web" => Ok(Some(None)),
         tau_telegram::CHANNEL => {
             let conversation = state.conversations().conversation_of(session)?;

@@ -35,6 +35,9 @@ pub(crate) struct TauConfig {
     /// `[[devices]]`: the devices tau knows by name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<tau_devices::DeviceDef>,
+    /// `[[people]]`: the household (none: one implicit person, `owner`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub people: Vec<tau_core::PersonDef>,
     /// `[[routines]]`, as written; read by `tau-reflex` (`Context::routine_defs`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routines: Vec<toml::Value>,
@@ -53,6 +56,11 @@ pub(crate) struct Loaded {
 }
 
 impl TauConfig {
+    /// The household `[[people]]` names (checked when the file was read).
+    pub(crate) fn household(&self) -> tau_core::Household {
+        tau_core::Household::from_config(&self.people).unwrap_or_default()
+    }
+
     pub(crate) fn core(&self) -> CoreConfig {
         CoreConfig {
             agent: self.agent.clone(),
@@ -140,6 +148,11 @@ pub(crate) fn load(
         .validate(config.telegram.is_some())
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     tau_devices::Registry::from_config(&config.devices)
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    let household = tau_core::Household::from_config(&config.people)
+        .map_err(|e| usage(format!("{shown}: {e}")))?;
+    crate::people::Approvers::from_config(&config)
+        .check(&household)
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     if !config.routines.is_empty() {
         let zone = zone(&config).map_err(|e| usage(format!("{shown}: {e}")))?;

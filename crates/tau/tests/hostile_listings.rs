@@ -141,6 +141,7 @@ fn a_hostile_grant_and_question_are_escaped_and_flagged() {
             created_by: DecidedBy::Person {
                 channel: "tel\u{202e}egram".into(),
                 user: Some("\u{1b}[31mr\u{43e}\u{43e}t".into()),
+                person: None,
             },
             approval_id: None,
             created_at: "2026-12-03T12:00:00Z".into(),

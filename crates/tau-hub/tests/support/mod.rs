@@ -199,6 +199,7 @@ impl Setup {
                 audit: self.bus.clone(),
                 language: tau_core::Language::En,
                 passkey_step: tau_hub::PasskeyStep::default(),
+                people: tau_hub::HubPeople::default(),
             },
         )
     }

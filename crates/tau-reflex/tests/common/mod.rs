@@ -197,6 +197,7 @@ impl StoredAnswers for FakeHost {
         let person = DecidedBy::Person {
             channel: channel.into(),
             user: Some("ada".into()),
+            person: None,
         };
         answer_durable(
             &store.db.approvals(),

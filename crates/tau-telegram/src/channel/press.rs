@@ -152,6 +152,12 @@ impl TelegramChannel {
                 tracing::warn!(approval_id = %id, user = from, "telegram: an answer nothing waited for was not used");
                 tau_core::Notice::AnswerNotUsed { tool: row.tool }.text(self.language)
             }
+            // Not this person's to answer: refused and recorded by the hub; the question
+            // stays open for the one it waits for.
+            Err(crate::hub::HubError::Hub(tau_hub::HubError::NotYours(_))) => {
+                self.answer_press(&callback, t.not_yours).await;
+                return;
+            }
             Err(error) => {
                 tracing::warn!(approval_id = %id, "telegram: {error}");
                 format!("{} {error}", t.not_taken)

@@ -483,6 +483,7 @@ impl Hub for FakeHub {
         let by = DecidedBy::Person {
             channel: "telegram".into(),
             user: Some(user.to_owned()),
+            person: None,
         };
         self.answers
             .lock()
@@ -530,6 +531,7 @@ impl Hub for FakeHub {
         let by = DecidedBy::Person {
             channel: "telegram".into(),
             user: Some(user.to_owned()),
+            person: None,
         };
         self.approvals
             .grants()

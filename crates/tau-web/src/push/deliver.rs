@@ -97,11 +97,12 @@ fn audience(endpoint: &reqwest::Url) -> String {
 }
 
 impl WebPush {
-    /// Pushes "a question waits" for question `id` to every device of `person`, once per
-    /// question however often it is shown. Returns at once; the pushes go on in a task.
+    /// Pushes "a question waits" for question `id` to every device of each of `people`
+    /// (those who may answer it), once per question however often it is shown. Returns at
+    /// once; the pushes go on in a task.
     pub(crate) fn question_waits(
         self: &Arc<Self>,
-        person: &str,
+        people: Vec<String>,
         id: &ApprovalId,
         deadline: Option<Timestamp>,
     ) {
@@ -114,13 +115,18 @@ impl WebPush {
             return;
         }
         let push = Arc::clone(self);
-        let person = person.to_owned();
         let payload = Payload::waiting(id);
         tokio::spawn(async move {
             let devices = {
                 let subscriptions = push.subscriptions.clone();
-                let person = person.clone();
-                tokio::task::spawn_blocking(move || subscriptions.of_person(&person)).await
+                tokio::task::spawn_blocking(move || {
+                    let mut devices = Vec::new();
+                    for person in &people {
+                        devices.extend(subscriptions.of_person(person)?);
+                    }
+                    Ok::<_, tau_state::StateError>(devices)
+                })
+                .await
             };
             let devices = match devices {
                 Ok(Ok(devices)) => devices,

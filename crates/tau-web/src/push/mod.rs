@@ -4,7 +4,8 @@
 //! subscription to tau (`POST /api/push/subscriptions`; `DELETE` ends it). Nothing is
 //! pushed to a person who subscribed no device: push is off until they turn it on.
 //!
-//! Until tau knows several people, every subscription is the one person's, [`OWNER`].
+//! A subscription is the person's who made it; a question is pushed to the people it
+//! waits for (its conversation's person, or the approvers who alone may answer it).
 //!
 //! Layout: `vapid.rs` the key pair and the token that names this server to the push
 //! service, `subscription.rs` what a subscription must be, `deliver.rs` the push itself,
@@ -18,16 +19,16 @@ mod vapid;
 
 use std::sync::{Arc, Mutex};
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 use tau_hub::{ChannelPort, SessionEvent};
-use tau_protocol::ChannelEvent;
+use tau_protocol::{ApprovalId, ChannelEvent, PersonName};
 use tau_state::{PushSubscription, PushSubscriptions};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -36,9 +37,7 @@ pub use vapid::NotAKey;
 
 use crate::App;
 use crate::api::{body_error, error_response};
-
-/// The person every subscription belongs to while tau knows one person.
-pub(crate) const OWNER: &str = "owner";
+use crate::auth::Speaker;
 
 /// The most devices one person may subscribe.
 const MAX_DEVICES: usize = 16;
@@ -98,7 +97,8 @@ pub(crate) async fn pump(push: Arc<WebPush>, hub: Arc<dyn ChannelPort>, stop: Ca
             Ok(event) => {
                 if let SessionEvent::Turn(ChannelEvent::ApprovalRequested(question)) = event.event {
                     let deadline = question.deadline.as_deref().and_then(|d| d.parse().ok());
-                    push.question_waits(OWNER, &question.approval_id, deadline);
+                    let people = who_waits(hub.as_ref(), &question.approval_id);
+                    push.question_waits(people, &question.approval_id, deadline);
                 }
             }
             Err(RecvError::Lagged(missed)) => {
@@ -107,6 +107,30 @@ pub(crate) async fn pump(push: Arc<WebPush>, hub: Arc<dyn ChannelPort>, stop: Ca
             Err(RecvError::Closed) => return,
         }
     }
+}
+
+/// The people question `id` waits for: its conversation's person, or the approvers who
+/// alone may answer it.
+fn who_waits(hub: &dyn ChannelPort, id: &ApprovalId) -> Vec<String> {
+    let row = match hub.question(id) {
+        Ok(Some(row)) => row,
+        Ok(None) => return Vec::new(),
+        Err(error) => {
+            tracing::warn!(%error, "push: cannot read the question");
+            return Vec::new();
+        }
+    };
+    let household = hub.household();
+    let everyone: Vec<PersonName> = if household.is_named() {
+        household.people().iter().map(|p| p.name.clone()).collect()
+    } else {
+        vec![household.first()]
+    };
+    everyone
+        .into_iter()
+        .filter(|person| hub.waits_for(&row, person))
+        .map(|person| person.as_str().to_owned())
+        .collect()
 }
 
 fn push_of(app: &App) -> Result<&Arc<WebPush>, Box<Response>> {
@@ -150,6 +174,7 @@ async fn store<T: Send + 'static>(
 /// `PushSubscription.toJSON()`) for the person.
 pub(crate) async fn subscribe(
     State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let push = match push_of(&app) {
@@ -173,7 +198,7 @@ pub(crate) async fn subscribe(
     }
     let kept = PushSubscription {
         endpoint: given.endpoint,
-        person: OWNER.to_owned(),
+        person: speaker.0.as_str().to_owned(),
         p256dh: given.keys.p256dh,
         auth: given.keys.auth,
     };
@@ -207,6 +232,7 @@ struct Unsubscribe {
 /// `DELETE /api/push/subscriptions` (`{"endpoint": URL}`): this device gets no more pushes.
 pub(crate) async fn unsubscribe(
     State(app): State<App>,
+    Extension(speaker): Extension<Speaker>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let push = match push_of(&app) {
@@ -221,7 +247,7 @@ pub(crate) async fn unsubscribe(
         return error_response(StatusCode::BAD_REQUEST, "the body is {\"endpoint\": URL}");
     };
     let subscriptions = push.subscriptions.clone();
-    match store(move || subscriptions.remove(OWNER, &endpoint)).await {
+    match store(move || subscriptions.remove(speaker.0.as_str(), &endpoint)).await {
         Ok(true) => StatusCode::NO_CONTENT.into_response(),
         Ok(false) => error_response(StatusCode::NOT_FOUND, "no such subscription"),
         Err(response) => response,

@@ -191,6 +191,7 @@ fn added_def(add: &AddDevice) -> anyhow::Result<DeviceDef> {
         actions,
         retain: add.retain,
         high_risk: add.high_risk,
+        approvers: Vec::new(),
     })
 }
 

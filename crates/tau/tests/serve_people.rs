@@ -1,0 +1,298 @@
+//! A household on TauBar through the real `tau serve`: each person signs in with their
+//! own token (`tau people token NAME`); a conversation is its person's alone (another
+//! person neither lists, reads, writes in, renames nor answers it: 404, and 403 for an
+//! answer, audited with who tried); TauBar's own token is the first person's.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::Tau;
+use common::serve::Api;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const PEOPLE: &str =
+    "[[people]]\nname = \"ana\"\n\n[[people]]\nname = \"bob\"\n\n[[people]]\nname = \"cyd\"\n";
+
+/// A person's own TauBar token, made as a person makes it.
+fn token(tau: &Tau, config: &std::path::Path, name: &str) -> String {
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "people",
+            "token",
+            name,
+        ],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.stdout.trim().to_owned()
+}
+
+fn as_person(serve: &common::serve::Serve, token: String) -> Api {
+    Api {
+        addr: serve.addr,
+        token,
+    }
+}
+
+fn ids(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_conversation_is_its_persons_alone() {
+    let tau = Tau::new();
+    let config = tau.serve_config(PEOPLE);
+    let (ana_token, bob_token) = (token(&tau, &config, "ana"), token(&tau, &config, "bob"));
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let (ana, bob) = (as_person(&serve, ana_token), as_person(&serve, bob_token));
+
+    let session = ana.new_session();
+    let row = ana.ask(&session, "make the proof");
+    let id = row["id"].as_str().unwrap().to_owned();
+    let bobs = bob.new_session();
+
+    // Bob does not find Ana's conversation anywhere.
+    assert_eq!(ids(&bob.get("/api/sessions").json()), vec![bobs.clone()]);
+    assert_eq!(ids(&ana.get("/api/sessions").json()), vec![session.clone()]);
+    for (method, path, body) in [
+        ("GET", format!("/api/sessions/{session}/messages"), None),
+        (
+            "POST",
+            format!("/api/sessions/{session}/messages"),
+            Some(r#"{"text": "hi"}"#),
+        ),
+        (
+            "PATCH",
+            format!("/api/sessions/{session}"),
+            Some(r#"{"title": "mine"}"#),
+        ),
+        ("DELETE", format!("/api/sessions/{session}"), None),
+        ("GET", format!("/api/sessions/{session}/events"), None),
+    ] {
+        let reply = bob.call(method, &path, body);
+        assert_eq!(
+            (reply.status, reply.json()),
+            (404, json!({"error": "no such session"})),
+            "{method} {path}"
+        );
+    }
+    assert_eq!(bob.get("/api/approvals?state=pending").json(), json!([]));
+    assert_eq!(
+        bob.get("/api/approvals?state=pending&channel=all").json(),
+        json!([])
+    );
+
+    // Bob's yes, even naming Ana's card, is refused and recorded with his name.
+    let body = json!({"decision": "approve", "card_sha256": row["card_sha256"]});
+    let reply = bob.post(&format!("/api/approvals/{id}"), &body.to_string());
+    assert_eq!(
+        (reply.status, reply.json()),
+        (
+            403,
+            json!({"error": "not yours: the conversation is ana's"})
+        )
+    );
+    let refused: Vec<Value> = tau
+        .audit()
+        .into_iter()
+        .filter(|line| line["type"] == "answer_refused")
+        .map(|mut line| {
+            let fields = line.as_object_mut().unwrap();
+            for key in ["at", "ts", "seq", "prev", "session"] {
+                fields.remove(key);
+            }
+            line
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        vec![json!({
+            "type": "answer_refused",
+            "channel": "web",
+            "approval_id": id,
+            "person": "bob",
+            "reason": "not yours: the conversation is ana's",
+        })]
+    );
+    assert_eq!(tau.proof(), None);
+
+    // TauBar's own token is the first person's: Ana's conversation, hers to answer.
+    let first = serve.api();
+    assert_eq!(
+        ids(&first.get("/api/sessions").json()),
+        vec![session.clone()]
+    );
+    assert_eq!(ana.approve(&id).status, 200);
+    ana.until_answered(&session, "Done.");
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
+}
+
+#[test]
+fn a_revoked_token_signs_nobody_in() {
+    let tau = Tau::new();
+    let config = tau.serve_config(PEOPLE);
+    let cyd_token = token(&tau, &config, "cyd");
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let cyd = as_person(&serve, cyd_token);
+    assert_eq!(cyd.get("/api/sessions").status, 200);
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "people",
+            "token",
+            "cyd",
+            "--revoke",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(cyd.get("/api/sessions").status, 401);
+}
+
+#[test]
+fn only_the_approvers_a_tool_names_may_answer_it_wherever_it_was_asked() {
+    let tau = Tau::new();
+    let config = tau.serve_config(&format!(
+        "[tools.approvers]\nrun_command = [\"cyd\"]\n\n{PEOPLE}"
+    ));
+    let (ana_token, cyd_token) = (token(&tau, &config, "ana"), token(&tau, &config, "cyd"));
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let (ana, cyd) = (as_person(&serve, ana_token), as_person(&serve, cyd_token));
+    let session = ana.new_session();
+    let row = ana.ask(&session, "make the proof");
+    let id = row["id"].as_str().unwrap().to_owned();
+
+    // Ana's own conversation asked, and still only Cyd may answer.
+    let body = json!({"decision": "approve", "card_sha256": row["card_sha256"]});
+    let reply = ana.post(&format!("/api/approvals/{id}"), &body.to_string());
+    assert_eq!(
+        (reply.status, reply.json()),
+        (403, json!({"error": "not yours: only cyd may answer it"}))
+    );
+    // It waits for Cyd, though the conversation is not hers (which she still cannot read).
+    assert_eq!(
+        ids(&cyd.get("/api/approvals?state=pending").json()),
+        vec![id.clone()]
+    );
+    assert_eq!(
+        cyd.get(&format!("/api/sessions/{session}/messages")).status,
+        404
+    );
+    assert_eq!(cyd.approve(&id).status, 200);
+    ana.until_answered(&session, "Done.");
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
+    let decided: Vec<Value> = tau
+        .audit()
+        .into_iter()
+        .filter(|line| line["type"] == "approval" && line["approval_id"] == id)
+        .map(|line| line["decided_by"].clone())
+        .collect();
+    assert_eq!(
+        decided,
+        vec![json!({"kind": "person", "channel": "web", "person": "cyd"})]
+    );
+}
+
+#[test]
+fn an_approver_who_is_nobody_is_refused_at_start() {
+    let tau = Tau::new();
+    let config = tau.serve_config(&format!(
+        "[tools.approvers]\nrun_command = [\"zed\"]\n\n{PEOPLE}"
+    ));
+    let run = tau.run(
+        &["--config", config.to_str().unwrap(), "people", "list"],
+        "",
+    );
+    assert_eq!(
+        (run.code, run.stderr),
+        (
+            2,
+            format!(
+                "tau: {}: tools.approvers.run_command: 'zed' is not a person of [[people]]; approvers name people there\n",
+                config.display()
+            )
+        )
+    );
+}
+
+#[test]
+fn a_home_from_before_people_keeps_its_conversations_as_the_first_persons() {
+    let tau = Tau::new();
+    let before = tau.serve_config("");
+    let serve = tau.serve(&tau.make_proof(), &before);
+    let session = serve.new_session();
+    let row = serve.ask(&session, "make the proof");
+    let id = row["id"].as_str().unwrap().to_owned();
+    let old_token = serve.token.clone();
+    let (code, _) = serve.terminate();
+    assert_eq!(code, 0);
+
+    let config = tau.serve_config(PEOPLE);
+    let (ana_token, bob_token) = (token(&tau, &config, "ana"), token(&tau, &config, "bob"));
+    let serve = tau.serve(&tau.make_proof(), &config);
+    assert_eq!(serve.token, old_token, "TauBar's token stays");
+    let (ana, bob) = (as_person(&serve, ana_token), as_person(&serve, bob_token));
+    assert_eq!(ids(&ana.get("/api/sessions").json()), vec![session.clone()]);
+    assert_eq!(ids(&bob.get("/api/sessions").json()), Vec::<String>::new());
+    assert_eq!(
+        ids(&ana.get("/api/approvals?state=pending").json()),
+        vec![id.clone()]
+    );
+    assert_eq!(ana.approve(&id).status, 200);
+    ana.until_answered(&session, "Done.");
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
+}
+
+#[test]
+fn a_grant_is_its_persons_and_another_persons_identical_call_is_asked() {
+    let tau = Tau::new();
+    let config = tau.serve_config(PEOPLE);
+    let (ana_token, bob_token) = (token(&tau, &config, "ana"), token(&tau, &config, "bob"));
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let (ana, bob) = (as_person(&serve, ana_token), as_person(&serve, bob_token));
+    let first = ana.new_session();
+    let row = ana.ask(&first, "make the proof");
+    let id = row["id"].as_str().unwrap();
+    let reply = ana.answer(
+        id,
+        &json!({"decision": "approve", "grant": {"scope": "channel"}}),
+    );
+    assert_eq!(reply.status, 200, "{reply:?}");
+    ana.until_answered(&first, "Done.");
+    let grants = ana.get("/api/grants").json();
+    assert_eq!(grants.as_array().unwrap().len(), 1, "{grants}");
+    assert_eq!(grants[0]["person"], "ana");
+    assert_eq!(bob.get("/api/grants").json(), json!([]));
+    let grant = grants[0]["id"].as_str().unwrap();
+    assert_eq!(
+        bob.call("DELETE", &format!("/api/grants/{grant}"), None)
+            .status,
+        404
+    );
+
+    // Ana's next conversation runs the same call under her grant; Bob's is asked.
+    let second = ana.new_session();
+    let reply = ana.post(
+        &format!("/api/sessions/{second}/messages"),
+        r#"{"text": "again"}"#,
+    );
+    assert_eq!(reply.status, 202);
+    ana.until_answered(&second, "Done.");
+    let bobs = bob.new_session();
+    let asked = bob.ask(&bobs, "make the proof");
+    assert_eq!(asked["session"], bobs);
+    assert_eq!(tau.proof().as_deref(), Some("made\nmade\n"));
+}

@@ -1,0 +1,89 @@
+//! A household on Telegram through the real `tau serve` and the npm `telegram-test-api`
+//! Bot API emulator: a person's `telegram` id owns the bot, what they write in their
+//! private chat is their conversation, and another person's press on its question is
+//! refused, recorded with their name, and decides nothing.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::serve::TELEGRAM_TOKEN;
+use common::*;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tau_test_support::telegram::Emulator;
+
+const ANA: i64 = 111;
+const BOB: i64 = 222;
+
+fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_private_chat_is_its_persons_and_another_persons_press_is_refused() {
+    let Some(emulator) = Emulator::start(TELEGRAM_TOKEN) else {
+        return;
+    };
+    let tau = Tau::new();
+    let model = tau.make_proof();
+    // Bob owns the bot through [[people]] alone.
+    let people = format!(
+        "\n[[people]]\nname = \"ana\"\ntelegram = {ANA}\n\n[[people]]\nname = \"bob\"\ntelegram = {BOB}\n"
+    );
+    let _serve = tau.serve_telegram(&model, &emulator.url, ANA, &people);
+    emulator.write(BOB, BOB, "make the proof");
+    let id = emulator.wait("a question with buttons", |messages| {
+        messages.iter().find_map(|m| {
+            let id = m.buttons.iter().find_map(|b| b.strip_prefix("v1:a:"))?;
+            Some(id.to_owned())
+        })
+    });
+    emulator.press(BOB, ANA, &format!("v1:a:{id}"));
+    let refused: Value = wait_for("Ana's press refused in the audit log", || {
+        tau.audit()
+            .into_iter()
+            .find(|line| line["type"] == "answer_refused")
+    });
+    assert_eq!(
+        (
+            refused["approval_id"].clone(),
+            refused["person"].clone(),
+            refused["reason"].clone()
+        ),
+        (
+            json!(id),
+            json!("ana"),
+            json!("not yours: the conversation is bob's")
+        )
+    );
+    assert_eq!(tau.proof(), None);
+    emulator.press(BOB, BOB, &format!("v1:a:{id}"));
+    wait_for("the proof", || tau.proof());
+    let decided: Vec<Value> = tau
+        .audit()
+        .into_iter()
+        .filter(|line| line["type"] == "approval" && line["approval_id"] == id)
+        .map(|line| line["decided_by"].clone())
+        .collect();
+    assert_eq!(
+        decided,
+        vec![
+            json!({"kind": "person", "channel": "telegram", "user": BOB.to_string(), "person": "bob"})
+        ]
+    );
+}
