@@ -123,7 +123,7 @@ fn the_doctor_checks_the_connection_the_schema_and_the_leases() {
     insta::assert_snapshot!(shown, @r"
     store postgres://postgres@127.0.0.1:<port>/<database>
       ok  connection   answers
-      ok  schema       step 10, this tau's
+      ok  schema       step 13, this tau's
       ok  leases       readable: 0 held (0 by a running hub), 0 run out
     ");
     server.stop().unwrap();
