@@ -118,7 +118,10 @@ impl Hub {
     }
 
     /// True when the stored session waits on a question that is no longer pending.
-    pub(crate) fn waits_on_a_decided_question(&self, session: &SessionId) -> Result<bool, HubError> {
+    pub(crate) fn waits_on_a_decided_question(
+        &self,
+        session: &SessionId,
+    ) -> Result<bool, HubError> {
         let Some(state) = tau_core::load_agent_state(&self.inner.state.sessions(), session)? else {
             return Ok(false);
         };

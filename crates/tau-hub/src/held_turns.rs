@@ -31,11 +31,11 @@ impl Hub {
     ) -> Result<usize, HubError> {
         let mut sessions = BTreeSet::new();
         for row in self.inner.state.approvals().unsettled_approvals()? {
-            if seen.contains(&row.id) || !self.inner.state.approvals().claim_turn(&row.id)? {
-                continue;
-            }
-            if self.inner.live.busy(&row.session) {
-                // Its turn runs or is queued here: it settles the question when done.
+            // A turn that runs or is queued here settles its question when done.
+            if seen.contains(&row.id)
+                || self.inner.live.busy(&row.session)
+                || !self.inner.state.approvals().claim_turn(&row.id)?
+            {
                 continue;
             }
             if announce {

@@ -379,7 +379,10 @@ fn a_question_whose_hub_is_gone_is_resumed_by_one_other_hub_once() {
         )
         .unwrap();
     second.until_answered(&session, "Done.");
-    assert_eq!((one.proof(), two.proof()), (None, Some("made\n".to_owned())));
+    assert_eq!(
+        (one.proof(), two.proof()),
+        (None, Some("made\n".to_owned()))
+    );
     assert_eq!(
         row("asked_by, dispatched_by"),
         format!("{second_hub}|{second_hub}")
@@ -389,7 +392,10 @@ fn a_question_whose_hub_is_gone_is_resumed_by_one_other_hub_once() {
     let again = first.approve(&id);
     assert_ne!(again.status, 200, "{again:?}");
     second.until_answered(&session, "Done.");
-    assert_eq!((one.proof(), two.proof()), (None, Some("made\n".to_owned())));
+    assert_eq!(
+        (one.proof(), two.proof()),
+        (None, Some("made\n".to_owned()))
+    );
 }
 
 /// What a start says when it closed a call another tau let through and never saw return.
