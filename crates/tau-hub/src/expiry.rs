@@ -2,10 +2,9 @@
 //! deadline expires (its turn goes on with `timeout`), and at start the hub closes the
 //! approved calls that were running when it stopped (never running them again), expires
 //! what the downtime let pass, resumes the
-//! turns whose questions were decided just before it stopped, and reports what is still
-//! pending so channels show it again.
+//! turns whose questions were decided just before it stopped (of a shared store, those it
+//! holds: `held_turns.rs`), and reports what is still pending so channels show it again.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -34,17 +33,9 @@ impl Hub {
         // the turn and before showing its question. Show it now.
         self.inner.state.approvals().show_waiting_approvals()?;
         let expired = self.expire_due().await?;
-        let mut resumed = 0;
-        let mut sessions = BTreeSet::new();
-        for row in self.inner.state.approvals().unsettled_approvals()? {
-            sessions.insert(row.session);
-        }
-        for session in sessions {
-            if self.waits_on_a_decided_question(&session)? {
-                self.settle_later(&session).await;
-                resumed += 1;
-            }
-        }
+        let resumed = self
+            .resume_held_turns(&mut std::collections::HashSet::new(), false)
+            .await?;
         let pending = self
             .inner
             .state
@@ -54,6 +45,12 @@ impl Hub {
         self.inner
             .tasks
             .spawn(async move { hub.expire_forever().await });
+        if self.inner.state.is_shared() {
+            let hub = self.clone();
+            self.inner
+                .tasks
+                .spawn(async move { hub.resume_held_turns_forever().await });
+        }
         Ok(Recovery {
             uncertain,
             cancelled,
@@ -121,7 +118,10 @@ impl Hub {
     }
 
     /// True when the stored session waits on a question that is no longer pending.
-    fn waits_on_a_decided_question(&self, session: &SessionId) -> Result<bool, HubError> {
+    pub(crate) fn waits_on_a_decided_question(
+        &self,
+        session: &SessionId,
+    ) -> Result<bool, HubError> {
         let Some(state) = tau_core::load_agent_state(&self.inner.state.sessions(), session)? else {
             return Ok(false);
         };
@@ -146,7 +146,9 @@ impl Hub {
         for ExpiredQuestion { row, closing } in &expired {
             self.publish(&row.session, SessionEvent::Turn(closing.clone()));
             let _ = self.inner.changes.send(row.clone());
-            self.settle_later(&row.session).await;
+            if self.holds_turn(&row.id, &row.session) {
+                self.settle_later(&row.session).await;
+            }
         }
         Ok(expired.len())
     }

@@ -324,7 +324,8 @@ impl Hub {
     }
 
     /// A person's answer on `channel` (`user` names them where the channel knows). The
-    /// first answer decides and resumes the turn; a later one changes nothing and is
+    /// first answer decides and resumes the turn (of a shared store, the asking hub's
+    /// while it lives: `held_turns.rs`); a later one changes nothing and is
     /// told the final state. An answer to a question nothing waits on any more is not
     /// used ([`Answered::NotUsed`], `unawaited.rs`).
     pub async fn answer(
@@ -420,7 +421,10 @@ impl Hub {
             grant: grant.as_ref(),
         };
         let answered = self.decide_as(&row, answer)?;
-        if let Answered::Decided(_) = &answered {
+        // Of a store several hubs share, another live hub that asked resumes its own turn.
+        if let Answered::Decided(_) = &answered
+            && self.holds_turn(&row.id, &row.session)
+        {
             self.settle_later(&row.session).await;
         }
         Ok(answered)

@@ -54,7 +54,7 @@
 //! channels go on.
 //!
 //! Layout: `hub.rs` the API, `types.rs` what it takes and gives, `factory.rs` the agents, `turns.rs` one session's turns and how a waiting turn is
-//! resumed or closed, `unawaited.rs` answers nothing waits on, `expiry.rs` deadlines and recovery, `health.rs` whether the hub still serves (a watchdog's question), `stops.rs` SIGTERM and a channel that stops, `people.rs` whose a conversation is and who may answer it, `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
+//! resumed or closed, `unawaited.rs` answers nothing waits on, `expiry.rs` deadlines and recovery, `held_turns.rs` which of several hubs resumes a decided question's turn, `health.rs` whether the hub still serves (a watchdog's question), `stops.rs` SIGTERM and a channel that stops, `people.rs` whose a conversation is and who may answer it, `grants.rs` grants listed and revoked, `port.rs` the ports and their adapters over the hub, `check.rs`
 //! start-up's cross-check of stored questions, `ids.rs`
 //! new conversations' ids (128 random bits; a taken one is drawn again, never reused).
 
@@ -64,6 +64,7 @@ mod expiry;
 mod factory;
 mod grants;
 mod health;
+mod held_turns;
 mod hub;
 mod ids;
 mod live;

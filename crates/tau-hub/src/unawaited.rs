@@ -44,10 +44,15 @@ impl Hub {
     /// True when something will use an answer to `row`: a routine's run waits on it, or
     /// the conversation's saved turn is paused on it. Looking opens the session (taking
     /// its lock), so no other tau can give the turn up between this look and the answer;
-    /// a session another tau has open is an error (the answer waits, nothing decided).
+    /// a session another tau has open is an error (the answer waits, nothing decided). A
+    /// turn another live hub holds is not opened here: its stored state answers.
     pub(crate) async fn awaited(&self, row: &ApprovalRow) -> Result<bool, HubError> {
         if self.inner.routine_waits.contains(&row.id) {
             return Ok(true);
+        }
+        if self.inner.state.approvals().turn_held_elsewhere(&row.id)? {
+            // Another live hub holds the turn (and its session): the stored turn says.
+            return self.session_waits_on(&row.session, &row.id);
         }
         match self.slot(&row.session).await {
             Ok(_) => {}

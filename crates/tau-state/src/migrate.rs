@@ -213,6 +213,13 @@ CREATE TABLE audit_heads (
 );
 ";
 
+/// Step 14: the hub that asked a question (`approvals.asked_by`): while that hub's lease
+/// holds, it alone resumes the question's turn, whichever hub took the answer; once the
+/// lease ran out, one other hub claims the question (a compare-and-set on this column).
+const QUESTION_ASKED_BY: &str = "
+ALTER TABLE approvals ADD COLUMN asked_by TEXT;
+";
+
 /// One step of the schema, run inside the migration's transaction, the same on both
 /// stores: SQLite's text, and PostgreSQL's where it is not SQLite's with PostgreSQL's type
 /// names ([`postgres_text`]).
@@ -260,6 +267,7 @@ const STEPS: &[Step] = &[
     Step::same(crate::passkeys::PASSKEYS),
     Step::same(SEVERAL_HUBS),
     Step::same(crate::people::PEOPLE),
+    Step::same(QUESTION_ASKED_BY),
 ];
 
 /// A step's SQLite text in PostgreSQL's words: every integer column `BIGINT` (SQLite's

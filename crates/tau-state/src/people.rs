@@ -62,21 +62,21 @@ impl People {
     /// Whether `person` holds a token of their own now.
     pub fn has_token(&self, person: &PersonName) -> Result<bool, StateError> {
         self.db.read(|c| {
-            Ok(c.exists(
+            c.exists(
                 "SELECT 1 FROM person_tokens WHERE person = ?1",
                 params![person.as_str()],
-            )?)
+            )
         })
     }
 
     /// Whose token hashes to `sha256`, if anyone's.
     pub fn person_of_token(&self, sha256: &str) -> Result<Option<PersonName>, StateError> {
         let name = self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT person FROM person_tokens WHERE sha256 = ?1",
                 params![sha256],
                 |row| row.get::<_, String>(0),
-            )?)
+            )
         })?;
         name.map(|n| stored_person(&n, "a person's token"))
             .transpose()
@@ -95,11 +95,11 @@ impl People {
                  ON CONFLICT (session) DO NOTHING",
                 params![session.as_str(), person.as_str()],
             )?;
-            Ok(tx.query_row(
+            tx.query_row(
                 "SELECT person FROM conversation_people WHERE session = ?1",
                 params![session.as_str()],
                 |row| row.get::<_, String>(0),
-            )?)
+            )
         })?;
         stored_person(&name, "a conversation's person")
     }
@@ -110,11 +110,11 @@ impl People {
         session: &SessionId,
     ) -> Result<Option<PersonName>, StateError> {
         let name = self.db.read(|c| {
-            Ok(c.query_optional(
+            c.query_optional(
                 "SELECT person FROM conversation_people WHERE session = ?1",
                 params![session.as_str()],
                 |row| row.get::<_, String>(0),
-            )?)
+            )
         })?;
         name.map(|n| stored_person(&n, "a conversation's person"))
             .transpose()

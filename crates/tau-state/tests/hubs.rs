@@ -1,5 +1,6 @@
-//! Several hubs on one store, on both stores: a lease is one hub's at a time, and a start
-//! closes only the cut-off calls of hubs that are gone, never a call a live hub runs.
+//! Several hubs on one store, on both stores: a lease is one hub's at a time, a start
+//! closes only the cut-off calls of hubs that are gone, never a call a live hub runs, and
+//! a question's turn is the asking hub's while it lives, then one claimer's.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
@@ -42,6 +43,18 @@ fn postgres() -> Shared {
 
 /// Stores call `n`'s question, approves it and lets it through on `hub`.
 fn dispatch(hub: &StateDb, n: u32) -> ApprovalId {
+    let id = ask(hub, n);
+    let now = Timestamp::now();
+    let approvals = hub.approvals();
+    approvals
+        .decide_approval(&id, ApprovalState::Approved, &DecidedBy::person("web"), now)
+        .unwrap();
+    assert!(approvals.consume_approval(&id, now).unwrap());
+    id
+}
+
+/// Stores call `n`'s question on `hub`, pending.
+fn ask(hub: &StateDb, n: u32) -> ApprovalId {
     let id = ApprovalId::parse(&format!("ap_{n}")).unwrap();
     let now = Timestamp::now();
     let row = NewApproval {
@@ -58,12 +71,7 @@ fn dispatch(hub: &StateDb, n: u32) -> ApprovalId {
         card: CallCard::default(),
     }
     .into_row();
-    let approvals = hub.approvals();
-    approvals.create_approval(&row).unwrap();
-    approvals
-        .decide_approval(&id, ApprovalState::Approved, &DecidedBy::person("web"), now)
-        .unwrap();
-    assert!(approvals.consume_approval(&id, now).unwrap());
+    hub.approvals().create_approval(&row).unwrap();
     id
 }
 
@@ -120,6 +128,44 @@ fn a_live_hub_s_running_call_is_left_to_it(store: &Shared) {
     );
 }
 
+fn a_question_s_turn_is_the_asking_hub_s_while_it_lives(store: &Shared) {
+    let leases = store.a.leases();
+    assert!(leases.claim(&hub_lease("a"), "a", LIVE).unwrap());
+    assert!(store.b.leases().claim(&hub_lease("b"), "b", LIVE).unwrap());
+    let id = ask(&store.a, 3);
+    // b takes the answer: a, alive, holds the turn.
+    store
+        .b
+        .approvals()
+        .decide_approval(
+            &id,
+            ApprovalState::Approved,
+            &DecidedBy::person("web"),
+            Timestamp::now(),
+        )
+        .unwrap();
+    let unsettled = |hub: &StateDb| -> Vec<String> {
+        hub.approvals()
+            .unsettled_approvals()
+            .unwrap()
+            .into_iter()
+            .map(|row| row.id.to_string())
+            .collect()
+    };
+    let held = |hub: &StateDb| hub.approvals().turn_held_elsewhere(&id).unwrap();
+    assert_eq!((held(&store.a), held(&store.b)), (false, true));
+    assert_eq!(unsettled(&store.b), Vec::<String>::new(), "a resumes it");
+    assert_eq!(unsettled(&store.a), ["ap_3"]);
+    assert!(!store.b.approvals().claim_turn(&id).unwrap(), "a is alive");
+    assert!(store.a.approvals().claim_turn(&id).unwrap(), "a's own");
+    // a is gone: b claims the turn, once; a back later finds it b's.
+    assert!(leases.claim(&hub_lease("a"), "a", Duration::ZERO).unwrap());
+    assert_eq!(unsettled(&store.b), ["ap_3"]);
+    assert!(store.b.approvals().claim_turn(&id).unwrap());
+    assert!(!store.a.approvals().claim_turn(&id).unwrap(), "b's now");
+    assert_eq!(held(&store.a), true);
+}
+
 fn a_lease_is_one_hub_s(store: &Shared) {
     let (a, b) = (store.a.leases(), store.b.leases());
     assert!(a.claim("telegram:42", "a", LIVE).unwrap());
@@ -145,6 +191,16 @@ fn sqlite_a_live_hub_s_running_call_is_left_to_it() {
 #[test]
 fn postgres_a_live_hub_s_running_call_is_left_to_it() {
     a_live_hub_s_running_call_is_left_to_it(&postgres());
+}
+
+#[test]
+fn sqlite_a_question_s_turn_is_the_asking_hub_s_while_it_lives() {
+    a_question_s_turn_is_the_asking_hub_s_while_it_lives(&sqlite());
+}
+
+#[test]
+fn postgres_a_question_s_turn_is_the_asking_hub_s_while_it_lives() {
+    a_question_s_turn_is_the_asking_hub_s_while_it_lives(&postgres());
 }
 
 #[test]

@@ -117,7 +117,7 @@ fn the_doctor_checks_the_connection_the_schema_and_the_leases() {
             .join("\n")
             .replace(&port, "<port>")
             .replace(url.rsplit('/').next().unwrap(), "<database>")
-            .replace(&format!("step {}, ", tau_state::LATEST), "step <latest>, ");
+            .replace(&format!("step {}, ", tau_state::SCHEMA_VERSION), "step <latest>, ");
         (run.code, shown)
     };
     let (_, shown) = doctor(&tau);
@@ -192,21 +192,24 @@ fn a_question_asked_on_one_hub_is_answered_on_another_and_runs_once() {
     let answered = second.approve(id);
     assert_eq!(answered.status, 200, "{answered:?}");
     first.until_answered(&session, "Done.");
-    let made = || {
-        [one.proof(), two.proof()]
-            .into_iter()
-            .flatten()
-            .collect::<String>()
-    };
-    // Once, on one of the hubs: today the one that took the answer resumes the turn
-    // (docs/several-hubs.md says so).
-    assert_eq!(made(), "made\n", "run once, on one of the hubs");
+    // Once, on the hub that asked (it holds the turn): in its workspace, let through by it.
+    let made = || (one.proof(), two.proof());
+    assert_eq!(made(), (Some("made\n".to_owned()), None));
+    let database = url.rsplit('/').next().unwrap();
+    let dispatched = server
+        .sql_on(
+            database,
+            &format!("SELECT asked_by, dispatched_by FROM approvals WHERE id = '{id}'"),
+        )
+        .unwrap();
+    let hub_id = hub_id.trim();
+    assert_eq!(dispatched.trim(), format!("{hub_id}|{hub_id}"));
     // Both hubs say it was answered; neither runs it again.
     let again = first.approve(id);
     assert_ne!(again.status, 500, "{again:?}");
     let late = second.approve(id);
     assert_ne!(late.status, 500, "{late:?}");
-    assert_eq!(made(), "made\n");
+    assert_eq!(made(), (Some("made\n".to_owned()), None));
     // Each hub's chain is its own, in its home, anchored by its own row of the store.
     for tau in [&one, &two] {
         let verified = tau.run_env(&["audit", "verify"], &env, "");
@@ -327,6 +330,73 @@ fn a_routine_runs_once_per_occurrence_across_hubs_and_a_switch_reaches_both() {
     assert_eq!(disabled.code, 0, "{}", disabled.stderr);
     first.until(|serve| (probe(serve) == 404).then_some(()));
     second.until(|serve| (probe(serve) == 404).then_some(()));
+}
+
+#[test]
+fn a_question_whose_hub_is_gone_is_resumed_by_one_other_hub_once() {
+    let server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    let database = url.rsplit('/').next().unwrap().to_owned();
+    let (one, two) = (Tau::new(), Tau::new());
+    let env = [("TAU_STATE_URL", url.as_str())];
+    let (model, config) = (one.make_proof(), one.serve_config(""));
+    let first = one.serve_env(&model, &config, &env);
+    let second = two.serve_env(&two.make_proof(), &two.serve_config(""), &env);
+    let session = first.new_session();
+    let id = first.ask(&session, "make the proof")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    second.until(|api| api.question(&id));
+    let row = |columns: &str| {
+        server
+            .sql_on(
+                &database,
+                &format!("SELECT {columns} FROM approvals WHERE id = '{id}'"),
+            )
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let (first_hub, second_hub) = (
+        std::fs::read_to_string(one.home().join("hub-id")).unwrap(),
+        std::fs::read_to_string(two.home().join("hub-id")).unwrap(),
+    );
+    let (first_hub, second_hub) = (first_hub.trim(), second_hub.trim());
+
+    // The first hub dies before the answer; its lease still holds, so the second hub only
+    // stores the yes: the turn is the first hub's until its lease runs out.
+    first.kill_hard();
+    assert_eq!(second.approve(&id).status, 200);
+    assert_eq!(
+        row("state, asked_by, consumed_at IS NULL"),
+        format!("approved|{first_hub}|t")
+    );
+    // Its lease runs out (it renews no more): the second hub claims the turn and runs it.
+    server
+        .sql_on(
+            &database,
+            &format!("UPDATE leases SET expires_at = 0 WHERE name = 'hub:{first_hub}'"),
+        )
+        .unwrap();
+    second.until_answered(&session, "Done.");
+    assert_eq!(
+        (one.proof(), two.proof()),
+        (None, Some("made\n".to_owned()))
+    );
+    assert_eq!(
+        row("asked_by, dispatched_by"),
+        format!("{second_hub}|{second_hub}")
+    );
+    // The first hub back finds it done: nothing runs again, on either hub.
+    let first = one.serve_env(&model, &config, &env);
+    let again = first.approve(&id);
+    assert_ne!(again.status, 200, "{again:?}");
+    second.until_answered(&session, "Done.");
+    assert_eq!(
+        (one.proof(), two.proof()),
+        (None, Some("made\n".to_owned()))
+    );
 }
 
 /// What a start says when it closed a call another tau let through and never saw return.

@@ -120,6 +120,13 @@ impl Approvals {
                     settled,
                 ],
             )?;
+            if inserted == 1 && hub.is_some() {
+                // Of a store several hubs share: this hub holds the question's turn.
+                tx.execute(
+                    "UPDATE approvals SET asked_by = ?2 WHERE id = ?1",
+                    params![row.id.as_str(), hub],
+                )?;
+            }
             if inserted == 1 && row.consumed_at.is_some() {
                 // Let through as it is stored: the hub that runs it is recorded with it.
                 tx.execute(

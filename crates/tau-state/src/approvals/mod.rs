@@ -11,7 +11,8 @@
 //! `lifecycle.rs` a question stored, shown, let through, closed and settled;
 //! `decide.rs` the compare-and-set an answer or an expiry goes through; `dispatch.rs` the
 //! yes given in memory recorded as its call is let through; `check.rs` the start-up
-//! cross-check; `recheck.rs` the check a stored yes passes before its call runs.
+//! cross-check; `recheck.rs` the check a stored yes passes before its call runs;
+//! `turn_holder.rs` which of several hubs resumes a question's turn.
 
 mod check;
 mod columns;
@@ -21,6 +22,7 @@ mod lifecycle;
 mod read;
 mod recheck;
 mod row;
+mod turn_holder;
 
 pub use check::{RecordedAnswer, Untrusted, cross_check, needs_check};
 pub use recheck::{CallToRun, Recheck, recheck};

@@ -68,15 +68,19 @@ impl ApprovalReader {
     }
 
     /// Decided questions whose turn was not resumed or closed yet (the hub stopped in
-    /// between), oldest first. Of a store several hubs share, never one whose call another
-    /// live hub let through: that hub is running its turn.
+    /// between, or another hub took the answer), oldest first. Of a store several hubs
+    /// share, never one another live hub asked (it resumes its own turns) nor one whose
+    /// call another live hub let through (that hub is running its turn).
     pub fn unsettled_approvals(&self) -> Result<Vec<ApprovalRow>, StateError> {
         select(
             &self.db,
             "WHERE state != 'pending' AND settled = 0 AND NOT (consumed_at IS NOT NULL \
              AND dispatched_by IS NOT NULL AND dispatched_by != COALESCE(?1, '') \
              AND EXISTS (SELECT 1 FROM leases \
-             WHERE leases.name = 'hub:' || approvals.dispatched_by AND leases.expires_at > ?2))",
+             WHERE leases.name = 'hub:' || approvals.dispatched_by AND leases.expires_at > ?2)) \
+             AND NOT (asked_by IS NOT NULL AND asked_by != COALESCE(?1, '') \
+             AND EXISTS (SELECT 1 FROM leases \
+             WHERE leases.name = 'hub:' || approvals.asked_by AND leases.expires_at > ?2))",
             params![self.db.hub(), crate::leases::now_millis()],
         )
     }
