@@ -117,7 +117,10 @@ fn the_doctor_checks_the_connection_the_schema_and_the_leases() {
             .join("\n")
             .replace(&port, "<port>")
             .replace(url.rsplit('/').next().unwrap(), "<database>")
-            .replace(&format!("step {}, ", tau_state::SCHEMA_VERSION), "step <latest>, ");
+            .replace(
+                &format!("step {}, ", tau_state::SCHEMA_VERSION),
+                "step <latest>, ",
+            );
         (run.code, shown)
     };
     let (_, shown) = doctor(&tau);
