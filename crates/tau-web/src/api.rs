@@ -258,8 +258,8 @@ pub(crate) async fn send(
             "the body must be {\"text\": \"...\"}",
         );
     };
-    if !app.owns(&speaker, &session) {
-        return error_response(StatusCode::NOT_FOUND, "no such session");
+    if let Err(refused) = app.owned(&speaker, &session) {
+        return *refused;
     }
     if text.trim().is_empty() {
         return error_response(StatusCode::BAD_REQUEST, "the text is empty");
@@ -305,8 +305,8 @@ pub(crate) async fn messages(
         Ok(session) => session,
         Err(response) => return *response,
     };
-    if !app.owns(&speaker, &session) {
-        return error_response(StatusCode::NOT_FOUND, "no such session");
+    if let Err(refused) = app.owned(&speaker, &session) {
+        return *refused;
     }
     match app.hub.messages(&session) {
         Ok(messages) => {

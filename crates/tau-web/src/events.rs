@@ -37,8 +37,8 @@ pub(crate) async fn stream(
     let Ok(session) = SessionId::parse(&id) else {
         return error(StatusCode::NOT_FOUND, "no such session").into_response();
     };
-    if !app.owns(&speaker, &session) {
-        return error(StatusCode::NOT_FOUND, "no such session").into_response();
+    if let Err(refused) = app.owned(&speaker, &session) {
+        return *refused;
     }
     let Ok(receiver) = app.hub.subscribe(&session) else {
         return error(StatusCode::NOT_FOUND, "no such session").into_response();

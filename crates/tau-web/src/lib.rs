@@ -272,6 +272,24 @@ impl App {
             .is_ok_and(|person| person == speaker.0)
     }
 
+    /// [`Self::owns`] for a request about one conversation: another person's is not found
+    /// (404); a store that cannot say whose it is answers as the store does (503 while a
+    /// shared store is away), never as "not found".
+    pub(crate) fn owned(
+        &self,
+        speaker: &auth::Speaker,
+        session: &tau_protocol::SessionId,
+    ) -> Result<(), Box<axum::response::Response>> {
+        match self.hub.person_of(session) {
+            Ok(person) if person == speaker.0 => Ok(()),
+            Ok(_) => Err(Box::new(api::error_response(
+                http::StatusCode::NOT_FOUND,
+                "no such session",
+            ))),
+            Err(error) => Err(Box::new(api::hub_error(&error))),
+        }
+    }
+
     /// The routine whose conversation has `key`, when it is a routine's.
     pub(crate) fn origin_of_key(&self, key: &str) -> Option<RoutineOrigin> {
         self.routines.as_ref()?.origin(key)

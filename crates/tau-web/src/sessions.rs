@@ -33,8 +33,8 @@ pub(crate) async fn rename(
         Ok(session) => session,
         Err(response) => return *response,
     };
-    if !app.owns(&speaker, &session) {
-        return error_response(StatusCode::NOT_FOUND, "no such session");
+    if let Err(refused) = app.owned(&speaker, &session) {
+        return *refused;
     }
     let Ok(Json(Rename { title })) = body else {
         return error_response(
@@ -60,8 +60,8 @@ pub(crate) async fn delete(
         Ok(session) => session,
         Err(response) => return *response,
     };
-    if !app.owns(&speaker, &session) {
-        return error_response(StatusCode::NOT_FOUND, "no such session");
+    if let Err(refused) = app.owned(&speaker, &session) {
+        return *refused;
     }
     match app.hub.delete_conversation(&session).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),

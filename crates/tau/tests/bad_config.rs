@@ -52,7 +52,7 @@ fn read_only_commands_say_what_is_wrong_and_still_list_and_verify() {
     let path = config.to_str().unwrap();
     let said = format!(
         "tau: warning: {path}: tools.workspce: unknown field `workspce`, expected one of \
-         `workspace`, `disabled`, `clock`, `command`, `mqtt`, `provenance`, `approvers`; did you mean `workspace`? (at \
+         `workspace`, `disabled`, `clock`, `command`, `mqtt`, `provenance`, `step_up`, `approvers`; did you mean `workspace`? (at \
          line 2, column 1) (ignored: this command reads only tau's home)\n"
     );
     let run = |args: &[&str]| tau.run(&[&["--config", path], args].concat(), "");
@@ -169,7 +169,7 @@ fn doctor_reports_a_config_that_does_not_read_among_its_findings() {
             "config (not read: the rest of this report uses the defaults)".to_owned(),
             format!(
                 "  no  checks       {path}: tools.workspce: unknown field `workspce`, expected one \
-                 of `workspace`, `disabled`, `clock`, `command`, `mqtt`, `provenance`, `approvers`; did you mean \
+                 of `workspace`, `disabled`, `clock`, `command`, `mqtt`, `provenance`, `step_up`, `approvers`; did you mean \
                  `workspace`? (at line 2, column 1)"
             ),
         ]
