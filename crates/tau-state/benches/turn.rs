@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use jiff::Timestamp;
 use serde_json::json;
 use tau_protocol::{ApprovalId, CallCard, DecidedBy, SessionId, Tier};
