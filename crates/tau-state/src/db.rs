@@ -535,8 +535,10 @@ mod tests {
             let db = store.open();
             // A statement fails and the write carries on as if it had not: the commit
             // cannot go through and the write fails.
+            let insert = "INSERT INTO state_meta (key, value) VALUES ('twice', 'x')";
             let failed = db.write(|c| {
-                let _ = c.execute("INSERT INTO no_such_table (x) VALUES (1)", params![]);
+                c.execute(insert, params![])?;
+                let _ = c.execute(insert, params![]);
                 c.execute(
                     "INSERT INTO state_meta (key, value) VALUES ('lost', 'x')",
                     params![],

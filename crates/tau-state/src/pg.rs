@@ -80,6 +80,8 @@ pub(crate) struct PgConnection {
     client: Client,
     description: String,
     statements: Mutex<HashMap<String, Statement>>,
+    /// The start of a write, until its first request carries it.
+    opening: Mutex<Option<&'static str>>,
 }
 
 impl PgStore {
@@ -136,9 +138,10 @@ impl PgStore {
     }
 
     /// Runs `write` in one transaction behind the write lock, which also bumps the change
-    /// counter and notifies the other processes at its commit. The fixed parts travel in
-    /// one simple-query batch each (the start, lock and all; the counter, notice and
-    /// commit): a write is two round trips and one for each of its statements.
+    /// counter and notifies the other processes at its commit. The fixed parts are one
+    /// simple-query batch each (the start, lock and all; the counter, notice and commit),
+    /// and the start travels with the write's first statement: a write of n statements is
+    /// n + 1 round trips.
     ///
     /// An ordinary write commits without waiting for the log to reach the disk
     /// (`synchronous_commit = off` for this transaction alone), as SQLite's
@@ -152,10 +155,10 @@ impl PgStore {
         write: impl FnOnce(&PgConnection) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
         self.with(|c| {
-            c.execute_batch(match durable {
+            c.begin(match durable {
                 Durability::Flushed => BEGIN_DURABLE,
                 Durability::Ordinary => BEGIN_ORDINARY,
-            })?;
+            });
             let committed = write(c).and_then(|value| {
                 c.execute_batch(COMMIT)?;
                 Ok(value)
@@ -168,8 +171,11 @@ impl PgStore {
                 Err(error) => {
                     // After a failed statement or commit the transaction is over or
                     // aborted: ending it keeps the connection usable. A connection that
-                    // is gone rolled the transaction back with it.
-                    let _ = c.execute_batch("ROLLBACK");
+                    // is gone rolled the transaction back with it; a start never sent
+                    // began nothing.
+                    if c.take_opening().is_none() {
+                        let _ = c.execute_batch("ROLLBACK");
+                    }
                     Err(error)
                 }
             }
@@ -239,6 +245,7 @@ impl PgStore {
             client,
             description: self.description.clone(),
             statements: Mutex::new(HashMap::new()),
+            opening: Mutex::new(None),
         };
         connection.execute_batch(&format!(
             "SET lock_timeout = '{LOCK_TIMEOUT}'; LISTEN {CHANGES}"
@@ -306,23 +313,53 @@ impl PgConnection {
     pub(crate) fn execute(&self, sql: &str, params: &[Value]) -> Result<usize, StateError> {
         let statement = self.prepare(sql)?;
         let params = PgValue::all(params);
-        let changed = block_on(self.client.execute(&statement, &PgValue::refs(&params)))
-            .map_err(|error| self.failed(error))?;
+        let params = PgValue::refs(&params);
+        let changed = self.send(self.client.execute(&statement, &params))?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     pub(crate) fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, StateError> {
         let statement = self.prepare(sql)?;
         let params = PgValue::all(params);
-        let rows = block_on(self.client.query(&statement, &PgValue::refs(&params)))
-            .map_err(|error| self.failed(error))?;
+        let params = PgValue::refs(&params);
+        let rows = self.send(self.client.query(&statement, &params))?;
         rows.iter()
             .map(|row| read_row(row).map_err(|why| StateError::unreadable("a PostgreSQL row", why)))
             .collect()
     }
 
     pub(crate) fn execute_batch(&self, sql: &str) -> Result<(), StateError> {
-        block_on(self.client.batch_execute(sql)).map_err(|error| self.failed(error))
+        self.send(self.client.batch_execute(sql))
+    }
+
+    /// Makes `start` (a write's `BEGIN` and lock) go with the next request.
+    fn begin(&self, start: &'static str) {
+        *self.opening.lock().unwrap_or_else(PoisonError::into_inner) = Some(start);
+    }
+
+    fn take_opening(&self) -> Option<&'static str> {
+        self.opening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// Runs `request`, behind a write's start when one waits: both are sent before either
+    /// answer is read (one round trip), and the server runs them in order, so the request
+    /// runs inside the transaction behind the lock, and fails when the start failed.
+    fn send<T>(
+        &self,
+        request: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, StateError> {
+        let Some(start) = self.take_opening() else {
+            return block_on(request).map_err(|error| self.failed(error));
+        };
+        let (started, answered) = block_on(futures::future::join(
+            self.client.batch_execute(start),
+            request,
+        ));
+        started.map_err(|error| self.failed(error))?;
+        answered.map_err(|error| self.failed(error))
     }
 
     /// The statement for `sql` (its `?N` written `$N`), prepared once per connection.
