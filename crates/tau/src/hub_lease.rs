@@ -4,12 +4,16 @@
 //!   closes this one's running calls as cut off; a hub that died stops renewing, and the
 //!   next start anywhere closes its calls as `effect_uncertain`;
 //! - `telegram:<bot id>`: one poller per bot across the hubs; a hub that finds another
-//!   holding it does not poll that bot.
+//!   holding it does not poll that bot, and keeps trying: when the poller's hub stops or
+//!   dies, one of the others takes the bot over once its lease has run out.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
+use tau_hub::{Channel, ChannelError, ChannelPort};
 use tau_state::StateDb;
+use tokio_util::sync::CancellationToken;
 
 /// How long a lease lasts unless renewed: what another hub waits, after this one died,
 /// before it may close this one's running calls.
@@ -81,8 +85,67 @@ pub(crate) fn hold(state: &StateDb) -> anyhow::Result<Option<HeldLease>> {
 pub(crate) enum TelegramPoller {
     /// It does: the store is its own, or it holds the bot's lease.
     Here { _lease: Option<HeldLease> },
-    /// Another hub sharing the store holds the bot's lease.
-    Elsewhere,
+    /// Another hub sharing the store holds the bot's lease; this one may take it later.
+    Elsewhere(WaitingLease),
+}
+
+/// A lease another hub holds, which this one claims as soon as it is free.
+pub(crate) struct WaitingLease {
+    state: StateDb,
+    name: String,
+    hub: String,
+}
+
+impl WaitingLease {
+    /// `channel`, served only while this hub holds the lease: until then it waits, trying
+    /// again every renewal period.
+    pub(crate) fn around(self, channel: Arc<dyn Channel>) -> Arc<dyn Channel> {
+        Arc::new(AfterLease {
+            lease: self,
+            channel,
+        })
+    }
+}
+
+/// A channel that starts serving once its lease is this hub's.
+struct AfterLease {
+    lease: WaitingLease,
+    channel: Arc<dyn Channel>,
+}
+
+/// What a hub says when it takes over a bot another hub polled.
+pub(crate) const TELEGRAM_TAKEN_OVER: &str =
+    "tau serve: Telegram: the hub that polled this bot stopped; this one polls it now\n";
+
+#[async_trait]
+impl Channel for AfterLease {
+    fn name(&self) -> &str {
+        self.channel.name()
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        port: Arc<dyn ChannelPort>,
+        stop: CancellationToken,
+    ) -> Result<(), ChannelError> {
+        let WaitingLease { state, name, hub } = &self.lease;
+        let held = loop {
+            match claim_and_keep(state, name.clone(), hub) {
+                Ok(Some(held)) => break held,
+                Ok(None) => {}
+                // A lost store: nobody can claim it now; the next try may reach it.
+                Err(error) => tracing::warn!("claiming the lease {name}: {error:#}"),
+            }
+            tokio::select! {
+                () = stop.cancelled() => return Ok(()),
+                () = tokio::time::sleep(RENEW_EVERY) => {}
+            }
+        };
+        crate::output::print(TELEGRAM_TAKEN_OVER);
+        let served = Arc::clone(&self.channel).run(port, stop).await;
+        drop(held);
+        served
+    }
 }
 
 /// Claims the poller's lease of the bot of `token` (named by the bot's id, the part of the
@@ -92,12 +155,15 @@ pub(crate) fn telegram_poller(state: &StateDb, token: &str) -> anyhow::Result<Te
         return Ok(TelegramPoller::Here { _lease: None });
     };
     let bot = token.split(':').next().unwrap_or_default();
-    Ok(
-        match claim_and_keep(state, format!("telegram:{bot}"), hub)? {
-            Some(held) => TelegramPoller::Here { _lease: Some(held) },
-            None => TelegramPoller::Elsewhere,
-        },
-    )
+    let name = format!("telegram:{bot}");
+    Ok(match claim_and_keep(state, name.clone(), hub)? {
+        Some(held) => TelegramPoller::Here { _lease: Some(held) },
+        None => TelegramPoller::Elsewhere(WaitingLease {
+            state: state.clone(),
+            name,
+            hub: hub.to_owned(),
+        }),
+    })
 }
 
 /// A hub id as a person reads it: its first 12 characters.

@@ -180,11 +180,15 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             crate::hub_lease::short(hub)
         ));
     }
-    if matches!(poller, Some(crate::hub_lease::TelegramPoller::Elsewhere)) {
-        crate::output::print(TELEGRAM_ELSEWHERE);
-    }
-    if let (Some(telegram), Some(token), true) = (&config.telegram, telegram_token, polls_telegram)
-    {
+    // The poller's lease stays held (and renewed) while `_polling` lives.
+    let (_polling, waiting) = match poller {
+        Some(crate::hub_lease::TelegramPoller::Elsewhere(waiting)) => {
+            crate::output::print(TELEGRAM_ELSEWHERE);
+            (None, Some(waiting))
+        }
+        polling => (polling, None),
+    };
+    if let (Some(telegram), Some(token)) = (&config.telegram, telegram_token) {
         // A person of `[[people]]` with a Telegram id owns the bot too.
         let mut telegram = telegram.clone();
         for id in config.household().telegram_ids() {
@@ -201,9 +205,15 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             config.ui.language(),
             crate::settings::zone(config)?,
         )?;
-        channels.push(telegram_channel);
-        if config.audit.witness == Some(Witness::Telegram) {
-            witness = Some(channel);
+        match waiting {
+            // Another hub polls the bot: this one serves it only once that hub is gone.
+            Some(waiting) => channels.push(waiting.around(telegram_channel)),
+            None => {
+                channels.push(telegram_channel);
+                if config.audit.witness == Some(Witness::Telegram) {
+                    witness = Some(channel);
+                }
+            }
         }
     }
     notifier.status("starting: recovering stored questions");
@@ -274,7 +284,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
 
 /// What `systemctl status` says while the hub serves.
 /// What a hub says when another hub sharing its store polls the bot.
-const TELEGRAM_ELSEWHERE: &str = "tau serve: Telegram: another hub sharing the store polls this bot; this one does not (it takes over when started again after that hub stops)\n";
+const TELEGRAM_ELSEWHERE: &str = "tau serve: Telegram: another hub sharing the store polls this bot; this one takes over if that hub stops\n";
 
 fn serving_status(url: Option<&str>, telegram: bool, waiting: usize) -> String {
     let mut channels = Vec::new();

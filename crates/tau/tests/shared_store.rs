@@ -525,13 +525,34 @@ fn one_hub_polls_a_bot_however_many_share_the_store() {
     assert_eq!((polling(&first), polling(&second)), (true, false));
     assert!(
         second.banner.iter().any(|l| l
-            == "tau serve: Telegram: another hub sharing the store polls this bot; this one does not (it takes over when started again after that hub stops)"),
+            == "tau serve: Telegram: another hub sharing the store polls this bot; this one takes over if that hub stops"),
         "{:?}",
         second.banner
     );
-    // Once the first hub stopped (its lease given up), a hub started after it polls.
-    first.terminate();
-    second.terminate();
+    // The polling hub dies without giving its lease up; once the lease has run out, the
+    // other hub takes the bot over while it runs, and answers the owner.
+    first.kill_hard();
+    let database = url.rsplit('/').next().unwrap();
+    server
+        .sql_on(
+            database,
+            "UPDATE leases SET expires_at = 0 WHERE name LIKE 'telegram:%'",
+        )
+        .unwrap();
+    emulator.write(4242, 4242, "hello");
+    emulator.wait("the other hub's answer", |messages| {
+        messages
+            .iter()
+            .any(|m| m.chat == 4242 && m.text.contains("unused"))
+            .then_some(())
+    });
+    let (_, said) = second.terminate();
+    assert!(
+        said.iter().any(|l| l
+            == "tau serve: Telegram: the hub that polled this bot stopped; this one polls it now"),
+        "{said:?}"
+    );
+    // A hub started once the poller stopped gracefully (its lease given up) polls at once.
     let again = two.serve_env(&model(&two), &config(&two), &env);
     assert!(polling(&again), "{:?}", again.banner);
 }
