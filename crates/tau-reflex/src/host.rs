@@ -94,6 +94,13 @@ pub trait RoutineHost: PromptRunner + StoredAnswers {
     /// Whether this host serves the engine's webhooks under its HTTP listener
     /// (`POST /hooks/NAME`, handled by `Engine::webhook`).
     fn serves_webhooks(&self) -> bool;
+
+    /// Whether a question asked on `channel` reaches its person from here now. A hub that
+    /// shares its store and its bot with others, and does not poll the bot, says no for
+    /// Telegram: it leaves the routines that ask there to the hub that does.
+    fn can_ask_now(&self, _channel: AskChannel) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -34,6 +34,8 @@ pub struct HubHost {
     timeout: Duration,
     /// The channels the hub runs, where routines may ask.
     channels: Vec<AskChannel>,
+    /// Whether a channel reaches people from this hub now (see `asking_while`).
+    live: Arc<dyn Fn(AskChannel) -> bool + Send + Sync>,
 }
 
 impl HubHost {
@@ -51,7 +53,16 @@ impl HubHost {
             local,
             timeout,
             channels,
+            live: Arc::new(|_| true),
         }
+    }
+
+    /// A routine asking on a channel runs here only while `live` says that channel
+    /// reaches people from this hub (a bot another hub polls does not).
+    #[must_use]
+    pub fn asking_while(mut self, live: Arc<dyn Fn(AskChannel) -> bool + Send + Sync>) -> Self {
+        self.live = live;
+        self
     }
 }
 
@@ -120,6 +131,10 @@ impl RoutineHost for HubHost {
 
     fn serves_webhooks(&self) -> bool {
         Self::SERVES_WEBHOOKS
+    }
+
+    fn can_ask_now(&self, channel: AskChannel) -> bool {
+        (self.live)(channel)
     }
 }
 

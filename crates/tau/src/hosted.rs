@@ -5,6 +5,7 @@
 //! (`tau_reflex::HostedRoutines`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use tau_agent::{Model, SessionRepository};
@@ -34,6 +35,8 @@ pub(crate) struct HostParts {
     pub config: CoreConfig,
     /// The audit log, for the routines' own lines.
     pub events: EventBus,
+    /// Whether this hub polls the Telegram bot now (another hub sharing the store may).
+    pub polls_telegram: Arc<AtomicBool>,
 }
 
 /// The engine, built and checked; `run` keeps it until `stop`.
@@ -80,6 +83,7 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
         model,
         config: core,
         events,
+        polls_telegram,
     } = parts;
     let store = ctx.routine_store()?;
     let timeout = config.approval.remote_timeout();
@@ -96,12 +100,14 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
         home: ctx.home.clone(),
         local,
     });
-    let host = Arc::new(HubHost::new(
-        Arc::new(hub),
-        local,
-        timeout,
-        offers(config).channels,
-    ));
+    let host = Arc::new(
+        HubHost::new(Arc::new(hub), local, timeout, offers(config).channels).asking_while(
+            Arc::new(move |channel| {
+                !matches!(channel, tau_reflex::AskChannel::Telegram)
+                    || polls_telegram.load(Ordering::SeqCst)
+            }),
+        ),
+    );
     let env: Vec<(String, String)> = std::env::vars().collect();
     let mqtt = broker(ctx)?;
     let shown = ctx.config_name();

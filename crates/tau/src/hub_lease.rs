@@ -8,6 +8,7 @@
 //!   dies, one of the others takes the bot over once its lease has run out.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -99,10 +100,16 @@ pub(crate) struct WaitingLease {
 impl WaitingLease {
     /// `channel`, served only while this hub holds the lease: until then it waits, trying
     /// again every renewal period.
-    pub(crate) fn around(self, channel: Arc<dyn Channel>) -> Arc<dyn Channel> {
+    /// `serving` turns true when it starts serving.
+    pub(crate) fn around(
+        self,
+        channel: Arc<dyn Channel>,
+        serving: Arc<AtomicBool>,
+    ) -> Arc<dyn Channel> {
         Arc::new(AfterLease {
             lease: self,
             channel,
+            serving,
         })
     }
 }
@@ -111,6 +118,7 @@ impl WaitingLease {
 struct AfterLease {
     lease: WaitingLease,
     channel: Arc<dyn Channel>,
+    serving: Arc<AtomicBool>,
 }
 
 /// What a hub says when it takes over a bot another hub polled.
@@ -142,6 +150,7 @@ impl Channel for AfterLease {
             }
         };
         crate::output::print(TELEGRAM_TAKEN_OVER);
+        self.serving.store(true, Ordering::SeqCst);
         let served = Arc::clone(&self.channel).run(port, stop).await;
         drop(held);
         served

@@ -127,6 +127,9 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         log: audit,
         session: ROUTINES_SESSION.to_owned(),
     }));
+    // False while another hub sharing the store polls the bot: routines asking on
+    // Telegram are then that hub's to run.
+    let polls_telegram_now = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let hosted = crate::hosted::build(
         ctx,
         crate::hosted::HostParts {
@@ -136,6 +139,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             model,
             config: config.core(),
             events: routine_events,
+            polls_telegram: Arc::clone(&polls_telegram_now),
         },
     )?;
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
@@ -207,7 +211,10 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         )?;
         match waiting {
             // Another hub polls the bot: this one serves it only once that hub is gone.
-            Some(waiting) => channels.push(waiting.around(telegram_channel)),
+            Some(waiting) => {
+                polls_telegram_now.store(false, std::sync::atomic::Ordering::SeqCst);
+                channels.push(waiting.around(telegram_channel, polls_telegram_now));
+            }
             None => {
                 channels.push(telegram_channel);
                 if config.audit.witness == Some(Witness::Telegram) {

@@ -556,3 +556,65 @@ fn one_hub_polls_a_bot_however_many_share_the_store() {
     let again = two.serve_env(&model(&two), &config(&two), &env);
     assert!(polling(&again), "{:?}", again.banner);
 }
+
+#[test]
+fn a_routine_asking_on_telegram_runs_on_the_hub_that_polls_the_bot() {
+    let Some(emulator) = tau_test_support::telegram::Emulator::start(common::serve::TELEGRAM_TOKEN)
+    else {
+        return;
+    };
+    let server = Postgres::start().unwrap();
+    let url = server.fresh_database().unwrap();
+    let database = url.rsplit('/').next().unwrap().to_owned();
+    let (one, two) = (Tau::new(), Tau::new());
+    let env = [
+        ("TAU_STATE_URL", url.as_str()),
+        ("TAU_TELEGRAM_TOKEN", common::serve::TELEGRAM_TOKEN),
+    ];
+    // Four routines, each asking the owner on Telegram at its first second.
+    let routines: String = (1..=4)
+        .map(|n| {
+            format!(
+                "[[routines]]\nname = \"tick-{n}\"\nevery = \"1s\"\nprompt = \"tick\"\nask = \"telegram\"\n"
+            )
+        })
+        .collect();
+    let config = |tau: &Tau| {
+        tau.serve_config(&format!(
+            "[telegram]\nowners = [4242]\napi_url = \"{}\"\npoll_timeout_seconds = 0\n\n{routines}",
+            emulator.url
+        ))
+    };
+    // Whichever routine's turn it is, the model asks to run a command: a question.
+    let model = |tau: &Tau| {
+        let call = common::tool_call("t1", "run_command", &json!({"command": "echo tick"}));
+        tau.replay(&json!(vec![call; 40]))
+    };
+    let first = one.serve_env(&model(&one), &config(&one), &env);
+    let second = two.serve_env(&model(&two), &config(&two), &env);
+    let first_hub = std::fs::read_to_string(one.home().join("hub-id")).unwrap();
+
+    // Both hubs keep the routines, and each second goes to whichever hub claims it first;
+    // but only the hub that polls the bot can put a question in front of the owner, so
+    // every run that asks is that hub's. A run the other hub took would ask where nobody
+    // reads it: its card would never come.
+    emulator.wait("a question of each routine", |messages| {
+        let cards = messages
+            .iter()
+            .filter(|m| m.buttons.iter().any(|b| b.starts_with("v1:a:")))
+            .count();
+        (cards >= 4).then_some(())
+    });
+    let asked_by = server
+        .sql_on(&database, "SELECT DISTINCT asked_by FROM approvals")
+        .unwrap();
+    assert_eq!(asked_by.trim(), first_hub.trim());
+    let pending = server
+        .sql_on(
+            &database,
+            "SELECT count(*) FROM approvals WHERE state = 'pending'",
+        )
+        .unwrap();
+    assert!(pending.trim().parse::<u32>().unwrap() >= 4, "{pending}");
+    drop((first, second));
+}

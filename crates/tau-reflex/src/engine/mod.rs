@@ -408,6 +408,14 @@ impl Inner {
         Fired::Started
     }
 
+    /// Whether `routine` runs on this host now: its `ask` channel, if it names one,
+    /// reaches people from here (another hub may serve it instead).
+    pub(crate) fn can_ask_now(&self, routine: &Routine) -> bool {
+        routine
+            .ask
+            .is_none_or(|channel| self.host.can_ask_now(channel))
+    }
+
     /// How `slot`'s calls are asked: on its `ask` channel when the host has one, else
     /// nobody (they are refused).
     fn asking(&self, slot: &Slot, session: &SessionId) -> Asking<'_> {

@@ -75,7 +75,9 @@ fn dispatch(inner: &Arc<Inner>, routes: &[Route], topic: &str, payload: &[u8]) {
             tracing::debug!(routine = %route.routine, topic = %shown, "message on the topic, another payload");
             continue;
         }
-        if let Some(slot) = inner.slot(&route.routine) {
+        if let Some(slot) = inner.slot(&route.routine)
+            && inner.can_ask_now(&slot.routine)
+        {
             inner.fire(&slot, format!("mqtt {shown}"));
         }
     }

@@ -153,6 +153,12 @@ pub(super) async fn keep(inner: Arc<Inner>, slot: Arc<Slot>) {
         if !sleep_until(&inner, &slot, due).await {
             return;
         }
+        // A routine asking where this hub reaches nobody now is left to the hub that does:
+        // it claims nothing, so that one runs it.
+        if !inner.can_ask_now(&slot.routine) {
+            next = next_after(&inner, &trigger, due, anchor);
+            continue;
+        }
         // One run per occurrence across the hubs sharing the store: the first to claim
         // it runs it. A claim that fails runs nothing (the store is not answering).
         match inner.store.claim_tick(slot.routine.name(), due) {
