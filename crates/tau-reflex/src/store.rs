@@ -13,6 +13,11 @@ use tau_state::{RoutineRow, Routines, RunRow, StateError, Switch};
 
 use crate::def::RoutineDef;
 
+/// How long a hub keeps a routine's MQTT messages after taking one, when several hubs
+/// share the store: long enough that every hub has received the same message, short
+/// enough that a hub whose broker connection broke does not keep them for long.
+const MESSAGE_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The routine store could not be read or written.
 #[derive(Debug, thiserror::Error)]
 #[error("routine store: {0}")]
@@ -163,6 +168,12 @@ impl RoutineStore {
     /// the hubs sharing the store to claim it.
     pub fn claim_tick(&self, name: &str, due: Timestamp) -> Result<bool, StoreError> {
         Ok(self.db.claim_scheduled_tick(name, due)?)
+    }
+
+    /// Whether this process runs `name` for a message that just fired it: true for the
+    /// hub that holds the routine's message lease (see `claim_message` in the store).
+    pub fn claim_message(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.db.claim_message(name, MESSAGE_WINDOW)?)
     }
 
     /// When the last scheduled run (any outcome but `missed`) of `name` started.

@@ -5,6 +5,7 @@
 //! `tau-reflex`'s; this module keeps the text.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use jiff::Timestamp;
 use rusqlite::params;
@@ -261,6 +262,18 @@ impl Routines {
                 params![format!("routine:{name}"), holder, due.as_millisecond()],
             )? == 1)
         })
+    }
+
+    /// Whether this hub runs `name` for a message that just fired it (an MQTT trigger).
+    /// Every hub sharing the store subscribes and receives each message; the first to
+    /// claim the routine's message lease (`mqtt:<name>`, held for `window` and renewed by
+    /// each message it takes) runs it, and the others leave it alone while that lease
+    /// lives. Always true on a store of one hub's own, which writes nothing for it.
+    pub fn claim_message(&self, name: &str, window: Duration) -> Result<bool, StateError> {
+        let (true, Some(hub)) = (self.db.is_shared(), self.db.hub()) else {
+            return Ok(true);
+        };
+        self.db.leases().claim(&format!("mqtt:{name}"), hub, window)
     }
 
     /// Since when the engine has kept `name`'s schedule with this content: the stored time

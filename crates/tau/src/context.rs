@@ -1,6 +1,7 @@
 //! What every command starts from: the home, the config, the environment and the event
 //! bus the audit log listens on.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -210,6 +211,20 @@ impl Context {
             .sandbox(person.as_deref(), &protected)
     }
 
+    /// `[tools]` as this process uses them. On a store several hubs share, the MQTT
+    /// client ids carry this hub's id: a broker drops the older of two clients with one
+    /// id, so two hubs with the same `tau.toml` on one broker would cut each other off.
+    pub(crate) fn tools_config(&self) -> anyhow::Result<Cow<'_, tau_tools::ToolsConfig>> {
+        let tools = &self.loaded.config.tools;
+        let state = self.state()?;
+        let (true, Some(hub)) = (state.is_shared(), state.hub()) else {
+            return Ok(Cow::Borrowed(tools));
+        };
+        let mut tools = tools.clone();
+        tools.mqtt.client_id = hub_client_id(&tools.mqtt.client_id, hub);
+        Ok(Cow::Owned(tools))
+    }
+
     /// The routines, switches and runs in `state.db`.
     pub(crate) fn routine_store(&self) -> anyhow::Result<Arc<tau_reflex::RoutineStore>> {
         Ok(Arc::new(tau_reflex::RoutineStore::new(
@@ -224,7 +239,7 @@ impl Context {
     pub(crate) async fn catalog(&self) -> anyhow::Result<Tools> {
         self.check_workspace()?;
         let builtins = tau_tools::audited_builtins(
-            &self.loaded.config.tools,
+            &*self.tools_config()?,
             &*self.env,
             self.sandbox(),
             Some(self.events.clone()),
@@ -306,5 +321,35 @@ impl Context {
         });
         tools.catalog.extend(routine_tools)?;
         Ok(tools)
+    }
+}
+
+/// The longest suffix tau puts after `[tools.mqtt] client_id` (`-discovery`), and the
+/// longest id a broker must accept (MQTT 3.1.1).
+const LONGEST_CLIENT_SUFFIX: usize = 10;
+const MAX_CLIENT_ID: usize = 23;
+/// How much of the hub id a client id carries.
+const HUB_TAG: usize = 6;
+
+/// `id` cut to leave room for the hub's tag and tau's longest suffix, then `-` and the
+/// hub id's first characters: `tau` on hub `1a2b3c…` is `tau-1a2b3c`.
+fn hub_client_id(id: &str, hub: &str) -> String {
+    let room = MAX_CLIENT_ID - LONGEST_CLIENT_SUFFIX - HUB_TAG - 1;
+    let base: String = id.chars().take(room).collect();
+    let tag: String = hub.chars().take(HUB_TAG).collect();
+    format!("{base}-{tag}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hubs_client_id_carries_its_tag_and_leaves_room_for_every_suffix() {
+        assert_eq!(hub_client_id("tau", "1a2b3c4d5e"), "tau-1a2b3c");
+        let long = hub_client_id("a-very-long-client-id-x", "1a2b3c4d5e");
+        assert_eq!(long, "a-very-1a2b3c");
+        assert!(long.len() + "-discovery".len() <= MAX_CLIENT_ID);
+        assert!(long.len() + "-routines".len() <= 14 + "-routines".len());
     }
 }

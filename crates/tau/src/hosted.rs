@@ -66,11 +66,10 @@ pub(crate) fn offers(config: &TauConfig) -> Offers {
 
 /// The routines' own MQTT client, beside `mqtt_publish`'s; a bad `[tools.mqtt]` exits 2.
 pub(crate) fn broker(ctx: &Context) -> anyhow::Result<rumqttc::MqttOptions> {
-    let config = &ctx.loaded.config;
-    let mut client_id: String = config.tools.mqtt.client_id.chars().take(14).collect();
+    let tools = ctx.tools_config()?;
+    let mut client_id: String = tools.mqtt.client_id.chars().take(14).collect();
     client_id.push_str(MQTT_CLIENT_SUFFIX);
-    tau_tools::broker_options(&config.tools.mqtt, &*ctx.env, &client_id)
-        .map_err(|e| usage(e.to_string()))
+    tau_tools::broker_options(&tools.mqtt, &*ctx.env, &client_id).map_err(|e| usage(e.to_string()))
 }
 
 /// Builds the engine; a routine that cannot run here is a config error (exit 2).

@@ -75,10 +75,24 @@ fn dispatch(inner: &Arc<Inner>, routes: &[Route], topic: &str, payload: &[u8]) {
             tracing::debug!(routine = %route.routine, topic = %shown, "message on the topic, another payload");
             continue;
         }
-        if let Some(slot) = inner.slot(&route.routine)
-            && inner.can_ask_now(&slot.routine)
-        {
-            inner.fire(&slot, format!("mqtt {shown}"));
+        let Some(slot) = inner.slot(&route.routine) else {
+            continue;
+        };
+        if !inner.can_ask_now(&slot.routine) {
+            continue;
+        }
+        // One run per message across the hubs sharing the store, each of which receives
+        // it. A claim that fails runs nothing (the store is not answering).
+        match inner.store.claim_message(&route.routine) {
+            Ok(true) => {
+                inner.fire(&slot, format!("mqtt {shown}"));
+            }
+            Ok(false) => {
+                tracing::debug!(routine = %route.routine, topic = %shown, "another hub sharing the store takes this message");
+            }
+            Err(error) => {
+                tracing::warn!(routine = %route.routine, %error, "cannot claim this message; the routine is not run");
+            }
         }
     }
 }

@@ -38,7 +38,7 @@ impl Context {
     }
 
     pub(super) fn broker(&self) -> anyhow::Result<MqttBroker> {
-        MqttBroker::from_config(&self.loaded.config.tools.mqtt, &*self.env)
+        MqttBroker::from_config(&self.tools_config()?.mqtt, &*self.env)
             .map_err(|e| usage(e.to_string()))
     }
 
