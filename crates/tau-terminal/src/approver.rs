@@ -9,6 +9,7 @@ use tau_core::{Answer, Approver, ApproverError};
 use tau_protocol::{ApprovalQuestion, DecidedBy, Decision, GrantRequest, GrantScope};
 
 use crate::console::Console;
+use crate::passkeys::PasskeyQuestions;
 use crate::prompt::{always_scope, is_always, parse_answer};
 use crate::question::{Heard, Questions, Reply};
 
@@ -23,13 +24,44 @@ pub const NOWHERE_TO_ASK: &str = "no terminal to ask on: stdin is not a terminal
 pub struct TerminalApprover {
     console: Arc<Console>,
     questions: Questions,
+    /// The person of `[[people]]` at this terminal, named in each answer's `decided_by`.
+    person: Option<String>,
+    passkeys: Option<PasskeyQuestions>,
 }
 
 impl TerminalApprover {
     /// The console draws the questions that `questions` asks.
     pub fn new(console: Arc<Console>, questions: Questions) -> Self {
         console.draws_for(questions.clone());
-        Self { console, questions }
+        Self {
+            console,
+            questions,
+            person: None,
+            passkeys: None,
+        }
+    }
+
+    /// Whose answers these are: `person` of `[[people]]` (none in a home that names
+    /// nobody).
+    pub fn for_person(mut self, person: Option<String>) -> Self {
+        self.person = person;
+        self
+    }
+
+    /// Questions whose yes takes a passkey approve nothing here (see `passkeys.rs`).
+    pub fn with_passkeys(mut self, passkeys: PasskeyQuestions) -> Self {
+        self.console
+            .asks_passkeys(Arc::clone(&passkeys.takes_passkey));
+        self.passkeys = Some(passkeys);
+        self
+    }
+
+    /// `answer` as given by this terminal's person.
+    fn theirs(&self, mut answer: Answer) -> Answer {
+        if let DecidedBy::Person { person, .. } = &mut answer.decided_by {
+            person.clone_from(&self.person);
+        }
+        answer
     }
 }
 
@@ -62,6 +94,19 @@ impl Approver for TerminalApprover {
                     }
                     asking = self.questions.ask(id);
                 }
+                // A question that takes a passkey: no yes typed here approves it.
+                Heard::Reply(Reply::Line(line))
+                    if self.console.takes_passkey(id)
+                        && (parse_answer(Some(&line)) == Decision::Approved
+                            || is_always(&line)
+                            || step.is_some_and(|step| step.accepts(&line))) =>
+                {
+                    self.console.passkey_refused(&line, id);
+                    if let Some(passkeys) = &self.passkeys {
+                        (passkeys.refused)(&request);
+                    }
+                    asking = self.questions.ask(id);
+                }
                 // A question with a second step ignores a bare yes and asks again.
                 Heard::Reply(Reply::Line(line))
                     if step.is_some_and(|step| !step.accepts(&line))
@@ -73,7 +118,7 @@ impl Approver for TerminalApprover {
                 Heard::Reply(reply) => break reply,
             }
         };
-        Ok(match reply {
+        Ok(self.theirs(match reply {
             // A second step: its name or its number approves; anything else refuses. Such
             // a question offers no grant, so `always` refuses here too.
             Reply::Line(line) if step.is_some() => {
@@ -115,7 +160,7 @@ impl Approver for TerminalApprover {
                 self.console.cannot_ask();
                 return Err(ApproverError::new(NOWHERE_TO_ASK));
             }
-        })
+        }))
     }
 }
 
@@ -383,6 +428,86 @@ mod tests {
                 "{other}"
             );
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_names_the_terminal_s_person() {
+        let (mut keyboard, _screen, console, approver) = at_a_terminal();
+        let approver = Arc::new(
+            Arc::into_inner(approver)
+                .unwrap()
+                .for_person(Some("ana".into())),
+        );
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(request()).await }
+        });
+        tokio::task::yield_now().await;
+        console.render(&requested());
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        keyboard.write_all(b"y\n").await.unwrap();
+        let answer = decision.await.unwrap().unwrap();
+        assert_eq!(
+            answer.decided_by,
+            DecidedBy::Person {
+                channel: TERMINAL_CHANNEL.into(),
+                user: None,
+                person: Some("ana".into()),
+            }
+        );
+    }
+
+    /// The garage asked at a terminal where every question takes a passkey: what was
+    /// typed, the answer, the screen, and how many yeses were recorded as refused.
+    async fn garage_with_a_passkey(lines: &[&str]) -> (Answer, String, usize) {
+        let (mut keyboard, screen, console, approver) = at_a_terminal();
+        let refused = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let approver = Arc::new(Arc::into_inner(approver).unwrap().with_passkeys(
+            PasskeyQuestions {
+                takes_passkey: Arc::new(|question| question.card.confirm.is_some()),
+                refused: Arc::new({
+                    let refused = Arc::clone(&refused);
+                    move |question| {
+                        assert_eq!(question.tool, "device_set");
+                        refused.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                }),
+            },
+        ));
+        let decision = tokio::spawn({
+            let approver = Arc::clone(&approver);
+            async move { approver.decide(garage()).await }
+        });
+        tokio::task::yield_now().await;
+        console.render(&ChannelEvent::ApprovalRequested(Box::new(garage())));
+        for line in lines {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            keyboard
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .unwrap();
+        }
+        drop(keyboard);
+        let answer = decision.await.unwrap().unwrap();
+        console.render(&decided(&answer));
+        let refused = refused.load(std::sync::atomic::Ordering::SeqCst);
+        (answer, screen.text(), refused)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_question_that_takes_a_passkey_is_approved_by_nothing_typed() {
+        let (answer, screen, refused) =
+            garage_with_a_passkey(&["y", "garage-door", "always"]).await;
+        assert_eq!(answer, Answer::rejected(DecidedBy::EndOfInput));
+        assert_eq!(refused, 3);
+        insta::assert_snapshot!(screen);
+        // Anything but a yes refuses it, as any question.
+        let (answer, _, refused) = garage_with_a_passkey(&["y", "n"]).await;
+        assert_eq!(
+            answer,
+            Answer::new(Decision::Rejected, DecidedBy::person(TERMINAL_CHANNEL))
+        );
+        assert_eq!(refused, 1);
     }
 
     #[tokio::test(start_paused = true)]
