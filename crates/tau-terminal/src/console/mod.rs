@@ -253,7 +253,6 @@ impl Console {
 
     /// A bare yes to a question with a second step: it is not an answer. Say so, ask for
     /// the step again, and start the question's guard anew.
-
     pub fn step_needed(&self, line: &str, approval_id: &ApprovalId) {
         let s = self.style;
         let mut state = self.lock();
