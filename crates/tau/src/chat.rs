@@ -162,7 +162,13 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
     for line in &cut_off {
         crate::output::eprint_line(line);
     }
-    let passkeys = crate::terminal::passkey_questions(ctx, &state, events.clone(), person.as_ref());
+    let passkeys = crate::terminal::passkey_questions(
+        ctx,
+        &state,
+        events.clone(),
+        person.as_ref(),
+        tau_terminal::TERMINAL_CHANNEL,
+    );
     let setup = ChatSetup {
         language: config.ui.language(),
         session: id.clone(),

@@ -52,12 +52,13 @@ pub(crate) fn claim(
 /// Which of this terminal's questions take a passkey: once anyone has enrolled one, a
 /// lock-class question (one with a second step) and a `[tools.step_up]` tool. A store
 /// that cannot say whether anyone has one counts as one that does. A yes typed to such a
-/// question is audited as `answer_refused` on `events`.
+/// question is audited as `answer_refused` on `events`, given on `channel`.
 pub(crate) fn passkey_questions(
     ctx: &Context,
     state: &StateDb,
     events: EventBus,
     person: Option<&PersonName>,
+    channel: &'static str,
 ) -> PasskeyQuestions {
     let tools = ctx.loaded.config.tools.passkey_tools();
     let passkeys = state.passkeys();
@@ -72,7 +73,7 @@ pub(crate) fn passkey_questions(
         }),
         refused: Arc::new(move |question: &ApprovalQuestion| {
             events.emit(&AuditEvent::AnswerRefused {
-                channel: tau_terminal::TERMINAL_CHANNEL.to_owned(),
+                channel: channel.to_owned(),
                 approval_id: Some(question.approval_id.to_string()),
                 user: None,
                 person: person.clone(),

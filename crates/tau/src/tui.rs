@@ -115,7 +115,13 @@ pub(crate) async fn run(
         warnings.push(TUI_PASSKEYS.to_owned());
     }
     let grant_commands = crate::grants::tui_grants(ctx, &state, events.clone())?;
-    let passkeys = crate::terminal::passkey_questions(ctx, &state, events.clone(), person.as_ref());
+    let passkeys = crate::terminal::passkey_questions(
+        ctx,
+        &state,
+        events.clone(),
+        person.as_ref(),
+        tau_tui::TUI_CHANNEL,
+    );
     let approver = TuiApprover::new()
         .for_person(person.as_ref().map(ToString::to_string))
         .with_passkeys(passkeys.takes_passkey, passkeys.refused);
