@@ -65,11 +65,7 @@ pub(crate) fn passkey_questions(
     let person = person.map(PersonName::to_string);
     PasskeyQuestions {
         takes_passkey: Arc::new(move |question: &ApprovalQuestion| {
-            (question.card.confirm.is_some() || tools.contains(&question.tool))
-                && passkeys.any().unwrap_or_else(|error| {
-                    tracing::error!(%error, "passkeys could not be read; the question takes one");
-                    true
-                })
+            takes_passkey(question, &tools, || passkeys.any())
         }),
         refused: Arc::new(move |question: &ApprovalQuestion| {
             events.emit(&AuditEvent::AnswerRefused {
@@ -82,5 +78,72 @@ pub(crate) fn passkey_questions(
                 count: None,
             });
         }),
+    }
+}
+
+/// Whether `question` takes a passkey: it is lock-class (it has a second step) or its tool
+/// is one of `tools`, and `anyone` says someone has a passkey, or cannot say.
+fn takes_passkey<E: std::fmt::Display>(
+    question: &ApprovalQuestion,
+    tools: &[String],
+    anyone: impl FnOnce() -> Result<bool, E>,
+) -> bool {
+    (question.card.confirm.is_some() || tools.contains(&question.tool))
+        && anyone().unwrap_or_else(|error| {
+            tracing::error!(%error, "passkeys could not be read; the question takes one");
+            true
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn question(tool: &str, second_step: bool) -> ApprovalQuestion {
+        ApprovalQuestion {
+            approval_id: tau_protocol::ApprovalId::parse("ap_1").unwrap(),
+            tool: tool.into(),
+            tier: tau_protocol::Tier::Physical,
+            effect: "acts".into(),
+            arguments: json!({}),
+            call_id: "t1".into(),
+            channel: tau_terminal::TERMINAL_CHANNEL.into(),
+            deadline: None,
+            card: tau_protocol::CallCard {
+                confirm: second_step.then(|| tau_protocol::ConfirmStep {
+                    word: "garage-door".into(),
+                    code: "47".into(),
+                }),
+                ..Default::default()
+            },
+            grant: None,
+        }
+    }
+
+    #[test]
+    fn a_lock_class_or_step_up_question_takes_a_passkey_once_anyone_may_have_one() {
+        let tools = vec!["run_command".to_owned()];
+        let has = |answer: Result<bool, &'static str>| move || answer;
+        for (asked, anyone, takes) in [
+            (question("device_set", true), has(Ok(true)), true),
+            (question("run_command", false), has(Ok(true)), true),
+            (question("write_file", false), has(Ok(true)), false),
+            (question("device_set", true), has(Ok(false)), false),
+            // A store that cannot say counts as one where someone has a passkey.
+            (question("device_set", true), has(Err("store closed")), true),
+            (
+                question("run_command", false),
+                has(Err("store closed")),
+                true,
+            ),
+            (
+                question("write_file", false),
+                has(Err("store closed")),
+                false,
+            ),
+        ] {
+            assert_eq!(takes_passkey(&asked, &tools, anyone), takes, "{asked:?}");
+        }
     }
 }
