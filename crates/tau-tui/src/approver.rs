@@ -270,6 +270,53 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_yes_to_a_question_that_takes_a_passkey_refuses_it_as_the_person_s() {
+        let refused = Arc::new(Mutex::new(Vec::new()));
+        let approver = TuiApprover::new()
+            .for_person(Some("ana".into()))
+            .with_passkeys(
+                Arc::new(|question: &ApprovalQuestion| question.approval_id.as_str() == "ap_1"),
+                Arc::new({
+                    let refused = Arc::clone(&refused);
+                    move |question: &ApprovalQuestion| {
+                        refused
+                            .lock()
+                            .unwrap()
+                            .push(question.approval_id.to_string());
+                    }
+                }),
+            );
+        let questions = approver.questions();
+        let ana = |decision| {
+            Answer::new(
+                decision,
+                DecidedBy::Person {
+                    channel: TUI_CHANNEL.into(),
+                    user: None,
+                    person: Some("ana".into()),
+                },
+            )
+        };
+        for id in ["ap_1", "ap_2"] {
+            questions.answer(
+                &ApprovalId::parse(id).unwrap(),
+                Decision::Approved,
+                None,
+                None,
+            );
+        }
+        assert_eq!(
+            approver.decide(request("ap_1")).await.unwrap(),
+            ana(Decision::Rejected)
+        );
+        assert_eq!(
+            approver.decide(request("ap_2")).await.unwrap(),
+            ana(Decision::Approved)
+        );
+        assert_eq!(*refused.lock().unwrap(), ["ap_1"]);
+    }
+
+    #[tokio::test]
     async fn ctrl_c_closes_every_question_as_cancelled() {
         let approver = TuiApprover::new();
         let questions = approver.questions();
