@@ -13,7 +13,9 @@ use tau_home::ChatHistory;
 use tau_protocol::SessionId;
 
 use crate::editor::PromptEditor;
-use crate::{Console, Input, TerminalApprover, escape_for_terminal, start_stdin, texts};
+use crate::{
+    Console, Input, PasskeyQuestions, TerminalApprover, escape_for_terminal, start_stdin, texts,
+};
 
 /// A line chat about to start; its session is already open.
 pub struct ChatSetup {
@@ -32,6 +34,10 @@ pub struct ChatSetup {
     pub term: Option<String>,
     /// Where the prompts typed with the line editor are kept.
     pub history: ChatHistory,
+    /// The person of `[[people]]` at this terminal (none in a home that names nobody).
+    pub person: Option<String>,
+    /// Which questions take a passkey, which this terminal cannot ask for.
+    pub passkeys: PasskeyQuestions,
 }
 
 /// How a chat ended.
@@ -79,6 +85,8 @@ where
         no_color,
         term,
         history,
+        person,
+        passkeys,
     } = setup;
     let mut scripted = scripted.map(VecDeque::from);
     let stdout_tty = std::io::stdout().is_terminal();
@@ -102,10 +110,11 @@ where
     if let Some(screen) = question_screen {
         console.draw_questions_also_on(screen);
     }
-    let approver = Arc::new(TerminalApprover::new(
-        Arc::clone(&console),
-        questions.clone(),
-    ));
+    let approver = Arc::new(
+        TerminalApprover::new(Arc::clone(&console), questions.clone())
+            .for_person(person)
+            .with_passkeys(passkeys),
+    );
     let mut agent = build(approver).await?;
     let t = texts(language);
     if stored == 0 {

@@ -19,6 +19,7 @@ mod input;
 mod lines;
 mod output;
 mod pager;
+mod passkeys;
 mod prompt;
 mod question;
 #[cfg(test)]
@@ -35,6 +36,7 @@ pub use edited::can_edit;
 pub use editor::{Edited, EditorError, HISTORY_ENTRIES, PromptEditor};
 pub use escape::{escape_for_terminal, sorted_json};
 pub use input::{Answers, Prompts, Read, start as start_input};
+pub use passkeys::{PasskeyQuestions, RefusedYes, TakesPasskey};
 pub use prompt::{parse_answer, render_prompt};
 pub use question::{Asking, Flush, Heard, Questions, Reply};
 pub use texts::{Texts, texts};

@@ -33,6 +33,13 @@ pub struct Texts {
     pub refused_superseded: &'static str,
     /// A line that came too soon after the question was drawn to be an answer to it.
     pub too_soon: &'static str,
+    /// The card's note on a question whose yes takes a passkey: its label and its line.
+    pub passkey_label: &'static str,
+    pub passkey_note: &'static str,
+    /// The last line of such a question, in place of `question` or `second_step`.
+    pub passkey_question: &'static str,
+    /// A yes (or a second step's answer) to such a question, which approved nothing.
+    pub passkey_refused: &'static str,
     /// Why every question is refused when there is no terminal to ask on.
     pub no_terminal: &'static str,
     /// A question taller than the screen: `rows 1–19 of 1,503`.
@@ -81,6 +88,10 @@ const EN: Texts = Texts {
     refused_approver_failed: "refused: the approval could not be asked",
     refused_superseded: "refused: a newer message replaced the question",
     too_soon: "ignored: typed before the question could be read",
+    passkey_label: "passkey",
+    passkey_note: "this question takes a passkey, which a terminal cannot ask for: no yes typed here approves it; ask for it on TauBar, where the passkey confirms it",
+    passkey_question: "nothing typed here runs it; n refuses it:",
+    passkey_refused: "this question takes a passkey: nothing was approved here; a terminal cannot ask for one, so ask for it on TauBar",
     no_terminal: "there is no terminal to ask on (stdin is not one, and there is no controlling terminal); start tau with --answers-from-stdin to read the answers from stdin",
     rows_shown: "rows",
     rows_of: "of",
@@ -122,6 +133,10 @@ const TR: Texts = Texts {
     refused_approver_failed: "reddedildi: onay sorulamadı",
     refused_superseded: "reddedildi: yeni bir mesaj soruyu geçersiz kıldı",
     too_soon: "yok sayıldı: soru okunamadan önce yazıldı",
+    passkey_label: "geçiş anahtarı",
+    passkey_note: "bu soru bir geçiş anahtarı ister ve terminal onu soramaz: burada yazılan hiçbir evet onu onaylamaz; bunu geçiş anahtarının onayladığı TauBar'da isteyin",
+    passkey_question: "burada yazılan hiçbir şey onu çalıştırmaz; h reddeder:",
+    passkey_refused: "bu soru bir geçiş anahtarı ister: burada hiçbir şey onaylanmadı; terminal onu soramaz, bunu TauBar'da isteyin",
     no_terminal: "sorulacak bir terminal yok (stdin terminal değil ve denetleyen terminal yok); yanıtları stdin'den okumak için tau'yu --answers-from-stdin ile başlatın",
     rows_shown: "satır",
     rows_of: "/",

@@ -127,11 +127,40 @@ impl Drop for Withdraw<'_> {
 #[derive(Clone, Default)]
 pub struct TuiApprover {
     questions: Questions,
+    /// The person of `[[people]]` at this terminal, named in each answer's `decided_by`.
+    person: Option<String>,
+    passkeys: Option<Passkeys>,
+}
+
+/// Whether a question's yes takes a passkey now, which the TUI cannot ask for, and where
+/// a yes given to one anyway is recorded (`answer_refused`).
+#[derive(Clone)]
+struct Passkeys {
+    takes: Arc<dyn Fn(&ApprovalQuestion) -> bool + Send + Sync>,
+    refused: Arc<dyn Fn(&ApprovalQuestion) + Send + Sync>,
 }
 
 impl TuiApprover {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whose answers these are: `person` of `[[people]]` (none in a home that names
+    /// nobody).
+    pub fn for_person(mut self, person: Option<String>) -> Self {
+        self.person = person;
+        self
+    }
+
+    /// A yes to a question that `takes` says takes a passkey approves nothing: the TUI
+    /// cannot ask for one. It refuses the question, and `refused` records the yes.
+    pub fn with_passkeys(
+        mut self,
+        takes: Arc<dyn Fn(&ApprovalQuestion) -> bool + Send + Sync>,
+        refused: Arc<dyn Fn(&ApprovalQuestion) + Send + Sync>,
+    ) -> Self {
+        self.passkeys = Some(Passkeys { takes, refused });
+        self
     }
 
     /// The questions this approver waits on; the event loop answers them.
@@ -147,7 +176,18 @@ impl Approver for TuiApprover {
     }
 
     async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
-        Ok(self.questions.ask(&request.approval_id).await)
+        let mut answer = self.questions.ask(&request.approval_id).await;
+        if answer.decision == Decision::Approved
+            && let Some(passkeys) = &self.passkeys
+            && (passkeys.takes)(&request)
+        {
+            (passkeys.refused)(&request);
+            answer = Answer::new(Decision::Rejected, DecidedBy::person(TUI_CHANNEL));
+        }
+        if let DecidedBy::Person { person, .. } = &mut answer.decided_by {
+            person.clone_from(&self.person);
+        }
+        Ok(answer)
     }
 }
 
@@ -227,6 +267,53 @@ mod tests {
         let again =
             tokio::time::timeout(Duration::from_millis(20), approver.decide(request("ap_1"))).await;
         assert!(again.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_yes_to_a_question_that_takes_a_passkey_refuses_it_as_the_person_s() {
+        let refused = Arc::new(Mutex::new(Vec::new()));
+        let approver = TuiApprover::new()
+            .for_person(Some("ana".into()))
+            .with_passkeys(
+                Arc::new(|question: &ApprovalQuestion| question.approval_id.as_str() == "ap_1"),
+                Arc::new({
+                    let refused = Arc::clone(&refused);
+                    move |question: &ApprovalQuestion| {
+                        refused
+                            .lock()
+                            .unwrap()
+                            .push(question.approval_id.to_string());
+                    }
+                }),
+            );
+        let questions = approver.questions();
+        let ana = |decision| {
+            Answer::new(
+                decision,
+                DecidedBy::Person {
+                    channel: TUI_CHANNEL.into(),
+                    user: None,
+                    person: Some("ana".into()),
+                },
+            )
+        };
+        for id in ["ap_1", "ap_2"] {
+            questions.answer(
+                &ApprovalId::parse(id).unwrap(),
+                Decision::Approved,
+                None,
+                None,
+            );
+        }
+        assert_eq!(
+            approver.decide(request("ap_1")).await.unwrap(),
+            ana(Decision::Rejected)
+        );
+        assert_eq!(
+            approver.decide(request("ap_2")).await.unwrap(),
+            ana(Decision::Approved)
+        );
+        assert_eq!(*refused.lock().unwrap(), ["ap_1"]);
     }
 
     #[tokio::test]

@@ -12,7 +12,7 @@ use tau_audit::AuditHistory;
 use tau_audit::AuditLog;
 use tau_home::ChatHistory;
 use tau_home::SessionLock;
-use tau_protocol::SessionId;
+use tau_protocol::{PersonName, SessionId};
 
 /// A chat about to start.
 pub(crate) struct Chat {
@@ -24,6 +24,8 @@ pub(crate) struct Chat {
     /// `--answers-from-stdin`: when stdin is not a terminal, its lines answer the
     /// approval prompts; otherwise the controlling terminal does, or nobody.
     pub answers_from_stdin: bool,
+    /// The person of `[[people]]` at this terminal (none in a home that names nobody).
+    pub person: Option<PersonName>,
 }
 
 /// A new session id: the start time and 32 random bits, drawn again while a stored
@@ -104,18 +106,20 @@ pub(crate) fn open_session(
     })
 }
 
-/// "yes, and allow this again" at this terminal (`tau chat`, `tau tui`: one person):
-/// grants of this conversation, or of every conversation on the terminal.
+/// "yes, and allow this again" at this terminal (`tau chat`, `tau tui`: one person, its
+/// `person` in a home that names people): grants of this conversation, or of every
+/// conversation on the terminal.
 pub(crate) fn terminal_grants(
     ctx: &Context,
     state: &tau_state::StateDb,
     id: &SessionId,
+    person: Option<&PersonName>,
 ) -> tau_core::GateGrants {
     tau_core::GateGrants {
         store: state.grants(),
         conversations: state.conversations(),
         session: id.clone(),
-        person: None,
+        person: person.map(PersonName::to_string),
         hours: ctx.loaded.config.core().approval.grant_hours,
         history: Some(Arc::new(AuditHistory::new(ctx.home.audit_log()))),
         ledger: Arc::new(tau_audit::AuditGrants::new(
@@ -137,6 +141,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
             },
         prompts,
         answers_from_stdin,
+        person,
     } = chat;
     let config = &ctx.loaded.config;
     let state = ctx.state()?;
@@ -144,7 +149,7 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         Some(id) => id,
         None => new_session_id(&state)?,
     };
-    let grants = terminal_grants(ctx, &state, &id);
+    let grants = terminal_grants(ctx, &state, &id, person.as_ref());
     let repository: Arc<dyn SessionRepository> = Arc::new(StoredSessions::new(state.sessions()));
     let OpenSession {
         lock: _lock,
@@ -153,9 +158,17 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         model,
         events,
     } = open_session(ctx, repository.as_ref(), &id, model, &startup_errors)?;
+    crate::terminal::claim(&state, &id, person.as_ref(), stored)?;
     for line in &cut_off {
         crate::output::eprint_line(line);
     }
+    let passkeys = crate::terminal::passkey_questions(
+        ctx,
+        &state,
+        events.clone(),
+        person.as_ref(),
+        tau_terminal::TERMINAL_CHANNEL,
+    );
     let setup = ChatSetup {
         language: config.ui.language(),
         session: id.clone(),
@@ -165,6 +178,8 @@ pub(crate) async fn run(ctx: &Context, chat: Chat) -> anyhow::Result<Ended> {
         no_color: (ctx.env)("NO_COLOR").is_some_and(|v| !v.is_empty()),
         term: (ctx.env)("TERM"),
         history: ChatHistory::of(&ctx.home, tau_terminal::HISTORY_ENTRIES),
+        person: person.as_ref().map(PersonName::to_string),
+        passkeys,
     };
     let build = |approver| {
         build_agent(AgentParts {

@@ -33,6 +33,7 @@ mod service;
 mod settings;
 mod start_checks;
 mod store;
+mod terminal;
 mod tui;
 
 use std::process::ExitCode;
@@ -166,7 +167,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             answers,
             person,
         } => {
-            people::at_terminal(&ctx, person.as_deref())?;
+            let person = terminal::terminal_person(&ctx, person.as_deref())?;
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
@@ -183,19 +184,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     tools,
                     prompts: None,
                     answers_from_stdin: answers.answers_from_stdin,
+                    person,
                 },
             )
             .await?;
             return Ok(ended.exit_code());
         }
         Command::Tui { session, person } => {
-            people::at_terminal(&ctx, person.as_deref())?;
+            let person = terminal::terminal_person(&ctx, person.as_deref())?;
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
             tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
             let (tools, problem) = ctx.conversation_tools().await?;
-            return tui::run(&ctx, session, model, tools, problem.into_iter().collect()).await;
+            let warnings = problem.into_iter().collect();
+            return tui::run(&ctx, session, model, tools, warnings, person).await;
         }
         Command::Demo { answers } => demo::run(&ctx, answers.answers_from_stdin).await?,
         Command::Serve { print_token } => serve::run(&ctx, print_token).await?,

@@ -18,6 +18,9 @@ use crate::chat::{OpenSession, new_session_id, open_session, terminal_grants};
 use crate::context::{Context, Tools};
 use crate::errors::usage;
 
+/// The TUI's start once anyone has a passkey: what a yes to a question that takes one does.
+pub(crate) const TUI_PASSKEYS: &str = "a passkey is enrolled: a yes here to a question that takes one (a lock-class device, a [tools.step_up] tool) approves nothing and refuses it; ask for it on TauBar, where the passkey confirms it";
+
 /// The stored sessions as the picker reads and changes them.
 struct Shelf<'a> {
     ctx: &'a Context,
@@ -62,6 +65,7 @@ pub(crate) async fn run(
     model: Arc<dyn Model>,
     tools: Tools,
     warnings: Vec<String>,
+    person: Option<tau_protocol::PersonName>,
 ) -> anyhow::Result<ExitCode> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(usage(
@@ -103,10 +107,24 @@ pub(crate) async fn run(
         model,
         events,
     } = open_session(ctx, repository.as_ref(), &id, model, &startup_errors)?;
+    crate::terminal::claim(&state, &id, person.as_ref(), stored)?;
     let mut warnings = warnings;
     warnings.extend(cut_off);
+    // Told once at the start: the card has no room of its own for it.
+    if state.passkeys().any().unwrap_or(true) {
+        warnings.push(TUI_PASSKEYS.to_owned());
+    }
     let grant_commands = crate::grants::tui_grants(ctx, &state, events.clone())?;
-    let approver = TuiApprover::new();
+    let passkeys = crate::terminal::passkey_questions(
+        ctx,
+        &state,
+        events.clone(),
+        person.as_ref(),
+        tau_tui::TUI_CHANNEL,
+    );
+    let approver = TuiApprover::new()
+        .for_person(person.as_ref().map(ToString::to_string))
+        .with_passkeys(passkeys.takes_passkey, passkeys.refused);
     let questions = approver.questions();
     let calls = ModelCalls::new();
     let mut agent = build_agent(AgentParts {
@@ -119,7 +137,7 @@ pub(crate) async fn run(
         session: Some((repository, id.clone())),
         events,
         durable: None,
-        grants: Some(terminal_grants(ctx, &state, &id)),
+        grants: Some(terminal_grants(ctx, &state, &id, person.as_ref())),
         // A crash while an approved call runs is closed at the next start; the first
         // turn tells the model.
         dispatches: Some(tau_core::approval::DispatchRecord {

@@ -3,7 +3,7 @@
 //! the order they happen. The state of a call is read from the event's fields, never from
 //! the text the model reads.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -14,6 +14,7 @@ use tau_core::{ChannelSink, Language};
 
 use crate::escape::escape_for_terminal;
 use crate::pager::Paged;
+use crate::passkeys::TakesPasskey;
 use crate::prompt::question_line;
 use crate::question::Questions;
 use crate::texts::texts;
@@ -80,6 +81,12 @@ struct State {
     paged: Option<Paged>,
     /// How each finished call of the turn ended, until its output comes.
     finished: HashMap<String, CallStatus>,
+    /// Which questions take a passkey, asked when each is drawn.
+    passkeys: Option<TakesPasskey>,
+    /// The open questions drawn as taking a passkey.
+    passkey_questions: HashSet<ApprovalId>,
+    /// The question on screen takes a passkey: its last line says nothing typed runs it.
+    passkey_open: bool,
 }
 
 /// The terminal's output. Shared by the turn renderer and the approver.
@@ -111,6 +118,9 @@ impl Console {
                 question_screen: None,
                 paged: None,
                 finished: HashMap::new(),
+                passkeys: None,
+                passkey_questions: HashSet::new(),
+                passkey_open: false,
             }),
             language,
             style: Style::new(color),
@@ -135,6 +145,17 @@ impl Console {
     /// stdout is not a terminal), so the person sees what they answer.
     pub fn draw_questions_also_on(&self, screen: Box<dyn Write + Send>) {
         self.lock().question_screen = Some(screen);
+    }
+
+    /// Asks `takes` of each question as it is drawn; one that takes a passkey says on its
+    /// card that no yes typed here approves it.
+    pub(crate) fn asks_passkeys(&self, takes: TakesPasskey) {
+        self.lock().passkeys = Some(takes);
+    }
+
+    /// Whether question `approval_id` was drawn as taking a passkey.
+    pub(crate) fn takes_passkey(&self, approval_id: &ApprovalId) -> bool {
+        self.lock().passkey_questions.contains(approval_id)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -203,9 +224,31 @@ impl Console {
             s.reset
         );
         if state.question_open {
-            text.push_str(&question_line(self.language, state.step.as_ref()));
+            text.push_str(&open_question_line(self.language, &state));
         }
         write_question(&mut state, &text);
+    }
+
+    /// A yes (or the second step's answer) to a question that takes a passkey: nothing
+    /// was approved. Say so, ask again, and start the question's guard anew.
+    pub(crate) fn passkey_refused(&self, line: &str, approval_id: &ApprovalId) {
+        let s = self.style;
+        let mut state = self.lock();
+        if !self.tty {
+            write(&mut state, &format!("{}\n", escape_for_terminal(line)));
+        }
+        let text = format!(
+            "  {}! {}{}\n{}",
+            s.yellow,
+            texts(self.language).passkey_refused,
+            s.reset,
+            open_question_line(self.language, &state)
+        );
+        write_question(&mut state, &text);
+        state.question_open = true;
+        if let Some(questions) = &state.questions {
+            questions.drawn(approval_id);
+        }
     }
 
     /// A bare yes to a question with a second step: it is not an answer. Say so, ask for
@@ -221,7 +264,7 @@ impl Console {
             s.yellow,
             texts(self.language).bare_yes,
             s.reset,
-            question_line(self.language, state.step.as_ref())
+            open_question_line(self.language, &state)
         );
         write_question(&mut state, &text);
         state.question_open = true;
@@ -295,6 +338,20 @@ impl Console {
         );
         write_question(&mut state, &text);
     }
+}
+
+/// The last line of the question on screen, as it was drawn.
+fn open_question_line(language: Language, state: &State) -> String {
+    if state.passkey_open {
+        passkey_question_line(language)
+    } else {
+        question_line(language, state.step.as_ref())
+    }
+}
+
+/// The last line of a question that takes a passkey: no answer typed here runs it.
+fn passkey_question_line(language: Language) -> String {
+    format!("  └─ {} ", texts(language).passkey_question)
 }
 
 fn spinner() -> ProgressBar {

@@ -5,8 +5,8 @@ use tau_core::{Language, Notice};
 use tau_protocol::{ApprovalQuestion, CallStatus, ChannelEvent, DecidedBy, Decision, OutputBlock};
 
 use super::{
-    Console, SHORT_ARGUMENTS, SHORT_ERROR, State, Style, end_text, spinner, stop_thinking,
-    thinking_spinner, write, write_question,
+    Console, SHORT_ARGUMENTS, SHORT_ERROR, State, Style, end_text, passkey_question_line, spinner,
+    stop_thinking, thinking_spinner, write, write_question,
 };
 use crate::escape::{escape_for_terminal, sorted_json};
 use crate::output::output_lines;
@@ -66,7 +66,19 @@ impl Console {
             ChannelEvent::ApprovalRequested(request) => {
                 end_text(&mut state);
                 let screen = crate::width::screen(self.tty, state.question_screen.is_some());
-                let text = self.question(&mut state, request, screen);
+                let passkey = state.passkeys.as_ref().is_some_and(|takes| takes(request));
+                let text = if passkey {
+                    state.passkey_questions.insert(request.approval_id.clone());
+                    let text = self.question(&mut state, &with_passkey_note(request, t), screen);
+                    let step = question_line(self.language, request.card.confirm.as_ref());
+                    match text.strip_suffix(&step) {
+                        Some(card) => card.to_owned() + &passkey_question_line(self.language),
+                        None => text,
+                    }
+                } else {
+                    self.question(&mut state, request, screen)
+                };
+                state.passkey_open = passkey;
                 write_question(&mut state, &text);
                 state.question_open = true;
                 state.step.clone_from(&request.card.confirm);
@@ -89,6 +101,9 @@ impl Console {
                     questions.decided(approval_id);
                 }
                 state.paged.take_if(|p| p.approval_id == *approval_id);
+                if state.passkey_questions.remove(approval_id) {
+                    state.passkey_open = false;
+                }
                 let mut line = String::new();
                 if std::mem::take(&mut state.question_open) {
                     // Nobody ended the prompt's line: the wait ended without an answer.
@@ -253,4 +268,16 @@ fn decision_line(
             DecidedBy::Policy | DecidedBy::Exemption { .. } | DecidedBy::Grant { .. },
         ) => refused(t.refused),
     }
+}
+
+/// `request` with the note that a yes typed here approves nothing: it takes a passkey.
+/// Its grant is not offered: no `always` typed here makes one.
+fn with_passkey_note(request: &ApprovalQuestion, t: &Texts) -> ApprovalQuestion {
+    let mut noted = request.clone();
+    noted.grant = None;
+    noted.card.notes.push(tau_protocol::CardNote::warning(
+        t.passkey_label,
+        t.passkey_note,
+    ));
+    noted
 }

@@ -75,6 +75,7 @@ pub(crate) async fn run(ctx: &Context, answers_from_stdin: bool) -> anyhow::Resu
             tools,
             prompts: Some(vec![PROMPT.to_owned()]),
             answers_from_stdin,
+            person: None,
         },
     )
     .await?;

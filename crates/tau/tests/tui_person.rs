@@ -1,0 +1,101 @@
+//! `tau tui`'s person and passkeys, as a person drives it (tmux, as `tui.rs`): in a home
+//! that names people, an answer on the card names who sat there; once anyone has a
+//! passkey, the TUI says so at its start and a yes to a question that takes one refuses
+//! it, runs nothing and is audited as `answer_refused`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::tmux::Terminal;
+use common::{Tau, answer, tool_call};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// Longer than the card's answer guard, so a key sent after it counts.
+const PAST_THE_GUARD: Duration = Duration::from_millis(600);
+
+const HOME: &str = "[[people]]\nname = \"ana\"\n\n[[people]]\nname = \"bob\"\n\n[tools.step_up]\nrun_command = \"passkey\"\n";
+
+/// Keeps a passkey for `person` in the home, as an enrollment on TauBar would.
+fn with_a_passkey(tau: &Tau, person: &str) {
+    std::fs::create_dir_all(tau.home()).unwrap();
+    let store = tau_state::StateDb::open(&tau.home().join("state.db"))
+        .unwrap()
+        .passkeys();
+    let secret = tau_web::enroll_secret(&store, person).unwrap();
+    let passkey = tau_state::StoredPasskey {
+        id: "00ff".into(),
+        person: person.into(),
+        credential: "{}".into(),
+        created_at: 0,
+        last_used_at: None,
+    };
+    let now = jiff::Timestamp::now().as_second();
+    assert!(store.enroll(&secret, &passkey, now).unwrap());
+}
+
+fn of_type(tau: &Tau, kind: &str) -> Vec<Value> {
+    tau.audit_events()
+        .into_iter()
+        .filter(|e| e["type"] == kind)
+        .collect()
+}
+
+#[test]
+fn once_anyone_has_a_passkey_a_yes_on_the_tui_refuses_a_step_up_tool_and_names_the_person() {
+    let tau = Tau::new();
+    let config = tau.config(HOME);
+    with_a_passkey(&tau, "bob");
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &json!({"command": "touch ran.txt"})),
+        answer("Done."),
+    ]));
+    let config = config.to_str().unwrap().to_owned();
+    let Some(terminal) = Terminal::start(
+        &tau,
+        &[
+            "--config",
+            &config,
+            "--model",
+            &model,
+            "tui",
+            "--session",
+            "s1",
+            "--person",
+            "ana",
+        ],
+    ) else {
+        return;
+    };
+    terminal.wait_for_all(&["approvals: 0", "a passkey is enrolled"]);
+    terminal.type_text("make a file");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("tau asks: approval needed");
+    std::thread::sleep(PAST_THE_GUARD);
+    terminal.keys(&["y"]);
+    terminal.wait_for("Done.");
+    assert!(!tau.workspace().join("ran.txt").exists());
+    let ana = json!({"kind": "person", "channel": "tui", "person": "ana"});
+    let decided: Vec<Value> = of_type(&tau, "approval")
+        .into_iter()
+        .map(|e| json!([e["decision"], e["decided_by"]]))
+        .collect();
+    assert_eq!(decided, [json!(["rejected", ana])]);
+    let refused: Vec<Value> = of_type(&tau, "answer_refused")
+        .into_iter()
+        .map(|e| json!([e["channel"], e["person"], e["reason"]]))
+        .collect();
+    assert_eq!(
+        refused,
+        [json!(["tui", "ana", "a yes where no passkey can be asked"])]
+    );
+    terminal.keys(&["C-d"]);
+    assert_eq!(terminal.exited(), 0);
+}
