@@ -166,12 +166,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             answers,
             person,
         } => {
-            people::at_terminal(&ctx, person.as_deref())?;
+            let person = people::at_terminal(&ctx, person.as_deref())?;
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
             tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
-            let (tools, problem) = ctx.conversation_tools().await?;
+            let (tools, problem) = ctx
+                .conversation_tools(people::routine_owner(&ctx, person))
+                .await?;
             if let Some(problem) = &problem {
                 output::eprint_line(&format!("tau: warning: {}", tau_core::display(problem)));
             }
@@ -189,12 +191,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return Ok(ended.exit_code());
         }
         Command::Tui { session, person } => {
-            people::at_terminal(&ctx, person.as_deref())?;
+            let person = people::at_terminal(&ctx, person.as_deref())?;
             let session = session.as_deref().map(commands::session_id).transpose()?;
             let model = ctx.model()?;
             ctx.create_home()?;
             tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
-            let (tools, problem) = ctx.conversation_tools().await?;
+            let (tools, problem) = ctx
+                .conversation_tools(people::routine_owner(&ctx, person))
+                .await?;
             return tui::run(&ctx, session, model, tools, problem.into_iter().collect()).await;
         }
         Command::Demo { answers } => demo::run(&ctx, answers.answers_from_stdin).await?,
@@ -228,7 +232,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         },
         Command::Tools => {
             ctx.create_home()?;
-            let tools = ctx.catalog_with_routines().await?;
+            let tools = ctx.catalog_with_routines(None).await?;
             output::print(&tau_core::tools_table(&tools.catalog));
         }
         Command::Devices { command } => match command {

@@ -193,6 +193,12 @@ pub(crate) fn at_terminal(ctx: &Context, flag: Option<&str>) -> anyhow::Result<P
         .map_err(|e| usage(e.to_string()))
 }
 
+/// Who owns the routines made in a conversation of `person`: them, when `[[people]]`
+/// names anyone; nobody in a home of one implicit person, as before.
+pub(crate) fn routine_owner(ctx: &Context, person: PersonName) -> Option<PersonName> {
+    ctx.loaded.config.household().is_named().then_some(person)
+}
+
 /// The household as the hub holds it, with who alone may answer which questions.
 pub(crate) fn hub_people(config: &crate::settings::TauConfig) -> tau_hub::HubPeople {
     let approvers = Approvers::from_config(config);
