@@ -257,7 +257,7 @@ fn a_routine_made_in_a_conversation_is_its_persons_whatever_the_model_says() {
         (
             &json!("error"),
             &json!(
-                "the routine was not registered: owner: a routine made in this conversation is bob's, not ana's; leave owner out (each person sets up their own routines)"
+                "Error: the routine was not registered: owner: a routine made in this conversation is bob's, not ana's; leave owner out (each person sets up their own routines)"
             )
         )
     );
