@@ -68,6 +68,25 @@ fn no_env(_: &str) -> Option<String> {
 /// its conversation (`{owner}`, `{person}`): a routine made here is theirs alone.
 pub const OWNER_NOT_THE_PERSON: &str = "the routine was not registered: owner: a routine made in this conversation is {person}'s, not {owner}'s; leave owner out (each person sets up their own routines)";
 
+/// What `delete_routine` answers in a conversation of another person than the routine's
+/// owner (`{name}`, `{owner}`).
+pub const DELETE_NOT_YOURS: &str =
+    "routine '{name}' is {owner}'s; only they delete it, in a conversation of theirs";
+
+/// Why `person` may not delete the stored routine `def`: it is another person's (one
+/// made before routines had owners is the first person's, as validation reads it).
+fn delete_refusal(def: &RoutineDef, people: &Household, person: &PersonName) -> Option<String> {
+    let owner = def
+        .owner
+        .clone()
+        .unwrap_or_else(|| people.first().to_string());
+    (owner != person.as_str()).then(|| {
+        DELETE_NOT_YOURS
+            .replace("{name}", &def.name)
+            .replace("{owner}", &tau_core::display(&owner))
+    })
+}
+
 /// The owner of a routine made in a conversation of `person`: always them. `None` (no
 /// `[[people]]`) leaves `owner` as given, for validation to refuse.
 fn owned_by(def: &mut RoutineDef, person: Option<&PersonName>) -> Result<(), ToolError> {
@@ -322,6 +341,15 @@ impl Tool for DeleteRoutine {
                 "routine '{name}' is set up in tau.toml; it is removed there"
             )));
         }
+        if let Some(person) = &parts.person
+            && let Some(stored) = parts
+                .store
+                .get(name)
+                .map_err(|e| ToolError::new(e.to_string()))?
+            && let Some(refusal) = delete_refusal(&stored.def, &parts.people, person)
+        {
+            return Err(ToolError::new(refusal));
+        }
         if parts
             .store
             .delete(name)
@@ -366,5 +394,41 @@ mod tests {
         // With no people the owner stays as given, for validation to refuse.
         owned_by(&mut def, None).unwrap();
         assert_eq!(def.owner.as_deref(), Some("bob"));
+    }
+
+    #[test]
+    fn only_its_owner_deletes_a_routine() {
+        assert_eq!(
+            DELETE_NOT_YOURS,
+            "routine '{name}' is {owner}'s; only they delete it, in a conversation of theirs"
+        );
+        let defs: Vec<tau_core::PersonDef> = ["ana", "bob"]
+            .iter()
+            .map(|name| tau_core::PersonDef {
+                name: (*name).into(),
+                telegram: None,
+                unix_user: None,
+                language: None,
+            })
+            .collect();
+        let people = Household::from_config(&defs).unwrap();
+        let (ana, bob) = (
+            PersonName::parse("ana").unwrap(),
+            PersonName::parse("bob").unwrap(),
+        );
+        let mut def = RoutineDef {
+            name: "porch".into(),
+            owner: Some("bob".into()),
+            ..RoutineDef::default()
+        };
+        assert_eq!(delete_refusal(&def, &people, &bob), None);
+        assert_eq!(
+            delete_refusal(&def, &people, &ana).as_deref(),
+            Some("routine 'porch' is bob's; only they delete it, in a conversation of theirs")
+        );
+        // Made before routines had owners: the first person's.
+        def.owner = None;
+        assert_eq!(delete_refusal(&def, &people, &ana), None);
+        assert!(delete_refusal(&def, &people, &bob).is_some());
     }
 }
