@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tau_agent::{Message, Model, SessionRepository};
+use tau_agent::{Message, Model, SessionRepository, SharedTool};
 use tau_audit::{AuditGrants, AuditHistory, AuditLog, SessionAudit};
 use tau_core::{
     AgentParts, AutoRejectApprover, CoreConfig, EventBus, StoredSessions, ToolCatalog,
@@ -24,6 +24,10 @@ use crate::{OpenError, Opened, SessionFactory};
 pub type GrantPerson =
     dyn Fn(&SessionId, &str) -> Result<Option<Option<String>>, OpenError> + Send + Sync;
 
+/// The tools one conversation has beside the shared catalog: those that act for its
+/// person (a routine made there is theirs).
+pub type SessionTools = dyn Fn(&SessionId) -> Result<Vec<SharedTool>, OpenError> + Send + Sync;
+
 /// Builds each conversation's agent as `tau chat` builds its own, with stored questions.
 pub struct StoredFactory {
     pub home: Home,
@@ -38,6 +42,8 @@ pub struct StoredFactory {
     pub ledger: Arc<AuditGrants>,
     /// Whose grants a conversation of a channel has (the channel's own rule).
     pub grant_person: Box<GrantPerson>,
+    /// Each conversation's own tools, added to `catalog`.
+    pub session_tools: Box<SessionTools>,
 }
 
 /// The model one stored conversation talks to. The one place a per-session model (a
@@ -99,10 +105,12 @@ impl SessionFactory for StoredFactory {
                 history: Some(Arc::clone(&self.history) as _),
                 ledger: Arc::clone(&self.ledger) as _,
             });
+        let mut catalog = self.catalog.clone();
+        catalog.extend((self.session_tools)(session)?)?;
         let agent = build_agent(AgentParts {
             config: self.config.clone(),
             model: model_for_session(&self.model, &stored),
-            catalog: self.catalog.clone(),
+            catalog,
             // Never asked: a hub conversation's gate stores its questions.
             approver: Arc::new(AutoRejectApprover),
             hooks: Vec::new(),

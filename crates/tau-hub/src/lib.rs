@@ -78,7 +78,7 @@ mod types;
 mod unawaited;
 
 pub use channel::{Channel, ChannelError, ChannelStatus};
-pub use factory::{GrantPerson, StoredFactory};
+pub use factory::{GrantPerson, SessionTools, StoredFactory};
 pub use health::Unhealthy;
 pub use hub::{
     ChannelEvents, ConversationEvent, ConversationInfo, Hub, HubOptions, OpenError, Opened,

@@ -393,8 +393,14 @@ pub trait RoutinePort: Send + Sync {
     /// Where the routines' questions are stored: the gate's handle on them, nothing else
     /// of `state.db`.
     fn questions(&self) -> Approvals;
-    /// The session of routine `routine`'s conversation on `channel`.
-    fn open_conversation(&self, channel: &str, routine: &str) -> Result<SessionId, HubError>;
+    /// The session of routine `routine`'s conversation on `channel`: its `owner`'s (a
+    /// person of `[[people]]`), or, with none, the household's one person's.
+    fn open_conversation(
+        &self,
+        channel: &str,
+        routine: &str,
+        owner: Option<&PersonName>,
+    ) -> Result<SessionId, HubError>;
     /// Runs `prompt` as a turn of that conversation and waits, up to `wait`, until the
     /// turn is over (its questions answered or closed).
     async fn run_turn(
@@ -418,8 +424,18 @@ impl RoutinePort for Hub {
         self.state().approvals()
     }
 
-    fn open_conversation(&self, channel: &str, routine: &str) -> Result<SessionId, HubError> {
-        Hub::open_conversation(self, channel, &routine_key(routine))
+    fn open_conversation(
+        &self,
+        channel: &str,
+        routine: &str,
+        owner: Option<&PersonName>,
+    ) -> Result<SessionId, HubError> {
+        let session = Hub::open_conversation(self, channel, &routine_key(routine, owner))?;
+        if let Some(owner) = owner {
+            // Its questions are the owner's to answer, its conversation theirs to read.
+            self.claim_conversation(&session, owner)?;
+        }
+        Ok(session)
     }
 
     async fn run_turn(

@@ -88,6 +88,9 @@ pub enum OpenError {
     /// The audit log could not be read.
     #[error("cannot read the audit log: {0}")]
     AuditLog(#[source] std::io::Error),
+    /// The conversation's own tools do not fit in the catalog.
+    #[error(transparent)]
+    Tools(#[from] tau_core::CatalogError),
     /// The session is not this process's to open: another tau holds its lock, or the lock
     /// could not be taken (the factory's own words).
     #[error(transparent)]

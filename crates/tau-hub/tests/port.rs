@@ -108,9 +108,9 @@ async fn a_routine_s_turn_runs_in_its_conversation_and_returns_once_its_question
     let setup = Setup::new();
     let hub = setup.hub(lights_script(), HOUR);
     hub.start().await.unwrap();
-    let session = RoutinePort::open_conversation(&hub, "web", "doorbell").unwrap();
+    let session = RoutinePort::open_conversation(&hub, "web", "doorbell", None).unwrap();
     let conversation = hub.conversation_of(&session).unwrap().unwrap();
-    assert_eq!(conversation.key, routine_key("doorbell"));
+    assert_eq!(conversation.key, routine_key("doorbell", None));
     assert_eq!(routine_of_key(&conversation.key), Some("doorbell"));
     assert_eq!(routine_of_key("web-1"), None);
 
@@ -153,7 +153,7 @@ async fn a_routine_s_turn_nobody_answers_is_given_up_when_its_wait_is_over() {
     let setup = Setup::new();
     let hub = setup.hub(lights_script(), HOUR);
     hub.start().await.unwrap();
-    let session = RoutinePort::open_conversation(&hub, "web", "doorbell").unwrap();
+    let session = RoutinePort::open_conversation(&hub, "web", "doorbell", None).unwrap();
     let error = hub
         .run_turn(
             "web",

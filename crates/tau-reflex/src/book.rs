@@ -4,7 +4,7 @@
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tau_core::{ConfigError, ToolCatalog};
+use tau_core::{ConfigError, Household, ToolCatalog};
 
 use crate::def::{RoutineDef, defs_from_toml};
 use crate::store::{RoutineStore, StoreError};
@@ -35,12 +35,13 @@ pub fn config_routines(
 
 /// The routines of `tau.toml` as written (`[[routines]]`), checked against `tools` when
 /// given; without them every key, trigger and action is checked, and the tools and their
-/// schemas where the routines run.
+/// schemas where the routines run; each owner is one of `people`.
 pub fn toml_routines(
     items: &[toml::Value],
     zone: &TimeZone,
     env: &dyn Fn(&str) -> Option<String>,
     tools: Option<&ToolCatalog>,
+    people: &Household,
 ) -> Result<Vec<Routine>, ConfigError> {
     let checks = Checks {
         tools,
@@ -49,6 +50,7 @@ pub fn toml_routines(
         now: Timestamp::now(),
         at_must_be_future: false,
         webhooks: None,
+        people,
     };
     config_routines(&defs_from_toml(items.to_vec())?, &checks)
 }

@@ -37,6 +37,9 @@ pub struct RoutineDef {
     pub ask: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
+    /// The person of `[[people]]` whose routine it is: its questions are theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// `webhook = { secret_env = "NAME" }`: the variable holding the bearer secret.
@@ -46,7 +49,7 @@ pub struct WebhookDef {
 }
 
 /// The keys a routine may have, in the order error messages list them.
-pub const ROUTINE_KEYS: [&str; 12] = [
+pub const ROUTINE_KEYS: [&str; 13] = [
     "name",
     "every",
     "cron",
@@ -59,6 +62,7 @@ pub const ROUTINE_KEYS: [&str; 12] = [
     "prompt",
     "ask",
     "enabled",
+    "owner",
 ];
 
 /// A key of one routine that could not be read: `key` is relative to the routine.
@@ -129,6 +133,7 @@ impl RoutineDef {
                 "tool" => def.tool = Some(string("tool", value)?),
                 "prompt" => def.prompt = Some(string("prompt", value)?),
                 "ask" => def.ask = Some(string("ask", value)?),
+                "owner" => def.owner = Some(string("owner", value)?),
                 "enabled" => match value {
                     Value::Bool(on) => def.enabled = Some(on),
                     other => {
@@ -308,7 +313,7 @@ mod tests {
         let cases = [
             (
                 "[[routines]]\nname = \"a\"\ncronn = \"* * * * *\"\n",
-                "routines.a.cronn: unknown key; a routine has name, every, cron, at, mqtt, webhook, payload, tool, arguments, prompt, ask, enabled",
+                "routines.a.cronn: unknown key; a routine has name, every, cron, at, mqtt, webhook, payload, tool, arguments, prompt, ask, enabled, owner",
             ),
             (
                 "[[routines]]\nname = \"a\"\ncron = 5\n",
@@ -329,6 +334,10 @@ mod tests {
             (
                 "[[routines]]\nname = \"a\"\nwebhook = {}\n",
                 "routines.a.webhook.secret_env: is missing: name the environment variable that holds the webhook's secret",
+            ),
+            (
+                "[[routines]]\nname = \"a\"\nowner = 7\n",
+                "routines.a.owner: must be a string, got a number",
             ),
             (
                 "[[routines]]\nname = \"a\"\nenabled = \"yes\"\n",
@@ -361,5 +370,25 @@ mod tests {
             a.content().0,
             r#"{"arguments":{"x":1,"y":2},"every":"10m","name":"a","tool":"t"}"#
         );
+    }
+
+    #[test]
+    fn an_owner_changes_the_content_hash_only_when_it_is_set() {
+        let unowned = json!({"name": "a", "every": "10m", "tool": "t"});
+        let a = RoutineDef::from_json(unowned.clone()).unwrap();
+        assert_eq!(a.owner, None);
+        assert_eq!(a.content().0, r#"{"every":"10m","name":"a","tool":"t"}"#);
+        let mut owned = unowned;
+        owned["owner"] = json!("ana");
+        let ana = RoutineDef::from_json(owned.clone()).unwrap();
+        assert_eq!(ana.owner.as_deref(), Some("ana"));
+        assert_eq!(
+            ana.content().0,
+            r#"{"every":"10m","name":"a","owner":"ana","tool":"t"}"#
+        );
+        assert_ne!(a.content_hash(), ana.content_hash());
+        owned["owner"] = json!("bob");
+        let bob = RoutineDef::from_json(owned).unwrap();
+        assert_ne!(ana.content_hash(), bob.content_hash());
     }
 }

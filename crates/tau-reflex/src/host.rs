@@ -7,7 +7,7 @@ use tau_core::{RoutineOutcome, StoredAnswers};
 use tau_protocol::SessionId;
 use tau_state::Approvals;
 
-use crate::validate::AskChannel;
+use crate::validate::{AskChannel, Routine};
 
 /// A prompt action to run as one turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,10 +85,10 @@ pub trait RoutineHost: PromptRunner + StoredAnswers {
     fn channels(&self) -> Vec<AskChannel>;
 
     /// The session a routine's turns and questions belong to, given where it asks: by
-    /// default its own `routine-NAME`. A hub may make it a conversation of the `ask`
-    /// channel, so the routine's questions and turns show there.
-    fn session_for(&self, routine: &str, _ask: Option<AskChannel>) -> Result<SessionId, HostError> {
-        Ok(crate::validate::session_of(routine)?)
+    /// default its own `routine-NAME`. A hub may make it its owner's conversation on the
+    /// `ask` channel, so the routine's questions and turns show there, to them.
+    fn session_for(&self, routine: &Routine) -> Result<SessionId, HostError> {
+        Ok(crate::validate::session_of(routine.name())?)
     }
 
     /// Whether this host serves the engine's webhooks under its HTTP listener

@@ -122,10 +122,14 @@ impl RoutineHost for HubHost {
         self.channels.clone()
     }
 
-    fn session_for(&self, routine: &str, ask: Option<AskChannel>) -> Result<SessionId, HostError> {
-        match ask {
-            None => Ok(session_of(routine)?),
-            Some(channel) => Ok(self.hub.open_conversation(channel.as_str(), routine)?),
+    fn session_for(&self, routine: &Routine) -> Result<SessionId, HostError> {
+        match routine.ask {
+            None => Ok(session_of(routine.name())?),
+            Some(channel) => Ok(self.hub.open_conversation(
+                channel.as_str(),
+                routine.name(),
+                routine.owner.as_ref(),
+            )?),
         }
     }
 
@@ -161,6 +165,7 @@ pub struct HostedRoutines {
     /// The routines of `tau.toml`.
     config: Vec<Routine>,
     zone: jiff::tz::TimeZone,
+    people: tau_core::Household,
 }
 
 impl HostedRoutines {
@@ -169,12 +174,14 @@ impl HostedRoutines {
         store: Arc<RoutineStore>,
         config: Vec<Routine>,
         zone: jiff::tz::TimeZone,
+        people: tau_core::Household,
     ) -> Self {
         Self {
             engine,
             store,
             config,
             zone,
+            people,
         }
     }
 
@@ -188,6 +195,7 @@ impl HostedRoutines {
             now: jiff::Timestamp::now(),
             at_must_be_future: false,
             webhooks: None,
+            people: &self.people,
         };
         load(&self.config, &self.store, &checks)
     }

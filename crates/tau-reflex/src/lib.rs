@@ -16,7 +16,7 @@
 //! - `schema.rs`: fixed arguments checked against the tool's input schema
 //! - `trigger.rs`: triggers, periods, cron in a zone, topic filters; `clock.rs`: the wall clock
 //! - `store.rs`: routines, switches and runs in `state.db`; `book.rs`: every routine there is
-//! - `exemption.rs`: a routine's exemption; `ask.rs`: how a call is asked
+//! - `exemption.rs`: a routine's exemption; `ask.rs`: how a call is asked; `owner.rs`: whose it is
 //! - `run.rs`: one run through the gate, recorded; `engine/`: triggers kept, runs started
 //! - `host.rs`: what the engine needs from its host; `hosted.rs`: that host over the hub's
 //!   port, and the routines as the hub's channels see them; `offers.rs`: what it offers routines,
@@ -34,6 +34,7 @@ mod host;
 mod hosted;
 pub mod listing;
 mod offers;
+mod owner;
 mod prompt;
 mod run;
 mod schema;

@@ -21,8 +21,8 @@ fn last_run(store: &RoutineStore, name: &str, zone: &TimeZone) -> Result<String,
     ))
 }
 
-/// `tau routines list`: a line a routine (its switch, trigger, action and last run), then
-/// the stored ones left out and why.
+/// `tau routines list`: a line a routine (its switch, its owner when `[[people]]` names
+/// anyone, trigger, action and last run), then the stored ones left out and why.
 pub fn list_text(book: &Book, store: &RoutineStore, zone: &TimeZone) -> Result<String, StoreError> {
     if book.routines.is_empty() && book.problems.is_empty() {
         return Ok(
@@ -36,16 +36,29 @@ pub fn list_text(book: &Book, store: &RoutineStore, zone: &TimeZone) -> Result<S
         .max()
         .unwrap_or(4)
         .max(4);
+    // Only a household's routines have owners; a home of one person lists as before.
+    let owners = book
+        .routines
+        .iter()
+        .filter_map(|r| r.owner.as_ref().map(|o| o.as_str().len()))
+        .max()
+        .map(|widest| widest.max(5));
+    let owner_cell = |owner: &str| owners.map_or_else(String::new, |w| format!("{owner:<w$}  "));
     let mut out = format!(
-        "{:<width$}  {:<3}  {:<24}  {:<32}  LAST RUN\n",
-        "NAME", "ON", "TRIGGER", "ACTION"
+        "{:<width$}  {:<3}  {}{:<24}  {:<32}  LAST RUN\n",
+        "NAME",
+        "ON",
+        owner_cell("OWNER"),
+        "TRIGGER",
+        "ACTION"
     );
     for routine in &book.routines {
         let _ = writeln!(
             out,
-            "{:<width$}  {:<3}  {:<24}  {:<32}  {}",
+            "{:<width$}  {:<3}  {}{:<24}  {:<32}  {}",
             routine.name(),
             if routine.enabled { "yes" } else { "no" },
+            owner_cell(routine.owner.as_ref().map_or("-", |o| o.as_str())),
             display(&routine.trigger.describe()),
             display(&shorten(&describe_action(&routine.action), 32)),
             last_run(store, routine.name(), zone)?
@@ -99,6 +112,12 @@ pub fn show_text(routine: &Routine, runs: Vec<RunRecord>, zone: &TimeZone) -> St
         "enabled    {}",
         if routine.enabled { "yes" } else { "no" }
     );
+    if let Some(owner) = &routine.owner {
+        let _ = writeln!(
+            out,
+            "owner      {owner}: its questions are theirs to answer"
+        );
+    }
     let _ = writeln!(out, "trigger    {}", display(&routine.trigger.describe()));
     if let Trigger::Webhook { payload, .. } = &routine.trigger {
         // Where the secret is, never the secret: the variable tau reads it from.

@@ -9,8 +9,8 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 use tau_agent::{SharedTool, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tau_core::{TauToolSpec, ToolCatalog};
-use tau_protocol::Tier;
+use tau_core::{Household, TauToolSpec, ToolCatalog};
+use tau_protocol::{PersonName, Tier};
 
 use crate::book::{self, Book};
 use crate::def::RoutineDef;
@@ -25,6 +25,11 @@ pub struct RoutineToolsParts {
     /// The `tau.toml` routines, validated.
     pub config: Vec<Routine>,
     pub zone: TimeZone,
+    /// The household routines' owners are of.
+    pub people: Household,
+    /// The person of the conversation these tools serve (`None` with no `[[people]]`):
+    /// the owner of every routine made there.
+    pub person: Option<PersonName>,
 }
 
 struct Shared {
@@ -40,6 +45,7 @@ impl Shared {
             now: Timestamp::now(),
             at_must_be_future: true,
             webhooks: None,
+            people: &self.parts.people,
         }
     }
 }
@@ -56,6 +62,48 @@ pub fn routine_tools(parts: RoutineToolsParts) -> Vec<SharedTool> {
 
 fn no_env(_: &str) -> Option<String> {
     None
+}
+
+/// What `create_routine` answers when the model names an owner other than the person of
+/// its conversation (`{owner}`, `{person}`): a routine made here is theirs alone.
+pub const OWNER_NOT_THE_PERSON: &str = "the routine was not registered: owner: a routine made in this conversation is {person}'s, not {owner}'s; leave owner out (each person sets up their own routines)";
+
+/// What `delete_routine` answers in a conversation of another person than the routine's
+/// owner (`{name}`, `{owner}`).
+pub const DELETE_NOT_YOURS: &str =
+    "routine '{name}' is {owner}'s; only they delete it, in a conversation of theirs";
+
+/// Why `person` may not delete the stored routine `def`: it is another person's (one
+/// made before routines had owners is the first person's, as validation reads it).
+fn delete_refusal(def: &RoutineDef, people: &Household, person: &PersonName) -> Option<String> {
+    let owner = def
+        .owner
+        .clone()
+        .unwrap_or_else(|| people.first().to_string());
+    (owner != person.as_str()).then(|| {
+        DELETE_NOT_YOURS
+            .replace("{name}", &def.name)
+            .replace("{owner}", &tau_core::display(&owner))
+    })
+}
+
+/// The owner of a routine made in a conversation of `person`: always them. `None` (no
+/// `[[people]]`) leaves `owner` as given, for validation to refuse.
+fn owned_by(def: &mut RoutineDef, person: Option<&PersonName>) -> Result<(), ToolError> {
+    let Some(person) = person else {
+        return Ok(());
+    };
+    if let Some(owner) = def.owner.as_deref()
+        && owner != person.as_str()
+    {
+        return Err(ToolError::new(
+            OWNER_NOT_THE_PERSON
+                .replace("{person}", person.as_str())
+                .replace("{owner}", &tau_core::display(owner)),
+        ));
+    }
+    def.owner = Some(person.to_string());
+    Ok(())
 }
 
 pub(crate) struct CreateRoutine {
@@ -88,6 +136,7 @@ impl CreateRoutine {
                 "arguments": {"type": "object", "description": "the tool's fixed arguments"},
                 "prompt": {"type": "string", "description": "instead of a tool: what to ask the agent each time"},
                 "ask": {"type": "string", "enum": ["web", "telegram"], "description": "where other tier-2 calls are asked; without it they are refused"},
+                "owner": {"type": "string", "description": "whose routine it is: always the person of this conversation, who it is when left out"},
             },
             "required": ["name"],
             "additionalProperties": false,
@@ -112,7 +161,7 @@ impl Tool for CreateRoutine {
             };
             ToolError::new(format!("the routine was not registered: {at}{message}"))
         };
-        let def = RoutineDef::from_json(input).map_err(|e| invalid(&e.key, &e.message))?;
+        let mut def = RoutineDef::from_json(input).map_err(|e| invalid(&e.key, &e.message))?;
         if def.webhook.is_some() {
             return Err(invalid(
                 "webhook",
@@ -132,8 +181,10 @@ impl Tool for CreateRoutine {
                 &format!("a routine named '{}' is set up in tau.toml", def.name),
             ));
         }
+        owned_by(&mut def, parts.person.as_ref())?;
         // What the person approved is exactly these arguments: the gate let this call run
-        // with them and no others. Their content hash is the approval the exemption keeps.
+        // with them and no others, in their own conversation, so the routine is theirs.
+        // Its content hash (owner included) is the approval the exemption keeps.
         let approved_hash = def.content_hash();
         let routine = validate(
             def,
@@ -290,6 +341,15 @@ impl Tool for DeleteRoutine {
                 "routine '{name}' is set up in tau.toml; it is removed there"
             )));
         }
+        if let Some(person) = &parts.person
+            && let Some(stored) = parts
+                .store
+                .get(name)
+                .map_err(|e| ToolError::new(e.to_string()))?
+            && let Some(refusal) = delete_refusal(&stored.def, &parts.people, person)
+        {
+            return Err(ToolError::new(refusal));
+        }
         if parts
             .store
             .delete(name)
@@ -301,5 +361,74 @@ impl Tool for DeleteRoutine {
                 "there is no routine named '{name}'"
             )))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_routine_made_in_a_conversation_is_its_persons_whatever_the_model_says() {
+        assert_eq!(
+            OWNER_NOT_THE_PERSON,
+            "the routine was not registered: owner: a routine made in this conversation is {person}'s, not {owner}'s; leave owner out (each person sets up their own routines)"
+        );
+        let ana = PersonName::parse("ana").unwrap();
+        let mut def = RoutineDef::default();
+        owned_by(&mut def, Some(&ana)).unwrap();
+        assert_eq!(def.owner.as_deref(), Some("ana"));
+        owned_by(&mut def, Some(&ana)).unwrap();
+        assert_eq!(
+            def.owner.as_deref(),
+            Some("ana"),
+            "naming the person is fine"
+        );
+        def.owner = Some("bob".into());
+        assert_eq!(
+            owned_by(&mut def, Some(&ana)).unwrap_err().to_string(),
+            "the routine was not registered: owner: a routine made in this conversation is ana's, not bob's; leave owner out (each person sets up their own routines)"
+        );
+        assert_eq!(def.owner.as_deref(), Some("bob"), "nothing was changed");
+        // With no people the owner stays as given, for validation to refuse.
+        owned_by(&mut def, None).unwrap();
+        assert_eq!(def.owner.as_deref(), Some("bob"));
+    }
+
+    #[test]
+    fn only_its_owner_deletes_a_routine() {
+        assert_eq!(
+            DELETE_NOT_YOURS,
+            "routine '{name}' is {owner}'s; only they delete it, in a conversation of theirs"
+        );
+        let defs: Vec<tau_core::PersonDef> = ["ana", "bob"]
+            .iter()
+            .map(|name| tau_core::PersonDef {
+                name: (*name).into(),
+                telegram: None,
+                unix_user: None,
+                language: None,
+            })
+            .collect();
+        let people = Household::from_config(&defs).unwrap();
+        let (ana, bob) = (
+            PersonName::parse("ana").unwrap(),
+            PersonName::parse("bob").unwrap(),
+        );
+        let mut def = RoutineDef {
+            name: "porch".into(),
+            owner: Some("bob".into()),
+            ..RoutineDef::default()
+        };
+        assert_eq!(delete_refusal(&def, &people, &bob), None);
+        assert_eq!(
+            delete_refusal(&def, &people, &ana).as_deref(),
+            Some("routine 'porch' is bob's; only they delete it, in a conversation of theirs")
+        );
+        // Made before routines had owners: the first person's.
+        def.owner = None;
+        assert_eq!(delete_refusal(&def, &people, &ana), None);
+        assert!(delete_refusal(&def, &people, &bob).is_some());
     }
 }

@@ -5,8 +5,8 @@
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::Value;
-use tau_core::{ConfigError, ToolCatalog};
-use tau_protocol::{InvalidSessionId, SessionId};
+use tau_core::{ConfigError, Household, ToolCatalog};
+use tau_protocol::{InvalidSessionId, PersonName, SessionId};
 
 use crate::def::{FieldError, RoutineDef};
 use crate::schema;
@@ -64,6 +64,9 @@ pub struct Routine {
     pub ask: Option<AskChannel>,
     pub enabled: bool,
     pub origin: Origin,
+    /// The person of `[[people]]` whose routine it is (`None` with no people): its
+    /// conversation is theirs, and its questions theirs to answer.
+    pub owner: Option<PersonName>,
     /// SHA-256 of the routine's content as it is now.
     pub content_hash: String,
     /// The session its prompt action runs in (`routine-NAME`).
@@ -128,6 +131,8 @@ pub struct Checks<'a> {
     /// Whether webhooks can reach this process; `None` skips the check and does not read
     /// webhook secrets (a routine read so has a secret nothing matches).
     pub webhooks: Option<bool>,
+    /// The household a routine's `owner` is one of.
+    pub people: &'a Household,
 }
 
 /// Why a routine name cannot be used, if it cannot.
@@ -170,9 +175,11 @@ pub fn validate(
             )));
         }
     };
+    let owner = crate::owner::owner_of(&def, &origin, checks.people, ask).map_err(named)?;
     let session =
         session_of(&def.name).map_err(|e| ConfigError::new("routines.name", e.to_string()))?;
     Ok(Routine {
+        owner,
         session,
         content_hash: def.content_hash(),
         enabled: def.enabled.unwrap_or(true),

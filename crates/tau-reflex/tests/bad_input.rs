@@ -175,6 +175,8 @@ fn tools(rig: &Rig) -> Vec<SharedTool> {
         catalog: (*rig.catalog).clone(),
         config: Vec::new(),
         zone: TimeZone::UTC,
+        people: tau_core::Household::default(),
+        person: None,
     })
 }
 

@@ -44,6 +44,7 @@ fn routine(value: Value, origin: Origin, rig: &Rig) -> Routine {
         now: Timestamp::now(),
         at_must_be_future: false,
         webhooks: None,
+        people: &tau_core::Household::default(),
     };
     validate(def(value), origin, &checks).unwrap()
 }
@@ -187,6 +188,7 @@ async fn a_routine_whose_arguments_were_edited_is_no_longer_exempt() {
         now: Timestamp::now(),
         at_must_be_future: false,
         webhooks: None,
+        people: &tau_core::Household::default(),
     };
     let book = tau_reflex::load(&[], &rig.store, &checks).unwrap();
     let porch = book.get("porch").unwrap();

@@ -152,6 +152,7 @@ impl Serve {
             env: Arc::new(|_: &str| None),
             mqtt: None,
             settings,
+            people: tau_core::Household::default(),
         })
         .unwrap()
     }
@@ -242,7 +243,10 @@ async fn a_routine_s_question_nobody_answers_is_expired_by_the_hub_and_runs_noth
     // Shown in the routine's conversation on the web, then closed there by the expirer.
     let mut seen = Vec::new();
     while let Ok(Ok(event)) = tokio::time::timeout(Duration::from_millis(50), web.recv()).await {
-        assert_eq!(event.conversation.key, tau_state::routine_key("porch"));
+        assert_eq!(
+            event.conversation.key,
+            tau_state::routine_key("porch", None)
+        );
         match event.event {
             SessionEvent::Turn(ChannelEvent::ApprovalRequested(question)) => {
                 seen.push(format!("asked {}", question.card.notes[0].text));

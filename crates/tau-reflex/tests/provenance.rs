@@ -131,6 +131,7 @@ fn routine(value: Value, catalog: &Arc<ToolCatalog>) -> Routine {
         now: Timestamp::now(),
         at_must_be_future: false,
         webhooks: None,
+        people: &tau_core::Household::default(),
     };
     validate(def(value), Origin::Config, &checks).unwrap()
 }

@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use rusqlite::params;
 
 use crate::sql::Row;
-use tau_protocol::SessionId;
+use tau_protocol::{PersonName, SessionId};
 
 use crate::error::StateError;
 use crate::handles::Conversations;
@@ -21,17 +21,23 @@ pub struct Conversation {
 }
 
 /// What the key of a routine's conversation on its `ask` channel starts with:
-/// `routine:NAME`.
+/// `routine:NAME`, and `routine:NAME@OWNER` for a routine a person of `[[people]]` owns.
 const ROUTINE_KEY: &str = "routine:";
 
-/// The key of routine `name`'s conversation on the channel it asks on.
-pub fn routine_key(name: &str) -> String {
-    format!("{ROUTINE_KEY}{name}")
+/// The key of routine `name`'s conversation on the channel it asks on. An owned routine's
+/// names its owner: a conversation never changes hands, so a routine given to another
+/// person gets a conversation of theirs, and the one before stays its person's.
+pub fn routine_key(name: &str, owner: Option<&PersonName>) -> String {
+    match owner {
+        Some(owner) => format!("{ROUTINE_KEY}{name}@{owner}"),
+        None => format!("{ROUTINE_KEY}{name}"),
+    }
 }
 
-/// The routine whose conversation has `key`, if it is one's.
+/// The routine whose conversation has `key`, if it is one's (a routine name has no `@`).
 pub fn routine_of_key(key: &str) -> Option<&str> {
-    key.strip_prefix(ROUTINE_KEY)
+    let rest = key.strip_prefix(ROUTINE_KEY)?;
+    Some(rest.split_once('@').map_or(rest, |(name, _)| name))
 }
 
 /// What the session a routine's prompt action runs in when it asks nowhere starts with:
@@ -174,6 +180,16 @@ impl Conversations {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn an_owned_routine_s_key_names_its_owner_and_reads_back_its_routine() {
+        let ana = PersonName::parse("ana").unwrap();
+        assert_eq!(routine_key("porch", None), "routine:porch");
+        assert_eq!(routine_key("porch", Some(&ana)), "routine:porch@ana");
+        assert_eq!(routine_of_key("routine:porch"), Some("porch"));
+        assert_eq!(routine_of_key("routine:porch@ana"), Some("porch"));
+        assert_eq!(routine_of_key("porch@ana"), None);
+    }
 
     #[test]
     fn a_conversation_keeps_its_session() {

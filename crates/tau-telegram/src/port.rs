@@ -1,8 +1,8 @@
 //! The channel over the hub's port: the [`Hub`] this channel's chats use, made of the
 //! `ChannelPort` `tau-hub` binds to `telegram`, and the channel as the hub hosts it. A
 //! chat's conversations are the hub's `(telegram, key)`; a routine that asks on Telegram
-//! has a conversation of its own (`routine:NAME`), whose questions are shown in the first
-//! owner's private chat and answered there.
+//! has a conversation of its own (`routine:NAME`), whose questions are shown in its owner's
+//! private chat (with no `[[people]]`, the first owner's) and answered there.
 
 use std::sync::Arc;
 
@@ -43,8 +43,10 @@ impl PortHub {
         }
     }
 
-    /// The channel's key for a conversation: its own for a chat's, the home chat's for a
-    /// routine's; `None` for another channel's.
+    /// The channel's key for a conversation: its own for a chat's; for a routine's, its
+    /// owner's private chat when `[[people]]` names anyone (nowhere when the owner has no
+    /// Telegram id: never another person's chat), else the home chat; `None` for another
+    /// channel's.
     fn key_of(&self, conversation: &Conversation) -> Option<String> {
         if conversation.channel != CHANNEL {
             return None;
@@ -52,7 +54,21 @@ impl PortHub {
         if chat_of(&conversation.key).is_some() {
             return Some(conversation.key.clone());
         }
-        self.home_chat.map(|chat| chat.to_string())
+        let household = self.hub.household();
+        if !household.is_named() {
+            return self.home_chat.map(|chat| chat.to_string());
+        }
+        let owner = match self.hub.person_of(&conversation.session) {
+            Ok(owner) => owner,
+            Err(error) => {
+                tracing::warn!(session = %conversation.session, %error, "telegram: cannot tell whose a routine's conversation is");
+                return None;
+            }
+        };
+        household
+            .get(owner.as_str())
+            .and_then(|person| person.telegram)
+            .map(|chat| chat.to_string())
     }
 
     fn question_of(&self, row: ApprovalRow) -> Result<Question, HubError> {

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use tau_agent::Model;
 use tau_core::{AuditEvent, EventBus, ToolCatalog};
 use tau_models::ModelBuildError;
+use tau_protocol::PersonName;
 use tau_sandbox::Sandbox;
 use tau_state::StateDb;
 
@@ -47,8 +48,14 @@ impl Context {
     ) -> anyhow::Result<Vec<tau_reflex::Routine>> {
         let zone = crate::settings::zone(&self.loaded.config)?;
         let shown = self.config_name();
-        tau_reflex::toml_routines(&self.loaded.config.routines, &zone, &*self.env, catalog)
-            .map_err(|e| usage(format!("{shown}: {e}")))
+        tau_reflex::toml_routines(
+            &self.loaded.config.routines,
+            &zone,
+            &*self.env,
+            catalog,
+            &self.loaded.config.household(),
+        )
+        .map_err(|e| usage(format!("{shown}: {e}")))
     }
 
     /// The configured model; exit 2 with the help paragraph when there is none.
@@ -86,8 +93,19 @@ impl Context {
     }
 
     /// [`Context::catalog_with_routines`] with the model checked meanwhile.
-    pub(crate) async fn conversation_tools(&self) -> anyhow::Result<(Tools, Option<String>)> {
-        let (tools, problem) = tokio::join!(self.catalog_with_routines(), self.model_problem());
+    pub(crate) async fn conversation_tools(
+        &self,
+        person: Option<PersonName>,
+    ) -> anyhow::Result<(Tools, Option<String>)> {
+        let (tools, problem) =
+            tokio::join!(self.catalog_with_routines(person), self.model_problem());
+        Ok((tools?, problem))
+    }
+
+    /// [`Context::catalog`] with the model checked meanwhile: `tau serve`'s shared tools,
+    /// each conversation adding the routine tools of its own person.
+    pub(crate) async fn hub_tools(&self) -> anyhow::Result<(Tools, Option<String>)> {
+        let (tools, problem) = tokio::join!(self.catalog(), self.model_problem());
         Ok((tools?, problem))
     }
 
@@ -308,19 +326,32 @@ impl Context {
         })
     }
 
-    /// [`Context::catalog`] and the routine tools, for a conversation with the person
-    /// (`tau chat`, `tau tui`). `tau mcp` leaves them out: a routine's exemption outlives
-    /// the call, so it is granted only where tau itself asks the person.
-    pub(crate) async fn catalog_with_routines(&self) -> anyhow::Result<Tools> {
+    /// [`Context::catalog`] and the routine tools, for a conversation with `person`
+    /// (`tau chat`, `tau tui`; `None` with no `[[people]]`), who owns the routines made
+    /// there. `tau mcp` leaves them out: a routine's exemption outlives the call, so it is
+    /// granted only where tau itself asks the person.
+    pub(crate) async fn catalog_with_routines(
+        &self,
+        person: Option<PersonName>,
+    ) -> anyhow::Result<Tools> {
         let mut tools = self.catalog().await?;
-        let routine_tools = tau_reflex::routine_tools(tau_reflex::RoutineToolsParts {
+        let routine_tools = self.routine_tools(&tools.catalog)?;
+        tools.catalog.extend(routine_tools.tools(person))?;
+        Ok(tools)
+    }
+
+    /// What the routine tools of a conversation are made of, beside `catalog`.
+    pub(crate) fn routine_tools(
+        &self,
+        catalog: &ToolCatalog,
+    ) -> anyhow::Result<crate::hosted::RoutineTools> {
+        Ok(crate::hosted::RoutineTools {
             store: self.routine_store()?,
-            catalog: tools.catalog.clone(),
+            catalog: catalog.clone(),
             config: self.config_routines(None)?,
             zone: crate::settings::zone(&self.loaded.config)?,
-        });
-        tools.catalog.extend(routine_tools)?;
-        Ok(tools)
+            people: self.loaded.config.household(),
+        })
     }
 }
 

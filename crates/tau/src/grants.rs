@@ -29,6 +29,7 @@ fn routine_allowances(
     let book = match store {
         Some(store) => {
             let zone = crate::settings::zone(&ctx.loaded.config)?;
+            let people = ctx.loaded.config.household();
             let checks = tau_reflex::Checks {
                 tools: None,
                 zone: &zone,
@@ -36,6 +37,7 @@ fn routine_allowances(
                 now: Timestamp::now(),
                 at_must_be_future: false,
                 webhooks: None,
+                people: &people,
             };
             tau_reflex::load(
                 &config,

@@ -127,6 +127,7 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
             ask_timeout: timeout,
             ..EngineSettings::default()
         },
+        people: config.household(),
     })
     .map_err(|e| usage(format!("{shown}: {e}")))?;
     let routines = Arc::new(HostedRoutines::new(
@@ -134,6 +135,7 @@ pub(crate) fn build(ctx: &Context, parts: HostParts) -> anyhow::Result<Hosted> {
         store,
         ctx.config_routines(None)?,
         crate::settings::zone(config)?,
+        config.household(),
     ));
     Ok(Hosted { engine, routines })
 }
@@ -159,5 +161,36 @@ impl PromptRunner for LockedPrompts {
         let _lock = SessionLock::acquire(&self.home, &run.session)
             .map_err(|e| HostError::Locked(e.into()))?;
         self.local.run_prompt(run).await
+    }
+}
+
+/// What a conversation's routine tools are made of; each conversation's person owns the
+/// routines made in it.
+#[derive(Clone)]
+pub(crate) struct RoutineTools {
+    pub store: Arc<tau_reflex::RoutineStore>,
+    /// The tools a routine may call.
+    pub catalog: tau_core::ToolCatalog,
+    /// The `tau.toml` routines.
+    pub config: Vec<tau_reflex::Routine>,
+    pub zone: jiff::tz::TimeZone,
+    pub people: tau_core::Household,
+}
+
+impl RoutineTools {
+    /// The routine tools of a conversation of `person` (`None` with no `[[people]]`).
+    pub(crate) fn tools(
+        &self,
+        person: Option<tau_protocol::PersonName>,
+    ) -> Vec<tau_agent::SharedTool> {
+        let parts = self.clone();
+        tau_reflex::routine_tools(tau_reflex::RoutineToolsParts {
+            store: parts.store,
+            catalog: parts.catalog,
+            config: parts.config,
+            zone: parts.zone,
+            people: parts.people,
+            person,
+        })
     }
 }

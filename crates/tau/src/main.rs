@@ -172,7 +172,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let model = ctx.model()?;
             ctx.create_home()?;
             tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
-            let (tools, problem) = ctx.conversation_tools().await?;
+            let (tools, problem) = ctx.conversation_tools(person.clone()).await?;
             if let Some(problem) = &problem {
                 output::eprint_line(&format!("tau: warning: {}", tau_core::display(problem)));
             }
@@ -196,7 +196,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let model = ctx.model()?;
             ctx.create_home()?;
             tau_home::logging::init(&ctx.home, &*ctx.env, tau_models::is_unscrubbed_log_target)?;
-            let (tools, problem) = ctx.conversation_tools().await?;
+            let (tools, problem) = ctx.conversation_tools(person.clone()).await?;
             let warnings = problem.into_iter().collect();
             return tui::run(&ctx, session, model, tools, warnings, person).await;
         }
@@ -231,7 +231,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         },
         Command::Tools => {
             ctx.create_home()?;
-            let tools = ctx.catalog_with_routines().await?;
+            let tools = ctx.catalog_with_routines(None).await?;
             output::print(&tau_core::tools_table(&tools.catalog));
         }
         Command::Devices { command } => match command {

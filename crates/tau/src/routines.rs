@@ -29,6 +29,7 @@ async fn book(ctx: &Context) -> anyhow::Result<(Book, crate::context::Tools)> {
     let tools = ctx.catalog().await?;
     let config = ctx.config_routines(Some(&tools.catalog))?;
     let zone = crate::settings::zone(&ctx.loaded.config)?;
+    let people = ctx.loaded.config.household();
     let checks = Checks {
         tools: Some(&tools.catalog),
         zone: &zone,
@@ -36,6 +37,7 @@ async fn book(ctx: &Context) -> anyhow::Result<(Book, crate::context::Tools)> {
         now: Timestamp::now(),
         at_must_be_future: false,
         webhooks: None,
+        people: &people,
     };
     let book = tau_reflex::load(&config, &*ctx.routine_store()?, &checks)?;
     Ok((book, tools))

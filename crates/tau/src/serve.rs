@@ -69,7 +69,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     } else {
         None
     };
-    let (tools, problem) = ctx.conversation_tools().await?;
+    let (tools, problem) = ctx.hub_tools().await?;
     if let Some(problem) = problem {
         // Said before anything waits on the model; the hub starts all the same, since
         // the model may be started after it.
@@ -95,6 +95,8 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
 
     let people = state.clone();
     let household = config.household();
+    let routine_tools = ctx.routine_tools(&tools.catalog)?;
+    let (owners, owners_household) = (state.clone(), config.household());
     let factory = Arc::new(StoredFactory {
         home: ctx.home.clone(),
         model: Arc::clone(&model),
@@ -106,6 +108,20 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         ledger: Arc::new(AuditGrants::new(ctx.home.audit_log(), state.clone())),
         grant_person: Box::new(move |session, channel| {
             grant_person(&people, &household, session, channel)
+        }),
+        // A routine made in a conversation is its person's.
+        session_tools: Box::new(move |session| {
+            let person = if owners_household.is_named() {
+                Some(
+                    owners
+                        .people()
+                        .conversation_person(session)?
+                        .unwrap_or_else(|| owners_household.first()),
+                )
+            } else {
+                None
+            };
+            Ok(routine_tools.tools(person))
         }),
     });
     let hub = Hub::open(

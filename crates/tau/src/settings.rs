@@ -156,7 +156,7 @@ pub(crate) fn load(
         .map_err(|e| usage(format!("{shown}: {e}")))?;
     if !config.routines.is_empty() {
         let zone = zone(&config).map_err(|e| usage(format!("{shown}: {e}")))?;
-        tau_reflex::toml_routines(&config.routines, &zone, env, None)
+        tau_reflex::toml_routines(&config.routines, &zone, env, None, &household)
             .map_err(|e| usage(format!("{shown}: {e}")))?;
     }
     Ok(Loaded {

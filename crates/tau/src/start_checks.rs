@@ -74,6 +74,7 @@ fn routines(ctx: &Context, catalog: &ToolCatalog) -> anyhow::Result<Vec<Unchecke
     crate::hosted::broker(ctx)?;
     let offers = crate::hosted::offers(config);
     let zone = crate::settings::zone(config)?;
+    let people = config.household();
     let mut unchecked = Vec::new();
     for def in defs {
         let server = mcp_server_of(ctx, &def, catalog);
@@ -88,6 +89,7 @@ fn routines(ctx: &Context, catalog: &ToolCatalog) -> anyhow::Result<Vec<Unchecke
             now: jiff::Timestamp::now(),
             at_must_be_future: false,
             webhooks: Some(offers.webhooks),
+            people: &people,
         };
         check_routines(std::slice::from_ref(&def), &checks, &offers)
             .map_err(|e| usage(format!("{shown}: {e}")))?;

@@ -201,7 +201,7 @@ fn a_routine_that_cannot_run_is_a_config_error_naming_it_and_the_key() {
         ),
         (
             "[[routines]]\nname = \"x\"\nevry = \"1m\"\ntool = \"clock\"\n",
-            "routines.x.evry: unknown key; a routine has name, every, cron, at, mqtt, webhook, payload, tool, arguments, prompt, ask, enabled",
+            "routines.x.evry: unknown key; a routine has name, every, cron, at, mqtt, webhook, payload, tool, arguments, prompt, ask, enabled, owner",
         ),
     ];
     for (text, expected) in cases {

@@ -87,3 +87,62 @@ fn a_private_chat_is_its_persons_and_another_persons_press_is_refused() {
         ]
     );
 }
+
+#[test]
+fn a_routine_asks_on_telegram_in_its_owners_chat_and_only_they_answer() {
+    let Some(emulator) = Emulator::start(TELEGRAM_TOKEN) else {
+        return;
+    };
+    let tau = Tau::new();
+    // Made before people were named, then given to Bob (and edited, so it is asked).
+    tau.routine_edited_behind_its_approval("telegram");
+    let db = rusqlite::Connection::open(tau.home().join("state.db")).unwrap();
+    let given = db
+        .execute(
+            "UPDATE routines SET definition = replace(definition, '\"ask\":\"telegram\"', '\"ask\":\"telegram\",\"owner\":\"bob\"')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(given, 1);
+    let people = format!(
+        "\n[[people]]\nname = \"ana\"\ntelegram = {ANA}\n\n[[people]]\nname = \"bob\"\ntelegram = {BOB}\n"
+    );
+    let model = tau.replay(&json!([answer("unused")]));
+    let _serve = tau.serve_telegram(&model, &emulator.url, ANA, &people);
+    let (chat, id) = emulator.wait("the routine's question", |messages| {
+        messages.iter().find_map(|m| {
+            let id = m.buttons.iter().find_map(|b| b.strip_prefix("v1:a:"))?;
+            Some((m.chat, id.to_owned()))
+        })
+    });
+    assert_eq!(
+        chat, BOB,
+        "asked in its owner's chat, not the first owner's"
+    );
+    emulator.press(BOB, ANA, &format!("v1:a:{id}"));
+    let refused: Value = wait_for("Ana's press refused in the audit log", || {
+        tau.audit()
+            .into_iter()
+            .find(|line| line["type"] == "answer_refused")
+    });
+    assert_eq!(
+        (refused["person"].clone(), refused["reason"].clone()),
+        (json!("ana"), json!("not yours: the conversation is bob's"))
+    );
+    emulator.press(BOB, BOB, &format!("v1:a:{id}"));
+    let out = wait_for("tick.txt", || {
+        std::fs::read_to_string(tau.workspace().join("tick.txt"))
+            .ok()
+            .filter(|text| text.ends_with('\n'))
+    });
+    assert!(out.starts_with("tock\n"), "{out}");
+    let decided = wait_for("Bob's yes in the audit log", || {
+        tau.audit()
+            .into_iter()
+            .find(|line| line["type"] == "approval" && line["approval_id"] == id)
+    });
+    assert_eq!(
+        decided["decided_by"],
+        json!({"kind": "person", "channel": "telegram", "user": BOB.to_string(), "person": "bob"})
+    );
+}

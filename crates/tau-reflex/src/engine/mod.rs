@@ -21,8 +21,8 @@ use jiff::tz::TimeZone;
 use rumqttc::MqttOptions;
 use tau_core::flood::{FLOOD_WINDOW, Flood, Tally};
 use tau_core::{
-    AuditEvent, AutoRejectApprover, ConfigError, EventBus, RoutineOutcome, StoredAnswers,
-    ToolCatalog,
+    AuditEvent, AutoRejectApprover, ConfigError, EventBus, Household, RoutineOutcome,
+    StoredAnswers, ToolCatalog,
 };
 use tau_protocol::SessionId;
 use tokio::sync::watch;
@@ -89,6 +89,8 @@ pub struct EngineParts {
     /// The broker `mqtt` triggers subscribe at (`[tools.mqtt]`).
     pub mqtt: Option<MqttOptions>,
     pub settings: EngineSettings,
+    /// The household routines' owners are of.
+    pub people: Household,
 }
 
 /// Runs routines until told to stop.
@@ -122,6 +124,7 @@ struct Inner {
     env: Env,
     mqtt: Option<MqttOptions>,
     settings: EngineSettings,
+    people: Household,
     config: Vec<Routine>,
     slots: Mutex<BTreeMap<String, Arc<Slot>>>,
     routes: watch::Sender<Vec<mqtt::Route>>,
@@ -156,6 +159,7 @@ impl Engine {
             env,
             mqtt,
             settings,
+            people,
         } = parts;
         let env_fn = |name: &str| env(name);
         let checks = Checks {
@@ -165,6 +169,7 @@ impl Engine {
             now: clock.now(),
             at_must_be_future: false,
             webhooks: Some(host.serves_webhooks()),
+            people: &people,
         };
         let config = check_routines(&config, &checks, &Offers::of(host.as_ref(), mqtt.is_some()))?;
         let (routes, _) = watch::channel(Vec::new());
@@ -184,6 +189,7 @@ impl Engine {
                 env,
                 mqtt,
                 settings,
+                people,
                 config,
                 slots: Mutex::default(),
                 routes,
@@ -243,6 +249,7 @@ impl Inner {
             now: self.clock.now(),
             at_must_be_future: false,
             webhooks: Some(self.host.serves_webhooks()),
+            people: &self.people,
         }
     }
 
@@ -439,7 +446,7 @@ impl Inner {
     }
 
     async fn run_once(&self, slot: &Slot, trigger: String, started_at: Timestamp) -> RunRecord {
-        let session = match self.host.session_for(slot.routine.name(), slot.routine.ask) {
+        let session = match self.host.session_for(&slot.routine) {
             Ok(session) => session,
             Err(error) => {
                 return RunRecord {

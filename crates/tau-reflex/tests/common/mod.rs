@@ -303,6 +303,7 @@ impl Rig {
             }),
             mqtt: self.mqtt.clone(),
             settings: self.settings.clone(),
+            people: tau_core::Household::default(),
         })
     }
 
