@@ -84,10 +84,11 @@ impl WebPush {
     }
 }
 
-/// Reads the hub's events for TauBar's conversations until `stop`, and pushes each
-/// question that waits to its person's devices.
+/// Reads the hub's events until `stop`, and pushes each question that waits to the
+/// devices of the people it waits for: a question follows its person, whichever channel
+/// (TauBar, Telegram) asked it.
 pub(crate) async fn pump(push: Arc<WebPush>, hub: Arc<dyn ChannelPort>, stop: CancellationToken) {
-    let mut events = hub.events();
+    let mut events = hub.events_of_every_channel();
     loop {
         let event = tokio::select! {
             () = stop.cancelled() => return,
