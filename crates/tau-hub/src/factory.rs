@@ -38,6 +38,8 @@ pub struct StoredFactory {
     pub ledger: Arc<AuditGrants>,
     /// Whose grants a conversation of a channel has (the channel's own rule).
     pub grant_person: Box<GrantPerson>,
+    /// Which calls take a passkey: no grant covers them while anyone has one.
+    pub passkey_step: crate::PasskeyStep,
 }
 
 /// The model one stored conversation talks to. The one place a per-session model (a
@@ -98,6 +100,7 @@ impl SessionFactory for StoredFactory {
                 hours: self.config.approval.grant_hours,
                 history: Some(Arc::clone(&self.history) as _),
                 ledger: Arc::clone(&self.ledger) as _,
+                step_up: Some(self.passkey_step.for_gate(self.sessions.clone())),
             });
         let agent = build_agent(AgentParts {
             config: self.config.clone(),

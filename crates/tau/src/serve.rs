@@ -95,6 +95,10 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
 
     let people = state.clone();
     let household = config.household();
+    let passkey_step = tau_hub::PasskeyStep {
+        taubar: web.as_ref().map(WebChannel::passkey_url),
+        tools: config.tools.passkey_tools(),
+    };
     let factory = Arc::new(StoredFactory {
         home: ctx.home.clone(),
         model: Arc::clone(&model),
@@ -107,6 +111,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
         grant_person: Box::new(move |session, channel| {
             grant_person(&people, &household, session, channel)
         }),
+        passkey_step: passkey_step.clone(),
     });
     let hub = Hub::open(
         state.clone(),
@@ -115,10 +120,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             remote_timeout: config.approval.remote_timeout(),
             audit: hub_events.clone(),
             language: config.ui.language(),
-            passkey_step: tau_hub::PasskeyStep {
-                taubar: web.as_ref().map(WebChannel::passkey_url),
-                tools: config.tools.passkey_tools(),
-            },
+            passkey_step,
             people: crate::people::hub_people(config),
         },
     );
