@@ -123,9 +123,11 @@ pub(crate) fn remove(ctx: &Context, name: &str) -> anyhow::Result<String> {
     people_file::replace(&path, &edited)?;
     if let Some(state) = ctx.existing_state()? {
         state.people().revoke_token(&person)?;
+        // A passkey signs in and approves as much as the token: it goes with them.
+        state.passkeys().forget_person(person.as_str())?;
     }
     Ok(format!(
-        "removed {name} from {}; their TauBar token no longer works; a running `tau serve` forgets them after a restart\n",
+        "removed {name} from {}; their TauBar token, passkeys and sign-ins no longer work; a running `tau serve` forgets them after a restart\n",
         path.display()
     ))
 }

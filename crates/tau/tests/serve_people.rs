@@ -298,8 +298,9 @@ fn a_grant_is_its_persons_and_another_persons_identical_call_is_asked() {
 }
 
 /// `tau people add`, `token` and `remove` beside a running hub count at once: a new
-/// person's token signs them in, a removed person's is refused, and what was theirs stays
-/// theirs (nobody else reaches it, after a restart neither).
+/// person's token signs them in, a removed person's token and passkey sign-in are
+/// refused, and what was theirs stays theirs (nobody else reaches it, after a restart
+/// neither).
 #[test]
 fn people_added_and_removed_while_the_hub_runs_count_at_once() {
     let tau = Tau::new();
@@ -315,6 +316,21 @@ fn people_added_and_removed_while_the_hub_runs_count_at_once() {
     let bob = as_person(&serve, token(&tau, &config, "bob"));
     let bobs = bob.new_session();
     let bobs_question = bob.ask(&bobs, "make the proof");
+    // Bob also signed in with a passkey (his session kept as TauBar keeps one).
+    let now = jiff::Timestamp::now().as_second();
+    let sign_in = "cd".repeat(32);
+    tau_state::StateDb::open(&tau.home().join("state.db"))
+        .unwrap()
+        .passkeys()
+        .add_session(&sign_in, "bob", now, now + 3600)
+        .unwrap();
+    let with_cookie = |serve: &common::serve::Serve| {
+        let host = serve.host();
+        let cookie = format!("tau_session={sign_in}");
+        let headers = [("Host", host.as_str()), ("Cookie", cookie.as_str())];
+        common::serve::request(serve.addr, "GET", "/api/sessions", &headers, None).status
+    };
+    assert_eq!(with_cookie(&serve), 200);
 
     // Cyd, added while the hub runs, signs in with her new token and answers her own.
     cli(&["add", "cyd"]);
@@ -334,6 +350,11 @@ fn people_added_and_removed_while_the_hub_runs_count_at_once() {
     // else's.
     cli(&["remove", "bob"]);
     assert_eq!(bob.get("/api/sessions").status, 401);
+    assert_eq!(
+        with_cookie(&serve),
+        401,
+        "his passkey's sign-in went with him"
+    );
     let bobs_id = bobs_question["id"].as_str().unwrap();
     let yes =
         json!({"decision": "approve", "card_sha256": bobs_question["card_sha256"]}).to_string();
