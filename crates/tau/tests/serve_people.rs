@@ -384,3 +384,36 @@ fn people_added_and_removed_while_the_hub_runs_count_at_once() {
         "Bob's call never ran"
     );
 }
+
+/// A conversation from before people were named is the first person's; when that person
+/// is removed, it stays theirs and does not pass to whoever is first next.
+#[test]
+fn the_first_persons_old_conversations_do_not_pass_to_the_next_when_they_are_removed() {
+    let tau = Tau::new();
+    let serve = tau.serve(&tau.make_proof(), &tau.serve_config(""));
+    let session = serve.new_session();
+    serve.ask(&session, "make the proof");
+    let (code, _) = serve.terminate();
+    assert_eq!(code, 0);
+
+    let config = tau.serve_config(PEOPLE);
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "people",
+            "remove",
+            "ana",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let bob = serve.api();
+    assert_eq!(ids(&bob.get("/api/sessions").json()), Vec::<String>::new());
+    assert_eq!(
+        bob.get(&format!("/api/sessions/{session}/messages")).status,
+        404
+    );
+    assert_eq!(bob.get("/api/approvals?state=pending").json(), json!([]));
+}
