@@ -315,3 +315,48 @@ fn a_restored_home_keeps_pushing_to_the_devices_subscribed_before() {
         ]
     );
 }
+
+/// A person added with `tau people add` while the hub runs turns Push on with their new
+/// token, and their own question is pushed to that device at once.
+#[test]
+fn a_person_added_while_the_hub_runs_gets_their_questions_pushed() {
+    let Some(service) = PushService::start() else {
+        return;
+    };
+    let tau = Tau::new();
+    let config = tau.serve_config("[[people]]\nname = \"ana\"\n");
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let cli = |args: &[&str]| {
+        let mut all = vec!["--config", config.to_str().unwrap(), "people"];
+        all.extend_from_slice(args);
+        let run = tau.run(&all, "");
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        run.stdout
+    };
+    cli(&["add", "cyd"]);
+    let cyd = common::serve::Api {
+        addr: serve.addr,
+        token: cli(&["token", "cyd"]).trim().to_owned(),
+    };
+    let key = cyd.get("/api/push/key").json()["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (phone, anas) = (service.subscribe(&key), service.subscribe(&key));
+    let kept = cyd.post("/api/push/subscriptions", &phone.subscription.to_string());
+    assert_eq!(kept.status, 204, "{kept:?}");
+    let kept = serve.post("/api/push/subscriptions", &anas.subscription.to_string());
+    assert_eq!(kept.status, 204, "{kept:?}");
+
+    let session = cyd.new_session();
+    let question = cyd.ask(&session, "make the proof");
+    let pushes = serve.until(|_| Some(service.received(&phone)).filter(|p| !p.is_empty()));
+    assert_eq!(
+        pushes,
+        [
+            json!({"type": "waiting", "url": format!("/#q={}", question["id"].as_str().unwrap())})
+                .to_string()
+        ]
+    );
+    assert_eq!(service.received(&anas), Vec::<String>::new());
+}

@@ -122,11 +122,18 @@ fn who_waits(hub: &dyn ChannelPort, id: &ApprovalId) -> Vec<String> {
         }
     };
     let household = hub.household();
-    let everyone: Vec<PersonName> = if household.is_named() {
+    let mut everyone: Vec<PersonName> = if household.is_named() {
         household.people().iter().map(|p| p.name.clone()).collect()
     } else {
         vec![household.first()]
     };
+    // Someone added to the household since the hub started is not in its list, yet the
+    // questions of their own conversations wait for them.
+    if let Ok(person) = hub.person_of(&row.session)
+        && !everyone.contains(&person)
+    {
+        everyone.push(person);
+    }
     everyone
         .into_iter()
         .filter(|person| hub.waits_for(&row, person))
