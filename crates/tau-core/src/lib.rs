@@ -64,8 +64,8 @@ pub mod waiting;
 
 pub use approval::{
     Answer, ApprovalHistory, Approver, ApproverError, AutoRejectApprover, GateGrants, GrantLedger,
-    RecordedGrants, ScriptedApprover, TierGate, ToolCallRecord, fold_grant_line, invalid_call_text,
-    refusal_text, unknown_tool_text,
+    RecordedGrants, ScriptedApprover, StepUp, TierGate, ToolCallRecord, fold_grant_line,
+    invalid_call_text, refusal_text, unknown_tool_text,
 };
 pub use audit::{AuditEvent, ErrorSite, EventBus, EventSubscriber, RecordedEvents, RoutineOutcome};
 pub use build::{

@@ -98,6 +98,7 @@ impl Setup {
                 hours: 24,
                 history: None,
                 ledger: self.ledger.clone(),
+                step_up: None,
             });
         (gate, approver, events)
     }

@@ -269,6 +269,7 @@ async fn an_exact_grant_still_covers_an_exact_steered_call() {
                 hours: 24,
                 history: None,
                 ledger: ledger.clone(),
+                step_up: None,
             });
         (gate, approver)
     };

@@ -44,6 +44,8 @@ pub struct StoredFactory {
     pub grant_person: Box<GrantPerson>,
     /// Each conversation's own tools, added to `catalog`.
     pub session_tools: Box<SessionTools>,
+    /// Which calls take a passkey: no grant covers them while anyone has one.
+    pub passkey_step: crate::PasskeyStep,
 }
 
 /// The model one stored conversation talks to. The one place a per-session model (a
@@ -104,6 +106,7 @@ impl SessionFactory for StoredFactory {
                 hours: self.config.approval.grant_hours,
                 history: Some(Arc::clone(&self.history) as _),
                 ledger: Arc::clone(&self.ledger) as _,
+                step_up: Some(self.passkey_step.for_gate(self.sessions.clone())),
             });
         let mut catalog = self.catalog.clone();
         catalog.extend((self.session_tools)(session)?)?;

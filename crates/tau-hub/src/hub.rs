@@ -245,7 +245,16 @@ impl Hub {
     /// The events of every conversation of `channel` from now on.
     pub fn channel_events(&self, channel: &str) -> ChannelEvents {
         ChannelEvents {
-            channel: channel.to_owned(),
+            channel: Some(channel.to_owned()),
+            receiver: self.inner.everything.subscribe(),
+        }
+    }
+
+    /// The events of every conversation of every channel from now on: what follows a
+    /// question wherever it was asked (a push to the person it waits for).
+    pub fn every_channels_events(&self) -> ChannelEvents {
+        ChannelEvents {
+            channel: None,
             receiver: self.inner.everything.subscribe(),
         }
     }

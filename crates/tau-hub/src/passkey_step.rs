@@ -4,6 +4,7 @@
 //! approves nothing; it is refused with [`PasskeyElsewhere`]'s line, which names where to
 //! confirm, and recorded as `answer_refused`.
 
+use tau_protocol::CallCard;
 use tau_state::{ApprovalRow, ApprovalState, StateDb};
 
 use crate::Reply;
@@ -57,12 +58,28 @@ impl PasskeyStep {
         if !plain_yes || row.state != ApprovalState::Pending {
             return false;
         }
-        if row.card.confirm.is_none() && !self.tools.contains(&row.tool) {
+        self.takes_passkey(state, &row.tool, &row.card)
+    }
+
+    /// Whether a yes to a call of `tool` with `card` takes a passkey now: a lock-class
+    /// device's or a listed tool's, while anyone has one. A store that cannot say answers
+    /// `true`: a failure never lowers the step.
+    pub(crate) fn takes_passkey(&self, state: &StateDb, tool: &str, card: &CallCard) -> bool {
+        if card.confirm.is_none() && !self.tools.iter().any(|listed| listed == tool) {
             return false;
         }
         state.passkeys().any().unwrap_or_else(|error| {
-            tracing::error!(%error, "passkeys could not be read; the yes is refused");
+            tracing::error!(%error, "passkeys could not be read; a passkey is asked for");
             true
+        })
+    }
+
+    /// The gate's view of the step: with it, no grant covers a call that takes a passkey,
+    /// a grant made before the first one was enrolled included.
+    pub fn for_gate(&self, state: StateDb) -> std::sync::Arc<dyn tau_core::StepUp> {
+        std::sync::Arc::new(GateStep {
+            step: self.clone(),
+            state,
         })
     }
 
@@ -74,6 +91,18 @@ impl PasskeyStep {
                 .as_ref()
                 .map(|base| format!("{base}#session={}", row.session.as_str())),
         }
+    }
+}
+
+/// [`PasskeyStep`] as a conversation's gate asks it, over the store that keeps passkeys.
+struct GateStep {
+    step: PasskeyStep,
+    state: StateDb,
+}
+
+impl tau_core::StepUp for GateStep {
+    fn takes_passkey(&self, tool: &str, card: &CallCard) -> bool {
+        self.step.takes_passkey(&self.state, tool, card)
     }
 }
 

@@ -94,6 +94,9 @@ pub trait ChannelPort: Send + Sync {
     -> Result<broadcast::Receiver<SessionEvent>, HubError>;
     /// The events of every conversation of this channel from now on.
     fn events(&self) -> ChannelEvents;
+    /// The events of every conversation of every channel from now on, read only: a
+    /// question asked elsewhere is still pushed to the person it waits for.
+    fn events_of_every_channel(&self) -> ChannelEvents;
 
     /// One stored question of any channel, read only: a channel tells another channel's
     /// question apart from one that does not exist. Only its own channel answers it.
@@ -252,6 +255,10 @@ impl ChannelPort for HubPort {
 
     fn events(&self) -> ChannelEvents {
         self.hub.channel_events(&self.channel)
+    }
+
+    fn events_of_every_channel(&self) -> ChannelEvents {
+        self.hub.every_channels_events()
     }
 
     fn question(&self, id: &ApprovalId) -> Result<Option<ApprovalRow>, HubError> {

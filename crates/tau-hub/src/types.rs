@@ -27,19 +27,25 @@ pub struct ConversationEvent {
     pub event: SessionEvent,
 }
 
-/// The events of every conversation of one channel, as they happen.
+/// The events of every conversation of one channel (or of every channel), as they
+/// happen.
 pub struct ChannelEvents {
-    pub(crate) channel: String,
+    /// `None`: every channel's.
+    pub(crate) channel: Option<String>,
     pub(crate) receiver: broadcast::Receiver<ConversationEvent>,
 }
 
 impl ChannelEvents {
-    /// The next event of this channel's conversations; `Lagged` when the reader fell
-    /// behind (what it missed is in the store), `Closed` when the hub is gone.
+    /// The next event of these conversations; `Lagged` when the reader fell behind (what
+    /// it missed is in the store), `Closed` when the hub is gone.
     pub async fn recv(&mut self) -> Result<ConversationEvent, broadcast::error::RecvError> {
         loop {
             let event = self.receiver.recv().await?;
-            if event.conversation.channel == self.channel {
+            if self
+                .channel
+                .as_ref()
+                .is_none_or(|channel| event.conversation.channel == *channel)
+            {
                 return Ok(event);
             }
         }

@@ -212,6 +212,27 @@ impl Passkeys {
         })
     }
 
+    /// Forgets everything that lets `person` in or approves as them: their passkeys,
+    /// signed-in sessions, unused enrollment links and ceremonies under way (a person
+    /// removed from the household). How many rows went.
+    pub fn forget_person(&self, person: &str) -> Result<usize, StateError> {
+        self.db.write_durable(|tx| {
+            let mut gone = 0;
+            for table in [
+                "passkeys",
+                "web_sessions",
+                "passkey_enrollments",
+                "passkey_ceremonies",
+            ] {
+                gone += tx.execute(
+                    &format!("DELETE FROM {table} WHERE person = ?1"),
+                    params![person],
+                )?;
+            }
+            Ok(gone)
+        })
+    }
+
     /// Replaces passkey `id`'s credential after a use (its counter moved on).
     pub fn used(&self, id: &str, credential: &str, now: i64) -> Result<(), StateError> {
         self.db.write(|tx| {

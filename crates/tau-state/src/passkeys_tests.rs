@@ -132,3 +132,29 @@ fn a_ceremony_is_taken_once_by_its_kind_before_it_expires() {
         );
     }
 }
+
+#[test]
+fn a_forgotten_person_keeps_no_passkey_session_or_link() {
+    for test_store in crate::test_stores::stores() {
+        let store = test_store.open().passkeys();
+        store.add_enrollment("s3cret", "ana", 100, 200).unwrap();
+        assert!(store.enroll("s3cret", &passkey("k1", "ana"), 150).unwrap());
+        store.add_enrollment("s4", "bo", 100, 200).unwrap();
+        assert!(store.enroll("s4", &passkey("k2", "bo"), 150).unwrap());
+        store.add_enrollment("later", "ana", 100, 300).unwrap();
+        store.add_session("sess-ana", "ana", 100, 300).unwrap();
+        store.add_session("sess-bo", "bo", 100, 300).unwrap();
+        // Her passkey, her session, her unused link and the row of the link she used.
+        assert_eq!(store.forget_person("ana").unwrap(), 4);
+        assert_eq!(store.list(Some("ana")).unwrap(), vec![]);
+        assert_eq!(store.session_person("sess-ana", 150).unwrap(), None);
+        assert_eq!(store.enrollment_person("later", 150).unwrap(), None);
+        // Another person's are as they were.
+        assert_eq!(store.list(Some("bo")).unwrap().len(), 1);
+        assert_eq!(
+            store.session_person("sess-bo", 150).unwrap(),
+            Some("bo".into())
+        );
+        assert_eq!(store.forget_person("ana").unwrap(), 0);
+    }
+}

@@ -126,6 +126,9 @@ pub(crate) fn terminal_grants(
             ctx.home.audit_log(),
             state.clone(),
         )),
+        // The terminal asks in memory, where no passkey can be given: its second step is
+        // the device's name or number, as before.
+        step_up: None,
     }
 }
 

@@ -122,10 +122,20 @@ pub(crate) fn remove(ctx: &Context, name: &str) -> anyhow::Result<String> {
         })?;
     people_file::replace(&path, &edited)?;
     if let Some(state) = ctx.existing_state()? {
+        // A conversation nobody was recorded for is the first person's; recorded now, it
+        // does not pass to whoever comes first once they are gone.
+        if household.first() == person {
+            let people = state.people();
+            for session in state.sessions().list_sessions()? {
+                people.claim_conversation(&session.id, &person)?;
+            }
+        }
         state.people().revoke_token(&person)?;
+        // A passkey signs in and approves as much as the token: it goes with them.
+        state.passkeys().forget_person(person.as_str())?;
     }
     Ok(format!(
-        "removed {name} from {}; their TauBar token no longer works; a running `tau serve` forgets them after a restart\n",
+        "removed {name} from {}; their TauBar token, passkeys and sign-ins no longer work; a running `tau serve` forgets them after a restart\n",
         path.display()
     ))
 }

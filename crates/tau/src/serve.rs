@@ -97,6 +97,10 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
     let household = config.household();
     let routine_tools = ctx.routine_tools(&tools.catalog)?;
     let (owners, owners_household) = (state.clone(), config.household());
+    let passkey_step = tau_hub::PasskeyStep {
+        taubar: web.as_ref().map(WebChannel::passkey_url),
+        tools: config.tools.passkey_tools(),
+    };
     let factory = Arc::new(StoredFactory {
         home: ctx.home.clone(),
         model: Arc::clone(&model),
@@ -123,6 +127,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             };
             Ok(routine_tools.tools(person))
         }),
+        passkey_step: passkey_step.clone(),
     });
     let hub = Hub::open(
         state.clone(),
@@ -131,10 +136,7 @@ pub(crate) async fn run(ctx: &Context, print_token: bool) -> anyhow::Result<()> 
             remote_timeout: config.approval.remote_timeout(),
             audit: hub_events.clone(),
             language: config.ui.language(),
-            passkey_step: tau_hub::PasskeyStep {
-                taubar: web.as_ref().map(WebChannel::passkey_url),
-                tools: config.tools.passkey_tools(),
-            },
+            passkey_step,
             people: crate::people::hub_people(config),
         },
     );

@@ -62,19 +62,7 @@ fn a_step_up_tool_takes_a_passkey_only_once_anyone_has_one() {
     serve.until_answered(&session, "one");
     assert_eq!(ran(&tau), ["one"]);
 
-    // A passkey is enrolled (stored as an enrollment would keep it).
-    let store = tau_state::StateDb::open(&tau.home().join("state.db"))
-        .unwrap()
-        .passkeys();
-    let secret = tau_web::enroll_secret(&store, tau_web::IMPLICIT_PERSON).unwrap();
-    let passkey = tau_state::StoredPasskey {
-        id: "00ff".into(),
-        person: "owner".into(),
-        credential: "{}".into(),
-        created_at: 0,
-        last_used_at: None,
-    };
-    assert!(store.enroll(&secret, &passkey, jiff_now()).unwrap());
+    enroll_a_passkey(&tau);
 
     let second = serve.ask(&session, "two");
     let id = second["id"].as_str().unwrap().to_owned();
@@ -142,6 +130,82 @@ fn a_step_up_tool_takes_a_passkey_only_once_anyone_has_one() {
             .status,
         200
     );
+}
+
+/// A passkey enrolled for the one person, stored as an enrollment keeps it.
+fn enroll_a_passkey(tau: &Tau) {
+    let store = tau_state::StateDb::open(&tau.home().join("state.db"))
+        .unwrap()
+        .passkeys();
+    let secret = tau_web::enroll_secret(&store, tau_web::IMPLICIT_PERSON).unwrap();
+    let passkey = tau_state::StoredPasskey {
+        id: "00ff".into(),
+        person: "owner".into(),
+        credential: "{}".into(),
+        created_at: 0,
+        last_used_at: None,
+    };
+    assert!(store.enroll(&secret, &passkey, jiff_now()).unwrap());
+}
+
+/// A grant made while nobody had a passkey covers its call until the first one is
+/// enrolled; from then on the same call is asked, and only a passkey approves it.
+#[test]
+fn a_grant_made_before_the_first_passkey_never_stands_in_for_one() {
+    let tau = Tau::new();
+    let again = json!({"command": "echo again >> ran.txt"});
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &again),
+        answer("one"),
+        tool_call("t2", "run_command", &again),
+        answer("two"),
+        tool_call("t3", "run_command", &again),
+        answer("three"),
+    ]));
+    let serve = tau.serve(&model, &tau.serve_config(STEP_UP));
+    let session = serve.new_session();
+    let first = serve.ask(&session, "one");
+    let reply = serve.answer(
+        first["id"].as_str().unwrap(),
+        &json!({"decision": "approve", "grant": {"scope": "conversation"}}),
+    );
+    assert_eq!(reply.status, 200, "{reply:?}");
+    serve.until_answered(&session, "one");
+    // Still without a passkey, the grant covers the same call: nobody is asked.
+    let sent = serve.post(
+        &format!("/api/sessions/{session}/messages"),
+        r#"{"text": "two"}"#,
+    );
+    assert_eq!(sent.status, 202);
+    serve.until_answered(&session, "two");
+    assert_eq!(ran(&tau), ["again", "again"]);
+    let used = |tau: &Tau| {
+        tau.audit()
+            .iter()
+            .filter(|l| l["type"] == "grant_used")
+            .count()
+    };
+    assert_eq!(used(&tau), 1);
+
+    enroll_a_passkey(&tau);
+    let third = serve.ask(&session, "three");
+    let id = third["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        third["step_up"],
+        json!({"kind": "passkey", "challenge": format!("/api/approvals/{id}/step_up")})
+    );
+    assert_eq!(
+        ran(&tau),
+        ["again", "again"],
+        "the grant let nothing through"
+    );
+    assert_eq!(used(&tau), 1);
+    let reply = serve.approve(&id);
+    assert_eq!(
+        (reply.status, reply.json()["refused"].clone()),
+        (422, json!("step_up_missing"))
+    );
+    assert_eq!(ran(&tau), ["again", "again"]);
 }
 
 fn jiff_now() -> i64 {

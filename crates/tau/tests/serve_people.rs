@@ -296,3 +296,124 @@ fn a_grant_is_its_persons_and_another_persons_identical_call_is_asked() {
     assert_eq!(asked["session"], bobs);
     assert_eq!(tau.proof().as_deref(), Some("made\nmade\n"));
 }
+
+/// `tau people add`, `token` and `remove` beside a running hub count at once: a new
+/// person's token signs them in, a removed person's token and passkey sign-in are
+/// refused, and what was theirs stays theirs (nobody else reaches it, after a restart
+/// neither).
+#[test]
+fn people_added_and_removed_while_the_hub_runs_count_at_once() {
+    let tau = Tau::new();
+    let config = tau.serve_config("[[people]]\nname = \"ana\"\n\n[[people]]\nname = \"bob\"\n");
+    let cli = |args: &[&str]| {
+        let mut all = vec!["--config", config.to_str().unwrap(), "people"];
+        all.extend_from_slice(args);
+        let run = tau.run(&all, "");
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+    };
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let ana = serve.api();
+    let bob = as_person(&serve, token(&tau, &config, "bob"));
+    let bobs = bob.new_session();
+    let bobs_question = bob.ask(&bobs, "make the proof");
+    // Bob also signed in with a passkey (his session kept as TauBar keeps one).
+    let now = jiff::Timestamp::now().as_second();
+    let sign_in = "cd".repeat(32);
+    tau_state::StateDb::open(&tau.home().join("state.db"))
+        .unwrap()
+        .passkeys()
+        .add_session(&sign_in, "bob", now, now + 3600)
+        .unwrap();
+    let with_cookie = |serve: &common::serve::Serve| {
+        let host = serve.host();
+        let cookie = format!("tau_session={sign_in}");
+        let headers = [("Host", host.as_str()), ("Cookie", cookie.as_str())];
+        common::serve::request(serve.addr, "GET", "/api/sessions", &headers, None).status
+    };
+    assert_eq!(with_cookie(&serve), 200);
+
+    // Cyd, added while the hub runs, signs in with her new token and answers her own.
+    cli(&["add", "cyd"]);
+    let cyd = as_person(&serve, token(&tau, &config, "cyd"));
+    let cyds = cyd.new_session();
+    let row = cyd.ask(&cyds, "make the proof");
+    assert_eq!(ids(&cyd.get("/api/sessions").json()), vec![cyds.clone()]);
+    assert_eq!(
+        ana.get(&format!("/api/sessions/{cyds}/messages")).status,
+        404
+    );
+    assert_eq!(cyd.approve(row["id"].as_str().unwrap()).status, 200);
+    cyd.until_answered(&cyds, "Done.");
+    assert_eq!(tau.proof().as_deref(), Some("made\n"));
+
+    // Bob, removed, is signed out at once; his conversation and its question are nobody
+    // else's.
+    cli(&["remove", "bob"]);
+    assert_eq!(bob.get("/api/sessions").status, 401);
+    assert_eq!(
+        with_cookie(&serve),
+        401,
+        "his passkey's sign-in went with him"
+    );
+    let bobs_id = bobs_question["id"].as_str().unwrap();
+    let yes =
+        json!({"decision": "approve", "card_sha256": bobs_question["card_sha256"]}).to_string();
+    let reach = |api: &Api| {
+        (
+            ids(&api.get("/api/sessions").json()).contains(&bobs),
+            api.get(&format!("/api/sessions/{bobs}/messages")).status,
+            api.post(&format!("/api/approvals/{bobs_id}"), &yes).status,
+        )
+    };
+    assert_eq!(reach(&ana), (false, 404, 403));
+    assert_eq!(reach(&cyd), (false, 404, 403));
+    let (code, _) = serve.terminate();
+    assert_eq!(code, 0);
+
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let cyd = as_person(&serve, cyd.token);
+    assert_eq!(reach(&serve.api()), (false, 404, 403));
+    assert_eq!(reach(&cyd), (false, 404, 403));
+    assert_eq!(
+        as_person(&serve, bob.token).get("/api/sessions").status,
+        401
+    );
+    assert_eq!(
+        tau.proof().as_deref(),
+        Some("made\n"),
+        "Bob's call never ran"
+    );
+}
+
+/// A conversation from before people were named is the first person's; when that person
+/// is removed, it stays theirs and does not pass to whoever is first next.
+#[test]
+fn the_first_persons_old_conversations_do_not_pass_to_the_next_when_they_are_removed() {
+    let tau = Tau::new();
+    let serve = tau.serve(&tau.make_proof(), &tau.serve_config(""));
+    let session = serve.new_session();
+    serve.ask(&session, "make the proof");
+    let (code, _) = serve.terminate();
+    assert_eq!(code, 0);
+
+    let config = tau.serve_config(PEOPLE);
+    let run = tau.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "people",
+            "remove",
+            "ana",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let bob = serve.api();
+    assert_eq!(ids(&bob.get("/api/sessions").json()), Vec::<String>::new());
+    assert_eq!(
+        bob.get(&format!("/api/sessions/{session}/messages")).status,
+        404
+    );
+    assert_eq!(bob.get("/api/approvals?state=pending").json(), json!([]));
+}

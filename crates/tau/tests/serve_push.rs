@@ -263,3 +263,100 @@ fn the_installable_app_is_served_with_its_types_under_the_csp() {
     );
     assert_eq!(mode & 0o777, 0o600);
 }
+
+/// `tau backup` carries the key pushes are signed with, and `tau restore` brings it back:
+/// a device subscribed in the old home keeps getting pushes from the restored one, with
+/// no need to turn Push on there again.
+#[test]
+fn a_restored_home_keeps_pushing_to_the_devices_subscribed_before() {
+    let Some(service) = PushService::start() else {
+        return;
+    };
+    let tau = Tau::new();
+    let serve = two_questions(&tau);
+    let key = serve.get("/api/push/key").json()["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let phone = service.subscribe(&key);
+    let kept = serve.post("/api/push/subscriptions", &phone.subscription.to_string());
+    assert_eq!(kept.status, 204, "{kept:?}");
+    let (code, _) = serve.terminate();
+    assert_eq!(code, 0);
+
+    let file = tau.dir.path().join("home.tar");
+    let backup = tau.run(&["backup", file.to_str().unwrap()], "");
+    assert_eq!(backup.code, 0, "{}", backup.stderr);
+    assert!(
+        backup.stdout.contains(", web-token, push-key\n"),
+        "{}",
+        backup.stdout
+    );
+    let restored = Tau::new();
+    let run = restored.run(&["restore", file.to_str().unwrap()], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let restored_key = restored.home().join("push-key");
+    assert_eq!(
+        std::fs::read(&restored_key).unwrap(),
+        std::fs::read(tau.home().join("push-key")).unwrap()
+    );
+    assert_eq!(common::mode(&restored_key), 0o600);
+
+    let serve = two_questions(&restored);
+    assert_eq!(serve.get("/api/push/key").json()["public_key"], json!(key));
+    let session = serve.new_session();
+    let question = serve.ask(&session, "write one");
+    let pushes = serve.until(|_| Some(service.received(&phone)).filter(|p| !p.is_empty()));
+    assert_eq!(
+        pushes,
+        [
+            json!({"type": "waiting", "url": format!("/#q={}", question["id"].as_str().unwrap())})
+                .to_string()
+        ]
+    );
+}
+
+/// A person added with `tau people add` while the hub runs turns Push on with their new
+/// token, and their own question is pushed to that device at once.
+#[test]
+fn a_person_added_while_the_hub_runs_gets_their_questions_pushed() {
+    let Some(service) = PushService::start() else {
+        return;
+    };
+    let tau = Tau::new();
+    let config = tau.serve_config("[[people]]\nname = \"ana\"\n");
+    let serve = tau.serve(&tau.make_proof(), &config);
+    let cli = |args: &[&str]| {
+        let mut all = vec!["--config", config.to_str().unwrap(), "people"];
+        all.extend_from_slice(args);
+        let run = tau.run(&all, "");
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        run.stdout
+    };
+    cli(&["add", "cyd"]);
+    let cyd = common::serve::Api {
+        addr: serve.addr,
+        token: cli(&["token", "cyd"]).trim().to_owned(),
+    };
+    let key = cyd.get("/api/push/key").json()["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (phone, anas) = (service.subscribe(&key), service.subscribe(&key));
+    let kept = cyd.post("/api/push/subscriptions", &phone.subscription.to_string());
+    assert_eq!(kept.status, 204, "{kept:?}");
+    let kept = serve.post("/api/push/subscriptions", &anas.subscription.to_string());
+    assert_eq!(kept.status, 204, "{kept:?}");
+
+    let session = cyd.new_session();
+    let question = cyd.ask(&session, "make the proof");
+    let pushes = serve.until(|_| Some(service.received(&phone)).filter(|p| !p.is_empty()));
+    assert_eq!(
+        pushes,
+        [
+            json!({"type": "waiting", "url": format!("/#q={}", question["id"].as_str().unwrap())})
+                .to_string()
+        ]
+    );
+    assert_eq!(service.received(&anas), Vec::<String>::new());
+}

@@ -146,3 +146,65 @@ fn a_routine_asks_on_telegram_in_its_owners_chat_and_only_they_answer() {
         json!({"kind": "person", "channel": "telegram", "user": BOB.to_string(), "person": "bob"})
     );
 }
+
+/// A question follows its person, not the channel: asked in Bob's Telegram chat, it is
+/// pushed to the devices Bob turned Push on for on TauBar (with his own token), and not
+/// to Ana's.
+#[test]
+fn a_question_asked_on_telegram_is_pushed_to_its_persons_devices() {
+    let Some(emulator) = Emulator::start(TELEGRAM_TOKEN) else {
+        return;
+    };
+    let Some(service) = tau_test_support::PushService::start() else {
+        return;
+    };
+    let tau = Tau::new();
+    let people = format!(
+        "\n[[people]]\nname = \"ana\"\ntelegram = {ANA}\n\n[[people]]\nname = \"bob\"\ntelegram = {BOB}\n"
+    );
+    let serve = tau.serve_telegram(&tau.make_proof(), &emulator.url, ANA, &people);
+    let key = serve.get("/api/push/key").json()["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let config = tau.dir.path().join("tau.toml");
+    let device_of = |name: &str| {
+        let args = [
+            "--config",
+            config.to_str().unwrap(),
+            "people",
+            "token",
+            name,
+        ];
+        let run = tau.run(&args, "");
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let person = common::serve::Api {
+            addr: serve.addr,
+            token: run.stdout.trim().to_owned(),
+        };
+        let device = service.subscribe(&key);
+        let kept = person.post("/api/push/subscriptions", &device.subscription.to_string());
+        assert_eq!(kept.status, 204, "{kept:?}");
+        device
+    };
+    let (anas, bobs) = (device_of("ana"), device_of("bob"));
+
+    emulator.write(BOB, BOB, "make the proof");
+    let id = emulator.wait("a question with buttons", |messages| {
+        messages.iter().find_map(|m| {
+            let id = m.buttons.iter().find_map(|b| b.strip_prefix("v1:a:"))?;
+            Some(id.to_owned())
+        })
+    });
+    let pushed = wait_for("Bob's push", || {
+        Some(service.received(&bobs)).filter(|p| !p.is_empty())
+    });
+    assert_eq!(
+        pushed,
+        [json!({"type": "waiting", "url": format!("/#q={id}")}).to_string()]
+    );
+    emulator.press(BOB, BOB, &format!("v1:a:{id}"));
+    wait_for("the proof", || tau.proof());
+    assert_eq!(service.received(&anas), Vec::<String>::new());
+    assert_eq!(service.received(&bobs).len(), 1, "pushed once");
+}

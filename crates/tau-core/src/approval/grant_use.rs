@@ -73,7 +73,19 @@ impl TierGate {
         let Some(schema_sha256) = self.tiers.schema_sha256(tool) else {
             return Err(Vec::new());
         };
-        let card_sha256 = card_sha256(&self.tiers.card(tool, arguments));
+        let card = self.tiers.card(tool, arguments);
+        // A grant made before the first passkey was enrolled must not stand in for one.
+        if let Some(step_up) = &grants.step_up
+            && step_up.takes_passkey(tool, &card)
+        {
+            tracing::info!(
+                tool,
+                tool_use_id,
+                "the call takes a passkey; no grant covers it, asking"
+            );
+            return Err(Vec::new());
+        }
+        let card_sha256 = card_sha256(&card);
         let (_, arguments_sha256) = canonical_arguments(arguments);
         let call = GrantedCall {
             tool,

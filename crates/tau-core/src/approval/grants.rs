@@ -36,6 +36,16 @@ pub struct GateGrants {
     pub history: Option<Arc<dyn ApprovalHistory>>,
     /// What the audit log records of grants: a grant covers a call only as it records it.
     pub ledger: Arc<dyn GrantLedger>,
+    /// Which calls take a passkey now (`None`: no channel here can ask for one). A grant
+    /// never covers such a call, whenever it was made: only the passkey approves it.
+    pub step_up: Option<Arc<dyn StepUp>>,
+}
+
+/// Whether a call's yes takes a passkey now: a lock-class device's (its card asks for a
+/// second step) or a `[tools.step_up]` tool's, once anyone has enrolled one. A store that
+/// cannot say answers `true`: a failure never lowers the step.
+pub trait StepUp: Send + Sync {
+    fn takes_passkey(&self, tool: &str, card: &CallCard) -> bool;
 }
 
 /// A person's earlier answers, as the audit log keeps them: what makes a card suggest a

@@ -44,7 +44,7 @@ pub use expire::{ExpiredQuestion, expire_due, next_deadline};
 pub use gate::TierGate;
 pub use grant_record::{GrantLedger, RecordedGrants, fold_grant_line};
 pub use grant_use::refuse_untrusted_grant;
-pub use grants::{ApprovalHistory, GateGrants};
+pub use grants::{ApprovalHistory, GateGrants, StepUp};
 pub use lookup::{Standing, TierLookup};
 pub(crate) use record::summarize;
 pub use record::{ToolCallRecord, approval_event};

@@ -98,7 +98,10 @@ pub const STATE_DB: &str = "state.db";
 pub const AUDIT_LOG: &str = "audit.jsonl";
 pub const WEB_TOKEN: &str = "web-token";
 pub const CHAT_HISTORY: &str = "chat-history";
-pub const FILES: [&str; 4] = [STATE_DB, AUDIT_LOG, WEB_TOKEN, CHAT_HISTORY];
+/// The key TauBar signs its pushes with: the devices subscribed with its public half are
+/// reached only as long as it stays.
+pub const PUSH_KEY: &str = "push-key";
+pub const FILES: [&str; 5] = [STATE_DB, AUDIT_LOG, WEB_TOKEN, CHAT_HISTORY, PUSH_KEY];
 
 /// `manifest.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::{
     AUDIT_LOG, BackupError, CHAT_HISTORY, FILES, FORMAT, FORMAT_VERSION, MANIFEST,
-    MANIFEST_MAX_BYTES, Manifest, STATE_DB, WEB_TOKEN, hash_reader,
+    MANIFEST_MAX_BYTES, Manifest, PUSH_KEY, STATE_DB, WEB_TOKEN, hash_reader,
 };
 use crate::home::Home;
 
@@ -105,6 +105,7 @@ fn state_files(home: &Home) -> Vec<PathBuf> {
         home.web_token(),
         home.chat_history(),
         home.mcp_token(),
+        home.push_key(),
     ]);
     files
 }
@@ -201,6 +202,7 @@ pub fn place(
         (AUDIT_LOG, home.audit_log()),
         (WEB_TOKEN, home.web_token()),
         (CHAT_HISTORY, home.chat_history()),
+        (PUSH_KEY, home.push_key()),
         (STATE_DB, home.state_db()),
     ] {
         if !names.contains(name) {

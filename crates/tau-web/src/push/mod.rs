@@ -84,10 +84,11 @@ impl WebPush {
     }
 }
 
-/// Reads the hub's events for TauBar's conversations until `stop`, and pushes each
-/// question that waits to its person's devices.
+/// Reads the hub's events until `stop`, and pushes each question that waits to the
+/// devices of the people it waits for: a question follows its person, whichever channel
+/// (TauBar, Telegram) asked it.
 pub(crate) async fn pump(push: Arc<WebPush>, hub: Arc<dyn ChannelPort>, stop: CancellationToken) {
-    let mut events = hub.events();
+    let mut events = hub.events_of_every_channel();
     loop {
         let event = tokio::select! {
             () = stop.cancelled() => return,
@@ -121,11 +122,18 @@ fn who_waits(hub: &dyn ChannelPort, id: &ApprovalId) -> Vec<String> {
         }
     };
     let household = hub.household();
-    let everyone: Vec<PersonName> = if household.is_named() {
+    let mut everyone: Vec<PersonName> = if household.is_named() {
         household.people().iter().map(|p| p.name.clone()).collect()
     } else {
         vec![household.first()]
     };
+    // Someone added to the household since the hub started is not in its list, yet the
+    // questions of their own conversations wait for them.
+    if let Ok(person) = hub.person_of(&row.session)
+        && !everyone.contains(&person)
+    {
+        everyone.push(person);
+    }
     everyone
         .into_iter()
         .filter(|person| hub.waits_for(&row, person))

@@ -6,7 +6,8 @@
 //! size and SHA-256), then the files. What goes in: `state.db` (a consistent copy, taken
 //! with SQLite's `VACUUM INTO` on tau's own connection while others write), `audit.jsonl`
 //! up to the head that copy anchors (so the chain verifies in the copy: it is checked
-//! before the file is written), TauBar's `web-token` and the `chat-history`. What never
+//! before the file is written), TauBar's `web-token`, the `push-key` it signs pushes with (so
+//! the devices subscribed to it keep being reached) and the `chat-history`. What never
 //! goes in: a model's key or any other secret (they live in the environment, not the
 //! home), `mcp-token` (`tau mcp --http` makes a new one), the logs, the locks, the
 //! workspace (the person's own files; copy them like any others).
@@ -20,8 +21,8 @@ use std::fs::OpenOptions;
 use std::path::Path;
 
 use tau_home::backup::{
-    AUDIT_LOG, CHAT_HISTORY, FORMAT, FORMAT_VERSION, Manifest, ManifestHead, STATE_DB, WEB_TOKEN,
-    copy_private, describe, folder_of, write_tar,
+    AUDIT_LOG, CHAT_HISTORY, FORMAT, FORMAT_VERSION, Manifest, ManifestHead, PUSH_KEY, STATE_DB,
+    WEB_TOKEN, copy_private, describe, folder_of, write_tar,
 };
 
 use crate::context::Context;
@@ -94,6 +95,7 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
     for (name, source) in [
         (WEB_TOKEN, ctx.home.web_token()),
         (CHAT_HISTORY, ctx.home.chat_history()),
+        (PUSH_KEY, ctx.home.push_key()),
     ] {
         if copy_private(&source, &staging.path().join(name))? {
             names.push(name);
@@ -134,7 +136,7 @@ pub(crate) fn backup(ctx: &Context, file: &Path) -> anyhow::Result<String> {
         None => out.push_str(", no audit log yet"),
     }
     for entry in &manifest.files {
-        if entry.path == WEB_TOKEN || entry.path == CHAT_HISTORY {
+        if [WEB_TOKEN, CHAT_HISTORY, PUSH_KEY].contains(&entry.path.as_str()) {
             out.push_str(&format!(", {}", entry.path));
         }
     }
