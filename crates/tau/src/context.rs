@@ -234,6 +234,10 @@ impl Context {
     /// id, so two hubs with the same `tau.toml` on one broker would cut each other off.
     pub(crate) fn tools_config(&self) -> anyhow::Result<Cow<'_, tau_tools::ToolsConfig>> {
         let tools = &self.loaded.config.tools;
+        // A file's store is one hub's: nothing to open (the home may not exist yet).
+        if matches!(self.store_location()?, ConfiguredStore::Home(_)) {
+            return Ok(Cow::Borrowed(tools));
+        }
         let state = self.state()?;
         let (true, Some(hub)) = (state.is_shared(), state.hub()) else {
             return Ok(Cow::Borrowed(tools));
