@@ -13,6 +13,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::people::{as_person, token};
 use common::serve::{Api, Serve};
 use common::{Tau, answer, peers, tool_call};
 use pretty_assertions::assert_eq;
@@ -24,21 +25,7 @@ const PEOPLE: &str =
 
 /// Each person of [`PEOPLE`] signed in with their own token, made as a person makes it.
 fn people(tau: &Tau, config: &std::path::Path, serve: &Serve) -> [Api; 3] {
-    ["ana", "bob", "cyd"].map(|name| {
-        let args = [
-            "--config",
-            config.to_str().unwrap(),
-            "people",
-            "token",
-            name,
-        ];
-        let run = tau.run(&args, "");
-        assert_eq!(run.code, 0, "{}", run.stderr);
-        Api {
-            addr: serve.addr,
-            token: run.stdout.trim().to_owned(),
-        }
-    })
+    ["ana", "bob", "cyd"].map(|name| as_person(serve, token(tau, config, name)))
 }
 
 fn pending(api: &Api) -> Vec<String> {

@@ -12,43 +12,13 @@
 mod common;
 
 use common::Tau;
+use common::people::{as_person, ids, token};
 use common::serve::Api;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 const PEOPLE: &str =
     "[[people]]\nname = \"ana\"\n\n[[people]]\nname = \"bob\"\n\n[[people]]\nname = \"cyd\"\n";
-
-/// A person's own TauBar token, made as a person makes it.
-fn token(tau: &Tau, config: &std::path::Path, name: &str) -> String {
-    let run = tau.run(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "people",
-            "token",
-            name,
-        ],
-        "",
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    run.stdout.trim().to_owned()
-}
-
-fn as_person(serve: &common::serve::Serve, token: String) -> Api {
-    Api {
-        addr: serve.addr,
-        token,
-    }
-}
-
-fn ids(list: &Value) -> Vec<String> {
-    list.as_array()
-        .unwrap()
-        .iter()
-        .map(|row| row["id"].as_str().unwrap().to_owned())
-        .collect()
-}
 
 #[test]
 fn a_conversation_is_its_persons_alone() {

@@ -13,6 +13,7 @@
 
 mod common;
 
+use common::people::{ids, token};
 use common::serve::{Api, request};
 use common::{Tau, answer, tool_call};
 use pretty_assertions::assert_eq;
@@ -20,30 +21,6 @@ use serde_json::{Value, json};
 
 const PEOPLE: &str = "[[people]]\nname = \"ana\"\n\n[[people]]\nname = \"bob\"\n";
 const SECRET: &str = "a-doorbell-secret-long-enough";
-
-/// A person's own TauBar token, made as a person makes it.
-fn token(tau: &Tau, config: &std::path::Path, name: &str) -> String {
-    let run = tau.run(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "people",
-            "token",
-            name,
-        ],
-        "",
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    run.stdout.trim().to_owned()
-}
-
-fn ids(list: &Value) -> Vec<String> {
-    list.as_array()
-        .unwrap()
-        .iter()
-        .map(|row| row["id"].as_str().unwrap().to_owned())
-        .collect()
-}
 
 #[test]
 fn an_owned_routine_s_question_is_its_owners_alone() {

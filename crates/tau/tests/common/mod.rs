@@ -5,6 +5,7 @@ pub mod hostile;
 pub mod model_server;
 pub mod office;
 pub mod peers;
+pub mod people;
 pub mod pty;
 pub mod sandbox;
 pub mod serve;
