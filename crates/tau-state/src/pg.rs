@@ -27,6 +27,25 @@ const CHANGES: &str = "tau_state";
 /// every process that shares the database, as SQLite's `BEGIN IMMEDIATE` does for a file.
 /// ("tau!" in ASCII; any constant no other program on the database uses.)
 pub(crate) const WRITE_LOCK: i64 = 0x7461_7521;
+/// The start of a write that must survive a power cut once it returns: the write lock.
+const BEGIN_DURABLE: &str = "BEGIN; SELECT pg_advisory_xact_lock(1952544033)";
+/// The start of an ordinary write: the write lock, and a commit that does not wait for
+/// the disk.
+const BEGIN_ORDINARY: &str =
+    "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(1952544033)";
+/// The end of every write: the change counter bumped, the others told, the commit.
+const COMMIT: &str =
+    "UPDATE tau_changes SET version = version + 1 WHERE id = 1; NOTIFY tau_state; COMMIT";
+
+/// Whether a write's commit waits for the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// In the operating system's hands at its commit: survives a killed process.
+    Ordinary,
+    /// On the disk at its commit, with every commit before it: survives a power cut.
+    Flushed,
+}
+
 /// How long connecting may take before the store counts as unavailable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a statement waits for another process's lock before it fails, as SQLite's
@@ -61,6 +80,8 @@ pub(crate) struct PgConnection {
     client: Client,
     description: String,
     statements: Mutex<HashMap<String, Statement>>,
+    /// The start of a write, until its first request carries it.
+    opening: Mutex<Option<&'static str>>,
 }
 
 impl PgStore {
@@ -117,25 +138,44 @@ impl PgStore {
     }
 
     /// Runs `write` in one transaction behind the write lock, which also bumps the change
-    /// counter and notifies the other processes at its commit.
+    /// counter and notifies the other processes at its commit. The fixed parts are one
+    /// simple-query batch each (the start, lock and all; the counter, notice and commit),
+    /// and the start travels with the write's first statement: a write of n statements is
+    /// n + 1 round trips.
+    ///
+    /// An ordinary write commits without waiting for the log to reach the disk
+    /// (`synchronous_commit = off` for this transaction alone), as SQLite's
+    /// `synchronous = NORMAL` does: a crash of the server's machine may lose the last such
+    /// commits, whole and in order, never part of one. A `durable` write keeps the server's
+    /// own setting (on unless its operator said otherwise): it returns once its commit, and
+    /// with it every commit before it, is on the disk.
     pub(crate) fn write<T>(
         &self,
+        durable: Durability,
         write: impl FnOnce(&PgConnection) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
         self.with(|c| {
-            c.execute_batch(&format!(
-                "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK});
-                 UPDATE tau_changes SET version = version + 1 WHERE id = 1"
-            ))?;
-            match write(c) {
+            c.begin(match durable {
+                Durability::Flushed => BEGIN_DURABLE,
+                Durability::Ordinary => BEGIN_ORDINARY,
+            });
+            let committed = write(c).and_then(|value| {
+                c.execute_batch(COMMIT)?;
+                Ok(value)
+            });
+            match committed {
                 Ok(value) => {
-                    c.execute_batch(&format!("NOTIFY {CHANGES}; COMMIT"))?;
                     self.own_writes.fetch_add(1, Ordering::Relaxed);
                     Ok(value)
                 }
                 Err(error) => {
-                    // A connection that is gone rolled the transaction back with it.
-                    let _ = c.execute_batch("ROLLBACK");
+                    // After a failed statement or commit the transaction is over or
+                    // aborted: ending it keeps the connection usable. A connection that
+                    // is gone rolled the transaction back with it; a start never sent
+                    // began nothing.
+                    if c.take_opening().is_none() {
+                        let _ = c.execute_batch("ROLLBACK");
+                    }
                     Err(error)
                 }
             }
@@ -205,6 +245,7 @@ impl PgStore {
             client,
             description: self.description.clone(),
             statements: Mutex::new(HashMap::new()),
+            opening: Mutex::new(None),
         };
         connection.execute_batch(&format!(
             "SET lock_timeout = '{LOCK_TIMEOUT}'; LISTEN {CHANGES}"
@@ -272,23 +313,53 @@ impl PgConnection {
     pub(crate) fn execute(&self, sql: &str, params: &[Value]) -> Result<usize, StateError> {
         let statement = self.prepare(sql)?;
         let params = PgValue::all(params);
-        let changed = block_on(self.client.execute(&statement, &PgValue::refs(&params)))
-            .map_err(|error| self.failed(error))?;
+        let params = PgValue::refs(&params);
+        let changed = self.send(self.client.execute(&statement, &params))?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     pub(crate) fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, StateError> {
         let statement = self.prepare(sql)?;
         let params = PgValue::all(params);
-        let rows = block_on(self.client.query(&statement, &PgValue::refs(&params)))
-            .map_err(|error| self.failed(error))?;
+        let params = PgValue::refs(&params);
+        let rows = self.send(self.client.query(&statement, &params))?;
         rows.iter()
             .map(|row| read_row(row).map_err(|why| StateError::unreadable("a PostgreSQL row", why)))
             .collect()
     }
 
     pub(crate) fn execute_batch(&self, sql: &str) -> Result<(), StateError> {
-        block_on(self.client.batch_execute(sql)).map_err(|error| self.failed(error))
+        self.send(self.client.batch_execute(sql))
+    }
+
+    /// Makes `start` (a write's `BEGIN` and lock) go with the next request.
+    fn begin(&self, start: &'static str) {
+        *self.opening.lock().unwrap_or_else(PoisonError::into_inner) = Some(start);
+    }
+
+    fn take_opening(&self) -> Option<&'static str> {
+        self.opening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// Runs `request`, behind a write's start when one waits: both are sent before either
+    /// answer is read (one round trip), and the server runs them in order, so the request
+    /// runs inside the transaction behind the lock, and fails when the start failed.
+    fn send<T>(
+        &self,
+        request: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, StateError> {
+        let Some(start) = self.take_opening() else {
+            return block_on(request).map_err(|error| self.failed(error));
+        };
+        let (started, answered) = block_on(futures::future::join(
+            self.client.batch_execute(start),
+            request,
+        ));
+        started.map_err(|error| self.failed(error))?;
+        answered.map_err(|error| self.failed(error))
     }
 
     /// The statement for `sql` (its `?N` written `$N`), prepared once per connection.
@@ -375,6 +446,20 @@ fn redact(text: &str, url: &str) -> String {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn every_write_takes_the_one_write_lock_and_notifies_the_one_channel() {
+        for begin in [BEGIN_DURABLE, BEGIN_ORDINARY] {
+            assert!(begin.starts_with("BEGIN;"), "{begin}");
+            assert!(
+                begin.ends_with(&format!("SELECT pg_advisory_xact_lock({WRITE_LOCK})")),
+                "{begin}"
+            );
+        }
+        assert!(!BEGIN_DURABLE.contains("synchronous_commit"));
+        assert!(COMMIT.contains(&format!("NOTIFY {CHANGES};")));
+        assert!(COMMIT.ends_with("; COMMIT"));
+    }
 
     #[test]
     fn a_store_is_described_without_its_user_or_password() {
