@@ -13,7 +13,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 
 use crate::error::StateError;
 use crate::migrate;
-use crate::pg::{Durability, PgStore};
+use crate::pg::PgStore;
 use crate::sql::Sql;
 
 /// How long a statement waits for another process's write before it fails.
@@ -200,18 +200,16 @@ impl StateDb {
     ) -> Result<T, StateError> {
         match &*self.inner {
             Store::Sqlite(store) => off_the_runtime(|| transaction(&mut store.lock(), write)),
-            Store::Postgres(store) => {
-                off_the_runtime(|| store.write(Durability::Ordinary, |c| write(&Sql::Postgres(c))))
-            }
+            Store::Postgres(store) => off_the_runtime(|| store.write(|c| write(&Sql::Postgres(c)))),
         }
     }
 
     /// [`Self::write`], with the log flushed to the disk at its commit: this write and
     /// every one before it survive a power cut once it returns. For what must never be
     /// lost: a person's answer, a call let through, the end of a turn. On SQLite the commit
-    /// runs at `synchronous = FULL`; on PostgreSQL at the server's own
-    /// `synchronous_commit` (on unless its operator said otherwise) where an ordinary
-    /// write turns it off.
+    /// runs at `synchronous = FULL`; on PostgreSQL every commit waits for the server's
+    /// log flush (its own `synchronous_commit`, on unless its operator said otherwise), so
+    /// this is [`Self::write`].
     pub(crate) fn write_durable<T>(
         &self,
         write: impl FnOnce(&Sql<'_>) -> Result<T, StateError>,
@@ -219,9 +217,7 @@ impl StateDb {
         let store = match &*self.inner {
             Store::Sqlite(store) => store,
             Store::Postgres(store) => {
-                return off_the_runtime(|| {
-                    store.write(Durability::Flushed, |c| write(&Sql::Postgres(c)))
-                });
+                return off_the_runtime(|| store.write(|c| write(&Sql::Postgres(c))));
             }
         };
         off_the_runtime(|| {
@@ -500,7 +496,7 @@ mod tests {
     }
 
     #[test]
-    fn an_ordinary_write_does_not_wait_for_the_disk_and_a_durable_one_does() {
+    fn a_durable_write_waits_for_the_disk_and_postgres_waits_for_every_commit() {
         for store in crate::test_stores::stores() {
             let db = store.open();
             let setting = |c: &Sql<'_>| match c.store() {
@@ -520,10 +516,11 @@ mod tests {
                 db.write_durable(setting).unwrap(),
                 db.write(setting).unwrap(),
             ];
-            // SQLite: NORMAL (1), FULL (2); PostgreSQL: off, the server's own (on).
+            // SQLite: NORMAL (1), FULL (2); PostgreSQL: the server's own (on) for every
+            // write, or a commit it answered is lost when its process crashes.
             let expected = match store.kind {
                 "sqlite" => ["1", "2", "1"],
-                _ => ["off", "on", "off"],
+                _ => ["on", "on", "on"],
             };
             assert_eq!(seen, expected, "{}", store.kind);
         }

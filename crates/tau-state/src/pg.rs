@@ -13,12 +13,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::executor::block_on;
 use rusqlite::types::Value;
 use tokio_postgres::types::Type;
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Statement};
 
 use crate::error::StateError;
+use crate::pg_support::{block_on_for, describe, redact, with_causes};
 use crate::pg_value::{PgValue, read_row};
 
 /// The channel every write transaction notifies at its commit.
@@ -27,30 +27,31 @@ const CHANGES: &str = "tau_state";
 /// every process that shares the database, as SQLite's `BEGIN IMMEDIATE` does for a file.
 /// ("tau!" in ASCII; any constant no other program on the database uses.)
 pub(crate) const WRITE_LOCK: i64 = 0x7461_7521;
-/// The start of a write that must survive a power cut once it returns: the write lock.
-const BEGIN_DURABLE: &str = "BEGIN; SELECT pg_advisory_xact_lock(1952544033)";
-/// The start of an ordinary write: the write lock, and a commit that does not wait for
-/// the disk.
-const BEGIN_ORDINARY: &str =
-    "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(1952544033)";
+/// The start of every write: the transaction and the write lock. Its commit waits for the
+/// server's log flush (the server's own `synchronous_commit`, on unless its operator said
+/// otherwise): a commit that was answered survives a crash of the server's process, as a
+/// SQLite commit survives a killed hub. `synchronous_commit = off` would not: the server
+/// answers before its log leaves its own memory, and a crash of the server loses what it
+/// had answered in the last few hundred milliseconds (a conversation it said it made, then
+/// "no such session" once it is back).
+const BEGIN: &str = "BEGIN; SELECT pg_advisory_xact_lock(1952544033)";
 /// The end of every write: the change counter bumped, the others told, the commit.
 const COMMIT: &str =
     "UPDATE tau_changes SET version = version + 1 WHERE id = 1; NOTIFY tau_state; COMMIT";
 
-/// Whether a write's commit waits for the disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Durability {
-    /// In the operating system's hands at its commit: survives a killed process.
-    Ordinary,
-    /// On the disk at its commit, with every commit before it: survives a power cut.
-    Flushed,
-}
-
-/// How long connecting may take before the store counts as unavailable.
+/// How long connecting (the socket, the server's greeting and the login) may take before
+/// the store counts as unavailable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a statement waits for another process's lock before it fails, as SQLite's
 /// busy timeout.
 const LOCK_TIMEOUT: &str = "5s";
+/// How long the server lets one statement run before it cancels it: a statement that
+/// runs away fails as a statement, and the connection stays.
+const STATEMENT_TIMEOUT: &str = "8s";
+/// How long a call waits for the server's answer before the store counts as unavailable
+/// and the connection is dropped: longer than [`STATEMENT_TIMEOUT`], so it fires only when
+/// the server (or the network to it) has stopped answering altogether.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A PostgreSQL database as tau's store.
 pub(crate) struct PgStore {
@@ -78,6 +79,9 @@ struct Changes {
 /// One open connection and its prepared statements.
 pub(crate) struct PgConnection {
     client: Client,
+    /// Dropped with the connection: the connection's thread then ends, even while the
+    /// server owes it answers it will never send.
+    _stop: tokio::sync::oneshot::Sender<()>,
     description: String,
     statements: Mutex<HashMap<String, Statement>>,
     /// The start of a write, until its first request carries it.
@@ -141,24 +145,14 @@ impl PgStore {
     /// counter and notifies the other processes at its commit. The fixed parts are one
     /// simple-query batch each (the start, lock and all; the counter, notice and commit),
     /// and the start travels with the write's first statement: a write of n statements is
-    /// n + 1 round trips.
-    ///
-    /// An ordinary write commits without waiting for the log to reach the disk
-    /// (`synchronous_commit = off` for this transaction alone), as SQLite's
-    /// `synchronous = NORMAL` does: a crash of the server's machine may lose the last such
-    /// commits, whole and in order, never part of one. A `durable` write keeps the server's
-    /// own setting (on unless its operator said otherwise): it returns once its commit, and
-    /// with it every commit before it, is on the disk.
+    /// n + 1 round trips. Every commit returns once the server's log has it (see
+    /// [`BEGIN`]).
     pub(crate) fn write<T>(
         &self,
-        durable: Durability,
         write: impl FnOnce(&PgConnection) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
         self.with(|c| {
-            c.begin(match durable {
-                Durability::Flushed => BEGIN_DURABLE,
-                Durability::Ordinary => BEGIN_ORDINARY,
-            });
+            c.begin(BEGIN);
             let committed = write(c).and_then(|value| {
                 c.execute_batch(COMMIT)?;
                 Ok(value)
@@ -171,9 +165,11 @@ impl PgStore {
                 Err(error) => {
                     // After a failed statement or commit the transaction is over or
                     // aborted: ending it keeps the connection usable. A connection that
-                    // is gone rolled the transaction back with it; a start never sent
-                    // began nothing.
-                    if c.take_opening().is_none() {
+                    // is gone (or did not answer in time, and is dropped) ends the
+                    // transaction with it; a start never sent began nothing.
+                    let sent = c.take_opening().is_none();
+                    let lost = matches!(error, StateError::Unavailable { .. });
+                    if sent && !lost {
                         let _ = c.execute_batch("ROLLBACK");
                     }
                     Err(error)
@@ -237,18 +233,24 @@ impl PgStore {
             .name("tau-state-postgres".to_owned())
             .spawn(move || drive(config, changes, sender))
             .map_err(|error| self.unavailable(error))?;
-        let client = receiver
-            .recv()
+        // The thread answers within CONNECT_TIMEOUT; the margin is for a busy machine.
+        let (client, stop) = receiver
+            .recv_timeout(CONNECT_TIMEOUT + Duration::from_secs(1))
             .map_err(|error| self.unavailable(error))?
-            .map_err(|error| self.unavailable(error))?;
+            .map_err(|why| StateError::Unavailable {
+                store: self.description.clone(),
+                why,
+            })?;
         let connection = PgConnection {
             client,
+            _stop: stop,
             description: self.description.clone(),
             statements: Mutex::new(HashMap::new()),
             opening: Mutex::new(None),
         };
         connection.execute_batch(&format!(
-            "SET lock_timeout = '{LOCK_TIMEOUT}'; LISTEN {CHANGES}"
+            "SET lock_timeout = '{LOCK_TIMEOUT}'; \
+             SET statement_timeout = '{STATEMENT_TIMEOUT}'; LISTEN {CHANGES}"
         ))?;
         let pid = connection.query("SELECT pg_backend_pid()", &[])?;
         if let Some(Value::Integer(pid)) = pid.first().and_then(|row| row.first()) {
@@ -259,14 +261,14 @@ impl PgStore {
     }
 }
 
-/// The connection's thread: connects, hands the client over, then drives the connection,
-/// counting other processes' notifications, until it ends (closed by the server, or its
-/// client dropped).
-fn drive(
-    config: Config,
-    changes: Arc<Changes>,
-    sender: std::sync::mpsc::SyncSender<Result<Client, tokio_postgres::Error>>,
-) {
+/// What the connection's thread hands over: the client and the switch that ends the
+/// thread, or why there is no connection.
+type Opened = Result<(Client, tokio::sync::oneshot::Sender<()>), String>;
+
+/// The connection's thread: connects (within [`CONNECT_TIMEOUT`]), hands the client over,
+/// then drives the connection, counting other processes' notifications, until it ends
+/// (closed by the server, or the [`PgConnection`] dropped).
+fn drive(config: Config, changes: Arc<Changes>, sender: std::sync::mpsc::SyncSender<Opened>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -278,18 +280,29 @@ fn drive(
         }
     };
     runtime.block_on(async move {
-        let (client, mut connection) = match config.connect(NoTls).await {
-            Ok(pair) => pair,
-            Err(error) => {
-                let _ = sender.send(Err(error));
-                return;
-            }
-        };
-        if sender.send(Ok(client)).is_err() {
+        let (client, mut connection) =
+            match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
+                Ok(Ok(pair)) => pair,
+                Ok(Err(error)) => {
+                    let _ = sender.send(Err(with_causes(&error)));
+                    return;
+                }
+                Err(_) => {
+                    let why = format!("no answer within {} s", CONNECT_TIMEOUT.as_secs());
+                    let _ = sender.send(Err(why));
+                    return;
+                }
+            };
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        if sender.send(Ok((client, stop))).is_err() {
             return;
         }
         let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(message) = messages.next().await {
+        loop {
+            let next = futures::future::select(messages.next(), &mut stopped).await;
+            let futures::future::Either::Left((Some(message), _)) = next else {
+                break;
+            };
             match message {
                 Ok(AsyncMessage::Notification(notification)) => {
                     if notification.process_id() != changes.own_pid.load(Ordering::Relaxed) {
@@ -352,14 +365,28 @@ impl PgConnection {
         request: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, StateError> {
         let Some(start) = self.take_opening() else {
-            return block_on(request).map_err(|error| self.failed(error));
+            return self.answer(request)?.map_err(|error| self.failed(error));
         };
-        let (started, answered) = block_on(futures::future::join(
+        let (started, answered) = self.answer(futures::future::join(
             self.client.batch_execute(start),
             request,
-        ));
+        ))?;
         started.map_err(|error| self.failed(error))?;
         answered.map_err(|error| self.failed(error))
+    }
+
+    /// Waits for `request` on this thread, at most [`ANSWER_TIMEOUT`]: a server that
+    /// stopped answering (hung, or a network that drops everything without closing) makes
+    /// the store unavailable, and the connection is dropped, rather than holding up the
+    /// hub.
+    fn answer<T>(&self, request: impl Future<Output = T>) -> Result<T, StateError> {
+        block_on_for(request, ANSWER_TIMEOUT).ok_or_else(|| StateError::Unavailable {
+            store: self.description.clone(),
+            why: format!(
+                "the server did not answer within {} s",
+                ANSWER_TIMEOUT.as_secs()
+            ),
+        })
     }
 
     /// The statement for `sql` (its `?N` written `$N`), prepared once per connection.
@@ -372,7 +399,8 @@ impl PgConnection {
             return Ok(statement.clone());
         }
         let text = crate::sql::numbered_placeholders(sql);
-        let statement = block_on(self.client.prepare_typed(&text, &[] as &[Type]))
+        let statement = self
+            .answer(self.client.prepare_typed(&text, &[] as &[Type]))?
             .map_err(|error| self.failed(error))?;
         statements.insert(sql.to_owned(), statement.clone());
         Ok(statement)
@@ -396,80 +424,19 @@ impl PgConnection {
     }
 }
 
-/// `error` and what caused it (`error connecting to server: Connection refused`): the
-/// driver's own words stop at the first.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        let more = error.to_string();
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = error.source();
-    }
-    text
-}
-
-/// `postgres://host:port/db`: the url without user, password or options.
-fn describe(config: &Config) -> String {
-    use tokio_postgres::config::Host;
-    let host = match config.get_hosts().first() {
-        Some(Host::Tcp(host)) => host.clone(),
-        Some(Host::Unix(path)) => path.display().to_string(),
-        None => "localhost".to_owned(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    let db = config
-        .get_dbname()
-        .or(config.get_user())
-        .unwrap_or("postgres");
-    format!("postgres://{host}:{port}/{db}")
-}
-
-/// `text` with the url's password (if any) blotted out: a parse error may quote the url.
-fn redact(text: &str, url: &str) -> String {
-    let password = url
-        .split_once("://")
-        .and_then(|(_, rest)| rest.split_once('@'))
-        .and_then(|(credentials, _)| credentials.split_once(':'))
-        .map(|(_, password)| password)
-        .filter(|password| !password.is_empty());
-    match password {
-        Some(password) => text.replace(password, "***"),
-        None => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pretty_assertions::assert_eq;
 
     #[test]
     fn every_write_takes_the_one_write_lock_and_notifies_the_one_channel() {
-        for begin in [BEGIN_DURABLE, BEGIN_ORDINARY] {
-            assert!(begin.starts_with("BEGIN;"), "{begin}");
-            assert!(
-                begin.ends_with(&format!("SELECT pg_advisory_xact_lock({WRITE_LOCK})")),
-                "{begin}"
-            );
-        }
-        assert!(!BEGIN_DURABLE.contains("synchronous_commit"));
+        assert!(BEGIN.starts_with("BEGIN;"), "{BEGIN}");
+        assert!(
+            BEGIN.ends_with(&format!("SELECT pg_advisory_xact_lock({WRITE_LOCK})")),
+            "{BEGIN}"
+        );
+        assert!(!BEGIN.contains("synchronous_commit"));
         assert!(COMMIT.contains(&format!("NOTIFY {CHANGES};")));
         assert!(COMMIT.ends_with("; COMMIT"));
-    }
-
-    #[test]
-    fn a_store_is_described_without_its_user_or_password() {
-        let config: Config = "postgres://tau:s3cret@db.example:6543/tau_home?sslmode=disable"
-            .parse()
-            .unwrap();
-        assert_eq!(describe(&config), "postgres://db.example:6543/tau_home");
-        assert_eq!(
-            redact("bad url postgres://tau:s3cret@x", "postgres://tau:s3cret@x"),
-            "bad url postgres://tau:***@x"
-        );
     }
 }
