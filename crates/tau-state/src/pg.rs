@@ -34,10 +34,14 @@ pub(crate) const WRITE_LOCK: i64 = 0x7461_7521;
 /// answers before its log leaves its own memory, and a crash of the server loses what it
 /// had answered in the last few hundred milliseconds (a conversation it said it made, then
 /// "no such session" once it is back).
-const BEGIN: &str = "BEGIN; SELECT pg_advisory_xact_lock(1952544033)";
-/// The end of every write: the change counter bumped, the others told, the commit.
-const COMMIT: &str =
-    "UPDATE tau_changes SET version = version + 1 WHERE id = 1; NOTIFY tau_state; COMMIT";
+const BEGIN: &str = "BEGIN";
+/// The write lock, prepared once per connection (as [`BUMP`]): the server plans it once,
+/// not at every write.
+const LOCK: &str = "SELECT pg_advisory_xact_lock(1952544033)";
+/// The change counter bumped, at the end of every write.
+const BUMP: &str = "UPDATE tau_changes SET version = version + 1 WHERE id = 1";
+/// The end of every write after [`BUMP`]: the others told, the commit.
+const COMMIT: &str = "NOTIFY tau_state; COMMIT";
 
 /// How long connecting (the socket, the server's greeting and the login) may take before
 /// the store counts as unavailable.
@@ -142,11 +146,10 @@ impl PgStore {
     }
 
     /// Runs `write` in one transaction behind the write lock, which also bumps the change
-    /// counter and notifies the other processes at its commit. The fixed parts are one
-    /// simple-query batch each (the start, lock and all; the counter, notice and commit),
-    /// and the start travels with the write's first statement: a write of n statements is
-    /// n + 1 round trips. Every commit returns once the server's log has it (see
-    /// [`BEGIN`]).
+    /// counter and notifies the other processes at its commit. The start and the lock
+    /// travel with the write's first statement, and the counter, the notice and the
+    /// commit together: a write of n statements is n + 1 round trips. Every commit returns
+    /// once the server's log has it (see [`BEGIN`]).
     pub(crate) fn write<T>(
         &self,
         write: impl FnOnce(&PgConnection) -> Result<T, StateError>,
@@ -154,7 +157,7 @@ impl PgStore {
         self.with(|c| {
             c.begin(BEGIN);
             let committed = write(c).and_then(|value| {
-                c.execute_batch(COMMIT)?;
+                c.commit()?;
                 Ok(value)
             });
             match committed {
@@ -345,7 +348,22 @@ impl PgConnection {
         self.send(self.client.batch_execute(sql))
     }
 
-    /// Makes `start` (a write's `BEGIN` and lock) go with the next request.
+    /// Ends a write: the counter bumped, then the notice and the commit, sent together. A
+    /// bump that failed left the transaction aborted, which the commit then rolls back.
+    fn commit(&self) -> Result<(), StateError> {
+        let bump = self.prepare(BUMP)?;
+        self.send(async {
+            let (bumped, committed) = futures::future::join(
+                self.client.execute(&bump, &[]),
+                self.client.batch_execute(COMMIT),
+            )
+            .await;
+            bumped?;
+            committed
+        })
+    }
+
+    /// Makes `start` (a write's `BEGIN`, then its lock) go with the next request.
     fn begin(&self, start: &'static str) {
         *self.opening.lock().unwrap_or_else(PoisonError::into_inner) = Some(start);
     }
@@ -357,9 +375,10 @@ impl PgConnection {
             .take()
     }
 
-    /// Runs `request`, behind a write's start when one waits: both are sent before either
-    /// answer is read (one round trip), and the server runs them in order, so the request
-    /// runs inside the transaction behind the lock, and fails when the start failed.
+    /// Runs `request`, behind a write's start and lock when they wait: all are sent
+    /// before any answer is read (one round trip), and the server runs them in order, so
+    /// the request runs inside the transaction behind the lock, and fails when the start
+    /// or the lock failed.
     fn send<T>(
         &self,
         request: impl Future<Output = Result<T, tokio_postgres::Error>>,
@@ -367,11 +386,15 @@ impl PgConnection {
         let Some(start) = self.take_opening() else {
             return self.answer(request)?.map_err(|error| self.failed(error));
         };
-        let (started, answered) = self.answer(futures::future::join(
+        // Prepared before anything of the write is sent (once per connection).
+        let lock = self.prepare(LOCK)?;
+        let (started, locked, answered) = self.answer(futures::future::join3(
             self.client.batch_execute(start),
+            self.client.execute(&lock, &[]),
             request,
         ))?;
         started.map_err(|error| self.failed(error))?;
+        locked.map_err(|error| self.failed(error))?;
         answered.map_err(|error| self.failed(error))
     }
 
@@ -430,13 +453,9 @@ mod tests {
 
     #[test]
     fn every_write_takes_the_one_write_lock_and_notifies_the_one_channel() {
-        assert!(BEGIN.starts_with("BEGIN;"), "{BEGIN}");
-        assert!(
-            BEGIN.ends_with(&format!("SELECT pg_advisory_xact_lock({WRITE_LOCK})")),
-            "{BEGIN}"
-        );
-        assert!(!BEGIN.contains("synchronous_commit"));
-        assert!(COMMIT.contains(&format!("NOTIFY {CHANGES};")));
-        assert!(COMMIT.ends_with("; COMMIT"));
+        assert_eq!(BEGIN, "BEGIN", "the server's own synchronous_commit");
+        assert_eq!(LOCK, format!("SELECT pg_advisory_xact_lock({WRITE_LOCK})"));
+        assert!(BUMP.starts_with("UPDATE tau_changes SET version = version + 1"));
+        assert_eq!(COMMIT, format!("NOTIFY {CHANGES}; COMMIT"));
     }
 }
