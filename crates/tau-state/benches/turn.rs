@@ -6,16 +6,24 @@
 //! `sqlite`: a file in a temporary folder. `postgres`: a fresh database on the server
 //! `TAU_TEST_POSTGRES_URL` names (left out when it names none). Criterion reports the
 //! time per turn; on a loopback server most of it is round trips, not CPU.
+//!
+//! `TAU_BENCH_CPU_TURNS=N` runs N turns on each store instead and prints the CPU a turn
+//! costs: this process's, and the PostgreSQL server's (every process of the server the
+//! store's connection is served by, its exited ones included, read from `/proc`; Linux
+//! only), which is how a turn's cost on each store compares when the cores are full.
 #![allow(
     clippy::expect_used,
     clippy::unwrap_used,
     clippy::panic,
-    reason = "a benchmark that cannot set up has nothing to measure"
+    clippy::indexing_slicing,
+    clippy::print_stdout,
+    reason = "a benchmark that cannot set up has nothing to measure; it prints what it measured"
 )]
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use jiff::Timestamp;
 use serde_json::json;
 use tau_protocol::{ApprovalId, CallCard, DecidedBy, SessionId, Tier};
@@ -91,5 +99,94 @@ fn stores(c: &mut Criterion) {
     group.finish();
 }
 
+/// Runs `turns` turns on each store and prints wall time and CPU a turn.
+fn cpu_per_turn(turns: u64) {
+    for store in test_stores::stores() {
+        let db = store.open();
+        let server = store.url().map(postmaster);
+        turn(&db, u64::MAX); // the statements prepared, the tables warm
+        let (wall, ours, theirs) = (Instant::now(), own_cpu(), server.map(tree_cpu));
+        for n in 0..turns {
+            turn(&db, n);
+        }
+        let wall = wall.elapsed() / u32::try_from(turns).unwrap();
+        let ours = (own_cpu() - ours) / u32::try_from(turns).unwrap();
+        let theirs = server
+            .zip(theirs)
+            .map(|(pid, before)| (tree_cpu(pid) - before) / u32::try_from(turns).unwrap());
+        println!(
+            "turn/{}: {turns} turns, wall {wall:.2?} a turn, CPU a turn: bench {ours:.2?}{}",
+            store.kind,
+            theirs.map_or(String::new(), |t| format!(", server {t:.2?}")),
+        );
+    }
+}
+
+/// The PostgreSQL server's main process: the parent of a connection's backend.
+fn postmaster(url: &str) -> u32 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let backend: i32 = runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0)
+    });
+    stat(u32::try_from(backend).unwrap()).unwrap()[1]
+        .parse()
+        .unwrap()
+}
+
+/// The fields of `/proc/PID/stat` from the state on (the name, which may hold spaces, cut).
+fn stat(pid: u32) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = text.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Clock ticks (1/100 s) of the fields `from..to` of a `stat`.
+fn ticks(fields: &[String], from: usize, to: usize) -> Duration {
+    let sum: u64 = fields[from..to]
+        .iter()
+        .map(|f| f.parse::<u64>().unwrap())
+        .sum();
+    Duration::from_millis(sum * 10)
+}
+
+/// This process's user and system CPU.
+fn own_cpu() -> Duration {
+    ticks(&stat(std::process::id()).unwrap(), 11, 13)
+}
+
+/// The CPU of `root`, its exited children and its live ones.
+fn tree_cpu(root: u32) -> Duration {
+    let mut total = ticks(&stat(root).unwrap(), 11, 15);
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        if let Some(fields) = stat(pid).filter(|f| f[1] == root.to_string()) {
+            total += ticks(&fields, 11, 13);
+        }
+    }
+    total
+}
+
 criterion_group!(benches, stores);
-criterion_main!(benches);
+
+fn main() {
+    match std::env::var("TAU_BENCH_CPU_TURNS") {
+        Ok(turns) => cpu_per_turn(turns.parse().unwrap()),
+        Err(_) => {
+            benches();
+            Criterion::default().configure_from_args().final_summary();
+        }
+    }
+}

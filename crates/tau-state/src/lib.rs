@@ -81,6 +81,7 @@ mod migrate;
 mod passkeys;
 mod people;
 mod pg;
+mod pg_support;
 mod pg_value;
 mod push;
 mod routines;

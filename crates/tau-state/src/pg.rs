@@ -13,12 +13,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::executor::block_on;
 use rusqlite::types::Value;
 use tokio_postgres::types::Type;
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Statement};
 
 use crate::error::StateError;
+use crate::pg_support::{block_on_for, describe, redact, with_causes};
 use crate::pg_value::{PgValue, read_row};
 
 /// The channel every write transaction notifies at its commit.
@@ -27,11 +27,35 @@ const CHANGES: &str = "tau_state";
 /// every process that shares the database, as SQLite's `BEGIN IMMEDIATE` does for a file.
 /// ("tau!" in ASCII; any constant no other program on the database uses.)
 pub(crate) const WRITE_LOCK: i64 = 0x7461_7521;
-/// How long connecting may take before the store counts as unavailable.
+/// The start of every write: the transaction and the write lock. Its commit waits for the
+/// server's log flush (the server's own `synchronous_commit`, on unless its operator said
+/// otherwise): a commit that was answered survives a crash of the server's process, as a
+/// SQLite commit survives a killed hub. `synchronous_commit = off` would not: the server
+/// answers before its log leaves its own memory, and a crash of the server loses what it
+/// had answered in the last few hundred milliseconds (a conversation it said it made, then
+/// "no such session" once it is back).
+const BEGIN: &str = "BEGIN";
+/// The write lock, prepared once per connection (as [`BUMP`]): the server plans it once,
+/// not at every write.
+const LOCK: &str = "SELECT pg_advisory_xact_lock(1952544033)";
+/// The change counter bumped, at the end of every write.
+const BUMP: &str = "UPDATE tau_changes SET version = version + 1 WHERE id = 1";
+/// The end of every write after [`BUMP`]: the others told, the commit.
+const COMMIT: &str = "NOTIFY tau_state; COMMIT";
+
+/// How long connecting (the socket, the server's greeting and the login) may take before
+/// the store counts as unavailable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a statement waits for another process's lock before it fails, as SQLite's
 /// busy timeout.
 const LOCK_TIMEOUT: &str = "5s";
+/// How long the server lets one statement run before it cancels it: a statement that
+/// runs away fails as a statement, and the connection stays.
+const STATEMENT_TIMEOUT: &str = "8s";
+/// How long a call waits for the server's answer before the store counts as unavailable
+/// and the connection is dropped: longer than [`STATEMENT_TIMEOUT`], so it fires only when
+/// the server (or the network to it) has stopped answering altogether.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A PostgreSQL database as tau's store.
 pub(crate) struct PgStore {
@@ -59,8 +83,13 @@ struct Changes {
 /// One open connection and its prepared statements.
 pub(crate) struct PgConnection {
     client: Client,
+    /// Dropped with the connection: the connection's thread then ends, even while the
+    /// server owes it answers it will never send.
+    _stop: tokio::sync::oneshot::Sender<()>,
     description: String,
     statements: Mutex<HashMap<String, Statement>>,
+    /// The start of a write, until its first request carries it.
+    opening: Mutex<Option<&'static str>>,
 }
 
 impl PgStore {
@@ -117,25 +146,35 @@ impl PgStore {
     }
 
     /// Runs `write` in one transaction behind the write lock, which also bumps the change
-    /// counter and notifies the other processes at its commit.
+    /// counter and notifies the other processes at its commit. The start and the lock
+    /// travel with the write's first statement, and the counter, the notice and the
+    /// commit together: a write of n statements is n + 1 round trips. Every commit returns
+    /// once the server's log has it (see [`BEGIN`]).
     pub(crate) fn write<T>(
         &self,
         write: impl FnOnce(&PgConnection) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
         self.with(|c| {
-            c.execute_batch(&format!(
-                "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK});
-                 UPDATE tau_changes SET version = version + 1 WHERE id = 1"
-            ))?;
-            match write(c) {
+            c.begin(BEGIN);
+            let committed = write(c).and_then(|value| {
+                c.commit()?;
+                Ok(value)
+            });
+            match committed {
                 Ok(value) => {
-                    c.execute_batch(&format!("NOTIFY {CHANGES}; COMMIT"))?;
                     self.own_writes.fetch_add(1, Ordering::Relaxed);
                     Ok(value)
                 }
                 Err(error) => {
-                    // A connection that is gone rolled the transaction back with it.
-                    let _ = c.execute_batch("ROLLBACK");
+                    // After a failed statement or commit the transaction is over or
+                    // aborted: ending it keeps the connection usable. A connection that
+                    // is gone (or did not answer in time, and is dropped) ends the
+                    // transaction with it; a start never sent began nothing.
+                    let sent = c.take_opening().is_none();
+                    let lost = matches!(error, StateError::Unavailable { .. });
+                    if sent && !lost {
+                        let _ = c.execute_batch("ROLLBACK");
+                    }
                     Err(error)
                 }
             }
@@ -197,17 +236,24 @@ impl PgStore {
             .name("tau-state-postgres".to_owned())
             .spawn(move || drive(config, changes, sender))
             .map_err(|error| self.unavailable(error))?;
-        let client = receiver
-            .recv()
+        // The thread answers within CONNECT_TIMEOUT; the margin is for a busy machine.
+        let (client, stop) = receiver
+            .recv_timeout(CONNECT_TIMEOUT + Duration::from_secs(1))
             .map_err(|error| self.unavailable(error))?
-            .map_err(|error| self.unavailable(error))?;
+            .map_err(|why| StateError::Unavailable {
+                store: self.description.clone(),
+                why,
+            })?;
         let connection = PgConnection {
             client,
+            _stop: stop,
             description: self.description.clone(),
             statements: Mutex::new(HashMap::new()),
+            opening: Mutex::new(None),
         };
         connection.execute_batch(&format!(
-            "SET lock_timeout = '{LOCK_TIMEOUT}'; LISTEN {CHANGES}"
+            "SET lock_timeout = '{LOCK_TIMEOUT}'; \
+             SET statement_timeout = '{STATEMENT_TIMEOUT}'; LISTEN {CHANGES}"
         ))?;
         let pid = connection.query("SELECT pg_backend_pid()", &[])?;
         if let Some(Value::Integer(pid)) = pid.first().and_then(|row| row.first()) {
@@ -218,14 +264,14 @@ impl PgStore {
     }
 }
 
-/// The connection's thread: connects, hands the client over, then drives the connection,
-/// counting other processes' notifications, until it ends (closed by the server, or its
-/// client dropped).
-fn drive(
-    config: Config,
-    changes: Arc<Changes>,
-    sender: std::sync::mpsc::SyncSender<Result<Client, tokio_postgres::Error>>,
-) {
+/// What the connection's thread hands over: the client and the switch that ends the
+/// thread, or why there is no connection.
+type Opened = Result<(Client, tokio::sync::oneshot::Sender<()>), String>;
+
+/// The connection's thread: connects (within [`CONNECT_TIMEOUT`]), hands the client over,
+/// then drives the connection, counting other processes' notifications, until it ends
+/// (closed by the server, or the [`PgConnection`] dropped).
+fn drive(config: Config, changes: Arc<Changes>, sender: std::sync::mpsc::SyncSender<Opened>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -237,18 +283,29 @@ fn drive(
         }
     };
     runtime.block_on(async move {
-        let (client, mut connection) = match config.connect(NoTls).await {
-            Ok(pair) => pair,
-            Err(error) => {
-                let _ = sender.send(Err(error));
-                return;
-            }
-        };
-        if sender.send(Ok(client)).is_err() {
+        let (client, mut connection) =
+            match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
+                Ok(Ok(pair)) => pair,
+                Ok(Err(error)) => {
+                    let _ = sender.send(Err(with_causes(&error)));
+                    return;
+                }
+                Err(_) => {
+                    let why = format!("no answer within {} s", CONNECT_TIMEOUT.as_secs());
+                    let _ = sender.send(Err(why));
+                    return;
+                }
+            };
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        if sender.send(Ok((client, stop))).is_err() {
             return;
         }
         let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(message) = messages.next().await {
+        loop {
+            let next = futures::future::select(messages.next(), &mut stopped).await;
+            let futures::future::Either::Left((Some(message), _)) = next else {
+                break;
+            };
             match message {
                 Ok(AsyncMessage::Notification(notification)) => {
                     if notification.process_id() != changes.own_pid.load(Ordering::Relaxed) {
@@ -272,23 +329,87 @@ impl PgConnection {
     pub(crate) fn execute(&self, sql: &str, params: &[Value]) -> Result<usize, StateError> {
         let statement = self.prepare(sql)?;
         let params = PgValue::all(params);
-        let changed = block_on(self.client.execute(&statement, &PgValue::refs(&params)))
-            .map_err(|error| self.failed(error))?;
+        let params = PgValue::refs(&params);
+        let changed = self.send(self.client.execute(&statement, &params))?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     pub(crate) fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, StateError> {
         let statement = self.prepare(sql)?;
         let params = PgValue::all(params);
-        let rows = block_on(self.client.query(&statement, &PgValue::refs(&params)))
-            .map_err(|error| self.failed(error))?;
+        let params = PgValue::refs(&params);
+        let rows = self.send(self.client.query(&statement, &params))?;
         rows.iter()
             .map(|row| read_row(row).map_err(|why| StateError::unreadable("a PostgreSQL row", why)))
             .collect()
     }
 
     pub(crate) fn execute_batch(&self, sql: &str) -> Result<(), StateError> {
-        block_on(self.client.batch_execute(sql)).map_err(|error| self.failed(error))
+        self.send(self.client.batch_execute(sql))
+    }
+
+    /// Ends a write: the counter bumped, then the notice and the commit, sent together. A
+    /// bump that failed left the transaction aborted, which the commit then rolls back.
+    fn commit(&self) -> Result<(), StateError> {
+        let bump = self.prepare(BUMP)?;
+        self.send(async {
+            let (bumped, committed) = futures::future::join(
+                self.client.execute(&bump, &[]),
+                self.client.batch_execute(COMMIT),
+            )
+            .await;
+            bumped?;
+            committed
+        })
+    }
+
+    /// Makes `start` (a write's `BEGIN`, then its lock) go with the next request.
+    fn begin(&self, start: &'static str) {
+        *self.opening.lock().unwrap_or_else(PoisonError::into_inner) = Some(start);
+    }
+
+    fn take_opening(&self) -> Option<&'static str> {
+        self.opening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// Runs `request`, behind a write's start and lock when they wait: all are sent
+    /// before any answer is read (one round trip), and the server runs them in order, so
+    /// the request runs inside the transaction behind the lock, and fails when the start
+    /// or the lock failed.
+    fn send<T>(
+        &self,
+        request: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, StateError> {
+        let Some(start) = self.take_opening() else {
+            return self.answer(request)?.map_err(|error| self.failed(error));
+        };
+        // Prepared before anything of the write is sent (once per connection).
+        let lock = self.prepare(LOCK)?;
+        let (started, locked, answered) = self.answer(futures::future::join3(
+            self.client.batch_execute(start),
+            self.client.execute(&lock, &[]),
+            request,
+        ))?;
+        started.map_err(|error| self.failed(error))?;
+        locked.map_err(|error| self.failed(error))?;
+        answered.map_err(|error| self.failed(error))
+    }
+
+    /// Waits for `request` on this thread, at most [`ANSWER_TIMEOUT`]: a server that
+    /// stopped answering (hung, or a network that drops everything without closing) makes
+    /// the store unavailable, and the connection is dropped, rather than holding up the
+    /// hub.
+    fn answer<T>(&self, request: impl Future<Output = T>) -> Result<T, StateError> {
+        block_on_for(request, ANSWER_TIMEOUT).ok_or_else(|| StateError::Unavailable {
+            store: self.description.clone(),
+            why: format!(
+                "the server did not answer within {} s",
+                ANSWER_TIMEOUT.as_secs()
+            ),
+        })
     }
 
     /// The statement for `sql` (its `?N` written `$N`), prepared once per connection.
@@ -301,7 +422,8 @@ impl PgConnection {
             return Ok(statement.clone());
         }
         let text = crate::sql::numbered_placeholders(sql);
-        let statement = block_on(self.client.prepare_typed(&text, &[] as &[Type]))
+        let statement = self
+            .answer(self.client.prepare_typed(&text, &[] as &[Type]))?
             .map_err(|error| self.failed(error))?;
         statements.insert(sql.to_owned(), statement.clone());
         Ok(statement)
@@ -325,66 +447,15 @@ impl PgConnection {
     }
 }
 
-/// `error` and what caused it (`error connecting to server: Connection refused`): the
-/// driver's own words stop at the first.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        let more = error.to_string();
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = error.source();
-    }
-    text
-}
-
-/// `postgres://host:port/db`: the url without user, password or options.
-fn describe(config: &Config) -> String {
-    use tokio_postgres::config::Host;
-    let host = match config.get_hosts().first() {
-        Some(Host::Tcp(host)) => host.clone(),
-        Some(Host::Unix(path)) => path.display().to_string(),
-        None => "localhost".to_owned(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    let db = config
-        .get_dbname()
-        .or(config.get_user())
-        .unwrap_or("postgres");
-    format!("postgres://{host}:{port}/{db}")
-}
-
-/// `text` with the url's password (if any) blotted out: a parse error may quote the url.
-fn redact(text: &str, url: &str) -> String {
-    let password = url
-        .split_once("://")
-        .and_then(|(_, rest)| rest.split_once('@'))
-        .and_then(|(credentials, _)| credentials.split_once(':'))
-        .map(|(_, password)| password)
-        .filter(|password| !password.is_empty());
-    match password {
-        Some(password) => text.replace(password, "***"),
-        None => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pretty_assertions::assert_eq;
 
     #[test]
-    fn a_store_is_described_without_its_user_or_password() {
-        let config: Config = "postgres://tau:s3cret@db.example:6543/tau_home?sslmode=disable"
-            .parse()
-            .unwrap();
-        assert_eq!(describe(&config), "postgres://db.example:6543/tau_home");
-        assert_eq!(
-            redact("bad url postgres://tau:s3cret@x", "postgres://tau:s3cret@x"),
-            "bad url postgres://tau:***@x"
-        );
+    fn every_write_takes_the_one_write_lock_and_notifies_the_one_channel() {
+        assert_eq!(BEGIN, "BEGIN", "the server's own synchronous_commit");
+        assert_eq!(LOCK, format!("SELECT pg_advisory_xact_lock({WRITE_LOCK})"));
+        assert!(BUMP.starts_with("UPDATE tau_changes SET version = version + 1"));
+        assert_eq!(COMMIT, format!("NOTIFY {CHANGES}; COMMIT"));
     }
 }

@@ -2,6 +2,8 @@
 //! PostgreSQL database when `TAU_TEST_POSTGRES_URL` names a server (its url for a database
 //! a test may create others from: `CREATE DATABASE tau_t_<random>`, dropped at the end).
 //! Used by the unit tests beside the modules and, by path, by the tests in `tests/`.
+//! Without a server those tests run on SQLite alone, unless `TAU_PEERS_REQUIRED=1` (set by
+//! `scripts/test`): then a missing server fails them, so a green run ran both stores.
 
 #![allow(dead_code)]
 
@@ -61,9 +63,11 @@ pub fn sqlite() -> TestStore {
     }
 }
 
-/// A fresh PostgreSQL database on the server `TAU_TEST_POSTGRES_URL` names, if it names one.
+/// A fresh PostgreSQL database on the server `TAU_TEST_POSTGRES_URL` names, if it names one
+/// (and when it names none under `TAU_PEERS_REQUIRED=1`, a failure).
 pub fn postgres() -> Option<TestStore> {
-    let admin = std::env::var(POSTGRES_URL).ok().filter(|u| !u.is_empty())?;
+    let required = std::env::var_os("TAU_PEERS_REQUIRED").is_some_and(|v| v == "1");
+    let admin = server_url(std::env::var(POSTGRES_URL).ok(), required)?;
     let name = fresh_name();
     admin_batch(&admin, &format!("CREATE DATABASE {name}"))
         .unwrap_or_else(|e| panic!("cannot create the test database {name}: {e}"));
@@ -75,6 +79,17 @@ pub fn postgres() -> Option<TestStore> {
         _dir: None,
         database: Some((admin, name)),
     })
+}
+
+/// The server's url from `given` (`TAU_TEST_POSTGRES_URL`): none when it is unset or
+/// empty, which fails the test when a server is `required`.
+pub fn server_url(given: Option<String>, required: bool) -> Option<String> {
+    let url = given.filter(|u| !u.is_empty());
+    assert!(
+        url.is_some() || !required,
+        "TAU_PEERS_REQUIRED is set, but {POSTGRES_URL} names no PostgreSQL server"
+    );
+    url
 }
 
 /// Every store a behaviour test runs against.

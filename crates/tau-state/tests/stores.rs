@@ -1,8 +1,10 @@
 //! What differs between the two stores and what must not: a password in a url is never
 //! shown, a cut connection fails closed (nothing is decided) and the store answers again
 //! once it is back, another process's commit is seen (and wakes a waiter) on both, and
-//! what only a SQLite file has is refused on PostgreSQL with a typed error. The tests that
-//! need a PostgreSQL server run when `TAU_TEST_POSTGRES_URL` names one.
+//! what only a SQLite file has is refused on PostgreSQL with a typed error. A commit the
+//! store answered survives a crash of the server, and a server that stops answering fails
+//! calls in bounded time. The tests that need a shared PostgreSQL server run when
+//! `TAU_TEST_POSTGRES_URL` names one; the crash test starts a server of its own.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -14,13 +16,14 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tau_protocol::{ApprovalId, CallCard, DecidedBy, SessionId, Tier};
 use tau_state::{Answered, ApprovalState, NewApproval, StateDb, StateError, StoreLocation};
+use tau_test_support::Postgres;
 
 #[path = "../src/test_stores.rs"]
 mod test_stores;
@@ -178,11 +181,88 @@ fn a_cut_connection_decides_nothing_and_the_store_answers_once_it_is_back() {
     );
 }
 
+#[test]
+fn a_commit_the_store_answered_survives_a_crash_of_the_server() {
+    let mut server = Postgres::start().unwrap();
+    // The server's log writer waits 10 s between rounds (its longest): a commit answered
+    // before its log was written would be lost by the crash below, every time.
+    server
+        .sql("ALTER SYSTEM SET wal_writer_delay = '10s'")
+        .unwrap();
+    server.sql("SELECT pg_reload_conf()").unwrap();
+    let url = server.fresh_database().unwrap();
+    let hub = StateDb::connect(&url).unwrap();
+    // A stored question (a write that must survive a power cut), then ordinary writes:
+    // a conversation made and its first message.
+    hub.approvals().create_approval(&question("ap_1")).unwrap();
+    let session = SessionId::parse("web-1").unwrap();
+    let sessions = hub.sessions();
+    assert!(sessions.ensure_session(&session).unwrap());
+    sessions
+        .append_message(&session, 0, r#"{"role":"user","content":[]}"#)
+        .unwrap();
+
+    server.stop().unwrap();
+    server.start_again().unwrap();
+    let id = ApprovalId::parse("ap_1").unwrap();
+    assert!(hub.approvals().approval(&id).unwrap().is_some());
+    assert!(
+        sessions.session_exists(&session).unwrap(),
+        "the conversation the store said it made"
+    );
+    assert_eq!(sessions.message_count(&session).unwrap(), 1);
+}
+
+#[test]
+fn a_server_that_stops_answering_fails_calls_in_bounded_time_and_answers_once_back() {
+    let Some(store) = test_stores::postgres() else {
+        return;
+    };
+    let proxy = Proxy::start(store.url().unwrap());
+    let hub = StateDb::connect(&proxy.url).unwrap();
+    let approvals = hub.approvals();
+    let id = ApprovalId::parse("ap_1").unwrap();
+    approvals.create_approval(&question("ap_1")).unwrap();
+
+    proxy.freeze();
+    let by = DecidedBy::person("web");
+    // On the open connection: no answer (the server's 8 s cap on a statement never
+    // arrives either), so the call gives up after 10 s.
+    let started = Instant::now();
+    let refused = approvals.decide_approval(&id, ApprovalState::Approved, &by, Timestamp::now());
+    let waited = started.elapsed();
+    assert!(
+        matches!(refused, Err(StateError::Unavailable { .. })),
+        "{refused:?}"
+    );
+    assert!(waited < Duration::from_secs(15), "{waited:?}");
+    // A new connection: the socket opens, the server's greeting never comes (5 s).
+    let started = Instant::now();
+    let again = approvals.approval(&id);
+    let waited = started.elapsed();
+    assert!(
+        matches!(again, Err(StateError::Unavailable { .. })),
+        "{again:?}"
+    );
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+
+    proxy.restore();
+    let stored = approvals.approval(&id).unwrap().unwrap();
+    assert_eq!(stored.state, ApprovalState::Pending, "nothing was approved");
+    let answered = approvals
+        .decide_approval(&id, ApprovalState::Approved, &by, Timestamp::now())
+        .unwrap();
+    assert!(matches!(answered, Answered::Decided(_)), "{answered:?}");
+}
+
 /// A TCP relay between the store and the server that can be cut (every open connection
-/// shut, new ones dropped at once) and restored, as a network that goes away would.
+/// shut, new ones dropped at once), frozen (every connection, open or new, kept open and
+/// nothing forwarded, as a hung server or a network that drops everything would) and
+/// restored.
 struct Proxy {
     url: String,
     cut: Arc<AtomicBool>,
+    frozen: Arc<AtomicBool>,
     open: Arc<Mutex<Vec<TcpStream>>>,
 }
 
@@ -198,9 +278,10 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let relay = listener.local_addr().unwrap().to_string();
         let cut = Arc::new(AtomicBool::new(false));
+        let frozen = Arc::new(AtomicBool::new(false));
         let open = Arc::new(Mutex::new(Vec::new()));
         {
-            let (cut, open) = (Arc::clone(&cut), Arc::clone(&open));
+            let (cut, frozen, open) = (Arc::clone(&cut), Arc::clone(&frozen), Arc::clone(&open));
             let upstream = upstream.clone();
             std::thread::spawn(move || {
                 for client in listener.incoming() {
@@ -209,20 +290,34 @@ impl Proxy {
                         let _ = client.shutdown(Shutdown::Both);
                         continue;
                     }
-                    let server = TcpStream::connect(&upstream).unwrap();
                     let mut open = open.lock().unwrap();
+                    if frozen.load(Ordering::SeqCst) {
+                        open.push(client);
+                        continue;
+                    }
+                    let server = TcpStream::connect(&upstream).unwrap();
                     open.push(client.try_clone().unwrap());
                     open.push(server.try_clone().unwrap());
-                    pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
-                    pipe(server, client);
+                    let forwards = Arc::clone(&frozen);
+                    pipe(
+                        client.try_clone().unwrap(),
+                        server.try_clone().unwrap(),
+                        forwards,
+                    );
+                    pipe(server, client, Arc::clone(&frozen));
                 }
             });
         }
         Self {
             url: url.replacen(&upstream, &relay, 1),
             cut,
+            frozen,
             open,
         }
+    }
+
+    fn freeze(&self) {
+        self.frozen.store(true, Ordering::SeqCst);
     }
 
     fn cut(&self) {
@@ -234,15 +329,18 @@ impl Proxy {
 
     fn restore(&self) {
         self.cut.store(false, Ordering::SeqCst);
+        self.frozen.store(false, Ordering::SeqCst);
     }
 }
 
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+/// Copies `from` to `to` until either ends; while `frozen`, what arrives is dropped.
+fn pipe(mut from: TcpStream, mut to: TcpStream, frozen: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         let mut buffer = [0u8; 8192];
         loop {
             match from.read(&mut buffer) {
                 Ok(0) | Err(_) => break,
+                Ok(_) if frozen.load(Ordering::SeqCst) => {}
                 Ok(n) => {
                     if to.write_all(&buffer[..n]).is_err() {
                         break;
