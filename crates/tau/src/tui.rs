@@ -124,7 +124,7 @@ pub(crate) async fn run(
     );
     let approver = TuiApprover::new()
         .for_person(person.as_ref().map(ToString::to_string))
-        .with_passkeys(passkeys.takes_passkey, passkeys.refused);
+        .with_passkeys(passkeys.takes_passkey, passkeys.not_yours, passkeys.refused);
     let questions = approver.questions();
     let calls = ModelCalls::new();
     let mut agent = build_agent(AgentParts {

@@ -14,7 +14,7 @@ use tau_core::{ChannelSink, Language};
 
 use crate::escape::escape_for_terminal;
 use crate::pager::Paged;
-use crate::passkeys::TakesPasskey;
+use crate::passkeys::PasskeyQuestions;
 use crate::prompt::question_line;
 use crate::question::Questions;
 use crate::texts::texts;
@@ -81,9 +81,9 @@ struct State {
     paged: Option<Paged>,
     /// How each finished call of the turn ended, until its output comes.
     finished: HashMap<String, CallStatus>,
-    /// Which questions take a passkey, asked when each is drawn.
-    passkeys: Option<TakesPasskey>,
-    /// The open questions drawn as taking a passkey.
+    /// Which questions take a passkey or are not the person's, asked when each is drawn.
+    passkeys: Option<PasskeyQuestions>,
+    /// The open questions drawn as ones no yes typed here approves.
     passkey_questions: HashSet<ApprovalId>,
     /// The question on screen takes a passkey: its last line says nothing typed runs it.
     passkey_open: bool,
@@ -147,14 +147,14 @@ impl Console {
         self.lock().question_screen = Some(screen);
     }
 
-    /// Asks `takes` of each question as it is drawn; one that takes a passkey says on its
-    /// card that no yes typed here approves it.
-    pub(crate) fn asks_passkeys(&self, takes: TakesPasskey) {
-        self.lock().passkeys = Some(takes);
+    /// Asks `questions` of each question as it is drawn; one that takes a passkey, or is
+    /// not the person's, says on its card that no yes typed here approves it.
+    pub(crate) fn asks_passkeys(&self, questions: PasskeyQuestions) {
+        self.lock().passkeys = Some(questions);
     }
 
-    /// Whether question `approval_id` was drawn as taking a passkey.
-    pub(crate) fn takes_passkey(&self, approval_id: &ApprovalId) -> bool {
+    /// Whether question `approval_id` was drawn as one no yes typed here approves.
+    pub(crate) fn refuses_yes(&self, approval_id: &ApprovalId) -> bool {
         self.lock().passkey_questions.contains(approval_id)
     }
 
@@ -229,9 +229,10 @@ impl Console {
         write_question(&mut state, &text);
     }
 
-    /// A yes (or the second step's answer) to a question that takes a passkey: nothing
-    /// was approved. Say so, ask again, and start the question's guard anew.
-    pub(crate) fn passkey_refused(&self, line: &str, approval_id: &ApprovalId) {
+    /// A yes (or the second step's answer) to a question no yes typed here approves:
+    /// nothing was approved, for reason `why`. Say so, ask again, and start the question's
+    /// guard anew.
+    pub(crate) fn yes_refused(&self, line: &str, approval_id: &ApprovalId, why: &str) {
         let s = self.style;
         let mut state = self.lock();
         if !self.tty {
@@ -240,7 +241,7 @@ impl Console {
         let text = format!(
             "  {}! {}{}\n{}",
             s.yellow,
-            texts(self.language).passkey_refused,
+            escape_for_terminal(why),
             s.reset,
             open_question_line(self.language, &state)
         );
