@@ -138,9 +138,16 @@ pub struct TuiApprover {
 #[derive(Clone)]
 struct Passkeys {
     takes: Arc<dyn Fn(&ApprovalQuestion) -> bool + Send + Sync>,
-    not_yours: Arc<dyn Fn(&ApprovalQuestion) -> Option<String> + Send + Sync>,
-    refused: Arc<dyn Fn(&ApprovalQuestion, Option<&str>) + Send + Sync>,
+    not_yours: NotYours,
+    refused: RefusedYes,
 }
+
+/// Why a question is not the person's to answer; `None` when it is.
+pub type NotYours = Arc<dyn Fn(&ApprovalQuestion) -> Option<String> + Send + Sync>;
+
+/// Records a yes that approved nothing: with the reason `NotYours` gave, or none when the
+/// question takes a passkey.
+pub type RefusedYes = Arc<dyn Fn(&ApprovalQuestion, Option<&str>) + Send + Sync>;
 
 impl TuiApprover {
     pub fn new() -> Self {
@@ -160,8 +167,8 @@ impl TuiApprover {
     pub fn with_passkeys(
         mut self,
         takes: Arc<dyn Fn(&ApprovalQuestion) -> bool + Send + Sync>,
-        not_yours: Arc<dyn Fn(&ApprovalQuestion) -> Option<String> + Send + Sync>,
-        refused: Arc<dyn Fn(&ApprovalQuestion, Option<&str>) + Send + Sync>,
+        not_yours: NotYours,
+        refused: RefusedYes,
     ) -> Self {
         self.passkeys = Some(Passkeys {
             takes,
