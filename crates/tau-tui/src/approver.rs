@@ -142,6 +142,18 @@ struct Passkeys {
     refused: RefusedYes,
 }
 
+/// Why no yes given at the TUI approves a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoYes {
+    /// Its `approvers` name others: why, in the hub's words.
+    NotYours(String),
+    /// It takes a passkey, which the TUI cannot ask for.
+    Passkey,
+}
+
+/// Which questions no yes given at the TUI approves, and why; asked as each card is drawn.
+pub type NoYesOf = Arc<dyn Fn(&ApprovalQuestion) -> Option<NoYes> + Send + Sync>;
+
 /// Why a question is not the person's to answer; `None` when it is.
 pub type NotYours = Arc<dyn Fn(&ApprovalQuestion) -> Option<String> + Send + Sync>;
 
@@ -176,6 +188,17 @@ impl TuiApprover {
             refused,
         });
         self
+    }
+
+    /// Why no yes given here approves a question, for its card; `None` with no hooks.
+    pub fn no_yes(&self) -> Option<NoYesOf> {
+        let passkeys = self.passkeys.clone()?;
+        Some(Arc::new(
+            move |question: &ApprovalQuestion| match (passkeys.not_yours)(question) {
+                Some(why) => Some(NoYes::NotYours(why)),
+                None => (passkeys.takes)(question).then_some(NoYes::Passkey),
+            },
+        ))
     }
 
     /// The questions this approver waits on; the event loop answers them.
