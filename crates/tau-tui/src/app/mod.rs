@@ -151,11 +151,14 @@ impl App {
                 }
                 let mut question = question.as_ref().clone();
                 // No yes given here approves it, so no grant is offered either.
-                if let Some(note) = self.no_yes.as_ref().and_then(|no_yes| no_yes(&question)) {
-                    question.card.notes.push(self.texts().no_yes_note(&note));
+                let note = self.no_yes.as_ref().and_then(|no_yes| no_yes(&question));
+                if let Some(note) = &note {
+                    question.card.notes.push(self.texts().no_yes_note(note));
                     question.grant = None;
                 }
-                self.cards.push_back(Card::new(&question));
+                let mut card = Card::new(&question);
+                card.no_yes = note.is_some();
+                self.cards.push_back(card);
             }
             ChannelEvent::ApprovalDecided { approval_id, .. } => {
                 self.cards.retain(|card| &card.approval_id != approval_id);
