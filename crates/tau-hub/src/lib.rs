@@ -85,7 +85,7 @@ pub use hub::{
     Recovery, Refused, RefusedGrant, Reply, SessionEvent, SessionFactory,
 };
 pub use passkey_step::{PASSKEY_ELSEWHERE_REASON, PasskeyElsewhere, PasskeyStep};
-pub use people::{ApproversOf, HubPeople};
+pub use people::{ApproversOf, HubPeople, only_approvers};
 pub use port::{
     ChannelPort, RefusedAnswer, RoutineOrigin, RoutinePort, RoutineTurn, Routines, WebhookDelivery,
 };

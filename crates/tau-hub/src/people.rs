@@ -41,6 +41,13 @@ impl std::fmt::Debug for HubPeople {
     }
 }
 
+/// Why an answer by anyone but `approvers` is not theirs to give, as the audit line and
+/// every channel say it.
+pub fn only_approvers(approvers: &[PersonName]) -> String {
+    let names: Vec<&str> = approvers.iter().map(PersonName::as_str).collect();
+    format!("not yours: only {} may answer it", names.join(", "))
+}
+
 /// Why an answer was not the answerer's to give, as the audit line says it.
 pub(crate) fn not_theirs(
     people: &HubPeople,
@@ -55,10 +62,9 @@ pub(crate) fn not_theirs(
         return Some("not yours: the channel did not say who answered".to_owned());
     };
     match (people.approvers)(row) {
-        Some(approvers) if !approvers.is_empty() => (!approvers.contains(person)).then(|| {
-            let names: Vec<&str> = approvers.iter().map(PersonName::as_str).collect();
-            format!("not yours: only {} may answer it", names.join(", "))
-        }),
+        Some(approvers) if !approvers.is_empty() => {
+            (!approvers.contains(person)).then(|| only_approvers(&approvers))
+        }
         _ => (person != conversation_person)
             .then(|| format!("not yours: the conversation is {conversation_person}'s")),
     }

@@ -48,10 +48,10 @@ impl TerminalApprover {
         self
     }
 
-    /// Questions whose yes takes a passkey approve nothing here (see `passkeys.rs`).
+    /// Questions whose yes takes a passkey, or that are not the person's, approve nothing
+    /// here (see `passkeys.rs`).
     pub fn with_passkeys(mut self, passkeys: PasskeyQuestions) -> Self {
-        self.console
-            .asks_passkeys(Arc::clone(&passkeys.takes_passkey));
+        self.console.asks_passkeys(passkeys.clone());
         self.passkeys = Some(passkeys);
         self
     }
@@ -74,6 +74,10 @@ impl Approver for TerminalApprover {
     async fn decide(&self, request: ApprovalQuestion) -> Result<Answer, ApproverError> {
         let id = &request.approval_id;
         let step = request.card.confirm.as_ref();
+        let not_yours = self
+            .passkeys
+            .as_ref()
+            .and_then(|passkeys| (passkeys.not_yours)(&request));
         let mut asking = self.questions.ask(id);
         let reply = loop {
             match asking.next().await {
@@ -94,16 +98,22 @@ impl Approver for TerminalApprover {
                     }
                     asking = self.questions.ask(id);
                 }
-                // A question that takes a passkey: no yes typed here approves it.
+                // A question that is not the person's, or takes a passkey: no yes typed
+                // here approves it.
                 Heard::Reply(Reply::Line(line))
-                    if self.console.takes_passkey(id)
+                    if (not_yours.is_some() || self.console.refuses_yes(id))
                         && (parse_answer(Some(&line)) == Decision::Approved
                             || is_always(&line)
                             || step.is_some_and(|step| step.accepts(&line))) =>
                 {
-                    self.console.passkey_refused(&line, id);
+                    let t = crate::texts::texts(self.console.language());
+                    let shown = match &not_yours {
+                        Some(why) => format!("{why}; {}", t.approvers_refused),
+                        None => t.passkey_refused.to_owned(),
+                    };
+                    self.console.yes_refused(&line, id, &shown);
                     if let Some(passkeys) = &self.passkeys {
-                        (passkeys.refused)(&request);
+                        (passkeys.refused)(&request, not_yours.as_deref());
                     }
                     asking = self.questions.ask(id);
                 }

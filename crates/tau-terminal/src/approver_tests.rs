@@ -299,10 +299,12 @@ async fn garage_with_a_passkey(lines: &[&str]) -> (Answer, String, usize) {
             .unwrap()
             .with_passkeys(PasskeyQuestions {
                 takes_passkey: Arc::new(|question| question.card.confirm.is_some()),
+                not_yours: Arc::new(|_| None),
                 refused: Arc::new({
                     let refused = Arc::clone(&refused);
-                    move |question| {
+                    move |question, reason| {
                         assert_eq!(question.tool, "device_set");
+                        assert_eq!(reason, None);
                         refused.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     }
                 }),

@@ -36,7 +36,7 @@ pub use edited::can_edit;
 pub use editor::{Edited, EditorError, HISTORY_ENTRIES, PromptEditor};
 pub use escape::{escape_for_terminal, sorted_json};
 pub use input::{Answers, Prompts, Read, start as start_input};
-pub use passkeys::{PasskeyQuestions, RefusedYes, TakesPasskey};
+pub use passkeys::{NotYours, PasskeyQuestions, RefusedYes, TakesPasskey};
 pub use prompt::{parse_answer, render_prompt};
 pub use question::{Asking, Flush, Heard, Questions, Reply};
 pub use texts::{Texts, texts};

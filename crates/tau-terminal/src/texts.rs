@@ -40,6 +40,12 @@ pub struct Texts {
     pub passkey_question: &'static str,
     /// A yes (or a second step's answer) to such a question, which approved nothing.
     pub passkey_refused: &'static str,
+    /// The card's note on a question whose `approvers` name others: its label, and what
+    /// follows the reason (the hub's "not yours: only ana may answer it").
+    pub approvers_label: &'static str,
+    pub approvers_note: &'static str,
+    /// After that reason, when a yes was typed to such a question anyway.
+    pub approvers_refused: &'static str,
     /// Why every question is refused when there is no terminal to ask on.
     pub no_terminal: &'static str,
     /// A question taller than the screen: `rows 1–19 of 1,503`.
@@ -92,6 +98,9 @@ const EN: Texts = Texts {
     passkey_note: "this question takes a passkey, which a terminal cannot ask for: no yes typed here approves it; ask for it on TauBar, where the passkey confirms it",
     passkey_question: "nothing typed here runs it; n refuses it:",
     passkey_refused: "this question takes a passkey: nothing was approved here; a terminal cannot ask for one, so ask for it on TauBar",
+    approvers_label: "approvers",
+    approvers_note: "no yes typed here approves it",
+    approvers_refused: "nothing was approved here",
     no_terminal: "there is no terminal to ask on (stdin is not one, and there is no controlling terminal); start tau with --answers-from-stdin to read the answers from stdin",
     rows_shown: "rows",
     rows_of: "of",
@@ -137,6 +146,9 @@ const TR: Texts = Texts {
     passkey_note: "bu soru bir geçiş anahtarı ister ve terminal onu soramaz: burada yazılan hiçbir evet onu onaylamaz; bunu geçiş anahtarının onayladığı TauBar'da isteyin",
     passkey_question: "burada yazılan hiçbir şey onu çalıştırmaz; h reddeder:",
     passkey_refused: "bu soru bir geçiş anahtarı ister: burada hiçbir şey onaylanmadı; terminal onu soramaz, bunu TauBar'da isteyin",
+    approvers_label: "onaylayanlar",
+    approvers_note: "burada yazılan hiçbir evet onu onaylamaz",
+    approvers_refused: "burada hiçbir şey onaylanmadı",
     no_terminal: "sorulacak bir terminal yok (stdin terminal değil ve denetleyen terminal yok); yanıtları stdin'den okumak için tau'yu --answers-from-stdin ile başlatın",
     rows_shown: "satır",
     rows_of: "/",

@@ -132,13 +132,34 @@ pub struct TuiApprover {
     passkeys: Option<Passkeys>,
 }
 
-/// Whether a question's yes takes a passkey now, which the TUI cannot ask for, and where
-/// a yes given to one anyway is recorded (`answer_refused`).
+/// Whether a question's yes takes a passkey now, which the TUI cannot ask for, or why it
+/// is not the person's (its `approvers` name others), and where a yes given to one anyway
+/// is recorded (`answer_refused`, with that reason).
 #[derive(Clone)]
 struct Passkeys {
     takes: Arc<dyn Fn(&ApprovalQuestion) -> bool + Send + Sync>,
-    refused: Arc<dyn Fn(&ApprovalQuestion) + Send + Sync>,
+    not_yours: NotYours,
+    refused: RefusedYes,
 }
+
+/// Why no yes given at the TUI approves a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoYes {
+    /// Its `approvers` name others: why, in the hub's words.
+    NotYours(String),
+    /// It takes a passkey, which the TUI cannot ask for.
+    Passkey,
+}
+
+/// Which questions no yes given at the TUI approves, and why; asked as each card is drawn.
+pub type NoYesOf = Arc<dyn Fn(&ApprovalQuestion) -> Option<NoYes> + Send + Sync>;
+
+/// Why a question is not the person's to answer; `None` when it is.
+pub type NotYours = Arc<dyn Fn(&ApprovalQuestion) -> Option<String> + Send + Sync>;
+
+/// Records a yes that approved nothing: with the reason `NotYours` gave, or none when the
+/// question takes a passkey.
+pub type RefusedYes = Arc<dyn Fn(&ApprovalQuestion, Option<&str>) + Send + Sync>;
 
 impl TuiApprover {
     pub fn new() -> Self {
@@ -153,14 +174,31 @@ impl TuiApprover {
     }
 
     /// A yes to a question that `takes` says takes a passkey approves nothing: the TUI
-    /// cannot ask for one. It refuses the question, and `refused` records the yes.
+    /// cannot ask for one; nor does one to a question `not_yours` says is not the
+    /// person's. It refuses the question, and `refused` records the yes.
     pub fn with_passkeys(
         mut self,
         takes: Arc<dyn Fn(&ApprovalQuestion) -> bool + Send + Sync>,
-        refused: Arc<dyn Fn(&ApprovalQuestion) + Send + Sync>,
+        not_yours: NotYours,
+        refused: RefusedYes,
     ) -> Self {
-        self.passkeys = Some(Passkeys { takes, refused });
+        self.passkeys = Some(Passkeys {
+            takes,
+            not_yours,
+            refused,
+        });
         self
+    }
+
+    /// Why no yes given here approves a question, for its card; `None` with no hooks.
+    pub fn no_yes(&self) -> Option<NoYesOf> {
+        let passkeys = self.passkeys.clone()?;
+        Some(Arc::new(
+            move |question: &ApprovalQuestion| match (passkeys.not_yours)(question) {
+                Some(why) => Some(NoYes::NotYours(why)),
+                None => (passkeys.takes)(question).then_some(NoYes::Passkey),
+            },
+        ))
     }
 
     /// The questions this approver waits on; the event loop answers them.
@@ -179,10 +217,12 @@ impl Approver for TuiApprover {
         let mut answer = self.questions.ask(&request.approval_id).await;
         if answer.decision == Decision::Approved
             && let Some(passkeys) = &self.passkeys
-            && (passkeys.takes)(&request)
         {
-            (passkeys.refused)(&request);
-            answer = Answer::new(Decision::Rejected, DecidedBy::person(TUI_CHANNEL));
+            let not_yours = (passkeys.not_yours)(&request);
+            if not_yours.is_some() || (passkeys.takes)(&request) {
+                (passkeys.refused)(&request, not_yours.as_deref());
+                answer = Answer::new(Decision::Rejected, DecidedBy::person(TUI_CHANNEL));
+            }
         }
         if let DecidedBy::Person { person, .. } = &mut answer.decided_by {
             person.clone_from(&self.person);
@@ -276,13 +316,17 @@ mod tests {
             .for_person(Some("ana".into()))
             .with_passkeys(
                 Arc::new(|question: &ApprovalQuestion| question.approval_id.as_str() == "ap_1"),
+                Arc::new(|question: &ApprovalQuestion| {
+                    (question.approval_id.as_str() == "ap_3")
+                        .then(|| "not yours: only bob may answer it".to_owned())
+                }),
                 Arc::new({
                     let refused = Arc::clone(&refused);
-                    move |question: &ApprovalQuestion| {
+                    move |question: &ApprovalQuestion, reason: Option<&str>| {
                         refused
                             .lock()
                             .unwrap()
-                            .push(question.approval_id.to_string());
+                            .push(format!("{} {reason:?}", question.approval_id));
                     }
                 }),
             );
@@ -297,7 +341,7 @@ mod tests {
                 },
             )
         };
-        for id in ["ap_1", "ap_2"] {
+        for id in ["ap_1", "ap_2", "ap_3"] {
             questions.answer(
                 &ApprovalId::parse(id).unwrap(),
                 Decision::Approved,
@@ -313,7 +357,18 @@ mod tests {
             approver.decide(request("ap_2")).await.unwrap(),
             ana(Decision::Approved)
         );
-        assert_eq!(*refused.lock().unwrap(), ["ap_1"]);
+        // A question only bob may answer: ana's yes refuses it too, with why.
+        assert_eq!(
+            approver.decide(request("ap_3")).await.unwrap(),
+            ana(Decision::Rejected)
+        );
+        assert_eq!(
+            *refused.lock().unwrap(),
+            [
+                "ap_1 None",
+                "ap_3 Some(\"not yours: only bob may answer it\")"
+            ]
+        );
     }
 
     #[tokio::test]

@@ -48,6 +48,9 @@ pub(crate) struct Card {
     /// What a grant made from this question would cover ("yes, and allow this again"),
     /// when the gate offers one.
     pub grant: Option<GrantOffer>,
+    /// No yes given here approves the question (it takes a passkey, or is not the
+    /// person's): the card offers only the key that refuses it.
+    pub no_yes: bool,
 }
 
 impl Card {
@@ -67,6 +70,7 @@ impl Card {
             typed: String::new(),
             bare_yes: false,
             grant: question.grant.clone(),
+            no_yes: false,
         }
     }
 
@@ -326,6 +330,7 @@ fn footer(
     let mut rows = pack(&notes, columns, Style::new().fg(Color::Yellow));
     let keys: Vec<String> = match &card.call_card.confirm {
         _ if !card.answers_at(moment.now) => vec![t.wait.to_owned()],
+        _ if card.no_yes => vec![t.reject_key.to_owned()],
         Some(step) => {
             let mut keys = vec![
                 t.step_keys

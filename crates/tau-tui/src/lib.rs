@@ -44,7 +44,7 @@ mod wrap;
 #[cfg(test)]
 mod tests;
 
-pub use approver::{Questions, TUI_CHANNEL, TuiApprover};
+pub use approver::{NoYes, NoYesOf, Questions, TUI_CHANNEL, TuiApprover};
 pub use calls::{MODEL_CALLS_HOOK, ModelCalls};
 pub use commands::GrantCommands;
 pub use picker::{Pick, SessionRow};

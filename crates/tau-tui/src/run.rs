@@ -51,6 +51,8 @@ pub struct ChatSetup {
     /// How many questions wait on other channels, kept current by the caller (who knows
     /// where they are stored); `None` shows no count.
     pub waiting_elsewhere: Option<tokio::sync::watch::Receiver<usize>>,
+    /// Which cards say that no yes given here approves them (`TuiApprover::no_yes`).
+    pub no_yes: Option<crate::approver::NoYesOf>,
     /// `/grants` and `/revoke` in the input line; `None` sends them to the model.
     pub grants: Option<std::sync::Arc<dyn crate::GrantCommands>>,
 }
@@ -184,14 +186,16 @@ pub async fn chat(
     });
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut app = App::new(
+        setup.language,
+        transcript,
+        setup.model,
+        setup.session,
+        setup.max_turns,
+    );
+    app.no_yes = setup.no_yes;
     let mut run = Loop {
-        app: App::new(
-            setup.language,
-            transcript,
-            setup.model,
-            setup.session,
-            setup.max_turns,
-        ),
+        app,
         questions,
         calls,
         keys: EventStream::new(),

@@ -31,6 +31,13 @@ pub(crate) struct Texts {
     pub step_typed: &'static str,
     /// A bare yes on a card with a second step.
     pub bare_yes: &'static str,
+    /// The card's note on a question that takes a passkey: its label and its line.
+    pub passkey_label: &'static str,
+    pub passkey_note: &'static str,
+    /// The card's note on a question whose `approvers` name others: its label, and what
+    /// follows the reason (the hub's "not yours: only ana may answer it").
+    pub approvers_label: &'static str,
+    pub approvers_note: &'static str,
     /// The unit of an argument's length.
     pub character: &'static str,
     pub characters: &'static str,
@@ -122,6 +129,10 @@ const EN: Texts = Texts {
     step_reject_key: "Esc refuse",
     step_typed: "typed: {typed}▏",
     bare_yes: "a bare yes does not run this call: type the device's name or the number",
+    passkey_label: "passkey",
+    passkey_note: "this question takes a passkey, which the TUI cannot ask for: a yes here refuses it; ask for it on TauBar, where the passkey confirms it",
+    approvers_label: "approvers",
+    approvers_note: "a yes here refuses it",
     character: "char",
     characters: "chars",
     thousands: ',',
@@ -198,6 +209,10 @@ const TR: Texts = Texts {
     step_reject_key: "Esc reddet",
     step_typed: "yazılan: {typed}▏",
     bare_yes: "düz bir evet bu çağrıyı çalıştırmaz: cihazın adını ya da sayıyı yazın",
+    passkey_label: "geçiş anahtarı",
+    passkey_note: "bu soru bir geçiş anahtarı ister ve TUI onu soramaz: burada bir evet onu reddeder; bunu geçiş anahtarının onayladığı TauBar'da isteyin",
+    approvers_label: "onaylayanlar",
+    approvers_note: "burada bir evet onu reddeder",
     character: "karakter",
     characters: "karakter",
     thousands: '.',
@@ -252,6 +267,21 @@ const TR: Texts = Texts {
     picker_rename: "yeni başlık: {text}▏ (Enter kaydeder, boş: ilk istemin başlığı; Esc vazgeçer)",
     picker_delete: "“{name}” ve tüm mesajları silinsin mi? y siler, başka bir tuş tutar",
 };
+
+impl Texts {
+    /// The card's note saying why no yes given here approves its question.
+    pub(crate) fn no_yes_note(&self, why: &crate::approver::NoYes) -> tau_protocol::CardNote {
+        match why {
+            crate::approver::NoYes::NotYours(reason) => tau_protocol::CardNote::warning(
+                self.approvers_label,
+                format!("{reason}; {}", self.approvers_note),
+            ),
+            crate::approver::NoYes::Passkey => {
+                tau_protocol::CardNote::warning(self.passkey_label, self.passkey_note)
+            }
+        }
+    }
+}
 
 pub(crate) fn texts(language: Language) -> &'static Texts {
     match language {

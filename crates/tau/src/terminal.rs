@@ -62,22 +62,46 @@ pub(crate) fn passkey_questions(
 ) -> PasskeyQuestions {
     let tools = ctx.loaded.config.tools.passkey_tools();
     let passkeys = state.passkeys();
+    let approvers = crate::people::Approvers::from_config(&ctx.loaded.config);
+    let named = ctx.loaded.config.household().is_named();
+    let at_terminal = person.cloned();
     let person = person.map(PersonName::to_string);
     PasskeyQuestions {
         takes_passkey: Arc::new(move |question: &ApprovalQuestion| {
             takes_passkey(question, &tools, || passkeys.any())
         }),
-        refused: Arc::new(move |question: &ApprovalQuestion| {
+        not_yours: Arc::new(move |question: &ApprovalQuestion| {
+            let only = approvers.of(&question.tool, &question.arguments);
+            not_yours(named, only, at_terminal.as_ref())
+        }),
+        refused: Arc::new(move |question: &ApprovalQuestion, reason: Option<&str>| {
             events.emit(&AuditEvent::AnswerRefused {
                 channel: channel.to_owned(),
                 approval_id: Some(question.approval_id.to_string()),
                 user: None,
                 person: person.clone(),
                 place: None,
-                reason: tau_hub::PASSKEY_ELSEWHERE_REASON.to_owned(),
+                reason: reason
+                    .unwrap_or(tau_hub::PASSKEY_ELSEWHERE_REASON)
+                    .to_owned(),
                 count: None,
             });
         }),
+    }
+}
+
+/// Why a question whose `approvers` are `only` is not `person`'s to answer, in the hub's
+/// words; `None` when it is, or the home names nobody. A terminal without a person (which
+/// a home naming people does not start) answers none of them.
+fn not_yours(
+    named: bool,
+    only: Option<Vec<PersonName>>,
+    person: Option<&PersonName>,
+) -> Option<String> {
+    let only = only.filter(|only| named && !only.is_empty())?;
+    match person {
+        Some(person) if only.contains(person) => None,
+        _ => Some(tau_hub::only_approvers(&only)),
     }
 }
 
@@ -119,6 +143,30 @@ mod tests {
             },
             grant: None,
         }
+    }
+
+    #[test]
+    fn only_the_approvers_answer_a_question_that_names_them() {
+        let names = |list: &[&str]| {
+            list.iter()
+                .map(|name| PersonName::parse(name).unwrap())
+                .collect::<Vec<_>>()
+        };
+        let ana = PersonName::parse("ana").unwrap();
+        let bob = PersonName::parse("bob").unwrap();
+        let refused = Some("not yours: only ana may answer it".to_owned());
+        assert_eq!(not_yours(true, Some(names(&["ana"])), Some(&bob)), refused);
+        assert_eq!(not_yours(true, Some(names(&["ana"])), Some(&ana)), None);
+        assert_eq!(
+            not_yours(true, Some(names(&["ana", "bob"])), Some(&bob)),
+            None
+        );
+        // No person at the terminal: nobody there may answer it.
+        assert_eq!(not_yours(true, Some(names(&["ana"])), None), refused);
+        // A question naming nobody is the person's; a home naming nobody is as before.
+        assert_eq!(not_yours(true, None, Some(&bob)), None);
+        assert_eq!(not_yours(true, Some(Vec::new()), Some(&bob)), None);
+        assert_eq!(not_yours(false, Some(names(&["ana"])), None), None);
     }
 
     #[test]

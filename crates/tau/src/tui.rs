@@ -124,8 +124,9 @@ pub(crate) async fn run(
     );
     let approver = TuiApprover::new()
         .for_person(person.as_ref().map(ToString::to_string))
-        .with_passkeys(passkeys.takes_passkey, passkeys.refused);
+        .with_passkeys(passkeys.takes_passkey, passkeys.not_yours, passkeys.refused);
     let questions = approver.questions();
+    let no_yes = approver.no_yes();
     let calls = ModelCalls::new();
     let mut agent = build_agent(AgentParts {
         config: config.core(),
@@ -161,6 +162,7 @@ pub(crate) async fn run(
         stored,
         warnings,
         waiting_elsewhere: Some(waiting_elsewhere),
+        no_yes,
         grants: Some(Arc::new(grant_commands)),
     };
     let exit = tau_tui::chat(&mut screen, &mut agent, questions, calls, setup).await;

@@ -1,7 +1,8 @@
 //! `tau tui`'s person and passkeys, as a person drives it (tmux, as `tui.rs`): in a home
 //! that names people, an answer on the card names who sat there; once anyone has a
 //! passkey, the TUI says so at its start and a yes to a question that takes one refuses
-//! it, runs nothing and is audited as `answer_refused`.
+//! it, runs nothing and is audited as `answer_refused`; so does a yes from someone a
+//! tool's `approvers` do not name. Either card says so up front.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -48,6 +49,14 @@ fn of_type(tau: &Tau, kind: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The frame a person answers the card on, past its guard. The status line names the
+/// replay file, a new temporary path each run: it is left out.
+fn card(terminal: &Terminal) -> String {
+    let frame = terminal.wait_for_all(&["tau asks: approval needed", "a yes here refuses it"]);
+    let lines: Vec<&str> = frame.lines().filter(|l| !l.contains("replay:")).collect();
+    lines.join("\n")
+}
+
 #[test]
 fn once_anyone_has_a_passkey_a_yes_on_the_tui_refuses_a_step_up_tool_and_names_the_person() {
     let tau = Tau::new();
@@ -77,8 +86,10 @@ fn once_anyone_has_a_passkey_a_yes_on_the_tui_refuses_a_step_up_tool_and_names_t
     terminal.wait_for_all(&["approvals: 0", "a passkey is enrolled"]);
     terminal.type_text("make a file");
     terminal.keys(&["Enter"]);
+    // The card says up front that a yes here refuses it.
     terminal.wait_for("tau asks: approval needed");
     std::thread::sleep(PAST_THE_GUARD);
+    insta::assert_snapshot!(card(&terminal));
     terminal.keys(&["y"]);
     terminal.wait_for("Done.");
     assert!(!tau.workspace().join("ran.txt").exists());
@@ -95,6 +106,60 @@ fn once_anyone_has_a_passkey_a_yes_on_the_tui_refuses_a_step_up_tool_and_names_t
     assert_eq!(
         refused,
         [json!(["tui", "ana", "a yes where no passkey can be asked"])]
+    );
+    terminal.keys(&["C-d"]);
+    assert_eq!(terminal.exited(), 0);
+}
+
+#[test]
+fn a_yes_on_the_tui_from_someone_the_approvers_do_not_name_refuses_the_call() {
+    let tau = Tau::new();
+    let config = tau.config(
+        "[[people]]\nname = \"ana\"\n\n[[people]]\nname = \"bob\"\n\n[tools.approvers]\nrun_command = [\"ana\"]\n",
+    );
+    let model = tau.replay(&json!([
+        tool_call("t1", "run_command", &json!({"command": "touch ran.txt"})),
+        answer("Done."),
+    ]));
+    let config = config.to_str().unwrap().to_owned();
+    let Some(terminal) = Terminal::start(
+        &tau,
+        &[
+            "--config",
+            &config,
+            "--model",
+            &model,
+            "tui",
+            "--session",
+            "s1",
+            "--person",
+            "bob",
+        ],
+    ) else {
+        return;
+    };
+    terminal.wait_for("approvals: 0");
+    terminal.type_text("make a file");
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("tau asks: approval needed");
+    std::thread::sleep(PAST_THE_GUARD);
+    insta::assert_snapshot!(card(&terminal));
+    terminal.keys(&["y"]);
+    terminal.wait_for("Done.");
+    assert!(!tau.workspace().join("ran.txt").exists());
+    let bob = json!({"kind": "person", "channel": "tui", "person": "bob"});
+    let decided: Vec<Value> = of_type(&tau, "approval")
+        .into_iter()
+        .map(|e| json!([e["decision"], e["decided_by"]]))
+        .collect();
+    assert_eq!(decided, [json!(["rejected", bob])]);
+    let refused: Vec<Value> = of_type(&tau, "answer_refused")
+        .into_iter()
+        .map(|e| json!([e["channel"], e["person"], e["reason"]]))
+        .collect();
+    assert_eq!(
+        refused,
+        [json!(["tui", "bob", "not yours: only ana may answer it"])]
     );
     terminal.keys(&["C-d"]);
     assert_eq!(terminal.exited(), 0);

@@ -14,12 +14,13 @@ use tau_core::{ChannelSink, Language};
 
 use crate::escape::escape_for_terminal;
 use crate::pager::Paged;
-use crate::passkeys::TakesPasskey;
+use crate::passkeys::PasskeyQuestions;
 use crate::prompt::question_line;
 use crate::question::Questions;
 use crate::texts::texts;
 
 mod render;
+mod unanswered;
 
 const SHORT_ARGUMENTS: usize = 80;
 const SHORT_ERROR: usize = 100;
@@ -81,9 +82,9 @@ struct State {
     paged: Option<Paged>,
     /// How each finished call of the turn ended, until its output comes.
     finished: HashMap<String, CallStatus>,
-    /// Which questions take a passkey, asked when each is drawn.
-    passkeys: Option<TakesPasskey>,
-    /// The open questions drawn as taking a passkey.
+    /// Which questions take a passkey or are not the person's, asked when each is drawn.
+    passkeys: Option<PasskeyQuestions>,
+    /// The open questions drawn as ones no yes typed here approves.
     passkey_questions: HashSet<ApprovalId>,
     /// The question on screen takes a passkey: its last line says nothing typed runs it.
     passkey_open: bool,
@@ -147,14 +148,14 @@ impl Console {
         self.lock().question_screen = Some(screen);
     }
 
-    /// Asks `takes` of each question as it is drawn; one that takes a passkey says on its
-    /// card that no yes typed here approves it.
-    pub(crate) fn asks_passkeys(&self, takes: TakesPasskey) {
-        self.lock().passkeys = Some(takes);
+    /// Asks `questions` of each question as it is drawn; one that takes a passkey, or is
+    /// not the person's, says on its card that no yes typed here approves it.
+    pub(crate) fn asks_passkeys(&self, questions: PasskeyQuestions) {
+        self.lock().passkeys = Some(questions);
     }
 
-    /// Whether question `approval_id` was drawn as taking a passkey.
-    pub(crate) fn takes_passkey(&self, approval_id: &ApprovalId) -> bool {
+    /// Whether question `approval_id` was drawn as one no yes typed here approves.
+    pub(crate) fn refuses_yes(&self, approval_id: &ApprovalId) -> bool {
         self.lock().passkey_questions.contains(approval_id)
     }
 
@@ -206,70 +207,6 @@ impl Console {
         if !self.tty {
             let shown = line.map_or_else(String::new, escape_for_terminal);
             write(&mut state, &format!("{shown}\n"));
-        }
-    }
-
-    /// A line came too soon to answer the open question: say so and, when the question is
-    /// on screen, ask again.
-    pub fn too_soon(&self, line: &str) {
-        let s = self.style;
-        let mut state = self.lock();
-        if !self.tty {
-            write(&mut state, &format!("{}\n", escape_for_terminal(line)));
-        }
-        let mut text = format!(
-            "  {}· {}{}\n",
-            s.dim,
-            texts(self.language).too_soon,
-            s.reset
-        );
-        if state.question_open {
-            text.push_str(&open_question_line(self.language, &state));
-        }
-        write_question(&mut state, &text);
-    }
-
-    /// A yes (or the second step's answer) to a question that takes a passkey: nothing
-    /// was approved. Say so, ask again, and start the question's guard anew.
-    pub(crate) fn passkey_refused(&self, line: &str, approval_id: &ApprovalId) {
-        let s = self.style;
-        let mut state = self.lock();
-        if !self.tty {
-            write(&mut state, &format!("{}\n", escape_for_terminal(line)));
-        }
-        let text = format!(
-            "  {}! {}{}\n{}",
-            s.yellow,
-            texts(self.language).passkey_refused,
-            s.reset,
-            open_question_line(self.language, &state)
-        );
-        write_question(&mut state, &text);
-        state.question_open = true;
-        if let Some(questions) = &state.questions {
-            questions.drawn(approval_id);
-        }
-    }
-
-    /// A bare yes to a question with a second step: it is not an answer. Say so, ask for
-    /// the step again, and start the question's guard anew.
-    pub fn step_needed(&self, line: &str, approval_id: &ApprovalId) {
-        let s = self.style;
-        let mut state = self.lock();
-        if !self.tty {
-            write(&mut state, &format!("{}\n", escape_for_terminal(line)));
-        }
-        let text = format!(
-            "  {}· {}{}\n{}",
-            s.yellow,
-            texts(self.language).bare_yes,
-            s.reset,
-            open_question_line(self.language, &state)
-        );
-        write_question(&mut state, &text);
-        state.question_open = true;
-        if let Some(questions) = &state.questions {
-            questions.drawn(approval_id);
         }
     }
 

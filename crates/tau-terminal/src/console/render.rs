@@ -66,10 +66,24 @@ impl Console {
             ChannelEvent::ApprovalRequested(request) => {
                 end_text(&mut state);
                 let screen = crate::width::screen(self.tty, state.question_screen.is_some());
-                let passkey = state.passkeys.as_ref().is_some_and(|takes| takes(request));
-                let text = if passkey {
+                let noted =
+                    state
+                        .passkeys
+                        .as_ref()
+                        .and_then(|asks| match (asks.not_yours)(request) {
+                            Some(why) => Some(with_note(
+                                request,
+                                t.approvers_label,
+                                format!("{why}; {}", t.approvers_note),
+                            )),
+                            None => (asks.takes_passkey)(request).then(|| {
+                                with_note(request, t.passkey_label, t.passkey_note.into())
+                            }),
+                        });
+                let passkey = noted.is_some();
+                let text = if let Some(noted) = noted {
                     state.passkey_questions.insert(request.approval_id.clone());
-                    let text = self.question(&mut state, &with_passkey_note(request, t), screen);
+                    let text = self.question(&mut state, &noted, screen);
                     let step = question_line(self.language, request.card.confirm.as_ref());
                     match text.strip_suffix(&step) {
                         Some(card) => card.to_owned() + &passkey_question_line(self.language),
@@ -270,14 +284,15 @@ fn decision_line(
     }
 }
 
-/// `request` with the note that a yes typed here approves nothing: it takes a passkey.
-/// Its grant is not offered: no `always` typed here makes one.
-fn with_passkey_note(request: &ApprovalQuestion, t: &Texts) -> ApprovalQuestion {
+/// `request` with the note (`label`: `why`) that a yes typed here approves nothing: it
+/// takes a passkey, or it is not the person's. Its grant is not offered: no `always` typed
+/// here makes one.
+fn with_note(request: &ApprovalQuestion, label: &str, why: String) -> ApprovalQuestion {
     let mut noted = request.clone();
     noted.grant = None;
-    noted.card.notes.push(tau_protocol::CardNote::warning(
-        t.passkey_label,
-        t.passkey_note,
-    ));
+    noted
+        .card
+        .notes
+        .push(tau_protocol::CardNote::warning(label, why));
     noted
 }

@@ -72,6 +72,8 @@ pub(crate) struct App {
     /// Questions that wait on other channels (TauBar, Telegram), answered there; the
     /// status bar counts them so a person here knows something waits.
     pub waiting_elsewhere: usize,
+    /// Which questions no yes given here approves: their cards say so.
+    pub no_yes: Option<crate::approver::NoYesOf>,
 }
 
 impl App {
@@ -100,6 +102,7 @@ impl App {
             wall: jiff::Timestamp::now(),
             bells: 0,
             waiting_elsewhere: 0,
+            no_yes: None,
         }
     }
 
@@ -146,7 +149,16 @@ impl App {
                 {
                     self.bells += 1;
                 }
-                self.cards.push_back(Card::new(question));
+                let mut question = question.as_ref().clone();
+                // No yes given here approves it, so no grant is offered either.
+                let note = self.no_yes.as_ref().and_then(|no_yes| no_yes(&question));
+                if let Some(note) = &note {
+                    question.card.notes.push(self.texts().no_yes_note(note));
+                    question.grant = None;
+                }
+                let mut card = Card::new(&question);
+                card.no_yes = note.is_some();
+                self.cards.push_back(card);
             }
             ChannelEvent::ApprovalDecided { approval_id, .. } => {
                 self.cards.retain(|card| &card.approval_id != approval_id);
