@@ -288,7 +288,13 @@ fn answerable(app: &App, id: &ApprovalId) -> Result<Option<ApprovalRow>, HubErro
     if row.state == ApprovalState::Pending {
         let shown = app.hub.approvals(Some(ApprovalState::Pending))?;
         if !shown.iter().any(|waiting| waiting.id == row.id) {
-            return Ok(None);
+            // Decided between the two reads (another answer, on this hub or another
+            // sharing the store): the question as it is now, so the answer hears that it
+            // was already decided rather than that there is no such question.
+            return Ok(app
+                .hub
+                .question(id)?
+                .filter(|now| now.state != ApprovalState::Pending));
         }
     }
     Ok(Some(row))
