@@ -57,58 +57,72 @@ fn card(terminal: &Terminal) -> String {
     lines.join("\n")
 }
 
-#[test]
-fn once_anyone_has_a_passkey_a_yes_on_the_tui_refuses_a_step_up_tool_and_names_the_person() {
-    let tau = Tau::new();
-    let config = tau.config(HOME);
-    with_a_passkey(&tau, "bob");
+/// `tau tui` in the home of `config` with `person` at it, the model asking to run a
+/// command and then answering `Done.`.
+fn tui_as(tau: &Tau, config: &std::path::Path, person: &str) -> Option<Terminal> {
     let model = tau.replay(&json!([
         tool_call("t1", "run_command", &json!({"command": "touch ran.txt"})),
         answer("Done."),
     ]));
     let config = config.to_str().unwrap().to_owned();
-    let Some(terminal) = Terminal::start(
-        &tau,
-        &[
-            "--config",
-            &config,
-            "--model",
-            &model,
-            "tui",
-            "--session",
-            "s1",
-            "--person",
-            "ana",
-        ],
-    ) else {
-        return;
-    };
-    terminal.wait_for_all(&["approvals: 0", "a passkey is enrolled"]);
+    let args = [
+        "--config",
+        &config,
+        "--model",
+        &model,
+        "tui",
+        "--session",
+        "s1",
+        "--person",
+        person,
+    ];
+    Terminal::start(tau, &args)
+}
+
+/// Asks for the command; a yes on its card (pinned as `snapshot`) refuses the call:
+/// nothing runs, the decision is a rejection by `person` on the TUI, and the audit log's
+/// `answer_refused` line names them and `reason`.
+fn a_yes_refuses(tau: &Tau, terminal: &Terminal, snapshot: &str, person: &str, reason: &str) {
     terminal.type_text("make a file");
     terminal.keys(&["Enter"]);
     // The card says up front that a yes here refuses it.
     terminal.wait_for("tau asks: approval needed");
     std::thread::sleep(PAST_THE_GUARD);
-    insta::assert_snapshot!(card(&terminal));
+    insta::assert_snapshot!(snapshot, card(terminal));
     terminal.keys(&["y"]);
     terminal.wait_for("Done.");
     assert!(!tau.workspace().join("ran.txt").exists());
-    let ana = json!({"kind": "person", "channel": "tui", "person": "ana"});
-    let decided: Vec<Value> = of_type(&tau, "approval")
+    let who = json!({"kind": "person", "channel": "tui", "person": person});
+    let decided: Vec<Value> = of_type(tau, "approval")
         .into_iter()
         .map(|e| json!([e["decision"], e["decided_by"]]))
         .collect();
-    assert_eq!(decided, [json!(["rejected", ana])]);
-    let refused: Vec<Value> = of_type(&tau, "answer_refused")
+    assert_eq!(decided, [json!(["rejected", who])]);
+    let refused: Vec<Value> = of_type(tau, "answer_refused")
         .into_iter()
         .map(|e| json!([e["channel"], e["person"], e["reason"]]))
         .collect();
-    assert_eq!(
-        refused,
-        [json!(["tui", "ana", "a yes where no passkey can be asked"])]
-    );
+    assert_eq!(refused, [json!(["tui", person, reason])]);
     terminal.keys(&["C-d"]);
     assert_eq!(terminal.exited(), 0);
+}
+
+#[test]
+fn once_anyone_has_a_passkey_a_yes_on_the_tui_refuses_a_step_up_tool_and_names_the_person() {
+    let tau = Tau::new();
+    let config = tau.config(HOME);
+    with_a_passkey(&tau, "bob");
+    let Some(terminal) = tui_as(&tau, &config, "ana") else {
+        return;
+    };
+    terminal.wait_for_all(&["approvals: 0", "a passkey is enrolled"]);
+    a_yes_refuses(
+        &tau,
+        &terminal,
+        "once_anyone_has_a_passkey_a_yes_on_the_tui_refuses_a_step_up_tool_and_names_the_person",
+        "ana",
+        "a yes where no passkey can be asked",
+    );
 }
 
 #[test]
@@ -117,50 +131,15 @@ fn a_yes_on_the_tui_from_someone_the_approvers_do_not_name_refuses_the_call() {
     let config = tau.config(
         "[[people]]\nname = \"ana\"\n\n[[people]]\nname = \"bob\"\n\n[tools.approvers]\nrun_command = [\"ana\"]\n",
     );
-    let model = tau.replay(&json!([
-        tool_call("t1", "run_command", &json!({"command": "touch ran.txt"})),
-        answer("Done."),
-    ]));
-    let config = config.to_str().unwrap().to_owned();
-    let Some(terminal) = Terminal::start(
-        &tau,
-        &[
-            "--config",
-            &config,
-            "--model",
-            &model,
-            "tui",
-            "--session",
-            "s1",
-            "--person",
-            "bob",
-        ],
-    ) else {
+    let Some(terminal) = tui_as(&tau, &config, "bob") else {
         return;
     };
     terminal.wait_for("approvals: 0");
-    terminal.type_text("make a file");
-    terminal.keys(&["Enter"]);
-    terminal.wait_for("tau asks: approval needed");
-    std::thread::sleep(PAST_THE_GUARD);
-    insta::assert_snapshot!(card(&terminal));
-    terminal.keys(&["y"]);
-    terminal.wait_for("Done.");
-    assert!(!tau.workspace().join("ran.txt").exists());
-    let bob = json!({"kind": "person", "channel": "tui", "person": "bob"});
-    let decided: Vec<Value> = of_type(&tau, "approval")
-        .into_iter()
-        .map(|e| json!([e["decision"], e["decided_by"]]))
-        .collect();
-    assert_eq!(decided, [json!(["rejected", bob])]);
-    let refused: Vec<Value> = of_type(&tau, "answer_refused")
-        .into_iter()
-        .map(|e| json!([e["channel"], e["person"], e["reason"]]))
-        .collect();
-    assert_eq!(
-        refused,
-        [json!(["tui", "bob", "not yours: only ana may answer it"])]
+    a_yes_refuses(
+        &tau,
+        &terminal,
+        "a_yes_on_the_tui_from_someone_the_approvers_do_not_name_refuses_the_call",
+        "bob",
+        "not yours: only ana may answer it",
     );
-    terminal.keys(&["C-d"]);
-    assert_eq!(terminal.exited(), 0);
 }
