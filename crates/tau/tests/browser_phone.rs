@@ -143,6 +143,18 @@ async fn the_card_reads_at_a_glance_on_a_phone() {
                && document.querySelectorAll('#elsewhere-list li').length === 2",
         )
         .await;
+        if width == 390 {
+            // The transcript scrolls to the card as it is drawn: measured once it has.
+            until(
+                &client,
+                "the whole card scrolled into view",
+                "const card = document.querySelector('#transcript .card').getBoundingClientRect(); \
+                 const box = document.getElementById('transcript').getBoundingClientRect(); \
+                 return card.top >= Math.max(box.top, 0) - 0.5 \
+                   && card.bottom <= Math.min(box.bottom, window.innerHeight) + 0.5",
+            )
+            .await;
+        }
         let layout = client.execute(LAYOUT, vec![]).await.unwrap();
         let said = format!("{width} px: {layout:#}");
         // Nothing wider than the screen: the phone's viewport stays the screen's width.
