@@ -14,6 +14,7 @@ mod common;
 
 use std::path::Path;
 
+use common::people::with_a_passkey;
 use common::{Tau, answer, tool_call};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -133,24 +134,6 @@ fn a_yes_at_the_terminal_names_its_person_and_their_conversation_stays_theirs() 
             "tau: session ana-talk is ana's conversation, not bob's; a conversation stays its person's\n"
         )
     );
-}
-
-/// Keeps a passkey for `person` in the home, as an enrollment on TauBar would.
-fn with_a_passkey(tau: &Tau, person: &str) {
-    std::fs::create_dir_all(tau.home()).unwrap();
-    let store = tau_state::StateDb::open(&tau.home().join("state.db"))
-        .unwrap()
-        .passkeys();
-    let secret = tau_web::enroll_secret(&store, person).unwrap();
-    let passkey = tau_state::StoredPasskey {
-        id: "00ff".into(),
-        person: person.into(),
-        credential: "{}".into(),
-        created_at: 0,
-        last_used_at: None,
-    };
-    let now = jiff::Timestamp::now().as_second();
-    assert!(store.enroll(&secret, &passkey, now).unwrap());
 }
 
 /// The transcript from the first question on.

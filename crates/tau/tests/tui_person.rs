@@ -14,6 +14,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::people::with_a_passkey;
 use common::tmux::Terminal;
 use common::{Tau, answer, tool_call};
 use pretty_assertions::assert_eq;
@@ -23,24 +24,6 @@ use serde_json::{Value, json};
 const PAST_THE_GUARD: Duration = Duration::from_millis(600);
 
 const HOME: &str = "[[people]]\nname = \"ana\"\n\n[[people]]\nname = \"bob\"\n\n[tools.step_up]\nrun_command = \"passkey\"\n";
-
-/// Keeps a passkey for `person` in the home, as an enrollment on TauBar would.
-fn with_a_passkey(tau: &Tau, person: &str) {
-    std::fs::create_dir_all(tau.home()).unwrap();
-    let store = tau_state::StateDb::open(&tau.home().join("state.db"))
-        .unwrap()
-        .passkeys();
-    let secret = tau_web::enroll_secret(&store, person).unwrap();
-    let passkey = tau_state::StoredPasskey {
-        id: "00ff".into(),
-        person: person.into(),
-        credential: "{}".into(),
-        created_at: 0,
-        last_used_at: None,
-    };
-    let now = jiff::Timestamp::now().as_second();
-    assert!(store.enroll(&secret, &passkey, now).unwrap());
-}
 
 fn of_type(tau: &Tau, kind: &str) -> Vec<Value> {
     tau.audit_events()

@@ -36,3 +36,21 @@ pub fn ids(list: &Value) -> Vec<String> {
         .map(|row| row["id"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// Keeps a passkey for `person` in the home, as an enrollment on TauBar would.
+pub fn with_a_passkey(tau: &Tau, person: &str) {
+    std::fs::create_dir_all(tau.home()).unwrap();
+    let store = tau_state::StateDb::open(&tau.home().join("state.db"))
+        .unwrap()
+        .passkeys();
+    let secret = tau_web::enroll_secret(&store, person).unwrap();
+    let passkey = tau_state::StoredPasskey {
+        id: "00ff".into(),
+        person: person.into(),
+        credential: "{}".into(),
+        created_at: 0,
+        last_used_at: None,
+    };
+    let now = jiff::Timestamp::now().as_second();
+    assert!(store.enroll(&secret, &passkey, now).unwrap());
+}
