@@ -310,7 +310,7 @@ impl StateDb {
                     std::thread::sleep(left.min(SQLITE_CHANGE_POLL));
                 }
             }
-            Store::Postgres(store) => Ok(off_the_runtime(|| store.wait_for_change(timeout))),
+            Store::Postgres(store) => off_the_runtime(|| store.wait_for_change(timeout)),
         }
     }
 

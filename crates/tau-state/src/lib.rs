@@ -35,8 +35,8 @@
 //!
 //! Layout
 //! - `sql.rs`: the statements' one surface over both stores; `pg.rs`: the PostgreSQL
-//!   connection, its thread, its write lock and change notices; `pg_value.rs`: values
-//!   between the two stores' types
+//!   connection, its write lock and change notices; `pg_wire.rs`: its socket, driven by
+//!   the thread that asks; `pg_value.rs`: values between the two stores' types
 //! - `db.rs`: [`StateDb`], the pragma policy, transactions, flush; `handles.rs`: the narrow
 //!   handles and where `StateDb` hands them out; `migrate.rs`: the schema
 //!   and the tau that wrote it (`state_meta.schema_by`); `snapshot.rs`: a consistent copy
@@ -83,6 +83,7 @@ mod people;
 mod pg;
 mod pg_support;
 mod pg_value;
+mod pg_wire;
 mod push;
 mod routines;
 mod sessions;

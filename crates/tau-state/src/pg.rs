@@ -1,25 +1,28 @@
-//! The PostgreSQL store: one connection per [`crate::StateDb`], driven on a thread of its
-//! own (a current-thread tokio runtime that does nothing else), so the store's callers stay
-//! synchronous and block on the client's futures wherever they run. The connection also
-//! listens on `tau_state`: another process's commit wakes [`PgStore::wait_for_change`].
+//! The PostgreSQL store: one connection per [`crate::StateDb`], driven by whichever thread
+//! asks (see [`crate::pg_wire`]), so the store's callers stay synchronous and no thread
+//! or runtime waits beside them. A waiter for other processes' commits
+//! ([`PgStore::wait_for_change`]) listens on `tau_state` while it waits: every write
+//! notifies it at its commit.
 //!
 //! A lost connection fails the call that found it with [`StateError::Unavailable`] (what
 //! was asked did not happen, or, for a commit cut short, may not have: nothing reads that
 //! as a yes) and the next call connects again.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use rusqlite::types::Value;
 use tokio_postgres::types::Type;
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Config, Statement};
 
 use crate::error::StateError;
-use crate::pg_support::{block_on_for, describe, redact, with_causes};
+use crate::pg_support::{describe, redact, with_causes};
 use crate::pg_value::{PgValue, read_row};
+use crate::pg_wire::{Stalled, Wire};
 
 /// The channel every write transaction notifies at its commit.
 const CHANGES: &str = "tau_state";
@@ -42,6 +45,8 @@ const LOCK: &str = "SELECT pg_advisory_xact_lock(1952544033)";
 const BUMP: &str = "UPDATE tau_changes SET version = version + 1 WHERE id = 1";
 /// The end of every write after [`BUMP`]: the others told, the commit.
 const COMMIT: &str = "NOTIFY tau_state; COMMIT";
+/// The change counter, as a waiter reads it.
+const VERSION: &str = "SELECT version FROM tau_changes WHERE id = 1";
 
 /// How long connecting (the socket, the server's greeting and the login) may take before
 /// the store counts as unavailable.
@@ -56,6 +61,9 @@ const STATEMENT_TIMEOUT: &str = "8s";
 /// and the connection is dropped: longer than [`STATEMENT_TIMEOUT`], so it fires only when
 /// the server (or the network to it) has stopped answering altogether.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a waiter sleeps on the socket before it reads the counter again: another
+/// thread's call may have read the notification that was to wake it.
+const CHANGE_RECHECK: Duration = Duration::from_millis(50);
 
 /// A PostgreSQL database as tau's store.
 pub(crate) struct PgStore {
@@ -64,54 +72,40 @@ pub(crate) struct PgStore {
     /// `postgres://host:port/db`, without user or password: what messages name.
     description: String,
     connection: Mutex<Option<PgConnection>>,
-    changes: Arc<Changes>,
     /// Commits of this store's own, so [`Self::data_version`] moves for others' only.
     own_writes: AtomicI64,
-    /// The count of notifications the last [`Self::wait_for_change`] saw.
-    seen: AtomicU64,
+    /// The [`Self::data_version`] the last [`Self::wait_for_change`] saw (at first, the
+    /// one at connecting).
+    seen: AtomicI64,
 }
 
-/// Notifications that arrived from other processes' commits.
-#[derive(Default)]
-struct Changes {
-    count: Mutex<u64>,
-    arrived: Condvar,
-    /// This connection's server process, whose own notifications are not news.
-    own_pid: AtomicI32,
-}
-
-/// One open connection and its prepared statements.
+/// One open connection and its prepared statements. Only the thread holding the store's
+/// lock uses it.
 pub(crate) struct PgConnection {
     client: Client,
-    /// Dropped with the connection: the connection's thread then ends, even while the
-    /// server owes it answers it will never send.
-    _stop: tokio::sync::oneshot::Sender<()>,
+    wire: RefCell<Wire>,
     description: String,
-    statements: Mutex<HashMap<String, Statement>>,
+    statements: RefCell<HashMap<String, Statement>>,
     /// The start of a write, until its first request carries it.
-    opening: Mutex<Option<&'static str>>,
+    opening: Cell<Option<&'static str>>,
 }
 
 impl PgStore {
     /// Parses `url` and connects; the schema is the caller's.
     pub(crate) fn connect(url: &str) -> Result<Self, StateError> {
-        let mut config: Config =
+        let config: Config =
             url.parse()
                 .map_err(|error: tokio_postgres::Error| StateError::Connect {
                     store: "the PostgreSQL url".to_owned(),
                     why: redact(&with_causes(&error), url),
                 })?;
-        config
-            .connect_timeout(CONNECT_TIMEOUT)
-            .keepalives_idle(Duration::from_secs(10));
         let description = describe(&config);
         let store = Self {
             config,
             description,
             connection: Mutex::new(None),
-            changes: Arc::new(Changes::default()),
             own_writes: AtomicI64::new(0),
-            seen: AtomicU64::new(0),
+            seen: AtomicI64::new(0),
         };
         let connection = store.open().map_err(|error| match error {
             StateError::Unavailable { store, why } => StateError::Connect { store, why },
@@ -134,12 +128,12 @@ impl PgStore {
     ) -> Result<T, StateError> {
         let mut slot = self.lock();
         let connection = match slot.take() {
-            Some(connection) if !connection.client.is_closed() => connection,
+            Some(connection) if !connection.closed_while_idle() => connection,
             Some(_) | None => self.open()?,
         };
         let result = work(&connection);
         let lost = matches!(result, Err(StateError::Unavailable { .. }));
-        if !lost && !connection.client.is_closed() {
+        if !lost && !connection.closed() {
             *slot = Some(connection);
         }
         result
@@ -155,7 +149,7 @@ impl PgStore {
         write: impl FnOnce(&PgConnection) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
         self.with(|c| {
-            c.begin(BEGIN);
+            c.opening.set(Some(BEGIN));
             let committed = write(c).and_then(|value| {
                 c.commit()?;
                 Ok(value)
@@ -170,7 +164,7 @@ impl PgStore {
                     // aborted: ending it keeps the connection usable. A connection that
                     // is gone (or did not answer in time, and is dropped) ends the
                     // transaction with it; a start never sent began nothing.
-                    let sent = c.take_opening().is_none();
+                    let sent = c.opening.take().is_none();
                     let lost = matches!(error, StateError::Unavailable { .. });
                     if sent && !lost {
                         let _ = c.execute_batch("ROLLBACK");
@@ -184,34 +178,53 @@ impl PgStore {
     /// A number that changes when another process committed: the shared counter less the
     /// commits made here.
     pub(crate) fn data_version(&self) -> Result<i64, StateError> {
-        let version = self.with(|c| {
-            c.query("SELECT version FROM tau_changes WHERE id = 1", &[])?
-                .first()
-                .and_then(|row| match row.first() {
-                    Some(Value::Integer(version)) => Some(*version),
-                    _ => None,
-                })
-                .ok_or_else(|| StateError::unreadable("tau_changes", "no row"))
-        })?;
+        self.with(|c| self.version_on(c))
+    }
+
+    fn version_on(&self, c: &PgConnection) -> Result<i64, StateError> {
+        let version = c
+            .query(VERSION, &[])?
+            .first()
+            .and_then(|row| match row.first() {
+                Some(Value::Integer(version)) => Some(*version),
+                _ => None,
+            })
+            .ok_or_else(|| StateError::unreadable("tau_changes", "no row"))?;
         Ok(version.wrapping_sub(self.own_writes.load(Ordering::Relaxed)))
     }
 
     /// Waits up to `timeout` for another process's commit; true when one came since the
-    /// last wait (or since the store was opened).
-    pub(crate) fn wait_for_change(&self, timeout: Duration) -> bool {
-        let seen = self.seen.load(Ordering::Relaxed);
-        let count = self
-            .changes
-            .count
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let (count, _) = self
-            .changes
-            .arrived
-            .wait_timeout_while(count, timeout, |count| *count == seen)
-            .unwrap_or_else(PoisonError::into_inner);
-        self.seen.store(*count, Ordering::Relaxed);
-        *count != seen
+    /// last wait (or since the store was opened). The connection listens while it waits,
+    /// so a commit wakes it at once; what decides is the change counter, so a notification
+    /// read by another call in between costs at most [`CHANGE_RECHECK`].
+    pub(crate) fn wait_for_change(&self, timeout: Duration) -> Result<bool, StateError> {
+        let deadline = Instant::now() + timeout;
+        let mut listening = false;
+        let changed = loop {
+            let (version, fd) = self.with(|c| {
+                if !listening {
+                    c.execute_batch(&format!("LISTEN {CHANGES}"))?;
+                }
+                let version = self.version_on(c)?;
+                let fd = c.wire.borrow().fd().map_err(|e| c.unavailable(&e))?;
+                Ok((version, fd))
+            })?;
+            listening = true;
+            if self.seen.swap(version, Ordering::Relaxed) != version {
+                break true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break false;
+            }
+            crate::pg_wire::readable_within(fd.as_fd(), left.min(CHANGE_RECHECK));
+        };
+        // Nobody listens between waits: the server queues nothing for a connection that
+        // may not read for a long time. (A connection lost meanwhile listens no more.)
+        if listening {
+            self.with(|c| c.execute_batch(&format!("UNLISTEN {CHANGES}")))?;
+        }
+        Ok(changed)
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<PgConnection>> {
@@ -220,109 +233,27 @@ impl PgStore {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn unavailable(&self, why: impl std::error::Error) -> StateError {
-        StateError::Unavailable {
-            store: self.description.clone(),
-            why: with_causes(&why),
-        }
-    }
-
-    /// Connects on a new thread that then drives the connection until it ends.
+    /// Connects on this thread, within [`CONNECT_TIMEOUT`].
     fn open(&self) -> Result<PgConnection, StateError> {
-        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
-        let config = self.config.clone();
-        let changes = Arc::clone(&self.changes);
-        std::thread::Builder::new()
-            .name("tau-state-postgres".to_owned())
-            .spawn(move || drive(config, changes, sender))
-            .map_err(|error| self.unavailable(error))?;
-        // The thread answers within CONNECT_TIMEOUT; the margin is for a busy machine.
-        let (client, stop) = receiver
-            .recv_timeout(CONNECT_TIMEOUT + Duration::from_secs(1))
-            .map_err(|error| self.unavailable(error))?
-            .map_err(|why| StateError::Unavailable {
-                store: self.description.clone(),
-                why,
-            })?;
+        let (client, wire) =
+            crate::pg_wire::connect(&self.config, Instant::now() + CONNECT_TIMEOUT).map_err(
+                |why| StateError::Unavailable {
+                    store: self.description.clone(),
+                    why,
+                },
+            )?;
         let connection = PgConnection {
             client,
-            _stop: stop,
+            wire: RefCell::new(wire),
             description: self.description.clone(),
-            statements: Mutex::new(HashMap::new()),
-            opening: Mutex::new(None),
+            statements: RefCell::new(HashMap::new()),
+            opening: Cell::new(None),
         };
         connection.execute_batch(&format!(
-            "SET lock_timeout = '{LOCK_TIMEOUT}'; \
-             SET statement_timeout = '{STATEMENT_TIMEOUT}'; LISTEN {CHANGES}"
+            "SET lock_timeout = '{LOCK_TIMEOUT}'; SET statement_timeout = '{STATEMENT_TIMEOUT}'"
         ))?;
-        let pid = connection.query("SELECT pg_backend_pid()", &[])?;
-        if let Some(Value::Integer(pid)) = pid.first().and_then(|row| row.first()) {
-            let pid = i32::try_from(*pid).unwrap_or(0);
-            self.changes.own_pid.store(pid, Ordering::Relaxed);
-        }
         Ok(connection)
     }
-}
-
-/// What the connection's thread hands over: the client and the switch that ends the
-/// thread, or why there is no connection.
-type Opened = Result<(Client, tokio::sync::oneshot::Sender<()>), String>;
-
-/// The connection's thread: connects (within [`CONNECT_TIMEOUT`]), hands the client over,
-/// then drives the connection, counting other processes' notifications, until it ends
-/// (closed by the server, or the [`PgConnection`] dropped).
-fn drive(config: Config, changes: Arc<Changes>, sender: std::sync::mpsc::SyncSender<Opened>) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            tracing::warn!(%error, "no runtime for the PostgreSQL connection");
-            return;
-        }
-    };
-    runtime.block_on(async move {
-        let (client, mut connection) =
-            match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
-                Ok(Ok(pair)) => pair,
-                Ok(Err(error)) => {
-                    let _ = sender.send(Err(with_causes(&error)));
-                    return;
-                }
-                Err(_) => {
-                    let why = format!("no answer within {} s", CONNECT_TIMEOUT.as_secs());
-                    let _ = sender.send(Err(why));
-                    return;
-                }
-            };
-        let (stop, mut stopped) = tokio::sync::oneshot::channel();
-        if sender.send(Ok((client, stop))).is_err() {
-            return;
-        }
-        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-        loop {
-            let next = futures::future::select(messages.next(), &mut stopped).await;
-            let futures::future::Either::Left((Some(message), _)) = next else {
-                break;
-            };
-            match message {
-                Ok(AsyncMessage::Notification(notification)) => {
-                    if notification.process_id() != changes.own_pid.load(Ordering::Relaxed) {
-                        let mut count =
-                            changes.count.lock().unwrap_or_else(PoisonError::into_inner);
-                        *count = count.wrapping_add(1);
-                        changes.arrived.notify_all();
-                    }
-                }
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "the PostgreSQL connection ended");
-                    break;
-                }
-            }
-        }
-    });
 }
 
 impl PgConnection {
@@ -363,18 +294,6 @@ impl PgConnection {
         })
     }
 
-    /// Makes `start` (a write's `BEGIN`, then its lock) go with the next request.
-    fn begin(&self, start: &'static str) {
-        *self.opening.lock().unwrap_or_else(PoisonError::into_inner) = Some(start);
-    }
-
-    fn take_opening(&self) -> Option<&'static str> {
-        self.opening
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-
     /// Runs `request`, behind a write's start and lock when they wait: all are sent
     /// before any answer is read (one round trip), and the server runs them in order, so
     /// the request runs inside the transaction behind the lock, and fails when the start
@@ -383,7 +302,7 @@ impl PgConnection {
         &self,
         request: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, StateError> {
-        let Some(start) = self.take_opening() else {
+        let Some(start) = self.opening.take() else {
             return self.answer(request)?.map_err(|error| self.failed(error));
         };
         // Prepared before anything of the write is sent (once per connection).
@@ -403,29 +322,52 @@ impl PgConnection {
     /// the store unavailable, and the connection is dropped, rather than holding up the
     /// hub.
     fn answer<T>(&self, request: impl Future<Output = T>) -> Result<T, StateError> {
-        block_on_for(request, ANSWER_TIMEOUT).ok_or_else(|| StateError::Unavailable {
-            store: self.description.clone(),
-            why: format!(
-                "the server did not answer within {} s",
-                ANSWER_TIMEOUT.as_secs()
-            ),
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        let mut wire = self.wire.borrow_mut();
+        wire.run(request, deadline).map_err(|stalled| {
+            let why = match stalled {
+                Stalled::Late => format!(
+                    "the server did not answer within {} s",
+                    ANSWER_TIMEOUT.as_secs()
+                ),
+                Stalled::Ended => "the connection ended".to_owned(),
+            };
+            StateError::Unavailable {
+                store: self.description.clone(),
+                why,
+            }
         })
+    }
+
+    /// Whether the server closed the connection since it was last used.
+    fn closed_while_idle(&self) -> bool {
+        self.wire.borrow_mut().ended_while_idle() || self.client.is_closed()
+    }
+
+    /// Whether the connection is gone (or given up on): the next call opens another.
+    fn closed(&self) -> bool {
+        self.client.is_closed() || self.wire.borrow().ended()
+    }
+
+    fn unavailable(&self, why: &dyn std::error::Error) -> StateError {
+        StateError::Unavailable {
+            store: self.description.clone(),
+            why: with_causes(why),
+        }
     }
 
     /// The statement for `sql` (its `?N` written `$N`), prepared once per connection.
     fn prepare(&self, sql: &str) -> Result<Statement, StateError> {
-        let mut statements = self
-            .statements
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(statement) = statements.get(sql) {
+        if let Some(statement) = self.statements.borrow().get(sql) {
             return Ok(statement.clone());
         }
         let text = crate::sql::numbered_placeholders(sql);
         let statement = self
             .answer(self.client.prepare_typed(&text, &[] as &[Type]))?
             .map_err(|error| self.failed(error))?;
-        statements.insert(sql.to_owned(), statement.clone());
+        self.statements
+            .borrow_mut()
+            .insert(sql.to_owned(), statement.clone());
         Ok(statement)
     }
 
