@@ -231,11 +231,81 @@ impl StateDb {
         })
     }
 
+    /// One statement as a write of its own: the rows it changed. Whether it commits is the
+    /// statement's alone (it commits when it succeeds, changing nothing or not), so on
+    /// PostgreSQL the start, the lock, the statement, the counter and the commit travel
+    /// together: one round trip, where [`Self::write`] takes two for one statement.
+    /// `durable`: as [`Self::write_durable`].
+    pub(crate) fn write_statement(
+        &self,
+        durable: bool,
+        sql: &str,
+        params: crate::sql::Params<'_>,
+    ) -> Result<usize, StateError> {
+        match &*self.inner {
+            Store::Postgres(store) => {
+                let params = crate::sql::values(params)?;
+                off_the_runtime(|| store.write_statement(sql, &params))
+            }
+            Store::Sqlite(_) if durable => self.write_durable(|tx| tx.execute(sql, params)),
+            Store::Sqlite(_) => self.write(|tx| tx.execute(sql, params)),
+        }
+    }
+
+    /// Statements as one write, sent together: `decide` reads the rows each changed and
+    /// says whether the write stands (`Ok`) or is rolled back (`Err`, returned). On
+    /// PostgreSQL the start, the lock and every statement travel together and the commit
+    /// follows: two round trips, where [`Self::write`] takes one more for every statement.
+    /// So no statement may need what an earlier one returned; each may see what an earlier
+    /// one wrote. `durable`: as [`Self::write_durable`].
+    pub(crate) fn write_batch<T>(
+        &self,
+        durable: bool,
+        statements: &[(&str, crate::sql::Params<'_>)],
+        decide: impl FnOnce(&[usize]) -> Result<T, StateError>,
+    ) -> Result<T, StateError> {
+        match &*self.inner {
+            Store::Postgres(store) => {
+                let statements = statements
+                    .iter()
+                    .map(|(sql, params)| Ok((*sql, crate::sql::values(params)?)))
+                    .collect::<Result<Vec<_>, StateError>>()?;
+                off_the_runtime(|| {
+                    store.write(|c| {
+                        let changed = c.execute_together(&statements)?;
+                        decide(&changed)
+                    })
+                })
+            }
+            Store::Sqlite(_) => {
+                let run = |tx: &Sql<'_>| {
+                    let changed = statements
+                        .iter()
+                        .map(|(sql, params)| tx.execute(sql, params))
+                        .collect::<Result<Vec<_>, StateError>>()?;
+                    decide(&changed)
+                };
+                if durable {
+                    self.write_durable(run)
+                } else {
+                    self.write(run)
+                }
+            }
+        }
+    }
+
     /// Makes every write so far survive a power cut: one durable commit (the log is
     /// flushed with it, and with it every commit before it), then on SQLite a checkpoint
     /// that copies the log into the database file without waiting for readers in other
     /// processes.
+    ///
+    /// On PostgreSQL there is nothing to do: every commit there already waited for the
+    /// server's log flush (see [`Self::write_durable`]), so a flush would be one more
+    /// transaction and one more flush for nothing.
     pub fn flush(&self) -> Result<(), StateError> {
+        if self.is_shared() {
+            return Ok(());
+        }
         self.write_durable(|tx| {
             tx.execute(
                 "INSERT INTO state_meta (key, value) VALUES ('flushed_at', ?1)
@@ -552,6 +622,77 @@ mod tests {
             })
             .unwrap_or_else(|e| panic!("{}: {e}", store.kind));
             db.flush().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_statement_sent_with_its_commit_that_fails_writes_nothing_and_the_store_goes_on() {
+        for store in crate::test_stores::stores() {
+            let db = store.open();
+            let kind = store.kind;
+            let key = |key: &str| -> Option<String> {
+                db.read(|c| {
+                    c.query_optional(
+                        "SELECT value FROM state_meta WHERE key = ?1",
+                        params![key],
+                        |row| row.get(0),
+                    )
+                })
+                .unwrap()
+            };
+            let insert = "INSERT INTO state_meta (key, value) VALUES (?1, ?2)";
+            assert_eq!(
+                db.write_statement(false, insert, params!["a", "1"])
+                    .unwrap(),
+                1
+            );
+            // The key is taken: the statement fails, and so does its commit.
+            let twice = db.write_statement(true, insert, params!["a", "2"]);
+            assert!(twice.is_err(), "{kind}: {twice:?}");
+            assert_eq!(key("a").as_deref(), Some("1"), "{kind}");
+            // The connection is out of the failed transaction: the next write stands.
+            assert_eq!(
+                db.write_statement(false, insert, params!["b", "1"])
+                    .unwrap(),
+                1
+            );
+            assert_eq!(key("b").as_deref(), Some("1"), "{kind}");
+            // A batch whose decision is no leaves nothing of any of its statements.
+            let refused: Result<(), StateError> = db.write_batch(
+                false,
+                &[(insert, params!["c", "1"]), (insert, params!["d", "1"])],
+                |changed| {
+                    assert_eq!(changed, [1, 1], "{kind}");
+                    Err(StateError::unreadable("a test", "refused"))
+                },
+            );
+            assert!(refused.is_err(), "{kind}");
+            assert_eq!((key("c"), key("d")), (None, None), "{kind}");
+            // A batch whose second statement fails leaves nothing of the first.
+            let failed = db.write_batch(
+                false,
+                &[(insert, params!["e", "1"]), (insert, params!["a", "3"])],
+                |_| Ok(()),
+            );
+            assert!(failed.is_err(), "{kind}");
+            assert_eq!(key("e"), None, "{kind}");
+            // The later statements see the earlier ones' rows.
+            db.write_batch(
+                true,
+                &[
+                    (insert, params!["f", "1"]),
+                    (
+                        "UPDATE state_meta SET value = '2' WHERE key = 'f' AND value = '1'",
+                        params![],
+                    ),
+                ],
+                |changed| {
+                    assert_eq!(changed, [1, 1], "{kind}");
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(key("f").as_deref(), Some("2"), "{kind}");
         }
     }
 

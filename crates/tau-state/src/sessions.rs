@@ -32,6 +32,20 @@ pub struct StoredMessage {
     pub body: String,
 }
 
+/// Message `?2` of session `?1` (`?3` its body, `?4` the time), stored only when it is
+/// the next one: the primary key (session_id, idx) answers that from its last entry,
+/// where a COUNT(*) would read every row of the session on every append. (The casts give
+/// PostgreSQL the parameters' types, which a SELECT list does not.)
+const APPEND_IF_NEXT: &str = "INSERT INTO messages (session_id, idx, body, created_at) \
+     SELECT CAST(?1 AS TEXT), CAST(?2 AS INTEGER), CAST(?3 AS TEXT), CAST(?4 AS INTEGER) \
+     WHERE (SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1) = ?2";
+/// The session's `updated_at` (`?3`), once message `?2` is stored (as [`APPEND_IF_NEXT`] left
+/// it the last): at most one write a second, a message written in the same second as the
+/// last one leaves the session row, and its page, alone.
+const TOUCH_IF_APPENDED: &str = "UPDATE sessions SET updated_at = ?3 \
+     WHERE id = ?1 AND updated_at <> ?3 \
+     AND (SELECT MAX(idx) FROM messages WHERE session_id = ?1) = ?2";
+
 fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -90,13 +104,12 @@ impl Sessions {
     /// Creates the session when it does not exist; true when it was created.
     pub fn ensure_session(&self, id: &SessionId) -> Result<bool, StateError> {
         let now = now();
-        self.db.write(|tx| {
-            Ok(tx.execute(
-                "INSERT INTO sessions (id, created_at, updated_at) VALUES (?1, ?2, ?2) \
-                 ON CONFLICT DO NOTHING",
-                params![id.as_str(), now],
-            )? == 1)
-        })
+        Ok(self.db.write_statement(
+            false,
+            "INSERT INTO sessions (id, created_at, updated_at) VALUES (?1, ?2, ?2) \
+             ON CONFLICT DO NOTHING",
+            params![id.as_str(), now],
+        )? == 1)
     }
 
     /// Stores message number `index` (0-based, in order) of session `id`, `body` as given,
@@ -104,35 +117,36 @@ impl Sessions {
     /// is not the next one.
     pub fn append_message(&self, id: &SessionId, index: u64, body: &str) -> Result<(), StateError> {
         let now = now();
-        self.db.write(|tx| {
-            // The primary key (session_id, idx) answers this from its last entry, where a
-            // COUNT(*) would read every row of the session on every append.
-            let expected: i64 = tx.query_row(
-                "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1",
-                params![id.as_str()],
-                |row| row.get(0),
-            )?;
-            let expected = u64::try_from(expected).unwrap_or(0);
-            if expected != index {
-                // Failing the transaction rolls it back: nothing was written.
-                return Err(StateError::OutOfOrder {
+        let appended = self.db.write_batch(
+            false,
+            &[
+                (
+                    APPEND_IF_NEXT,
+                    params![id.as_str(), index_to_sql(index), body, now],
+                ),
+                (
+                    TOUCH_IF_APPENDED,
+                    params![id.as_str(), index_to_sql(index), now],
+                ),
+            ],
+            // Not the next one: failing the write rolls it back, nothing was written.
+            |changed| match changed.first() {
+                Some(1) => Ok(()),
+                _ => Err(StateError::OutOfOrder {
                     session: id.to_string(),
-                    expected,
+                    expected: index,
                     given: index,
-                });
-            }
-            tx.execute(
-                "INSERT INTO messages (session_id, idx, body, created_at) VALUES (?1, ?2, ?3, ?4)",
-                params![id.as_str(), index_to_sql(index), body, now],
-            )?;
-            // At most one write a second: a message written in the same second as the last
-            // one leaves the session row, and its page, alone.
-            tx.execute(
-                "UPDATE sessions SET updated_at = ?2 WHERE id = ?1 AND updated_at <> ?2",
-                params![id.as_str(), now],
-            )?;
-            Ok(())
-        })
+                }),
+            },
+        );
+        match appended {
+            Err(StateError::OutOfOrder { session, given, .. }) => Err(StateError::OutOfOrder {
+                session,
+                expected: self.message_count(id)?,
+                given,
+            }),
+            other => other,
+        }
     }
 
     /// The messages of session `id` from index `from` on, in order.
@@ -173,14 +187,13 @@ impl Sessions {
 
     /// Keeps `body` (JSON text) as the agent's state of session `id`, in place of the last.
     pub fn save_agent_state(&self, id: &SessionId, body: &str) -> Result<(), StateError> {
-        self.db.write(|tx| {
-            tx.execute(
-                "INSERT INTO agent_state (session_id, body) VALUES (?1, ?2)
-                 ON CONFLICT(session_id) DO UPDATE SET body = excluded.body",
-                params![id.as_str(), body],
-            )?;
-            Ok(())
-        })
+        self.db.write_statement(
+            false,
+            "INSERT INTO agent_state (session_id, body) VALUES (?1, ?2)
+             ON CONFLICT(session_id) DO UPDATE SET body = excluded.body",
+            params![id.as_str(), body],
+        )?;
+        Ok(())
     }
 
     /// The agent's state of session `id`, as stored; `None` when none was saved.
@@ -247,6 +260,44 @@ mod tests {
         StoredMessage {
             index,
             body: body.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_message_out_of_order_writes_nothing_not_even_the_session_s_time() {
+        for dir in crate::test_stores::stores() {
+            let kind = dir.kind;
+            let db = dir.open();
+            let store = db.sessions();
+            let id = SessionId::parse("hall").unwrap();
+            store.ensure_session(&id).unwrap();
+            store.append_message(&id, 0, HI).unwrap();
+            let set_old = |at: i64| {
+                db.write(|c| {
+                    c.execute(
+                        "UPDATE sessions SET updated_at = ?1 WHERE id = 'hall'",
+                        params![at],
+                    )
+                })
+                .unwrap()
+            };
+            let updated = || store.list_sessions().unwrap()[0].updated_at;
+            set_old(7);
+            // The last message again, and one past the next: both refused.
+            for given in [0, 2] {
+                let error = store.append_message(&id, given, HELLO).unwrap_err();
+                assert_eq!(
+                    error.to_string(),
+                    format!("session 'hall' expected message 1 next but was given {given}"),
+                    "{kind}"
+                );
+                assert_eq!(updated(), 7, "{kind}: nothing written");
+            }
+            assert_eq!(store.stored_messages(&id, 0).unwrap(), vec![stored(0, HI)]);
+            // The next one is stored and moves the session's time.
+            store.append_message(&id, 1, HELLO).unwrap();
+            assert!(updated() > 7, "{kind}");
+            assert_eq!(store.message_count(&id).unwrap(), 2, "{kind}");
         }
     }
 

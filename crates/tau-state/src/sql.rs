@@ -159,7 +159,7 @@ impl ColumnIndex for usize {
 }
 
 /// The parameters as plain values, for PostgreSQL.
-fn values(params: Params<'_>) -> Result<Vec<Value>, StateError> {
+pub(crate) fn values(params: Params<'_>) -> Result<Vec<Value>, StateError> {
     use rusqlite::types::ToSqlOutput;
     params
         .iter()
