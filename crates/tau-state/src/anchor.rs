@@ -77,23 +77,25 @@ impl AuditAnchor {
         head: &AuditHead,
     ) -> Result<(), StateError> {
         let seq = i64::try_from(head.seq).unwrap_or(i64::MAX);
-        self.db.write(|tx| {
-            match self.db.hub() {
-                None => tx.execute(
-                    &format!(
-                        "INSERT INTO {table} (id, seq, hash) VALUES (1, ?1, ?2)
+        // One statement: on PostgreSQL it travels with its commit (one round trip), and a
+        // hub writes two of these for every line of its log.
+        match self.db.hub() {
+            None => self.db.write_statement(
+                false,
+                &format!(
+                    "INSERT INTO {table} (id, seq, hash) VALUES (1, ?1, ?2)
                  ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
-                    ),
-                    params![seq, head.hash],
-                )?,
-                Some(hub) => tx.execute(
-                    "INSERT INTO audit_heads (hub, kind, seq, hash) VALUES (?1, ?2, ?3, ?4)
+                ),
+                params![seq, head.hash],
+            )?,
+            Some(hub) => self.db.write_statement(
+                false,
+                "INSERT INTO audit_heads (hub, kind, seq, hash) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (hub, kind) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
-                    params![hub, kind, seq, head.hash],
-                )?,
-            };
-            Ok(())
-        })
+                params![hub, kind, seq, head.hash],
+            )?,
+        };
+        Ok(())
     }
 }
 

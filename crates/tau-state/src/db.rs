@@ -242,48 +242,34 @@ impl StateDb {
         sql: &str,
         params: crate::sql::Params<'_>,
     ) -> Result<usize, StateError> {
-        match &*self.inner {
-            Store::Postgres(store) => {
-                let params = crate::sql::values(params)?;
-                off_the_runtime(|| store.write_statement(sql, &params))
-            }
-            Store::Sqlite(_) if durable => self.write_durable(|tx| tx.execute(sql, params)),
-            Store::Sqlite(_) => self.write(|tx| tx.execute(sql, params)),
-        }
+        let changed = self.write_statements(durable, &[(sql, params)])?;
+        Ok(changed.first().copied().unwrap_or(0))
     }
 
-    /// Statements as one write, sent together: `decide` reads the rows each changed and
-    /// says whether the write stands (`Ok`) or is rolled back (`Err`, returned). On
-    /// PostgreSQL the start, the lock and every statement travel together and the commit
-    /// follows: two round trips, where [`Self::write`] takes one more for every statement.
-    /// So no statement may need what an earlier one returned; each may see what an earlier
-    /// one wrote. `durable`: as [`Self::write_durable`].
-    pub(crate) fn write_batch<T>(
+    /// Statements as one write that stands when every one of them succeeds (and is rolled
+    /// back when one fails): the rows each changed. As [`Self::write_statement`], one round
+    /// trip on PostgreSQL, so no statement may need what an earlier one returned; each
+    /// sees what an earlier one wrote. A statement that must stop the write fails on
+    /// purpose (a NULL where none may go, say).
+    pub(crate) fn write_statements(
         &self,
         durable: bool,
         statements: &[(&str, crate::sql::Params<'_>)],
-        decide: impl FnOnce(&[usize]) -> Result<T, StateError>,
-    ) -> Result<T, StateError> {
+    ) -> Result<Vec<usize>, StateError> {
         match &*self.inner {
             Store::Postgres(store) => {
                 let statements = statements
                     .iter()
                     .map(|(sql, params)| Ok((*sql, crate::sql::values(params)?)))
                     .collect::<Result<Vec<_>, StateError>>()?;
-                off_the_runtime(|| {
-                    store.write(|c| {
-                        let changed = c.execute_together(&statements)?;
-                        decide(&changed)
-                    })
-                })
+                off_the_runtime(|| store.write_statements(&statements))
             }
             Store::Sqlite(_) => {
                 let run = |tx: &Sql<'_>| {
-                    let changed = statements
+                    statements
                         .iter()
                         .map(|(sql, params)| tx.execute(sql, params))
-                        .collect::<Result<Vec<_>, StateError>>()?;
-                    decide(&changed)
+                        .collect::<Result<Vec<_>, StateError>>()
                 };
                 if durable {
                     self.write_durable(run)
@@ -657,41 +643,27 @@ mod tests {
                 1
             );
             assert_eq!(key("b").as_deref(), Some("1"), "{kind}");
-            // A batch whose decision is no leaves nothing of any of its statements.
-            let refused: Result<(), StateError> = db.write_batch(
-                false,
-                &[(insert, params!["c", "1"]), (insert, params!["d", "1"])],
-                |changed| {
-                    assert_eq!(changed, [1, 1], "{kind}");
-                    Err(StateError::unreadable("a test", "refused"))
-                },
-            );
-            assert!(refused.is_err(), "{kind}");
-            assert_eq!((key("c"), key("d")), (None, None), "{kind}");
-            // A batch whose second statement fails leaves nothing of the first.
-            let failed = db.write_batch(
+            // Statements that stand together: the second fails, nothing of the first stays.
+            let failed = db.write_statements(
                 false,
                 &[(insert, params!["e", "1"]), (insert, params!["a", "3"])],
-                |_| Ok(()),
             );
             assert!(failed.is_err(), "{kind}");
             assert_eq!(key("e"), None, "{kind}");
             // The later statements see the earlier ones' rows.
-            db.write_batch(
-                true,
-                &[
-                    (insert, params!["f", "1"]),
-                    (
-                        "UPDATE state_meta SET value = '2' WHERE key = 'f' AND value = '1'",
-                        params![],
-                    ),
-                ],
-                |changed| {
-                    assert_eq!(changed, [1, 1], "{kind}");
-                    Ok(())
-                },
-            )
-            .unwrap();
+            let changed = db
+                .write_statements(
+                    true,
+                    &[
+                        (insert, params!["f", "1"]),
+                        (
+                            "UPDATE state_meta SET value = '2' WHERE key = 'f' AND value = '1'",
+                            params![],
+                        ),
+                    ],
+                )
+                .unwrap();
+            assert_eq!(changed, [1, 1], "{kind}");
             assert_eq!(key("f").as_deref(), Some("2"), "{kind}");
         }
     }

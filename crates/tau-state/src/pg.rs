@@ -175,14 +175,17 @@ impl PgStore {
         })
     }
 
-    /// One statement as a write of its own (see [`crate::StateDb::write_statement`]): the
-    /// start, the lock, the statement, the counter, the notice and the commit sent at once,
-    /// answered in one round trip. A start, lock or statement that failed leaves the
+    /// Statements as a write of their own (see [`crate::StateDb::write_statements`]): the
+    /// start, the lock, the statements, the counter, the notice and the commit sent at
+    /// once, answered in one round trip. A start, lock or statement that failed leaves the
     /// transaction aborted, and the server turns its commit into a rollback: the first
     /// failure is the answer, and nothing was written.
-    pub(crate) fn write_statement(&self, sql: &str, params: &[Value]) -> Result<usize, StateError> {
+    pub(crate) fn write_statements(
+        &self,
+        statements: &[(&str, Vec<Value>)],
+    ) -> Result<Vec<usize>, StateError> {
         let changed = self.with(|c| {
-            let written = Self::one_statement(c, sql, params);
+            let written = Self::statements_and_commit(c, statements);
             // A failure before the commit leaves the transaction open and aborted (the
             // commit, behind the failed notice in its batch, never ran): ending it keeps
             // the connection usable. A connection that is gone ended it.
@@ -194,31 +197,44 @@ impl PgStore {
             written
         })?;
         self.own_writes.fetch_add(1, Ordering::Relaxed);
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+        Ok(changed
+            .into_iter()
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+            .collect())
     }
 
-    fn one_statement(c: &PgConnection, sql: &str, params: &[Value]) -> Result<u64, StateError> {
-        {
-            // Prepared (once per connection) before anything of the write is sent.
-            let (lock, statement, bump) = (c.prepare(LOCK)?, c.prepare(sql)?, c.prepare(BUMP)?);
-            let params = PgValue::all(params);
-            let params = PgValue::refs(&params);
-            let (started, locked, changed, bumped, committed) = c.answer(async {
-                futures::join!(
-                    c.client.batch_execute(BEGIN),
-                    c.client.execute(&lock, &[]),
-                    c.client.execute(&statement, &params),
-                    c.client.execute(&bump, &[]),
-                    c.client.batch_execute(COMMIT),
-                )
-            })?;
-            started.map_err(|error| c.failed(error))?;
-            locked.map_err(|error| c.failed(error))?;
-            let changed = changed.map_err(|error| c.failed(error))?;
-            bumped.map_err(|error| c.failed(error))?;
-            committed.map_err(|error| c.failed(error))?;
-            Ok(changed)
-        }
+    fn statements_and_commit(
+        c: &PgConnection,
+        statements: &[(&str, Vec<Value>)],
+    ) -> Result<Vec<u64>, StateError> {
+        // Prepared (once per connection) before anything of the write is sent.
+        let (lock, bump) = (c.prepare(LOCK)?, c.prepare(BUMP)?);
+        let prepared = statements
+            .iter()
+            .map(|(sql, params)| Ok((c.prepare(sql)?, PgValue::all(params))))
+            .collect::<Result<Vec<_>, StateError>>()?;
+        // Each request is sent when first polled, and these are first polled in order.
+        let (started, locked, changed, bumped, committed) = c.answer(async {
+            let runs = prepared.iter().map(|(statement, params)| async move {
+                c.client.execute(statement, &PgValue::refs(params)).await
+            });
+            futures::join!(
+                c.client.batch_execute(BEGIN),
+                c.client.execute(&lock, &[]),
+                futures::future::join_all(runs),
+                c.client.execute(&bump, &[]),
+                c.client.batch_execute(COMMIT),
+            )
+        })?;
+        started.map_err(|error| c.failed(error))?;
+        locked.map_err(|error| c.failed(error))?;
+        let changed = changed
+            .into_iter()
+            .map(|changed| changed.map_err(|error| c.failed(error)))
+            .collect::<Result<Vec<u64>, StateError>>()?;
+        bumped.map_err(|error| c.failed(error))?;
+        committed.map_err(|error| c.failed(error))?;
+        Ok(changed)
     }
 
     /// A number that changes when another process committed: the shared counter less the
@@ -319,33 +335,6 @@ impl PgConnection {
         rows.iter()
             .map(|row| read_row(row).map_err(|why| StateError::unreadable("a PostgreSQL row", why)))
             .collect()
-    }
-
-    /// Runs `statements` in order, all sent before any answer is read (one round trip, the
-    /// write's start and lock with them); the rows each changed. The first that failed is
-    /// the answer, and those after it did not run.
-    pub(crate) fn execute_together(
-        &self,
-        statements: &[(&str, Vec<Value>)],
-    ) -> Result<Vec<usize>, StateError> {
-        let prepared = statements
-            .iter()
-            .map(|(sql, params)| Ok((self.prepare(sql)?, PgValue::all(params))))
-            .collect::<Result<Vec<_>, StateError>>()?;
-        let changed = self.send(async {
-            let runs = prepared.iter().map(|(statement, params)| {
-                let params = PgValue::refs(params);
-                async move { self.client.execute(statement, &params).await }
-            });
-            futures::future::join_all(runs)
-                .await
-                .into_iter()
-                .collect::<Result<Vec<u64>, _>>()
-        })?;
-        Ok(changed
-            .into_iter()
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-            .collect())
     }
 
     pub(crate) fn execute_batch(&self, sql: &str) -> Result<(), StateError> {

@@ -33,18 +33,16 @@ pub struct StoredMessage {
 }
 
 /// Message `?2` of session `?1` (`?3` its body, `?4` the time), stored only when it is
-/// the next one: the primary key (session_id, idx) answers that from its last entry,
-/// where a COUNT(*) would read every row of the session on every append. (The casts give
-/// PostgreSQL the parameters' types, which a SELECT list does not.)
+/// the next one: otherwise its index is NULL, which the table refuses, and the write
+/// fails whole. The primary key (session_id, idx) answers "the next one" from its last
+/// entry, where a COUNT(*) would read every row of the session on every append.
 const APPEND_IF_NEXT: &str = "INSERT INTO messages (session_id, idx, body, created_at) \
-     SELECT CAST(?1 AS TEXT), CAST(?2 AS INTEGER), CAST(?3 AS TEXT), CAST(?4 AS INTEGER) \
-     WHERE (SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?1) = ?2";
-/// The session's `updated_at` (`?3`), once message `?2` is stored (as [`APPEND_IF_NEXT`] left
-/// it the last): at most one write a second, a message written in the same second as the
-/// last one leaves the session row, and its page, alone.
-const TOUCH_IF_APPENDED: &str = "UPDATE sessions SET updated_at = ?3 \
-     WHERE id = ?1 AND updated_at <> ?3 \
-     AND (SELECT MAX(idx) FROM messages WHERE session_id = ?1) = ?2";
+     VALUES (?1, CASE WHEN (SELECT COALESCE(MAX(idx) + 1, 0) FROM messages \
+     WHERE session_id = ?1) = ?2 THEN ?2 END, ?3, ?4)";
+/// The session's `updated_at` (`?2`), with a message: at most one write a second, a
+/// message written in the same second as the last one leaves the session row, and its
+/// page, alone.
+const TOUCH: &str = "UPDATE sessions SET updated_at = ?2 WHERE id = ?1 AND updated_at <> ?2";
 
 fn now() -> i64 {
     SystemTime::now()
@@ -117,35 +115,30 @@ impl Sessions {
     /// is not the next one.
     pub fn append_message(&self, id: &SessionId, index: u64, body: &str) -> Result<(), StateError> {
         let now = now();
-        let appended = self.db.write_batch(
+        let appended = self.db.write_statements(
             false,
             &[
                 (
                     APPEND_IF_NEXT,
                     params![id.as_str(), index_to_sql(index), body, now],
                 ),
-                (
-                    TOUCH_IF_APPENDED,
-                    params![id.as_str(), index_to_sql(index), now],
-                ),
+                (TOUCH, params![id.as_str(), now]),
             ],
-            // Not the next one: failing the write rolls it back, nothing was written.
-            |changed| match changed.first() {
-                Some(1) => Ok(()),
-                _ => Err(StateError::OutOfOrder {
-                    session: id.to_string(),
-                    expected: index,
-                    given: index,
-                }),
-            },
         );
         match appended {
-            Err(StateError::OutOfOrder { session, given, .. }) => Err(StateError::OutOfOrder {
-                session,
-                expected: self.message_count(id)?,
-                given,
-            }),
-            other => other,
+            Ok(_) => Ok(()),
+            Err(error) => {
+                // Not the next one: the append failed on purpose and nothing was written.
+                let expected = self.message_count(id)?;
+                if expected == index {
+                    return Err(error);
+                }
+                Err(StateError::OutOfOrder {
+                    session: id.to_string(),
+                    expected,
+                    given: index,
+                })
+            }
         }
     }
 
