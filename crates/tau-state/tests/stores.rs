@@ -182,6 +182,36 @@ fn a_cut_connection_decides_nothing_and_the_store_answers_once_it_is_back() {
 }
 
 #[test]
+fn a_store_is_reached_over_a_unix_socket_and_a_url_asking_for_tls_is_refused_plainly() {
+    let server = Postgres::start().unwrap();
+    let tcp = server.fresh_database().unwrap();
+    let database = tcp.rsplit('/').next().unwrap();
+    // The socket's folder as the url's host, percent-encoded as libpq reads it.
+    let dir = server
+        .socket_dir()
+        .display()
+        .to_string()
+        .replace('/', "%2F");
+    let url = format!("postgres://postgres@{dir}:{}/{database}", server.port());
+    let over_socket = StateDb::connect(&url).unwrap();
+    over_socket
+        .approvals()
+        .create_approval(&question("ap_1"))
+        .unwrap();
+    let over_tcp = StateDb::connect(&tcp).unwrap();
+    let id = ApprovalId::parse("ap_1").unwrap();
+    assert!(over_tcp.approvals().approval(&id).unwrap().is_some());
+
+    // This tau speaks no TLS to the server: a url that requires it is refused at once,
+    // saying so, and never falls back to plain text.
+    let refused = StateDb::connect(&format!("{tcp}?sslmode=require"))
+        .err()
+        .unwrap();
+    assert!(matches!(refused, StateError::Connect { .. }), "{refused:?}");
+    assert!(refused.to_string().contains("TLS"), "{refused}");
+}
+
+#[test]
 fn a_commit_the_store_answered_survives_a_crash_of_the_server() {
     let mut server = Postgres::start().unwrap();
     // The server's log writer waits 10 s between rounds (its longest): a commit answered

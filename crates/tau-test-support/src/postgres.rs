@@ -126,6 +126,11 @@ impl Postgres {
         self.port
     }
 
+    /// The folder of its unix socket (`.s.PGSQL.<port>`).
+    pub fn socket_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// The url of the `postgres` database as the superuser (no password: `trust`).
     pub fn admin_url(&self) -> String {
         self.url("postgres")

@@ -1,8 +1,9 @@
 //! Load on hubs sharing one PostgreSQL store, beside one hub on it and one hub on its own
 //! `state.db`: every conversation sends one message at once, a `replay:` model answers each
 //! with one tier-0 call (`clock`) and then a text. Prints each setup's turns per second (all
-//! hubs together) and what each hub of two kept of one hub's rate on the same store, and
-//! checks every hub's audit chain.
+//! hubs together), how busy the machine's cores were while they ran (`/proc/stat`), and
+//! what each hub of two kept of one hub's rate on the same store, and checks every hub's
+//! audit chain.
 //!
 //! ```sh
 //! cargo bench -p tau --bench serve_shared_load                    # 300 conversations a hub
@@ -56,8 +57,26 @@ fn hub(url: Option<&str>, sessions: usize) -> Loaded {
     }
 }
 
-/// Sends every hub's messages at once; the seconds until every turn ended.
-fn load(hubs: &[Loaded]) -> f64 {
+/// The machine's CPU time so far, from `/proc/stat`: (busy, all), in clock ticks.
+fn machine_cpu() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .map(|t| t.parse().unwrap())
+        .collect();
+    let all: u64 = ticks.iter().take(8).sum();
+    // idle and iowait
+    (all - ticks[3] - ticks[4], all)
+}
+
+/// Sends every hub's messages at once; the seconds until every turn ended, and how busy
+/// the machine's cores were meanwhile (0 to 1).
+fn load(hubs: &[Loaded]) -> (f64, f64) {
+    let (busy, all) = machine_cpu();
     let start = Instant::now();
     std::thread::scope(|scope| {
         for hub in hubs {
@@ -102,7 +121,12 @@ fn load(hubs: &[Loaded]) -> f64 {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    start.elapsed().as_secs_f64()
+    let seconds = start.elapsed().as_secs_f64();
+    let (busy_now, all_now) = machine_cpu();
+    (
+        seconds,
+        (busy_now - busy) as f64 / (all_now - all).max(1) as f64,
+    )
 }
 
 /// Stops each hub and checks its chain (against its own anchor in the store).
@@ -116,11 +140,12 @@ fn finish(hubs: Vec<Loaded>, url: Option<&str>) {
     }
 }
 
-fn measure(url: Option<&str>, hubs: usize, sessions: usize) -> f64 {
+/// Turns a second, all hubs together, and how busy the cores were.
+fn measure(url: Option<&str>, hubs: usize, sessions: usize) -> (f64, f64) {
     let loaded: Vec<Loaded> = (0..hubs).map(|_| hub(url, sessions)).collect();
-    let seconds = load(&loaded);
+    let (seconds, busy) = load(&loaded);
     finish(loaded, url);
-    (hubs * sessions) as f64 / seconds
+    ((hubs * sessions) as f64 / seconds, busy)
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -150,16 +175,22 @@ fn main() {
         let url = server.fresh_database().unwrap();
         two.push(measure(Some(&url), 2, sessions));
     }
-    let (sqlite, one, two) = (median(sqlite), median(one), median(two));
+    let busy = |runs: &[(f64, f64)]| median(runs.iter().map(|r| r.1).collect()) * 100.0;
+    let (sqlite_busy, one_busy, two_busy) = (busy(&sqlite), busy(&one), busy(&two));
+    let rate = |runs: Vec<(f64, f64)>| median(runs.into_iter().map(|r| r.0).collect());
+    let (sqlite, one, two) = (rate(sqlite), rate(one), rate(two));
     println!(
         "tau serve, {sessions} conversations a hub sending one message each at once ({SENDERS} clients a hub), one tier-0 call a turn, medians of {rounds} rounds"
     );
     println!();
-    println!("| store | hubs | turns/s (all hubs) | turns/s a hub |");
-    println!("| --- | ---: | ---: | ---: |");
-    println!("| state.db | 1 | {sqlite:.0} | {sqlite:.0} |");
-    println!("| PostgreSQL | 1 | {one:.0} | {one:.0} |");
-    println!("| PostgreSQL | 2 | {two:.0} | {:.0} |", two / 2.0);
+    println!("| store | hubs | turns/s (all hubs) | turns/s a hub | cores busy |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    println!("| state.db | 1 | {sqlite:.0} | {sqlite:.0} | {sqlite_busy:.0}% |");
+    println!("| PostgreSQL | 1 | {one:.0} | {one:.0} | {one_busy:.0}% |");
+    println!(
+        "| PostgreSQL | 2 | {two:.0} | {:.0} | {two_busy:.0}% |",
+        two / 2.0
+    );
     println!();
     println!(
         "each of two hubs keeps {:.0}% of one hub's rate on PostgreSQL; one hub on PostgreSQL does {:.0}% of one on state.db",
