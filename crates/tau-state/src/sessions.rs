@@ -257,6 +257,23 @@ mod tests {
     }
 
     #[test]
+    fn a_message_larger_than_a_socket_s_buffer_goes_and_comes_back_whole() {
+        for dir in crate::test_stores::stores() {
+            let store = open(&dir);
+            let id = SessionId::parse("big").unwrap();
+            store.ensure_session(&id).unwrap();
+            // 8 MiB: many times what a socket takes at once, both ways.
+            let text = "0123456789abcdef".repeat(512 * 1024);
+            let body = serde_json::json!({"role": "user", "content": [{"text": text}]}).to_string();
+            store.append_message(&id, 0, &body).unwrap();
+            store.append_message(&id, 1, HELLO).unwrap();
+            let stored = store.stored_messages(&id, 0).unwrap();
+            assert_eq!(stored.len(), 2, "{}", dir.kind);
+            assert!(stored[0].body == body, "{}: the body changed", dir.kind);
+        }
+    }
+
+    #[test]
     fn a_message_out_of_order_writes_nothing_not_even_the_session_s_time() {
         for dir in crate::test_stores::stores() {
             let kind = dir.kind;
