@@ -13,7 +13,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{FakeHost, Lamp, Rig, catalog, def};
+use common::{Answering, FakeHost, Lamp, Rig, catalog, def};
 use pretty_assertions::assert_eq;
 use rumqttc::{AsyncClient, MqttOptions, QoS};
 use serde_json::json;
@@ -234,6 +234,50 @@ async fn a_webhook_while_the_routine_runs_is_skipped() {
         (again.status, again.text.as_str()),
         (409, "its previous run is still going")
     );
+    stop.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_webhook_whose_routine_asks_where_another_hub_serves_is_sent_there() {
+    let lamp = Arc::new(Lamp::new(Arc::new(SystemClock)));
+    let mut host = FakeHost::with_web(Answering::Never);
+    host.webhooks = true;
+    host.asks_now = false.into();
+    let mut rig = Rig::new(catalog(Arc::clone(&lamp)), Arc::new(SystemClock), host);
+    rig.env = vec![("DOORBELL_SECRET".into(), SECRET.into())];
+    let engine = rig
+        .engine(vec![def(
+            json!({"name": "doorbell", "webhook": {"secret_env": "DOORBELL_SECRET"},
+                   "tool": "lamp", "arguments": {"state": "on"}, "ask": "web"}),
+        )])
+        .unwrap();
+    let (stop, task) = start(&engine);
+    eventually("the engine keeping the routine", || {
+        !engine.active().is_empty()
+    })
+    .await;
+    let bearer = format!("Bearer {SECRET}");
+    let refused = call(&engine, "doorbell", Some(&bearer), b"");
+    assert_eq!(
+        (refused.status, refused.text.as_str()),
+        (
+            503,
+            "this hub cannot ask on the routine's channel now: another hub sharing the \
+             store serves it; send the call to that hub"
+        )
+    );
+    // A wrong secret is still told first: the refusal above says nothing to a stranger.
+    assert_eq!(call(&engine, "doorbell", Some("Bearer x"), b"").status, 401);
+    assert!(rig.runs().is_empty(), "nothing ran here");
+    assert_eq!(lamp.count(), 0);
+    // Once this hub serves the channel (it took the bot over), the call runs here.
+    rig.host
+        .asks_now
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let started = call(&engine, "doorbell", Some(&bearer), b"");
+    assert_eq!((started.status, started.text.as_str()), (202, "started"));
+    eventually("the run's record", || !rig.runs().is_empty()).await;
     stop.cancel();
     task.await.unwrap();
 }

@@ -13,6 +13,10 @@ use crate::trigger::Trigger;
 /// The largest body a webhook accepts.
 pub const MAX_WEBHOOK_BODY: usize = 64 * 1024;
 
+/// The reply to a call for a routine whose `ask` channel another hub serves now.
+const ASKED_ELSEWHERE: &str = "this hub cannot ask on the routine's channel now: \
+     another hub sharing the store serves it; send the call to that hub";
+
 /// The HTTP status and a one-line text for the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookReply {
@@ -90,6 +94,15 @@ impl WebhookCall {
                 "webhook refused: not the body the routine expects"
             );
             return reply(400, "the body is not what this routine expects");
+        }
+        if !self.inner.can_ask_now(&self.slot.routine) {
+            // Its questions would reach nobody from here: another hub sharing the store
+            // serves its channel (polls the bot). The caller can send it there.
+            tracing::info!(
+                routine = name,
+                "webhook refused: another hub asks on its channel"
+            );
+            return reply(503, ASKED_ELSEWHERE);
         }
         match self.inner.fire(&self.slot, "webhook".to_owned()) {
             Fired::Started => reply(202, "started"),

@@ -133,6 +133,9 @@ pub struct FakeHost {
     pub withdrawn: Mutex<Vec<ApprovalRow>>,
     pub settled: Mutex<Vec<ApprovalId>>,
     pub webhooks: bool,
+    /// What `can_ask_now` says: false as a hub that shares its store with one serving
+    /// the routine's channel.
+    pub asks_now: std::sync::atomic::AtomicBool,
     pub prompts: Option<Arc<dyn PromptRunner>>,
     pub prompted: Mutex<Vec<PromptRun>>,
 }
@@ -147,6 +150,7 @@ impl FakeHost {
             withdrawn: Mutex::default(),
             settled: Mutex::default(),
             webhooks: false,
+            asks_now: std::sync::atomic::AtomicBool::new(true),
             prompts: None,
             prompted: Mutex::default(),
         }
@@ -241,6 +245,10 @@ impl RoutineHost for FakeHost {
 
     fn serves_webhooks(&self) -> bool {
         self.webhooks
+    }
+
+    fn can_ask_now(&self, _channel: AskChannel) -> bool {
+        self.asks_now.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
