@@ -112,8 +112,12 @@ async fn an_mqtt_routine_runs_on_a_matching_message_from_a_real_broker() {
 const SECRET: &str = "a-webhook-secret-of-some-length";
 
 fn webhook_rig() -> (Rig, Arc<Lamp>) {
+    webhook_rig_on(FakeHost::new())
+}
+
+/// A rig whose `host` serves webhooks, the doorbell's secret set.
+fn webhook_rig_on(mut host: FakeHost) -> (Rig, Arc<Lamp>) {
     let lamp = Arc::new(Lamp::new(Arc::new(SystemClock)));
-    let mut host = FakeHost::new();
     host.webhooks = true;
     let mut rig = Rig::new(catalog(Arc::clone(&lamp)), Arc::new(SystemClock), host);
     rig.env = vec![("DOORBELL_SECRET".into(), SECRET.into())];
@@ -240,12 +244,10 @@ async fn a_webhook_while_the_routine_runs_is_skipped() {
 
 #[tokio::test]
 async fn a_webhook_whose_routine_asks_where_another_hub_serves_is_sent_there() {
-    let lamp = Arc::new(Lamp::new(Arc::new(SystemClock)));
-    let mut host = FakeHost::with_web(Answering::Never);
-    host.webhooks = true;
-    host.asks_now = false.into();
-    let mut rig = Rig::new(catalog(Arc::clone(&lamp)), Arc::new(SystemClock), host);
-    rig.env = vec![("DOORBELL_SECRET".into(), SECRET.into())];
+    let host = FakeHost::with_web(Answering::Never);
+    host.asks_now
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    let (rig, lamp) = webhook_rig_on(host);
     let engine = rig
         .engine(vec![def(
             json!({"name": "doorbell", "webhook": {"secret_env": "DOORBELL_SECRET"},
