@@ -1,9 +1,9 @@
 //! Load on hubs sharing one PostgreSQL store, beside one hub on it and one hub on its own
 //! `state.db`: every conversation sends one message at once, a `replay:` model answers each
 //! with one tier-0 call (`clock`) and then a text. Prints each setup's turns per second (all
-//! hubs together), how busy the machine's cores were while they ran (`/proc/stat`), and
-//! what each hub of two kept of one hub's rate on the same store, and checks every hub's
-//! audit chain.
+//! hubs together), how busy the machine's cores were while they ran (`/proc/stat`), the
+//! CPU a turn cost the hubs' own processes, and what each hub of two kept of one hub's
+//! rate on the same store, and checks every hub's audit chain.
 //!
 //! ```sh
 //! cargo bench -p tau --bench serve_shared_load                    # 300 conversations a hub
@@ -73,10 +73,34 @@ fn machine_cpu() -> (u64, u64) {
     (all - ticks[3] - ticks[4], all)
 }
 
-/// Sends every hub's messages at once; the seconds until every turn ended, and how busy
-/// the machine's cores were meanwhile (0 to 1).
-fn load(hubs: &[Loaded]) -> (f64, f64) {
+/// The CPU seconds process `pid` has used (user and system), from `/proc/PID/stat`.
+fn process_cpu(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, fields) = stat.rsplit_once(')').unwrap();
+    let fields: Vec<u64> = fields
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    // Clock ticks, 100 a second on Linux.
+    (fields[0] + fields[1]) as f64 / 100.0
+}
+
+/// What one load measured.
+struct Measured {
+    seconds: f64,
+    /// How busy the machine's cores were (0 to 1).
+    busy: f64,
+    /// The CPU seconds the hubs' own processes used.
+    hubs_cpu: f64,
+}
+
+/// Sends every hub's messages at once and waits until every turn ended.
+fn load(hubs: &[Loaded]) -> Measured {
     let (busy, all) = machine_cpu();
+    let cpu = || -> f64 { hubs.iter().map(|h| process_cpu(h.serve.child.id())).sum() };
+    let hubs_before = cpu();
     let start = Instant::now();
     std::thread::scope(|scope| {
         for hub in hubs {
@@ -123,10 +147,11 @@ fn load(hubs: &[Loaded]) -> (f64, f64) {
     }
     let seconds = start.elapsed().as_secs_f64();
     let (busy_now, all_now) = machine_cpu();
-    (
+    Measured {
         seconds,
-        (busy_now - busy) as f64 / (all_now - all).max(1) as f64,
-    )
+        busy: (busy_now - busy) as f64 / (all_now - all).max(1) as f64,
+        hubs_cpu: cpu() - hubs_before,
+    }
 }
 
 /// Stops each hub and checks its chain (against its own anchor in the store).
@@ -140,12 +165,18 @@ fn finish(hubs: Vec<Loaded>, url: Option<&str>) {
     }
 }
 
-/// Turns a second, all hubs together, and how busy the cores were.
-fn measure(url: Option<&str>, hubs: usize, sessions: usize) -> (f64, f64) {
+/// Turns a second (all hubs together), how busy the cores were, and the hubs' own CPU
+/// a turn in milliseconds.
+fn measure(url: Option<&str>, hubs: usize, sessions: usize) -> (f64, f64, f64) {
     let loaded: Vec<Loaded> = (0..hubs).map(|_| hub(url, sessions)).collect();
-    let (seconds, busy) = load(&loaded);
+    let measured = load(&loaded);
     finish(loaded, url);
-    ((hubs * sessions) as f64 / seconds, busy)
+    let turns = (hubs * sessions) as f64;
+    (
+        turns / measured.seconds,
+        measured.busy,
+        measured.hubs_cpu * 1000.0 / turns,
+    )
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -175,26 +206,33 @@ fn main() {
         let url = server.fresh_database().unwrap();
         two.push(measure(Some(&url), 2, sessions));
     }
-    let busy = |runs: &[(f64, f64)]| median(runs.iter().map(|r| r.1).collect()) * 100.0;
+    let busy = |runs: &[(f64, f64, f64)]| median(runs.iter().map(|r| r.1).collect()) * 100.0;
     let (sqlite_busy, one_busy, two_busy) = (busy(&sqlite), busy(&one), busy(&two));
-    let rate = |runs: Vec<(f64, f64)>| median(runs.into_iter().map(|r| r.0).collect());
+    let cpu = |runs: &[(f64, f64, f64)]| median(runs.iter().map(|r| r.2).collect());
+    let (sqlite_cpu, one_cpu, two_cpu) = (cpu(&sqlite), cpu(&one), cpu(&two));
+    let rate = |runs: Vec<(f64, f64, f64)>| median(runs.into_iter().map(|r| r.0).collect());
     let (sqlite, one, two) = (rate(sqlite), rate(one), rate(two));
     println!(
         "tau serve, {sessions} conversations a hub sending one message each at once ({SENDERS} clients a hub), one tier-0 call a turn, medians of {rounds} rounds"
     );
     println!();
-    println!("| store | hubs | turns/s (all hubs) | turns/s a hub | cores busy |");
-    println!("| --- | ---: | ---: | ---: | ---: |");
-    println!("| state.db | 1 | {sqlite:.0} | {sqlite:.0} | {sqlite_busy:.0}% |");
-    println!("| PostgreSQL | 1 | {one:.0} | {one:.0} | {one_busy:.0}% |");
     println!(
-        "| PostgreSQL | 2 | {two:.0} | {:.0} | {two_busy:.0}% |",
+        "| store | hubs | turns/s (all hubs) | turns/s a hub | cores busy | a hub's CPU a turn |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| state.db | 1 | {sqlite:.0} | {sqlite:.0} | {sqlite_busy:.0}% | {sqlite_cpu:.2} ms |"
+    );
+    println!("| PostgreSQL | 1 | {one:.0} | {one:.0} | {one_busy:.0}% | {one_cpu:.2} ms |");
+    println!(
+        "| PostgreSQL | 2 | {two:.0} | {:.0} | {two_busy:.0}% | {two_cpu:.2} ms |",
         two / 2.0
     );
     println!();
     println!(
-        "each of two hubs keeps {:.0}% of one hub's rate on PostgreSQL; one hub on PostgreSQL does {:.0}% of one on state.db",
+        "each of two hubs keeps {:.0}% of one hub's rate on PostgreSQL; one hub on PostgreSQL does {:.0}% of one on state.db, at {:.2} times its CPU a turn",
         100.0 * two / 2.0 / one,
-        100.0 * one / sqlite
+        100.0 * one / sqlite,
+        one_cpu / sqlite_cpu
     );
 }
