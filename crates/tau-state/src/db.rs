@@ -679,6 +679,57 @@ mod tests {
         assert!(missing.is_err());
     }
 
+    #[test]
+    fn a_postgresql_store_answers_inside_either_runtime_and_outside_any() {
+        let Some(store) = crate::test_stores::postgres() else {
+            return;
+        };
+        let db = store.open();
+        let write = |db: &StateDb, key: &str| {
+            db.write_statement(
+                false,
+                "INSERT INTO state_meta (key, value) VALUES (?1, 'x')",
+                params![key],
+            )
+            .unwrap()
+        };
+        assert_eq!(write(&db, "outside"), 1);
+        // A current-thread runtime: the call holds its one thread until the server answers.
+        let current = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        assert_eq!(current.block_on(async { write(&db, "current") }), 1);
+        // A multi-threaded one: from a task, beside a task that keeps ticking.
+        let multi = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let shared = db.clone();
+        let written = multi.block_on(async move {
+            let ticker = tokio::spawn(async {
+                for _ in 0..5 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            });
+            let written = tokio::spawn(async move { write(&shared, "multi") }).await;
+            ticker.await.unwrap();
+            written.unwrap()
+        });
+        assert_eq!(written, 1);
+        let keys: Vec<String> = db
+            .read(|c| {
+                c.query_map(
+                    "SELECT key FROM state_meta WHERE value = 'x' ORDER BY key",
+                    params![],
+                    |row| row.get(0),
+                )
+            })
+            .unwrap();
+        assert_eq!(keys, ["current", "multi", "outside"]);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn work_on_the_multi_threaded_runtime_runs_beside_other_tasks() {
         let dir = tempfile::tempdir().unwrap();
