@@ -36,7 +36,7 @@
 //! Layout
 //! - `sql.rs`: the statements' one surface over both stores; `pg.rs`: the PostgreSQL
 //!   connection, its write lock and change notices; `pg_wire.rs`: its socket, driven by
-//!   the thread that asks; `pg_value.rs`: values between the two stores' types
+//!   the thread that asks; `pg_tls.rs`: TLS on it when the url asks; `pg_value.rs`: values between the two stores' types
 //! - `db.rs`: [`StateDb`], the pragma policy, transactions, flush; `handles.rs`: the narrow
 //!   handles and where `StateDb` hands them out; `migrate.rs`: the schema
 //!   and the tau that wrote it (`state_meta.schema_by`); `snapshot.rs`: a consistent copy
@@ -82,6 +82,7 @@ mod passkeys;
 mod people;
 mod pg;
 mod pg_support;
+mod pg_tls;
 mod pg_value;
 mod pg_wire;
 mod push;

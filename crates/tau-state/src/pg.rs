@@ -12,7 +12,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use rusqlite::types::Value;
@@ -69,6 +69,8 @@ const CHANGE_RECHECK: Duration = Duration::from_millis(50);
 pub(crate) struct PgStore {
     /// The url as given, password and all: kept to connect again, never shown.
     config: Config,
+    /// The TLS the url asked for (`sslmode=require`), its roots read when it was opened.
+    tls: Option<Arc<rustls::ClientConfig>>,
     /// `postgres://host:port/db`, without user or password: what messages name.
     description: String,
     connection: Mutex<Option<PgConnection>>,
@@ -93,15 +95,25 @@ pub(crate) struct PgConnection {
 impl PgStore {
     /// Parses `url` and connects; the schema is the caller's.
     pub(crate) fn connect(url: &str) -> Result<Self, StateError> {
+        let (driver_url, tls) = crate::pg_tls::from_url(url);
         let config: Config =
-            url.parse()
+            driver_url
+                .parse()
                 .map_err(|error: tokio_postgres::Error| StateError::Connect {
                     store: "the PostgreSQL url".to_owned(),
                     why: redact(&with_causes(&error), url),
                 })?;
         let description = describe(&config);
+        let tls = tls
+            .map(|wanted| crate::pg_tls::client_config(&wanted))
+            .transpose()
+            .map_err(|why| StateError::Connect {
+                store: description.clone(),
+                why,
+            })?;
         let store = Self {
             config,
+            tls,
             description,
             connection: Mutex::new(None),
             own_writes: AtomicI64::new(0),
@@ -297,13 +309,15 @@ impl PgStore {
 
     /// Connects on this thread, within [`CONNECT_TIMEOUT`].
     fn open(&self) -> Result<PgConnection, StateError> {
-        let (client, wire) =
-            crate::pg_wire::connect(&self.config, Instant::now() + CONNECT_TIMEOUT).map_err(
-                |why| StateError::Unavailable {
-                    store: self.description.clone(),
-                    why,
-                },
-            )?;
+        let (client, wire) = crate::pg_wire::connect(
+            &self.config,
+            self.tls.as_ref(),
+            Instant::now() + CONNECT_TIMEOUT,
+        )
+        .map_err(|why| StateError::Unavailable {
+            store: self.description.clone(),
+            why,
+        })?;
         let connection = PgConnection {
             client,
             wire: RefCell::new(wire),

@@ -20,10 +20,11 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::config::Host;
-use tokio_postgres::tls::NoTlsStream;
-use tokio_postgres::{Client, Config, Connection, NoTls};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::{Client, Config, Connection};
 
 use crate::pg_support::with_causes;
+use crate::pg_tls::{Connector, Encrypted};
 
 /// How long a TCP connection may sit idle before the kernel asks whether the server is
 /// still there: a server gone without a word is found, not waited on forever.
@@ -54,7 +55,7 @@ impl Stream {
 /// What the store keeps of an open connection besides its client.
 pub(crate) struct Wire {
     /// `None` once the connection ended: the server closed it, or it broke.
-    connection: Option<Connection<Socket, NoTlsStream>>,
+    connection: Option<Connection<Socket, Encrypted>>,
     /// The socket's own descriptor, duplicated: what the thread sleeps on.
     fd: OwnedFd,
     wants_room: Arc<AtomicBool>,
@@ -70,9 +71,24 @@ pub(crate) enum Stalled {
 }
 
 /// Connects a socket to the first of `config`'s hosts that answers, then logs in, all
-/// before `deadline`.
-pub(crate) fn connect(config: &Config, deadline: Instant) -> Result<(Client, Wire), String> {
-    let stream = open_stream(config, deadline)?;
+/// before `deadline`; over TLS with `tls` when it is given and the socket is TCP.
+pub(crate) fn connect(
+    config: &Config,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+    deadline: Instant,
+) -> Result<(Client, Wire), String> {
+    let (stream, host) = open_stream(config, deadline)?;
+    let mut config = config.clone();
+    let connector = match (tls, host) {
+        (Some(tls), Some(host)) => Connector::to(Arc::clone(tls), &host)?,
+        // Not asked for (the url's `prefer` included: plain is what tau speaks unless
+        // told), or a unix socket, which PostgreSQL never encrypts and which never leaves
+        // the machine.
+        _ => {
+            config.ssl_mode(SslMode::Disable);
+            Connector::plain()
+        }
+    };
     let fd = stream
         .as_fd()
         .try_clone_to_owned()
@@ -82,7 +98,7 @@ pub(crate) fn connect(config: &Config, deadline: Instant) -> Result<(Client, Wir
         stream,
         wants_room: Arc::clone(&wants_room),
     };
-    let login = config.connect_raw(socket, NoTls);
+    let login = config.connect_raw(socket, connector);
     let (client, connection) = match wait(login, fd.as_fd(), &wants_room, deadline, |_| true) {
         Ok(Ok(pair)) => pair,
         Ok(Err(error)) => return Err(with_causes(&error)),
@@ -97,8 +113,8 @@ pub(crate) fn connect(config: &Config, deadline: Instant) -> Result<(Client, Wir
 }
 
 /// A stream to one of `config`'s hosts (each tried in turn, as libpq does), connected in
-/// non-blocking mode.
-fn open_stream(config: &Config, deadline: Instant) -> Result<Stream, String> {
+/// non-blocking mode, and the host's name when it is reached over TCP.
+fn open_stream(config: &Config, deadline: Instant) -> Result<(Stream, Option<String>), String> {
     let ports = config.get_ports();
     let addrs = config.get_hostaddrs();
     let mut why = "the url names no host".to_owned();
@@ -127,7 +143,11 @@ fn open_stream(config: &Config, deadline: Instant) -> Result<Stream, String> {
                     Stream::Unix(stream) => stream.set_nonblocking(true),
                 };
                 nonblocking.map_err(|e| e.to_string())?;
-                return Ok(stream);
+                let name = match host {
+                    Host::Tcp(name) => Some(name.clone()),
+                    Host::Unix(_) => None,
+                };
+                return Ok((stream, name));
             }
             Err(error) => why = error,
         }
@@ -203,7 +223,7 @@ impl Wire {
 /// Moves the connection as far as it goes now: what the client queued is sent, what the
 /// server sent is read and handed to the requests. Notifications and notices are read and
 /// dropped: a waiter for others' commits reads the change counter, not these.
-fn drive(connection: &mut Option<Connection<Socket, NoTlsStream>>, cx: &mut Context<'_>) {
+fn drive(connection: &mut Option<Connection<Socket, Encrypted>>, cx: &mut Context<'_>) {
     while let Some(open) = connection {
         match open.poll_message(cx) {
             Poll::Ready(Some(Ok(_))) => {}

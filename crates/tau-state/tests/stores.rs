@@ -182,7 +182,7 @@ fn a_cut_connection_decides_nothing_and_the_store_answers_once_it_is_back() {
 }
 
 #[test]
-fn a_store_is_reached_over_a_unix_socket_and_a_url_asking_for_tls_is_refused_plainly() {
+fn a_store_is_reached_over_a_unix_socket_and_tls_asked_of_a_server_without_it_is_refused() {
     let server = Postgres::start().unwrap();
     let tcp = server.fresh_database().unwrap();
     let database = tcp.rsplit('/').next().unwrap();
@@ -202,13 +202,71 @@ fn a_store_is_reached_over_a_unix_socket_and_a_url_asking_for_tls_is_refused_pla
     let id = ApprovalId::parse("ap_1").unwrap();
     assert!(over_tcp.approvals().approval(&id).unwrap().is_some());
 
-    // This tau speaks no TLS to the server: a url that requires it is refused at once,
-    // saying so, and never falls back to plain text.
+    // A url that requires TLS of a server that has none is refused at once, saying so,
+    // and never falls back to plain text.
     let refused = StateDb::connect(&format!("{tcp}?sslmode=require"))
         .err()
         .unwrap();
     assert!(matches!(refused, StateError::Connect { .. }), "{refused:?}");
     assert!(refused.to_string().contains("TLS"), "{refused}");
+}
+
+#[test]
+fn tls_is_spoken_when_the_url_asks_and_only_to_the_server_its_roots_and_name_vouch_for() {
+    let server = Postgres::start().unwrap();
+    let authority = server.enable_tls().unwrap();
+    let url = server.fresh_database().unwrap();
+    let database = url.rsplit('/').next().unwrap().to_owned();
+    let encrypted = || {
+        server
+            .sql(&format!(
+                "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+                 WHERE a.datname = '{database}' AND s.ssl"
+            ))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let roots = format!("sslrootcert={}", authority.display());
+    {
+        let hub = StateDb::connect(&format!("{url}?sslmode=verify-full&{roots}")).unwrap();
+        hub.approvals().create_approval(&question("ap_1")).unwrap();
+        let id = ApprovalId::parse("ap_1").unwrap();
+        assert!(hub.approvals().approval(&id).unwrap().is_some());
+        assert_eq!(encrypted(), "1", "the hub's connection is encrypted");
+    }
+    // Not asked for: plain, as before, though the server could.
+    let plain = StateDb::connect(&format!("{url}?sslmode=prefer")).unwrap();
+    plain.data_version().unwrap();
+    assert_eq!(encrypted(), "0");
+    drop(plain);
+    // A server the system's roots do not vouch for, and a name its certificate does not
+    // carry: refused before a word of the store is spoken.
+    let unknown = StateDb::connect(&format!("{url}?sslmode=require"))
+        .err()
+        .unwrap();
+    assert!(matches!(unknown, StateError::Connect { .. }), "{unknown:?}");
+    assert!(unknown.to_string().contains("certificate"), "{unknown}");
+    let port = server.port();
+    let elsewhere = format!(
+        "postgres://postgres@db.example:{port}/{database}?hostaddr=127.0.0.1&sslmode=require&{roots}"
+    );
+    let misnamed = StateDb::connect(&elsewhere).err().unwrap();
+    assert!(
+        matches!(misnamed, StateError::Connect { .. }),
+        "{misnamed:?}"
+    );
+    assert!(misnamed.to_string().contains("certificate"), "{misnamed}");
+    // Roots that cannot be read are said when the store is opened.
+    let missing = StateDb::connect(&format!(
+        "{url}?sslmode=require&sslrootcert=/nonexistent.pem"
+    ))
+    .err()
+    .unwrap();
+    assert!(
+        missing.to_string().contains("/nonexistent.pem"),
+        "{missing}"
+    );
 }
 
 #[test]

@@ -178,6 +178,69 @@ impl Postgres {
         self.pg_ctl(&["reload"]).map(drop)
     }
 
+    /// From now on the server also speaks TLS over TCP, with a certificate for
+    /// `localhost` and `127.0.0.1` signed by a certificate authority of its own, made
+    /// here with `openssl`; the authority's certificate (PEM), for a client's roots.
+    pub fn enable_tls(&self) -> Result<PathBuf, String> {
+        let keys = self.dir.path().join("tls");
+        std::fs::create_dir_all(&keys)
+            .map_err(|e| format!("cannot make {}: {e}", keys.display()))?;
+        let file = |name: &str| keys.join(name).display().to_string();
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        run(Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=tau test authority",
+            ])
+            .args(ec)
+            .args(["-keyout", &file("ca.key"), "-out", &file("ca.crt")]))?;
+        run(Command::new("openssl")
+            .args(["req", "-subj", "/CN=localhost"])
+            .args(ec)
+            .args(["-keyout", &file("server.key"), "-out", &file("server.csr")]))?;
+        std::fs::write(
+            keys.join("server.ext"),
+            "subjectAltName = DNS:localhost, IP:127.0.0.1\nbasicConstraints = CA:FALSE\n",
+        )
+        .map_err(|e| format!("cannot write the extensions: {e}"))?;
+        run(Command::new("openssl")
+            .args(["x509", "-req", "-days", "2", "-in", &file("server.csr")])
+            .args([
+                "-CA",
+                &file("ca.crt"),
+                "-CAkey",
+                &file("ca.key"),
+                "-CAcreateserial",
+            ])
+            .args(["-extfile", &file("server.ext"), "-out", &file("server.crt")]))?;
+        // The server reads its key only when its own user owns it and nobody else can.
+        for name in ["server.crt", "server.key"] {
+            let to = self.data().join(name);
+            std::fs::copy(keys.join(name), &to).map_err(|e| format!("cannot copy {name}: {e}"))?;
+            if self.as_system_user {
+                run(Command::new("chown")
+                    .arg(format!("{SYSTEM_USER}:"))
+                    .arg(&to))?;
+            }
+        }
+        run(Command::new("chmod")
+            .arg("600")
+            .arg(self.data().join("server.key")))?;
+        self.sql("ALTER SYSTEM SET ssl = on")?;
+        self.sql("SELECT pg_reload_conf()")?;
+        Ok(keys.join("ca.crt"))
+    }
+
     /// Stops the server at once (`-m immediate`: like a crash, every connection cut).
     pub fn stop(&mut self) -> Result<(), String> {
         self.pg_ctl(&["stop", "-m", "immediate", "-w"])?;
