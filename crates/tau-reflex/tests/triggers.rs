@@ -115,6 +115,20 @@ fn webhook_rig() -> (Rig, Arc<Lamp>) {
     webhook_rig_on(FakeHost::new())
 }
 
+/// `rig`'s engine with the one routine `routine`, started, once it keeps the routine.
+async fn running(
+    rig: &Rig,
+    routine: serde_json::Value,
+) -> (Engine, CancellationToken, tokio::task::JoinHandle<()>) {
+    let engine = rig.engine(vec![def(routine)]).unwrap();
+    let (stop, task) = start(&engine);
+    eventually("the engine keeping the routine", || {
+        !engine.active().is_empty()
+    })
+    .await;
+    (engine, stop, task)
+}
+
 /// A rig whose `host` serves webhooks, the doorbell's secret set.
 fn webhook_rig_on(mut host: FakeHost) -> (Rig, Arc<Lamp>) {
     let lamp = Arc::new(Lamp::new(Arc::new(SystemClock)));
@@ -128,16 +142,11 @@ fn webhook_rig_on(mut host: FakeHost) -> (Rig, Arc<Lamp>) {
 #[tokio::test]
 async fn a_webhook_with_a_wrong_secret_or_an_unexpected_body_is_refused() {
     let (rig, lamp) = webhook_rig();
-    let engine = rig
-        .engine(vec![def(
-            json!({"name": "doorbell", "webhook": {"secret_env": "DOORBELL_SECRET"},
+    let (engine, stop, task) = running(
+        &rig,
+        json!({"name": "doorbell", "webhook": {"secret_env": "DOORBELL_SECRET"},
                                 "payload": "ring", "tool": "lamp", "arguments": {"state": "on"}}),
-        )])
-        .unwrap();
-    let (stop, task) = start(&engine);
-    eventually("the engine keeping the routine", || {
-        !engine.active().is_empty()
-    })
+    )
     .await;
     let bearer = format!("Bearer {SECRET}");
     let reply = |status: u16, text: &str| WebhookReply {
@@ -217,16 +226,11 @@ async fn a_webhook_while_the_routine_runs_is_skipped() {
     slow.delay = Duration::from_millis(500);
     let slow = Arc::new(slow);
     rig.catalog = Arc::new(catalog(Arc::clone(&slow)));
-    let engine = rig
-        .engine(vec![def(
-            json!({"name": "doorbell", "webhook": {"secret_env": "DOORBELL_SECRET"},
+    let (engine, stop, task) = running(
+        &rig,
+        json!({"name": "doorbell", "webhook": {"secret_env": "DOORBELL_SECRET"},
                                 "tool": "lamp", "arguments": {"state": "on"}}),
-        )])
-        .unwrap();
-    let (stop, task) = start(&engine);
-    eventually("the engine keeping the routine", || {
-        !engine.active().is_empty()
-    })
+    )
     .await;
     let bearer = format!("Bearer {SECRET}");
     assert_eq!(
@@ -248,16 +252,11 @@ async fn a_webhook_whose_routine_asks_where_another_hub_serves_is_sent_there() {
     host.asks_now
         .store(false, std::sync::atomic::Ordering::Relaxed);
     let (rig, lamp) = webhook_rig_on(host);
-    let engine = rig
-        .engine(vec![def(
-            json!({"name": "doorbell", "webhook": {"secret_env": "DOORBELL_SECRET"},
+    let (engine, stop, task) = running(
+        &rig,
+        json!({"name": "doorbell", "webhook": {"secret_env": "DOORBELL_SECRET"},
                    "tool": "lamp", "arguments": {"state": "on"}, "ask": "web"}),
-        )])
-        .unwrap();
-    let (stop, task) = start(&engine);
-    eventually("the engine keeping the routine", || {
-        !engine.active().is_empty()
-    })
+    )
     .await;
     let bearer = format!("Bearer {SECRET}");
     let refused = call(&engine, "doorbell", Some(&bearer), b"");
