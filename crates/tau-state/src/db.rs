@@ -126,6 +126,7 @@ impl StateDb {
         off_the_runtime(|| {
             let store = PgStore::connect(url)?;
             migrate::postgres_to_latest(&store)?;
+            store.seen_so_far()?;
             Ok(Self {
                 inner: Arc::new(Store::Postgres(Box::new(store))),
                 hub: None,

@@ -77,7 +77,7 @@ pub(crate) struct PgStore {
     /// Commits of this store's own, so [`Self::data_version`] moves for others' only.
     own_writes: AtomicI64,
     /// The [`Self::data_version`] the last [`Self::wait_for_change`] saw (at first, the
-    /// one at connecting).
+    /// one when the store was opened: [`Self::seen_so_far`]).
     seen: AtomicI64,
 }
 
@@ -125,6 +125,14 @@ impl PgStore {
         })?;
         *store.lock() = Some(connection);
         Ok(store)
+    }
+
+    /// Marks every commit so far as seen, once the schema is in place: what was committed
+    /// before the store was opened is not news to its first [`Self::wait_for_change`].
+    pub(crate) fn seen_so_far(&self) -> Result<(), StateError> {
+        let version = self.data_version()?;
+        self.seen.store(version, Ordering::Relaxed);
+        Ok(())
     }
 
     /// `postgres://host:port/db`.

@@ -94,6 +94,9 @@ fn another_connection_s_commit_is_seen_and_wakes_a_waiter_and_ours_does_not() {
             "{kind}: their commit wakes a waiter"
         );
         assert!(!ours.wait_for_change(Duration::ZERO).unwrap(), "{kind}");
+        // What was committed before a store was opened is not news to its first wait.
+        let later = store.open();
+        assert!(!later.wait_for_change(Duration::ZERO).unwrap(), "{kind}");
     }
 }
 
