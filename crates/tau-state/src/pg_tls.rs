@@ -46,7 +46,10 @@ pub(crate) fn from_url(url: &str) -> (String, Option<TlsWanted>) {
                 }
                 _ => kept.push(pair.to_owned()),
             },
-            "sslrootcert" => roots = Some(PathBuf::from(percent_decoded(value))),
+            "sslrootcert" => {
+                let path = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
+                roots = Some(PathBuf::from(path.as_ref()));
+            }
             _ => kept.push(pair.to_owned()),
         }
     }
@@ -56,30 +59,6 @@ pub(crate) fn from_url(url: &str) -> (String, Option<TlsWanted>) {
         format!("{base}?{}", kept.join("&"))
     };
     (url, wanted.then_some(TlsWanted { roots }))
-}
-
-/// `%2F` and its kind decoded: a path in a url's query.
-fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&byte) = bytes.get(i) {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (byte, hex) {
-            (b'%', Some(decoded)) => {
-                out.push(decoded);
-                i += 3;
-            }
-            _ => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The client's TLS settings for `wanted`: its roots read now, so a missing or unreadable
