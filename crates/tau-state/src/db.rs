@@ -234,9 +234,15 @@ impl StateDb {
 
     /// One statement as a write of its own: the rows it changed. Whether it commits is the
     /// statement's alone (it commits when it succeeds, changing nothing or not), so on
-    /// PostgreSQL the start, the lock, the statement, the counter and the commit travel
-    /// together: one round trip, where [`Self::write`] takes two for one statement.
+    /// PostgreSQL the start, the statement, the counter and the commit travel together:
+    /// one round trip, where [`Self::write`] takes two for one statement.
     /// `durable`: as [`Self::write_durable`].
+    ///
+    /// On PostgreSQL it takes no write lock, so other processes' writes run beside it: the
+    /// statement must be right on its own, as a compare-and-set whose condition names what
+    /// it may change (`UPDATE … WHERE state = 'pending'`, which the server checks again
+    /// once it holds the row) or an insert a key keeps single. A write that must read
+    /// before it decides is [`Self::write`].
     pub(crate) fn write_statement(
         &self,
         durable: bool,
@@ -249,9 +255,10 @@ impl StateDb {
 
     /// Statements as one write that stands when every one of them succeeds (and is rolled
     /// back when one fails): the rows each changed. As [`Self::write_statement`], one round
-    /// trip on PostgreSQL, so no statement may need what an earlier one returned; each
-    /// sees what an earlier one wrote. A statement that must stop the write fails on
-    /// purpose (a NULL where none may go, say).
+    /// trip on PostgreSQL without the write lock, so no statement may need what an earlier
+    /// one returned, and each must be right on its own; each sees what an earlier one
+    /// wrote. A statement that must stop the write fails on purpose (a NULL where none may
+    /// go, say).
     pub(crate) fn write_statements(
         &self,
         durable: bool,

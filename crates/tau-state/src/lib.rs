@@ -11,9 +11,10 @@
 //! renames or closes a descriptor on `state.db` or its `-wal` and `-shm` files.
 //!
 //! The same API runs over PostgreSQL ([`StateDb::connect`], [`StoreLocation`]): the
-//! statements are written once in words both accept (`sql.rs`), every write transaction
-//! takes one advisory lock first, so a compare-and-set holds across hubs as it does across
-//! processes on one file, and a lost connection fails the call with
+//! statements are written once in words both accept (`sql.rs`), a write that reads before
+//! it decides takes one advisory lock first and a write of statements alone is a
+//! compare-and-set of its own, so each holds across hubs as it does across processes on
+//! one file, and a lost connection fails the call with
 //! [`StateError::Unavailable`] (nothing is decided) and is made again on the next.
 //!
 //! Durability: a commit survives a killed process when it returns. Writes that must also
@@ -85,6 +86,8 @@ mod pg_support;
 mod pg_tls;
 mod pg_value;
 mod pg_wire;
+#[cfg(test)]
+mod pg_writes_tests;
 mod push;
 mod routines;
 mod sessions;

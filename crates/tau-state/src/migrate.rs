@@ -220,6 +220,13 @@ const QUESTION_ASKED_BY: &str = "
 ALTER TABLE approvals ADD COLUMN asked_by TEXT;
 ";
 
+/// Step 15, PostgreSQL only: the change counter is a row per connection slot, not one
+/// row every write of every hub updates (which made each commit wait for the one before
+/// it, across hubs). Nothing changes in a `state.db`.
+const POSTGRES_CHANGE_SLOTS: &str = "
+ALTER TABLE tau_changes DROP CONSTRAINT IF EXISTS tau_changes_id_check;
+";
+
 /// One step of the schema, run inside the migration's transaction, the same on both
 /// stores: SQLite's text, and PostgreSQL's where it is not SQLite's with PostgreSQL's type
 /// names ([`postgres_text`]).
@@ -268,6 +275,10 @@ const STEPS: &[Step] = &[
     Step::same(SEVERAL_HUBS),
     Step::same(crate::people::PEOPLE),
     Step::same(QUESTION_ASKED_BY),
+    Step {
+        postgres: Some(POSTGRES_CHANGE_SLOTS),
+        ..Step::same("")
+    },
 ];
 
 /// A step's SQLite text in PostgreSQL's words: every integer column `BIGINT` (SQLite's
@@ -397,7 +408,8 @@ pub(crate) fn to_latest(connection: &mut Connection) -> Result<(), StateError> {
 }
 
 /// The PostgreSQL store's own tables: the schema step it is at, and the counter every
-/// write transaction bumps (see [`crate::StateDb::data_version`]).
+/// write transaction bumps (see [`crate::StateDb::data_version`]): one row per connection
+/// slot, the counter their sum.
 const POSTGRES_BOOKKEEPING: &str = "
 CREATE TABLE IF NOT EXISTS schema_version (
     id BIGINT PRIMARY KEY CHECK (id = 1),
@@ -405,7 +417,7 @@ CREATE TABLE IF NOT EXISTS schema_version (
 );
 INSERT INTO schema_version (id, step) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 CREATE TABLE IF NOT EXISTS tau_changes (
-    id BIGINT PRIMARY KEY CHECK (id = 1),
+    id BIGINT PRIMARY KEY,
     version BIGINT NOT NULL
 );
 INSERT INTO tau_changes (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;

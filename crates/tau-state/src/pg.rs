@@ -26,10 +26,19 @@ use crate::pg_wire::{Stalled, Wire};
 
 /// The channel every write transaction notifies at its commit.
 const CHANGES: &str = "tau_state";
-/// The advisory lock every write transaction takes first: one writer at a time across
-/// every process that shares the database, as SQLite's `BEGIN IMMEDIATE` does for a file.
-/// ("tau!" in ASCII; any constant no other program on the database uses.)
+/// The advisory lock a write that reads before it writes ([`PgStore::write`]) takes
+/// first: one such writer at a time across every process that shares the database, as
+/// SQLite's `BEGIN IMMEDIATE` does for a file. A write of statements alone
+/// ([`PgStore::write_statements`]) takes none: each of its statements is a compare-and-set
+/// whose condition the server checks again under the row's lock, so it is right beside
+/// any other write, and the commits of several hubs do not wait for each other's log
+/// flush. ("tau!" in ASCII; any constant no other program on the database uses.)
 pub(crate) const WRITE_LOCK: i64 = 0x7461_7521;
+/// The first key of the session advisory locks that give each open connection a change
+/// counter slot of its own (`"tau\""`; the two-key locks never meet [`WRITE_LOCK`]).
+const SLOT_LOCK: i32 = 0x7461_7522;
+/// How many connections at once have a slot of their own; any more share slot 0.
+const SLOTS: i32 = 1024;
 /// The start of every write: the transaction and the write lock. Its commit waits for the
 /// server's log flush (the server's own `synchronous_commit`, on unless its operator said
 /// otherwise): a commit that was answered survives a crash of the server's process, as a
@@ -41,12 +50,14 @@ const BEGIN: &str = "BEGIN";
 /// The write lock, prepared once per connection (as [`BUMP`]): the server plans it once,
 /// not at every write.
 const LOCK: &str = "SELECT pg_advisory_xact_lock(1952544033)";
-/// The change counter bumped, at the end of every write.
-const BUMP: &str = "UPDATE tau_changes SET version = version + 1 WHERE id = 1";
+/// The change counter bumped, at the end of every write: in the connection's own slot,
+/// so writes of several connections never wait for each other on one row.
+const BUMP: &str = "INSERT INTO tau_changes (id, version) VALUES (?1, 1) \
+     ON CONFLICT (id) DO UPDATE SET version = tau_changes.version + 1";
 /// The end of every write after [`BUMP`]: the others told, the commit.
 const COMMIT: &str = "NOTIFY tau_state; COMMIT";
-/// The change counter, as a waiter reads it.
-const VERSION: &str = "SELECT version FROM tau_changes WHERE id = 1";
+/// The change counter, as a waiter reads it: every slot's, committed.
+const VERSION: &str = "SELECT COALESCE(SUM(version), 0)::BIGINT FROM tau_changes";
 
 /// How long connecting (the socket, the server's greeting and the login) may take before
 /// the store counts as unavailable.
@@ -88,6 +99,8 @@ pub(crate) struct PgConnection {
     wire: RefCell<Wire>,
     description: String,
     statements: RefCell<HashMap<String, Statement>>,
+    /// Its row of the change counter ([`SLOT_LOCK`]).
+    slot: i64,
     /// The start of a write, until its first request carries it.
     opening: Cell<Option<&'static str>>,
 }
@@ -196,10 +209,10 @@ impl PgStore {
     }
 
     /// Statements as a write of their own (see [`crate::StateDb::write_statements`]): the
-    /// start, the lock, the statements, the counter, the notice and the commit sent at
-    /// once, answered in one round trip. A start, lock or statement that failed leaves the
-    /// transaction aborted, and the server turns its commit into a rollback: the first
-    /// failure is the answer, and nothing was written.
+    /// start, the statements, the counter, the notice and the commit sent at once,
+    /// answered in one round trip, without the write lock (see [`WRITE_LOCK`]). A start or
+    /// statement that failed leaves the transaction aborted, and the server turns its
+    /// commit into a rollback: the first failure is the answer, and nothing was written.
     pub(crate) fn write_statements(
         &self,
         statements: &[(&str, Vec<Value>)],
@@ -228,26 +241,25 @@ impl PgStore {
         statements: &[(&str, Vec<Value>)],
     ) -> Result<Vec<u64>, StateError> {
         // Prepared (once per connection) before anything of the write is sent.
-        let (lock, bump) = (c.prepare(LOCK)?, c.prepare(BUMP)?);
+        let bump = c.prepare(BUMP)?;
         let prepared = statements
             .iter()
             .map(|(sql, params)| Ok((c.prepare(sql)?, PgValue::all(params))))
             .collect::<Result<Vec<_>, StateError>>()?;
         // Each request is sent when first polled, and these are first polled in order.
-        let (started, locked, changed, bumped, committed) = c.answer(async {
+        let slot: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&c.slot];
+        let (started, changed, bumped, committed) = c.answer(async {
             let runs = prepared.iter().map(|(statement, params)| async move {
                 c.client.execute(statement, &PgValue::refs(params)).await
             });
             futures::join!(
                 c.client.batch_execute(BEGIN),
-                c.client.execute(&lock, &[]),
                 futures::future::join_all(runs),
-                c.client.execute(&bump, &[]),
+                c.client.execute(&bump, &slot),
                 c.client.batch_execute(COMMIT),
             )
         })?;
         started.map_err(|error| c.failed(error))?;
-        locked.map_err(|error| c.failed(error))?;
         let changed = changed
             .into_iter()
             .map(|changed| changed.map_err(|error| c.failed(error)))
@@ -326,16 +338,27 @@ impl PgStore {
             store: self.description.clone(),
             why,
         })?;
-        let connection = PgConnection {
+        let mut connection = PgConnection {
             client,
             wire: RefCell::new(wire),
             description: self.description.clone(),
             statements: RefCell::new(HashMap::new()),
+            slot: 0,
             opening: Cell::new(None),
         };
         connection.execute_batch(&format!(
             "SET lock_timeout = '{LOCK_TIMEOUT}'; SET statement_timeout = '{STATEMENT_TIMEOUT}'"
         ))?;
+        // The lowest free slot, held until the connection closes; none when every one is
+        // held. (Without an ORDER BY, the scan stops at the first lock it got.)
+        let claim = format!(
+            "SELECT n FROM generate_series(1, {SLOTS}) AS n \
+             WHERE pg_try_advisory_lock({SLOT_LOCK}, n) LIMIT 1"
+        );
+        connection.slot = match connection.query(&claim, &[])?.first().map(Vec::as_slice) {
+            Some([Value::Integer(slot)]) => *slot,
+            _ => 0,
+        };
         Ok(connection)
     }
 }
@@ -369,7 +392,7 @@ impl PgConnection {
         let bump = self.prepare(BUMP)?;
         self.send(async {
             let (bumped, committed) = futures::future::join(
-                self.client.execute(&bump, &[]),
+                self.client.execute(&bump, &[&self.slot]),
                 self.client.batch_execute(COMMIT),
             )
             .await;
@@ -478,10 +501,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_write_takes_the_one_write_lock_and_notifies_the_one_channel() {
+    fn every_write_bumps_its_own_slot_and_notifies_the_one_channel() {
         assert_eq!(BEGIN, "BEGIN", "the server's own synchronous_commit");
         assert_eq!(LOCK, format!("SELECT pg_advisory_xact_lock({WRITE_LOCK})"));
-        assert!(BUMP.starts_with("UPDATE tau_changes SET version = version + 1"));
+        assert!(BUMP.starts_with("INSERT INTO tau_changes (id, version) VALUES (?1, 1)"));
         assert_eq!(COMMIT, format!("NOTIFY {CHANGES}; COMMIT"));
     }
 }

@@ -271,3 +271,103 @@ fn sqlite_a_scheduled_tick_is_claimed_once() {
 fn postgres_a_scheduled_tick_is_claimed_once() {
     a_scheduled_tick_is_claimed_once(&postgres());
 }
+
+/// Both hubs let the same approved calls through at once, each as fast as it can: every
+/// call is let through exactly once. (On PostgreSQL the let-through is a compare-and-set
+/// of its own, without the write lock: the server's row lock is what makes it once.)
+fn an_approved_call_is_let_through_once_when_two_hubs_race(store: &Shared) {
+    let calls: Vec<ApprovalId> = (0..40)
+        .map(|n| {
+            let id = ask(&store.a, n);
+            store
+                .a
+                .approvals()
+                .decide_approval(
+                    &id,
+                    ApprovalState::Approved,
+                    &DecidedBy::person("web"),
+                    Timestamp::now(),
+                )
+                .unwrap();
+            id
+        })
+        .collect();
+    let start = std::sync::Barrier::new(2);
+    let (a, b) = std::thread::scope(|scope| {
+        let race = |db: &StateDb| {
+            let (start, calls) = (&start, &calls);
+            let approvals = db.approvals();
+            scope.spawn(move || {
+                start.wait();
+                calls
+                    .iter()
+                    .map(|id| approvals.consume_approval(id, Timestamp::now()).unwrap())
+                    .collect::<Vec<bool>>()
+            })
+        };
+        let (a, b) = (race(&store.a), race(&store.b));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    for ((id, a), b) in calls.iter().zip(a).zip(b) {
+        assert!(a != b, "{id}: a {a} and b {b}");
+    }
+    assert_eq!(cut_off(&store.a).len(), calls.len(), "each let through");
+}
+
+#[test]
+fn sqlite_an_approved_call_is_let_through_once_when_two_hubs_race() {
+    an_approved_call_is_let_through_once_when_two_hubs_race(&sqlite());
+}
+
+#[test]
+fn postgres_an_approved_call_is_let_through_once_when_two_hubs_race() {
+    an_approved_call_is_let_through_once_when_two_hubs_race(&postgres());
+}
+
+/// Both hubs append message k of one conversation at the same moment, k after k: one
+/// append stands, the other is refused as out of order (never a gap, never two), and the
+/// conversation ends with one message a step.
+fn one_of_two_racing_appends_of_a_message_stands(store: &Shared) {
+    let id = SessionId::parse("raced").unwrap();
+    store.a.sessions().ensure_session(&id).unwrap();
+    let start = std::sync::Barrier::new(2);
+    let steps = 30;
+    for k in 0..steps {
+        let results = std::thread::scope(|scope| {
+            let append = |db: &StateDb, who: &str| {
+                let (start, id) = (&start, &id);
+                let body = format!(r#"{{"role":"user","content":[{{"text":"{who} {k}"}}]}}"#);
+                let sessions = db.sessions();
+                scope.spawn(move || {
+                    start.wait();
+                    sessions.append_message(id, k, &body)
+                })
+            };
+            let (a, b) = (append(&store.a, "a"), append(&store.b, "b"));
+            [a.join().unwrap(), b.join().unwrap()]
+        });
+        let stood = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(stood, 1, "message {k}: {results:?}");
+        let refused = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+        assert_eq!(
+            refused.to_string(),
+            format!(
+                "session 'raced' expected message {} next but was given {k}",
+                k + 1
+            )
+        );
+    }
+    let stored = store.b.sessions().stored_messages(&id, 0).unwrap();
+    let indexes: Vec<u64> = stored.iter().map(|m| m.index).collect();
+    assert_eq!(indexes, (0..steps).collect::<Vec<u64>>());
+}
+
+#[test]
+fn sqlite_one_of_two_racing_appends_of_a_message_stands() {
+    one_of_two_racing_appends_of_a_message_stands(&sqlite());
+}
+
+#[test]
+fn postgres_one_of_two_racing_appends_of_a_message_stands() {
+    one_of_two_racing_appends_of_a_message_stands(&postgres());
+}
