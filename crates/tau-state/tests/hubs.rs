@@ -184,36 +184,6 @@ fn a_lease_is_one_hub_s(store: &Shared) {
 }
 
 #[test]
-fn sqlite_a_live_hub_s_running_call_is_left_to_it() {
-    a_live_hub_s_running_call_is_left_to_it(&sqlite());
-}
-
-#[test]
-fn postgres_a_live_hub_s_running_call_is_left_to_it() {
-    a_live_hub_s_running_call_is_left_to_it(&postgres());
-}
-
-#[test]
-fn sqlite_a_question_s_turn_is_the_asking_hub_s_while_it_lives() {
-    a_question_s_turn_is_the_asking_hub_s_while_it_lives(&sqlite());
-}
-
-#[test]
-fn postgres_a_question_s_turn_is_the_asking_hub_s_while_it_lives() {
-    a_question_s_turn_is_the_asking_hub_s_while_it_lives(&postgres());
-}
-
-#[test]
-fn sqlite_a_lease_is_one_hub_s() {
-    a_lease_is_one_hub_s(&sqlite());
-}
-
-#[test]
-fn postgres_a_lease_is_one_hub_s() {
-    a_lease_is_one_hub_s(&postgres());
-}
-
-#[test]
 fn postgres_many_claims_at_once_give_one_holder() {
     let server = Postgres::start().unwrap();
     let url = server.fresh_database().unwrap();
@@ -262,16 +232,6 @@ fn a_scheduled_tick_is_claimed_once(store: &Shared) {
     );
 }
 
-#[test]
-fn sqlite_a_scheduled_tick_is_claimed_once() {
-    a_scheduled_tick_is_claimed_once(&sqlite());
-}
-
-#[test]
-fn postgres_a_scheduled_tick_is_claimed_once() {
-    a_scheduled_tick_is_claimed_once(&postgres());
-}
-
 /// Both hubs let the same approved calls through at once, each as fast as it can: every
 /// call is let through exactly once. (On PostgreSQL the let-through is a compare-and-set
 /// of its own, without the write lock: the server's row lock is what makes it once.)
@@ -314,16 +274,6 @@ fn an_approved_call_is_let_through_once_when_two_hubs_race(store: &Shared) {
     assert_eq!(cut_off(&store.a).len(), calls.len(), "each let through");
 }
 
-#[test]
-fn sqlite_an_approved_call_is_let_through_once_when_two_hubs_race() {
-    an_approved_call_is_let_through_once_when_two_hubs_race(&sqlite());
-}
-
-#[test]
-fn postgres_an_approved_call_is_let_through_once_when_two_hubs_race() {
-    an_approved_call_is_let_through_once_when_two_hubs_race(&postgres());
-}
-
 /// Both hubs append message k of one conversation at the same moment, k after k: one
 /// append stands, the other is refused as out of order (never a gap, never two), and the
 /// conversation ends with one message a step.
@@ -362,12 +312,28 @@ fn one_of_two_racing_appends_of_a_message_stands(store: &Shared) {
     assert_eq!(indexes, (0..steps).collect::<Vec<u64>>());
 }
 
-#[test]
-fn sqlite_one_of_two_racing_appends_of_a_message_stands() {
-    one_of_two_racing_appends_of_a_message_stands(&sqlite());
+/// Each behaviour's test on both stores: `<behaviour>::sqlite` and `<behaviour>::postgres`.
+macro_rules! on_both_stores {
+    ($($behaviour:ident),* $(,)?) => {$(
+        mod $behaviour {
+            #[test]
+            fn sqlite() {
+                super::$behaviour(&super::sqlite());
+            }
+
+            #[test]
+            fn postgres() {
+                super::$behaviour(&super::postgres());
+            }
+        }
+    )*};
 }
 
-#[test]
-fn postgres_one_of_two_racing_appends_of_a_message_stands() {
-    one_of_two_racing_appends_of_a_message_stands(&postgres());
-}
+on_both_stores!(
+    a_live_hub_s_running_call_is_left_to_it,
+    a_question_s_turn_is_the_asking_hub_s_while_it_lives,
+    a_lease_is_one_hub_s,
+    a_scheduled_tick_is_claimed_once,
+    an_approved_call_is_let_through_once_when_two_hubs_race,
+    one_of_two_racing_appends_of_a_message_stands,
+);
