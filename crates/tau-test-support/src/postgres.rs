@@ -27,6 +27,9 @@ pub struct Postgres {
     port: u16,
     as_system_user: bool,
     running: bool,
+    /// Whether commits wait for the disk (`fsync`), as on a real server; off for tests,
+    /// which lose nothing they need when the machine stops.
+    flushing: bool,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -86,8 +89,19 @@ fn running_as_root() -> bool {
 }
 
 impl Postgres {
-    /// A new cluster, started. An error says what is missing or what the server said.
+    /// A new cluster, started, without `fsync` (a test's data need not outlive a crash of
+    /// the machine). An error says what is missing or what the server said.
     pub fn start() -> Result<Self, String> {
+        Self::start_with(false)
+    }
+
+    /// [`Postgres::start`] with `fsync` on, as a real server runs: every commit waits for
+    /// the disk. For a benchmark that should pay what a deployment pays.
+    pub fn start_flushing() -> Result<Self, String> {
+        Self::start_with(true)
+    }
+
+    fn start_with(flushing: bool) -> Result<Self, String> {
         let bin = postgres_bin()?;
         let as_system_user = running_as_root();
         let dir = tempfile::Builder::new()
@@ -106,6 +120,7 @@ impl Postgres {
             port: 0,
             as_system_user,
             running: false,
+            flushing,
         };
         server.initdb()?;
         // A free port is found by binding port 0 and letting it go, so another test can
@@ -252,9 +267,10 @@ impl Postgres {
     /// accepts connections.
     pub fn start_again(&mut self) -> Result<(), String> {
         let options = format!(
-            "-h 127.0.0.1 -p {} -k {} -F",
+            "-h 127.0.0.1 -p {} -k {}{}",
             self.port,
-            self.dir.path().display()
+            self.dir.path().display(),
+            if self.flushing { "" } else { " -F" }
         );
         let log = self.dir.path().join("server.log");
         let log_arg = log.display().to_string();

@@ -8,9 +8,11 @@
 //! ```sh
 //! cargo bench -p tau --bench serve_shared_load                    # 300 conversations a hub
 //! cargo bench -p tau --bench serve_shared_load -- --sessions 100
+//! cargo bench -p tau --bench serve_shared_load -- --fsync          # commits wait for the disk
 //! ```
 //!
-//! Needs PostgreSQL (Debian's `postgresql`; see `tau_test_support::Postgres`).
+//! Needs PostgreSQL (Debian's `postgresql`; see `tau_test_support::Postgres`). Its server
+//! runs without `fsync`, as the tests' does, unless `--fsync` asks for a real server's.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -186,17 +188,23 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut sessions, mut rounds) = (300, 3);
+    let (mut sessions, mut rounds, mut fsync) = (300, 3, false);
     while let Some(arg) = args.next() {
-        let value = args.next().and_then(|n| n.parse().ok());
+        let mut value = || args.next().and_then(|n| n.parse().ok());
         match arg.as_str() {
-            "--sessions" => sessions = value.unwrap_or(sessions),
-            "--rounds" => rounds = value.unwrap_or(rounds),
+            "--sessions" => sessions = value().unwrap_or(sessions),
+            "--rounds" => rounds = value().unwrap_or(rounds),
+            "--fsync" => fsync = true,
             // `cargo bench` passes `--bench`.
             _ => {}
         }
     }
-    let server = Postgres::start().unwrap();
+    let server = if fsync {
+        Postgres::start_flushing()
+    } else {
+        Postgres::start()
+    }
+    .unwrap();
     let (mut sqlite, mut one, mut two) = (Vec::new(), Vec::new(), Vec::new());
     // Alternated, so a machine that gets busier does not favour one.
     for _ in 0..rounds {
@@ -213,7 +221,12 @@ fn main() {
     let rate = |runs: Vec<(f64, f64, f64)>| median(runs.into_iter().map(|r| r.0).collect());
     let (sqlite, one, two) = (rate(sqlite), rate(one), rate(two));
     println!(
-        "tau serve, {sessions} conversations a hub sending one message each at once ({SENDERS} clients a hub), one tier-0 call a turn, medians of {rounds} rounds"
+        "tau serve, {sessions} conversations a hub sending one message each at once ({SENDERS} clients a hub), one tier-0 call a turn, medians of {rounds} rounds; PostgreSQL {}",
+        if fsync {
+            "with fsync (every commit waits for the disk)"
+        } else {
+            "without fsync"
+        }
     );
     println!();
     println!(
