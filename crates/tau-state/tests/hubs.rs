@@ -44,13 +44,25 @@ fn postgres() -> Shared {
 /// Stores call `n`'s question, approves it and lets it through on `hub`.
 fn dispatch(hub: &StateDb, n: u32) -> ApprovalId {
     let id = ask(hub, n);
-    let now = Timestamp::now();
-    let approvals = hub.approvals();
-    approvals
-        .decide_approval(&id, ApprovalState::Approved, &DecidedBy::person("web"), now)
-        .unwrap();
-    assert!(approvals.consume_approval(&id, now).unwrap());
+    approve(hub, &id);
+    assert!(
+        hub.approvals()
+            .consume_approval(&id, Timestamp::now())
+            .unwrap()
+    );
     id
+}
+
+/// A person's yes to question `id`, taken on `hub`.
+fn approve(hub: &StateDb, id: &ApprovalId) {
+    hub.approvals()
+        .decide_approval(
+            id,
+            ApprovalState::Approved,
+            &DecidedBy::person("web"),
+            Timestamp::now(),
+        )
+        .unwrap();
 }
 
 /// Stores call `n`'s question on `hub`, pending.
@@ -134,16 +146,7 @@ fn a_question_s_turn_is_the_asking_hub_s_while_it_lives(store: &Shared) {
     assert!(store.b.leases().claim(&hub_lease("b"), "b", LIVE).unwrap());
     let id = ask(&store.a, 3);
     // b takes the answer: a, alive, holds the turn.
-    store
-        .b
-        .approvals()
-        .decide_approval(
-            &id,
-            ApprovalState::Approved,
-            &DecidedBy::person("web"),
-            Timestamp::now(),
-        )
-        .unwrap();
+    approve(&store.b, &id);
     let unsettled = |hub: &StateDb| -> Vec<String> {
         hub.approvals()
             .unsettled_approvals()
@@ -239,16 +242,7 @@ fn an_approved_call_is_let_through_once_when_two_hubs_race(store: &Shared) {
     let calls: Vec<ApprovalId> = (0..40)
         .map(|n| {
             let id = ask(&store.a, n);
-            store
-                .a
-                .approvals()
-                .decide_approval(
-                    &id,
-                    ApprovalState::Approved,
-                    &DecidedBy::person("web"),
-                    Timestamp::now(),
-                )
-                .unwrap();
+            approve(&store.a, &id);
             id
         })
         .collect();
