@@ -39,10 +39,11 @@ pub(crate) const WRITE_LOCK: i64 = 0x7461_7521;
 const SLOT_LOCK: i32 = 0x7461_7522;
 /// How many connections at once have a slot of their own; any more share slot 0.
 const SLOTS: i32 = 1024;
-/// The start of every write: the transaction and the write lock. Its commit waits for the
-/// server's log flush (the server's own `synchronous_commit`, on unless its operator said
-/// otherwise): a commit that was answered survives a crash of the server's process, as a
-/// SQLite commit survives a killed hub. `synchronous_commit = off` would not: the server
+/// The start of every write: the transaction (the write lock follows where one is
+/// taken). Its commit waits for the server's log flush (the server's own
+/// `synchronous_commit`, on unless its operator said otherwise): a commit that was
+/// answered survives a crash of the server's process, as a SQLite commit survives a
+/// killed hub. `synchronous_commit = off` would not: the server
 /// answers before its log leaves its own memory, and a crash of the server loses what it
 /// had answered in the last few hundred milliseconds (a conversation it said it made, then
 /// "no such session" once it is back).
@@ -346,19 +347,21 @@ impl PgStore {
             slot: 0,
             opening: Cell::new(None),
         };
-        connection.execute_batch(&format!(
-            "SET lock_timeout = '{LOCK_TIMEOUT}'; SET statement_timeout = '{STATEMENT_TIMEOUT}'"
-        ))?;
-        // The lowest free slot, held until the connection closes; none when every one is
-        // held. (Without an ORDER BY, the scan stops at the first lock it got.)
-        let claim = format!(
-            "SELECT n FROM generate_series(1, {SLOTS}) AS n \
+        // The timeouts, and the lowest free counter slot, held until the connection closes
+        // (none when every one is held; without an ORDER BY the scan stops at the first
+        // lock it got): one round trip, as text.
+        let answers = connection.send(connection.client.simple_query(&format!(
+            "SET lock_timeout = '{LOCK_TIMEOUT}'; SET statement_timeout = '{STATEMENT_TIMEOUT}'; \
+             SELECT n FROM generate_series(1, {SLOTS}) AS n \
              WHERE pg_try_advisory_lock({SLOT_LOCK}, n) LIMIT 1"
-        );
-        connection.slot = match connection.query(&claim, &[])?.first().map(Vec::as_slice) {
-            Some([Value::Integer(slot)]) => *slot,
-            _ => 0,
-        };
+        )))?;
+        connection.slot = answers
+            .iter()
+            .find_map(|answer| match answer {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0)?.parse().ok(),
+                _ => None,
+            })
+            .unwrap_or(0);
         Ok(connection)
     }
 }
