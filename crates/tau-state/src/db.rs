@@ -624,16 +624,7 @@ mod tests {
         for store in crate::test_stores::stores() {
             let db = store.open();
             let kind = store.kind;
-            let key = |key: &str| -> Option<String> {
-                db.read(|c| {
-                    c.query_optional(
-                        "SELECT value FROM state_meta WHERE key = ?1",
-                        params![key],
-                        |row| row.get(0),
-                    )
-                })
-                .unwrap()
-            };
+            let key = |key: &str| crate::pg_writes_tests::meta(&db, key);
             let insert = "INSERT INTO state_meta (key, value) VALUES (?1, ?2)";
             assert_eq!(
                 db.write_statement(false, insert, params!["a", "1"])

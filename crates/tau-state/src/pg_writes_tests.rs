@@ -8,7 +8,8 @@ use rusqlite::params;
 
 use crate::StateDb;
 
-fn meta(db: &StateDb, key: &str) -> Option<String> {
+/// The value stored under `key` in `state_meta`, if any (a row any test may write).
+pub(crate) fn meta(db: &StateDb, key: &str) -> Option<String> {
     db.read(|c| {
         c.query_optional(
             "SELECT value FROM state_meta WHERE key = ?1",
