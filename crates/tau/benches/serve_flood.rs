@@ -27,7 +27,7 @@
     clippy::cast_sign_loss
 )]
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/e2e/common/mod.rs"]
 mod common;
 
 use std::io::{Read, Write};

@@ -20,7 +20,7 @@
     clippy::cast_sign_loss
 )]
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/e2e/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

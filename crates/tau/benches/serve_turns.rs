@@ -22,7 +22,7 @@
     clippy::cast_precision_loss
 )]
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/e2e/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

@@ -19,7 +19,7 @@
     clippy::indexing_slicing
 )]
 
-#[path = "../common/mod.rs"]
+#[path = "../e2e/common/mod.rs"]
 mod common;
 mod measure;
 mod office;

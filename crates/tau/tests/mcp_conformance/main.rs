@@ -11,7 +11,7 @@
     clippy::indexing_slicing
 )]
 
-#[path = "../common/mod.rs"]
+#[path = "../e2e/common/mod.rs"]
 mod common;
 mod proxy;
 
