@@ -134,6 +134,28 @@ impl StateDb {
         })
     }
 
+    /// Another connection to the same store, for a thread that waits for changes
+    /// ([`Self::wait_for_change`]) without holding this one: the file opened again, or a
+    /// second PostgreSQL connection. Its waits count this one's commits as changes, as
+    /// any other's.
+    pub fn another_connection(&self) -> Result<Self, StateError> {
+        let inner = match &*self.inner {
+            Store::Sqlite(store) => {
+                return Ok(Self {
+                    hub: self.hub.clone(),
+                    ..Self::open(&store.path)?
+                });
+            }
+            Store::Postgres(store) => {
+                Store::Postgres(Box::new(off_the_runtime(|| store.another())?))
+            }
+        };
+        Ok(Self {
+            inner: Arc::new(inner),
+            hub: self.hub.clone(),
+        })
+    }
+
     /// Opens the store at `location`: [`Self::open`] or [`Self::connect`].
     pub fn open_store(location: &StoreLocation) -> Result<Self, StateError> {
         match location {

@@ -76,6 +76,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a waiter sleeps on the socket before it reads the counter again: another
 /// thread's call may have read the notification that was to wake it.
 const CHANGE_RECHECK: Duration = Duration::from_millis(50);
+/// The same for a connection only its waiter uses ([`PgStore::another`]): a notification
+/// that came in with the counter's answer was read with it, and wakes nobody.
+const WAITER_RECHECK: Duration = Duration::from_millis(250);
 
 /// A PostgreSQL database as tau's store.
 pub(crate) struct PgStore {
@@ -91,6 +94,9 @@ pub(crate) struct PgStore {
     /// The [`Self::data_version`] the last [`Self::wait_for_change`] saw (at first, the
     /// one when the store was opened: [`Self::seen_so_far`]).
     seen: AtomicI64,
+    /// How long [`Self::wait_for_change`] sleeps on the socket before it reads the counter
+    /// again.
+    recheck: Duration,
 }
 
 /// One open connection and its prepared statements. Only the thread holding the store's
@@ -132,12 +138,31 @@ impl PgStore {
             connection: Mutex::new(None),
             own_writes: AtomicI64::new(0),
             seen: AtomicI64::new(0),
+            recheck: CHANGE_RECHECK,
         };
         let connection = store.open().map_err(|error| match error {
             StateError::Unavailable { store, why } => StateError::Connect { store, why },
             other => other,
         })?;
         *store.lock() = Some(connection);
+        Ok(store)
+    }
+
+    /// A second connection to the same database, for a thread that waits for changes
+    /// while others use this one. Nobody else reads its notifications, so its waits read
+    /// the counter less often ([`WAITER_RECHECK`]).
+    pub(crate) fn another(&self) -> Result<Self, StateError> {
+        let store = Self {
+            config: self.config.clone(),
+            tls: self.tls.clone(),
+            description: self.description.clone(),
+            connection: Mutex::new(None),
+            own_writes: AtomicI64::new(0),
+            seen: AtomicI64::new(0),
+            recheck: WAITER_RECHECK,
+        };
+        *store.lock() = Some(store.open()?);
+        store.seen_so_far()?;
         Ok(store)
     }
 
@@ -312,7 +337,7 @@ impl PgStore {
             if left.is_zero() {
                 break false;
             }
-            crate::pg_wire::readable_within(fd.as_fd(), left.min(CHANGE_RECHECK));
+            crate::pg_wire::readable_within(fd.as_fd(), left.min(self.recheck));
         };
         // Nobody listens between waits: the server queues nothing for a connection that
         // may not read for a long time. (A connection lost meanwhile listens no more.)

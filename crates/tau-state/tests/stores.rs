@@ -1,6 +1,7 @@
 //! What differs between the two stores and what must not: a password in a url is never
 //! shown, a cut connection fails closed (nothing is decided) and the store answers again
-//! once it is back, another process's commit is seen (and wakes a waiter) on both, and
+//! once it is back, another process's commit is seen (and wakes a waiter, also one on a
+//! second connection of the same process) on both, and
 //! what only a SQLite file has is refused on PostgreSQL with a typed error. A commit the
 //! store answered survives a crash of the server, and a server that stops answering fails
 //! calls in bounded time. The tests that need a shared PostgreSQL server run when
@@ -97,6 +98,29 @@ fn another_connection_s_commit_is_seen_and_wakes_a_waiter_and_ours_does_not() {
         // What was committed before a store was opened is not news to its first wait.
         let later = store.open();
         assert!(!later.wait_for_change(Duration::ZERO).unwrap(), "{kind}");
+    }
+}
+
+#[test]
+fn a_second_connection_waits_apart_and_wakes_on_the_first_s_commit() {
+    for store in test_stores::stores() {
+        let kind = store.kind;
+        let ours = store.open().for_hub("hub-a");
+        let waiter = ours.another_connection().unwrap();
+        assert_eq!(waiter.hub(), Some("hub-a"), "{kind}");
+        assert_eq!(waiter.describe(), ours.describe(), "{kind}");
+        assert!(
+            !waiter.wait_for_change(Duration::from_millis(300)).unwrap(),
+            "{kind}: nothing committed, nothing new"
+        );
+        let waiting = std::thread::spawn(move || waiter.wait_for_change(Duration::from_secs(30)));
+        // The first connection is free while the second waits on it.
+        ours.approvals().create_approval(&question("ap_1")).unwrap();
+        assert!(
+            waiting.join().unwrap().unwrap(),
+            "{kind}: the first connection's commit wakes the second"
+        );
+        assert_eq!(ours.approvals().approvals(None).unwrap().len(), 1, "{kind}");
     }
 }
 
